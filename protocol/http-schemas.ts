@@ -1,0 +1,97 @@
+// One TypeBox schema per HTTP request body, compiled once, shared by the facade and the SDK's HTTP
+// client. Every object is strict (additionalProperties: false).
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+
+const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
+const Revision = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
+
+export const SubmitTaskBody = Type.Object(
+  {
+    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
+    handler: Name(128),
+    handler_version: Name(64),
+    payload_version: Name(64),
+    payload: Type.Unknown(),
+    business_key: Type.Optional(Type.String()),
+    concurrency_key: Type.Optional(Type.String()),
+    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 9 })),
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    deadline_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 2592000 })),
+    not_before: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+  },
+  { additionalProperties: false },
+);
+export type SubmitTaskBody = Static<typeof SubmitTaskBody>;
+
+export const RetryPolicy = Type.Object(
+  {
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    initial_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    max_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    multiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type RetryPolicy = Static<typeof RetryPolicy>;
+
+export const CreateQueueBody = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
+    max_active_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    lease_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),
+    retry: Type.Optional(RetryPolicy),
+  },
+  { additionalProperties: false },
+);
+export type CreateQueueBody = Static<typeof CreateQueueBody>;
+
+export const RevisionBody = Type.Object({ expected_revision: Revision }, { additionalProperties: false });
+export type RevisionBody = Static<typeof RevisionBody>;
+
+export const RetireBody = Type.Object(
+  { expected_revision: Revision, reason: Type.String({ minLength: 1, maxLength: 512 }) },
+  { additionalProperties: false },
+);
+export type RetireBody = Static<typeof RetireBody>;
+
+export const CancelTaskBody = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })) },
+  { additionalProperties: false },
+);
+export type CancelTaskBody = Static<typeof CancelTaskBody>;
+
+export const ResolveTaskBody = Type.Object(
+  {
+    resolution: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('retry')]),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+export type ResolveTaskBody = Static<typeof ResolveTaskBody>;
+
+export interface CompiledSchema<T extends TSchema> {
+  schema: T;
+  check: TypeCheck<T>;
+}
+
+const cache = new Map<TSchema, TypeCheck<TSchema>>();
+/** Compiles a schema once per process. */
+export function compiled<T extends TSchema>(schema: T): TypeCheck<T> {
+  let c = cache.get(schema);
+  if (!c) {
+    c = TypeCompiler.Compile(schema);
+    cache.set(schema, c);
+  }
+  return c as TypeCheck<T>;
+}
+
+/** First schema violation as `{field, message}` (field is a dotted path), or null. */
+export function firstViolation<T extends TSchema>(schema: T, value: unknown): { field: string; message: string } | null {
+  const check = compiled(schema);
+  if (check.Check(value)) return null;
+  const e = check.Errors(value).First();
+  if (!e) return { field: '', message: 'invalid' };
+  const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+  return { field, message: e.message };
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// orbit-migrate up | status — forward-only numbered migrations (ORBIT_MYSQL_DSN).
+import { createPool } from '../db/pool.js';
+import { migrateUp, schemaStatus } from '../db/migrations.js';
+import { runMain } from './args.js';
+
+runMain(async () => {
+  const cmd = process.argv[2];
+  if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
+  const dsn = process.env.ORBIT_MYSQL_DSN;
+  if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (mysql://user:pass@host:port/db)');
+  const pool = createPool(dsn, { connectionLimit: 2 });
+  try {
+    if (cmd === 'up') {
+      const applied = await migrateUp(pool, (l) => process.stdout.write(l + '\n'));
+      process.stdout.write(applied.length ? `applied ${applied.length} migration(s)\n` : 'schema is current\n');
+    } else {
+      const s = await schemaStatus(pool);
+      process.stdout.write(`current=${s.current} expected=${s.expected} pending=[${s.pending.join(',')}] unknown=[${s.unknown.join(',')}]\n`);
+      if (s.pending.length || s.unknown.length) process.exitCode = 3;
+    }
+  } finally {
+    await pool.end();
+  }
+});

@@ -1,0 +1,19 @@
+/** SIGINT/SIGTERM → run `stop` once, exit 0 (1 if it fails); a hard exit after 10 s. A second
+ * signal exits at once. */
+export function installSignalHandlers(stop: () => Promise<void>): void {
+  let stopping = false;
+  const onSignal = () => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    setTimeout(() => process.exit(1), 10_000).unref();
+    stop().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}

@@ -1,0 +1,65 @@
+// SQL operations on credentials. Each function is one statement.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool, Conn } from './pool.js';
+
+export interface Credential {
+  id: string;
+  namespaceId: string;
+  applicationId: string;
+  name: string;
+  scopes: string[];
+  queueIds: '*' | string[];
+  revokedAt: string | null;
+}
+
+interface CredentialRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  application_id: string;
+  name: string;
+  scopes: string;
+  queue_ids: string | null;
+  revoked_at: string | null;
+}
+
+function fromRow(r: CredentialRow): Credential {
+  return {
+    id: r.id,
+    namespaceId: r.namespace_id,
+    applicationId: r.application_id,
+    name: r.name,
+    scopes: r.scopes.split(' ').filter(Boolean),
+    queueIds: r.queue_ids === null ? '*' : (JSON.parse(r.queue_ids) as string[]),
+    revokedAt: r.revoked_at,
+  };
+}
+
+/** findCredentialByTokenHash(hash: 32-byte SHA-256 of the bearer token) → credential with its
+ * application id, or null. */
+export async function findCredentialByTokenHash(pool: Pool, hash: Buffer): Promise<Credential | null> {
+  const [rows] = await pool.execute<CredentialRow[]>(
+    `SELECT c.id, c.namespace_id, n.application_id, c.name, c.scopes, c.queue_ids, c.revoked_at
+       FROM credentials c JOIN namespaces n ON n.id = c.namespace_id
+      WHERE c.token_hash = ?`,
+    [hash],
+  );
+  return rows[0] ? fromRow(rows[0]) : null;
+}
+
+/** insertCredential(id, namespace_id, name, token_hash, scopes, queue_ids JSON or NULL for "*"). */
+export async function insertCredential(
+  db: Pool | Conn,
+  c: { id: string; namespaceId: string; name: string; tokenHash: Buffer; scopes: string[]; queueIds: '*' | string[] },
+): Promise<void> {
+  await db.execute(
+    `INSERT INTO credentials (id, namespace_id, name, token_hash, scopes, queue_ids, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))`,
+    [c.id, c.namespaceId, c.name, c.tokenHash, c.scopes.join(' '), c.queueIds === '*' ? null : JSON.stringify(c.queueIds)],
+  );
+}
+
+/** revokeCredential(id) → true when it was live. */
+export async function revokeCredential(db: Pool | Conn, id: string): Promise<boolean> {
+  const [res] = await db.execute(`UPDATE credentials SET revoked_at = UTC_TIMESTAMP(3) WHERE id = ? AND revoked_at IS NULL`, [id]);
+  return (res as { affectedRows: number }).affectedRows === 1;
+}

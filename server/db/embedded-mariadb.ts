@@ -1,0 +1,245 @@
+// A private MariaDB/MySQL server run as a child process: used by `npm start` when
+// ORBIT_MYSQL_DSN is unset, by the test setup and by the benchmark. Loopback only, its own port
+// and socket, data in a folder of the caller's choice.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+
+const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin', '/usr/libexec', '/usr/local/mysql/bin'];
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  /** TCP port; 0 = pick a free one. */
+  port?: number;
+  /** Extra server options, e.g. `--innodb-flush-log-at-trx-commit=2` for tests. */
+  serverArgs?: string[];
+  /** Progress lines go here (default: stderr). */
+  log?: (line: string) => void;
+  /** Install Debian's mariadb-server when no server binary exists and we can (default true). */
+  install?: boolean;
+}
+
+export interface EmbeddedServer {
+  port: number;
+  socket: string;
+  /** DSN for the `orbit` user on database `db`. */
+  dsn(db: string): string;
+  /** Admin DSN (root over the socket) is not exposed; the orbit user has every privilege. */
+  child: ChildProcess;
+  stop(): Promise<void>;
+  /** kill -9 the server (tests of database restarts). */
+  kill(): void;
+  /** Start again on the same port and data directory after stop()/kill(). */
+  restart(): Promise<void>;
+}
+
+function which(names: string[]): string | null {
+  const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
+  for (const name of names) {
+    for (const d of dirs) {
+      const p = path.join(d, name);
+      try {
+        fs.accessSync(p, fs.constants.X_OK);
+        return p;
+      } catch {
+        /* next */
+      }
+    }
+  }
+  return null;
+}
+
+export function findServerBinary(): string | null {
+  return which(['mariadbd', 'mysqld']);
+}
+
+/** Installs Debian's mariadb-server non-interactively, without starting the system service. */
+function installMariaDb(log: (l: string) => void): void {
+  const apt = which(['apt-get']);
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!apt || !isRoot) {
+    throw new Error(
+      'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)',
+    );
+  }
+  log('orbit: installing mariadb-server with apt-get (one time, about a minute)...');
+  // policy-rc.d exit 101 stops the package from starting the system-wide service (we run our own
+  // private server); only created when absent, and removed afterwards.
+  const policy = '/usr/sbin/policy-rc.d';
+  const ownPolicy = !fs.existsSync(policy);
+  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
+  try {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    if (upd.status !== 0) throw new Error('apt-get update failed; run `apt-get install -y mariadb-server` by hand');
+    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', 'mariadb-server'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env,
+    });
+    if (inst.status !== 0) throw new Error('apt-get install mariadb-server failed; run it by hand');
+  } finally {
+    if (ownPolicy) fs.rmSync(policy, { force: true });
+  }
+  log('orbit: mariadb-server installed');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function initDataDir(binary: string, dataDir: string, log: (l: string) => void): void {
+  const installDb = which(['mariadb-install-db', 'mysql_install_db']);
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  fs.mkdirSync(dataDir, { recursive: true });
+  log(`orbit: initializing database files in ${dataDir}`);
+  let res;
+  if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
+    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', '--skip-test-db'];
+    if (isRoot) args.push('--user=root');
+    res = spawnSync(installDb, args, { encoding: 'utf8' });
+    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
+      // MySQL's mysqld --initialize-insecure path (no mariadb-install-db options).
+      res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+    }
+  } else {
+    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+  }
+  if (res.status !== 0) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw new Error(`database initialization failed: ${(res.stderr || res.stdout || '').trim().split('\n').slice(-3).join(' | ')}`);
+  }
+}
+
+async function waitConnectable(socket: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  let exited = false;
+  child.once('exit', () => (exited = true));
+  while (Date.now() < until) {
+    if (exited) break;
+    try {
+      const c = await mysql.createConnection({ socketPath: socket, user: 'root' });
+      await c.end();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-8).join('\n') : '';
+  throw new Error(`database server did not become ready${exited ? ' (it exited)' : ''}; log tail:\n${tail}`);
+}
+
+const ORBIT_USER = 'orbit';
+const ORBIT_PASSWORD = 'orbit-local';
+
+/** Starts (initializing and installing when needed) a private server. */
+export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<EmbeddedServer> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
+  let binary = findServerBinary();
+  if (!binary) {
+    if (opts.install === false) throw new Error('no MariaDB/MySQL server found: run `apt-get install -y mariadb-server`');
+    installMariaDb(log);
+    binary = findServerBinary();
+    if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
+  }
+  const dataDir = path.resolve(opts.dataDir);
+  const files = path.join(dataDir, 'data');
+  if (!fs.existsSync(path.join(files, 'mysql'))) {
+    fs.rmSync(files, { recursive: true, force: true });
+    initDataDir(binary, files, log);
+  }
+  // Unix socket paths are limited to 107 bytes; fall back to a short temp path.
+  let socket = path.join(dataDir, 'mysqld.sock');
+  if (Buffer.byteLength(socket) > 100) socket = path.join('/tmp', `orbit-${process.pid}-${Date.now()}.sock`);
+  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const logFile = path.join(dataDir, 'server.log');
+
+  const args = [
+    '--no-defaults',
+    `--datadir=${files}`,
+    `--socket=${socket}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--pid-file=${path.join(dataDir, 'mysqld.pid')}`,
+    `--log-error=${logFile}`,
+    '--skip-name-resolve',
+    '--character-set-server=utf8mb4',
+    '--collation-server=utf8mb4_general_ci',
+    '--max-connections=1000',
+    '--innodb-buffer-pool-size=256M',
+    '--skip-log-bin',
+    ...(isRoot ? ['--user=root'] : []),
+    ...(opts.serverArgs ?? []),
+  ];
+
+  const state: { child: ChildProcess } = { child: undefined as unknown as ChildProcess };
+  const launch = async () => {
+    const child = spawn(binary!, args, { stdio: 'ignore', detached: false });
+    state.child = child;
+    await waitConnectable(socket, child, logFile, 60_000);
+  };
+  await launch();
+
+  // The orbit user connects over TCP on loopback with a password (root uses the socket).
+  const root = await mysql.createConnection({ socketPath: socket, user: 'root' });
+  try {
+    await root.query(`CREATE USER IF NOT EXISTS '${ORBIT_USER}'@'127.0.0.1' IDENTIFIED BY '${ORBIT_PASSWORD}'`);
+    await root.query(`CREATE USER IF NOT EXISTS '${ORBIT_USER}'@'localhost' IDENTIFIED BY '${ORBIT_PASSWORD}'`);
+    await root.query(`GRANT ALL PRIVILEGES ON *.* TO '${ORBIT_USER}'@'127.0.0.1' WITH GRANT OPTION`);
+    await root.query(`GRANT ALL PRIVILEGES ON *.* TO '${ORBIT_USER}'@'localhost' WITH GRANT OPTION`);
+  } finally {
+    await root.end();
+  }
+
+  const stop = async () => {
+    const child = state.child;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+  };
+
+  return {
+    port,
+    socket,
+    get child() {
+      return state.child;
+    },
+    dsn: (db: string) => `mysql://${ORBIT_USER}:${ORBIT_PASSWORD}@127.0.0.1:${port}/${db}`,
+    stop,
+    kill: () => {
+      state.child.kill('SIGKILL');
+    },
+    restart: async () => {
+      await stop();
+      await launch();
+    },
+  };
+}
+
+/** Creates `db` when missing (utf8mb4). */
+export async function ensureDatabase(server: EmbeddedServer, db: string): Promise<void> {
+  if (!/^[A-Za-z0-9_]+$/.test(db)) throw new Error(`bad database name ${db}`);
+  const c = await mysql.createConnection({ socketPath: server.socket, user: 'root' });
+  try {
+    await c.query(`CREATE DATABASE IF NOT EXISTS \`${db}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
+  } finally {
+    await c.end();
+  }
+}

@@ -1,0 +1,99 @@
+import mysql from 'mysql2/promise';
+
+export type Pool = mysql.Pool;
+export type Conn = mysql.PoolConnection;
+
+/** Parses `mysql://user:pass@host:port/db` into mysql2 options. Throws a one-line error. */
+export function parseDsn(dsn: string): mysql.PoolOptions {
+  let u: URL;
+  try {
+    u = new URL(dsn);
+  } catch {
+    throw new Error(`ORBIT_MYSQL_DSN is not a URL: expected mysql://user:pass@host:port/db`);
+  }
+  if (u.protocol !== 'mysql:') throw new Error(`ORBIT_MYSQL_DSN must start with mysql://`);
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!database) throw new Error('ORBIT_MYSQL_DSN names no database: expected mysql://user:pass@host:port/db');
+  const opts: mysql.PoolOptions = {
+    host: u.hostname || '127.0.0.1',
+    port: u.port ? Number(u.port) : 3306,
+    user: decodeURIComponent(u.username || 'root'),
+    password: decodeURIComponent(u.password || ''),
+    database,
+  };
+  const socketPath = u.searchParams.get('socket');
+  if (socketPath) opts.socketPath = socketPath;
+  const limit = u.searchParams.get('connectionLimit');
+  if (limit) opts.connectionLimit = Number(limit);
+  return opts;
+}
+
+/**
+ * One pool per process. uint64 columns (tokens, revisions, sequences) come back as decimal
+ * strings (supportBigNumbers + bigNumberStrings) so they never pass through a float; DATETIME
+ * columns come back as strings and are formatted as RFC 3339 by `toIso`. Every time the database
+ * stores is UTC_TIMESTAMP(3), so the session time zone does not matter.
+ */
+export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}): Pool {
+  return mysql.createPool({
+    ...parseDsn(dsn),
+    supportBigNumbers: true,
+    bigNumberStrings: true,
+    dateStrings: true,
+    timezone: 'Z',
+    charset: 'utf8mb4_general_ci',
+    waitForConnections: true,
+    connectionLimit: 16,
+    maxIdle: 16,
+    idleTimeout: 60_000,
+    enableKeepAlive: true,
+    multipleStatements: false,
+    ...extra,
+  });
+}
+
+/** `2026-11-30 01:02:03.456` (DATETIME(3) as string, UTC) → `2026-11-30T01:02:03.456Z`. */
+export function toIso(v: string | null | undefined): string | null {
+  if (v === null || v === undefined) return null;
+  return v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z');
+}
+
+/** RFC 3339 → DATETIME(3) string in UTC. */
+export function fromIso(iso: string): string {
+  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/**
+ * Runs `fn` in one transaction. Deadlocks and lock-wait timeouts (1213, 1205) are retried a few
+ * times: InnoDB rolls the whole transaction back, so a retry cannot double an effect.
+ */
+export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const conn = await pool.getConnection();
+    try {
+      await conn.query('START TRANSACTION');
+      const out = await fn(conn);
+      await conn.query('COMMIT');
+      return out;
+    } catch (err) {
+      await conn.query('ROLLBACK').catch(() => conn.destroy());
+      const code = (err as { errno?: number }).errno;
+      if ((code === 1213 || code === 1205) && attempt < 5) continue;
+      throw err;
+    } finally {
+      conn.release();
+    }
+  }
+}
+
+export function isDuplicateKey(err: unknown): boolean {
+  return (err as { errno?: number }).errno === 1062;
+}
+
+/** True for errors that mean the database is unreachable or restarting (answer 503). */
+export function isConnectionError(err: unknown): boolean {
+  const e = err as { code?: string; errno?: number; fatal?: boolean };
+  if (e.fatal) return true;
+  return ['ECONNREFUSED', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ETIMEDOUT', 'EPIPE', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR'].includes(e.code ?? '')
+    || e.errno === 1053 || e.errno === 2006 || e.errno === 2013;
+}

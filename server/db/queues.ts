@@ -1,0 +1,112 @@
+// SQL operations on queues. Each function is one statement.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool, Conn } from './pool.js';
+import { toIso } from './pool.js';
+
+export interface QueueRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  name: string;
+  revision: string;
+  paused: number;
+  max_active_attempts: number;
+  active_attempts: number;
+  lease_seconds: number;
+  retry_max_attempts: number;
+  retry_initial_backoff_ms: number;
+  retry_max_backoff_ms: number;
+  retry_multiplier: number;
+  created_at: string;
+  updated_at: string;
+  retired_at: string | null;
+}
+
+export interface QueueView {
+  id: string;
+  namespace_id: string;
+  name: string;
+  revision: string;
+  paused: boolean;
+  max_active_attempts: number;
+  lease_seconds: number;
+  retry: { max_attempts: number; initial_backoff_ms: number; max_backoff_ms: number; multiplier: number };
+  active_attempts: number;
+  created_at: string;
+  updated_at: string;
+  retired_at?: string;
+}
+
+export function queueView(r: QueueRow): QueueView {
+  const v: QueueView = {
+    id: r.id,
+    namespace_id: r.namespace_id,
+    name: r.name,
+    revision: String(r.revision),
+    paused: r.paused === 1,
+    max_active_attempts: r.max_active_attempts,
+    lease_seconds: r.lease_seconds,
+    retry: {
+      max_attempts: r.retry_max_attempts,
+      initial_backoff_ms: r.retry_initial_backoff_ms,
+      max_backoff_ms: r.retry_max_backoff_ms,
+      multiplier: r.retry_multiplier,
+    },
+    active_attempts: r.active_attempts,
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  };
+  if (r.retired_at) v.retired_at = toIso(r.retired_at)!;
+  return v;
+}
+
+const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
+  retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at, retired_at`;
+
+/** getQueue(namespace_id, id) → row or null; `lock`: 'share' serializes with retire (submit),
+ * 'update' for changes. */
+export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
+  const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';
+  const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
+  return rows[0] ?? null;
+}
+
+/** listQueues(namespace_id) → rows by name. */
+export async function listQueues(db: Pool | Conn, namespaceId: string): Promise<QueueRow[]> {
+  const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE namespace_id = ? ORDER BY name`, [namespaceId]);
+  return rows;
+}
+
+/** findQueueByName(namespace_id, name) → row or null. */
+export async function findQueueByName(db: Pool | Conn, namespaceId: string, name: string): Promise<QueueRow | null> {
+  const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE namespace_id = ? AND name = ?`, [namespaceId, name]);
+  return rows[0] ?? null;
+}
+
+export interface NewQueue {
+  id: string;
+  namespaceId: string;
+  name: string;
+  maxActiveAttempts: number;
+  leaseSeconds: number;
+  retry: { max_attempts: number; initial_backoff_ms: number; max_backoff_ms: number; multiplier: number };
+}
+
+/** insertQueue(id, namespace_id, name, limits, lease, retry policy); duplicate name → ER_DUP_ENTRY. */
+export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
+  await db.execute(
+    `INSERT INTO queues (id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
+       retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at)
+     VALUES (?, ?, ?, 1, 0, ?, 0, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    [q.id, q.namespaceId, q.name, q.maxActiveAttempts, q.leaseSeconds, q.retry.max_attempts, q.retry.initial_backoff_ms, q.retry.max_backoff_ms, q.retry.multiplier],
+  );
+}
+
+/** setQueuePaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
+export async function setQueuePaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
+  const [res] = await c.execute(
+    `UPDATE queues SET paused = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ? AND revision = ? AND retired_at IS NULL`,
+    [paused ? 1 : 0, id, expectedRevision],
+  );
+  return (res as { affectedRows: number }).affectedRows === 1;
+}

@@ -1,0 +1,45 @@
+// SQL operations on idempotency receipts.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool, Conn } from './pool.js';
+
+export interface ReceiptRow extends RowDataPacket {
+  operation: string;
+  target_id: string;
+  fingerprint: string;
+  http_status: number;
+  response_data: string | null;
+}
+
+/** getReceipt(namespace_id, idempotency_key) → committed receipt or null (a fresh autocommit read). */
+export async function getReceipt(db: Pool | Conn, namespaceId: string, key: string): Promise<ReceiptRow | null> {
+  const [rows] = await db.execute<ReceiptRow[]>(
+    'SELECT operation, target_id, fingerprint, http_status, response_data FROM receipts WHERE namespace_id = ? AND idempotency_key = ?',
+    [namespaceId, key],
+  );
+  return rows[0] ?? null;
+}
+
+/** claimReceipt(namespace_id, key, operation, target_id, fingerprint, credential_id): inserts the
+ * placeholder first in the command's transaction, so a concurrent command with the same key waits
+ * on this row's lock and then sees ER_DUP_ENTRY. */
+export async function claimReceipt(
+  c: Conn,
+  r: { namespaceId: string; key: string; operation: string; targetId: string; fingerprint: string; credentialId: string },
+): Promise<void> {
+  await c.execute(
+    `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, credential_id, created_at)
+     VALUES (?, ?, ?, ?, ?, 0, ?, UTC_TIMESTAMP(3))`,
+    [r.namespaceId, r.key, r.operation, r.targetId, r.fingerprint, r.credentialId],
+  );
+}
+
+/** completeReceipt(namespace_id, key, status, data JSON, resource_id). */
+export async function completeReceipt(c: Conn, namespaceId: string, key: string, status: number, data: unknown, resourceId: string | null): Promise<void> {
+  await c.execute('UPDATE receipts SET http_status = ?, response_data = ?, resource_id = ? WHERE namespace_id = ? AND idempotency_key = ?', [
+    status,
+    JSON.stringify(data),
+    resourceId,
+    namespaceId,
+    key,
+  ]);
+}

@@ -1,0 +1,205 @@
+// SQL operations on tasks (submit and reads). Claim/result operations live in dispatch/.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool, Conn } from './pool.js';
+import { toIso } from './pool.js';
+
+export interface TaskRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  application_id: string;
+  queue_id: string;
+  seq: string;
+  handler: string;
+  handler_version: string;
+  payload_version: string;
+  payload: string;
+  business_key: string | null;
+  concurrency_key: Buffer | null;
+  priority: number;
+  state: string;
+  attempts_made: number;
+  attempts_created: number;
+  max_attempts: number;
+  not_before: string | null;
+  deadline_at: string;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  current_attempt_id: string | null;
+  result_outcome: string | null;
+  result_output: string | null;
+  result_error_code: string | null;
+  result_error_message: string | null;
+}
+
+export interface TaskResult {
+  outcome: string;
+  output?: unknown;
+  error?: { code: string; message: string };
+}
+
+export interface TaskView {
+  id: string;
+  namespace_id: string;
+  queue_id: string;
+  handler: string;
+  handler_version: string;
+  payload_version: string;
+  payload?: unknown;
+  business_key?: string;
+  concurrency_key?: string;
+  priority: number;
+  state: string;
+  attempts_made: number;
+  max_attempts: number;
+  not_before: string | null;
+  deadline_at: string;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  result: TaskResult | null;
+}
+
+export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
+  if (!r.result_outcome) return null;
+  const res: TaskResult = { outcome: r.result_outcome };
+  if (!summary && r.result_output !== null) res.output = JSON.parse(r.result_output);
+  if (r.result_error_code) res.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
+  return res;
+}
+
+/** The API shape of a task; `summary` omits payload and result.output. */
+export function taskView(r: TaskRow, summary = false): TaskView {
+  const v: TaskView = {
+    id: r.id,
+    namespace_id: r.namespace_id,
+    queue_id: r.queue_id,
+    handler: r.handler,
+    handler_version: r.handler_version,
+    payload_version: r.payload_version,
+    priority: r.priority,
+    state: r.state,
+    attempts_made: r.attempts_made,
+    max_attempts: r.max_attempts,
+    not_before: toIso(r.not_before),
+    deadline_at: toIso(r.deadline_at)!,
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+    finished_at: toIso(r.finished_at),
+    result: taskResult(r, summary),
+  };
+  if (!summary) v.payload = JSON.parse(r.payload);
+  if (r.business_key !== null) v.business_key = r.business_key;
+  if (r.concurrency_key !== null) v.concurrency_key = r.concurrency_key.toString('utf8');
+  // Stable key order for readers: payload after payload_version as in the spec.
+  return summary ? v : reorder(v);
+}
+
+function reorder(v: TaskView): TaskView {
+  const { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest } = v;
+  return { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest };
+}
+
+export const TASK_COLUMNS = `id, namespace_id, application_id, queue_id, seq, handler, handler_version, payload_version, payload,
+  business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before, deadline_at,
+  created_at, updated_at, finished_at, current_attempt_id, result_outcome, result_output, result_error_code, result_error_message`;
+
+export interface NewTask {
+  id: string;
+  namespaceId: string;
+  applicationId: string;
+  queueId: string;
+  handler: string;
+  handlerVersion: string;
+  payloadVersion: string;
+  payloadJson: string;
+  businessKey: string | null;
+  concurrencyKey: Buffer | null;
+  priority: number;
+  maxAttempts: number;
+  notBefore: string | null;
+  deadlineSeconds: number;
+}
+
+/** insertTask(all fields of NewTask): state WAITING, created/updated now, deadline = now +
+ * deadline_seconds, all from the database clock. */
+export async function insertTask(c: Conn, t: NewTask): Promise<void> {
+  await c.execute(
+    `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
+        business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
+        deadline_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?,
+        UTC_TIMESTAMP(3) + INTERVAL ? SECOND, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    [
+      t.id,
+      t.namespaceId,
+      t.applicationId,
+      t.queueId,
+      t.handler,
+      t.handlerVersion,
+      t.payloadVersion,
+      t.payloadJson,
+      t.businessKey,
+      t.concurrencyKey,
+      t.priority,
+      t.maxAttempts,
+      t.notBefore,
+      t.deadlineSeconds,
+    ],
+  );
+}
+
+/** getTask(namespace_id, id, lock?) → row or null. */
+export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
+  const [rows] = await db.execute<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`,
+    [id, namespaceId],
+  );
+  return rows[0] ?? null;
+}
+
+export interface TaskFilter {
+  namespaceId: string;
+  queueIds: '*' | string[];
+  queueId?: string;
+  state?: string;
+  concurrencyKey?: Buffer;
+  businessKey?: string;
+  beforeSeq?: string;
+  limit: number;
+}
+
+/** listTasks(filter) → rows newest first (seq DESC), at most limit + 1 (to know if more exist). */
+export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
+  const where = ['namespace_id = ?'];
+  const args: unknown[] = [f.namespaceId];
+  if (f.queueId) {
+    where.push('queue_id = ?');
+    args.push(f.queueId);
+  } else if (f.queueIds !== '*') {
+    if (f.queueIds.length === 0) return [];
+    where.push(`queue_id IN (${f.queueIds.map(() => '?').join(',')})`);
+    args.push(...f.queueIds);
+  }
+  if (f.state) {
+    where.push('state = ?');
+    args.push(f.state);
+  }
+  if (f.concurrencyKey) {
+    where.push('concurrency_key = ?');
+    args.push(f.concurrencyKey);
+  }
+  if (f.businessKey) {
+    where.push('business_key = ?');
+    args.push(f.businessKey);
+  }
+  if (f.beforeSeq) {
+    where.push('seq < ?');
+    args.push(f.beforeSeq);
+  }
+  const [rows] = await pool.query<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS.replace('payload,', "'' AS payload,")} FROM tasks WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ${f.limit + 1}`,
+    args,
+  );
+  return rows;
+}

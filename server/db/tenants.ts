@@ -1,0 +1,51 @@
+// SQL operations on applications and namespaces (used by orbit-admin and the embedded bootstrap).
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn } from './pool.js';
+import { newId } from '../ids.js';
+
+/** findOrCreateApplication(name) → id. Locking read then insert; a concurrent creator hits the
+ * unique name and the caller's transaction is retried. */
+export async function findOrCreateApplication(c: Conn, name: string): Promise<string> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM applications WHERE name = ? FOR UPDATE', [name]);
+  if (rows[0]) return rows[0].id as string;
+  const id = newId();
+  await c.execute('INSERT INTO applications (id, name, created_at, updated_at) VALUES (?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))', [id, name]);
+  return id;
+}
+
+/** findOrCreateNamespace(application_id, name, environment) → id. */
+export async function findOrCreateNamespace(c: Conn, applicationId: string, name: string, environment: string): Promise<string> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE application_id = ? AND name = ? FOR UPDATE', [applicationId, name]);
+  if (rows[0]) return rows[0].id as string;
+  const id = newId();
+  await c.execute('INSERT INTO namespaces (id, application_id, name, environment, created_at) VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))', [
+    id,
+    applicationId,
+    name,
+    environment,
+  ]);
+  return id;
+}
+
+/** setApplicationQuotas(application_id, max_active_attempts?, max_unfinished_tasks?). */
+export async function setApplicationQuotas(c: Conn, applicationId: string, q: { maxActiveAttempts?: number; maxUnfinishedTasks?: number }): Promise<boolean> {
+  const [res] = await c.execute(
+    `UPDATE applications SET max_active_attempts = COALESCE(?, max_active_attempts),
+            max_unfinished_tasks = COALESCE(?, max_unfinished_tasks), updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ?`,
+    [q.maxActiveAttempts ?? null, q.maxUnfinishedTasks ?? null, applicationId],
+  );
+  return (res as { affectedRows: number }).affectedRows === 1;
+}
+
+/** insertAudit(namespace_id?, actor, action, target_type, target_id, details). */
+export async function insertAudit(
+  c: Conn,
+  a: { namespaceId: string | null; actor: string; action: string; targetType: string; targetId: string; details?: unknown },
+): Promise<void> {
+  await c.execute(
+    `INSERT INTO audit_log (namespace_id, actor, action, target_type, target_id, details, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3))`,
+    [a.namespaceId, a.actor, a.action, a.targetType, a.targetId, a.details === undefined ? null : JSON.stringify(a.details)],
+  );
+}

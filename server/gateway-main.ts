@@ -1,0 +1,66 @@
+// Starts one gateway node: pool, schema check, HTTP + WebSocket server, background loops.
+import { EventEmitter } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.js';
+import { createPool } from './db/pool.js';
+import { assertSchemaCurrent } from './db/migrations.js';
+import { createLogger } from './logger.js';
+import { createMetrics } from './metrics.js';
+import { createHttpServer } from './http/server.js';
+import type { AppContext } from './app-context.js';
+
+export interface GatewayHandle {
+  app: AppContext;
+  url: string;
+  /** Graceful stop: refuse new work, goaway to workers, finish in-flight transactions. */
+  close(): Promise<void>;
+}
+
+export async function startGateway(config: Config): Promise<GatewayHandle> {
+  const log = createLogger(config.logLevel, { node_id: config.nodeId });
+  const pool = createPool(config.mysqlDsn);
+  pool.on('connection', (conn) => {
+    // READ COMMITTED: locking reads and conditional updates see the latest committed rows and
+    // InnoDB takes no gap locks, which keeps concurrent claimers from deadlocking on ranges.
+    conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  });
+  try {
+    await assertSchemaCurrent(pool);
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw err;
+  }
+  const metrics = createMetrics();
+  const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false };
+  app.events.setMaxListeners(0);
+  const server = createHttpServer(app);
+  const closers: (() => Promise<void>)[] = [];
+  const hooks = await import('./gateway-hooks.js');
+  closers.push(...(await hooks.attachBackground(app, server)));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.httpPort, config.httpHost, () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+  log.info({ url }, 'gateway listening');
+  let closing: Promise<void> | null = null;
+  return {
+    app,
+    url,
+    close() {
+      closing ??= (async () => {
+        app.shuttingDown = true;
+        for (const c of closers) await c().catch((err) => log.error({ err }, 'close step failed'));
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), 2_000).unref();
+        });
+        await pool.end().catch(() => {});
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,55 @@
+import type { IncomingMessage } from 'node:http';
+import { OrbitError } from '../../protocol/errors.js';
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads and parses a JSON body. Oversized → 413 (the rest of the body is drained, not buffered);
+ * invalid UTF-8 or JSON → 400. An empty body parses as `{}` so that commands without fields can be
+ * sent bare.
+ */
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const ctype = req.headers['content-type'];
+  if (ctype !== undefined && !/^application\/json\s*(;\s*charset=utf-8\s*)?$/i.test(ctype.trim())) {
+    await drain(req);
+    throw new OrbitError('INVALID_ARGUMENT', 'Content-Type must be application/json', { field: 'Content-Type' });
+  }
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    await drain(req);
+    throw new OrbitError('PAYLOAD_TOO_LARGE', `body over ${limit} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size > limit) tooLarge = true;
+    if (!tooLarge) chunks.push(b);
+  }
+  if (tooLarge) throw new OrbitError('PAYLOAD_TOO_LARGE', `body over ${limit} bytes`);
+  const buf = Buffer.concat(chunks);
+  if (buf.length === 0) return {};
+  let text: string;
+  try {
+    text = decoder.decode(buf);
+  } catch {
+    throw new OrbitError('INVALID_ARGUMENT', 'body is not valid UTF-8');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new OrbitError('INVALID_ARGUMENT', 'body is not valid JSON');
+  }
+}
+
+async function drain(req: IncomingMessage): Promise<void> {
+  try {
+    for await (const _ of req) {
+      /* discard */
+    }
+  } catch {
+    /* client went away */
+  }
+}

@@ -1,0 +1,101 @@
+// One mechanism for every receipt-bearing command: header and body validation, then the
+// idempotent transaction (receipt row claimed first, effect, receipt completed, one commit).
+import crypto from 'node:crypto';
+import type { TSchema, Static } from '@sinclair/typebox';
+import { OrbitError } from '../../protocol/errors.js';
+import { firstViolation } from '../../protocol/http-schemas.js';
+import { IDEMPOTENCY_KEY_RE, canonicalJson } from '../../protocol/validation.js';
+import { withTransaction, isDuplicateKey, type Conn } from '../db/pool.js';
+import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
+import { readJsonBody } from './body.js';
+import type { Reply, RequestCtx } from './context.js';
+
+/** Rejects query parameters (commands take none). */
+export function rejectQuery(ctx: RequestCtx): void {
+  if (ctx.url.search !== '' && ctx.url.search !== '?') {
+    throw new OrbitError('INVALID_ARGUMENT', 'command endpoints take no query parameters', { field: 'query' });
+  }
+}
+
+/** Reads and validates a body against a compiled schema: 400 with the field on violation. */
+export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): Promise<Static<T>> {
+  const body = await readJsonBody(ctx.req, ctx.app.config.maxBodyBytes);
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new OrbitError('INVALID_ARGUMENT', 'body must be a JSON object');
+  }
+  const v = firstViolation(schema, body);
+  if (v) throw new OrbitError('INVALID_ARGUMENT', `${v.field || 'body'}: ${v.message}`, { field: v.field });
+  return body as Static<T>;
+}
+
+export function idempotencyKey(ctx: RequestCtx): string {
+  const raw = ctx.req.headers['idempotency-key'];
+  if (typeof raw !== 'string') throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key header is required', { field: 'Idempotency-Key' });
+  if (!IDEMPOTENCY_KEY_RE.test(raw)) {
+    throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key must be 1-255 visible ASCII characters', { field: 'Idempotency-Key' });
+  }
+  return raw;
+}
+
+export interface CommandSpec {
+  /** Method + path template, e.g. `POST /v1/tasks/{id}:cancel`. */
+  operation: string;
+  /** Id in the path ('' for creates). */
+  targetId: string;
+  /** The validated body with defaults applied (fingerprinted canonically). */
+  normalized: unknown;
+  /** Success status of a first execution (201 create, 200 change). */
+  status: 201 | 200;
+  /** The effect, inside the transaction; returns response data (without `deduplicated`) and the id
+   * of the resource created or changed. Throwing rolls back everything, receipt included. */
+  effect: (c: Conn) => Promise<{ data: Record<string, unknown>; resourceId: string | null }>;
+  /** Runs after commit (wake-ups, metrics). */
+  afterCommit?: (data: Record<string, unknown>) => void;
+}
+
+function replay(row: ReceiptRow, spec: CommandSpec, fingerprint: string): Reply {
+  if (row.operation !== spec.operation || row.target_id !== spec.targetId || row.fingerprint !== fingerprint) {
+    throw new OrbitError('IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used for a different command');
+  }
+  const data = JSON.parse(row.response_data ?? '{}') as Record<string, unknown>;
+  return { status: 200, data: { ...data, deduplicated: true } };
+}
+
+/** The key was committed by a concurrent request while this one waited on its row lock. */
+class ReceiptTaken extends Error {}
+
+/** Executes a command exactly once per (namespace, Idempotency-Key). */
+export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec): Promise<Reply> {
+  const ns = ctx.cred.namespaceId;
+  const fingerprint = crypto
+    .createHash('sha256')
+    .update(canonicalJson({ operation: spec.operation, target: spec.targetId, body: spec.normalized }))
+    .digest('hex');
+  const pool = ctx.app.pool;
+  for (let round = 0; round < 3; round++) {
+    const existing = await getReceipt(pool, ns, key);
+    if (existing && existing.http_status !== 0) return replay(existing, spec, fingerprint);
+    try {
+      const started = process.hrtime.bigint();
+      const data = await withTransaction(pool, async (c) => {
+        try {
+          await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
+        } catch (err) {
+          throw isDuplicateKey(err) ? new ReceiptTaken() : err;
+        }
+        const out = await spec.effect(c);
+        const stored = { ...out.data, deduplicated: false };
+        await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
+        return stored;
+      });
+      ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
+      spec.afterCommit?.(data);
+      return { status: spec.status, data };
+    } catch (err) {
+      // Another request with the same key committed first: answer with its receipt.
+      if (err instanceof ReceiptTaken) continue;
+      throw err;
+    }
+  }
+  throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
+}

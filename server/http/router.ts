@@ -1,0 +1,64 @@
+import type { RequestCtx, Reply } from './context.js';
+
+export interface Route {
+  method: 'GET' | 'POST';
+  /** e.g. `/v1/tasks/{id}:cancel` */
+  template: string;
+  /** false for /healthz, /readyz, /metrics */
+  auth: boolean;
+  handle: (ctx: RequestCtx) => Promise<Reply | RawReply>;
+}
+
+/** A non-envelope response (metrics text). */
+export interface RawReply {
+  raw: true;
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+interface Compiled extends Route {
+  regex: RegExp;
+  keys: string[];
+}
+
+export interface Match {
+  route: Route;
+  params: Record<string, string>;
+}
+
+export class Router {
+  private readonly routes: Compiled[] = [];
+
+  add(route: Route): this {
+    const keys: string[] = [];
+    const pattern = route.template
+      .split(/(\{[a-z_]+\})/)
+      .map((part) => {
+        const m = /^\{([a-z_]+)\}$/.exec(part);
+        if (m) {
+          keys.push(m[1]!);
+          return '([^/:]+)';
+        }
+        return part.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+      })
+      .join('');
+    this.routes.push({ ...route, regex: new RegExp(`^${pattern}$`), keys });
+    return this;
+  }
+
+  /** Returns the route, 'method' when the path exists under another method, or null. */
+  match(method: string, path: string): Match | 'method' | null {
+    let pathMatched = false;
+    for (const r of this.routes) {
+      const m = r.regex.exec(path);
+      if (!m) continue;
+      pathMatched = true;
+      if (r.method !== method) continue;
+      const params: Record<string, string> = {};
+      r.keys.forEach((k, i) => (params[k] = decodeURIComponent(m[i + 1]!)));
+      return { route: r, params };
+    }
+    return pathMatched ? 'method' : null;
+  }
+}

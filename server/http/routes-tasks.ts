@@ -1,0 +1,173 @@
+import { OrbitError } from '../../protocol/errors.js';
+import { SubmitTaskBody } from '../../protocol/http-schemas.js';
+import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339, ID_RE } from '../../protocol/validation.js';
+import { getQueue } from '../db/queues.js';
+import { insertTask, getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
+import { reserveUnfinishedTask } from '../db/applications.js';
+import { fromIso } from '../db/pool.js';
+import { newId } from '../ids.js';
+import { requireQueueAccess, requireScope } from './auth.js';
+import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
+import type { Reply, RequestCtx } from './context.js';
+
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+const STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'];
+
+/** Field rules beyond the schema; returns the normalized command (defaults applied, "" key dropped). */
+function normalizeSubmit(b: SubmitTaskBody) {
+  const payloadJson = JSON.stringify(b.payload);
+  if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {
+    throw new OrbitError('PAYLOAD_TOO_LARGE', `payload: serialized over ${MAX_PAYLOAD_BYTES} bytes`, { field: 'payload' });
+  }
+  if (b.business_key !== undefined) {
+    const p = businessKeyProblem(b.business_key);
+    if (p) throw new OrbitError('INVALID_ARGUMENT', `business_key: ${p}`, { field: 'business_key' });
+  }
+  const key = b.concurrency_key === '' ? undefined : b.concurrency_key;
+  if (key !== undefined) {
+    const p = concurrencyKeyProblem(key);
+    if (p) throw new OrbitError('INVALID_ARGUMENT', `concurrency_key: ${p}`, { field: 'concurrency_key' });
+  }
+  let notBeforeMs: number | undefined;
+  if (b.not_before !== undefined) {
+    const t = parseRfc3339(b.not_before);
+    if (t === null) throw new OrbitError('INVALID_ARGUMENT', 'not_before: must be an RFC 3339 timestamp', { field: 'not_before' });
+    notBeforeMs = t;
+  }
+  return {
+    normalized: {
+      queue_id: b.queue_id,
+      handler: b.handler,
+      handler_version: b.handler_version,
+      payload_version: b.payload_version,
+      payload: b.payload,
+      business_key: b.business_key,
+      concurrency_key: key,
+      priority: b.priority ?? 0,
+      max_attempts: b.max_attempts,
+      deadline_seconds: b.deadline_seconds ?? 86400,
+      not_before: notBeforeMs === undefined ? undefined : new Date(notBeforeMs).toISOString(),
+    },
+    payloadJson,
+    notBeforeMs,
+  };
+}
+
+export async function submitTask(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'tasks:submit');
+  rejectQuery(ctx);
+  const key = idempotencyKey(ctx);
+  const body = await readBody(ctx, SubmitTaskBody);
+  const { normalized: n, payloadJson, notBeforeMs } = normalizeSubmit(body);
+  const cred = ctx.cred;
+  return runCommand(ctx, key, {
+    operation: 'POST /v1/tasks',
+    targetId: '',
+    normalized: n,
+    status: 201,
+    effect: async (c) => {
+      // Shared lock on the queue row: serialized with retirement (which takes it exclusively).
+      const q = await getQueue(c, cred.namespaceId, n.queue_id, 'share');
+      if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+      requireQueueAccess(cred, q.id);
+      if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
+      const [[{ now }]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
+      const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+      if (notBeforeMs !== undefined && notBeforeMs > nowMs + n.deadline_seconds * 1000) {
+        throw new OrbitError('INVALID_ARGUMENT', 'not_before: must not be after the deadline', { field: 'not_before' });
+      }
+      if (!(await reserveUnfinishedTask(c, cred.applicationId))) {
+        throw new OrbitError('QUOTA_EXCEEDED', 'application quota of unfinished tasks reached');
+      }
+      const id = newId();
+      await insertTask(c, {
+        id,
+        namespaceId: cred.namespaceId,
+        applicationId: cred.applicationId,
+        queueId: q.id,
+        handler: n.handler,
+        handlerVersion: n.handler_version,
+        payloadVersion: n.payload_version,
+        payloadJson,
+        businessKey: n.business_key ?? null,
+        concurrencyKey: n.concurrency_key === undefined ? null : Buffer.from(n.concurrency_key, 'utf8'),
+        priority: n.priority,
+        maxAttempts: n.max_attempts ?? q.retry_max_attempts,
+        notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
+        deadlineSeconds: n.deadline_seconds,
+      });
+      const row = (await getTask(c, cred.namespaceId, id))!;
+      return { data: { task: taskView(row) }, resourceId: id };
+    },
+    afterCommit: () => {
+      ctx.app.metrics.tasksAccepted.inc();
+      ctx.app.events.emit('work', n.queue_id);
+    },
+  });
+}
+
+/** Loads a task of the credential's namespace; 404 outside it, 403 outside queue_ids. */
+export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
+  const row = ID_RE.test(id) ? await getTask(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+  if (!row) throw new OrbitError('NOT_FOUND', 'task not found');
+  requireQueueAccess(ctx.cred, row.queue_id);
+  return row;
+}
+
+export async function getTaskRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'tasks:read');
+  return { status: 200, data: { task: taskView(await loadTask(ctx, ctx.params.id!)) } };
+}
+
+const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']);
+
+export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'tasks:read');
+  const q = ctx.url.searchParams;
+  for (const k of q.keys()) {
+    if (!LIST_PARAMS.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+  }
+  const one = (k: string) => {
+    const all = q.getAll(k);
+    if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+    return all[0];
+  };
+  let limit = 100;
+  const rawLimit = one('limit');
+  if (rawLimit !== undefined) {
+    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
+      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
+    }
+    limit = Number(rawLimit);
+  }
+  const state = one('state');
+  if (state !== undefined && !STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: unknown state', { field: 'state' });
+  const queueId = one('queue_id');
+  if (queueId !== undefined) {
+    const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
+    if (!queue) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    requireQueueAccess(ctx.cred, queueId);
+  }
+  const key = one('concurrency_key');
+  if (key !== undefined && concurrencyKeyProblem(key)) throw new OrbitError('INVALID_ARGUMENT', 'concurrency_key: invalid', { field: 'concurrency_key' });
+  const cursor = one('cursor');
+  let beforeSeq: string | undefined;
+  if (cursor !== undefined) {
+    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+    if (!/^s[1-9][0-9]{0,19}$/.test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
+    beforeSeq = decoded.slice(1);
+  }
+  const rows = await listTasks(ctx.app.pool, {
+    namespaceId: ctx.cred.namespaceId,
+    queueIds: ctx.cred.queueIds,
+    queueId,
+    state,
+    concurrencyKey: key === undefined || key === '' ? undefined : Buffer.from(key, 'utf8'),
+    businessKey: one('business_key'),
+    beforeSeq,
+    limit,
+  });
+  const page = rows.slice(0, limit);
+  const next = rows.length > limit ? Buffer.from('s' + page[page.length - 1]!.seq).toString('base64url') : null;
+  return { status: 200, data: { tasks: page.map((r) => taskView(r, true)), next_cursor: next } };
+}

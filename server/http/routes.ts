@@ -1,0 +1,42 @@
+import type { AppContext } from '../app-context.js';
+import { schemaStatus } from '../db/migrations.js';
+import { OrbitError } from '../../protocol/errors.js';
+import { Router } from './router.js';
+import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
+import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
+
+export function buildRoutes(app: AppContext): Router {
+  const r = new Router();
+  r.add({ method: 'GET', template: '/healthz', auth: false, handle: async () => ({ status: 200, data: { status: 'ok' } }) });
+  r.add({
+    method: 'GET',
+    template: '/readyz',
+    auth: false,
+    handle: async () => {
+      if (app.shuttingDown) throw new OrbitError('UNAVAILABLE', 'shutting down');
+      let s;
+      try {
+        s = await schemaStatus(app.pool);
+      } catch {
+        throw new OrbitError('UNAVAILABLE', 'database unreachable');
+      }
+      if (s.pending.length || s.unknown.length) throw new OrbitError('UNAVAILABLE', 'schema does not match this gateway');
+      return { status: 200, data: { status: 'ready', schema_version: s.current } };
+    },
+  });
+  r.add({
+    method: 'GET',
+    template: '/metrics',
+    auth: false,
+    handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.registry.metrics() }),
+  });
+  r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
+  r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });
+  r.add({ method: 'GET', template: '/v1/tasks/{id}', auth: true, handle: getTaskRoute });
+  r.add({ method: 'POST', template: '/v1/queues', auth: true, handle: createQueueRoute });
+  r.add({ method: 'GET', template: '/v1/queues', auth: true, handle: listQueuesRoute });
+  r.add({ method: 'GET', template: '/v1/queues/{id}', auth: true, handle: getQueueRoute });
+  r.add({ method: 'POST', template: '/v1/queues/{id}:pause', auth: true, handle: pauseQueueRoute });
+  r.add({ method: 'POST', template: '/v1/queues/{id}:resume', auth: true, handle: resumeQueueRoute });
+  return r;
+}

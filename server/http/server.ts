@@ -1,0 +1,69 @@
+// node:http server: one request → validated command → one transaction → envelope reply.
+// node:http rather than a framework: the facade is ~15 routes, and owning the body reader keeps the
+// 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
+import http from 'node:http';
+import { OrbitError } from '../../protocol/errors.js';
+import { isConnectionError } from '../db/pool.js';
+import type { AppContext } from '../app-context.js';
+import { newId } from '../ids.js';
+import { authenticate } from './auth.js';
+import { sendData, sendError } from './envelope.js';
+import { buildRoutes } from './routes.js';
+import type { RawReply } from './router.js';
+import type { RequestCtx } from './context.js';
+
+export function createHttpServer(app: AppContext): http.Server {
+  const router = buildRoutes(app);
+  const server = http.createServer({ requestTimeout: 60_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
+    void handle(app, router, req, res);
+  });
+  server.keepAliveTimeout = 5_000;
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  return server;
+}
+
+async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const requestId = newId();
+  const log = app.log.child({ request_id: requestId });
+  let routeName = 'unmatched';
+  try {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://orbit.invalid');
+    } catch {
+      throw new OrbitError('INVALID_ARGUMENT', 'malformed request target');
+    }
+    const m = router.match(req.method ?? 'GET', url.pathname);
+    if (m === null) throw new OrbitError('NOT_FOUND', `no route ${url.pathname}`);
+    if (m === 'method') throw new OrbitError('NOT_FOUND', `${req.method} is not supported on ${url.pathname}`);
+    routeName = `${m.route.method} ${m.route.template}`;
+    if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
+    const ctx = { app, req, res, requestId, url, params: m.params, log } as RequestCtx;
+    if (m.route.auth) ctx.cred = await authenticate(app.pool, req);
+    const reply = await m.route.handle(ctx);
+    if ('raw' in reply) {
+      const r = reply as RawReply;
+      res.writeHead(r.status, { 'Content-Type': r.contentType, 'X-Request-Id': requestId });
+      res.end(r.body);
+      app.metrics.httpRequests.inc({ route: routeName, status: String(r.status) });
+      return;
+    }
+    sendData(res, requestId, reply.status, reply.data);
+    app.metrics.httpRequests.inc({ route: routeName, status: String(reply.status) });
+  } catch (err) {
+    let e: OrbitError;
+    if (err instanceof OrbitError) e = err;
+    else if (isConnectionError(err)) {
+      log.warn({ err }, 'database unavailable');
+      e = new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key');
+    } else {
+      log.error({ err, route: routeName }, 'internal error');
+      e = new OrbitError('INTERNAL', `internal error (request ${requestId})`);
+    }
+    sendError(res, requestId, e);
+    app.metrics.httpRequests.inc({ route: routeName, status: String(e.httpStatus) });
+  }
+}

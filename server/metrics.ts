@@ -1,0 +1,53 @@
+import client from 'prom-client';
+
+/** Process-wide Prometheus registry and the gateway's metrics. */
+export function createMetrics() {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const m = {
+    registry,
+    tasksAccepted: new client.Counter({ name: 'orbit_tasks_accepted_total', help: 'tasks accepted by submit', registers: [registry] }),
+    tasksAssigned: new client.Counter({ name: 'orbit_tasks_assigned_total', help: 'attempts granted by claims', registers: [registry] }),
+    tasksFinished: new client.Counter({
+      name: 'orbit_tasks_finished_total',
+      help: 'tasks that reached a terminal state or review, by outcome',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    httpRequests: new client.Counter({
+      name: 'orbit_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['route', 'status'],
+      registers: [registry],
+    }),
+    claimSeconds: new client.Histogram({
+      name: 'orbit_claim_seconds',
+      help: 'claim transaction latency',
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    commitSeconds: new client.Histogram({
+      name: 'orbit_commit_seconds',
+      help: 'command transaction latency',
+      labelNames: ['op'],
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    liveSessions: new client.Gauge({ name: 'orbit_live_sessions', help: 'open worker sessions on this node', registers: [registry] }),
+    sweeperRecovered: new client.Counter({
+      name: 'orbit_sweeper_recovered_total',
+      help: 'attempts and tasks recovered by the sweeper, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    keyedWaitingNoCapable: new client.Gauge({
+      name: 'orbit_keyed_tasks_waiting_without_capable_session',
+      help: 'keyed WAITING tasks in queues that no capable session on this node consumes',
+      registers: [registry],
+    }),
+    tokenExhausted: new client.Counter({ name: 'orbit_token_exhaustion_refusals_total', help: 'claims refused because a key token is at 2^64-1', registers: [registry] }),
+    poolInUse: new client.Gauge({ name: 'orbit_db_pool_connections_in_use', help: 'database pool connections checked out', registers: [registry] }),
+  };
+  return m;
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,15 @@
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import fs from 'node:fs';
+
+/** Root of the package: the folder holding package.json, found from this file whether it runs from
+ * source (vitest) or from dist/ (bins). */
+export function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'migrations'))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('cannot locate the orbit package root');
+    dir = parent;
+  }
+}
