@@ -1,0 +1,67 @@
+// Real gateway processes (node dist/server/cli/orbit.js) for integration tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { packageRoot } from '../../server/paths.js';
+
+export interface GatewayProcess {
+  url: string;
+  child: ChildProcess;
+  /** Lines the process wrote (stdout and stderr), for assertions and debugging. */
+  output: string[];
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** kill -9 and wait for exit. */
+  kill9(): Promise<void>;
+}
+
+const running = new Set<GatewayProcess>();
+
+export async function startGateway(dsn: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const bin = path.join(packageRoot(), 'dist/server/cli/orbit.js');
+  const child = spawn(process.execPath, [bin], {
+    env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output.join('\n')}`)), 20_000);
+    const onLine = (line: string) => {
+      output.push(line);
+      if (line.includes('orbit gateway ready')) {
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { url: string }).url);
+      }
+    };
+    readline.createInterface({ input: child.stdout! }).on('line', onLine);
+    readline.createInterface({ input: child.stderr! }).on('line', (l) => output.push(l));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code}:\n${output.join('\n')}`));
+    });
+  });
+  const gp: GatewayProcess = {
+    url,
+    child,
+    output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const code = await exited;
+      running.delete(gp);
+      return code;
+    },
+    async kill9() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+      running.delete(gp);
+    },
+  };
+  running.add(gp);
+  return gp;
+}
+
+/** Stops every gateway this file started (call from afterAll). */
+export async function stopAllGateways(): Promise<void> {
+  await Promise.all([...running].map((g) => g.kill9()));
+}
