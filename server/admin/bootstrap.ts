@@ -33,13 +33,19 @@ export interface CredentialsFile {
 export const BASE_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read'];
 export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
 
-export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<CredentialsFile> {
+/** Throws one line naming the first invalid field (before anything is written). */
+export function validateBootstrapInput(input: BootstrapInput): void {
   if (input.queues.length === 0) throw new Error('bootstrap needs at least one --queue');
   for (const q of input.queues) if (!/^[a-z0-9._-]{1,64}$/.test(q)) throw new Error(`queue name ${JSON.stringify(q)} must be 1-64 of [a-z0-9._-]`);
+  if (new Set(input.queues).size !== input.queues.length) throw new Error('--queue names must be distinct');
   for (const [flag, v] of [['--application', input.application], ['--namespace', input.namespace]] as const) {
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(v)) throw new Error(`${flag} must be 1-64 of [A-Za-z0-9._-]`);
   }
   if (!/^[A-Za-z0-9._-]{1,32}$/.test(input.environment)) throw new Error('--environment must be 1-32 of [A-Za-z0-9._-]');
+}
+
+export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<CredentialsFile> {
+  validateBootstrapInput(input);
   const token = newToken();
   const scopes = input.workerAccess ? [...BASE_SCOPES, ...WORKER_SCOPES] : [...BASE_SCOPES];
   return withTransaction(pool, async (c) => {
@@ -49,6 +55,9 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
     for (const name of input.queues) {
       const existing = await findQueueByName(c, namespaceId, name);
       if (existing) {
+        // A retired queue keeps its name forever and takes no new work: handing it out would
+        // give a credentials file whose queue refuses every submit.
+        if (existing.retired_at) throw new Error(`queue ${name} is retired in namespace ${input.namespace}; pick another --queue name`);
         queues[name] = existing.id;
         continue;
       }
@@ -79,11 +88,71 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
   });
 }
 
+export interface CredentialsFileReservation {
+  /** Writes the contents and moves the file into place (mode 0600). */
+  commit(creds: CredentialsFile): void;
+  /** Removes what reserve() created. */
+  abort(): void;
+}
+
+/**
+ * Checks that `file` can be written before anything else happens (so a bad --output changes no
+ * database row): creates missing parent folders and an exclusive temporary file beside it, created
+ * with mode 0600 (never world-readable, not even briefly). commit() fills it and renames it over
+ * `file`; abort() removes the temporary file and the folders it created.
+ */
+export function reserveCredentialsFile(file: string): CredentialsFileReservation {
+  const target = path.resolve(file);
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.statSync(target);
+  } catch {
+    /* absent: fine */
+  }
+  if (st && !st.isFile()) throw new Error(`cannot write ${file}: it exists and is not a regular file`);
+  const dir = path.dirname(target);
+  let createdDir: string | undefined;
+  try {
+    createdDir = fs.mkdirSync(dir, { recursive: true }) ?? undefined;
+  } catch (err) {
+    throw new Error(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} creating ${dir}`);
+  }
+  const tmp = `${target}.${process.pid}.tmp`;
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, 'wx', 0o600);
+  } catch (err) {
+    if (createdDir) fs.rmSync(createdDir, { recursive: true, force: true });
+    throw new Error(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  let open = true;
+  const close = () => {
+    if (open) fs.closeSync(fd);
+    open = false;
+  };
+  return {
+    commit(creds) {
+      try {
+        fs.fchmodSync(fd, 0o600);
+        fs.writeSync(fd, JSON.stringify(creds, null, 2) + '\n');
+        fs.fsyncSync(fd);
+        close();
+        fs.renameSync(tmp, target);
+      } catch (err) {
+        close();
+        fs.rmSync(tmp, { force: true });
+        throw new Error(`cannot write ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+    },
+    abort() {
+      close();
+      fs.rmSync(tmp, { force: true });
+      if (createdDir) fs.rmSync(createdDir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Writes the credentials file with mode 0600 (created that way, never world-readable). */
 export function writeCredentialsFile(file: string, creds: CredentialsFile): void {
-  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
-  fs.chmodSync(tmp, 0o600);
-  fs.renameSync(tmp, file);
+  reserveCredentialsFile(file).commit(creds);
 }

@@ -1,40 +1,66 @@
 #!/usr/bin/env node
 // orbit-admin bootstrap | credential create | credential revoke | quota set (ORBIT_MYSQL_DSN).
-import { createPool, withTransaction, type Pool } from '../db/pool.js';
-import { bootstrap, writeCredentialsFile } from '../admin/bootstrap.js';
+// Every argument is checked before the database is touched; any error prints one line on stderr,
+// exits 1 and leaves the database and the file system as they were.
+import type { RowDataPacket } from 'mysql2/promise';
+import { createPool, parseDsn, withTransaction, type Pool } from '../db/pool.js';
+import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, setApplicationQuotas } from '../db/tenants.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../http/auth.js';
 import { newId } from '../ids.js';
-import { one, parseArgs, runMain } from './args.js';
+import { one, parseFlags, runMain } from './args.js';
 
 const USAGE = `usage:
   orbit-admin bootstrap --application NAME --namespace NAME --environment ENV --queue NAME [--queue NAME...] [--worker-access] --output FILE
   orbit-admin credential create --namespace-id ID --scopes "tasks:submit tasks:read ..." [--queue-ids ID,ID | --queue-ids '*'] [--name LABEL]
   orbit-admin credential revoke --id CREDENTIAL_ID
-  orbit-admin quota set --application-id ID [--max-active-attempts N] [--max-unfinished-tasks N]`;
+  orbit-admin quota set --application-id ID [--max-active-attempts N] [--max-unfinished-tasks N]
+environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (required), ORBIT_URL (written into the credentials file)`;
 
-async function withPool<T>(fn: (p: Pool) => Promise<T>): Promise<T> {
+const ID_RE = /^[0-9a-f]{32}$/;
+
+/** The DSN, checked before any other work. */
+function dsnFromEnv(): string {
   const dsn = process.env.ORBIT_MYSQL_DSN;
   if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (mysql://user:pass@host:port/db)');
-  const pool = createPool(dsn, { connectionLimit: 2 });
+  parseDsn(dsn);
+  return dsn;
+}
+
+async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
+  const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
   try {
     return await fn(pool);
   } finally {
-    await pool.end();
+    await pool.end().catch(() => {});
   }
 }
 
 function positiveInt(name: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,9}$/.test(v) || Number(v) > 4294967295) throw new Error(`--${name} must be a positive integer`);
+  if (!/^[1-9][0-9]{0,9}$/.test(v) || Number(v) > 4294967295) throw new Error(`--${name} must be an integer in 1..4294967295`);
   return Number(v);
 }
 
-runMain(async () => {
-  const [cmd, sub, ...rest] = process.argv.slice(2);
+function id(flags: Map<string, string[]>, name: string): string {
+  const v = one(flags, name)!;
+  if (!ID_RE.test(v)) throw new Error(`--${name} must be a 32-hex id`);
+  return v;
+}
+
+runMain('orbit-admin', async () => {
+  const argv = process.argv.slice(2);
+  const [cmd, sub] = argv;
+  if (argv.length === 0) throw new Error('no command given; run `orbit-admin --help` for usage');
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+
   if (cmd === 'bootstrap') {
-    const { flags } = parseArgs([sub ?? '', ...rest].filter((a) => a !== ''), ['worker-access']);
+    const flags = parseFlags(argv.slice(1), ['worker-access'], ['application', 'namespace', 'environment', 'queue', 'output']);
+    if ((flags.get('worker-access') ?? []).length > 1) throw new Error('--worker-access given more than once');
     const input = {
       application: one(flags, 'application')!,
       namespace: one(flags, 'namespace')!,
@@ -44,57 +70,92 @@ runMain(async () => {
       url: process.env.ORBIT_URL ?? `http://${process.env.ORBIT_HTTP_ADDR ?? '127.0.0.1:8080'}`,
     };
     const output = one(flags, 'output')!;
-    const creds = await withPool((p) => bootstrap(p, input));
-    writeCredentialsFile(output, creds);
-    process.stdout.write(`wrote ${output} (namespace ${creds.namespace_id}, queue ${creds.queue_id})\n`);
+    validateBootstrapInput(input);
+    const dsn = dsnFromEnv();
+    // The file is reserved first: an unwritable --output fails before any row is written.
+    const file = reserveCredentialsFile(output);
+    try {
+      const creds = await withPool(dsn, (p) => bootstrap(p, input));
+      file.commit(creds);
+      process.stdout.write(`wrote ${output} (application ${creds.application_id}, namespace ${creds.namespace_id}, queue ${creds.queue_id})\n`);
+    } catch (err) {
+      file.abort();
+      throw err;
+    }
     return;
   }
+
   if (cmd === 'credential' && sub === 'create') {
-    const { flags } = parseArgs(rest, []);
-    const namespaceId = one(flags, 'namespace-id')!;
-    const scopes = one(flags, 'scopes')!.split(/[\s,]+/).filter(Boolean);
+    const flags = parseFlags(argv.slice(2), [], ['namespace-id', 'scopes', 'queue-ids', 'name']);
+    const namespaceId = id(flags, 'namespace-id');
+    const scopes = [...new Set(one(flags, 'scopes')!.split(/[\s,]+/).filter(Boolean))];
+    if (scopes.length === 0) throw new Error(`--scopes names no scope; known: ${ALL_SCOPES.join(' ')}`);
     for (const s of scopes) if (!ALL_SCOPES.includes(s as Scope)) throw new Error(`unknown scope ${s}; known: ${ALL_SCOPES.join(' ')}`);
-    const rawQueues = one(flags, 'queue-ids', false) ?? '*';
-    const queueIds = rawQueues === '*' ? '*' : rawQueues.split(',').filter(Boolean);
-    if (queueIds !== '*' && queueIds.some((q) => !/^[0-9a-f]{32}$/.test(q))) throw new Error('--queue-ids must be 32-hex ids separated by commas, or *');
+    const rawQueues = (one(flags, 'queue-ids', false) ?? '*').trim();
+    const queueIds = rawQueues === '*' ? '*' : [...new Set(rawQueues.split(/[\s,]+/).filter(Boolean))];
+    if (queueIds !== '*' && (queueIds.length === 0 || queueIds.some((q) => !ID_RE.test(q)))) {
+      throw new Error('--queue-ids must be 32-hex queue ids separated by commas, or *');
+    }
+    const name = one(flags, 'name', false) ?? 'cli';
+    if (name.length < 1 || name.length > 128) throw new Error('--name must be 1-128 characters');
+    const dsn = dsnFromEnv();
     const token = newToken();
-    const id = newId();
-    await withPool((p) =>
+    const credId = newId();
+    await withPool(dsn, (p) =>
       withTransaction(p, async (c) => {
-        const [rows] = await c.execute('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
-        if ((rows as unknown[]).length === 0) throw new Error(`namespace ${namespaceId} not found`);
-        await insertCredential(c, { id, namespaceId, name: one(flags, 'name', false) ?? 'cli', tokenHash: hashToken(token), scopes, queueIds });
-        await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.create', targetType: 'credential', targetId: id, details: { scopes, queueIds } });
+        const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
+        if (rows.length === 0) throw new Error(`namespace ${namespaceId} not found`);
+        if (queueIds !== '*') {
+          const [qs] = await c.query<RowDataPacket[]>('SELECT id FROM queues WHERE namespace_id = ? AND id IN (?)', [namespaceId, queueIds]);
+          const found = new Set(qs.map((r) => r.id as string));
+          const missing = queueIds.find((q) => !found.has(q));
+          if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
+        }
+        await insertCredential(c, { id: credId, namespaceId, name, tokenHash: hashToken(token), scopes, queueIds });
+        await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.create', targetType: 'credential', targetId: credId, details: { scopes, queueIds } });
       }),
     );
-    process.stdout.write(JSON.stringify({ id, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
+    process.stdout.write(JSON.stringify({ id: credId, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
     return;
   }
+
   if (cmd === 'credential' && sub === 'revoke') {
-    const { flags } = parseArgs(rest, []);
-    const id = one(flags, 'id')!;
-    const revoked = await withPool((p) =>
+    const flags = parseFlags(argv.slice(2), [], ['id']);
+    const credId = id(flags, 'id');
+    const dsn = dsnFromEnv();
+    await withPool(dsn, (p) =>
       withTransaction(p, async (c) => {
-        const ok = await revokeCredential(c, id);
-        if (ok) await insertAudit(c, { namespaceId: null, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: id });
-        return ok;
+        const [rows] = await c.execute<RowDataPacket[]>('SELECT namespace_id FROM credentials WHERE id = ?', [credId]);
+        if (rows.length === 0) throw new Error(`credential ${credId} not found`);
+        if (!(await revokeCredential(c, credId))) throw new Error(`credential ${credId} is already revoked`);
+        await insertAudit(c, { namespaceId: rows[0]!.namespace_id as string, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
       }),
     );
-    if (!revoked) throw new Error(`credential ${id} not found or already revoked`);
-    process.stdout.write(`revoked ${id}\n`);
+    process.stdout.write(`revoked ${credId}\n`);
     return;
   }
+
   if (cmd === 'quota' && sub === 'set') {
-    const { flags } = parseArgs(rest, []);
-    const applicationId = one(flags, 'application-id')!;
+    const flags = parseFlags(argv.slice(2), [], ['application-id', 'max-active-attempts', 'max-unfinished-tasks']);
+    const applicationId = id(flags, 'application-id');
     const q = {
       maxActiveAttempts: positiveInt('max-active-attempts', one(flags, 'max-active-attempts', false)),
       maxUnfinishedTasks: positiveInt('max-unfinished-tasks', one(flags, 'max-unfinished-tasks', false)),
     };
-    const ok = await withPool((p) => withTransaction(p, (c) => setApplicationQuotas(c, applicationId, q)));
-    if (!ok) throw new Error(`application ${applicationId} not found`);
+    if (q.maxActiveAttempts === undefined && q.maxUnfinishedTasks === undefined) {
+      throw new Error('quota set needs --max-active-attempts N and/or --max-unfinished-tasks N');
+    }
+    const dsn = dsnFromEnv();
+    await withPool(dsn, (p) =>
+      withTransaction(p, async (c) => {
+        if (!(await setApplicationQuotas(c, applicationId, q))) throw new Error(`application ${applicationId} not found`);
+        await insertAudit(c, { namespaceId: null, actor: 'orbit-admin', action: 'quota.set', targetType: 'application', targetId: applicationId, details: q });
+      }),
+    );
     process.stdout.write(`quota updated for ${applicationId}\n`);
     return;
   }
-  throw new Error(USAGE);
+
+  const what = cmd === 'credential' || cmd === 'quota' ? `${cmd} ${sub ?? ''}`.trim() : cmd;
+  throw new Error(`unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set (--help for usage)`);
 });

@@ -4,7 +4,7 @@ import { createPool } from '../db/pool.js';
 import { migrateUp, schemaStatus } from '../db/migrations.js';
 import { runMain } from './args.js';
 
-runMain(async () => {
+runMain('orbit-migrate', async () => {
   const cmd = process.argv[2];
   if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
   const dsn = process.env.ORBIT_MYSQL_DSN;
