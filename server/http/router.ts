@@ -1,3 +1,4 @@
+import { OrbitError } from '../../protocol/errors.js';
 import type { RequestCtx, Reply } from './context.js';
 
 export interface Route {
@@ -56,7 +57,14 @@ export class Router {
       pathMatched = true;
       if (r.method !== method) continue;
       const params: Record<string, string> = {};
-      r.keys.forEach((k, i) => (params[k] = decodeURIComponent(m[i + 1]!)));
+      r.keys.forEach((k, i) => {
+        try {
+          params[k] = decodeURIComponent(m[i + 1]!);
+        } catch {
+          // `%E0%A4%A` and friends: a client error, not a 500.
+          throw new OrbitError('INVALID_ARGUMENT', 'malformed percent-encoding in the request path', { field: k });
+        }
+      });
       return { route: r, params };
     }
     return pathMatched ? 'method' : null;

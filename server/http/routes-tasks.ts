@@ -60,6 +60,13 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
   const body = await readBody(ctx, SubmitTaskBody);
   const { normalized: n, payloadJson, notBeforeMs } = normalizeSubmit(body);
   const cred = ctx.cred;
+  // Queue authorization before the receipt lookup, so that a replay never hands a task of a queue
+  // outside queue_ids to a limited credential (404 when the queue is not in the namespace at all).
+  if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
+    const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
+    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    requireQueueAccess(cred, q.id);
+  }
   return runCommand(ctx, key, {
     operation: 'POST /v1/tasks',
     targetId: '',

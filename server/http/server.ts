@@ -18,9 +18,26 @@ export function createHttpServer(app: AppContext): http.Server {
     void handle(app, router, req, res);
   });
   server.keepAliveTimeout = 5_000;
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
+  // Requests node's parser refuses (bad header bytes, oversized headers, broken chunking, header
+  // timeout) still get the envelope and an X-Request-Id, then the connection is closed.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const requestId = newId();
+    const message =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? 'request headers too large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT'
+          ? 'request not received in time'
+          : 'malformed HTTP request';
+    const body = JSON.stringify({ request_id: requestId, error: new OrbitError('INVALID_ARGUMENT', message).toBody() });
+    socket.end(
+      'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+    );
+    app.metrics.httpRequests.inc({ route: 'unparsed', status: '400' });
   });
   return server;
 }

@@ -1,0 +1,473 @@
+// Contract: POST /v1/tasks field rules, body and header rules, quotas and retired queues. Every
+// rejection changes nothing (no task, no receipt) and leaves the Idempotency-Key reusable.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, newTenant, type TestDb } from './support/db.js';
+import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { call, ikey, type RawResponse } from './support/http.js';
+import { expectData, expectError, expectHexId, rawRequest, taskBody } from './support/contract.js';
+import type { CredentialsFile } from '../server/admin/bootstrap.js';
+
+let db: TestDb;
+let gw: GatewayProcess;
+let t: CredentialsFile;
+
+beforeAll(async () => {
+  db = await createTestDb();
+  gw = await startGateway(db.dsn);
+  t = await newTenant(db, { queues: ['initial', 'other'] });
+});
+afterAll(async () => {
+  await stopAllGateways();
+  await db.drop();
+});
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+async function counts(): Promise<{ tasks: number; receipts: number }> {
+  const [[tr]] = (await db.pool.query('SELECT COUNT(*) AS n FROM tasks')) as any;
+  const [[rr]] = (await db.pool.query('SELECT COUNT(*) AS n FROM receipts')) as any;
+  return { tasks: Number(tr.n), receipts: Number(rr.n) };
+}
+
+const submit = (body: unknown, key = ikey(), token = t.token) => call(gw.url, 'POST', '/v1/tasks', { token, key, body });
+const submitRaw = (rawBody: string | Buffer, key = ikey(), headers: Record<string, string> = {}) =>
+  call(gw.url, 'POST', '/v1/tasks', { token: t.token, key, rawBody, headers });
+
+/** Asserts a 400 INVALID_ARGUMENT that names `field` (when given), stores nothing, and that the
+ * key is still free afterwards. */
+async function rejected(res: Promise<RawResponse> | RawResponse, field?: string, status = 400, code = 'INVALID_ARGUMENT'): Promise<void> {
+  const r = await res;
+  const err = expectError(r, status, code);
+  if (field !== undefined) expect(err.details?.field).toBe(field);
+}
+
+/** Sends `body` and expects rejection, checking that nothing was stored and the key stays usable. */
+async function rejectsBody(body: unknown, field?: string, status = 400, code = 'INVALID_ARGUMENT'): Promise<void> {
+  const before = await counts();
+  const key = ikey();
+  await rejected(submit(body, key), field, status, code);
+  expect(await counts()).toEqual(before);
+  return void key;
+}
+
+async function accepted(body: unknown): Promise<any> {
+  return expectData(await submit(body), 201).task;
+}
+
+describe('task object', () => {
+  it('201 returns the full Task with documented fields and defaults', async () => {
+    const r = await submit(taskBody(t.queue_id, { concurrency_key: 'object/42', business_key: 'order-7' }));
+    const data = expectData(r, 201);
+    expect(Object.keys(data).sort()).toEqual(['deduplicated', 'task']);
+    expect(data.deduplicated).toBe(false);
+    const task = data.task;
+    expect(Object.keys(task).sort()).toEqual(
+      [
+        'id', 'namespace_id', 'queue_id', 'handler', 'handler_version', 'payload_version', 'payload', 'business_key',
+        'concurrency_key', 'priority', 'state', 'attempts_made', 'max_attempts', 'not_before', 'deadline_at', 'created_at',
+        'updated_at', 'finished_at', 'result',
+      ].sort(),
+    );
+    expectHexId(task.id);
+    expect(task.namespace_id).toBe(t.namespace_id);
+    expect(task.queue_id).toBe(t.queue_id);
+    expect(task.handler).toBe('object.update');
+    expect(task.payload).toEqual({ operation_ref: 'update-001', object_ref: 'objects/42' });
+    expect(task.business_key).toBe('order-7');
+    expect(task.concurrency_key).toBe('object/42');
+    expect(task.priority).toBe(0);
+    expect(task.state).toBe('WAITING');
+    expect(task.attempts_made).toBe(0);
+    expect(task.max_attempts).toBe(3);
+    expect(task.not_before).toBeNull();
+    expect(task.finished_at).toBeNull();
+    expect(task.result).toBeNull();
+    for (const f of ['deadline_at', 'created_at', 'updated_at']) expect(task[f]).toMatch(ISO_MS);
+    expect(Date.parse(task.deadline_at) - Date.parse(task.created_at)).toBe(86400 * 1000);
+    const read = expectData(await call(gw.url, 'GET', `/v1/tasks/${task.id}`, { token: t.token }), 200);
+    expect(read).toEqual({ task });
+  });
+
+  it('business_key and concurrency_key are omitted when absent', async () => {
+    const task = await accepted(taskBody(t.queue_id));
+    expect('business_key' in task).toBe(false);
+    expect('concurrency_key' in task).toBe(false);
+  });
+
+  it('a paused queue accepts tasks (they wait)', async () => {
+    const q = expectData(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'paused-accepts' } }), 201).queue;
+    expectData(await call(gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: t.token, key: ikey(), body: { expected_revision: q.revision } }), 200);
+    const task = await accepted(taskBody(q.id));
+    expect(task.state).toBe('WAITING');
+  });
+
+  it('payload may be any JSON value', async () => {
+    for (const payload of [null, 0, -1.5, 'text', true, [], [1, 'a', null], {}, { deep: { er: [{ x: 'é🚀' }] } }]) {
+      const task = await accepted(taskBody(t.queue_id, { payload }));
+      expect(task.payload).toEqual(payload);
+    }
+  });
+});
+
+describe('handler, handler_version, payload_version', () => {
+  const limits = { handler: 128, handler_version: 64, payload_version: 64 } as const;
+  for (const [field, max] of Object.entries(limits)) {
+    it(`${field}: 1-${max} chars of [A-Za-z0-9._:-]`, async () => {
+      const ok = ['a', 'A.z_0:9-', 'x'.repeat(max), 'v1.2.3', 'ns:handler-name_x'];
+      for (const v of ok) expect((await accepted(taskBody(t.queue_id, { [field]: v })))[field]).toBe(v);
+      const bad: unknown[] = ['', 'x'.repeat(max + 1), 'a b', 'a/b', 'é', 'a\n', '\na', ' a', 'a@b', 'a\u0000', 1, null, true, ['a'], { a: 1 }];
+      for (const v of bad) await rejectsBody(taskBody(t.queue_id, { [field]: v }), field);
+    });
+    it(`${field} is required`, async () => {
+      const body = taskBody(t.queue_id);
+      delete body[field];
+      await rejectsBody(body, field);
+    });
+  }
+});
+
+describe('queue_id and payload', () => {
+  it('queue_id is required and must be a string', async () => {
+    const body = taskBody(t.queue_id);
+    delete body.queue_id;
+    await rejectsBody(body, 'queue_id');
+    for (const v of [1, null, true, [t.queue_id], { id: t.queue_id }]) await rejectsBody(taskBody(t.queue_id, { queue_id: v }), 'queue_id');
+  });
+
+  it('an unknown queue_id is 404 NOT_FOUND and stores nothing', async () => {
+    for (const q of ['0'.repeat(32), 'nope', 'x'.repeat(64)]) await rejectsBody(taskBody(q), undefined, 404, 'NOT_FOUND');
+  });
+
+  it('payload is required', async () => {
+    const body = taskBody(t.queue_id);
+    delete body.payload;
+    await rejectsBody(body, 'payload');
+  });
+
+  it('payload serialized exactly 256 KiB is accepted; one byte more is 413 PAYLOAD_TOO_LARGE', async () => {
+    const limit = 256 * 1024;
+    const exact = 'x'.repeat(limit - 2); // JSON string with its two quotes = 262144 bytes
+    expect(Buffer.byteLength(JSON.stringify(exact))).toBe(limit);
+    const task = await accepted(taskBody(t.queue_id, { payload: exact }));
+    expect(task.payload).toBe(exact);
+    await rejectsBody(taskBody(t.queue_id, { payload: exact + 'x' }), 'payload', 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('the payload limit counts UTF-8 bytes, not characters', async () => {
+    const limit = 256 * 1024;
+    const twoByte = 'é'.repeat((limit - 2) / 2);
+    expect(Buffer.byteLength(JSON.stringify(twoByte))).toBe(limit);
+    expect((await accepted(taskBody(t.queue_id, { payload: twoByte }))).payload).toBe(twoByte);
+    await rejectsBody(taskBody(t.queue_id, { payload: twoByte.slice(1) + 'éx' }), 'payload', 413, 'PAYLOAD_TOO_LARGE');
+  });
+
+  it('an object payload of exactly 256 KiB serialized is accepted', async () => {
+    const limit = 256 * 1024;
+    const base = { a: '' };
+    const pad = limit - Buffer.byteLength(JSON.stringify(base));
+    const payload = { a: 'y'.repeat(pad) };
+    expect(Buffer.byteLength(JSON.stringify(payload))).toBe(limit);
+    expect((await accepted(taskBody(t.queue_id, { payload }))).payload).toEqual(payload);
+    // Whitespace in the request does not count: the same payload pretty-printed is still accepted.
+    const pretty = JSON.stringify(taskBody(t.queue_id, { payload }), null, 8);
+    expectData(await submitRaw(pretty), 201);
+  });
+
+  it('a body over the server limit (1 MiB) is 413 PAYLOAD_TOO_LARGE in the envelope', async () => {
+    const before = await counts();
+    const big = JSON.stringify(taskBody(t.queue_id, { payload: 'z'.repeat(1024 * 1024 + 10) }));
+    const r = await submitRaw(big);
+    expectError(r, 413, 'PAYLOAD_TOO_LARGE');
+    expect(await counts()).toEqual(before);
+  });
+
+  it('a chunked body over 1 MiB (no Content-Length) is 413 in the envelope', async () => {
+    const body = Buffer.from(JSON.stringify(taskBody(t.queue_id, { payload: 'c'.repeat(1100 * 1024) })));
+    const u = new URL(gw.url);
+    const head =
+      `POST /v1/tasks HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t.token}\r\nIdempotency-Key: ${ikey()}\r\n` +
+      `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+    const r = await rawRequest(gw.url, Buffer.concat([Buffer.from(head), Buffer.from(body.length.toString(16) + '\r\n'), body, Buffer.from('\r\n0\r\n\r\n')]));
+    expect(r.status).toBe(413);
+    const parsed = JSON.parse(r.body);
+    expect(parsed.error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(r.headers['x-request-id']).toBe(parsed.request_id);
+  });
+});
+
+describe('business_key', () => {
+  it('1-191 code points; "" and other types are 400', async () => {
+    expect((await accepted(taskBody(t.queue_id, { business_key: 'b' }))).business_key).toBe('b');
+    const max = '🚀'.repeat(191);
+    expect((await accepted(taskBody(t.queue_id, { business_key: max }))).business_key).toBe(max);
+    for (const v of ['', '🚀'.repeat(192), 'b'.repeat(192), null, 5, ['x'], {}]) await rejectsBody(taskBody(t.queue_id, { business_key: v }), 'business_key');
+  });
+
+  it('a lone surrogate in business_key is 400', async () => {
+    const raw = JSON.stringify(taskBody(t.queue_id)).replace(/}$/, ',"business_key":"a\\ud800"}');
+    await rejected(submitRaw(raw), 'business_key');
+  });
+
+  it('has no dedupe meaning: two tasks may share one business_key', async () => {
+    const a = await accepted(taskBody(t.queue_id, { business_key: 'shared-bk' }));
+    const b = await accepted(taskBody(t.queue_id, { business_key: 'shared-bk' }));
+    expect(a.id).not.toBe(b.id);
+  });
+});
+
+describe('concurrency_key', () => {
+  it('omitted or "" means no key; null is 400', async () => {
+    expect('concurrency_key' in (await accepted(taskBody(t.queue_id)))).toBe(false);
+    const empty = await accepted(taskBody(t.queue_id, { concurrency_key: '' }));
+    expect('concurrency_key' in empty).toBe(false);
+    const [[row]] = (await db.pool.query('SELECT concurrency_key FROM tasks WHERE id = ?', [empty.id])) as any;
+    expect(row.concurrency_key).toBeNull();
+    await rejectsBody(taskBody(t.queue_id, { concurrency_key: null }), 'concurrency_key');
+    for (const v of [1, true, ['k'], { k: 1 }]) await rejectsBody(taskBody(t.queue_id, { concurrency_key: v }), 'concurrency_key');
+  });
+
+  it('191 code points are accepted (191 emoji = 382 UTF-16 units = 764 bytes); 192 are 400', async () => {
+    const emoji = '😀'.repeat(191);
+    expect(emoji.length).toBe(382);
+    const task = await accepted(taskBody(t.queue_id, { concurrency_key: emoji }));
+    expect(task.concurrency_key).toBe(emoji);
+    const [[row]] = (await db.pool.query('SELECT LENGTH(concurrency_key) AS n FROM tasks WHERE id = ?', [task.id])) as any;
+    expect(Number(row.n)).toBe(764);
+    expect((await accepted(taskBody(t.queue_id, { concurrency_key: 'k'.repeat(191) }))).concurrency_key).toBe('k'.repeat(191));
+    await rejectsBody(taskBody(t.queue_id, { concurrency_key: '😀'.repeat(192) }), 'concurrency_key');
+    await rejectsBody(taskBody(t.queue_id, { concurrency_key: 'k'.repeat(192) }), 'concurrency_key');
+    await rejectsBody(taskBody(t.queue_id, { concurrency_key: 'k'.repeat(190) + '😀😀' }), 'concurrency_key');
+  });
+
+  it('a lone surrogate ("\\ud800", "\\udc00") is 400', async () => {
+    for (const esc of ['\\ud800', '\\udc00', 'a\\ud800b', 'x\\udfff', '\\ud83d']) {
+      const raw = JSON.stringify(taskBody(t.queue_id)).replace(/}$/, `,"concurrency_key":"${esc}"}`);
+      const before = await counts();
+      await rejected(submitRaw(raw), 'concurrency_key');
+      expect(await counts()).toEqual(before);
+    }
+    // An escaped surrogate pair is one valid code point.
+    const raw = JSON.stringify(taskBody(t.queue_id)).replace(/}$/, ',"concurrency_key":"obj/\\ud83d\\ude00"}');
+    expect(expectData(await submitRaw(raw), 201).task.concurrency_key).toBe('obj/😀');
+  });
+
+  it('control characters (category Cc) are 400 anywhere in the key', async () => {
+    for (const c of ['\u0000', '\u0001', '\t', '\n', '\r', '\u001b', '\u001f', '\u007f', '\u0080', '\u0085', '\u009f']) {
+      await rejectsBody(taskBody(t.queue_id, { concurrency_key: `obj${c}42` }), 'concurrency_key');
+    }
+  });
+
+  it('leading or trailing Unicode White_Space is 400 (incl. U+00A0, U+3000, U+2028)', async () => {
+    for (const ws of [' ', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000']) {
+      await rejectsBody(taskBody(t.queue_id, { concurrency_key: `${ws}obj` }), 'concurrency_key');
+      await rejectsBody(taskBody(t.queue_id, { concurrency_key: `obj${ws}` }), 'concurrency_key');
+    }
+    await rejectsBody(taskBody(t.queue_id, { concurrency_key: ' ' }), 'concurrency_key');
+    const r = expectError(await submit(taskBody(t.queue_id, { concurrency_key: 'obj ' })), 400, 'INVALID_ARGUMENT');
+    expect(r.message).toMatch(/^concurrency_key: /);
+  });
+
+  it('inner spaces and non-White_Space format characters are kept as part of the key', async () => {
+    for (const k of ['object 42', 'a\u00a0b', 'a\u3000b', 'a\u200bb', 'a\u200b', '\u200ba', 'Ωmega/ключ/鍵']) {
+      expect((await accepted(taskBody(t.queue_id, { concurrency_key: k }))).concurrency_key).toBe(k);
+    }
+  });
+
+  it('keys are exact bytes: case and composed/decomposed accents are distinct and filterable', async () => {
+    const keys = ['object/A', 'object/a', 'caf\u00e9', 'cafe\u0301'];
+    const ids: Record<string, string> = {};
+    for (const k of keys) ids[k] = (await accepted(taskBody(t.queue_id, { concurrency_key: k }))).id;
+    for (const k of keys) {
+      const data = expectData(await call(gw.url, 'GET', `/v1/tasks?concurrency_key=${encodeURIComponent(k)}`, { token: t.token }), 200);
+      expect(data.tasks.map((x: any) => x.id)).toEqual([ids[k]]);
+      expect(data.tasks[0].concurrency_key).toBe(k);
+    }
+    const [rows] = (await db.pool.query('SELECT HEX(concurrency_key) AS h FROM tasks WHERE id IN (?, ?)', [ids['caf\u00e9'], ids['cafe\u0301']])) as any;
+    expect(rows.map((r: any) => r.h).sort()).toEqual(['636166C3A9', '63616665CC81'].sort());
+  });
+});
+
+describe('priority, max_attempts, deadline_seconds', () => {
+  it('priority is an integer 0-9, default 0', async () => {
+    for (const p of [0, 9, 5]) expect((await accepted(taskBody(t.queue_id, { priority: p }))).priority).toBe(p);
+    for (const p of [-1, 10, 1.5, '1', null, true, 1e10]) await rejectsBody(taskBody(t.queue_id, { priority: p }), 'priority');
+  });
+
+  it('max_attempts is an integer 1-100 and defaults to the queue\'s retry.max_attempts', async () => {
+    for (const m of [1, 100]) expect((await accepted(taskBody(t.queue_id, { max_attempts: m }))).max_attempts).toBe(m);
+    for (const m of [0, 101, -1, 2.5, '3', null]) await rejectsBody(taskBody(t.queue_id, { max_attempts: m }), 'max_attempts');
+    const q = expectData(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'seven-tries', retry: { max_attempts: 7 } } }), 201).queue;
+    expect((await accepted(taskBody(q.id))).max_attempts).toBe(7);
+    expect((await accepted(taskBody(q.id, { max_attempts: 2 }))).max_attempts).toBe(2);
+  });
+
+  it('deadline_seconds is an integer 1-2592000 (default 86400) counted from acceptance', async () => {
+    for (const d of [1, 2592000, 600]) {
+      const task = await accepted(taskBody(t.queue_id, { deadline_seconds: d }));
+      expect(Date.parse(task.deadline_at) - Date.parse(task.created_at)).toBe(d * 1000);
+    }
+    for (const d of [0, -5, 2592001, 1.5, '60', null]) await rejectsBody(taskBody(t.queue_id, { deadline_seconds: d }), 'deadline_seconds');
+  });
+});
+
+describe('not_before', () => {
+  it('accepts RFC 3339 timestamps and returns them as UTC with milliseconds', async () => {
+    const soon = new Date(Date.now() + 3600_000);
+    soon.setUTCMilliseconds(123);
+    expect((await accepted(taskBody(t.queue_id, { not_before: soon.toISOString() }))).not_before).toBe(soon.toISOString());
+    const offset = await accepted(taskBody(t.queue_id, { not_before: '2020-06-01T12:00:00+02:00' }));
+    expect(offset.not_before).toBe('2020-06-01T10:00:00.000Z');
+    const past = await accepted(taskBody(t.queue_id, { not_before: '2020-01-01T00:00:00Z' }));
+    expect(past.not_before).toBe('2020-01-01T00:00:00.000Z');
+    expect(past.state).toBe('WAITING');
+  });
+
+  it('rejects anything that is not an RFC 3339 timestamp', async () => {
+    for (const v of ['', 'tomorrow', '2026-01-01', '2026-01-01 00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-32T00:00:00Z', '2026-01-01T25:00:00Z', '2026-01-01T00:00:00', 1767225600, null, {}]) {
+      await rejectsBody(taskBody(t.queue_id, { not_before: v }), 'not_before');
+    }
+  });
+
+  it('must not be after the deadline', async () => {
+    const twoDays = new Date(Date.now() + 2 * 86400_000).toISOString();
+    await rejectsBody(taskBody(t.queue_id, { not_before: twoDays }), 'not_before');
+    await rejectsBody(taskBody(t.queue_id, { not_before: new Date(Date.now() + 3600_000).toISOString(), deadline_seconds: 60 }), 'not_before');
+    expect((await accepted(taskBody(t.queue_id, { not_before: twoDays, deadline_seconds: 3 * 86400 }))).not_before).toBe(twoDays);
+  });
+});
+
+describe('body rules', () => {
+  it('unknown fields are 400 and named', async () => {
+    for (const f of ['extra', 'Priority', 'queueId', 'id', 'state', '__proto__', 'constructor']) {
+      const raw = JSON.stringify(taskBody(t.queue_id)).replace(/}$/, `,${JSON.stringify(f)}:1}`);
+      const before = await counts();
+      await rejected(submitRaw(raw));
+      expect(await counts()).toEqual(before);
+    }
+    await rejected(submit(taskBody(t.queue_id, { extra: 1 })), 'extra');
+  });
+
+  it('malformed JSON is 400', async () => {
+    for (const raw of ['{', '{"queue_id":}', '{"a":1,}', "{'a':1}", 'nul', '{"a":1}{"b":2}', '\u0000', '{"a":"\u0001"}x', '{"queue_id":"a\\x"}']) {
+      await rejected(submitRaw(raw));
+    }
+  });
+
+  it('a body that is not a JSON object is 400', async () => {
+    for (const raw of ['[]', '[{"queue_id":"x"}]', '"string"', '123', 'true', 'null', '']) await rejected(submitRaw(raw));
+  });
+
+  it('invalid UTF-8 bytes are 400', async () => {
+    const json = JSON.stringify(taskBody(t.queue_id, { concurrency_key: 'XX' }));
+    const at = Buffer.from(json).indexOf('XX');
+    for (const bad of [[0xff, 0x41], [0xc0, 0xaf], [0xed, 0xa0], [0xe2, 0x82], [0x80, 0x41]]) {
+      const buf = Buffer.from(json);
+      buf[at] = bad[0]!;
+      buf[at + 1] = bad[1]!;
+      await rejected(submitRaw(buf));
+    }
+    // Encoded surrogate (CESU-8 style) is not UTF-8 either.
+    const cesu = Buffer.concat([Buffer.from(json.slice(0, json.indexOf('XX'))), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(json.slice(json.indexOf('XX') + 2))]);
+    await rejected(submitRaw(cesu));
+  });
+
+  it('a non-JSON Content-Type is 400; application/json with charset=utf-8 is fine', async () => {
+    const raw = JSON.stringify(taskBody(t.queue_id));
+    for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/json; charset=latin1', 'text/json']) {
+      await rejected(submitRaw(raw, ikey(), { 'content-type': ct }), 'Content-Type');
+    }
+    for (const ct of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
+      expectData(await submitRaw(raw, ikey(), { 'content-type': ct }), 201);
+    }
+  });
+
+  it('query parameters on POST are 400 and store nothing', async () => {
+    for (const qs of ['?a=1', '?queue_id=x', '?limit=1', '?x']) {
+      const before = await counts();
+      await rejected(call(gw.url, 'POST', `/v1/tasks${qs}`, { token: t.token, key: ikey(), body: taskBody(t.queue_id) }), 'query');
+      expect(await counts()).toEqual(before);
+    }
+  });
+});
+
+describe('Idempotency-Key header', () => {
+  it('missing → 400, nothing stored', async () => {
+    const before = await counts();
+    await rejected(call(gw.url, 'POST', '/v1/tasks', { token: t.token, body: taskBody(t.queue_id) }), 'Idempotency-Key');
+    expect(await counts()).toEqual(before);
+  });
+
+  it('1-255 visible ASCII is accepted; 256 chars, spaces, controls and non-ASCII are 400 with nothing stored', async () => {
+    const base = 'k'.repeat(254);
+    const before = await counts();
+    await rejected(call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: base + 'xy', body: taskBody(t.queue_id) }), 'Idempotency-Key');
+    for (const k of ['', 'a b', 'caf\u00e9']) {
+      await rejected(call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: k, body: taskBody(t.queue_id) }), 'Idempotency-Key');
+    }
+    // Bytes fetch refuses to send: written on a raw socket.
+    const u = new URL(gw.url);
+    const body = Buffer.from(JSON.stringify(taskBody(t.queue_id)));
+    for (const k of [Buffer.from('a\tb'), Buffer.from([0x61, 0x7f, 0x62]), Buffer.from([0x61, 0x80]), Buffer.from('caf\u00e9', 'utf8'), Buffer.from([0x01])]) {
+      const head = Buffer.from(
+        `POST /v1/tasks HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${t.token}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\nConnection: close\r\nIdempotency-Key: `,
+      );
+      const r = await rawRequest(gw.url, Buffer.concat([head, k, Buffer.from('\r\n\r\n'), body]));
+      expect(r.status).toBe(400);
+      const parsed = JSON.parse(r.body);
+      expect(r.headers['x-request-id']).toBe(parsed.request_id);
+      expect(parsed.error.code).toBe('INVALID_ARGUMENT');
+    }
+    expect(await counts()).toEqual(before);
+    // The same 255-character prefix works, as does every visible ASCII character.
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: base + 'x', body: taskBody(t.queue_id) }), 201);
+    let visible = '';
+    for (let c = 0x21; c <= 0x7e; c++) visible += String.fromCharCode(c);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: visible, body: taskBody(t.queue_id) }), 201);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: '!', body: taskBody(t.queue_id) }), 201);
+  });
+
+  it('the key of a request that failed validation is free to use afterwards', async () => {
+    const key = ikey('reuse');
+    await rejected(submit(taskBody(t.queue_id, { priority: 99 }), key), 'priority');
+    await rejected(submit(taskBody('0'.repeat(32)), key), undefined, 404, 'NOT_FOUND');
+    await rejected(submit(taskBody(t.queue_id, { not_before: new Date(Date.now() + 5 * 86400_000).toISOString() }), key), 'not_before');
+    const [[r]] = (await db.pool.query('SELECT COUNT(*) AS n FROM receipts WHERE idempotency_key = ?', [key])) as any;
+    expect(Number(r.n)).toBe(0);
+    const task = expectData(await submit(taskBody(t.queue_id, { priority: 3 }), key), 201).task;
+    expect(task.priority).toBe(3);
+  });
+});
+
+describe('quota and retirement', () => {
+  it('application quota of unfinished tasks → 429 QUOTA_EXCEEDED, nothing stored, key reusable', async () => {
+    const q = await newTenant(db);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) }), 201);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) }), 201);
+    await db.pool.query('UPDATE applications SET max_unfinished_tasks = 2 WHERE id = ?', [q.application_id]);
+    const before = await counts();
+    const key = ikey('quota');
+    const err = expectError(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key, body: taskBody(q.queue_id) }), 429, 'QUOTA_EXCEEDED');
+    expect(err.message.length).toBeGreaterThan(0);
+    expect(await counts()).toEqual(before);
+    const [[app]] = (await db.pool.query('SELECT unfinished_tasks FROM applications WHERE id = ?', [q.application_id])) as any;
+    expect(Number(app.unfinished_tasks)).toBe(2);
+    await db.pool.query('UPDATE applications SET max_unfinished_tasks = 3 WHERE id = ?', [q.application_id]);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key, body: taskBody(q.queue_id) }), 201);
+    expectError(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) }), 429, 'QUOTA_EXCEEDED');
+    // A replay is not new work: it still answers with the receipt while the quota is full.
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key, body: taskBody(q.queue_id) }), 200);
+  });
+
+  it('a retired queue → 409 RESOURCE_RETIRED, nothing stored; earlier receipts still replay', async () => {
+    const q = expectData(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'to-retire' } }), 201).queue;
+    const key = ikey();
+    const first = expectData(await submit(taskBody(q.id), key), 201);
+    await db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), paused = 1 WHERE id = ?', [q.id]);
+    const before = await counts();
+    expectError(await submit(taskBody(q.id)), 409, 'RESOURCE_RETIRED');
+    expect(await counts()).toEqual(before);
+    const again = expectData(await submit(taskBody(q.id), key), 200);
+    expect(again).toEqual({ ...first, deduplicated: true });
+  });
+});
