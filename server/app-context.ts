@@ -12,6 +12,8 @@ export interface AppContext {
   metrics: Metrics;
   /** In-process signals: 'work' (queueId) after a submit or a release commits. */
   events: EventEmitter;
+  /** The node's worker gateway (set once started): HTTP commands use it to notify local sessions. */
+  gateway?: import('./gateway/ws-gateway.js').Gateway;
   /** True once SIGTERM arrived: new requests get 503. */
   shuttingDown: boolean;
 }

@@ -2,7 +2,10 @@
 // dispatcher and the sweeper. Each returns a closer run on shutdown, in order.
 import type http from 'node:http';
 import type { AppContext } from './app-context.js';
+import { Gateway } from './gateway/ws-gateway.js';
 
-export async function attachBackground(_app: AppContext, _server: http.Server): Promise<(() => Promise<void>)[]> {
-  return [];
+export async function attachBackground(app: AppContext, server: http.Server): Promise<(() => Promise<void>)[]> {
+  const gw = new Gateway(app, server);
+  app.gateway = gw;
+  return [() => gw.close()];
 }

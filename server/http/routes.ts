@@ -3,6 +3,7 @@ import { schemaStatus } from '../db/migrations.js';
 import { OrbitError } from '../../protocol/errors.js';
 import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
+import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
 
 export function buildRoutes(app: AppContext): Router {
@@ -33,6 +34,10 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });
   r.add({ method: 'GET', template: '/v1/tasks/{id}', auth: true, handle: getTaskRoute });
+  r.add({ method: 'GET', template: '/v1/tasks/{id}/attempts', auth: true, handle: listAttemptsRoute });
+  r.add({ method: 'POST', template: '/v1/tasks/{id}:cancel', auth: true, handle: cancelTaskRoute });
+  r.add({ method: 'POST', template: '/v1/tasks/{id}:resolve', auth: true, handle: resolveTaskRoute });
+  r.add({ method: 'GET', template: '/v1/attempts/{id}', auth: true, handle: getAttemptRoute });
   r.add({ method: 'POST', template: '/v1/queues', auth: true, handle: createQueueRoute });
   r.add({ method: 'GET', template: '/v1/queues', auth: true, handle: listQueuesRoute });
   r.add({ method: 'GET', template: '/v1/queues/{id}', auth: true, handle: getQueueRoute });

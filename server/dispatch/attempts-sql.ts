@@ -1,0 +1,111 @@
+// SQL operations on attempts shared by the dispatcher, the gateway and the HTTP facade.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from '../db/pool.js';
+import { toIso } from '../db/pool.js';
+
+export interface AttemptRow extends RowDataPacket {
+  id: string;
+  task_id: string;
+  namespace_id: string;
+  application_id: string;
+  queue_id: string;
+  attempt_no: number;
+  state: string;
+  worker_id: string;
+  session_id: string;
+  concurrency_key: Buffer | null;
+  concurrency_token: string | null;
+  leased_at: string;
+  started_at: string | null;
+  lease_expires_at: string;
+  finished_at: string | null;
+  outcome: string | null;
+  output: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  result_fingerprint: string | null;
+  result_reply: string | null;
+  /** 1 when lease_expires_at > now (computed by the database clock in the query). */
+  lease_live: number;
+}
+
+export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
+  concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
+  error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live`;
+
+export const LIVE_STATES = ['LEASED', 'RUNNING'];
+
+export function isLive(a: { state: string }): boolean {
+  return a.state === 'LEASED' || a.state === 'RUNNING';
+}
+
+/** getAttempt(namespace_id, id, lock) → row or null. */
+export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<AttemptRow | null> {
+  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
+export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {
+  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`, [
+    taskId,
+    namespaceId,
+  ]);
+  return rows;
+}
+
+/** closeAttempt(id, state, outcome, output JSON, error code/message, fingerprint, reply): leaves a
+ * live attempt; the caller holds its row lock and has checked it is live. */
+export async function closeAttempt(
+  c: Conn,
+  id: string,
+  f: { state: string; outcome: string | null; output?: string | null; errorCode?: string | null; errorMessage?: string | null; fingerprint?: string | null; reply?: string | null; markStarted?: boolean },
+): Promise<void> {
+  await c.execute(
+    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
+            finished_at = UTC_TIMESTAMP(3)${f.markStarted ? ', started_at = COALESCE(started_at, UTC_TIMESTAMP(3))' : ''}
+      WHERE id = ?`,
+    [f.state, f.outcome, f.output ?? null, f.errorCode ?? null, f.errorMessage ?? null, f.fingerprint ?? null, f.reply ?? null, id],
+  );
+}
+
+export interface AttemptView {
+  id: string;
+  task_id: string;
+  attempt_no: number;
+  state: string;
+  worker_id: string;
+  session_id: string;
+  concurrency_token?: string;
+  leased_at: string;
+  started_at: string | null;
+  lease_expires_at: string;
+  finished_at: string | null;
+  outcome: string | null;
+  error: { code: string; message: string } | null;
+}
+
+export function attemptView(r: AttemptRow): AttemptView {
+  const v: AttemptView = {
+    id: r.id,
+    task_id: r.task_id,
+    attempt_no: r.attempt_no,
+    state: r.state,
+    worker_id: r.worker_id,
+    session_id: r.session_id,
+    leased_at: toIso(r.leased_at)!,
+    started_at: toIso(r.started_at),
+    lease_expires_at: toIso(r.lease_expires_at)!,
+    finished_at: toIso(r.finished_at),
+    outcome: r.outcome,
+    error: r.error_code ? { code: r.error_code, message: r.error_message ?? '' } : null,
+  };
+  if (r.concurrency_key !== null && r.concurrency_token !== null) {
+    const { id, task_id, attempt_no, state, worker_id, session_id, ...rest } = v;
+    return { id, task_id, attempt_no, state, worker_id, session_id, concurrency_token: String(r.concurrency_token), ...rest };
+  }
+  return v;
+}

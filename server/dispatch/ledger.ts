@@ -1,0 +1,78 @@
+// Collects every counter change, key release and result event of one transaction and writes them
+// at the end in one fixed lock order — queues (by id), applications (by id), resource keys (by
+// key bytes), stream heads (by namespace) — the same order the claim transaction takes them in, so
+// claims, results, cancels and the sweeper never deadlock against each other on these rows.
+import type { Conn } from '../db/pool.js';
+import { appendResultEvents, type PendingEvent } from './events.js';
+
+interface KeyRelease {
+  namespaceId: string;
+  key: Buffer;
+  attemptId: string;
+}
+
+export class PermitLedger {
+  private readonly queueActive = new Map<string, number>();
+  private readonly appActive = new Map<string, number>();
+  private readonly appUnfinished = new Map<string, number>();
+  private readonly keys: KeyRelease[] = [];
+  private readonly events: PendingEvent[] = [];
+  /** Queues whose permits were released (the dispatcher is woken for them after commit). */
+  readonly freedQueues = new Set<string>();
+  /** Sequences of the events appended, filled by flush(). */
+  readonly appended: { namespaceId: string; sequence: string; taskId: string }[] = [];
+
+  /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
+  releaseAttempt(a: { id: string; queue_id: string; application_id: string; namespace_id: string; concurrency_key: Buffer | null }): void {
+    add(this.queueActive, a.queue_id, -1);
+    add(this.appActive, a.application_id, -1);
+    this.freedQueues.add(a.queue_id);
+    if (a.concurrency_key) this.keys.push({ namespaceId: a.namespace_id, key: a.concurrency_key, attemptId: a.id });
+  }
+
+  /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
+  taskFinished(applicationId: string): void {
+    add(this.appUnfinished, applicationId, -1);
+  }
+
+  /** A task left NEEDS_REVIEW back to unfinished work, or any other +1. */
+  taskUnfinished(applicationId: string): void {
+    add(this.appUnfinished, applicationId, 1);
+  }
+
+  event(e: PendingEvent): void {
+    this.events.push(e);
+  }
+
+  async flush(c: Conn): Promise<void> {
+    for (const [id, d] of sorted(this.queueActive)) {
+      if (d !== 0) await c.execute('UPDATE queues SET active_attempts = active_attempts + ? WHERE id = ?', [d, id]);
+    }
+    const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
+    for (const id of [...apps].sort()) {
+      const da = this.appActive.get(id) ?? 0;
+      const du = this.appUnfinished.get(id) ?? 0;
+      if (da !== 0 || du !== 0) {
+        await c.execute('UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
+      }
+    }
+    this.keys.sort((x, y) => (x.namespaceId === y.namespaceId ? Buffer.compare(x.key, y.key) : x.namespaceId < y.namespaceId ? -1 : 1));
+    for (const k of this.keys) {
+      // Conditional on the holder: a duplicate or late release never frees a later attempt's permit.
+      await c.execute(
+        `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
+          WHERE namespace_id = ? AND concurrency_key = ? AND holder_attempt_id = ?`,
+        [k.namespaceId, k.key, k.attemptId],
+      );
+    }
+    if (this.events.length) this.appended.push(...(await appendResultEvents(c, this.events)));
+  }
+}
+
+function add(m: Map<string, number>, k: string, d: number): void {
+  m.set(k, (m.get(k) ?? 0) + d);
+}
+
+function sorted(m: Map<string, number>): [string, number][] {
+  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}

@@ -1,0 +1,107 @@
+// Revoking live attempts without a worker result: lease expiry (sweeper), deadlines, cancel, and
+// never-started attempts released at reconnect. Each batch is one transaction; rows are locked
+// with SKIP LOCKED so several nodes' sweepers share the work instead of waiting on each other.
+import type { RowDataPacket } from 'mysql2/promise';
+import { withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { ATTEMPT_COLUMNS, closeAttempt, type AttemptRow } from './attempts-sql.js';
+import { PermitLedger } from './ledger.js';
+import { finishTask, lockTask } from './lifecycle.js';
+
+export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
+
+export interface Revoked {
+  attemptId: string;
+  sessionId: string;
+  reason: CancelReason;
+}
+
+export interface SweepReport {
+  revoked: Revoked[];
+  freedQueues: string[];
+  counts: { leasedExpired: number; runningExpired: number; deadlineWaiting: number; deadlineLeased: number };
+}
+
+/** Revokes one live attempt whose row the caller has locked. `kind` decides attempt and task fate. */
+export async function revokeAttempt(
+  c: Conn,
+  ledger: PermitLedger,
+  a: AttemptRow,
+  kind: 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted',
+  reasonText?: string,
+): Promise<CancelReason> {
+  const t = await lockTask(c, a.namespace_id, a.task_id);
+  ledger.releaseAttempt(a);
+  switch (kind) {
+    case 'expire-leased':
+    case 'release-unlisted':
+      await closeAttempt(c, a.id, { state: 'EXPIRED', outcome: null, errorCode: 'LEASE_EXPIRED', errorMessage: kind === 'release-unlisted' ? 'not resumed at reconnect' : 'lease ran out before start' });
+      // A never-started attempt does not consume max_attempts: back to WAITING as it was.
+      await c.execute(`UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`, [t.id, a.id]);
+      return 'LEASE_EXPIRED';
+    case 'expire-running': {
+      const error = { code: 'LEASE_EXPIRED', message: 'lease ran out while running; effect unknown' };
+      await closeAttempt(c, a.id, { state: 'UNKNOWN', outcome: 'unknown', errorCode: error.code, errorMessage: error.message });
+      await finishTask(c, ledger, t, { state: 'NEEDS_REVIEW', outcome: 'unknown', error });
+      return 'LEASE_EXPIRED';
+    }
+    case 'deadline': {
+      const error = { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed before start' };
+      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
+      await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error });
+      return 'DEADLINE_EXCEEDED';
+    }
+    case 'cancel': {
+      const error = { code: 'CANCELLED', message: reasonText ?? 'cancelled' };
+      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
+      await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error });
+      return 'CANCELLED';
+    }
+  }
+}
+
+async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
+  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`, args);
+  return rows;
+}
+
+/** One sweep by database time, at most `limit` rows per kind. */
+export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
+  let ledger = new PermitLedger();
+  const report: SweepReport = { revoked: [], freedQueues: [], counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 } };
+  await withTransaction(pool, async (c) => {
+    ledger = new PermitLedger(); // fresh on a deadlock retry
+    report.revoked = [];
+    report.counts = { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 };
+    const expired = await lockAttempts(c, `state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [], limit);
+    for (const a of expired) {
+      const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
+      const reason = await revokeAttempt(c, ledger, a, kind);
+      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
+      if (kind === 'expire-leased') report.counts.leasedExpired++;
+      else report.counts.runningExpired++;
+    }
+    // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
+    const late = await lockAttempts(
+      c,
+      `state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3) AND task_id IN (SELECT id FROM tasks WHERE state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
+      [],
+      limit,
+    );
+    for (const a of late) {
+      const reason = await revokeAttempt(c, ledger, a, 'deadline');
+      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
+      report.counts.deadlineLeased++;
+    }
+    const [waiting] = await c.query<RowDataPacket[]>(
+      `SELECT id, namespace_id FROM tasks WHERE state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    );
+    for (const w of waiting) {
+      const t = await lockTask(c, w.namespace_id as string, w.id as string);
+      await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' } });
+      report.counts.deadlineWaiting++;
+    }
+    await ledger.flush(c);
+  });
+  report.freedQueues = [...ledger.freedQueues];
+  return report;
+}

@@ -1,0 +1,52 @@
+// Task commands of the HTTP facade: cancel (WAITING or LEASED) and resolve (NEEDS_REVIEW). Each runs
+// inside the idempotent command's transaction.
+import { OrbitError } from '../../protocol/errors.js';
+import type { Conn } from '../db/pool.js';
+import { getTask, type TaskRow } from '../db/tasks.js';
+import { getAttempt } from './attempts-sql.js';
+import { PermitLedger } from './ledger.js';
+import { finishTask } from './lifecycle.js';
+import { revokeAttempt, type Revoked } from './recovery.js';
+
+export interface CommandEffect {
+  task: TaskRow;
+  revoked: Revoked[];
+  freedQueues: string[];
+}
+
+export async function cancelTask(c: Conn, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
+  const t = (await getTask(c, namespaceId, taskId, true))!;
+  const ledger = new PermitLedger();
+  const revoked: Revoked[] = [];
+  if (t.state === 'WAITING') {
+    await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
+  } else if (t.state === 'LEASED' && t.current_attempt_id) {
+    const a = (await getAttempt(c, namespaceId, t.current_attempt_id, true))!;
+    await revokeAttempt(c, ledger, a, 'cancel', reason);
+    revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
+  } else {
+    throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
+  }
+  await ledger.flush(c);
+  return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...ledger.freedQueues] };
+}
+
+export async function resolveTask(c: Conn, namespaceId: string, taskId: string, resolution: 'succeeded' | 'failed' | 'retry', reason: string | undefined): Promise<CommandEffect> {
+  const t = (await getTask(c, namespaceId, taskId, true))!;
+  if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
+  const ledger = new PermitLedger();
+  const note = { code: 'RESOLVED', message: reason ?? `resolved as ${resolution}` };
+  if (resolution === 'retry') {
+    // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
+    await c.execute(
+      `UPDATE tasks SET state = 'WAITING', not_before = NULL, result_outcome = NULL, result_output = NULL, result_error_code = NULL,
+              result_error_message = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
+      [t.id],
+    );
+    ledger.freedQueues.add(t.queue_id);
+  } else {
+    await finishTask(c, ledger, t, { state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED', outcome: resolution, error: resolution === 'failed' ? note : null });
+  }
+  await ledger.flush(c);
+  return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...ledger.freedQueues] };
+}

@@ -1,0 +1,92 @@
+// Periodic work of every node (safe with several nodes): the sweeper (lease expiry, deadlines), and
+// reconciliation of local sessions with changes other nodes made — attempts revoked elsewhere get
+// task.cancel here, and a session superseded by a newer session of its worker_id on another node
+// is closed with 4409.
+import type { RowDataPacket } from 'mysql2/promise';
+import { sweep } from '../dispatch/recovery.js';
+import { isConnectionError } from '../db/pool.js';
+import type { Gateway } from './ws-gateway.js';
+
+export class Reconciler {
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private running: Promise<void> | null = null;
+
+  constructor(private readonly gw: Gateway) {
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.gw.track(this.tick()).finally(() => {
+        this.running = null;
+        this.schedule();
+      });
+    }, this.gw.app.config.sweepIntervalMs);
+  }
+
+  async tick(): Promise<void> {
+    const app = this.gw.app;
+    try {
+      const r = await sweep(app.pool);
+      const m = app.metrics.sweeperRecovered;
+      if (r.counts.leasedExpired) m.inc({ kind: 'leased_expired' }, r.counts.leasedExpired);
+      if (r.counts.runningExpired) m.inc({ kind: 'running_expired' }, r.counts.runningExpired);
+      if (r.counts.deadlineLeased) m.inc({ kind: 'deadline_leased' }, r.counts.deadlineLeased);
+      if (r.counts.deadlineWaiting) m.inc({ kind: 'deadline_waiting' }, r.counts.deadlineWaiting);
+      this.gw.notifyRevoked(r.revoked);
+      this.gw.wake(r.freedQueues);
+      await this.reconcileSessions();
+    } catch (err) {
+      if (isConnectionError(err)) app.log.warn({ err }, 'sweep skipped: database unavailable');
+      else app.log.error({ err }, 'sweep failed');
+    }
+  }
+
+  private async reconcileSessions(): Promise<void> {
+    const sessions = [...this.gw.sessions.values()];
+    if (sessions.length === 0) return;
+    const pool = this.gw.app.pool;
+    // Attempts this node thinks its sessions hold, but that are no longer theirs.
+    const held = sessions.flatMap((s) => [...s.held].map((id) => ({ id, s })));
+    for (let i = 0; i < held.length; i += 500) {
+      const chunk = held.slice(i, i + 500);
+      const [rows] = await pool.query<RowDataPacket[]>(
+        `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${chunk.map(() => '?').join(',')})`,
+        chunk.map((h) => h.id),
+      );
+      const byId = new Map(rows.map((r) => [r.id as string, r]));
+      for (const { id, s } of chunk) {
+        const r = byId.get(id);
+        if (!r) continue;
+        const live = r.state === 'LEASED' || r.state === 'RUNNING';
+        if (live && r.session_id === s.id) continue;
+        if (!s.held.has(id)) continue;
+        if (!live && r.result_fingerprint === null) {
+          const reason = r.error_code === 'CANCELLED' ? 'CANCELLED' : r.error_code === 'DEADLINE_EXCEEDED' ? 'DEADLINE_EXCEEDED' : 'LEASE_EXPIRED';
+          s.send({ type: 'task.cancel', attempt_id: id, reason });
+        }
+        s.dropAttempt(id);
+      }
+    }
+    // Sessions superseded on another node.
+    const [ids] = await pool.query<RowDataPacket[]>(
+      `SELECT namespace_id, worker_id, current_session_id FROM worker_identities WHERE current_session_id IN (${sessions.map(() => '?').join(',')})`,
+      sessions.map((s) => s.id),
+    );
+    const current = new Set(ids.map((r) => r.current_session_id as string));
+    for (const s of sessions) {
+      if (s.state === 'closed' || current.has(s.id)) continue;
+      s.state = 'closed';
+      s.send({ type: 'error', code: 'STATE_CONFLICT', message: 'superseded by a newer session of this worker_id', fatal: true });
+      s.close(4409, 'superseded');
+      this.gw.unregister(s);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+}

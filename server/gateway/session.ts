@@ -1,0 +1,250 @@
+// One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
+// each command runs as one transaction and is answered only after its commit. Frames about the
+// same attempt are handled in arrival order; frames about different attempts run concurrently.
+import type { WebSocket, RawData } from 'ws';
+import type { Logger } from 'pino';
+import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
+import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
+import { isConnectionError } from '../db/pool.js';
+import type { Credential } from '../db/credentials.js';
+import { startAttempt, renewAttempts, applyResult } from '../dispatch/lifecycle.js';
+import type { Assignment, ClaimSession } from '../dispatch/claim.js';
+import { newId } from '../ids.js';
+import { helloTransaction, closeSessionRow } from './hello.js';
+import type { Gateway } from './ws-gateway.js';
+
+export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
+
+export class Session {
+  readonly id = newId();
+  state: SessionState = 'hello';
+  workerId = '';
+  capacity = 0;
+  claim!: ClaimSession;
+  /** Attempts (LEASED/RUNNING) bound to this session: capacity accounting and cancel delivery. */
+  readonly held = new Set<string>();
+  readonly log: Logger;
+  private readonly chains = new Map<string, Promise<void>>();
+  private helloDone: Promise<void> | null = null;
+  private helloTimer: NodeJS.Timeout | null = null;
+  private missedPongs = 0;
+
+  constructor(
+    private readonly gw: Gateway,
+    readonly ws: WebSocket,
+    readonly cred: Credential,
+  ) {
+    this.log = gw.app.log.child({ session_id: this.id });
+    this.helloTimer = setTimeout(() => this.protocolError('hello not received within the time limit'), gw.helloTimeoutMs);
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('pong', () => (this.missedPongs = 0));
+    ws.on('close', (code) => this.onClose(code));
+    ws.on('error', (err) => this.log.debug({ err }, 'socket error'));
+  }
+
+  get free(): number {
+    return this.state === 'open' ? Math.max(0, this.capacity - this.held.size) : 0;
+  }
+
+  /** Called by the gateway's ping timer. */
+  heartbeat(): void {
+    if (this.missedPongs >= 2) {
+      this.log.info('two pongs missed; closing');
+      this.ws.terminate();
+      return;
+    }
+    this.missedPongs++;
+    try {
+      this.ws.ping();
+    } catch {
+      /* closing */
+    }
+  }
+
+  send(frame: GatewayFrame): void {
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  close(code: number, reason: string): void {
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason.slice(0, 120));
+  }
+
+  private fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
+    this.send({ type: 'error', code, message, fatal: true });
+    this.close(closeCode, message);
+    this.state = 'closed';
+  }
+
+  private protocolError(message: string, closeCode = 1002): void {
+    if (this.state === 'closed') return;
+    this.log.info({ reason: message }, 'protocol error');
+    this.fatal('PROTOCOL_ERROR', message, closeCode);
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
+    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8');
+    const parsed = parseWorkerFrame(text);
+    if (!parsed.ok) return this.protocolError(parsed.message);
+    const f = parsed.frame;
+    if (this.helloDone === null) {
+      if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
+      clearTimeout(this.helloTimer!);
+      this.helloDone = this.track(this.onHello(f));
+      return;
+    }
+    if (f.type === 'hello') return this.protocolError('hello may be sent only once');
+    void this.helloDone.then(() => {
+      if (this.state === 'open' || this.state === 'draining') this.dispatchFrame(f);
+    });
+  }
+
+  private track(p: Promise<void>): Promise<void> {
+    return this.gw.track(
+      p.catch((err) => this.onUnexpected(err)),
+    );
+  }
+
+  private onUnexpected(err: unknown): void {
+    if (err instanceof OrbitError) {
+      const close = ERROR_CODES[err.code].close ?? 1011;
+      this.fatal(err.code, err.message, close);
+      return;
+    }
+    if (isConnectionError(err)) {
+      this.log.warn({ err }, 'database unavailable; closing session so the worker reconnects');
+      this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', 1011);
+      return;
+    }
+    this.log.error({ err }, 'internal error in session');
+    this.fatal('INTERNAL', 'internal error', 1011);
+  }
+
+  private async onHello(h: HelloFrame): Promise<void> {
+    const res = await helloTransaction(this.gw.app.pool, this.cred, this.id, this.gw.app.config.nodeId, h);
+    if (this.state === 'closed') {
+      await closeSessionRow(this.gw.app.pool, this.id, 1006);
+      return;
+    }
+    this.workerId = h.worker_id;
+    this.capacity = h.capacity;
+    this.claim = {
+      namespaceId: this.cred.namespaceId,
+      applicationId: this.cred.applicationId,
+      workerId: h.worker_id,
+      sessionId: this.id,
+      queueIds: [...new Set(h.queues)],
+      handlers: h.handlers ?? null,
+      concurrencyKeys: h.concurrency_keys ?? false,
+    };
+    for (const r of res.resumed) this.held.add(r.attempt_id);
+    this.state = 'open';
+    this.gw.register(this);
+    this.send({
+      type: 'hello.ok',
+      session_id: this.id,
+      worker_id: h.worker_id,
+      lease_ms: res.leaseMs,
+      renew_ms: Math.max(1000, Math.floor(res.leaseMs / 3)),
+      max_frame_bytes: this.gw.app.config.maxFrameBytes,
+      resumed: res.resumed.map(({ queueId: _q, taskId: _t, ...r }) => r),
+      lost: res.lost,
+    });
+    this.log.info({ worker_id: h.worker_id, resumed: res.resumed.length, lost: res.lost.length }, 'session open');
+    this.gw.wake(res.freedQueues);
+    this.gw.kick(this);
+  }
+
+  private dispatchFrame(f: Exclude<WorkerFrame, HelloFrame>): void {
+    switch (f.type) {
+      case 'start':
+        return this.perAttempt(f.attempt_id, () => this.onStart(f.attempt_id));
+      case 'result':
+        return this.perAttempt(f.attempt_id, () => this.onResult(f));
+      case 'renew':
+        void this.track(this.onRenew(f.attempt_ids));
+        return;
+      case 'capacity':
+        this.capacity = f.capacity;
+        this.gw.kick(this);
+        return;
+      case 'drain':
+        this.state = 'draining';
+        this.send({ type: 'drain.ok' });
+        return;
+    }
+  }
+
+  /** Serializes work per attempt id (a result never overtakes its start). */
+  private perAttempt(attemptId: string, fn: () => Promise<void>): void {
+    const prev = this.chains.get(attemptId) ?? Promise.resolve();
+    const next = prev.then(fn).catch((err) => this.attemptError(attemptId, err));
+    const tracked = this.track(next);
+    this.chains.set(attemptId, tracked);
+    void tracked.then(() => {
+      if (this.chains.get(attemptId) === tracked) this.chains.delete(attemptId);
+    });
+  }
+
+  private attemptError(attemptId: string, err: unknown): void {
+    if (err instanceof OrbitError && ['LEASE_LOST', 'NOT_FOUND', 'STATE_CONFLICT', 'PAYLOAD_TOO_LARGE'].includes(err.code)) {
+      if (err.code === 'LEASE_LOST' || err.code === 'NOT_FOUND') this.dropAttempt(attemptId);
+      this.send({ type: 'error', code: err.code, message: err.message, attempt_id: attemptId, fatal: false });
+      return;
+    }
+    throw err;
+  }
+
+  private who() {
+    return { namespaceId: this.cred.namespaceId, workerId: this.workerId };
+  }
+
+  private async onStart(attemptId: string): Promise<void> {
+    const r = await startAttempt(this.gw.app.pool, this.who(), attemptId);
+    this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
+  }
+
+  private async onRenew(ids: string[]): Promise<void> {
+    const r = await renewAttempts(this.gw.app.pool, this.who(), ids);
+    for (const id of r.lost) this.dropAttempt(id);
+    this.send({ type: 'renew.ok', leases: r.leases, lost: r.lost });
+  }
+
+  private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
+    const r = await applyResult(this.gw.app.pool, this.who(), f);
+    this.held.delete(f.attempt_id);
+    this.send(r.reply as GatewayFrame);
+    if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
+    this.gw.wake(r.freedQueues);
+    this.gw.kick(this);
+  }
+
+  dropAttempt(attemptId: string): void {
+    if (this.held.delete(attemptId)) this.gw.kick(this);
+  }
+
+  /** Sends task.assign frames for committed claims. */
+  deliver(assignments: Assignment[]): void {
+    for (const a of assignments) {
+      this.held.add(a.attemptId);
+      const frame: GatewayFrame = {
+        type: 'task.assign',
+        attempt_id: a.attemptId,
+        attempt_no: a.attemptNo,
+        lease_expires_at: a.leaseExpiresAt,
+        task: a.task,
+      };
+      if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
+      this.send(frame);
+    }
+  }
+
+  private onClose(code: number): void {
+    const wasOpen = this.state !== 'hello' && this.helloDone !== null;
+    this.state = 'closed';
+    if (this.helloTimer) clearTimeout(this.helloTimer);
+    this.gw.unregister(this);
+    if (wasOpen) void this.gw.track(closeSessionRow(this.gw.app.pool, this.id, code).catch(() => {}));
+  }
+}

@@ -1,0 +1,146 @@
+// The worker gateway of one node: the WebSocket endpoint, the registry of local sessions, and the
+// background loops (dispatcher, sweeper, reconciliation with other nodes' changes).
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { OrbitError } from '../../protocol/errors.js';
+import { SUBPROTOCOL } from '../../protocol/frames.js';
+import type { AppContext } from '../app-context.js';
+import { authenticate, requireScope } from '../http/auth.js';
+import { isConnectionError } from '../db/pool.js';
+import { Session } from './session.js';
+import { Dispatcher } from './dispatcher.js';
+import { Reconciler } from './reconciler.js';
+
+export class Gateway {
+  readonly sessions = new Map<string, Session>();
+  /** `${namespace}/${worker_id}` → the newest local session of that identity. */
+  private readonly byWorker = new Map<string, Session>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  readonly wss: WebSocketServer;
+  readonly dispatcher: Dispatcher;
+  readonly reconciler: Reconciler;
+  readonly helloTimeoutMs: number;
+  private pingTimer: NodeJS.Timeout;
+
+  constructor(
+    readonly app: AppContext,
+    server: http.Server,
+  ) {
+    this.helloTimeoutMs = Number(process.env.ORBIT_HELLO_TIMEOUT_MS ?? 10_000);
+    const pingMs = Number(process.env.ORBIT_PING_INTERVAL_MS ?? 15_000);
+    this.wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: app.config.maxFrameBytes,
+      perMessageDeflate: false,
+      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+    });
+    server.on('upgrade', (req, socket, head) => void this.onUpgrade(req, socket, head));
+    this.dispatcher = new Dispatcher(this);
+    this.reconciler = new Reconciler(this);
+    this.pingTimer = setInterval(() => {
+      for (const s of this.sessions.values()) s.heartbeat();
+      for (const s of this.pending) s.heartbeat();
+    }, pingMs);
+  }
+
+  /** Sessions that have not finished hello yet (for heartbeats and shutdown). */
+  private readonly pending = new Set<Session>();
+
+  private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    const reject = (status: number, code: string, message: string) => {
+      const body = JSON.stringify({ error: { code, message } });
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Service Unavailable'}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    };
+    try {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      if (path !== '/v1/workers/connect') return reject(404, 'NOT_FOUND', 'no WebSocket endpoint here');
+      if (this.app.shuttingDown) return reject(503, 'UNAVAILABLE', 'gateway is shutting down');
+      const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+        .split(',')
+        .map((s) => s.trim());
+      if (!offered.includes(SUBPROTOCOL)) return reject(400, 'INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`);
+      const cred = await authenticate(this.app.pool, req);
+      requireScope(cred, 'workers:connect');
+      requireScope(cred, 'workers:consume');
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        const s = new Session(this, ws, cred);
+        this.pending.add(s);
+        ws.once('close', () => this.pending.delete(s));
+      });
+    } catch (err) {
+      if (err instanceof OrbitError) return reject(err.httpStatus, err.code, err.message);
+      if (isConnectionError(err)) return reject(503, 'UNAVAILABLE', 'database unavailable');
+      this.app.log.error({ err }, 'upgrade failed');
+      return reject(503, 'UNAVAILABLE', 'internal error');
+    }
+  }
+
+  register(s: Session): void {
+    this.pending.delete(s);
+    const key = `${s.cred.namespaceId}/${s.workerId}`;
+    const older = this.byWorker.get(key);
+    if (older && older !== s) {
+      // A second live session of the same worker_id supersedes the first.
+      older.state = 'closed';
+      older.send({ type: 'error', code: 'STATE_CONFLICT', message: 'superseded by a newer session of this worker_id', fatal: true });
+      older.close(4409, 'superseded');
+      this.unregister(older);
+    }
+    this.byWorker.set(key, s);
+    this.sessions.set(s.id, s);
+    this.app.metrics.liveSessions.set(this.sessions.size);
+  }
+
+  unregister(s: Session): void {
+    this.sessions.delete(s.id);
+    const key = `${s.cred.namespaceId}/${s.workerId}`;
+    if (this.byWorker.get(key) === s) this.byWorker.delete(key);
+    this.app.metrics.liveSessions.set(this.sessions.size);
+  }
+
+  /** Keeps a promise in the in-flight set so shutdown can wait for committed replies. */
+  track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => {});
+    return p;
+  }
+
+  /** Queues whose permits were released or that got new work. */
+  wake(queueIds: Iterable<string>): void {
+    for (const q of queueIds) this.app.events.emit('work', q);
+  }
+
+  kick(s: Session): void {
+    this.dispatcher.kick(s);
+  }
+
+  /** Delivers task.cancel for attempts revoked by this node (sweeper, HTTP cancel, hello). */
+  notifyRevoked(list: { attemptId: string; sessionId: string; reason: 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED' }[]): void {
+    for (const r of list) {
+      const s = this.sessions.get(r.sessionId);
+      if (s && s.held.has(r.attemptId)) {
+        s.send({ type: 'task.cancel', attempt_id: r.attemptId, reason: r.reason });
+        s.dropAttempt(r.attemptId);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.pingTimer);
+    this.dispatcher.stop();
+    this.reconciler.stop();
+    for (const s of [...this.sessions.values(), ...this.pending]) {
+      s.send({ type: 'goaway', reason: 'node shutting down' });
+    }
+    await Promise.allSettled([...this.inflight]);
+    await this.dispatcher.idle();
+    for (const s of [...this.sessions.values(), ...this.pending]) s.close(1001, 'going away');
+    await Promise.allSettled([...this.inflight]);
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+}
