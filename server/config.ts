@@ -1,5 +1,7 @@
 import os from 'node:os';
+import net from 'node:net';
 import { nanoid } from 'nanoid';
+import { parseDsn } from './db/pool.js';
 
 export interface Config {
   mysqlDsn: string;
@@ -23,9 +25,16 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dsn = env.ORBIT_MYSQL_DSN;
   if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (expected mysql://user:pass@host:port/db); `npm start` runs an embedded database');
+  parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
   const addr = env.ORBIT_HTTP_ADDR ?? '127.0.0.1:8080';
   const m = /^(.*):(\d{1,5})$/.exec(addr);
-  if (!m || Number(m[2]) > 65535) throw new Error(`ORBIT_HTTP_ADDR must be host:port, got ${JSON.stringify(addr)}`);
+  if (!m || Number(m[2]) > 65535) throw new Error(`ORBIT_HTTP_ADDR must be host:port (port 0-65535), got ${JSON.stringify(addr)}`);
+  const rawHost = m[1]!;
+  const bracketed = /^\[(.*)\]$/.exec(rawHost);
+  const hostOk = bracketed
+    ? net.isIPv6(bracketed[1]!)
+    : rawHost === '' || net.isIPv4(rawHost) || /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(rawHost);
+  if (!hostOk) throw new Error(`ORBIT_HTTP_ADDR host must be an IPv4 address, [IPv6] or a host name, got ${JSON.stringify(addr)}`);
   const logLevel = env.ORBIT_LOG_LEVEL ?? 'info';
   if (!LEVELS.includes(logLevel)) throw new Error(`ORBIT_LOG_LEVEL must be one of ${LEVELS.join(', ')}`);
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
@@ -39,7 +48,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   return {
     mysqlDsn: dsn,
-    httpHost: m[1]!.replace(/^\[|\]$/g, '') || '127.0.0.1',
+    httpHost: bracketed ? bracketed[1]! : rawHost || '127.0.0.1',
     httpPort: Number(m[2]),
     nodeId,
     logLevel,

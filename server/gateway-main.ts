@@ -37,10 +37,17 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const closers: (() => Promise<void>)[] = [];
   const hooks = await import('./gateway-hooks.js');
   closers.push(...(await hooks.attachBackground(app, server)));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.httpPort, config.httpHost, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.httpPort, config.httpHost, () => resolve());
+    });
+  } catch (err) {
+    for (const c of closers) await c().catch(() => {});
+    await pool.end().catch(() => {});
+    const e = err as NodeJS.ErrnoException;
+    throw new Error(`cannot listen on ORBIT_HTTP_ADDR ${config.httpHost}:${config.httpPort}: ${e.code ?? e.message}`);
+  }
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;

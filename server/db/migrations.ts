@@ -53,6 +53,10 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
   PRIMARY KEY (version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='applied schema migrations'`;
 
+const LOCK_NAME = "CONCAT('orbit_migrations:', LEFT(SHA1(COALESCE(DATABASE(), '')), 32))";
+const LOCK_SQL = `SELECT GET_LOCK(${LOCK_NAME}, 120) AS got`;
+const UNLOCK_SQL = `SELECT RELEASE_LOCK(${LOCK_NAME})`;
+
 export async function appliedVersions(pool: Pool): Promise<Map<number, string>> {
   try {
     const [rows] = await pool.query('SELECT version, checksum FROM schema_migrations ORDER BY version');
@@ -67,12 +71,19 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
   const conn = await pool.getConnection();
   const applied: number[] = [];
   try {
-    const [lockRows] = await conn.query("SELECT GET_LOCK('orbit_migrations', 120) AS got");
-    if ((lockRows as { got: number }[])[0]?.got !== 1) throw new Error('could not take the migration lock within 120 s');
+    // The lock is per database (named locks are server-wide): runners of other databases on the
+    // same server do not wait for each other.
+    const [lockRows] = await conn.query(LOCK_SQL);
+    if ((lockRows as { got: number }[])[0]?.got !== 1) throw new Error('could not take the migration lock within 120 s (another `orbit-migrate up` is running)');
     try {
       await conn.query(CREATE_TABLE);
       const done = await appliedVersions(pool);
-      for (const m of listMigrations()) {
+      const known = listMigrations();
+      const unknown = [...done.keys()].filter((v) => !known.some((m) => m.version === v));
+      if (unknown.length > 0) {
+        throw new Error(`database schema is newer than this orbit (migrations ${unknown.join(', ')} unknown): upgrade orbit; nothing was applied`);
+      }
+      for (const m of known) {
         const prev = done.get(m.version);
         if (prev !== undefined) {
           if (prev !== m.checksum) log(`migration ${m.version} (${m.name}) changed after it was applied; files are forward-only`);
@@ -89,7 +100,7 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
         applied.push(m.version);
       }
     } finally {
-      await conn.query("SELECT RELEASE_LOCK('orbit_migrations')");
+      await conn.query(UNLOCK_SQL).catch(() => conn.destroy());
     }
   } finally {
     conn.release();
