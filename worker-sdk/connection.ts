@@ -1,0 +1,404 @@
+// Low-level worker connection: one WebSocket session with the gateway (worker-protocol.md).
+// It validates every incoming frame (protocol/frames.ts) plus the checks the SDK owes the
+// resource side (token/key consistency), correlates replies with requests, and surfaces the
+// rest as events. It never reconnects and never runs handlers: that is worker.ts's job.
+import { EventEmitter } from 'node:events';
+import WebSocket from 'ws';
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  SUBPROTOCOL,
+  parseGatewayFrame,
+  type ErrorFrame,
+  type GatewayFrame,
+  type GoawayFrame,
+  type HelloOkFrame,
+  type RenewOkFrame,
+  type ResultFrame,
+  type ResultOkFrame,
+  type StartOkFrame,
+  type TaskAssignFrame,
+  type TaskCancelFrame,
+  type WorkerFrame,
+} from '../protocol/frames.js';
+import { OrbitError, isErrorCode } from '../protocol/errors.js';
+import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+import {
+  assignProblem,
+  connectUrl,
+  eventIterator,
+  helloFrame,
+  isTokenString,
+  outgoingProblem,
+  type ConnectOptions,
+  type ConnectionEvent,
+  type KnownAttempt,
+  type Registration,
+  type ResultInput,
+} from './session-checks.js';
+
+export * from './session-checks.js';
+
+/** Attempt ids remembered for the repeated-assign check; oldest forgotten beyond this. */
+const SEEN_LIMIT = 100_000;
+
+type EventMap = {
+  event: [ConnectionEvent];
+  assign: [TaskAssignFrame];
+  cancel: [TaskCancelFrame];
+  gatewayError: [ErrorFrame];
+  goaway: [GoawayFrame];
+  protocolError: [ProtocolViolation];
+  close: [code: number, reason: string];
+};
+
+type Pending = { kind: 'start' | 'result'; resolve: (f: any) => void; reject: (e: Error) => void };
+type Waiter<T> = { resolve: (v: T) => void; reject: (e: Error) => void };
+
+/** Opens a session: handshake
+, `hello`, and resolves with the connection once `hello.ok` came. */
+export function connect(opts: ConnectOptions): Promise<WorkerConnection> {
+  return new WorkerConnection(opts).opened;
+}
+
+export class WorkerConnection extends EventEmitter<EventMap> {
+  readonly registration: Registration;
+  /** Set once hello.ok arrived. */
+  hello!: HelloOkFrame;
+  /** Resolves with this connection on hello.ok; rejects on refusal, violation or close. */
+  readonly opened: Promise<WorkerConnection>;
+  closeCode?: number;
+  closeReason?: string;
+
+  private readonly ws: WebSocket;
+  private readonly onEvent?: (ev: ConnectionEvent) => void;
+  private state: 'hello' | 'open' | 'closed' = 'hello';
+  private dead = false; // a violation or close happened: ignore every later frame
+  private failure?: Error; // why the session ended, handed to waiting requests
+  private settleOpen!: { resolve: (c: WorkerConnection) => void; reject: (e: Error) => void };
+  private readonly seen = new Map<string, KnownAttempt>();
+  private readonly pending = new Map<string, Pending[]>();
+  private readonly renews: Waiter<RenewOkFrame>[] = [];
+  private readonly drains: Waiter<void>[] = [];
+  private readonly closed: Promise<void>;
+  private held: ConnectionEvent[] | null = []; // events held until the opener had a chance to listen
+  private helloTimer?: NodeJS.Timeout;
+  private idleTimer?: NodeJS.Timeout;
+  private readonly idleMs: number;
+
+  constructor(opts: ConnectOptions) {
+    super();
+    this.registration = opts.registration;
+    this.onEvent = opts.onEvent;
+    this.idleMs = opts.idleTimeoutMs ?? 45_000;
+    for (const [id, k] of opts.knownAttempts ?? []) this.seen.set(id, { ...k });
+    this.opened = new Promise((resolve, reject) => (this.settleOpen = { resolve, reject }));
+    this.opened.catch(() => {}); // callers of connect() see it; a bare `new` must not crash
+    const hello = helloFrame(opts.registration); // throws on a bad registration, before any I/O
+    const helloMs = opts.helloTimeoutMs ?? 10_000;
+    this.ws = new WebSocket(connectUrl(opts.url), SUBPROTOCOL, {
+      headers: { Authorization: `Bearer ${opts.token}` },
+      handshakeTimeout: helloMs,
+      maxPayload: opts.maxIncomingFrameBytes ?? 4 * DEFAULT_MAX_FRAME_BYTES,
+    });
+    this.closed = new Promise((resolve) => this.ws.once('close', () => resolve()));
+    this.helloTimer = setTimeout(() => this.fail(new GatewayError('UNAVAILABLE', 'no hello.ok in time', { fatal: true }), 1001), helloMs);
+    this.ws.on('unexpected-response', (req, res) => this.refused(res));
+    this.ws.on('error', (err) => (this.failure ??= err));
+    this.ws.on('open', () => {
+      this.touch();
+      this.sendFrame(hello);
+    });
+    this.ws.on('ping', () => this.touch());
+    this.ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
+    this.ws.on('close', (code, reason) => this.onClose(code, reason.toString('utf8')));
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open' && !this.dead;
+  }
+
+  // ---- requests -------------------------------------------------------------------------------
+
+  /** Confirms the right to execute. Rejects with LeaseLostError on LEASE_LOST. */
+  start(attemptId: string): Promise<StartOkFrame> {
+    return this.request('start', attemptId, { type: 'start', attempt_id: attemptId });
+  }
+
+  /** Sends a result. Resolves with result.ok (deduplicated on a re-send); rejects with
+   * LeaseLostError or GatewayError (e.g. STATE_CONFLICT for a different earlier result). */
+  result(r: ResultInput): Promise<ResultOkFrame> {
+    const frame: ResultFrame = { type: 'result', attempt_id: r.attemptId, outcome: r.outcome };
+    if (r.output !== undefined) frame.output = r.output;
+    if (r.error !== undefined) frame.error = r.error;
+    if (r.retryAfterMs !== undefined) frame.retry_after_ms = r.retryAfterMs;
+    return this.request('result', r.attemptId, frame);
+  }
+
+  /** Renews the leases of the given attempts; replies are matched in order. */
+  renew(attemptIds: string[]): Promise<RenewOkFrame> {
+    return this.enqueue(this.renews, { type: 'renew', attempt_ids: attemptIds });
+  }
+
+  /** Changes intake (0 pauses it). No reply. */
+  capacity(n: number): void {
+    this.sendFrame({ type: 'capacity', capacity: n });
+  }
+
+  /** Asks the gateway to stop assigning; resolves on drain.ok. */
+  drain(): Promise<void> {
+    return this.enqueue(this.drains, { type: 'drain' });
+  }
+
+  /** Closes the socket (default 1000) and resolves once it is closed. */
+  close(code = 1000, reason = ''): Promise<void> {
+    if (this.state !== 'closed') {
+      this.dead = true;
+      try {
+        this.ws.close(code, reason);
+      } catch {
+        this.ws.terminate();
+      }
+      setTimeout(() => this.ws.terminate(), 5000).unref();
+    }
+    return this.closed;
+  }
+
+  /** Async iteration over incoming events, ending after `close`. Start it right after connect()
+   * resolves (events are held until the next macrotask after hello.ok). */
+  events(): AsyncIterableIterator<ConnectionEvent> {
+    return eventIterator(this, this.state === 'closed' && this.held === null);
+  }
+
+  // ---- outgoing -------------------------------------------------------------------------------
+
+  /** Validates an outgoing frame (a bad frame would cost the whole session) and sends it. */
+  private sendFrame(frame: WorkerFrame): void {
+    const problem = outgoingProblem(frame);
+    if (problem) throw new OrbitError('INVALID_ARGUMENT', `invalid ${frame.type} frame: ${problem}`);
+    const text = JSON.stringify(frame);
+    const limit = this.hello?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES;
+    if (Buffer.byteLength(text) > limit) throw new OrbitError('PAYLOAD_TOO_LARGE', `${frame.type} frame exceeds max_frame_bytes (${limit})`);
+    if (this.dead || this.ws.readyState !== WebSocket.OPEN) throw this.closedError();
+    this.ws.send(text);
+  }
+
+  private request<T>(kind: 'start' | 'result', attemptId: string, frame: WorkerFrame): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.state !== 'open') return reject(this.closedError());
+      this.sendFrame(frame); // throws synchronously → rejects this promise
+      const list = this.pending.get(attemptId) ?? [];
+      list.push({ kind, resolve, reject });
+      this.pending.set(attemptId, list);
+    });
+  }
+
+  private enqueue<T>(list: Waiter<T>[], frame: WorkerFrame): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.state !== 'open') return reject(this.closedError());
+      this.sendFrame(frame);
+      list.push({ resolve, reject });
+    });
+  }
+
+  private closedError(): Error {
+    return this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError
+      ? this.failure
+      : new ConnectionClosedError(this.closeCode ?? 1006, this.closeReason ?? 'not open');
+  }
+
+  // ---- incoming -------------------------------------------------------------------------------
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (this.dead) return;
+    this.touch();
+    if (isBinary) return this.violate(new ProtocolViolation('binary frame', { closeCode: 1003 }));
+    const parsed = parseGatewayFrame(data.toString('utf8'));
+    if (!parsed.ok) return this.violate(new ProtocolViolation(parsed.message));
+    const f = parsed.frame;
+    if (this.state === 'hello') return this.onHelloReply(f);
+    switch (f.type) {
+      case 'hello.ok':
+        return this.violate(new ProtocolViolation('hello.ok after the session was established'));
+      case 'task.assign': {
+        const problem = assignProblem(f, this.registration.concurrencyKeys, this.seen.get(f.attempt_id));
+        if (problem) return this.violate(new ProtocolViolation(problem, { attemptId: f.attempt_id }));
+        this.remember(f.attempt_id, { concurrencyKey: f.task.concurrency_key, concurrencyToken: f.concurrency_token });
+        return this.deliver({ type: 'task.assign', frame: f });
+      }
+      case 'start.ok':
+        return this.settle(f.attempt_id, 'start', f);
+      case 'result.ok':
+        return this.settle(f.attempt_id, 'result', f);
+      case 'renew.ok':
+        return void this.renews.shift()?.resolve(f); // replies come in request order
+      case 'drain.ok':
+        return void this.drains.shift()?.resolve();
+      case 'task.cancel':
+        return this.deliver({ type: 'task.cancel', frame: f });
+      case 'goaway':
+        return this.deliver({ type: 'goaway', frame: f });
+      case 'error':
+        return this.onErrorFrame(f);
+    }
+  }
+
+  private onHelloReply(f: GatewayFrame): void {
+    if (f.type === 'error') {
+      const err = new GatewayError(f.code, f.message, { fatal: f.fatal });
+      this.failure = err;
+      this.settleOpen.reject(err);
+      if (!f.fatal) void this.close(1002, 'error before hello.ok');
+      return;
+    }
+    if (f.type !== 'hello.ok') return this.violate(new ProtocolViolation(`${f.type} before hello.ok`));
+    if (f.worker_id !== this.registration.workerId) return this.violate(new ProtocolViolation('hello.ok names another worker_id'));
+    for (const r of f.resumed) {
+      const known = this.seen.get(r.attempt_id);
+      const tok = r.concurrency_token;
+      if (tok !== undefined && !isTokenString(tok)) {
+        return this.violate(new ProtocolViolation('resumed concurrency_token is not a non-zero uint64', { attemptId: r.attempt_id }));
+      }
+      // Tokens are frozen for the attempt: a resume that changes one breaks the fencing contract.
+      if (known && known.concurrencyToken !== tok) {
+        return this.violate(new ProtocolViolation('resume changed the concurrency_token of an attempt', { attemptId: r.attempt_id }));
+      }
+    }
+    clearTimeout(this.helloTimer);
+    this.hello = f;
+    this.state = 'open';
+    this.settleOpen.resolve(this);
+    // Frames that arrived with hello.ok (same TCP read) are held one macrotask so that whoever
+    // awaited connect() can attach listeners first.
+    setImmediate(() => this.flushHeld());
+  }
+
+  private flushHeld(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const ev of held) this.emitEvent(ev);
+  }
+
+  private remember(id: string, k: KnownAttempt): void {
+    this.seen.delete(id);
+    this.seen.set(id, k);
+    if (this.seen.size > SEEN_LIMIT) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  private settle(attemptId: string, kind: 'start' | 'result', frame: StartOkFrame | ResultOkFrame): void {
+    const list = this.pending.get(attemptId);
+    const i = list?.findIndex((p) => p.kind === kind) ?? -1;
+    if (!list || i < 0) return; // a late reply to a request made on an earlier session: nothing waits
+    const [p] = list.splice(i, 1);
+    if (list.length === 0) this.pending.delete(attemptId);
+    p!.resolve(frame);
+  }
+
+  private onErrorFrame(f: ErrorFrame): void {
+    const list = f.attempt_id !== undefined ? this.pending.get(f.attempt_id) : undefined;
+    if (list && list.length > 0) {
+      // Errors about one attempt answer the oldest request for it (the gateway answers in order).
+      const p = list.shift()!;
+      if (list.length === 0) this.pending.delete(f.attempt_id!);
+      p.reject(f.code === 'LEASE_LOST' ? new LeaseLostError(f.attempt_id!, 'LEASE_LOST', f.message) : new GatewayError(f.code, f.message, { fatal: f.fatal, attemptId: f.attempt_id }));
+    } else {
+      this.deliver({ type: 'error', frame: f });
+    }
+    if (f.fatal) this.failure = new GatewayError(f.code, f.message, { fatal: true, attemptId: f.attempt_id });
+  }
+
+  private violate(v: ProtocolViolation): void {
+    if (this.dead) return;
+    this.failure = v;
+    this.dead = true;
+    this.settleOpen.reject(v);
+    this.deliver({ type: 'protocol_error', error: v });
+    // Close reasons are limited to 123 bytes.
+    this.ws.close(v.closeCode, Buffer.from(v.message).subarray(0, 120).toString('utf8').replace(/\uFFFD$/, ''));
+    setTimeout(() => this.ws.terminate(), 5000).unref();
+  }
+
+  private fail(err: Error, code: number): void {
+    if (this.state === 'closed') return;
+    this.failure ??= err;
+    this.settleOpen.reject(err);
+    this.dead = true;
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(code, err.message.slice(0, 100));
+    else this.ws.terminate();
+  }
+
+  private refused(res: import('node:http').IncomingMessage): void {
+    // The handshake was answered with an HTTP error (400 bad subprotocol, 401, 403, …): read the
+    // error envelope so the caller sees the documented code, not "Unexpected server response".
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= 65536) chunks.push(c);
+    });
+    res.on('end', () => {
+      let code: string = res.statusCode === 401 ? 'UNAUTHENTICATED' : res.statusCode === 403 ? 'PERMISSION_DENIED' : (res.statusCode ?? 0) >= 500 ? 'UNAVAILABLE' : 'INVALID_ARGUMENT';
+      let message = `handshake refused with HTTP ${res.statusCode}`;
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: { code?: unknown; message?: unknown } };
+        if (isErrorCode(body.error?.code)) code = body.error.code;
+        if (typeof body.error?.message === 'string') message += `: ${body.error.message}`;
+      } catch {
+        /* not an envelope */
+      }
+      this.fail(new GatewayError(code, message, { fatal: true, status: res.statusCode }), 1006);
+    });
+    res.on('error', () => this.fail(new GatewayError('UNAVAILABLE', `handshake refused with HTTP ${res.statusCode}`, { fatal: true, status: res.statusCode }), 1006));
+  }
+
+  private touch(): void {
+    if (this.idleMs <= 0 || this.state === 'closed') return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.failure ??= new ConnectionClosedError(1006, 'idle timeout: no frame or ping from the gateway');
+      this.ws.terminate();
+    }, this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private onClose(code: number, reason: string): void {
+    if (this.state === 'closed') return;
+    if (this.state === 'hello') setImmediate(() => this.flushHeld()); // never opened: flush now
+    this.state = 'closed';
+    this.dead = true;
+    this.closeCode = code;
+    this.closeReason = reason;
+    clearTimeout(this.helloTimer);
+    clearTimeout(this.idleTimer);
+    const err = this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError ? this.failure : new ConnectionClosedError(code, reason || this.failure?.message || '');
+    this.settleOpen.reject(err);
+    for (const list of this.pending.values()) for (const p of list) p.reject(err);
+    this.pending.clear();
+    for (const w of this.renews.splice(0)) w.reject(err);
+    for (const w of this.drains.splice(0)) w.reject(err);
+    this.deliver({ type: 'close', code, reason });
+  }
+
+  private deliver(ev: ConnectionEvent): void {
+    this.onEvent?.(ev);
+    if (this.held) this.held.push(ev);
+    else this.emitEvent(ev);
+  }
+
+  private emitEvent(ev: ConnectionEvent): void {
+    this.emit('event', ev);
+    switch (ev.type) {
+      case 'task.assign':
+        return void this.emit('assign', ev.frame);
+      case 'task.cancel':
+        return void this.emit('cancel', ev.frame);
+      case 'error':
+        return void this.emit('gatewayError', ev.frame);
+      case 'goaway':
+        return void this.emit('goaway', ev.frame);
+      case 'protocol_error':
+        return void this.emit('protocolError', ev.error);
+      case 'close':
+        return void this.emit('close', ev.code, ev.reason);
+    }
+  }
+}

@@ -1,0 +1,240 @@
+// Client for the HTTP facade (http-api.md). Bodies, queries and responses use the wire names
+// (snake_case) so what you read in the spec is what you write here. uint64 values (revisions,
+// tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
+// Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
+// client never invents one.
+import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, RetryPolicy, SubmitTaskBody } from '../protocol/http-schemas.js';
+import { isErrorCode, type ErrorCode } from '../protocol/errors.js';
+import { IDEMPOTENCY_KEY_RE } from '../protocol/validation.js';
+import { OrbitApiError } from './errors.js';
+
+export interface ClientOptions {
+  url: string;
+  token: string;
+  /** Defaults to the global fetch. */
+  fetch?: typeof fetch;
+  /** Extra headers on every request (e.g. tracing). */
+  headers?: Record<string, string>;
+}
+
+export interface CommandOptions {
+  idempotencyKey: string;
+  signal?: AbortSignal;
+}
+
+export interface TaskResult {
+  outcome: 'succeeded' | 'failed' | 'unknown' | 'cancelled' | 'deadline_exceeded';
+  output?: unknown;
+  error?: { code: string; message: string } | null;
+}
+
+export interface Task {
+  id: string;
+  namespace_id: string;
+  queue_id: string;
+  handler: string;
+  handler_version: string;
+  payload_version: string;
+  payload?: unknown;
+  business_key?: string;
+  concurrency_key?: string;
+  priority: number;
+  state: string;
+  attempts_made: number;
+  max_attempts: number;
+  not_before: string | null;
+  deadline_at: string;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  result: TaskResult | null;
+}
+
+export interface Attempt {
+  id: string;
+  task_id: string;
+  attempt_no: number;
+  state: string;
+  worker_id: string;
+  session_id: string;
+  /** Decimal string; present exactly when the task has a concurrency_key. */
+  concurrency_token?: string;
+  leased_at: string;
+  started_at: string | null;
+  lease_expires_at: string;
+  finished_at: string | null;
+  outcome: string | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface Queue {
+  id: string;
+  namespace_id: string;
+  name: string;
+  revision: string;
+  paused: boolean;
+  max_active_attempts: number;
+  lease_seconds: number;
+  retry: RetryPolicy;
+  active_attempts: number;
+  created_at: string;
+  updated_at: string;
+  retired_at?: string;
+}
+
+export interface Subscription {
+  id: string;
+  name: string;
+  queue_id: string;
+  event_types: string[];
+  enabled: boolean;
+  paused: boolean;
+  cursor: string;
+  pending_count: number;
+  revision: string;
+  created_at: string;
+  retired_at?: string;
+  retired_sequence?: string;
+}
+
+export interface ResultEvent {
+  sequence: string;
+  type: string;
+  task_id: string;
+  queue_id: string;
+  occurred_at: string;
+  result: TaskResult;
+}
+
+export interface Delivery {
+  id: string;
+  sequence: string;
+  state: string;
+  attempts: number;
+  lease_expires_at: string;
+  event: ResultEvent;
+}
+
+export type Revision = string | bigint;
+export interface ListTasksQuery {
+  queue_id?: string;
+  state?: string;
+  concurrency_key?: string;
+  business_key?: string;
+  limit?: number;
+  cursor?: string;
+}
+export interface CreateSubscriptionBody {
+  name: string;
+  queue_id: string;
+  event_types: string[];
+}
+
+export type OrbitClient = ReturnType<typeof createClient>;
+
+export function createClient(opts: ClientOptions) {
+  const base = opts.url.replace(/\/+$/, '');
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const seg = (id: string) => encodeURIComponent(id);
+  const rev = (r: Revision) => (typeof r === 'bigint' ? r.toString() : r);
+
+  async function call<T>(method: 'GET' | 'POST', path: string, o: { body?: unknown; key?: string; query?: Record<string, unknown>; signal?: AbortSignal } = {}): Promise<T> {
+    const headers: Record<string, string> = { ...opts.headers, authorization: `Bearer ${opts.token}`, accept: 'application/json' };
+    if (o.key !== undefined) {
+      if (typeof o.key !== 'string' || !IDEMPOTENCY_KEY_RE.test(o.key)) {
+        throw new OrbitApiError('INVALID_ARGUMENT', 'idempotencyKey must be 1-255 visible ASCII characters', { status: 0, details: { field: 'Idempotency-Key' } });
+      }
+      headers['idempotency-key'] = o.key;
+    }
+    let url = base + path;
+    if (o.query) {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(o.query)) if (v !== undefined && v !== null) q.set(k, String(v));
+      const s = q.toString();
+      if (s) url += `?${s}`;
+    }
+    let text: string | undefined;
+    if (o.body !== undefined) {
+      text = JSON.stringify(o.body);
+      headers['content-type'] = 'application/json; charset=utf-8';
+    }
+    let res: Response;
+    try {
+      res = await doFetch(url, { method, headers, body: text, signal: o.signal });
+    } catch (err) {
+      // Transport failure: the command may or may not have been accepted. Retrying with the same
+      // Idempotency-Key is safe, hence UNAVAILABLE.
+      throw new OrbitApiError('UNAVAILABLE', `request failed: ${(err as Error).message}`, { status: 0, cause: err });
+    }
+    const raw = await res.text();
+    const requestId = res.headers.get('x-request-id') ?? undefined;
+    let env: { request_id?: string; data?: unknown; error?: { code?: unknown; message?: unknown; details?: Record<string, unknown> } } | undefined;
+    try {
+      env = JSON.parse(raw);
+    } catch {
+      env = undefined;
+    }
+    if (res.ok && env && 'data' in env) return env.data as T;
+    if (env?.error && isErrorCode(env.error.code)) {
+      throw new OrbitApiError(env.error.code, typeof env.error.message === 'string' ? env.error.message : env.error.code, {
+        status: res.status,
+        requestId: env.request_id ?? requestId,
+        details: env.error.details,
+      });
+    }
+    // Not an envelope (a proxy page, a truncated body): classify by status.
+    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+    throw new OrbitApiError(code, `unexpected HTTP ${res.status} response: ${raw.slice(0, 200)}`, { status: res.status, requestId });
+  }
+
+  // async so a missing key is a rejected promise like every other error, not a synchronous throw
+  const cmd = async <T>(path: string, body: unknown, c: CommandOptions) => call<T>('POST', path, { body, key: requireKey(c), signal: c.signal });
+
+  return {
+    // ---- tasks ----
+    submitTask: (body: SubmitTaskBody, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>('/v1/tasks', body, c),
+    getTask: (id: string) => call<{ task: Task }>('GET', `/v1/tasks/${seg(id)}`).then((d) => d.task),
+    listTasks: (query: ListTasksQuery = {}) => call<{ tasks: Task[]; next_cursor: string | null }>('GET', '/v1/tasks', { query: { ...query } }),
+    getTaskAttempts: (id: string) => call<{ attempts: Attempt[] }>('GET', `/v1/tasks/${seg(id)}/attempts`).then((d) => d.attempts),
+    getAttempt: (id: string) => call<{ attempt: Attempt }>('GET', `/v1/attempts/${seg(id)}`).then((d) => d.attempt),
+    cancelTask: (id: string, body: CancelTaskBody, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>(`/v1/tasks/${seg(id)}:cancel`, body, c),
+    resolveTask: (id: string, body: ResolveTaskBody, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>(`/v1/tasks/${seg(id)}:resolve`, body, c),
+
+    // ---- queues ----
+    createQueue: (body: CreateQueueBody, c: CommandOptions) => cmd<{ queue: Queue; deduplicated: boolean }>('/v1/queues', body, c),
+    getQueue: (id: string) => call<{ queue: Queue }>('GET', `/v1/queues/${seg(id)}`).then((d) => d.queue),
+    listQueues: () => call<{ queues: Queue[] }>('GET', '/v1/queues').then((d) => d.queues),
+    pauseQueue: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ queue: Queue; deduplicated: boolean }>(`/v1/queues/${seg(id)}:pause`, { expected_revision: rev(body.expected_revision) }, c),
+    resumeQueue: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ queue: Queue; deduplicated: boolean }>(`/v1/queues/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
+    retireQueue: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
+      cmd<{ queue: Queue; deduplicated: boolean }>(`/v1/queues/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+
+    // ---- subscriptions and deliveries ----
+    createSubscription: (body: CreateSubscriptionBody, c: CommandOptions) => cmd<{ subscription: Subscription; deduplicated: boolean }>('/v1/subscriptions', body, c),
+    getSubscription: (id: string) => call<{ subscription: Subscription }>('GET', `/v1/subscriptions/${seg(id)}`).then((d) => d.subscription),
+    listSubscriptions: () => call<{ subscriptions: Subscription[] }>('GET', '/v1/subscriptions').then((d) => d.subscriptions),
+    listDeliveries: (id: string, query: { state?: string; limit?: number; cursor?: string } = {}) =>
+      call<{ deliveries: Delivery[]; next_cursor: string | null }>('GET', `/v1/subscriptions/${seg(id)}/deliveries`, { query: { ...query } }),
+    /** Not a receipt-bearing command: no Idempotency-Key (http-api.md). */
+    leaseDeliveries: (id: string, body: { max: number; lease_seconds: number }) =>
+      call<{ deliveries: Delivery[] }>('POST', `/v1/subscriptions/${seg(id)}/deliveries:lease`, { body }).then((d) => d.deliveries),
+    /** Idempotent by itself: acking twice is harmless. */
+    ackDeliveries: (id: string, deliveryIds: string[]) =>
+      call<{ acked: number }>('POST', `/v1/subscriptions/${seg(id)}/deliveries:ack`, { body: { delivery_ids: deliveryIds } }).then((d) => d.acked),
+    pauseSubscription: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:pause`, { expected_revision: rev(body.expected_revision) }, c),
+    resumeSubscription: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
+    retireSubscription: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
+      cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+  };
+}
+
+function requireKey(c: CommandOptions | undefined): string {
+  if (!c || typeof c.idempotencyKey !== 'string') {
+    throw new OrbitApiError('INVALID_ARGUMENT', 'an explicit idempotencyKey is required for every command', { status: 0, details: { field: 'Idempotency-Key' } });
+  }
+  return c.idempotencyKey;
+}

@@ -1,0 +1,67 @@
+// Turns what a handler did (returned a value, threw) into the `result` frame the worker sends.
+// Kept apart from worker.ts so the mapping (worker-protocol.md, SDK obligations) is in one place.
+import type { ResultInput } from './connection.js';
+import { RetryableError, UnknownOutcomeError } from './errors.js';
+
+/** `output` ≤ 256 KiB of JSON (worker-protocol.md `result`). */
+export const MAX_OUTPUT_BYTES = 256 * 1024;
+const MAX_MESSAGE = 4096; // ResultError.message maxLength
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/** Cuts a string to at most `max` UTF-16 units without splitting a surrogate pair. */
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let cut = max;
+  const c = s.charCodeAt(cut - 1);
+  if (c >= 0xd800 && c <= 0xdbff) cut--;
+  return s.slice(0, cut);
+}
+
+function messageOf(err: unknown): string {
+  if (err instanceof Error) return clip(err.message || err.name, MAX_MESSAGE);
+  try {
+    return clip(typeof err === 'string' ? err : JSON.stringify(err) ?? String(err), MAX_MESSAGE);
+  } catch {
+    return clip(String(err), MAX_MESSAGE);
+  }
+}
+
+function codeOf(err: unknown, fallback: string): string {
+  const c = (err as { code?: unknown } | null)?.code;
+  return typeof c === 'string' && c.length > 0 ? clip(c, 128) : fallback;
+}
+
+/** The result for a handler's return value. The output is frozen as parsed JSON so a re-send
+ * after a reconnect carries exactly the same content (and is deduplicated by the gateway). */
+export function successResult(attemptId: string, value: unknown): ResultInput {
+  if (value === undefined) return { attemptId, outcome: 'succeeded' };
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    // The effect happened but the output cannot be reported: fail loudly rather than lose the
+    // whole session to a malformed frame.
+    return { attemptId, outcome: 'failed', error: { code: 'OUTPUT_NOT_SERIALIZABLE', message: messageOf(err) } };
+  }
+  if (text === undefined) return { attemptId, outcome: 'succeeded' }; // e.g. a function
+  if (Buffer.byteLength(text) > MAX_OUTPUT_BYTES) {
+    return {
+      attemptId,
+      outcome: 'failed',
+      error: { code: 'OUTPUT_TOO_LARGE', message: `handler output is ${Buffer.byteLength(text)} bytes of JSON; the limit is ${MAX_OUTPUT_BYTES}` },
+    };
+  }
+  return { attemptId, outcome: 'succeeded', output: JSON.parse(text) };
+}
+
+/** The result for a thrown error: RetryableError → retry, UnknownOutcomeError → unknown,
+ * anything else → failed (permanent). */
+export function errorResult(attemptId: string, err: unknown): ResultInput {
+  if (err instanceof RetryableError) {
+    const r: ResultInput = { attemptId, outcome: 'retry', error: { code: err.code, message: messageOf(err) } };
+    if (err.retryAfterMs !== undefined) r.retryAfterMs = Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS);
+    return r;
+  }
+  if (err instanceof UnknownOutcomeError) return { attemptId, outcome: 'unknown', error: { code: err.code, message: messageOf(err) } };
+  return { attemptId, outcome: 'failed', error: { code: codeOf(err, 'HANDLER_ERROR'), message: messageOf(err) } };
+}

@@ -1,0 +1,440 @@
+// High-level worker (worker-protocol.md, "Worker SDK obligations"): one worker identity per
+// createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
+// periodic renewal, results re-sent until acknowledged, and a draining close().
+import { EventEmitter } from 'node:events';
+import type { HelloOkFrame, TaskAssignFrame } from '../protocol/frames.js';
+import { WorkerConnection, helloFrame, type ConnectionEvent, type KnownAttempt, type Registration, type ResultInput } from './connection.js';
+import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+import { errorResult, successResult } from './outcome.js';
+import { consoleLogger, defaultWorkerId, handlerFor, taskContext, type HandlerSpec, type Logger } from './task-context.js';
+
+export * from './task-context.js';
+
+export interface WorkerOptions {
+  url: string;
+  token: string;
+  queues: string[];
+  capacity: number;
+  handlers: Record<string, HandlerSpec>;
+  logger?: Logger;
+  /** Default `${hostname}-${pid}-${random}`; must be unique to this process. */
+  workerId?: string;
+  agent?: string;
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
+  helloTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  /** Connect at once (default true); otherwise call start(). */
+  autoStart?: boolean;
+}
+
+type WorkerEvents = {
+  connected: [HelloOkFrame];
+  disconnected: [code: number, reason: string];
+  protocolError: [ProtocolViolation];
+  gatewayError: [GatewayError];
+  leaseLost: [attemptId: string, reason: string];
+  result: [{ attemptId: string; outcome: string; taskState?: string; deduplicated?: boolean; error?: string }];
+  fatal: [Error];
+};
+
+interface Held {
+  id: string;
+  frame: TaskAssignFrame;
+  phase: 'starting' | 'running' | 'reporting';
+  controller: AbortController;
+  lost: boolean;
+  result?: ResultInput;
+  leaseExpiresAt: string;
+  done: Promise<void>;
+}
+
+/** Hello errors that retrying cannot fix: the worker stops and reports them. */
+const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
+const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
+
+export function createWorker(opts: WorkerOptions): Worker {
+  const w = new Worker(opts);
+  if (opts.autoStart !== false) void w.start();
+  return w;
+}
+
+export class Worker extends EventEmitter<WorkerEvents> {
+  readonly workerId: string;
+  /** Resolves on the first hello.ok; rejects if the worker fails before that. */
+  readonly ready: Promise<void>;
+  private readonly opts: WorkerOptions;
+  private readonly log: Logger;
+  private readonly handlerVersions?: Registration['handlers'];
+  private capacity: number;
+  private state: 'idle' | 'running' | 'draining' | 'closed' | 'failed' = 'idle';
+  private conn?: WorkerConnection; // the current open session
+  private pendingConn?: WorkerConnection; // a session being opened
+  private readonly held = new Map<string, Held>();
+  private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
+  private waiters: ((c: WorkerConnection | null) => void)[] = [];
+  private settleReady!: { resolve: () => void; reject: (e: Error) => void };
+  private renewTimer?: NodeJS.Timeout;
+  private wakeLoop?: () => void;
+  private loop?: Promise<void>;
+  private closing?: Promise<void>;
+
+  constructor(opts: WorkerOptions) {
+    super();
+    this.opts = opts;
+    this.log = opts.logger ?? consoleLogger;
+    this.workerId = opts.workerId ?? defaultWorkerId();
+    this.capacity = opts.capacity;
+    const specs = Object.entries(opts.handlers);
+    if (specs.length === 0) throw new TypeError('createWorker: at least one handler is required');
+    // The hello handler filter can only be sent when every handler names its versions; a bare
+    // function accepts any version, so then no filter is sent.
+    if (specs.every(([, s]) => typeof s !== 'function')) {
+      this.handlerVersions = specs.map(([handler, s]) => ({ handler, versions: (s as { versions: string[] }).versions }));
+    }
+    helloFrame(this.registration([])); // validate now: a bad option must fail at construction
+    this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
+    this.ready.catch(() => {});
+  }
+
+  /** Starts connecting; resolves once the first session is established. */
+  start(): Promise<void> {
+    if (this.state === 'idle') {
+      this.state = 'running';
+      this.loop = this.run();
+    }
+    return this.ready;
+  }
+
+  /** Attempts this worker holds right now (leased, running or reporting). */
+  get inFlight(): number {
+    return this.held.size;
+  }
+
+  get connected(): boolean {
+    return this.conn?.isOpen ?? false;
+  }
+
+  setCapacity(n: number): void {
+    this.capacity = n;
+    if (this.state === 'running' && this.conn?.isOpen) this.conn.capacity(n);
+  }
+
+  /** Drains: asks for no more work, waits for in-flight handlers and their result.ok, then
+   * closes with 1000. After `timeoutMs` the handlers are aborted and their leases left to expire. */
+  close(opts: { timeoutMs?: number } = {}): Promise<void> {
+    this.closing ??= this.drainAndClose(opts.timeoutMs);
+    return this.closing;
+  }
+
+  private registration(resume: string[]): Registration {
+    return {
+      workerId: this.workerId,
+      queues: this.opts.queues,
+      capacity: this.state === 'draining' ? 0 : this.capacity,
+      concurrencyKeys: true, // the SDK's handlers receive the token; fenced-resource.ts checks it
+      handlers: this.handlerVersions,
+      resume,
+      agent: this.opts.agent,
+    };
+  }
+
+  // ---- connection loop ------------------------------------------------------------------------
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.state === 'running' || this.state === 'draining') {
+      const known = new Map<string, KnownAttempt>();
+      for (const h of this.held.values()) known.set(h.id, { concurrencyKey: h.frame.task.concurrency_key, concurrencyToken: h.frame.concurrency_token });
+      let goaway = false;
+      const conn: WorkerConnection = new WorkerConnection({
+        url: this.opts.url,
+        token: this.opts.token,
+        registration: this.registration([...this.held.keys()]),
+        knownAttempts: known,
+        helloTimeoutMs: this.opts.helloTimeoutMs,
+        idleTimeoutMs: this.opts.idleTimeoutMs,
+      });
+      // The emitter (not onEvent) holds frames that came with hello.ok until onOpen has run, so
+      // an early task.assign is never mistaken for one from a stale session.
+      conn.on('event', (ev) => {
+        if (ev.type === 'goaway') goaway = true;
+        this.onEvent(conn, ev);
+      });
+      this.pendingConn = conn;
+      const closed = new Promise<void>((r) => conn.once('close', () => r()));
+      try {
+        await conn.opened;
+      } catch (err) {
+        this.pendingConn = undefined;
+        if (this.stopped) return;
+        if (this.isFatal(err)) return this.fail(err as Error);
+        failures++;
+        this.log.warn({ worker_id: this.workerId, err: String(err), failures }, 'orbit worker: connect failed, retrying');
+        await this.sleep(this.backoff(failures));
+        continue;
+      }
+      this.pendingConn = undefined;
+      const openedAt = Date.now();
+      this.onOpen(conn);
+      await closed;
+      if (this.conn === conn) this.conn = undefined;
+      clearInterval(this.renewTimer);
+      const code = conn.closeCode ?? 1006;
+      this.emit('disconnected', code, conn.closeReason ?? '');
+      if (this.stopped) return;
+      if (code === 1008 || code === 4409) return this.fail(new GatewayError(code === 4409 ? 'STATE_CONFLICT' : 'UNAUTHENTICATED', `session closed with ${code}: ${conn.closeReason ?? ''}`, { fatal: true }));
+      if (Date.now() - openedAt >= STABLE_SESSION_MS || goaway) failures = 0;
+      else failures++;
+      this.log.info({ worker_id: this.workerId, code, goaway }, 'orbit worker: disconnected, reconnecting');
+      if (!goaway) await this.sleep(this.backoff(failures));
+    }
+  }
+
+  private get stopped(): boolean {
+    return this.state === 'closed' || this.state === 'failed';
+  }
+
+  /** Exponential backoff with full jitter, well under a lease so resume happens in time. */
+  private backoff(failures: number): number {
+    const base = this.opts.reconnect?.initialDelayMs ?? 100;
+    const max = this.opts.reconnect?.maxDelayMs ?? 5000;
+    const ceiling = Math.min(max, base * 2 ** Math.min(failures, 20));
+    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.stopped) return resolve();
+      const t = setTimeout(resolve, ms);
+      this.wakeLoop = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private isFatal(err: unknown): boolean {
+    return err instanceof GatewayError && (FATAL_CODES.has(err.code) || err.status === 401 || err.status === 403);
+  }
+
+  private onOpen(conn: WorkerConnection): void {
+    const hello = conn.hello;
+    // Resumed attempts keep running; lost ones lose their right to execute (a result already
+    // computed is still re-sent: if the gateway got it before the drop it is deduplicated).
+    for (const r of hello.resumed) {
+      const h = this.held.get(r.attempt_id);
+      if (h) h.leaseExpiresAt = r.lease_expires_at;
+    }
+    for (const id of hello.lost) this.markLost(id, 'LOST_ON_RESUME');
+    this.conn = conn;
+    const every = hello.renew_ms > 0 ? hello.renew_ms : Math.max(1000, Math.floor(hello.lease_ms / 3));
+    this.renewTimer = setInterval(() => this.renew(conn), every);
+    this.renewTimer.unref();
+    if (this.state === 'draining') conn.drain().catch(() => {});
+    this.emit('connected', hello);
+    this.settleReady.resolve();
+    for (const w of this.waiters.splice(0)) w(conn);
+  }
+
+  /** The open session, waiting for a reconnect if needed; null once the worker is closed. */
+  private session(): Promise<WorkerConnection | null> {
+    if (this.state === 'closed' || this.state === 'failed') return Promise.resolve(null);
+    if (this.conn?.isOpen) return Promise.resolve(this.conn);
+    return new Promise((r) => this.waiters.push(r));
+  }
+
+  private onEvent(conn: WorkerConnection, ev: ConnectionEvent): void {
+    if (ev.type === 'protocol_error') {
+      this.log.error({ worker_id: this.workerId, attempt_id: ev.error.attemptId, err: ev.error.message }, 'orbit worker: gateway protocol violation, closing with 1002');
+      this.emit('protocolError', ev.error);
+      return;
+    }
+    if (conn !== this.conn) return; // a superseded session: ignore
+    switch (ev.type) {
+      case 'task.assign':
+        return this.onAssign(ev.frame);
+      case 'task.cancel':
+        return this.markLost(ev.frame.attempt_id, ev.frame.reason);
+      case 'goaway':
+        this.log.info({ worker_id: this.workerId, reason: ev.frame.reason }, 'orbit worker: goaway, reconnecting');
+        void conn.close(1000, 'goaway');
+        return;
+      case 'error':
+        this.log.warn({ worker_id: this.workerId, code: ev.frame.code, attempt_id: ev.frame.attempt_id, err: ev.frame.message }, 'orbit worker: gateway error');
+        this.emit('gatewayError', new GatewayError(ev.frame.code, ev.frame.message, { fatal: ev.frame.fatal, attemptId: ev.frame.attempt_id }));
+        return;
+    }
+  }
+
+  private renew(conn: WorkerConnection): void {
+    if (!conn.isOpen || this.held.size === 0) return;
+    const ids = [...this.held.keys()];
+    for (let i = 0; i < ids.length; i += 1024) {
+      conn.renew(ids.slice(i, i + 1024)).then(
+        (ok) => {
+          for (const l of ok.leases) {
+            const h = this.held.get(l.attempt_id);
+            if (h) h.leaseExpiresAt = l.lease_expires_at;
+          }
+          for (const id of ok.lost) this.markLost(id, 'LEASE_LOST');
+        },
+        () => {}, // the session closed; the next one resumes and renews
+      );
+    }
+  }
+
+  // ---- attempts -------------------------------------------------------------------------------
+
+  private onAssign(f: TaskAssignFrame): void {
+    if (this.held.has(f.attempt_id) || this.finished.has(f.attempt_id)) return; // same key/token (checked by the connection)
+    let finish!: () => void;
+    const h: Held = {
+      id: f.attempt_id,
+      frame: f,
+      phase: 'starting',
+      controller: new AbortController(),
+      lost: false,
+      leaseExpiresAt: f.lease_expires_at,
+      done: new Promise<void>((r) => (finish = r)),
+    };
+    this.held.set(h.id, h);
+    void this.drive(h).finally(() => {
+      this.held.delete(h.id);
+      this.finished.add(h.id);
+      if (this.finished.size > 10_000) this.finished.delete(this.finished.values().next().value!);
+      finish();
+    });
+  }
+
+  private markLost(id: string, reason: string): void {
+    const h = this.held.get(id);
+    if (!h || h.phase === 'reporting' || h.lost) return;
+    h.lost = true;
+    this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
+    h.controller.abort(new LeaseLostError(id, reason));
+    this.emit('leaseLost', id, reason);
+  }
+
+  private async drive(h: Held): Promise<void> {
+    const fn = handlerFor(this.opts.handlers, h.frame);
+    if (!fn) {
+      // Not ours to run: fail it without starting (no handler code runs).
+      h.phase = 'reporting';
+      h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${h.frame.task.handler}@${h.frame.task.handler_version}` } };
+      return this.report(h);
+    }
+    // Handler code must not run before start.ok; a start lost with the socket is re-sent (a
+    // repeated start answers start.ok again).
+    for (;;) {
+      if (h.lost) return;
+      const conn = await this.session();
+      if (!conn || h.lost) return;
+      try {
+        const ok = await conn.start(h.id);
+        h.leaseExpiresAt = ok.lease_expires_at;
+        break;
+      } catch (err) {
+        if (this.attemptRefused(h, err)) return;
+      }
+    }
+    if (h.lost) return;
+    h.phase = 'running';
+    let result: ResultInput;
+    try {
+      const value = await fn(taskContext(h.frame, h.leaseExpiresAt, h.controller.signal, this.workerId));
+      result = successResult(h.id, value);
+    } catch (err) {
+      result = errorResult(h.id, err);
+    }
+    if (h.lost) {
+      this.log.warn({ worker_id: this.workerId, attempt_id: h.id }, 'orbit worker: handler finished after its lease was lost; result not sent');
+      return;
+    }
+    h.phase = 'reporting';
+    h.result = result;
+    return this.report(h);
+  }
+
+  /** Sends the result until the gateway answers it, across reconnects. */
+  private async report(h: Held): Promise<void> {
+    for (;;) {
+      const conn = await this.session();
+      if (!conn) return;
+      try {
+        const ok = await conn.result(h.result!);
+        this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, taskState: ok.task_state, deduplicated: ok.deduplicated });
+        return;
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        if ((code === 'PAYLOAD_TOO_LARGE' || code === 'INVALID_ARGUMENT') && !(err instanceof GatewayError)) {
+          // Our own frame was refused locally (too big / invalid): report that instead.
+          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: (err as Error).message.slice(0, 4096) } };
+          continue;
+        }
+        if (this.attemptRefused(h, err)) {
+          this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, error: String(code) });
+          return;
+        }
+      }
+    }
+  }
+
+  /** True when the gateway answered about this attempt (LEASE_LOST, STATE_CONFLICT, NOT_FOUND):
+   * nothing more to do. False when the session dropped and the request must be re-sent. */
+  private attemptRefused(h: Held, err: unknown): boolean {
+    if (err instanceof ConnectionClosedError || err instanceof ProtocolViolation) return false;
+    if (err instanceof GatewayError && (err.fatal || err.attemptId === undefined)) return false;
+    this.log.warn({ worker_id: this.workerId, attempt_id: h.id, code: (err as { code?: unknown }).code, err: String(err) }, 'orbit worker: attempt refused by the gateway');
+    if (h.phase !== 'reporting') {
+      h.lost = true;
+      h.controller.abort(err);
+    }
+    return true;
+  }
+
+  // ---- shutdown -------------------------------------------------------------------------------
+
+  private async drainAndClose(timeoutMs?: number): Promise<void> {
+    if (this.state === 'idle' || this.state === 'failed' || this.state === 'closed') return this.stop();
+    this.state = 'draining';
+    const conn = this.conn;
+    if (conn?.isOpen) await conn.drain().catch(() => {}); // after drain.ok nothing new is assigned
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((r) => {
+      if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
+    });
+    // Attempts assigned while the drain was in flight are finished too.
+    while (this.held.size > 0) {
+      const r = await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), timedOut]);
+      if (r === 'timeout') {
+        this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
+        for (const h of this.held.values()) h.controller.abort(new Error('worker closed before the handler finished'));
+        break;
+      }
+    }
+    clearTimeout(timer);
+    await this.stop();
+  }
+
+  private async stop(): Promise<void> {
+    if (this.state !== 'failed') this.state = 'closed';
+    clearInterval(this.renewTimer);
+    this.wakeLoop?.();
+    for (const w of this.waiters.splice(0)) w(null);
+    this.settleReady.reject(new ConnectionClosedError(1000, 'worker closed'));
+    const conns = [this.conn, this.pendingConn].filter((c): c is WorkerConnection => c !== undefined);
+    await Promise.all(conns.map((c) => c.close(1000, 'worker closed')));
+    await this.loop;
+  }
+
+  private fail(err: Error): void {
+    this.log.error({ worker_id: this.workerId, err: err.message }, 'orbit worker: fatal error, stopping');
+    this.state = 'failed';
+    for (const h of this.held.values()) h.controller.abort(err);
+    this.settleReady.reject(err);
+    for (const w of this.waiters.splice(0)) w(null);
+    clearInterval(this.renewTimer);
+    void this.conn?.close(1000, 'worker failed');
+    this.emit('fatal', err);
+  }
+}
