@@ -17,10 +17,10 @@ export interface GatewayProcess {
 
 const running = new Set<GatewayProcess>();
 
-export async function startGateway(dsn: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
+export async function startGateway(dsn: string, env: Record<string, string> = {}, port = 0): Promise<GatewayProcess> {
   const bin = path.join(packageRoot(), 'dist/server/cli/orbit.js');
   const child = spawn(process.execPath, [bin], {
-    env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// A worker process built on the SDK, used by the chaos tests and the benchmark. Configured by
+// environment; prints JSON lines: {"ev":"ready"} once connected, and with WORKER_LOG_RUNS=1 one
+// {"ev":"run"} line per handler start and {"ev":"done"} per handler end.
+//   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
+//   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0).
+import { createWorker } from '../worker-sdk/worker.js';
+
+const env = process.env;
+const delay = Number(env.WORKER_DELAY_MS ?? 0);
+const logRuns = env.WORKER_LOG_RUNS === '1';
+const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
+
+const worker = createWorker({
+  url: env.ORBIT_URL!,
+  token: env.ORBIT_TOKEN!,
+  queues: env.WORKER_QUEUES!.split(','),
+  capacity: Number(env.WORKER_CAPACITY ?? 8),
+  reconnect: { initialDelayMs: 50, maxDelayMs: 1000 },
+  handlers: {
+    [env.WORKER_HANDLER ?? 'h']: async (e) => {
+      if (logRuns) out({ ev: 'run', task: e.task.id, attempt: e.attemptId, key: e.task.concurrencyKey, token: e.concurrencyToken?.toString(), t: Date.now() });
+      if (delay > 0) await new Promise((r) => setTimeout(r, Math.random() * delay));
+      if (logRuns) out({ ev: 'done', task: e.task.id, attempt: e.attemptId, t: Date.now() });
+      return { ok: true };
+    },
+  },
+});
+let ready = false;
+worker.on('connected', (h) => {
+  if (!ready) out({ ev: 'ready', worker_id: h.worker_id });
+  ready = true;
+});
+worker.on('fatal', (err) => {
+  out({ ev: 'fatal', message: err.message });
+  process.exit(3);
+});
+const stop = () => {
+  worker.close({ timeoutMs: 8000 }).then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,35 @@
+// Bulk task submission through real HTTP, with retries on 503 (same Idempotency-Key).
+import { call } from './http.js';
+
+export async function submitMany(
+  url: string | (() => string),
+  token: string,
+  tasks: Record<string, unknown>[],
+  opts: { concurrency?: number; keyPrefix?: string } = {},
+): Promise<string[]> {
+  const ids: string[] = new Array(tasks.length);
+  let next = 0;
+  const prefix = opts.keyPrefix ?? `bulk-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= tasks.length) return;
+      for (let attempt = 0; ; attempt++) {
+        const base = typeof url === 'function' ? url() : url;
+        try {
+          const r = await call(base, 'POST', '/v1/tasks', { token, key: `${prefix}-${i}`, body: tasks[i] });
+          if (r.status === 201 || r.status === 200) {
+            ids[i] = r.body.data.task.id;
+            break;
+          }
+          if (r.status !== 503 || attempt > 200) throw new Error(`submit ${i}: ${r.status} ${r.text}`);
+        } catch (err) {
+          if (attempt > 200 || !(err instanceof TypeError)) throw err; // TypeError = fetch failed (node down)
+        }
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency ?? 16 }, worker));
+  return ids;
+}

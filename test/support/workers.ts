@@ -1,0 +1,70 @@
+// Real SDK worker processes (dist/bench/worker-proc.js) for end-to-end and chaos tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { packageRoot } from '../../server/paths.js';
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  lines: any[];
+  ready: Promise<void>;
+  kill9(): Promise<void>;
+  stop(): Promise<number | null>;
+}
+
+const running = new Set<WorkerProcess>();
+
+export function spawnWorker(url: string, token: string, queues: string[], env: Record<string, string> = {}): WorkerProcess {
+  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+    env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: token, WORKER_QUEUES: queues.join(','), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: any[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let onReady: () => void;
+  const ready = new Promise<void>((r) => (onReady = r));
+  readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+    try {
+      const o = JSON.parse(l);
+      lines.push(o);
+      if (o.ev === 'ready') onReady();
+    } catch {
+      lines.push({ raw: l });
+    }
+  });
+  readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push({ stderr: l }));
+  const wp: WorkerProcess = {
+    child,
+    lines,
+    ready,
+    async kill9() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+      running.delete(wp);
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const c = await exited;
+      running.delete(wp);
+      return c;
+    },
+  };
+  running.add(wp);
+  return wp;
+}
+
+export async function killAllWorkers(): Promise<void> {
+  await Promise.all([...running].map((w) => w.kill9()));
+}
+
+/** Polls `fn` until it returns a truthy value or `ms` passes. */
+export async function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<T> {
+  const until = Date.now() + ms;
+  let last: T;
+  for (;;) {
+    last = await fn();
+    if (last) return last;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
