@@ -1,0 +1,247 @@
+// `npm start` (node dist/server/cli/start-embedded.js) without ORBIT_MYSQL_DSN: its own MariaDB,
+// migrations, development credentials, the gateway; SIGTERM stops both; a restart reuses them.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../server/db/embedded-mariadb.js';
+import { binPath, childEnv } from './support/cli.js';
+import { call, ikey } from './support/http.js';
+
+let home: string;
+const started = new Set<ChildProcess>();
+
+/** Pids of database servers whose command line names a data directory under `home`. */
+function serversUnder(dir: string): number[] {
+  const out: number[] = [];
+  for (const e of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    let cmd: string;
+    try {
+      cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    const args = cmd.split('\0');
+    if (!/mariadbd|mysqld/.test(path.basename(args[0] ?? ''))) continue;
+    if (args.some((a) => a.startsWith('--datadir=') && a.slice('--datadir='.length).startsWith(dir))) out.push(Number(e));
+  }
+  return out;
+}
+
+/** Running (not gone, not a zombie). */
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return cond();
+}
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function startEmbedded(port: number): Promise<Started> {
+  const child = spawn(process.execPath, [binPath('start-embedded')], {
+    env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'warn' }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.add(child);
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    child.once('exit', (code, signal) => res({ code, signal })),
+  );
+  let dead = false;
+  void exited.then(() => (dead = true));
+  const url = `http://127.0.0.1:${port}`;
+  const ready = await waitUntil(async () => {
+    if (dead) return true;
+    try {
+      return (await fetch(`${url}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  }, 90_000);
+  if (!ready || dead) throw new Error(`start-embedded did not become ready (exited=${dead}):\n${out}`);
+  return { child, url, output: () => out, exited };
+}
+
+beforeAll(() => {
+  home = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-home-'));
+});
+
+afterAll(async () => {
+  // Whatever happened, leave no process behind: the wrappers first, then any database server
+  // that still names this home's data directory.
+  for (const c of started) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const pid of serversUnder(home)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  await waitUntil(() => serversUnder(home).length === 0, 10_000);
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+interface Creds {
+  url: string;
+  token: string;
+  application_id: string;
+  namespace_id: string;
+  environment: string;
+  queue_id: string;
+  queues: Record<string, string>;
+  scopes: string[];
+}
+
+const task = (queueId: string) => ({
+  queue_id: queueId,
+  handler: 'object.update',
+  handler_version: 'v1',
+  payload_version: 'v1',
+  payload: { operation_ref: 'update-001', object_ref: 'objects/42' },
+  concurrency_key: 'object/42',
+});
+
+describe('npm start (embedded)', () => {
+  let first: Creds;
+  let taskId: string;
+
+  it('starts its own MariaDB, writes dev credentials, serves, and stops everything on SIGTERM', async () => {
+    const port = await freePort();
+    const s = await startEmbedded(port);
+    const credFile = path.join(home, 'dev.credentials.json');
+    expect(fs.existsSync(credFile)).toBe(true);
+    expect(fs.statSync(credFile).mode & 0o777).toBe(0o600);
+    first = JSON.parse(fs.readFileSync(credFile, 'utf8')) as Creds;
+    expect(Object.keys(first).sort()).toEqual(['application_id', 'environment', 'namespace_id', 'queue_id', 'queues', 'scopes', 'token', 'url']);
+    expect(first.url).toBe(s.url);
+    expect(first.queue_id).toBe(first.queues.initial);
+    expect(first.scopes).toEqual(expect.arrayContaining(['tasks:submit', 'tasks:read', 'workers:connect', 'workers:consume']));
+    expect(s.output()).toContain(credFile);
+    expect(s.output()).not.toContain(first.token);
+    // Its own server, on a data directory under ORBIT_HOME.
+    const servers = serversUnder(path.join(home, 'mysql'));
+    expect(servers).toHaveLength(1);
+    const key = ikey();
+    const sub = await call(s.url, 'POST', '/v1/tasks', { token: first.token, key, body: task(first.queue_id) });
+    expect(sub.status, sub.text).toBe(201);
+    taskId = sub.body.data.task.id;
+
+    const t0 = Date.now();
+    s.child.kill('SIGTERM');
+    const { code } = await s.exited;
+    expect(code, s.output()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    // The database server went with it.
+    expect(await waitUntil(() => servers.every((p) => !alive(p)) && serversUnder(home).length === 0, 5_000)).toBe(true);
+    await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
+  });
+
+  it('a second start reuses the credentials file, its token and the data', async () => {
+    const port = await freePort();
+    const s = await startEmbedded(port);
+    const again = JSON.parse(fs.readFileSync(path.join(home, 'dev.credentials.json'), 'utf8')) as Creds;
+    // Same credential, only the URL follows the new address.
+    expect({ ...again, url: '' }).toEqual({ ...first, url: '' });
+    expect(again.url).toBe(s.url);
+    const read = await call(s.url, 'GET', `/v1/tasks/${taskId}`, { token: again.token });
+    expect(read.status).toBe(200);
+    expect(serversUnder(home)).toHaveLength(1);
+    s.child.kill('SIGTERM');
+    expect((await s.exited).code).toBe(0);
+    expect(await waitUntil(() => serversUnder(home).length === 0, 5_000)).toBe(true);
+  });
+
+  it('recovers after the wrapper was killed with -9 (a leftover server holds the data directory)', async () => {
+    const s = await startEmbedded(await freePort());
+    const orphan = serversUnder(home);
+    expect(orphan).toHaveLength(1);
+    s.child.kill('SIGKILL');
+    await s.exited;
+    // kill -9 cannot take the child with it; the next start must cope with the leftover.
+    const s2 = await startEmbedded(await freePort());
+    const again = JSON.parse(fs.readFileSync(path.join(home, 'dev.credentials.json'), 'utf8')) as Creds;
+    expect(again.token).toBe(first.token);
+    expect((await call(s2.url, 'GET', `/v1/tasks/${taskId}`, { token: again.token })).status).toBe(200);
+    expect(serversUnder(home)).toHaveLength(1);
+    expect(alive(orphan[0]!)).toBe(false);
+    s2.child.kill('SIGTERM');
+    expect((await s2.exited).code).toBe(0);
+    expect(await waitUntil(() => serversUnder(home).length === 0, 5_000)).toBe(true);
+  });
+
+  it('an occupied HTTP port stops it with one line and stops its database too', async () => {
+    const net = await import('node:net');
+    const srv = net.createServer();
+    await new Promise<void>((res) => srv.listen(0, '127.0.0.1', () => res()));
+    const busy = (srv.address() as import('node:net').AddressInfo).port;
+    try {
+      const child = spawn(process.execPath, [binPath('start-embedded')], {
+        env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${busy}`, ORBIT_LOG_LEVEL: 'warn' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      started.add(child);
+      let err = '';
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+      const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
+      expect(code).toBe(1);
+      expect(err.trim().split('\n').at(-1)).toMatch(/ORBIT_HTTP_ADDR|EADDRINUSE/);
+      expect(await waitUntil(() => serversUnder(home).length === 0, 5_000)).toBe(true);
+    } finally {
+      srv.close();
+    }
+  });
+
+  it('SIGTERM while the database is still starting stops everything and exits 0', async () => {
+    const home2 = path.join(home, 'early');
+    const child = spawn(process.execPath, [binPath('start-embedded')], {
+      env: childEnv({ ORBIT_HOME: home2, ORBIT_HTTP_ADDR: `127.0.0.1:${await freePort()}`, ORBIT_LOG_LEVEL: 'warn' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.add(child);
+    let err = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
+    // As soon as a server process exists for this home, before the gateway is up.
+    expect(await waitUntil(() => serversUnder(home2).length > 0, 30_000), err).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited, err).toBe(0);
+    expect(await waitUntil(() => serversUnder(home2).length === 0, 5_000)).toBe(true);
+  });
+
+  it('invalid configuration stops it with one line before any database is started', async () => {
+    const home3 = path.join(home, 'badconfig');
+    const child = spawn(process.execPath, [binPath('start-embedded')], {
+      env: childEnv({ ORBIT_HOME: home3, ORBIT_HTTP_ADDR: '127.0.0.1:8080', ORBIT_LOG_LEVEL: 'chatty' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    started.add(child);
+    let err = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
+    expect(code).toBe(1);
+    expect(err.trim().split('\n'), err).toHaveLength(1);
+    expect(err).toMatch(/ORBIT_LOG_LEVEL/);
+    expect(fs.existsSync(path.join(home3, 'mysql'))).toBe(false);
+  });
+});
