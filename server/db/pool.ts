@@ -70,18 +70,23 @@ export function fromIso(iso: string): string {
 export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
+    let broken = false;
     try {
       await conn.query('START TRANSACTION');
       const out = await fn(conn);
       await conn.query('COMMIT');
       return out;
     } catch (err) {
-      await conn.query('ROLLBACK').catch(() => conn.destroy());
+      await conn.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
       const code = (err as { errno?: number }).errno;
-      if ((code === 1213 || code === 1205) && attempt < 5) continue;
+      if ((code === 1213 || code === 1205) && attempt < 5 && !broken) continue;
       throw err;
     } finally {
-      conn.release();
+      // A connection whose ROLLBACK failed is dead (server restarted): drop it from the pool.
+      if (broken) conn.destroy();
+      else conn.release();
     }
   }
 }
