@@ -69,9 +69,10 @@ export interface SocketResponse {
 
 /**
  * Writes raw bytes to the server and collects what comes back until the server closes the socket
- * or a complete response (Content-Length) has arrived. `end` half-closes after writing.
+ * or a complete response (Content-Length) has arrived (`untilClose`: only when the server closes).
+ * `end` half-closes after writing.
  */
-export function rawRequest(url: string, bytes: Buffer | string, opts: { end?: boolean } = {}): Promise<SocketResponse> {
+export function rawRequest(url: string, bytes: Buffer | string, opts: { end?: boolean; untilClose?: boolean } = {}): Promise<SocketResponse> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const sock = net.connect(Number(u.port), u.hostname);
@@ -91,7 +92,7 @@ export function rawRequest(url: string, bytes: Buffer | string, opts: { end?: bo
       chunks.push(d);
       const parsed = parseRaw(Buffer.concat(chunks).toString('latin1'));
       const len = Number(parsed.headers['content-length'] ?? NaN);
-      if (Number.isFinite(len) && Buffer.byteLength(parsed.body, 'latin1') >= len) finish();
+      if (!opts.untilClose && Number.isFinite(len) && Buffer.byteLength(parsed.body, 'latin1') >= len) finish();
     });
     sock.on('end', finish);
     sock.on('close', finish);
