@@ -6,13 +6,20 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { sweep } from '../dispatch/recovery.js';
 import { isConnectionError } from '../db/pool.js';
 import type { Gateway } from './ws-gateway.js';
+import { CapabilityWatch } from './capability-watch.js';
+
+/** The capability watch runs every this many ticks (about 5 s at the default 500 ms). */
+const WATCH_EVERY = 10;
 
 export class Reconciler {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private running: Promise<void> | null = null;
+  private ticks = 0;
+  private readonly watch: CapabilityWatch;
 
   constructor(private readonly gw: Gateway) {
+    this.watch = new CapabilityWatch(gw);
     this.schedule();
   }
 
@@ -38,6 +45,7 @@ export class Reconciler {
       this.gw.notifyRevoked(r.revoked);
       this.gw.wake(r.freedQueues);
       await this.reconcileSessions();
+      if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
     } catch (err) {
       if (isConnectionError(err)) app.log.warn({ err }, 'sweep skipped: database unavailable');
       else app.log.error({ err }, 'sweep failed');
