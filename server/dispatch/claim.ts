@@ -114,8 +114,18 @@ async function takeKey(c: Conn, namespaceId: string, key: Buffer, attemptId: str
 
 export async function claim(pool: Pool, s: ClaimSession, n: number, log: Logger, onExhausted: () => void = () => {}): Promise<Assignment[]> {
   if (n <= 0 || s.queueIds.length === 0) return [];
+  // Only queues that can grant a permit now supply candidates, so the backlog of a paused or full
+  // queue never fills the LIMIT and hides another queue's tasks. A hint read outside the
+  // transaction (no snapshot is taken in it): the permits are still taken under lock below, and a
+  // queue excluded by a stale read is retried on the next round.
+  const [open] = await pool.query<RowDataPacket[]>(
+    `SELECT id FROM queues WHERE id IN (${s.queueIds.map(() => '?').join(',')}) AND paused = 0 AND retired_at IS NULL AND active_attempts < max_active_attempts`,
+    s.queueIds,
+  );
+  if (open.length === 0) return [];
+  const sOpen: ClaimSession = { ...s, queueIds: open.map((r) => r.id as string) };
   return withTransaction(pool, async (c) => {
-    const cands = await selectCandidates(c, s, n);
+    const cands = await selectCandidates(c, sOpen, n);
     if (cands.length === 0) return [];
 
     // Step 2: queue and application permits, rows locked in id order.

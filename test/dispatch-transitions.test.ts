@@ -1,0 +1,415 @@
+// State transitions of dispatch.md driven by a raw WebSocket worker and the HTTP task commands
+// against a real gateway process; every state is checked through the HTTP API and in SQL, and the
+// permit invariants are asserted after every test.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { assertPermitInvariants } from './support/invariants.js';
+import {
+  apiAttempt,
+  apiAttempts,
+  apiTask,
+  closeWorkers,
+  cmd,
+  connect,
+  createQueue,
+  dbMs,
+  expectEvents,
+  expectNoFrame,
+  makeDue,
+  result,
+  setCapacity,
+  setupFixture,
+  sqlAttempt,
+  sqlEvents,
+  sqlTask,
+  start,
+  submit,
+  teardownFixture,
+  waitFor,
+  type Fixture,
+} from './support/dispatch-fixture.js';
+
+let f: Fixture;
+
+beforeAll(async () => {
+  f = await setupFixture();
+});
+afterEach(async () => {
+  closeWorkers(f);
+  await assertPermitInvariants(f.db.pool);
+});
+afterAll(async () => {
+  await teardownFixture(f);
+});
+
+/** A queue, a worker on it, one task assigned: returns everything. */
+async function leased(opts: { queue?: Record<string, unknown>; task?: Record<string, unknown>; hello?: Record<string, unknown> } = {}) {
+  const q = await createQueue(f, opts.queue);
+  const { w, workerId } = await connect(f, [q.id], opts.hello);
+  const task = await submit(f, q.id, opts.task);
+  const assign = await w.next('task.assign');
+  expect(assign.task.id).toBe(task.id);
+  return { q, w, workerId, task, assign, attemptId: assign.attempt_id as string };
+}
+
+async function running(opts: Parameters<typeof leased>[0] = {}) {
+  const x = await leased(opts);
+  await start(x.w, x.attemptId);
+  return x;
+}
+
+describe('start', () => {
+  it('LEASED → RUNNING: task RUNNING, attempts_made 1, lease renewed; a repeated start answers start.ok again', async () => {
+    const { w, task, assign, attemptId } = await leased();
+    expect(assign.attempt_no).toBe(1);
+    expect((await apiTask(f, task.id)).state).toBe('LEASED');
+    expect((await sqlAttempt(f, attemptId)).state).toBe('LEASED');
+
+    const ok = await start(w, attemptId);
+    expect(ok).toEqual({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: expect.any(String) });
+    const api = await apiTask(f, task.id);
+    expect(api).toMatchObject({ state: 'RUNNING', attempts_made: 1, result: null });
+    const row = await sqlTask(f, task.id);
+    expect(row).toMatchObject({ state: 'RUNNING', attempts_made: 1, attempts_created: 1, current_attempt_id: attemptId });
+    const a = await sqlAttempt(f, attemptId);
+    expect(a.state).toBe('RUNNING');
+    expect(a.started_at).not.toBeNull();
+    expect(new Date(ok.lease_expires_at).getTime()).toBe(dbMs(a.lease_expires_at));
+    // start renews the lease to now + lease_seconds (5 s)
+    expect(dbMs(a.lease_expires_at) - dbMs(a.started_at)).toBeGreaterThanOrEqual(4900);
+    expect((await apiAttempt(f, attemptId)).state).toBe('RUNNING');
+
+    const again = await start(w, attemptId);
+    expect(again.attempt_id).toBe(attemptId);
+    expect((await sqlTask(f, task.id)).attempts_made).toBe(1);
+  });
+});
+
+describe('results', () => {
+  it('succeeded → attempt and task SUCCEEDED with the output, one task.succeeded event', async () => {
+    const { w, task, attemptId } = await running();
+    const r = await result(w, attemptId, 'succeeded', { output: { v: 42 } });
+    expect(r).toEqual({ type: 'result.ok', attempt_id: attemptId, deduplicated: false, task_state: 'SUCCEEDED' });
+    const api = await apiTask(f, task.id);
+    expect(api).toMatchObject({ state: 'SUCCEEDED', attempts_made: 1, result: { outcome: 'succeeded', output: { v: 42 } } });
+    expect(api.finished_at).not.toBeNull();
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'SUCCEEDED', current_attempt_id: null, result_outcome: 'succeeded' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'SUCCEEDED', outcome: 'succeeded' });
+    await expectEvents(f, task.id, ['task.succeeded']);
+    expect((await sqlEvents(f, task.id))[0]!.result).toEqual({ outcome: 'succeeded', output: { v: 42 } });
+  });
+
+  it('failed → attempt and task FAILED with the error, one task.failed event', async () => {
+    const { w, task, attemptId } = await running();
+    const r = await result(w, attemptId, 'failed', { error: { code: 'BAD_INPUT', message: 'no such object' } });
+    expect(r).toMatchObject({ type: 'result.ok', task_state: 'FAILED', deduplicated: false });
+    const api = await apiTask(f, task.id);
+    expect(api).toMatchObject({ state: 'FAILED', result: { outcome: 'failed', error: { code: 'BAD_INPUT', message: 'no such object' } } });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'FAILED', error_code: 'BAD_INPUT' });
+    expect((await apiAttempts(f, task.id))[0]).toMatchObject({ state: 'FAILED', outcome: 'failed', error: { code: 'BAD_INPUT' } });
+    await expectEvents(f, task.id, ['task.failed']);
+  });
+
+  it('retry with retry_after_ms → attempt RETRY, task WAITING with not_before = now + retry_after_ms; reassigned once due as attempt 2', async () => {
+    const { w, task, attemptId } = await running({ task: { max_attempts: 3 } });
+    const r = await result(w, attemptId, 'retry', { error: { code: 'UPSTREAM_503', message: 'busy' }, retry_after_ms: 30_000 });
+    expect(r).toMatchObject({ type: 'result.ok', task_state: 'WAITING' });
+    const a = await sqlAttempt(f, attemptId);
+    expect(a.state).toBe('RETRY');
+    const row = await sqlTask(f, task.id);
+    expect(row).toMatchObject({ state: 'WAITING', attempts_made: 1, current_attempt_id: null });
+    const delta = dbMs(row.not_before) - dbMs(a.finished_at);
+    expect(delta).toBeGreaterThanOrEqual(29_950);
+    expect(delta).toBeLessThanOrEqual(30_050);
+    expect(Number(row.not_before_in_ms)).toBeGreaterThan(25_000);
+    const api = await apiTask(f, task.id);
+    expect(api).toMatchObject({ state: 'WAITING', attempts_made: 1, result: null });
+    expect(new Date(api.not_before).getTime()).toBe(dbMs(row.not_before));
+    expect(await sqlEvents(f, task.id)).toEqual([]);
+    await expectNoFrame(w, 'task.assign');
+
+    await makeDue(f, task.id);
+    const again = await w.next('task.assign');
+    expect(again).toMatchObject({ attempt_no: 2, task: { id: task.id } });
+    expect(again.attempt_id).not.toBe(attemptId);
+    await start(w, again.attempt_id);
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'RUNNING', attempts_made: 2, attempts_created: 2 });
+    expect(await result(w, again.attempt_id, 'succeeded')).toMatchObject({ task_state: 'SUCCEEDED' });
+    expect((await apiAttempts(f, task.id)).map((x) => [x.attempt_no, x.state])).toEqual([
+      [1, 'RETRY'],
+      [2, 'SUCCEEDED'],
+    ]);
+    await expectEvents(f, task.id, ['task.succeeded']);
+  });
+
+  it('retry without retry_after_ms uses the queue policy: initial × multiplier^(n−1) ± 20 % jitter', async () => {
+    const { w, task, attemptId } = await running({
+      queue: { retry: { max_attempts: 5, initial_backoff_ms: 60_000, max_backoff_ms: 600_000, multiplier: 3 } },
+    });
+    expect(task.max_attempts).toBe(5);
+    expect(await result(w, attemptId, 'retry', { error: { code: 'E', message: 'x' } })).toMatchObject({ task_state: 'WAITING' });
+    let row = await sqlTask(f, task.id);
+    let delta = dbMs(row.not_before) - dbMs((await sqlAttempt(f, attemptId)).finished_at);
+    expect(delta).toBeGreaterThanOrEqual(48_000 - 50);
+    expect(delta).toBeLessThanOrEqual(72_000 + 50);
+
+    await makeDue(f, task.id);
+    const second = await w.next('task.assign');
+    expect(second.attempt_no).toBe(2);
+    await start(w, second.attempt_id);
+    expect(await result(w, second.attempt_id, 'retry')).toMatchObject({ task_state: 'WAITING' });
+    row = await sqlTask(f, task.id);
+    delta = dbMs(row.not_before) - dbMs((await sqlAttempt(f, second.attempt_id)).finished_at);
+    expect(delta).toBeGreaterThanOrEqual(144_000 - 50);
+    expect(delta).toBeLessThanOrEqual(216_000 + 50);
+    expect(row.attempts_made).toBe(2);
+    await cmd(f, task.id, 'cancel', {}); // leave nothing waiting
+  });
+
+  it('retry when attempts_made = max_attempts → task FAILED (attempt RETRY), one task.failed event', async () => {
+    const { w, task, attemptId } = await running({ task: { max_attempts: 2 } });
+    expect(await result(w, attemptId, 'retry', { retry_after_ms: 0 })).toMatchObject({ task_state: 'WAITING' });
+    const second = await w.next('task.assign');
+    expect(second.attempt_no).toBe(2);
+    await start(w, second.attempt_id);
+    const r = await result(w, second.attempt_id, 'retry', { error: { code: 'UPSTREAM_503', message: 'still busy' }, retry_after_ms: 0 });
+    expect(r).toMatchObject({ type: 'result.ok', task_state: 'FAILED' });
+    expect(await sqlAttempt(f, second.attempt_id)).toMatchObject({ state: 'RETRY' });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'FAILED', attempts_made: 2, result_outcome: 'failed' });
+    expect(await apiTask(f, task.id)).toMatchObject({ state: 'FAILED', result: { outcome: 'failed', error: { code: 'UPSTREAM_503' } } });
+    await expectEvents(f, task.id, ['task.failed']);
+    await expectNoFrame(w, 'task.assign');
+  });
+
+  it('retry whose backoff would pass the deadline → task FAILED', async () => {
+    const { w, task, attemptId } = await running({ task: { deadline_seconds: 20, max_attempts: 5 } });
+    const r = await result(w, attemptId, 'retry', { retry_after_ms: 60_000 });
+    expect(r).toMatchObject({ task_state: 'FAILED' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'RETRY' });
+    expect(await apiTask(f, task.id)).toMatchObject({ state: 'FAILED', attempts_made: 1, result: { outcome: 'failed' } });
+    await expectEvents(f, task.id, ['task.failed']);
+  });
+
+  it('unknown → attempt UNKNOWN, task NEEDS_REVIEW with result outcome unknown, one task.needs_review event', async () => {
+    const { w, task, attemptId } = await running();
+    const r = await result(w, attemptId, 'unknown', { error: { code: 'TIMEOUT', message: 'no answer from upstream' } });
+    expect(r).toMatchObject({ task_state: 'NEEDS_REVIEW' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'UNKNOWN', outcome: 'unknown' });
+    const api = await apiTask(f, task.id);
+    expect(api).toMatchObject({ state: 'NEEDS_REVIEW', finished_at: null, result: { outcome: 'unknown', error: { code: 'TIMEOUT' } } });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'NEEDS_REVIEW', current_attempt_id: null });
+    await expectEvents(f, task.id, ['task.needs_review']);
+    expect((await sqlEvents(f, task.id))[0]!.result).toMatchObject({ outcome: 'unknown' });
+    await expectNoFrame(w, 'task.assign', 300);
+    expect(await cmd(f, task.id, 'resolve', { resolution: 'failed' })).toMatchObject({ status: 200 });
+  });
+});
+
+describe(':resolve', () => {
+  async function inReview(opts: Parameters<typeof leased>[0] = {}) {
+    const x = await running(opts);
+    expect(await result(x.w, x.attemptId, 'unknown')).toMatchObject({ task_state: 'NEEDS_REVIEW' });
+    return x;
+  }
+
+  it('succeeded → SUCCEEDED with events needs_review then succeeded', async () => {
+    const { task } = await inReview();
+    const r = await cmd(f, task.id, 'resolve', { resolution: 'succeeded', reason: 'checked upstream: applied' });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toMatchObject({ deduplicated: false, task: { state: 'SUCCEEDED', result: { outcome: 'succeeded' } } });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'SUCCEEDED', result_outcome: 'succeeded' });
+    expect((await sqlTask(f, task.id)).finished_at).not.toBeNull();
+    await expectEvents(f, task.id, ['task.needs_review', 'task.succeeded']);
+  });
+
+  it('failed → FAILED with events needs_review then failed', async () => {
+    const { task } = await inReview();
+    const r = await cmd(f, task.id, 'resolve', { resolution: 'failed', reason: 'not applied, give up' });
+    expect(r.status).toBe(200);
+    expect(r.body.data.task).toMatchObject({ state: 'FAILED', result: { outcome: 'failed' } });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'FAILED' });
+    await expectEvents(f, task.id, ['task.needs_review', 'task.failed']);
+  });
+
+  it('retry → WAITING, then a new attempt with a larger token', async () => {
+    const { w, task, assign } = await inReview({ hello: { concurrency_keys: true }, task: { concurrency_key: `obj/${Date.now()}` } });
+    const r = await cmd(f, task.id, 'resolve', { resolution: 'retry', reason: 'not applied' });
+    expect(r.status).toBe(200);
+    expect(r.body.data.task).toMatchObject({ state: 'WAITING', result: null });
+    const next = await w.next('task.assign');
+    expect(next).toMatchObject({ attempt_no: 2, task: { id: task.id } });
+    expect(BigInt(next.concurrency_token)).toBeGreaterThan(BigInt(assign.concurrency_token));
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'LEASED', current_attempt_id: next.attempt_id });
+    await start(w, next.attempt_id);
+    expect(await result(w, next.attempt_id, 'succeeded')).toMatchObject({ task_state: 'SUCCEEDED' });
+    await expectEvents(f, task.id, ['task.needs_review', 'task.succeeded']);
+    expect((await apiAttempts(f, task.id)).map((x) => x.state)).toEqual(['UNKNOWN', 'SUCCEEDED']);
+  });
+
+  it('in WAITING, LEASED, RUNNING or a terminal state → 409 STATE_CONFLICT, nothing changes', async () => {
+    const q = await createQueue(f);
+    const waiting = await submit(f, q.id);
+    const res = await cmd(f, waiting.id, 'resolve', { resolution: 'succeeded' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('STATE_CONFLICT');
+
+    const { w } = await connect(f, [q.id], { capacity: 1 });
+    const a = await w.next('task.assign');
+    expect((await cmd(f, waiting.id, 'resolve', { resolution: 'retry' })).body.error.code).toBe('STATE_CONFLICT');
+    await start(w, a.attempt_id);
+    expect((await cmd(f, waiting.id, 'resolve', { resolution: 'failed' })).body.error.code).toBe('STATE_CONFLICT');
+    expect(await sqlTask(f, waiting.id)).toMatchObject({ state: 'RUNNING' });
+    await result(w, a.attempt_id, 'succeeded');
+    const done = await cmd(f, waiting.id, 'resolve', { resolution: 'failed' });
+    expect(done.status).toBe(409);
+    expect(done.body.error.code).toBe('STATE_CONFLICT');
+    expect(await sqlTask(f, waiting.id)).toMatchObject({ state: 'SUCCEEDED' });
+    await expectEvents(f, waiting.id, ['task.succeeded']);
+  });
+});
+
+describe(':cancel', () => {
+  it('WAITING → CANCELLED with one task.cancelled event', async () => {
+    const q = await createQueue(f);
+    const task = await submit(f, q.id);
+    const r = await cmd(f, task.id, 'cancel', { reason: 'no longer needed' });
+    expect(r.status).toBe(200);
+    expect(r.body.data).toMatchObject({ deduplicated: false, task: { state: 'CANCELLED', result: { outcome: 'cancelled' } } });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', result_outcome: 'cancelled' });
+    await expectEvents(f, task.id, ['task.cancelled']);
+    // a worker arriving later never gets it
+    const { w } = await connect(f, [q.id]);
+    await expectNoFrame(w, 'task.assign', 500);
+  });
+
+  it('LEASED → attempt and task CANCELLED, the worker gets task.cancel; a later start or result → LEASE_LOST (not fatal)', async () => {
+    const { w, task, attemptId } = await leased({ hello: { capacity: 1 } });
+    const r = await cmd(f, task.id, 'cancel', { reason: 'operator' });
+    expect(r.status).toBe(200);
+    expect(r.body.data.task.state).toBe('CANCELLED');
+    expect(await w.next('task.cancel')).toEqual({ type: 'task.cancel', attempt_id: attemptId, reason: 'CANCELLED' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
+    expect(await apiAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', current_attempt_id: null });
+    await expectEvents(f, task.id, ['task.cancelled']);
+
+    w.send({ type: 'start', attempt_id: attemptId });
+    expect(await w.next('error')).toMatchObject({ code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
+    const late = await result(w, attemptId, 'succeeded', { output: { late: true } });
+    expect(late).toMatchObject({ type: 'error', code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', result_outcome: 'cancelled' });
+    await expectEvents(f, task.id, ['task.cancelled']);
+    // the session stays open and its capacity was freed: it takes the next task
+    const next = await submit(f, task.queue_id);
+    expect((await w.next('task.assign')).task.id).toBe(next.id);
+  });
+
+  it('RUNNING or terminal → 409 STATE_CONFLICT', async () => {
+    const { w, task, attemptId } = await running();
+    const r = await cmd(f, task.id, 'cancel', {});
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('STATE_CONFLICT');
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'RUNNING' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'RUNNING' });
+    await result(w, attemptId, 'succeeded');
+    const r2 = await cmd(f, task.id, 'cancel', {});
+    expect(r2.status).toBe(409);
+    expect(r2.body.error.code).toBe('STATE_CONFLICT');
+    await expectEvents(f, task.id, ['task.succeeded']);
+  });
+
+  it('a replay with the same Idempotency-Key → 200 deduplicated with the frozen response; nothing re-executed', async () => {
+    const q = await createQueue(f);
+    const task = await submit(f, q.id);
+    const key = `cancel-${task.id}`;
+    const first = await cmd(f, task.id, 'cancel', { reason: 'dup' }, key);
+    expect(first.status).toBe(200);
+    const again = await cmd(f, task.id, 'cancel', { reason: 'dup' }, key);
+    expect(again.status).toBe(200);
+    expect(again.body.data.deduplicated).toBe(true);
+    expect(again.body.data.task).toEqual(first.body.data.task);
+    await expectEvents(f, task.id, ['task.cancelled']);
+    const other = await cmd(f, task.id, 'cancel', { reason: 'different' }, key);
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
+  });
+});
+
+describe('renew', () => {
+  it('extends lease_expires_at of live attempts; expired, foreign and unknown ids come back in lost', async () => {
+    const q = await createQueue(f);
+    const a = await connect(f, [q.id], { capacity: 2 });
+    const b = await connect(f, [q.id], { capacity: 1 });
+    await setCapacity(b.w, 0);
+    const t1 = await submit(f, q.id);
+    const t2 = await submit(f, q.id);
+    const x1 = await a.w.next('task.assign');
+    const x2 = await a.w.next('task.assign');
+    expect(new Set([x1.task.id, x2.task.id])).toEqual(new Set([t1.id, t2.id]));
+    await start(a.w, x1.attempt_id);
+    // pull x1's lease in to 2 s from now, expire x2's
+    await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL 2 SECOND WHERE id = ?', [x1.attempt_id]);
+    await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 10000 MICROSECOND WHERE id = ?', [x2.attempt_id]);
+    const unknown = 'f'.repeat(32);
+    a.w.send({ type: 'renew', attempt_ids: [x1.attempt_id, x2.attempt_id, unknown] });
+    const ok = await a.w.next('renew.ok');
+    expect(ok.leases).toHaveLength(1);
+    expect(ok.leases[0].attempt_id).toBe(x1.attempt_id);
+    expect(new Set(ok.lost)).toEqual(new Set([x2.attempt_id, unknown]));
+    const row = await sqlAttempt(f, x1.attempt_id);
+    expect(new Date(ok.leases[0].lease_expires_at).getTime()).toBe(dbMs(row.lease_expires_at));
+    const [[{ left }]] = (await f.db.pool.query('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lease_expires_at) / 1000 AS `left` FROM attempts WHERE id = ?', [
+      x1.attempt_id,
+    ])) as any;
+    expect(Number(left)).toBeGreaterThan(4000);
+    expect(Number(left)).toBeLessThanOrEqual(5000);
+    expect(row.state).toBe('RUNNING');
+
+    // another worker identity renewing a's attempt: lost, and a's lease is untouched
+    b.w.send({ type: 'renew', attempt_ids: [x1.attempt_id] });
+    expect(await b.w.next('renew.ok')).toEqual({ type: 'renew.ok', leases: [], lost: [x1.attempt_id] });
+    expect((await sqlAttempt(f, x1.attempt_id)).lease_expires_at).toBe(row.lease_expires_at);
+    // the sweeper then expires x2 (LEASED); the task is assigned again (a's capacity was freed)
+    await waitFor('x2 EXPIRED', async () => (await sqlAttempt(f, x2.attempt_id)).state === 'EXPIRED');
+    const again = await a.w.next('task.assign');
+    expect(again).toMatchObject({ attempt_no: 2, task: { id: x2.task.id } });
+    await result(a.w, x1.attempt_id, 'succeeded');
+    await result(a.w, again.attempt_id, 'succeeded');
+  });
+});
+
+describe('result stream', () => {
+  it('each terminal transition and NEEDS_REVIEW appends exactly one event; sequences strictly increase; the head is the highest', async () => {
+    const [[{ before }]] = (await f.db.pool.query('SELECT COALESCE(MAX(sequence), 0) AS `before` FROM result_events WHERE namespace_id = ?', [f.t.namespace_id])) as any;
+    const q = await createQueue(f);
+    const { w } = await connect(f, [q.id], { capacity: 1 });
+    const tasks = [];
+    for (const outcome of ['succeeded', 'failed', 'unknown', 'retry']) {
+      const task = await submit(f, q.id, { max_attempts: 1 });
+      const a = await w.next('task.assign');
+      await start(w, a.attempt_id);
+      await result(w, a.attempt_id, outcome);
+      tasks.push(task.id);
+    }
+    const cancelled = await submit(f, q.id, { not_before: new Date(Date.now() + 3600_000).toISOString() });
+    await cmd(f, cancelled.id, 'cancel', {});
+    await cmd(f, tasks[2]!, 'resolve', { resolution: 'succeeded' });
+    const [rows] = (await f.db.pool.query('SELECT sequence, type, task_id FROM result_events WHERE namespace_id = ? AND sequence > ? ORDER BY sequence', [
+      f.t.namespace_id,
+      before,
+    ])) as any;
+    expect(rows.map((r: any) => [r.task_id, r.type])).toEqual([
+      [tasks[0], 'task.succeeded'],
+      [tasks[1], 'task.failed'],
+      [tasks[2], 'task.needs_review'],
+      [tasks[3], 'task.failed'],
+      [cancelled.id, 'task.cancelled'],
+      [tasks[2], 'task.succeeded'],
+    ]);
+    const seqs = rows.map((r: any) => BigInt(r.sequence));
+    for (let i = 1; i < seqs.length; i++) expect(seqs[i] > seqs[i - 1]).toBe(true);
+    const [[head]] = (await f.db.pool.query('SELECT last_sequence FROM stream_heads WHERE namespace_id = ?', [f.t.namespace_id])) as any;
+    expect(BigInt(head.last_sequence)).toBe(seqs[seqs.length - 1]);
+    // sanity: the HTTP view of the reviewed task matches its last event
+    expect((await apiTask(f, tasks[2]!)).state).toBe('SUCCEEDED');
+  });
+});

@@ -1,0 +1,201 @@
+// Shared setup for the dispatch suites (test/dispatch-*.test.ts): one database, one real gateway
+// process, one tenant per file; per-test queues created over HTTP with short leases; raw workers;
+// SQL readers and backdating helpers (the tests move database time instead of sleeping).
+import { expect } from 'vitest';
+import type { RowDataPacket } from 'mysql2/promise';
+import type { CredentialsFile } from '../../server/admin/bootstrap.js';
+import { createTestDb, newTenant, type TestDb } from './db.js';
+import { startGateway, stopAllGateways, type GatewayProcess } from './gateway.js';
+import { call, ikey } from './http.js';
+import { hello, openRaw, type RawWorker } from './raw-worker.js';
+
+export interface Fixture {
+  db: TestDb;
+  gw: GatewayProcess;
+  t: CredentialsFile;
+  workers: RawWorker[];
+}
+
+export async function setupFixture(): Promise<Fixture> {
+  const db = await createTestDb();
+  const gw = await startGateway(db.dsn);
+  const t = await newTenant(db);
+  return { db, gw, t, workers: [] };
+}
+
+export async function teardownFixture(f: Fixture | undefined): Promise<void> {
+  await stopAllGateways();
+  await f?.db.drop();
+}
+
+/** Closes the workers opened by the last test. */
+export function closeWorkers(f: Fixture): void {
+  for (const w of f.workers.splice(0)) w.close();
+}
+
+let qn = 0;
+export async function createQueue(f: Fixture, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+  qn++;
+  const r = await call(f.gw.url, 'POST', '/v1/queues', {
+    token: tenant.token,
+    key: ikey('q'),
+    body: { name: `q-${process.pid}-${qn}`, lease_seconds: 5, ...over },
+  });
+  if (r.status !== 201) throw new Error(`create queue: ${r.status} ${r.text}`);
+  return r.body.data.queue;
+}
+
+export async function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
+    token: tenant.token,
+    key: ikey('t'),
+    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
+  });
+  if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
+  return r.body.data.task;
+}
+
+/** Opens a raw worker, says hello, returns it with the hello.ok frame. */
+export async function connect(
+  f: Fixture,
+  queueIds: string[],
+  over: Record<string, unknown> = {},
+  tenant: CredentialsFile = f.t,
+): Promise<{ w: RawWorker; ok: any; workerId: string }> {
+  const w = await openRaw(f.gw.url, tenant.token);
+  f.workers.push(w);
+  const h = hello(queueIds, over);
+  w.send(h);
+  const ok = await w.next('hello.ok');
+  return { w, ok, workerId: h.worker_id };
+}
+
+export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<any> {
+  const r = await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: tenant.token });
+  expect(r.status).toBe(200);
+  return r.body.data.task;
+}
+
+export async function apiAttempts(f: Fixture, taskId: string): Promise<any[]> {
+  const r = await call(f.gw.url, 'GET', `/v1/tasks/${taskId}/attempts`, { token: f.t.token });
+  expect(r.status).toBe(200);
+  return r.body.data.attempts;
+}
+
+export async function apiAttempt(f: Fixture, id: string): Promise<any> {
+  const r = await call(f.gw.url, 'GET', `/v1/attempts/${id}`, { token: f.t.token });
+  expect(r.status).toBe(200);
+  return r.body.data.attempt;
+}
+
+export async function sqlTask(f: Fixture, id: string): Promise<RowDataPacket> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>(
+    `SELECT *, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), not_before) / 1000 AS not_before_in_ms FROM tasks WHERE id = ?`,
+    [id],
+  );
+  return rows[0]!;
+}
+
+export async function sqlAttempt(f: Fixture, id: string): Promise<RowDataPacket> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT * FROM attempts WHERE id = ?', [id]);
+  return rows[0]!;
+}
+
+export async function sqlAttempts(f: Fixture, taskId: string): Promise<RowDataPacket[]> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT * FROM attempts WHERE task_id = ? ORDER BY attempt_no', [taskId]);
+  return rows;
+}
+
+/** Result events of one task, in sequence order (sequence as bigint). */
+export async function sqlEvents(f: Fixture, taskId: string): Promise<{ sequence: bigint; type: string; result: any }[]> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT sequence, type, result FROM result_events WHERE task_id = ? ORDER BY sequence', [taskId]);
+  return rows.map((r) => ({ sequence: BigInt(r.sequence as string), type: r.type as string, result: r.result ? JSON.parse(r.result as string) : null }));
+}
+
+/** Asserts the task's result events are exactly `types`, in strictly increasing sequence. */
+export async function expectEvents(f: Fixture, taskId: string, types: string[]): Promise<void> {
+  const ev = await sqlEvents(f, taskId);
+  expect(ev.map((e) => e.type)).toEqual(types);
+  for (let i = 1; i < ev.length; i++) expect(ev[i]!.sequence > ev[i - 1]!.sequence).toBe(true);
+}
+
+/** Moves an attempt's lease into the past (the sweeper's next tick sees it expired). */
+export async function expireLease(f: Fixture, attemptId: string): Promise<void> {
+  await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [attemptId]);
+}
+
+export async function expireDeadline(f: Fixture, taskId: string): Promise<void> {
+  await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [taskId]);
+}
+
+export async function makeDue(f: Fixture, taskId: string): Promise<void> {
+  await f.db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [taskId]);
+}
+
+/** Polls `fn` until it returns a truthy value (returned), or fails after `ms`. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    last = await fn();
+    if (last) return last as T;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function waitTaskState(f: Fixture, id: string, state: string, ms = 5000): Promise<RowDataPacket> {
+  return waitFor(`task ${id} ${state}`, async () => {
+    const r = await sqlTask(f, id);
+    return r.state === state ? r : null;
+  }, ms);
+}
+
+/** Asserts that no frame of `type` arrives within `ms`. */
+export async function expectNoFrame(w: RawWorker, type: string, ms = 700): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+  expect(w.frames.filter((fr) => fr.type === type)).toEqual([]);
+}
+
+export async function start(w: RawWorker, attemptId: string): Promise<any> {
+  w.send({ type: 'start', attempt_id: attemptId });
+  return w.next('start.ok');
+}
+
+/** The next frame whose type is one of `types` (other frames are kept). */
+export async function nextOf(w: RawWorker, types: string[], ms = 10_000): Promise<any> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const i = w.frames.findIndex((fr) => types.includes(fr.type));
+    if (i >= 0) return w.frames.splice(i, 1)[0];
+    if (Date.now() > end) throw new Error(`no ${types.join('|')} within ${ms} ms; have ${JSON.stringify(w.frames).slice(0, 500)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Sends a result and returns the reply (result.ok or error). */
+export async function result(w: RawWorker, attemptId: string, outcome: string, extra: Record<string, unknown> = {}): Promise<any> {
+  w.send({ type: 'result', attempt_id: attemptId, outcome, ...extra });
+  return nextOf(w, ['result.ok', 'error']);
+}
+
+/** Changes the session's intake and waits until the gateway has processed it (frames of one
+ * session are handled in order; the renew reply proves the capacity frame was applied). */
+export async function setCapacity(w: RawWorker, capacity: number): Promise<void> {
+  w.send({ type: 'capacity', capacity });
+  w.send({ type: 'renew', attempt_ids: ['0'.repeat(32)] });
+  await w.next('renew.ok');
+}
+
+export async function cmd(f: Fixture, taskId: string, verb: 'cancel' | 'resolve', body: Record<string, unknown>, key = ikey(verb)) {
+  return call(f.gw.url, 'POST', `/v1/tasks/${taskId}:${verb}`, { token: f.t.token, key, body });
+}
+
+export function ms(iso: string | null): number {
+  return Date.parse(iso!);
+}
+
+/** DATETIME(3) string → epoch ms. */
+export function dbMs(v: string): number {
+  return Date.parse(v.replace(' ', 'T') + 'Z');
+}
