@@ -5,7 +5,8 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { nanoid } from 'nanoid';
-import { createTestDb, serverDsn, type TestDb } from './support/db.js';
+import WebSocket from 'ws';
+import { createTestDb, newTenant, serverDsn, type TestDb } from './support/db.js';
 import { binPath, childEnv, lines, runBin } from './support/cli.js';
 import { listMigrations } from '../server/db/migrations.js';
 
@@ -310,4 +311,34 @@ describe('gateway shutdown', () => {
       await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();
     });
   }
+
+  it('SIGTERM with a connected worker: goaway, close 1001, exit 0 within 10 s', async () => {
+    const t = await newTenant(migrated, { workerAccess: true });
+    const g = await start();
+    const ws = new WebSocket(`${g.url.replace('http', 'ws')}/v1/workers/connect`, 'orbit.worker.v1', {
+      headers: { authorization: `Bearer ${t.token}` },
+    });
+    const frames: { type: string }[] = [];
+    const closed = new Promise<number>((res) => ws.once('close', (code) => res(code)));
+    ws.on('message', (d) => frames.push(JSON.parse(String(d)) as { type: string }));
+    await new Promise<void>((res, rej) => {
+      ws.once('open', () => res());
+      ws.once('error', rej);
+    });
+    ws.send(JSON.stringify({ type: 'hello', protocol: 1, worker_id: `w-${nanoid(6).replace(/[^A-Za-z0-9]/g, 'x')}`, queues: [t.queue_id], capacity: 1 }));
+    const until = Date.now() + 10_000;
+    while (!frames.some((f) => f.type === 'hello.ok') && Date.now() < until) {
+      if (frames.some((f) => f.type === 'error')) throw new Error(JSON.stringify(frames));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(frames.map((f) => f.type)).toContain('hello.ok');
+    const t0 = Date.now();
+    g.child.kill('SIGTERM');
+    const closeCode = await closed;
+    const { code } = await g.exited;
+    expect(code, g.stderr()).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(frames.map((f) => f.type)).toContain('goaway');
+    expect(closeCode).toBe(1001);
+  });
 });
