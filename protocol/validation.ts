@@ -38,6 +38,8 @@ export function parseRfc3339(s: string): number | null {
   if (!m) return null;
   const [, y, mo, d, h, mi, se] = m.map(Number) as number[];
   if (mo! < 1 || mo! > 12 || d! < 1 || d! > 31 || h! > 23 || mi! > 59 || se! > 60) return null;
+  // Date.parse rolls impossible days over (2026-02-30 → 2026-03-02); RFC 3339 does not.
+  if (new Date(Date.UTC(y!, mo! - 1, d!)).getUTCDate() !== d) return null;
   const t = Date.parse(s);
   return Number.isFinite(t) ? t : null;
 }

@@ -136,6 +136,14 @@ describe('authentication', () => {
     }
   });
 
+  it('the Bearer scheme name is case-insensitive; the token is not', async () => {
+    for (const scheme of ['Bearer', 'bearer', 'BEARER']) {
+      expectData(await call(gw.url, 'GET', `/v1/tasks/${taskA1.id}`, { headers: { authorization: `${scheme} ${a.token}` } }), 200);
+    }
+    const flipped = a.token.slice(0, 4) + a.token.slice(4).replace(/[a-z]/, (c) => c.toUpperCase());
+    if (flipped !== a.token) expectError(await call(gw.url, 'GET', '/v1/tasks', { token: flipped }), 401, 'UNAUTHENTICATED');
+  });
+
   it('unknown token → 401 and nothing is stored', async () => {
     const tasks = await countTasks();
     const receipts = await countReceipts();

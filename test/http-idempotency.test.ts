@@ -173,6 +173,15 @@ describe('conflicts', () => {
   });
 });
 
+describe('key identity', () => {
+  it('keys are case-sensitive: ABC and abc are different commands', async () => {
+    const base = ikey('case');
+    const upper = expectData(await submit(taskBody(t.queue_id), base + '-ABC'), 201).task;
+    const lower = expectData(await submit(taskBody(t.queue_id, { payload: 'other' }), base + '-abc'), 201).task;
+    expect(upper.id).not.toBe(lower.id);
+  });
+});
+
 describe('namespace scope', () => {
   it('two namespaces use the same key independently', async () => {
     const key = ikey('shared');

@@ -119,6 +119,16 @@ describe('GET /v1/tasks filters', () => {
     expect(expectData(await list('?business_key=order'), 200).tasks).toEqual([]);
   });
 
+  it('business_key matching is exact about trailing spaces', async () => {
+    const plain = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x' }) }), 201).task;
+    const padded = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x ' }) }), 201).task;
+    expect(padded.business_key).toBe('pad-x ');
+    expect(ids(expectData(await list('?business_key=pad-x'), 200))).toEqual([plain.id]);
+    expect(ids(expectData(await list('?business_key=pad-x%20'), 200))).toEqual([padded.id]);
+    expect(ids(expectData(await list('?business_key=pad-x%20%20'), 200))).toEqual([]);
+    await db.pool.query('DELETE FROM tasks WHERE id IN (?, ?)', [plain.id, padded.id]);
+  });
+
   it('filters combine', async () => {
     expect(ids(expectData(await list(`?queue_id=${t.queues.alpha}&concurrency_key=obj%2F1&state=WAITING`), 200))).toEqual([]);
     expect(ids(expectData(await list(`?queue_id=${t.queues.alpha}&concurrency_key=obj%2F1`), 200))).toEqual(newestFirst([made[0], made[4]]));

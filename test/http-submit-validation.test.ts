@@ -328,6 +328,13 @@ describe('not_before', () => {
     }
   });
 
+  it('impossible calendar dates are rejected, not rolled over', async () => {
+    for (const v of ['2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-04-31T00:00:00Z', '2026-06-31T12:00:00+02:00', '2026-01-01T00:00:00+24:00']) {
+      await rejectsBody(taskBody(t.queue_id, { not_before: v }), 'not_before');
+    }
+    expect((await accepted(taskBody(t.queue_id, { not_before: '2024-02-29T00:00:00Z' }))).not_before).toBe('2024-02-29T00:00:00.000Z');
+  });
+
   it('must not be after the deadline', async () => {
     const twoDays = new Date(Date.now() + 2 * 86400_000).toISOString();
     await rejectsBody(taskBody(t.queue_id, { not_before: twoDays }), 'not_before');
@@ -457,6 +464,21 @@ describe('quota and retirement', () => {
     expectError(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) }), 429, 'QUOTA_EXCEEDED');
     // A replay is not new work: it still answers with the receipt while the quota is full.
     expectData(await call(gw.url, 'POST', '/v1/tasks', { token: q.token, key, body: taskBody(q.queue_id) }), 200);
+  });
+
+  it('concurrent submits never overshoot the quota; the counter matches the unfinished tasks', async () => {
+    const q = await newTenant(db);
+    await db.pool.query('UPDATE applications SET max_unfinished_tasks = 5 WHERE id = ?', [q.application_id]);
+    const results = await Promise.all(Array.from({ length: 20 }, () => call(gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(5);
+    for (const r of results.filter((r) => r.status !== 201)) expectError(r, 429, 'QUOTA_EXCEEDED');
+    const [[row]] = (await db.pool.query(
+      `SELECT a.unfinished_tasks AS counter, (SELECT COUNT(*) FROM tasks WHERE application_id = a.id AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW')) AS actual
+         FROM applications a WHERE a.id = ?`,
+      [q.application_id],
+    )) as any;
+    expect(Number(row.counter)).toBe(5);
+    expect(Number(row.actual)).toBe(5);
   });
 
   it('a retired queue → 409 RESOURCE_RETIRED, nothing stored; earlier receipts still replay', async () => {

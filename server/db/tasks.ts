@@ -190,8 +190,9 @@ export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
     args.push(f.concurrencyKey);
   }
   if (f.businessKey) {
-    where.push('business_key = ?');
-    args.push(f.businessKey);
+    // utf8mb4_bin is a PAD SPACE collation ('a' = 'a '): the byte length makes the match exact.
+    where.push('business_key = ? AND OCTET_LENGTH(business_key) = ?');
+    args.push(f.businessKey, Buffer.byteLength(f.businessKey, 'utf8'));
   }
   if (f.beforeSeq) {
     where.push('seq < ?');

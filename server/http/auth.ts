@@ -24,7 +24,8 @@ export function newToken(): string {
   return 'orb_' + crypto.randomBytes(32).toString('base64url');
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/;
+// The scheme name is case-insensitive (RFC 7235 §2.1); the token is matched exactly.
+const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/i;
 
 /** Authenticates a request (HTTP or WebSocket handshake). 401 for anything but a live token. */
 export async function authenticate(pool: Pool, req: IncomingMessage): Promise<Credential> {
