@@ -4,6 +4,7 @@
 // are asserted after every test.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from './support/raw-worker.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import {
   apiAttempt,
@@ -256,5 +257,61 @@ describe('reconnect and resume', () => {
     const closed = await w.closed;
     expect(closed.code).toBe(4409);
     expect(w.frames.find((x) => x.type === 'error')).toMatchObject({ code: 'STATE_CONFLICT', fatal: true });
+  });
+});
+
+describe('duplicates never release twice', () => {
+  it('a replayed retry result of attempt 1 is deduplicated and leaves attempt 2 its key and permits', async () => {
+    const key = `dup/${Date.now()}`;
+    const { w, q, task, attemptId } = await leased({ hello: { concurrency_keys: true, capacity: 2 }, task: { concurrency_key: key, max_attempts: 3 } });
+    await start(w, attemptId);
+    const frame = { error: { code: 'E', message: 'again' }, retry_after_ms: 0 };
+    expect(await result(w, attemptId, 'retry', frame)).toMatchObject({ deduplicated: false, task_state: 'WAITING' });
+    const second = await w.next('task.assign');
+    expect(second.attempt_no).toBe(2);
+    await start(w, second.attempt_id);
+    const replay = await result(w, attemptId, 'retry', frame);
+    expect(replay).toEqual({ type: 'result.ok', attempt_id: attemptId, deduplicated: true, task_state: 'WAITING' });
+    expect((await keyRow(f.t.namespace_id, key)).holder_attempt_id).toBe(second.attempt_id);
+    const [[qrow]] = (await f.db.pool.query('SELECT active_attempts FROM queues WHERE id = ?', [q.id])) as any;
+    expect(qrow.active_attempts).toBe(1);
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'RUNNING', current_attempt_id: second.attempt_id, attempts_made: 2 });
+    await assertPermitInvariants(f.db.pool);
+    // a different result for the finished attempt 1 is a conflict, not a release
+    expect(await result(w, attemptId, 'succeeded')).toMatchObject({ type: 'error', code: 'STATE_CONFLICT', fatal: false });
+    expect((await keyRow(f.t.namespace_id, key)).holder_attempt_id).toBe(second.attempt_id);
+    expect(await result(w, second.attempt_id, 'succeeded')).toMatchObject({ task_state: 'SUCCEEDED' });
+  });
+});
+
+describe('several gateway nodes', () => {
+  let b: GatewayProcess;
+  beforeAll(async () => {
+    b = await startGateway(f.db.dsn);
+  });
+
+  it('a cancel through node A reaches the worker connected to node B (task.cancel CANCELLED)', async () => {
+    const q = await createQueue(f);
+    const w = await openRaw(b.url, f.t.token);
+    f.workers.push(w);
+    w.send({ type: 'hello', protocol: 1, worker_id: `nodeb-${Date.now()}`, queues: [q.id], capacity: 1 });
+    await w.next('hello.ok');
+    const task = await submit(f, q.id);
+    const a = await w.next('task.assign', 3000);
+    expect((await cmd(f, task.id, 'cancel', {})).status).toBe(200);
+    expect(await w.next('task.cancel', 3000)).toEqual({ type: 'task.cancel', attempt_id: a.attempt_id, reason: 'CANCELLED' });
+  });
+
+  it('a second session of the worker_id on node B closes the first one on node A with 4409 and resumes its attempt', async () => {
+    const { w, workerId, task, attemptId } = await leased();
+    await start(w, attemptId);
+    const w2 = await openRaw(b.url, f.t.token);
+    f.workers.push(w2);
+    w2.send({ type: 'hello', protocol: 1, worker_id: workerId, queues: [task.queue_id], capacity: 1, resume: [attemptId] });
+    const ok = await w2.next('hello.ok');
+    expect(ok.resumed).toEqual([{ attempt_id: attemptId, state: 'RUNNING', lease_expires_at: expect.any(String) }]);
+    expect(await w.next('error', 3000)).toMatchObject({ code: 'STATE_CONFLICT', fatal: true });
+    expect((await w.closed).code).toBe(4409);
+    expect(await result(w2, attemptId, 'succeeded')).toMatchObject({ task_state: 'SUCCEEDED' });
   });
 });
