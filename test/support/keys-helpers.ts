@@ -1,0 +1,87 @@
+// Small helpers shared by the keys-*.test.ts files: submitting tasks, raw sessions, key rows.
+import { expect } from 'vitest';
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool } from '../../server/db/pool.js';
+import type { CredentialsFile } from '../../server/admin/bootstrap.js';
+import { call, ikey } from './http.js';
+import { hello, openRaw, type RawWorker } from './raw-worker.js';
+
+export async function submitTask(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<any> {
+  const r = await call(url, 'POST', '/v1/tasks', {
+    token: t.token,
+    key: ikey('keys'),
+    body: { queue_id: t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.task;
+}
+
+/** A raw session after hello.ok. */
+export async function session(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<RawWorker & { ok: any; workerId: string }> {
+  const w = await openRaw(url, t.token);
+  const h = hello([t.queue_id], { concurrency_keys: true, ...over });
+  w.send(h);
+  const ok = await w.next('hello.ok');
+  return Object.assign(w, { ok, workerId: h.worker_id as string });
+}
+
+export async function startAndFinish(w: RawWorker, attemptId: string, outcome = 'succeeded', extra: Record<string, unknown> = {}): Promise<any> {
+  w.send({ type: 'start', attempt_id: attemptId });
+  await w.next('start.ok');
+  w.send({ type: 'result', attempt_id: attemptId, outcome, ...extra });
+  return w.next('result.ok');
+}
+
+export interface KeyRow {
+  highest_token: string;
+  holder_attempt_id: string | null;
+  version: string;
+}
+
+export async function keyRow(pool: Pool, namespaceId: string, key: string): Promise<KeyRow | null> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT CAST(highest_token AS CHAR) AS highest_token, holder_attempt_id, CAST(version AS CHAR) AS version FROM resource_keys WHERE namespace_id = ? AND concurrency_key = ?',
+    [namespaceId, Buffer.from(key, 'utf8')],
+  );
+  return (rows[0] as KeyRow | undefined) ?? null;
+}
+
+export async function liveOnKey(pool: Pool, namespaceId: string, key: string): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    "SELECT COUNT(*) AS n FROM attempts WHERE namespace_id = ? AND concurrency_key = ? AND state IN ('LEASED','RUNNING')",
+    [namespaceId, Buffer.from(key, 'utf8')],
+  );
+  return Number(rows[0]!.n);
+}
+
+export async function taskState(pool: Pool, id: string): Promise<string> {
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT state FROM tasks WHERE id = ?', [id]);
+  return rows[0]!.state as string;
+}
+
+/** Moves the lease of live attempts into the past so the sweeper (≥ 1/s) recovers them now. */
+export async function backdateLeases(pool: Pool, attemptIds: string[]): Promise<void> {
+  if (!attemptIds.length) return;
+  await pool.query(
+    `UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id IN (${attemptIds.map(() => '?').join(',')}) AND state IN ('LEASED','RUNNING')`,
+    attemptIds,
+  );
+}
+
+export async function metric(url: string, name: string): Promise<number> {
+  const r = await call(url, 'GET', '/metrics');
+  let sum = 0;
+  for (const line of r.text.split('\n')) {
+    if (line.startsWith(name + ' ') || line.startsWith(name + '{')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Frames of a type received so far (kept in the raw worker's buffer). */
+export function drainFrames(w: RawWorker, type: string): any[] {
+  const out: any[] = [];
+  for (let i = w.frames.length - 1; i >= 0; i--) if (w.frames[i].type === type) out.unshift(w.frames.splice(i, 1)[0]);
+  return out;
+}
