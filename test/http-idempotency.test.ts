@@ -236,6 +236,26 @@ describe('concurrency', () => {
     expect(await taskCount()).toBe(before + 1);
   });
 
+  it('concurrent identical submits that all fail inside the transaction (quota) all get 429, no receipt', async () => {
+    const q = await newTenant(db);
+    await db.pool.query('UPDATE applications SET max_unfinished_tasks = 0 WHERE id = ?', [q.application_id]);
+    const key = ikey('quota-burst');
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => submit(taskBody(q.queue_id), key, { token: q.token, url: i % 2 ? gw.url : gw2.url })),
+    );
+    for (const r of results) expectError(r, 429, 'QUOTA_EXCEEDED');
+    const [[rc]] = (await db.pool.query('SELECT COUNT(*) AS n FROM receipts WHERE namespace_id = ?', [q.namespace_id])) as any;
+    expect(Number(rc.n)).toBe(0);
+    await db.pool.query('UPDATE applications SET max_unfinished_tasks = 10 WHERE id = ?', [q.application_id]);
+    expectData(await submit(taskBody(q.queue_id), key, { token: q.token }), 201);
+  });
+
+  it('concurrent identical submits to a missing queue all get 404', async () => {
+    const key = ikey('missing-burst');
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => submit(taskBody('a'.repeat(32)), key, { url: i % 2 ? gw.url : gw2.url })));
+    for (const r of results) expectError(r, 404, 'NOT_FOUND');
+  });
+
   it('concurrent submits with different keys all succeed with distinct tasks', async () => {
     const results = await Promise.all(Array.from({ length: 30 }, () => submit(taskBody(t.queue_id), ikey('many'))));
     for (const r of results) expectData(r, 201);

@@ -120,6 +120,15 @@ describe('POST /v1/queues', () => {
     expect(expectData(await create({ name: uniq('dup') }, key), 201).queue.id).not.toBe(first.id);
   });
 
+  it('concurrent creates of one name with different keys: exactly one 201, the rest 409 STATE_CONFLICT', async () => {
+    const name = uniq('race-name');
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => create({ name, lease_seconds: 10 + i })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'STATE_CONFLICT');
+    const [rows] = (await db.pool.query('SELECT id FROM queues WHERE namespace_id = ? AND name = ?', [t.namespace_id, name])) as any;
+    expect(rows).toHaveLength(1);
+  });
+
   it('a retired queue\'s name is never reused', async () => {
     const name = uniq('retired');
     const q = expectData(await create({ name }), 201).queue;

@@ -5,7 +5,7 @@ import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '../../protocol/errors.js';
 import { firstViolation } from '../../protocol/http-schemas.js';
 import { IDEMPOTENCY_KEY_RE, canonicalJson } from '../../protocol/validation.js';
-import { withTransaction, isDuplicateKey, type Conn } from '../db/pool.js';
+import { isDuplicateKey, type Conn, type Pool } from '../db/pool.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
@@ -64,6 +64,54 @@ function replay(row: ReceiptRow, spec: CommandSpec, fingerprint: string): Reply 
 /** The key was committed by a concurrent request while this one waited on its row lock. */
 class ReceiptTaken extends Error {}
 
+/** Seconds a command waits for another command holding the same Idempotency-Key. */
+const KEY_LOCK_WAIT_SECONDS = 20;
+
+/**
+ * Holds a named lock on (namespace, Idempotency-Key) for the whole command, on the connection
+ * the command's transaction then runs on. Commands with the same key run one after the other on
+ * every node (the lock lives in the database): a waiter wakes up after the winner committed and
+ * replays its receipt, or after it rolled back and tries itself. Without it, waiters blocked on
+ * the receipt row of a transaction that rolls back (quota, 404, ...) deadlock with each other.
+ * The lock is taken before any row lock, and a connection holds at most one, so it cannot take
+ * part in a deadlock; a dead connection releases it.
+ */
+async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c: Conn) => Promise<T>): Promise<T> {
+  const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
+  const conn = await pool.getConnection();
+  try {
+    const [rows] = (await conn.query('SELECT GET_LOCK(?, ?) AS got', [name, KEY_LOCK_WAIT_SECONDS])) as unknown as [Array<{ got: number | null }>];
+    if (Number(rows[0]?.got) !== 1) {
+      throw new OrbitError('UNAVAILABLE', 'another request with this Idempotency-Key is still running; retry with the same key');
+    }
+    try {
+      return await fn(conn);
+    } finally {
+      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => conn.destroy());
+    }
+  } finally {
+    conn.release();
+  }
+}
+
+/** One transaction on `conn`; deadlocks and lock-wait timeouts are retried (InnoDB rolled the
+ * whole transaction back, so a retry cannot double an effect). */
+async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await conn.query('START TRANSACTION');
+      const out = await fn(conn);
+      await conn.query('COMMIT');
+      return out;
+    } catch (err) {
+      await conn.query('ROLLBACK').catch(() => conn.destroy());
+      const code = (err as { errno?: number }).errno;
+      if ((code === 1213 || code === 1205) && attempt < 5) continue;
+      throw err;
+    }
+  }
+}
+
 /** Executes a command exactly once per (namespace, Idempotency-Key). */
 export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec): Promise<Reply> {
   const ns = ctx.cred.namespaceId;
@@ -72,30 +120,39 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
     .update(canonicalJson({ operation: spec.operation, target: spec.targetId, body: spec.normalized }))
     .digest('hex');
   const pool = ctx.app.pool;
-  for (let round = 0; round < 3; round++) {
-    const existing = await getReceipt(pool, ns, key);
-    if (existing && existing.http_status !== 0) return replay(existing, spec, fingerprint);
-    try {
-      const started = process.hrtime.bigint();
-      const data = await withTransaction(pool, async (c) => {
-        try {
-          await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
-        } catch (err) {
-          throw isDuplicateKey(err) ? new ReceiptTaken() : err;
-        }
-        const out = await spec.effect(c);
-        const stored = { ...out.data, deduplicated: false };
-        await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
-        return stored;
-      });
-      ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
-      spec.afterCommit?.(data);
-      return { status: spec.status, data };
-    } catch (err) {
-      // Another request with the same key committed first: answer with its receipt.
-      if (err instanceof ReceiptTaken) continue;
-      throw err;
+  // Fast path: a replay needs no lock.
+  const committed = await getReceipt(pool, ns, key);
+  if (committed && committed.http_status !== 0) return replay(committed, spec, fingerprint);
+  type Outcome = { replayed: Reply } | { data: Record<string, unknown> };
+  const outcome = await withKeyLock(pool, ns, key, async (conn): Promise<Outcome> => {
+    for (let round = 0; round < 3; round++) {
+      // Autocommit read on the locked connection: sees whatever the previous holder committed.
+      const existing = await getReceipt(conn, ns, key);
+      if (existing && existing.http_status !== 0) return { replayed: replay(existing, spec, fingerprint) };
+      try {
+        const started = process.hrtime.bigint();
+        const data = await transactionOn(conn, async (c) => {
+          try {
+            await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
+          } catch (err) {
+            throw isDuplicateKey(err) ? new ReceiptTaken() : err;
+          }
+          const out = await spec.effect(c);
+          const stored = { ...out.data, deduplicated: false };
+          await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
+          return stored;
+        });
+        ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
+        return { data };
+      } catch (err) {
+        // Only possible if a receipt got in without the key lock: answer with it.
+        if (err instanceof ReceiptTaken) continue;
+        throw err;
+      }
     }
-  }
-  throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
+    throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
+  });
+  if ('replayed' in outcome) return outcome.replayed;
+  spec.afterCommit?.(outcome.data);
+  return { status: spec.status, data: outcome.data };
 }
