@@ -68,7 +68,8 @@ async function selectCandidates(c: Conn, s: ClaimSession, n: number): Promise<Ca
   const keyFilter = s.concurrencyKeys
     ? ` AND (t.concurrency_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM resource_keys r
-           WHERE r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key AND r.holder_attempt_id IS NOT NULL))`
+           WHERE r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key
+             AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
     : ' AND t.concurrency_key IS NULL';
   const [rows] = await c.query<CandidateRow[]>(
     `SELECT t.id, t.queue_id, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key, t.concurrency_key,
@@ -104,7 +105,15 @@ async function takeKey(c: Conn, namespaceId: string, key: Buffer, attemptId: str
     key,
   ]);
   const row = rows[0]!;
-  if ((res as { affectedRows: number }).affectedRows === 1) return String(row.highest_token);
+  if ((res as { affectedRows: number }).affectedRows === 1) {
+    // The last token: from now on every claim of this key is refused. Exhausted keys are excluded
+    // before LIMIT (like held ones), so the refusal is logged and counted here, once per key.
+    if (String(row.highest_token) === TOKEN_MAX) {
+      log.error({ namespace_id: namespaceId, concurrency_key: key.toString('utf8') }, 'resource key granted its last token (2^64-1); further claims are refused');
+      onExhausted();
+    }
+    return String(row.highest_token);
+  }
   if (row.holder_attempt_id === null && String(row.highest_token) === TOKEN_MAX) {
     log.error({ namespace_id: namespaceId, concurrency_key: key.toString('utf8') }, 'resource key token space exhausted; claim refused');
     onExhausted();
