@@ -57,7 +57,11 @@ type Waiter<T> = { resolve: (v: T) => void; reject: (e: Error) => void };
 /** Opens a session: handshake
 , `hello`, and resolves with the connection once `hello.ok` came. */
 export function connect(opts: ConnectOptions): Promise<WorkerConnection> {
-  return new WorkerConnection(opts).opened;
+  try {
+    return new WorkerConnection(opts).opened;
+  } catch (err) {
+    return Promise.reject(err); // a bad registration is a rejection like any other failure
+  }
 }
 
 export class WorkerConnection extends EventEmitter<EventMap> {
@@ -114,7 +118,12 @@ export class WorkerConnection extends EventEmitter<EventMap> {
   }
 
   get isOpen(): boolean {
-    return this.state === 'open' && !this.dead;
+    return this.state === 'open' && !this.dead && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Resolves once the socket is closed (whoever closed it). */
+  get whenClosed(): Promise<void> {
+    return this.closed;
   }
 
   // ---- requests -------------------------------------------------------------------------------
@@ -303,7 +312,10 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     } else {
       this.deliver({ type: 'error', frame: f });
     }
-    if (f.fatal) this.failure = new GatewayError(f.code, f.message, { fatal: true, attemptId: f.attempt_id });
+    if (f.fatal) {
+      this.failure = new GatewayError(f.code, f.message, { fatal: true, attemptId: f.attempt_id });
+      setTimeout(() => this.ws.terminate(), 5000).unref(); // a fatal error is followed by close
+    }
   }
 
   private violate(v: ProtocolViolation): void {

@@ -335,6 +335,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         break;
       } catch (err) {
         if (this.attemptRefused(h, err)) return;
+        await conn.whenClosed; // re-send on the next session, never spin on a closing one
       }
     }
     if (h.lost) return;
@@ -375,6 +376,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
           this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, error: String(code) });
           return;
         }
+        await conn.whenClosed;
       }
     }
   }

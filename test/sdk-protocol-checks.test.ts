@@ -1,0 +1,267 @@
+// The SDK's own protocol checks (worker-protocol.md, "Worker SDK obligations"), against an
+// in-process hostile gateway (worker-sdk/testing.ts, a raw `ws` server). No real gateway needed.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';
+import { FakeGateway, assignFrame, hexId, type AssignOptions } from '../worker-sdk/testing.js';
+
+let gw: FakeGateway;
+const workers: Worker[] = [];
+const silent = { info() {}, warn() {}, error() {} };
+
+beforeEach(async () => {
+  gw = await FakeGateway.start({ token: 'secret-token' });
+});
+afterEach(async () => {
+  await Promise.all(workers.splice(0).map((w) => w.close({ timeoutMs: 1000 })));
+  await gw.close();
+});
+
+function worker(handler: (e: TaskContext) => unknown, extra: { queues?: string[] } = {}) {
+  const w = createWorker({
+    url: gw.url,
+    token: 'secret-token',
+    queues: extra.queues ?? [hexId()],
+    capacity: 4,
+    handlers: { 'object.update': { versions: ['v1'], fn: handler } },
+    logger: silent,
+    reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
+  });
+  workers.push(w);
+  return w;
+}
+
+const MAX = '18446744073709551615';
+const badVariants: [string, AssignOptions][] = [
+  ['a key but no token', { key: 'object/42' }],
+  ['a token but no key', { token: '7' }],
+  ['token "0"', { key: 'object/42', token: '0' }],
+  ['token 2^64 (over uint64)', { key: 'object/42', token: '18446744073709551616' }],
+  ['token with a leading zero', { key: 'object/42', token: '007' }],
+  ['negative token', { key: 'object/42', token: '-1' }],
+  ['float token', { key: 'object/42', token: '1.5' }],
+  ['exponent token', { key: 'object/42', token: '1e3' }],
+  ['empty token', { key: 'object/42', token: '' }],
+  ['empty key', { key: '', token: '3' }],
+];
+
+describe('handshake', () => {
+  it('connects with the subprotocol and Bearer header and declares concurrency_keys', async () => {
+    const w = worker(() => null);
+    const s = await gw.nextSession();
+    await w.ready;
+    expect(s.ws.protocol).toBe('orbit.worker.v1');
+    expect(s.authorization).toBe('Bearer secret-token');
+    expect(s.hello.protocol).toBe(1);
+    expect(s.hello.concurrency_keys).toBe(true);
+    expect(s.hello.worker_id).toMatch(/^[A-Za-z0-9._:-]{1,64}$/);
+    expect(s.hello.worker_id).toBe(w.workerId);
+    expect(s.hello.handlers).toEqual([{ handler: 'object.update', versions: ['v1'] }]);
+    expect(s.hello.capacity).toBe(4);
+    expect(s.hello.resume).toBeUndefined();
+  });
+
+  it('gives each worker a fresh worker_id', () => {
+    const a = worker(() => null);
+    const b = worker(() => null);
+    expect(a.workerId).not.toBe(b.workerId);
+  });
+
+  it('the low-level API refuses a registration without an explicit concurrencyKeys', async () => {
+    const registration = { workerId: 'w-1', queues: [hexId()], capacity: 1 } as never;
+    await expect(connect({ url: gw.url, token: 'secret-token', registration })).rejects.toThrow(/concurrencyKeys/);
+  });
+
+  it('a refused handshake surfaces the error code and status', async () => {
+    const p = connect({ url: gw.url, token: 'wrong', registration: { workerId: 'w-1', queues: [hexId()], capacity: 1, concurrencyKeys: true } });
+    await expect(p).rejects.toMatchObject({ name: 'GatewayError', code: 'UNAUTHENTICATED', status: 401 });
+  });
+});
+
+describe('bad task.assign → close 1002, protocol error, handler never runs', () => {
+  for (const [name, variant] of badVariants) {
+    it(name, async () => {
+      let calls = 0;
+      const w = worker(() => {
+        calls++;
+      });
+      const violations: ProtocolViolation[] = [];
+      w.on('protocolError', (v) => violations.push(v));
+      const s = await gw.nextSession();
+      await w.ready;
+      const f = s.assign({ ...variant, register: false });
+      const closed = await s.closed;
+      expect(closed.code).toBe(1002);
+      expect(violations).toHaveLength(1);
+      expect(violations[0]).toBeInstanceOf(ProtocolViolation);
+      expect(violations[0]!.attemptId).toBe(f.attempt_id);
+      // The worker reconnects; the offending attempt was never accepted, so it is not resumed.
+      const s2 = await gw.nextSession();
+      expect(s2.hello.resume).toBeUndefined();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toBe(0);
+      expect(s.received.filter((x) => x.type === 'start' || x.type === 'result')).toEqual([]);
+      expect(s.invalid).toEqual([]);
+    });
+  }
+
+  for (const change of ['token', 'key'] as const) {
+    it(`a repeated task.assign with a different ${change}`, async () => {
+      let calls = 0;
+      const w = worker(() => {
+        calls++;
+      });
+      const violations: ProtocolViolation[] = [];
+      w.on('protocolError', (v) => violations.push(v));
+      const s = await gw.nextSession();
+      await w.ready;
+      const first = s.assign({ key: 'object/42', token: '5' });
+      expect(await s.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
+      // No start.ok yet; the gateway re-sends the same attempt with a changed key or token.
+      s.send({ ...first, concurrency_token: change === 'token' ? '6' : '5', task: { ...first.task, concurrency_key: change === 'key' ? 'object/43' : 'object/42' } });
+      expect((await s.closed).code).toBe(1002);
+      expect(violations.map((v) => v.attemptId)).toEqual([first.attempt_id]);
+      // The first (valid) assign is still held: it is resumed on the next session.
+      const s2 = await gw.nextSession();
+      expect(s2.hello.resume).toEqual([first.attempt_id]);
+      expect(s2.hello.worker_id).toBe(s.hello.worker_id);
+      expect(await s2.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
+      s2.send({ type: 'error', code: 'LEASE_LOST', message: 'gone', attempt_id: first.attempt_id, fatal: false });
+      await vi_waitFor(() => w.inFlight === 0);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(calls).toBe(0);
+    });
+  }
+
+  it('a keyed task on a session that did not declare concurrency_keys (low-level API)', async () => {
+    const conn = await connect({ url: gw.url, token: 'secret-token', registration: { workerId: 'w-nokeys', queues: [hexId()], capacity: 1, concurrencyKeys: false } });
+    const s = await gw.nextSession();
+    expect(s.hello.concurrency_keys).toBe(false);
+    const seen: string[] = [];
+    conn.on('assign', () => seen.push('assign'));
+    conn.on('protocolError', (v) => seen.push(`violation:${v.message}`));
+    s.assign({}); // unkeyed: fine
+    s.assign({ key: 'object/1', token: '9' });
+    expect((await s.closed).code).toBe(1002);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']);
+  });
+
+  it('schema-invalid frames and binary frames', async () => {
+    const cases: [string | Buffer, number][] = [
+      ['not json', 1002],
+      [JSON.stringify({ type: 'task.explode' }), 1002],
+      [JSON.stringify({ ...assignFrame(), extra: 1 }), 1002],
+      [JSON.stringify({ ...assignFrame(), attempt_id: 'short' }), 1002],
+      [Buffer.from('{}'), 1003],
+    ];
+    for (const [data, code] of cases) {
+      const conn = await connect({ url: gw.url, token: 'secret-token', registration: { workerId: 'w-x', queues: [hexId()], capacity: 1, concurrencyKeys: true } });
+      const s = await gw.nextSession();
+      const events = conn.events();
+      if (typeof data === 'string') s.send(data);
+      else s.ws.send(data, { binary: true });
+      expect((await s.closed).code).toBe(code);
+      const types: string[] = [];
+      for await (const ev of events) types.push(ev.type);
+      expect(types).toEqual(['protocol_error', 'close']);
+    }
+  });
+
+  it('a resume that changes an attempt token is a protocol error', async () => {
+    let calls = 0;
+    const w = worker(async (e) => {
+      calls++;
+      await new Promise((r) => e.signal.addEventListener('abort', r));
+    });
+    const violations: ProtocolViolation[] = [];
+    w.on('protocolError', (v) => violations.push(v));
+    const s = await gw.nextSession();
+    const f = s.assign({ key: 'k', token: '10' });
+    await s.next('start');
+    s.close(1001, 'bye');
+    const s2 = await gw.nextSession();
+    expect(s2.hello.resume).toEqual([f.attempt_id]);
+    // autoHelloOk already answered with the registered token; answer a third session wrongly.
+    gw.leases.set(f.attempt_id, { token: '11', state: 'LEASED' });
+    s2.close(1001, 'bye');
+    const s3 = await gw.nextSession();
+    expect((await s3.closed).code).toBe(1002);
+    await vi_waitFor(() => violations.length > 0);
+    expect(violations.at(-1)?.message).toMatch(/resume changed the concurrency_token/);
+    expect(calls).toBe(0);
+  });
+});
+
+describe('valid keyed assign', () => {
+  it('gives the token as an exact bigint; start before the handler, result after', async () => {
+    const log: string[] = [];
+    let ctx: TaskContext | undefined;
+    const w = worker(async (e) => {
+      log.push('handler');
+      ctx = e;
+      return { wrote: true };
+    });
+    const s = await gw.nextSession();
+    await w.ready;
+    const f = s.assign({ key: 'object/42', token: MAX, payload: { n: 1 } });
+    const start = await s.next('start');
+    log.push('start');
+    expect(start).toEqual({ type: 'start', attempt_id: f.attempt_id });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(log).toEqual(['start']); // nothing runs before start.ok
+    log.push('start.ok');
+    s.send({ type: 'start.ok', attempt_id: f.attempt_id, lease_expires_at: new Date(Date.now() + 30_000).toISOString() });
+    const result = await s.next('result');
+    log.push('result');
+    expect(log).toEqual(['start', 'start.ok', 'handler', 'result']);
+    expect(result).toEqual({ type: 'result', attempt_id: f.attempt_id, outcome: 'succeeded', output: { wrote: true } });
+    expect(typeof ctx!.concurrencyToken).toBe('bigint');
+    expect(ctx!.concurrencyToken).toBe(18446744073709551615n);
+    expect(ctx!.task).toMatchObject({ id: f.task.id, queueId: f.task.queue_id, handler: 'object.update', handlerVersion: 'v1', payloadVersion: 'v1', payload: { n: 1 }, concurrencyKey: 'object/42', priority: 0, deadlineAt: f.task.deadline_at });
+    expect(ctx!.attemptId).toBe(f.attempt_id);
+    expect(ctx!.attemptNo).toBe(1);
+    s.send({ type: 'result.ok', attempt_id: f.attempt_id, deduplicated: false, task_state: 'SUCCEEDED' });
+    await vi_waitFor(() => w.inFlight === 0);
+    expect(s.invalid).toEqual([]);
+  });
+
+  it('an unkeyed task has no token', async () => {
+    gw.opts.autoStart = true;
+    gw.opts.autoResult = true;
+    let token: unknown = 'unset';
+    const w = worker((e) => {
+      token = e.concurrencyToken;
+    });
+    const s = await gw.nextSession();
+    await w.ready;
+    s.assign({});
+    const r = await s.next('result');
+    expect(r).toMatchObject({ outcome: 'succeeded' });
+    expect(r).not.toHaveProperty('output');
+    expect(token).toBeUndefined();
+  });
+
+  it('LEASE_LOST on start: the handler never runs and no result is sent', async () => {
+    let calls = 0;
+    const w = worker(() => {
+      calls++;
+    });
+    const s = await gw.nextSession();
+    await w.ready;
+    const f = s.assign({ key: 'k', token: '3' });
+    await s.next('start');
+    s.send({ type: 'error', code: 'LEASE_LOST', message: 'expired', attempt_id: f.attempt_id, fatal: false });
+    await vi_waitFor(() => w.inFlight === 0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(calls).toBe(0);
+    expect(s.received.map((x) => x.type)).toEqual(['start']);
+  });
+});
+
+async function vi_waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
