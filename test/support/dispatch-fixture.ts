@@ -20,10 +20,18 @@ export async function setupFixture(): Promise<Fixture> {
   const db = await createTestDb();
   const gw = await startGateway(db.dsn);
   const t = await newTenant(db);
-  return { db, gw, t, workers: [] };
+  const f: Fixture = { db, gw, t, workers: [] };
+  // A gateway that dies mid-file fails every later test: say why, once.
+  gw.child.once('exit', (code, signal) => {
+    if (!stopping.has(f)) process.stderr.write(`gateway exited unexpectedly (${code ?? signal}):\n${gw.output.slice(-40).join('\n')}\n`);
+  });
+  return f;
 }
 
+const stopping = new WeakSet<Fixture>();
+
 export async function teardownFixture(f: Fixture | undefined): Promise<void> {
+  if (f) stopping.add(f);
   await stopAllGateways();
   await f?.db.drop();
 }
