@@ -51,6 +51,7 @@ interface Held {
 /** Hello errors that retrying cannot fix: the worker stops and reports them. */
 const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
 const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
+const DRAIN_ACK_MS = 10_000;
 
 export function createWorker(opts: WorkerOptions): Worker {
   const w = new Worker(opts);
@@ -146,14 +147,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
       const known = new Map<string, KnownAttempt>();
       for (const h of this.held.values()) known.set(h.id, { concurrencyKey: h.frame.task.concurrency_key, concurrencyToken: h.frame.concurrency_token });
       let goaway = false;
-      const conn: WorkerConnection = new WorkerConnection({
-        url: this.opts.url,
-        token: this.opts.token,
-        registration: this.registration([...this.held.keys()]),
-        knownAttempts: known,
-        helloTimeoutMs: this.opts.helloTimeoutMs,
-        idleTimeoutMs: this.opts.idleTimeoutMs,
-      });
+      let conn: WorkerConnection;
+      try {
+        conn = new WorkerConnection({
+          url: this.opts.url,
+          token: this.opts.token,
+          registration: this.registration([...this.held.keys()].slice(0, 1024)),
+          knownAttempts: known,
+          helloTimeoutMs: this.opts.helloTimeoutMs,
+          idleTimeoutMs: this.opts.idleTimeoutMs,
+        });
+      } catch (err) {
+        return this.fail(err as Error); // an invalid registration cannot get better by retrying
+      }
       // The emitter (not onEvent) holds frames that came with hello.ok until onOpen has run, so
       // an early task.assign is never mistaken for one from a stale session.
       conn.on('event', (ev) => {
@@ -400,7 +406,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (this.state === 'idle' || this.state === 'failed' || this.state === 'closed') return this.stop();
     this.state = 'draining';
     const conn = this.conn;
-    if (conn?.isOpen) await conn.drain().catch(() => {}); // after drain.ok nothing new is assigned
+    if (conn?.isOpen) {
+      // After drain.ok nothing new is assigned. Bounded: a gateway that never answers must not
+      // keep the process from shutting down (it closes the session anyway once we are done).
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([conn.drain().catch(() => {}), new Promise<void>((r) => (t = setTimeout(r, DRAIN_ACK_MS)))]);
+      clearTimeout(t);
+    }
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((r) => {
       if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
