@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+// An SDK worker process whose handler writes through the SDK's fenced resource (MySQL), for the
+// fenced chaos test. Deliberately a "zombie" when its lease is lost: it ignores the AbortSignal and
+// still tries its write, so a stale token reaches the fence. Prints JSON lines: {"ev":"ready"},
+// {"ev":"write",...} per applied write and {"ev":"stale",...} per rejected one.
+//   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES, WORKER_CAPACITY (default 4), WORKER_DELAY_MS (0..N ms
+//   before the write, default 20), FENCE_DSN (mysql://…), FENCE_NAMESPACE.
+import mysql from 'mysql2/promise';
+import { createWorker } from '../worker-sdk/worker.js';
+import { createFencedResource } from '../worker-sdk/fenced-resource.js';
+import { StaleTokenError } from '../worker-sdk/errors.js';
+
+const env = process.env;
+const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
+const u = new URL(env.FENCE_DSN!);
+const pool = mysql.createPool({
+  host: u.hostname,
+  port: Number(u.port || 3306),
+  user: decodeURIComponent(u.username),
+  password: decodeURIComponent(u.password),
+  database: u.pathname.slice(1),
+  connectionLimit: 4,
+});
+const fence = createFencedResource(pool, { table: 'chaos_fence' });
+const delay = Number(env.WORKER_DELAY_MS ?? 20);
+
+const worker = createWorker({
+  url: env.ORBIT_URL!,
+  token: env.ORBIT_TOKEN!,
+  queues: env.WORKER_QUEUES!.split(','),
+  capacity: Number(env.WORKER_CAPACITY ?? 4),
+  reconnect: { initialDelayMs: 50, maxDelayMs: 1000 },
+  logger: { info: () => {}, warn: () => {}, error: () => {} },
+  handlers: {
+    h: async (e) => {
+      await new Promise((r) => setTimeout(r, Math.random() * delay)); // ignores e.signal on purpose
+      const key = e.task.concurrencyKey!;
+      try {
+        await fence.write({
+          namespace: env.FENCE_NAMESPACE!,
+          key,
+          token: e.concurrencyToken!,
+          operationId: e.attemptId,
+          apply: async (c) => {
+            await c.query('INSERT INTO chaos_writes (resource_key, token, attempt_id, task_id, pid) VALUES (?, ?, ?, ?, ?)', [
+              key,
+              e.concurrencyToken!.toString(),
+              e.attemptId,
+              e.task.id,
+              process.pid,
+            ]);
+          },
+        });
+        out({ ev: 'write', attempt: e.attemptId, key, token: e.concurrencyToken!.toString(), aborted: e.signal.aborted });
+      } catch (err) {
+        if (err instanceof StaleTokenError) out({ ev: 'stale', attempt: e.attemptId, key, token: err.token.toString(), highest: err.highestToken.toString() });
+        throw err;
+      }
+      return { ok: true };
+    },
+  },
+});
+worker.on('connected', () => out({ ev: 'ready' }));
+worker.on('fatal', (err) => {
+  out({ ev: 'fatal', message: err.message });
+  process.exit(3);
+});
+process.on('SIGTERM', () => {
+  worker.close({ timeoutMs: 5000 }).finally(() => pool.end().finally(() => process.exit(0)));
+});
