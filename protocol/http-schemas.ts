@@ -95,3 +95,29 @@ export function firstViolation<T extends TSchema>(schema: T, value: unknown): { 
   const field = e.path.replace(/^\//, '').replace(/\//g, '.');
   return { field, message: e.message };
 }
+
+// ---- result stream: subscriptions and deliveries ----
+
+export const EVENT_TYPES = ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'] as const;
+
+export const CreateSubscriptionBody = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
+    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
+    event_types: Type.Array(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
+  },
+  { additionalProperties: false },
+);
+export type CreateSubscriptionBody = Static<typeof CreateSubscriptionBody>;
+
+export const LeaseDeliveriesBody = Type.Object(
+  { max: Type.Integer({ minimum: 1, maximum: 100 }), lease_seconds: Type.Integer({ minimum: 5, maximum: 600 }) },
+  { additionalProperties: false },
+);
+export type LeaseDeliveriesBody = Static<typeof LeaseDeliveriesBody>;
+
+export const AckDeliveriesBody = Type.Object(
+  { delivery_ids: Type.Array(Type.String({ pattern: '^[0-9a-f]{32}$' }), { minItems: 1, maxItems: 1000 }) },
+  { additionalProperties: false },
+);
+export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;

@@ -106,6 +106,7 @@ export interface ResultEvent {
   result: TaskResult;
 }
 
+/** A delivery handed out by leaseDeliveries (state LEASED). */
 export interface Delivery {
   id: string;
   sequence: string;
@@ -113,6 +114,19 @@ export interface Delivery {
   attempts: number;
   lease_expires_at: string;
   event: ResultEvent;
+}
+
+/** A delivery as listed by listDeliveries (history): state as observed now (a LEASED delivery past
+ * its lease reads EXPIRED); `event` is null once the event was pruned. */
+export interface DeliveryRecord {
+  id: string;
+  sequence: string;
+  state: 'PENDING' | 'LEASED' | 'EXPIRED' | 'ACKED';
+  attempts: number;
+  lease_expires_at: string | null;
+  acked_at: string | null;
+  created_at: string;
+  event: ResultEvent | null;
 }
 
 export type Revision = string | bigint;
@@ -216,11 +230,12 @@ export function createClient(opts: ClientOptions) {
     getSubscription: (id: string) => call<{ subscription: Subscription }>('GET', `/v1/subscriptions/${seg(id)}`).then((d) => d.subscription),
     listSubscriptions: () => call<{ subscriptions: Subscription[] }>('GET', '/v1/subscriptions').then((d) => d.subscriptions),
     listDeliveries: (id: string, query: { state?: string; limit?: number; cursor?: string } = {}) =>
-      call<{ deliveries: Delivery[]; next_cursor: string | null }>('GET', `/v1/subscriptions/${seg(id)}/deliveries`, { query: { ...query } }),
+      call<{ deliveries: DeliveryRecord[]; next_cursor: string | null }>('GET', `/v1/subscriptions/${seg(id)}/deliveries`, { query: { ...query } }),
     /** Not a receipt-bearing command: no Idempotency-Key (http-api.md). */
     leaseDeliveries: (id: string, body: { max: number; lease_seconds: number }) =>
       call<{ deliveries: Delivery[] }>('POST', `/v1/subscriptions/${seg(id)}/deliveries:lease`, { body }).then((d) => d.deliveries),
-    /** Idempotent by itself: acking twice is harmless. */
+    /** Idempotent by itself: acking twice is harmless. Returns how many deliveries this call
+     * acknowledged (0 for ones already ACKED, unknown, or never leased). */
     ackDeliveries: (id: string, deliveryIds: string[]) =>
       call<{ acked: number }>('POST', `/v1/subscriptions/${seg(id)}/deliveries:ack`, { body: { delivery_ids: deliveryIds } }).then((d) => d.acked),
     pauseSubscription: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>

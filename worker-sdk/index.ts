@@ -10,6 +10,7 @@ export type {
   CommandOptions,
   CreateSubscriptionBody,
   Delivery,
+  DeliveryRecord,
   ListTasksQuery,
   OrbitClient,
   Queue,

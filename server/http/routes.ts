@@ -5,6 +5,17 @@ import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
+import {
+  ackDeliveriesRoute,
+  createSubscriptionRoute,
+  getSubscriptionRoute,
+  leaseDeliveriesRoute,
+  listDeliveriesRoute,
+  listSubscriptionsRoute,
+  pauseSubscriptionRoute,
+  resumeSubscriptionRoute,
+} from './routes-subscriptions.js';
+import { retireQueueRoute, retireSubscriptionRoute } from './routes-retire.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
@@ -43,5 +54,15 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'GET', template: '/v1/queues/{id}', auth: true, handle: getQueueRoute });
   r.add({ method: 'POST', template: '/v1/queues/{id}:pause', auth: true, handle: pauseQueueRoute });
   r.add({ method: 'POST', template: '/v1/queues/{id}:resume', auth: true, handle: resumeQueueRoute });
+  r.add({ method: 'POST', template: '/v1/queues/{id}:retire', auth: true, handle: retireQueueRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions', auth: true, handle: createSubscriptionRoute });
+  r.add({ method: 'GET', template: '/v1/subscriptions', auth: true, handle: listSubscriptionsRoute });
+  r.add({ method: 'GET', template: '/v1/subscriptions/{id}', auth: true, handle: getSubscriptionRoute });
+  r.add({ method: 'GET', template: '/v1/subscriptions/{id}/deliveries', auth: true, handle: listDeliveriesRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions/{id}/deliveries:lease', auth: true, handle: leaseDeliveriesRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions/{id}/deliveries:ack', auth: true, handle: ackDeliveriesRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions/{id}:pause', auth: true, handle: pauseSubscriptionRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions/{id}:resume', auth: true, handle: resumeSubscriptionRoute });
+  r.add({ method: 'POST', template: '/v1/subscriptions/{id}:retire', auth: true, handle: retireSubscriptionRoute });
   return r;
 }

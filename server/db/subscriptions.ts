@@ -1,0 +1,360 @@
+// SQL operations on the result stream's consumer side: subscriptions, deliveries and the committed
+// watermark. Each function is one statement (or one small fixed sequence named in its comment).
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool, Conn } from './pool.js';
+import { toIso } from './pool.js';
+
+export interface SubscriptionRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  name: string;
+  queue_id: string;
+  event_types: string;
+  owner_credential_id: string;
+  enabled: number;
+  paused: number;
+  cursor_sequence: string;
+  revision: string;
+  created_at: string;
+  updated_at: string;
+  retired_at: string | null;
+  retired_sequence: string | null;
+}
+
+export interface SubscriptionView {
+  id: string;
+  name: string;
+  queue_id: string;
+  event_types: string[];
+  enabled: boolean;
+  paused: boolean;
+  cursor: string;
+  pending_count: number;
+  revision: string;
+  created_at: string;
+  retired_at?: string;
+  retired_sequence?: string;
+}
+
+export function subscriptionView(r: SubscriptionRow, pendingCount: number): SubscriptionView {
+  const v: SubscriptionView = {
+    id: r.id,
+    name: r.name,
+    queue_id: r.queue_id,
+    event_types: eventTypes(r),
+    enabled: r.enabled === 1,
+    paused: r.paused === 1,
+    cursor: String(r.cursor_sequence),
+    pending_count: pendingCount,
+    revision: String(r.revision),
+    created_at: toIso(r.created_at)!,
+  };
+  if (r.retired_at) {
+    v.retired_at = toIso(r.retired_at)!;
+    v.retired_sequence = String(r.retired_sequence);
+  }
+  return v;
+}
+
+export function eventTypes(r: SubscriptionRow): string[] {
+  return JSON.parse(r.event_types) as string[];
+}
+
+const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence, revision,
+  created_at, updated_at, retired_at, retired_sequence`;
+
+/** getSubscription(namespace_id, id) → row or null; `lock` takes the row FOR UPDATE. */
+export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
+  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** listSubscriptions(namespace_id, owner_credential_id) → rows by name. */
+export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {
+  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`, [
+    namespaceId,
+    ownerId,
+  ]);
+  return rows;
+}
+
+/** countActiveSubscriptions(namespace_id) → non-retired subscriptions (paused ones count). */
+export async function countActiveSubscriptions(c: Conn, namespaceId: string): Promise<number> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
+  return Number(rows[0]!.n);
+}
+
+/** countQueueSubscriptions(queue_id) → non-retired subscriptions (paused included) targeting the queue. */
+export async function countQueueSubscriptions(c: Conn, queueId: string): Promise<number> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE queue_id = ? AND retired_at IS NULL', [queueId]);
+  return Number(rows[0]!.n);
+}
+
+export interface NewSubscription {
+  id: string;
+  namespaceId: string;
+  name: string;
+  queueId: string;
+  eventTypes: string[];
+  ownerId: string;
+  cursor: string;
+}
+
+/** insertSubscription(…); duplicate name in the namespace → ER_DUP_ENTRY. */
+export async function insertSubscription(c: Conn, s: NewSubscription): Promise<void> {
+  await c.execute(
+    `INSERT INTO subscriptions (id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence,
+       revision, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    [s.id, s.namespaceId, s.name, s.queueId, JSON.stringify(s.eventTypes), s.ownerId, s.cursor],
+  );
+}
+
+/** setSubscriptionPaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
+export async function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
+  const [res] = await c.execute(
+    `UPDATE subscriptions SET paused = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ? AND revision = ? AND retired_at IS NULL`,
+    [paused ? 1 : 0, id, expectedRevision],
+  );
+  return (res as { affectedRows: number }).affectedRows === 1;
+}
+
+/** markSubscriptionRetired(id, watermark): enabled=0, retired_at, retired_sequence = cursor = watermark, revision + 1. */
+export async function markSubscriptionRetired(c: Conn, id: string, watermark: string): Promise<void> {
+  await c.execute(
+    `UPDATE subscriptions SET enabled = 0, retired_at = UTC_TIMESTAMP(3), retired_sequence = ?, cursor_sequence = ?,
+            revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ?`,
+    [watermark, watermark, id],
+  );
+}
+
+/** setCursor(id, sequence): materialization progress (not a configuration change: no revision bump). */
+export async function setCursor(c: Conn, id: string, sequence: string): Promise<void> {
+  await c.execute('UPDATE subscriptions SET cursor_sequence = ? WHERE id = ?', [sequence, id]);
+}
+
+// ---- watermark and events ----
+
+/** committedWatermark(namespace_id): stream_heads.last_sequence read without a lock. An outcome
+ * transaction holds the head row until it commits, so the committed value is the highest sequence
+ * below which every event is committed. '0' for a namespace that never had an event. */
+export async function committedWatermark(db: Pool | Conn, namespaceId: string): Promise<string> {
+  const [rows] = await db.execute<RowDataPacket[]>('SELECT last_sequence FROM stream_heads WHERE namespace_id = ?', [namespaceId]);
+  return rows[0] ? String(rows[0].last_sequence) : '0';
+}
+
+/** lockWatermark(namespace_id): creates the head row if missing and locks it FOR UPDATE (the same
+ * lock an outcome takes to append), returning the committed watermark. */
+export async function lockWatermark(c: Conn, namespaceId: string): Promise<string> {
+  await c.execute(
+    `INSERT INTO stream_heads (namespace_id, last_sequence, updated_at) VALUES (?, 0, UTC_TIMESTAMP(3))
+     ON DUPLICATE KEY UPDATE namespace_id = namespace_id`,
+    [namespaceId],
+  );
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT last_sequence FROM stream_heads WHERE namespace_id = ? FOR UPDATE', [namespaceId]);
+  return String(rows[0]!.last_sequence);
+}
+
+/** oldestRetainedSequence(namespace_id) → smallest sequence still stored, or null when none is. */
+export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: string): Promise<string | null> {
+  const [rows] = await db.execute<RowDataPacket[]>('SELECT MIN(sequence) AS s FROM result_events WHERE namespace_id = ?', [namespaceId]);
+  return rows[0]!.s === null ? null : String(rows[0]!.s);
+}
+
+const typeList = (types: string[]) => types.map(() => '?').join(',');
+
+/** countUnmaterialized(namespace_id, queue_id, types, cursor, watermark) → matching events in (cursor, watermark]. */
+export async function countUnmaterialized(db: Pool | Conn, s: { namespaceId: string; queueId: string; types: string[] }, cursor: string, watermark: string): Promise<number> {
+  if (BigInt(cursor) >= BigInt(watermark)) return 0;
+  const [rows] = await db.query<RowDataPacket[]>(
+    `SELECT COUNT(*) AS n FROM result_events
+      WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})`,
+    [s.namespaceId, s.queueId, cursor, watermark, ...s.types],
+  );
+  return Number(rows[0]!.n);
+}
+
+/** matchingSequences(…, cursor, watermark, limit) → matching event sequences in (cursor, watermark], ascending. */
+export async function matchingSequences(
+  c: Conn,
+  s: { namespaceId: string; queueId: string; types: string[] },
+  cursor: string,
+  watermark: string,
+  limit: number,
+): Promise<string[]> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT sequence FROM result_events
+      WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})
+      ORDER BY sequence LIMIT ${Number(limit)}`,
+    [s.namespaceId, s.queueId, cursor, watermark, ...s.types],
+  );
+  return rows.map((r) => String(r.sequence));
+}
+
+export interface EventRow extends RowDataPacket {
+  sequence: string;
+  type: string;
+  task_id: string;
+  queue_id: string;
+  occurred_at: string;
+  result: string | null;
+}
+
+export interface EventView {
+  sequence: string;
+  type: string;
+  task_id: string;
+  queue_id: string;
+  occurred_at: string;
+  result: unknown;
+}
+
+export function eventView(r: EventRow): EventView {
+  return {
+    sequence: String(r.sequence),
+    type: r.type,
+    task_id: r.task_id,
+    queue_id: r.queue_id,
+    occurred_at: toIso(r.occurred_at)!,
+    result: r.result === null ? null : JSON.parse(r.result),
+  };
+}
+
+/** eventsBySequence(namespace_id, sequences) → rows keyed by sequence (pruned ones absent). */
+export async function eventsBySequence(db: Pool | Conn, namespaceId: string, sequences: string[]): Promise<Map<string, EventRow>> {
+  if (sequences.length === 0) return new Map();
+  const [rows] = await db.query<EventRow[]>(
+    `SELECT sequence, type, task_id, queue_id, occurred_at, result FROM result_events WHERE namespace_id = ? AND sequence IN (${sequences.map(() => '?').join(',')})`,
+    [namespaceId, ...sequences],
+  );
+  return new Map(rows.map((r) => [String(r.sequence), r]));
+}
+
+// ---- deliveries ----
+
+export interface DeliveryRow extends RowDataPacket {
+  id: string;
+  sequence: string;
+  state: string;
+  attempts: number;
+  lease_expires_at: string | null;
+  acked_at: string | null;
+  created_at: string;
+}
+
+/** insertDeliveries(subscription_id, namespace_id, [{id, sequence}]): state PENDING, attempts 0. */
+export async function insertDeliveries(c: Conn, subscriptionId: string, namespaceId: string, rows: { id: string; sequence: string }[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
+    await c.query(
+      `INSERT INTO deliveries (id, subscription_id, namespace_id, sequence, state, attempts, created_at) VALUES ${chunk
+        .map(() => "(?, ?, ?, ?, 'PENDING', 0, UTC_TIMESTAMP(3))")
+        .join(', ')}`,
+      chunk.flatMap((r) => [r.id, subscriptionId, namespaceId, r.sequence]),
+    );
+  }
+}
+
+/** expireLeases(subscription_id): LEASED deliveries whose lease ran out become EXPIRED. */
+export async function expireLeases(c: Conn, subscriptionId: string): Promise<number> {
+  const [res] = await c.execute(
+    `UPDATE deliveries SET state = 'EXPIRED' WHERE subscription_id = ? AND state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)`,
+    [subscriptionId],
+  );
+  return (res as { affectedRows: number }).affectedRows;
+}
+
+/** lockLeasable(subscription_id, state, limit) → deliveries in that state, by sequence, FOR UPDATE
+ * (a locking read sees the latest committed state, so a concurrent ack is never overwritten). */
+export async function lockLeasable(c: Conn, subscriptionId: string, state: 'PENDING' | 'EXPIRED', limit: number): Promise<{ id: string; sequence: string }[]> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT id, sequence FROM deliveries WHERE subscription_id = ? AND state = ? ORDER BY sequence LIMIT ${Number(limit)} FOR UPDATE`,
+    [subscriptionId, state],
+  );
+  return rows.map((r) => ({ id: r.id as string, sequence: String(r.sequence) }));
+}
+
+/** leaseDeliveryRows(ids, lease_seconds): LEASED, attempts + 1, lease = now + lease_seconds. */
+export async function leaseDeliveryRows(c: Conn, ids: string[], leaseSeconds: number): Promise<void> {
+  if (ids.length === 0) return;
+  await c.query(
+    `UPDATE deliveries SET state = 'LEASED', attempts = attempts + 1, lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
+      WHERE id IN (${ids.map(() => '?').join(',')})`,
+    [leaseSeconds, ...ids],
+  );
+}
+
+const DELIVERY_COLUMNS = `id, sequence,
+  CASE WHEN state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3) THEN 'EXPIRED' ELSE state END AS state,
+  attempts, lease_expires_at, acked_at, created_at`;
+
+/** deliveriesByIds(ids) → rows by sequence. */
+export async function deliveriesByIds(c: Conn, ids: string[]): Promise<DeliveryRow[]> {
+  if (ids.length === 0) return [];
+  const [rows] = await c.query<DeliveryRow[]>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY sequence`, ids);
+  return rows;
+}
+
+/** ackDeliveryRows(subscription_id, ids) → deliveries newly ACKED (only LEASED or EXPIRED ones: a
+ * delivery never handed out cannot be acknowledged, so nothing is discarded unseen). */
+export async function ackDeliveryRows(db: Pool | Conn, subscriptionId: string, ids: string[]): Promise<number> {
+  const [res] = await db.query(
+    `UPDATE deliveries SET state = 'ACKED', acked_at = UTC_TIMESTAMP(3)
+      WHERE subscription_id = ? AND id IN (${ids.map(() => '?').join(',')}) AND state IN ('LEASED','EXPIRED')`,
+    [subscriptionId, ...ids],
+  );
+  return (res as { affectedRows: number }).affectedRows;
+}
+
+/** countUnacked(subscription_id) → deliveries PENDING, LEASED or EXPIRED. */
+export async function countUnacked(db: Pool | Conn, subscriptionId: string): Promise<number> {
+  const [rows] = await db.execute<RowDataPacket[]>(
+    `SELECT COUNT(*) AS n FROM deliveries WHERE subscription_id = ? AND state IN ('PENDING','LEASED','EXPIRED')`,
+    [subscriptionId],
+  );
+  return Number(rows[0]!.n);
+}
+
+/** listDeliveryRows(subscription_id, state?, after_sequence?, limit) → history by sequence ascending
+ * (state as observed now: a LEASED delivery past its lease reads as EXPIRED). */
+export async function listDeliveryRows(
+  db: Pool | Conn,
+  subscriptionId: string,
+  q: { state?: string; afterSequence?: string; limit: number },
+): Promise<DeliveryRow[]> {
+  const where = ['subscription_id = ?'];
+  const args: unknown[] = [subscriptionId];
+  if (q.afterSequence !== undefined) {
+    where.push('sequence > ?');
+    args.push(q.afterSequence);
+  }
+  if (q.state === 'EXPIRED') where.push(`(state = 'EXPIRED' OR (state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)))`);
+  else if (q.state === 'LEASED') where.push(`state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)`);
+  else if (q.state !== undefined) {
+    where.push('state = ?');
+    args.push(q.state);
+  }
+  const [rows] = await db.query<DeliveryRow[]>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY sequence LIMIT ${Number(q.limit) + 1}`,
+    args,
+  );
+  return rows;
+}
+
+export function deliveryView(r: DeliveryRow, event: EventRow | undefined) {
+  return {
+    id: r.id,
+    sequence: String(r.sequence),
+    state: r.state,
+    attempts: r.attempts,
+    lease_expires_at: toIso(r.lease_expires_at),
+    acked_at: toIso(r.acked_at),
+    created_at: toIso(r.created_at)!,
+    event: event ? eventView(event) : null,
+  };
+}

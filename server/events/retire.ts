@@ -1,0 +1,145 @@
+// Explicit, irreversible retirement of a subscription or a queue (http-api.md "Retirement"). Both
+// run inside the idempotent command's transaction (server/http/command.ts), so the effect, the
+// audit row and the receipt commit together, and a refusal changes nothing.
+//
+// Consistency: every check below is a plain (consistent) read taken *after* the locks, so the read
+// view is created once the competing writers are excluded:
+// - subscription: the stream head is locked FOR UPDATE (no outcome can append meanwhile), then the
+//   subscription row (no lease can materialize or lease meanwhile);
+// - queue: the queue row is locked FOR UPDATE first — submit takes it LOCK IN SHARE MODE, the claim
+//   transaction FOR UPDATE (and grants nothing for a retired queue), subscription creation LOCK IN
+//   SHARE MODE — so nothing can add work to the queue between the checks and the commit. A writer
+//   that is still in flight only makes the check more conservative (its work is seen as unfinished).
+import type { RowDataPacket } from 'mysql2/promise';
+import { OrbitError } from '../../protocol/errors.js';
+import type { RetireBody } from '../../protocol/http-schemas.js';
+import type { Conn } from '../db/pool.js';
+import type { Credential } from '../db/credentials.js';
+import { getQueue, queueView, type QueueView } from '../db/queues.js';
+import { countQueueSubscriptions, countUnacked, countUnmaterialized, getSubscription, lockWatermark, markSubscriptionRetired, subscriptionView, type SubscriptionView } from '../db/subscriptions.js';
+import { insertAudit } from '../db/tenants.js';
+import { requireQueueAccess } from '../http/auth.js';
+import { assertNoGap, filterOf } from './stream.js';
+
+function revisionConflict(expected: string, current: string): OrbitError {
+  return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
+}
+
+/** Retires a subscription owned by `cred`. */
+export async function retireSubscription(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
+  const wm = await lockWatermark(c, cred.namespaceId);
+  const s = await getSubscription(c, cred.namespaceId, id, true);
+  if (!s || s.owner_credential_id !== cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
+  requireQueueAccess(cred, s.queue_id);
+  if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is already retired');
+  if (String(s.revision) !== b.expected_revision) throw revisionConflict(b.expected_revision, String(s.revision));
+  const unacked = await countUnacked(c, s.id);
+  if (unacked > 0) {
+    throw new OrbitError('RESOURCE_BUSY', `subscription has ${unacked} deliveries not acknowledged (PENDING, LEASED or EXPIRED); consume and ack them first`, {
+      reason: 'unacked_deliveries',
+      count: unacked,
+    });
+  }
+  await assertNoGap(c, s, wm);
+  const undelivered = await countUnmaterialized(c, filterOf(s), String(s.cursor_sequence), wm);
+  if (undelivered > 0) {
+    throw new OrbitError(
+      'RESOURCE_BUSY',
+      `subscription has ${undelivered} matching events up to the watermark ${wm} not yet delivered; lease and ack them first`,
+      { reason: 'undelivered_events', count: undelivered, watermark: wm },
+    );
+  }
+  await markSubscriptionRetired(c, s.id, wm);
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'subscription.retire',
+    targetType: 'subscription',
+    targetId: s.id,
+    details: { reason: b.reason, expected_revision: b.expected_revision, retired_sequence: wm },
+  });
+  const row = (await getSubscription(c, cred.namespaceId, s.id))!;
+  return subscriptionView(row, 0);
+}
+
+export interface BusyReason {
+  reason: 'unfinished_tasks' | 'needs_review_tasks' | 'in_flight_attempts' | 'unreleased_permits' | 'held_resource_keys' | 'subscriptions';
+  count: number;
+  message: string;
+  task_ids?: string[];
+}
+
+/** Everything that keeps a queue from being retired (empty when it can be). The caller holds the
+ * queue row FOR UPDATE. */
+export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
+  const out: BusyReason[] = [];
+  const [tasks] = await c.execute<RowDataPacket[]>(
+    `SELECT state, COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW') GROUP BY state ORDER BY state`,
+    [q.id],
+  );
+  const live = tasks.filter((r) => r.state !== 'NEEDS_REVIEW');
+  const liveCount = live.reduce((n, r) => n + Number(r.n), 0);
+  if (liveCount > 0) {
+    out.push({
+      reason: 'unfinished_tasks',
+      count: liveCount,
+      message: `${liveCount} unfinished tasks (${live.map((r) => `${r.state} ${r.n}`).join(', ')})`,
+    });
+  }
+  const review = tasks.find((r) => r.state === 'NEEDS_REVIEW');
+  if (review) {
+    const [ids] = await c.execute<RowDataPacket[]>(`SELECT id FROM tasks WHERE queue_id = ? AND state = 'NEEDS_REVIEW' ORDER BY seq LIMIT 20`, [q.id]);
+    out.push({
+      reason: 'needs_review_tasks',
+      count: Number(review.n),
+      message: `${review.n} tasks in NEEDS_REVIEW (resolve them first: ${ids.map((r) => r.id as string).join(', ')}${Number(review.n) > ids.length ? ', …' : ''})`,
+      task_ids: ids.map((r) => r.id as string),
+    });
+  }
+  const [att] = await c.execute<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM attempts WHERE state IN ('LEASED','RUNNING') AND queue_id = ?`, [q.id]);
+  const inFlight = Number(att[0]!.n);
+  if (inFlight > 0) out.push({ reason: 'in_flight_attempts', count: inFlight, message: `${inFlight} in-flight attempts (LEASED or RUNNING)` });
+  if (q.active_attempts > 0) {
+    out.push({ reason: 'unreleased_permits', count: q.active_attempts, message: `${q.active_attempts} queue permits not released (active_attempts)` });
+  }
+  const [keys] = await c.execute<RowDataPacket[]>(
+    `SELECT COUNT(*) AS n FROM resource_keys rk JOIN attempts a ON a.id = rk.holder_attempt_id
+      WHERE rk.namespace_id = ? AND rk.holder_attempt_id IS NOT NULL AND a.queue_id = ?`,
+    [q.namespace_id, q.id],
+  );
+  const held = Number(keys[0]!.n);
+  if (held > 0) out.push({ reason: 'held_resource_keys', count: held, message: `${held} resource-key permits held by attempts of this queue` });
+  const subs = await countQueueSubscriptions(c, q.id);
+  if (subs > 0) out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
+  return out;
+}
+
+/** Retires a queue. */
+export async function retireQueue(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<QueueView> {
+  const q = await getQueue(c, cred.namespaceId, id, 'update');
+  if (!q) throw new OrbitError('NOT_FOUND', 'queue not found');
+  requireQueueAccess(cred, q.id);
+  if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is already retired');
+  if (String(q.revision) !== b.expected_revision) throw revisionConflict(b.expected_revision, String(q.revision));
+  const blockers = await queueBlockers(c, q);
+  if (blockers.length > 0) {
+    throw new OrbitError('RESOURCE_BUSY', `queue cannot be retired: ${blockers.map((x) => x.message).join('; ')}`, {
+      reasons: blockers.map((x) => x.reason),
+      blockers: blockers.map(({ message: _m, ...rest }) => rest),
+    });
+  }
+  await c.execute(
+    `UPDATE queues SET paused = 1, retired_at = UTC_TIMESTAMP(3), retire_reason = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ?`,
+    [b.reason, q.id],
+  );
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'queue.retire',
+    targetType: 'queue',
+    targetId: q.id,
+    details: { reason: b.reason, expected_revision: b.expected_revision },
+  });
+  return queueView((await getQueue(c, cred.namespaceId, q.id))!);
+}

@@ -1,0 +1,190 @@
+// Result stream consumers (http-api.md "Result stream and subscriptions"): create, read, list,
+// pause/resume (receipt-bearing commands), delivery history, lease and ack (not receipt-bearing).
+import { OrbitError } from '../../protocol/errors.js';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '../../protocol/http-schemas.js';
+import { ID_RE } from '../../protocol/validation.js';
+import { getQueue } from '../db/queues.js';
+import { isDuplicateKey } from '../db/pool.js';
+import {
+  ackDeliveryRows,
+  committedWatermark,
+  countActiveSubscriptions,
+  deliveryView,
+  eventsBySequence,
+  getSubscription,
+  insertSubscription,
+  listDeliveryRows,
+  listSubscriptions,
+  setSubscriptionPaused,
+  subscriptionView,
+  type SubscriptionRow,
+} from '../db/subscriptions.js';
+import { insertAudit } from '../db/tenants.js';
+import { leaseDeliveries, pendingCount } from '../events/stream.js';
+import { newId } from '../ids.js';
+import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
+import type { Reply, RequestCtx } from './context.js';
+
+/** Non-retired subscriptions per namespace (paused ones count). */
+export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
+
+export async function createSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:manage');
+  rejectQuery(ctx);
+  const key = idempotencyKey(ctx);
+  const b = await readBody(ctx, CreateSubscriptionBody);
+  // The filter is a set: order does not change the command.
+  const n = { name: b.name, queue_id: b.queue_id, event_types: EVENT_TYPES.filter((t) => b.event_types.includes(t)) };
+  const cred = ctx.cred;
+  // Queue authorization before the receipt lookup (as submit does): a replay never hands a
+  // subscription of a queue outside queue_ids to a limited credential.
+  if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
+    const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
+    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    requireQueueAccess(cred, q.id);
+  }
+  return runCommand(ctx, key, {
+    operation: 'POST /v1/subscriptions',
+    targetId: '',
+    normalized: n,
+    status: 201,
+    effect: async (c) => {
+      // The namespace row serializes creations (the 64-slot quota); the queue row in share mode
+      // serializes with queue retirement (which takes it exclusively).
+      await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
+      const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
+      if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+      requireQueueAccess(cred, q.id);
+      if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
+      const active = await countActiveSubscriptions(c, cred.namespaceId);
+      if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
+        throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired subscriptions (limit ${MAX_SUBSCRIPTIONS_PER_NAMESPACE}); retire one first`);
+      }
+      const wm = await committedWatermark(c, cred.namespaceId);
+      const id = newId();
+      try {
+        await insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm });
+      } catch (err) {
+        if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a subscription named ${n.name} exists or existed in this namespace`, { field: 'name' });
+        throw err;
+      }
+      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'subscription.create', targetType: 'subscription', targetId: id, details: n });
+      const row = (await getSubscription(c, cred.namespaceId, id))!;
+      return { data: { subscription: subscriptionView(row, 0) }, resourceId: id };
+    },
+  });
+}
+
+/** A subscription of the credential's namespace owned by it (404 otherwise), queue authorized (403). */
+export async function loadSubscription(ctx: RequestCtx, id: string): Promise<SubscriptionRow> {
+  const row = ID_RE.test(id) ? await getSubscription(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+  if (!row || row.owner_credential_id !== ctx.cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
+  requireQueueAccess(ctx.cred, row.queue_id);
+  return row;
+}
+
+export async function getSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:read');
+  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
+  const s = await loadSubscription(ctx, ctx.params.id!);
+  return { status: 200, data: { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) } };
+}
+
+export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:read');
+  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
+  const pool = ctx.app.pool;
+  const rows = (await listSubscriptions(pool, ctx.cred.namespaceId, ctx.cred.id)).filter((r) => canUseQueue(ctx.cred, r.queue_id));
+  const wm = await committedWatermark(pool, ctx.cred.namespaceId);
+  const out = [];
+  for (const r of rows) out.push(subscriptionView(r, await pendingCount(pool, r, wm)));
+  return { status: 200, data: { subscriptions: out } };
+}
+
+function pauseOrResume(paused: boolean) {
+  return async (ctx: RequestCtx): Promise<Reply> => {
+    requireScope(ctx.cred, 'events:manage');
+    rejectQuery(ctx);
+    const key = idempotencyKey(ctx);
+    const id = ctx.params.id!;
+    const b = await readBody(ctx, RevisionBody);
+    await loadSubscription(ctx, id);
+    const cred = ctx.cred;
+    const action = paused ? 'pause' : 'resume';
+    return runCommand(ctx, key, {
+      operation: `POST /v1/subscriptions/{id}:${action}`,
+      targetId: id,
+      normalized: b,
+      status: 200,
+      effect: async (c) => {
+        const s = (await getSubscription(c, cred.namespaceId, id, true))!;
+        if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
+        if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
+          throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });
+        }
+        await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `subscription.${action}`, targetType: 'subscription', targetId: id });
+        const row = (await getSubscription(c, cred.namespaceId, id))!;
+        return { data: { subscription: subscriptionView(row, await pendingCount(c, row)) }, resourceId: id };
+      },
+    });
+  };
+}
+
+export const pauseSubscriptionRoute = pauseOrResume(true);
+export const resumeSubscriptionRoute = pauseOrResume(false);
+
+const DELIVERY_STATES = ['PENDING', 'LEASED', 'EXPIRED', 'ACKED'];
+const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
+
+export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:read');
+  const q = ctx.url.searchParams;
+  for (const k of q.keys()) if (!HISTORY_PARAMS.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+  const one = (k: string) => {
+    const all = q.getAll(k);
+    if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+    return all[0];
+  };
+  const s = await loadSubscription(ctx, ctx.params.id!);
+  let limit = 100;
+  const rawLimit = one('limit');
+  if (rawLimit !== undefined) {
+    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
+      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
+    }
+    limit = Number(rawLimit);
+  }
+  const state = one('state');
+  if (state !== undefined && !DELIVERY_STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: one of PENDING, LEASED, EXPIRED, ACKED', { field: 'state' });
+  const cursor = one('cursor');
+  let after: string | undefined;
+  if (cursor !== undefined) {
+    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+    if (!/^d(0|[1-9][0-9]{0,19})$/.test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
+    after = decoded.slice(1);
+  }
+  const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
+  const page = rows.slice(0, limit);
+  const events = await eventsBySequence(ctx.app.pool, s.namespace_id, page.map((r) => String(r.sequence)));
+  const next = rows.length > limit ? Buffer.from('d' + String(page[page.length - 1]!.sequence)).toString('base64url') : null;
+  return { status: 200, data: { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next } };
+}
+
+export async function leaseDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:read');
+  rejectQuery(ctx);
+  const b = await readBody(ctx, LeaseDeliveriesBody);
+  const s = await loadSubscription(ctx, ctx.params.id!);
+  const deliveries = await leaseDeliveries(ctx.app.pool, ctx.cred.namespaceId, s.id, b.max, b.lease_seconds);
+  return { status: 200, data: { deliveries } };
+}
+
+export async function ackDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'events:read');
+  rejectQuery(ctx);
+  const b = await readBody(ctx, AckDeliveriesBody);
+  const s = await loadSubscription(ctx, ctx.params.id!);
+  const acked = await ackDeliveryRows(ctx.app.pool, s.id, [...new Set(b.delivery_ids)]);
+  return { status: 200, data: { acked } };
+}
