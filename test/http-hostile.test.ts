@@ -217,6 +217,19 @@ describe('broken HTTP', () => {
     expect(statuses).toEqual([200, 200]);
   });
 
+  it('garbage pipelined after a valid request never corrupts the valid response', async () => {
+    const valid = head('GET', `/v1/queues/${t.queue_id}`) + '\r\n';
+    const r = await rawRequest(gw.url, valid + 'NOT HTTP AT ALL\r\n\r\n', { untilClose: true });
+    expect(r.status).toBe(200);
+    const len = Number(r.headers['content-length']);
+    const first = JSON.parse(r.body.slice(0, len));
+    expect(first.data.queue.id).toBe(t.queue_id);
+    // Whatever follows the complete first response is either nothing or a whole second response.
+    const rest = r.body.slice(len);
+    if (rest.length > 0) expect(rest).toMatch(/^HTTP\/1\.1 400 /);
+    await stillServing();
+  });
+
   it('HTTP/1.0 without Host works', async () => {
     const r = await rawRequest(gw.url, `GET /healthz HTTP/1.0\r\n\r\n`);
     expect(r.status).toBe(200);

@@ -335,6 +335,14 @@ describe('not_before', () => {
     expect((await accepted(taskBody(t.queue_id, { not_before: '2024-02-29T00:00:00Z' }))).not_before).toBe('2024-02-29T00:00:00.000Z');
   });
 
+  it('far past timestamps are answered with 201 or 400, never 5xx', async () => {
+    for (const v of ['0000-01-01T00:00:00Z', '0001-01-01T00:00:00Z', '0999-12-31T23:59:59.999Z', '1000-01-01T00:00:00Z', '1969-12-31T23:59:59.999Z', '1970-01-01T00:00:00Z']) {
+      const r = await submit(taskBody(t.queue_id, { not_before: v }));
+      if (r.status === 201) expect(Date.parse(r.body.data.task.not_before)).toBe(Date.parse(v));
+      else expect(expectError(r, 400, 'INVALID_ARGUMENT').details?.field).toBe('not_before');
+    }
+  });
+
   it('must not be after the deadline', async () => {
     const twoDays = new Date(Date.now() + 2 * 86400_000).toISOString();
     await rejectsBody(taskBody(t.queue_id, { not_before: twoDays }), 'not_before');

@@ -33,11 +33,27 @@ export function createHttpServer(app: AppContext): http.Server {
           ? 'request not received in time'
           : 'malformed HTTP request';
     const body = JSON.stringify({ request_id: requestId, error: new OrbitError('INVALID_ARGUMENT', message).toBody() });
-    socket.end(
-      'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-    );
-    app.metrics.httpRequests.inc({ route: 'unparsed', status: '400' });
+    let replied = false;
+    const reply = () => {
+      if (replied) return;
+      replied = true;
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      socket.end(
+        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
+      );
+      app.metrics.httpRequests.inc({ route: 'unparsed', status: '400' });
+    };
+    // Garbage pipelined behind a complete, valid request: answer it only after that request's
+    // response is complete, never in the middle of it. When the broken bytes are the body of the
+    // request in flight (bad chunking, truncation), answer now: that handler is stuck reading and
+    // fails harmlessly once the connection closes.
+    const inflight = (socket as unknown as { _httpMessage?: http.ServerResponse | null })._httpMessage;
+    if (inflight && !inflight.writableFinished && inflight.req?.complete) inflight.once('finish', reply).once('close', reply);
+    else reply();
   });
   return server;
 }
