@@ -9,6 +9,12 @@ import { createWorker } from '../worker-sdk/worker.js';
 const env = process.env;
 const delay = Number(env.WORKER_DELAY_MS ?? 0);
 const logRuns = env.WORKER_LOG_RUNS === '1';
+// WORKER_LATENCY=1: record handler-return → result.ok latency (ms) per attempt, printed as one
+// {"ev":"latency"} line at exit (the benchmark's result→result.ok figure).
+const trackLatency = env.WORKER_LATENCY === '1';
+const doneAt = new Map<string, number>();
+const resultLatencies: number[] = [];
+let completed = 0;
 const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
 
 const worker = createWorker({
@@ -22,6 +28,7 @@ const worker = createWorker({
       if (logRuns) out({ ev: 'run', task: e.task.id, attempt: e.attemptId, key: e.task.concurrencyKey, token: e.concurrencyToken?.toString(), t: Date.now() });
       if (delay > 0) await new Promise((r) => setTimeout(r, Math.random() * delay));
       if (logRuns) out({ ev: 'done', task: e.task.id, attempt: e.attemptId, t: Date.now() });
+      if (trackLatency) doneAt.set(e.attemptId, performance.now());
       return { ok: true };
     },
   },
@@ -31,11 +38,20 @@ worker.on('connected', (h) => {
   if (!ready) out({ ev: 'ready', worker_id: h.worker_id });
   ready = true;
 });
+worker.on('result', (r) => {
+  completed++;
+  const t0 = doneAt.get(r.attemptId);
+  if (t0 !== undefined) {
+    resultLatencies.push(performance.now() - t0);
+    doneAt.delete(r.attemptId);
+  }
+});
 worker.on('fatal', (err) => {
   out({ ev: 'fatal', message: err.message });
   process.exit(3);
 });
 const stop = () => {
+  if (trackLatency) out({ ev: 'latency', completed, result_ms: resultLatencies.map((x) => Math.round(x * 100) / 100) });
   worker.close({ timeoutMs: 8000 }).then(
     () => process.exit(0),
     () => process.exit(1),

@@ -81,7 +81,11 @@ export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>
         broken = true;
       });
       const code = (err as { errno?: number }).errno;
-      if ((code === 1213 || code === 1205) && attempt < 5 && !broken) continue;
+      if ((code === 1213 || code === 1205) && attempt < 8 && !broken) {
+        // Back off a little (with jitter) so the transactions that collided do not collide again.
+        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+        continue;
+      }
       throw err;
     } finally {
       // A connection whose ROLLBACK failed is dead (server restarted): drop it from the pool.
