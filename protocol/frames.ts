@@ -247,9 +247,27 @@ function parseWith<F>(checks: Map<string, ReturnType<typeof TypeCompiler.Compile
   return { ok: true, frame: v as F };
 }
 
+/** Deepest object/array nesting a worker frame may have (the frame itself is level 1), as for
+ * HTTP bodies: deeper values overflow the stack of JSON.stringify and every recursive walk. */
+export const MAX_FRAME_DEPTH = 512;
+
+function tooDeep(root: unknown, cap: number): boolean {
+  const stack: Array<[unknown, number]> = [[root, 1]];
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!;
+    if (d > cap) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
+      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
+    }
+  }
+  return false;
+}
+
 /** Parses and validates a worker → gateway text frame. */
 export function parseWorkerFrame(text: string): ParseResult<WorkerFrame> {
-  return parseWith<WorkerFrame>(workerChecks, text);
+  const r = parseWith<WorkerFrame>(workerChecks, text);
+  if (r.ok && tooDeep(r.frame, MAX_FRAME_DEPTH)) return { ok: false, message: `frame is nested deeper than ${MAX_FRAME_DEPTH} levels` };
+  return r;
 }
 
 /** Parses and validates a gateway → worker text frame (used by the SDK). */

@@ -91,6 +91,21 @@ export class Reconciler {
       s.close(4409, 'superseded');
       this.gw.unregister(s);
     }
+    // Sessions whose credential was revoked after they connected: close 1008 (policy).
+    const credIds = [...new Set(sessions.filter((s) => s.state !== 'closed').map((s) => s.cred.id))];
+    if (credIds.length === 0) return;
+    const [revoked] = await pool.query<RowDataPacket[]>(
+      `SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${credIds.map(() => '?').join(',')})`,
+      credIds,
+    );
+    const gone = new Set(revoked.map((r) => r.id as string));
+    for (const s of sessions) {
+      if (s.state === 'closed' || !gone.has(s.cred.id)) continue;
+      s.state = 'closed';
+      s.send({ type: 'error', code: 'UNAUTHENTICATED', message: 'credential revoked', fatal: true });
+      s.close(1008, 'credential revoked');
+      this.gw.unregister(s);
+    }
   }
 
   stop(): void {

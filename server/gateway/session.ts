@@ -108,7 +108,8 @@ export class Session {
 
   private onUnexpected(err: unknown): void {
     if (err instanceof OrbitError) {
-      const close = ERROR_CODES[err.code].close ?? 1011;
+      // A documented refusal (e.g. hello NOT_FOUND for a queue) is policy, not an internal error.
+      const close = ERROR_CODES[err.code].close ?? 1008;
       this.fatal(err.code, err.message, close);
       return;
     }
