@@ -391,7 +391,7 @@ describe('body rules', () => {
     for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/json; charset=latin1', 'text/json']) {
       await rejected(submitRaw(raw, ikey(), { 'content-type': ct }), 'Content-Type');
     }
-    for (const ct of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON']) {
+    for (const ct of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON', 'application/json; charset="utf-8"']) {
       expectData(await submitRaw(raw, ikey(), { 'content-type': ct }), 201);
     }
   });

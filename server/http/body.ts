@@ -10,7 +10,7 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const ctype = req.headers['content-type'];
-  if (ctype !== undefined && !/^application\/json\s*(;\s*charset=utf-8\s*)?$/i.test(ctype.trim())) {
+  if (ctype !== undefined && !/^application\/json\s*(;\s*charset=("utf-8"|utf-8)\s*)?$/i.test(ctype.trim())) {
     await drain(req);
     throw new OrbitError('INVALID_ARGUMENT', 'Content-Type must be application/json', { field: 'Content-Type' });
   }
