@@ -33,6 +33,12 @@ export function createMetrics() {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    batchSize: new client.Histogram({
+      name: 'orbit_frame_batch_size',
+      help: 'start/result frames committed together in one coalesced transaction',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+      registers: [registry],
+    }),
     liveSessions: new client.Gauge({ name: 'orbit_live_sessions', help: 'open worker sessions on this node', registers: [registry] }),
     sweeperRecovered: new client.Counter({
       name: 'orbit_sweeper_recovered_total',

@@ -40,6 +40,16 @@ export class PermitLedger {
     add(this.appUnfinished, applicationId, 1);
   }
 
+  /** Adds another ledger's changes (an item of a coalesced batch that committed). */
+  merge(o: PermitLedger): void {
+    for (const [k, d] of o.queueActive) add(this.queueActive, k, d);
+    for (const [k, d] of o.appActive) add(this.appActive, k, d);
+    for (const [k, d] of o.appUnfinished) add(this.appUnfinished, k, d);
+    this.keys.push(...o.keys);
+    this.events.push(...o.events);
+    for (const q of o.freedQueues) this.freedQueues.add(q);
+  }
+
   event(e: PendingEvent): void {
     this.events.push(e);
   }

@@ -36,7 +36,12 @@ async function lockOwnAttempt(c: Conn, who: Identity, attemptId: string): Promis
 /** `start`: LEASED → RUNNING (task RUNNING, attempts_made + 1), lease renewed. A repeated start of
  * a RUNNING attempt answers again. */
 export async function startAttempt(pool: Pool, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
-  return withTransaction(pool, async (c) => {
+  return withTransaction(pool, (c) => startInTx(c, who, attemptId));
+}
+
+/** The body of `start` inside a caller's transaction (single or coalesced). */
+export async function startInTx(c: Conn, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
+  {
     const a = await lockOwnAttempt(c, who, attemptId);
     if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
     if (a.state === 'LEASED') {
@@ -53,7 +58,7 @@ export async function startAttempt(pool: Pool, who: Identity, attemptId: string)
     }
     const [rows] = await c.execute<RowDataPacket[]>('SELECT lease_expires_at FROM attempts WHERE id = ?', [attemptId]);
     return { leaseExpiresAt: toIso(rows[0]!.lease_expires_at as string)! };
-  });
+  }
 }
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
@@ -112,14 +117,25 @@ export function retryBackoffMs(frame: { retry_after_ms?: number }, q: { initial:
 /** `result`: applies the outcome to the attempt and the task, releases permits and appends the
  * event, storing the reply for duplicates — one transaction. */
 export async function applyResult(pool: Pool, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultOutcome> {
+  let ledger = new PermitLedger();
+  const reply = await withTransaction(pool, async (c) => {
+    ledger = new PermitLedger(); // fresh on a deadlock retry
+    const r = await resultInTx(c, ledger, who, f, maxOutputBytes);
+    await ledger.flush(c);
+    return r;
+  });
+  return { reply, freedQueues: [...ledger.freedQueues] };
+}
+
+/** The body of `result` inside a caller's transaction; permit releases and the event go to
+ * `ledger`, which the caller flushes before commit. */
+export async function resultInTx(c: Conn, ledger: PermitLedger, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultReply> {
   const output = f.output === undefined ? null : JSON.stringify(f.output);
   if (output !== null && Buffer.byteLength(output) > maxOutputBytes) {
     throw new OrbitError('PAYLOAD_TOO_LARGE', `output over ${maxOutputBytes} bytes`, { attempt_id: f.attempt_id });
   }
   const fp = resultFingerprint(f);
-  let ledger = new PermitLedger();
-  const reply = await withTransaction(pool, async (c) => {
-    ledger = new PermitLedger(); // fresh on a deadlock retry
+  {
     const a = await lockOwnAttempt(c, who, f.attempt_id);
     if (!isLive(a)) {
       if (a.result_fingerprint === fp && a.result_reply) return { ...(JSON.parse(a.result_reply) as ResultReply), deduplicated: true };
@@ -192,10 +208,8 @@ export async function applyResult(pool: Pool, who: Identity, f: ResultFrame, max
     } else {
       await finishTask(c, ledger, t, { state: taskState, outcome: taskOutcome!, output: f.outcome === 'succeeded' ? output : null, error: err, attemptsMade });
     }
-    await ledger.flush(c);
     return replyObj;
-  });
-  return { reply, freedQueues: [...ledger.freedQueues] };
+  }
 }
 
 /** Moves a task to a terminal state or NEEDS_REVIEW with its result, and records the event and

@@ -7,7 +7,7 @@ import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
 import { isConnectionError } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { startAttempt, renewAttempts, applyResult } from '../dispatch/lifecycle.js';
+import { startInTx, renewAttempts, resultInTx } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { newId } from '../ids.js';
 import { helloTransaction, closeSessionRow } from './hello.js';
@@ -202,7 +202,7 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const r = await startAttempt(this.gw.app.pool, this.who(), attemptId);
+    const { value: r } = await this.gw.batcher.run((c) => startInTx(c, this.who(), attemptId));
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
 
@@ -213,11 +213,11 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await applyResult(this.gw.app.pool, this.who(), f);
+    const { value: reply, ledger } = await this.gw.batcher.run((c, l) => resultInTx(c, l, this.who(), f));
     this.held.delete(f.attempt_id);
-    this.send(r.reply as GatewayFrame);
-    if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
-    this.gw.wake(r.freedQueues);
+    this.send(reply as GatewayFrame);
+    if (!reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
+    this.gw.wake(ledger.freedQueues);
     this.gw.kick(this);
   }
 

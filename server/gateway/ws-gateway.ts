@@ -11,6 +11,7 @@ import { isConnectionError } from '../db/pool.js';
 import { Session } from './session.js';
 import { Dispatcher } from './dispatcher.js';
 import { Reconciler } from './reconciler.js';
+import { TxBatcher } from '../dispatch/tx-batcher.js';
 
 export class Gateway {
   readonly sessions = new Map<string, Session>();
@@ -20,6 +21,8 @@ export class Gateway {
   readonly wss: WebSocketServer;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
+  /** start and result frames of all local sessions, coalesced into shared transactions. */
+  readonly batcher: TxBatcher;
   readonly helloTimeoutMs: number;
   private pingTimer: NodeJS.Timeout;
 
@@ -36,6 +39,10 @@ export class Gateway {
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     });
     server.on('upgrade', (req, socket, head) => void this.onUpgrade(req, socket, head));
+    this.batcher = new TxBatcher(app.pool, 128, 2, (size, seconds) => {
+      app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
+      app.metrics.batchSize.observe(size);
+    });
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.pingTimer = setInterval(() => {
