@@ -122,6 +122,18 @@ describe('normalization', () => {
     expect(expectData(await submit(taskBody(t.queue_id), k2), 200)).toEqual({ ...second, deduplicated: true });
   });
 
+  it('max_attempts written as the queue\'s retry.max_attempts equals omitting it', async () => {
+    const q = expectData(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'five-tries', retry: { max_attempts: 5 } } }), 201).queue;
+    const k1 = ikey();
+    const first = expectData(await submit(taskBody(q.id), k1), 201);
+    expect(first.task.max_attempts).toBe(5);
+    expect(expectData(await submit(taskBody(q.id, { max_attempts: 5 }), k1), 200)).toEqual({ ...first, deduplicated: true });
+    expectError(await submit(taskBody(q.id, { max_attempts: 3 }), k1), 409, 'IDEMPOTENCY_CONFLICT');
+    const k2 = ikey();
+    const second = expectData(await submit(taskBody(q.id, { max_attempts: 5 }), k2), 201);
+    expect(expectData(await submit(taskBody(q.id), k2), 200)).toEqual({ ...second, deduplicated: true });
+  });
+
   it('the same instant written differently in not_before is the same command', async () => {
     const key = ikey();
     const first = expectData(await submit(taskBody(t.queue_id, { not_before: '2020-06-01T12:00:00+02:00' }), key), 201);

@@ -62,11 +62,17 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
   const cred = ctx.cred;
   // Queue authorization before the receipt lookup, so that a replay never hands a task of a queue
   // outside queue_ids to a limited credential (404 when the queue is not in the namespace at all).
-  if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
-    const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
-    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
-    requireQueueAccess(cred, q.id);
+  const outsideQueueIds = cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id);
+  const pre = (outsideQueueIds || n.max_attempts === undefined) && ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
+  if (outsideQueueIds) {
+    if (!pre) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    requireQueueAccess(cred, pre.id);
   }
+  // max_attempts defaults to the queue's retry.max_attempts: apply it before fingerprinting, so that
+  // writing the default out is the same command as omitting it. (Queues have no endpoint that
+  // changes their retry policy; if one is added, an omitted max_attempts replayed after a change
+  // would no longer match its receipt.)
+  if (n.max_attempts === undefined && pre) n.max_attempts = pre.retry_max_attempts;
   return runCommand(ctx, key, {
     operation: 'POST /v1/tasks',
     targetId: '',
