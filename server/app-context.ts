@@ -14,6 +14,8 @@ export interface AppContext {
   events: EventEmitter;
   /** The node's worker gateway (set once started): HTTP commands use it to notify local sessions. */
   gateway?: import('./gateway/ws-gateway.js').Gateway;
+  /** Coalesces receipt-bearing HTTP commands of this node into shared transactions. */
+  commandBatcher?: import('./dispatch/tx-batcher.js').TxBatcher;
   /** True once SIGTERM arrived: new requests get 503. */
   shuttingDown: boolean;
 }

@@ -7,6 +7,7 @@ import { assertSchemaCurrent } from './db/migrations.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { createHttpServer } from './http/server.js';
+import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
 
 export interface GatewayHandle {
@@ -33,6 +34,10 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const metrics = createMetrics();
   const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false };
   app.events.setMaxListeners(0);
+  app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
+    metrics.commitSeconds.observe({ op: 'commands' }, seconds);
+    metrics.batchSize.observe(size);
+  });
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];
   const hooks = await import('./gateway-hooks.js');

@@ -123,6 +123,32 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
   // Fast path: a replay needs no lock.
   const committed = await getReceipt(pool, ns, key);
   if (committed && committed.http_status !== 0) return replay(committed, spec, fingerprint);
+  // Common path: the command joins the node's coalesced command transaction (many commands, one
+  // commit). Its receipt row is claimed first under a savepoint; a key taken by a concurrent
+  // command (or a deadlock among same-key waiters) falls through to the serialized path below.
+  const batcher = ctx.app.commandBatcher;
+  if (batcher) {
+    try {
+      const started = process.hrtime.bigint();
+      const { value: data } = await batcher.run(async (c) => {
+        try {
+          await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
+        } catch (err) {
+          throw isDuplicateKey(err) ? new ReceiptTaken() : err;
+        }
+        const out = await spec.effect(c);
+        const stored = { ...out.data, deduplicated: false };
+        await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
+        return stored;
+      });
+      ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
+      spec.afterCommit?.(data);
+      return { status: spec.status, data };
+    } catch (err) {
+      const errno = (err as { errno?: number }).errno;
+      if (!(err instanceof ReceiptTaken) && errno !== 1213 && errno !== 1205) throw err;
+    }
+  }
   type Outcome = { replayed: Reply } | { data: Record<string, unknown> };
   const outcome = await withKeyLock(pool, ns, key, async (conn): Promise<Outcome> => {
     for (let round = 0; round < 3; round++) {
