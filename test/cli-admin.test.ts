@@ -284,6 +284,7 @@ describe('orbit-admin bad arguments', () => {
     ['bootstrap with a stray positional argument', () => boot('--queue', 'a', 'extra', '--output', out())],
     ['bootstrap with --output in a path that cannot be written', () => boot('--queue', 'a', '--output', path.join(notADir, 'creds.json'))],
     ['bootstrap with --output naming a directory', () => boot('--queue', 'a', '--output', dir)],
+    ['bootstrap reusing a namespace with another environment', () => ['bootstrap', '--application', 'bad-app', '--namespace', 'main', '--environment', 'prod', '--queue', 'alpha', '--output', out()]],
     ['bootstrap with --application twice', () => [...boot('--queue', 'a', '--output', out()), '--application', 'y']],
     ['bootstrap without ORBIT_MYSQL_DSN', () => boot('--queue', 'a', '--output', out()), { ORBIT_MYSQL_DSN: undefined }],
     ['bootstrap with a garbage ORBIT_MYSQL_DSN', () => boot('--queue', 'a', '--output', out()), { ORBIT_MYSQL_DSN: 'not a dsn' }],

@@ -51,6 +51,12 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
   return withTransaction(pool, async (c) => {
     const applicationId = await findOrCreateApplication(c, input.application);
     const namespaceId = await findOrCreateNamespace(c, applicationId, input.namespace, input.environment);
+    // A reused namespace keeps its environment; a file naming another one would be a lie.
+    const [envRows] = await c.execute('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
+    const existingEnv = (envRows as { environment: string }[])[0]?.environment;
+    if (existingEnv !== undefined && existingEnv !== input.environment) {
+      throw new Error(`namespace ${input.namespace} exists with environment ${existingEnv}; pass --environment ${existingEnv}`);
+    }
     const queues: Record<string, string> = {};
     for (const name of input.queues) {
       const existing = await findQueueByName(c, namespaceId, name);
