@@ -501,3 +501,14 @@ describe('quota and retirement', () => {
     expect(again).toEqual({ ...first, deduplicated: true });
   });
 });
+
+describe('payload numbers', () => {
+  it('refuses an integer beyond 2^53 (it would be stored changed) and keeps 2^53 - 1 exactly', async () => {
+    const body = JSON.stringify(taskBody(t.queue_id, { payload: { id: 0 } }));
+    await rejected(submitRaw(body.replace('"id":0', '"id":12345678901234567890')), 'payload.id');
+    await rejected(submitRaw(body.replace('"id":0', '"id":[1,-9007199254740993]')), 'payload.id.1');
+    const ok = await submitRaw(body.replace('"id":0', '"id":9007199254740991'));
+    expect(ok.status).toBe(201);
+    expect(ok.text).toContain('"id":9007199254740991');
+  });
+});

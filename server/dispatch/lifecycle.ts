@@ -45,6 +45,10 @@ export async function startInTx(c: Conn, who: Identity, attemptId: string): Prom
     const a = await lockOwnAttempt(c, who, attemptId);
     if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
     if (a.state === 'LEASED') {
+      // A never-started attempt of a task past its deadline is cancelled by the sweeper
+      // (dispatch.md); a start that races the sweep must not turn it into RUNNING.
+      const [[late]] = (await c.execute('SELECT deadline_at <= UTC_TIMESTAMP(3) AS past FROM tasks WHERE id = ?', [a.task_id])) as unknown as [[{ past: number }]];
+      if (Number(late?.past) === 1) throw leaseLost(attemptId, 'task deadline passed before start');
       await c.execute(
         `UPDATE attempts a JOIN queues q ON q.id = a.queue_id
             SET a.state = 'RUNNING', a.started_at = UTC_TIMESTAMP(3), a.lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL q.lease_seconds SECOND

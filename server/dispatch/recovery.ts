@@ -105,3 +105,21 @@ export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
   report.freedQueues = [...ledger.freedQueues];
   return report;
 }
+
+/** Releases live never-started attempts of one worker identity that were never delivered. */
+export async function releaseAttempts(pool: Pool, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<string[]> {
+  if (attemptIds.length === 0) return [];
+  let ledger = new PermitLedger();
+  await withTransaction(pool, async (c) => {
+    ledger = new PermitLedger();
+    const rows = await lockAttempts(
+      c,
+      `id IN (${attemptIds.map(() => '?').join(',')}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,
+      [...attemptIds, who.namespaceId, who.workerId],
+      attemptIds.length,
+    );
+    for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
+    await ledger.flush(c);
+  });
+  return [...ledger.freedQueues];
+}

@@ -84,7 +84,13 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
-    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8');
+    const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+    // The socket accepts up to twice the limit so that an oversized frame still gets its error
+    // frame before the 1009 close (beyond that, ws closes with 1009 by itself).
+    if (buf.length > this.gw.app.config.maxFrameBytes) {
+      return this.protocolError(`frame over max_frame_bytes (${this.gw.app.config.maxFrameBytes})`, 1009);
+    }
+    const text = buf.toString('utf8');
     const parsed = parseWorkerFrame(text);
     if (!parsed.ok) return this.protocolError(parsed.message);
     const f = parsed.frame;
@@ -227,6 +233,12 @@ export class Session {
 
   /** Sends task.assign frames for committed claims. */
   deliver(assignments: Assignment[]): void {
+    // A claim that committed after drain or close: the worker will never see these attempts, so
+    // they go back to WAITING now instead of sitting out their lease.
+    if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) {
+      this.gw.releaseUndelivered(this, assignments.map((a) => a.attemptId));
+      return;
+    }
     for (const a of assignments) {
       this.held.add(a.attemptId);
       const frame: GatewayFrame = {

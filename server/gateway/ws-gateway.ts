@@ -12,6 +12,7 @@ import { Session } from './session.js';
 import { Dispatcher } from './dispatcher.js';
 import { Reconciler } from './reconciler.js';
 import { TxBatcher } from '../dispatch/tx-batcher.js';
+import { releaseAttempts } from '../dispatch/recovery.js';
 
 export class Gateway {
   readonly sessions = new Map<string, Session>();
@@ -34,7 +35,7 @@ export class Gateway {
     const pingMs = Number(process.env.ORBIT_PING_INTERVAL_MS ?? 15_000);
     this.wss = new WebSocketServer({
       noServer: true,
-      maxPayload: app.config.maxFrameBytes,
+      maxPayload: app.config.maxFrameBytes * 2,
       perMessageDeflate: false,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     });
@@ -135,6 +136,18 @@ export class Gateway {
         s.dropAttempt(r.attemptId);
       }
     }
+  }
+
+  /** Attempts claimed for a session that drained or closed before delivery: released at once
+   * (attempt EXPIRED, task WAITING, permits back) in one transaction. */
+  releaseUndelivered(s: Session, attemptIds: string[]): void {
+    const pool = this.app.pool;
+    const who = { namespaceId: s.cred.namespaceId, workerId: s.workerId };
+    void this.track(
+      releaseAttempts(pool, who, attemptIds)
+        .then((freed) => this.wake(freed))
+        .catch((err) => s.log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
+    );
   }
 
   async close(): Promise<void> {

@@ -13,11 +13,37 @@ import type { Reply, RequestCtx } from './context.js';
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 const STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'];
 
+/**
+ * JSON numbers are parsed into doubles, so an integer beyond 2^53 (a 64-bit id, say) would be
+ * stored silently changed (12345678901234567890 → 12345678901234567000). Such a payload is
+ * refused instead; the caller sends the value as a string. Returns the path of the first one.
+ */
+function lossyNumberPath(v: unknown, path: string): string | null {
+  if (typeof v === 'number') return Math.abs(v) > Number.MAX_SAFE_INTEGER ? path : null;
+  if (v === null || typeof v !== 'object') return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = lossyNumberPath(v[i], `${path}.${i}`);
+      if (p) return p;
+    }
+    return null;
+  }
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const p = lossyNumberPath(x, `${path}.${k}`);
+    if (p) return p;
+  }
+  return null;
+}
+
 /** Field rules beyond the schema; returns the normalized command (defaults applied, "" key dropped). */
 function normalizeSubmit(b: SubmitTaskBody) {
   const payloadJson = JSON.stringify(b.payload);
   if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {
     throw new OrbitError('PAYLOAD_TOO_LARGE', `payload: serialized over ${MAX_PAYLOAD_BYTES} bytes`, { field: 'payload' });
+  }
+  const lossy = lossyNumberPath(b.payload, 'payload');
+  if (lossy) {
+    throw new OrbitError('INVALID_ARGUMENT', `${lossy}: number beyond ±2^53 would lose precision; send it as a string`, { field: lossy });
   }
   if (b.business_key !== undefined) {
     const p = businessKeyProblem(b.business_key);
