@@ -105,7 +105,10 @@ function initDataDir(binary: string, dataDir: string, log: (l: string) => void):
   log(`orbit: initializing database files in ${dataDir}`);
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', '--skip-test-db', '--skip-name-resolve'];
+    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', '--skip-test-db', '--skip-name-resolve',
+      // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
+      // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
+      '--force'];
     if (isRoot) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
     if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
