@@ -9,6 +9,21 @@ import { startEmbeddedMariaDb, type EmbeddedServer } from '../../server/db/embed
 
 let server: EmbeddedServer | undefined;
 let dir: string | undefined;
+let stopping = false;
+
+/** If the shared server dies mid-run, say why (its log tail) and start it again on the same port
+ * and data, so one crash does not take every later test file down with it. */
+function watch(s: EmbeddedServer, logFile: string): void {
+  s.child.once('exit', (code, signal) => {
+    if (stopping) return;
+    const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-25).join('\n') : '(no log)';
+    process.stderr.write(`\nshared test database exited unexpectedly (code ${code}, signal ${signal}); log tail:\n${tail}\nrestarting it\n`);
+    s.restart().then(
+      () => watch(s, logFile),
+      (err) => process.stderr.write(`could not restart the shared test database: ${(err as Error).message}\n`),
+    );
+  });
+}
 
 export async function setup(project: TestProject): Promise<void> {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-test-'));
@@ -18,9 +33,11 @@ export async function setup(project: TestProject): Promise<void> {
     log: (l) => process.stderr.write(l + '\n'),
   });
   project.provide('mysqlPort', server.port);
+  watch(server, path.join(dir, 'server.log'));
 }
 
 export async function teardown(): Promise<void> {
+  stopping = true;
   await server?.stop();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 }
