@@ -2,9 +2,10 @@
 // createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
 // periodic renewal, results re-sent until acknowledged, and a draining close().
 import { EventEmitter } from 'node:events';
-import type { HelloOkFrame, TaskAssignFrame } from '../protocol/frames.js';
-import { WorkerConnection, helloFrame, type ConnectionEvent, type KnownAttempt, type Registration, type ResultInput } from './connection.js';
-import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+import type { HelloOkFrame } from '../protocol/frames.js';
+import { WorkerConnection, helloFrame, type ConnectionEvent, type Registration, type ResultInput } from './connection.js';
+import { ConnectionClosedError, GatewayError, type ProtocolViolation } from './errors.js';
+import { HeldAttempts, type Held } from './held-attempts.js';
 import { errorResult, successResult } from './outcome.js';
 import { consoleLogger, defaultWorkerId, handlerFor, taskContext, type HandlerSpec, type Logger } from './task-context.js';
 
@@ -37,17 +38,6 @@ type WorkerEvents = {
   fatal: [Error];
 };
 
-interface Held {
-  id: string;
-  frame: TaskAssignFrame;
-  phase: 'starting' | 'running' | 'reporting';
-  controller: AbortController;
-  lost: boolean;
-  result?: ResultInput;
-  leaseExpiresAt: string;
-  done: Promise<void>;
-}
-
 /** Hello errors that retrying cannot fix: the worker stops and reports them. */
 const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
 const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
@@ -70,8 +60,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private state: 'idle' | 'running' | 'draining' | 'closed' | 'failed' = 'idle';
   private conn?: WorkerConnection; // the current open session
   private pendingConn?: WorkerConnection; // a session being opened
-  private readonly held = new Map<string, Held>();
-  private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
+  private readonly held: HeldAttempts;
   private waiters: ((c: WorkerConnection | null) => void)[] = [];
   private settleReady!: { resolve: () => void; reject: (e: Error) => void };
   private renewTimer?: NodeJS.Timeout;
@@ -85,6 +74,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.log = opts.logger ?? consoleLogger;
     this.workerId = opts.workerId ?? defaultWorkerId();
     this.capacity = opts.capacity;
+    this.held = new HeldAttempts(this.log, this.workerId, (id, reason) => this.emit('leaseLost', id, reason));
     const specs = Object.entries(opts.handlers);
     if (specs.length === 0) throw new TypeError('createWorker: at least one handler is required');
     // The hello handler filter can only be sent when every handler names its versions; a bare
@@ -144,16 +134,14 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private async run(): Promise<void> {
     let failures = 0;
     while (this.state === 'running' || this.state === 'draining') {
-      const known = new Map<string, KnownAttempt>();
-      for (const h of this.held.values()) known.set(h.id, { concurrencyKey: h.frame.task.concurrency_key, concurrencyToken: h.frame.concurrency_token });
       let goaway = false;
       let conn: WorkerConnection;
       try {
         conn = new WorkerConnection({
           url: this.opts.url,
           token: this.opts.token,
-          registration: this.registration([...this.held.keys()].slice(0, 1024)),
-          knownAttempts: known,
+          registration: this.registration(this.held.resumeIds()),
+          knownAttempts: this.held.known(),
           helloTimeoutMs: this.opts.helloTimeoutMs,
           idleTimeoutMs: this.opts.idleTimeoutMs,
         });
@@ -227,11 +215,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const hello = conn.hello;
     // Resumed attempts keep running; lost ones lose their right to execute (a result already
     // computed is still re-sent: if the gateway got it before the drop it is deduplicated).
-    for (const r of hello.resumed) {
-      const h = this.held.get(r.attempt_id);
-      if (h) h.leaseExpiresAt = r.lease_expires_at;
-    }
-    for (const id of hello.lost) this.markLost(id, 'LOST_ON_RESUME');
+    for (const r of hello.resumed) this.held.setLease(r.attempt_id, r.lease_expires_at);
+    for (const id of hello.lost) this.held.markLost(id, 'LOST_ON_RESUME');
     this.conn = conn;
     const every = hello.renew_ms > 0 ? hello.renew_ms : Math.max(1000, Math.floor(hello.lease_ms / 3));
     this.renewTimer = setInterval(() => this.renew(conn), every);
@@ -258,9 +243,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (conn !== this.conn) return; // a superseded session: ignore
     switch (ev.type) {
       case 'task.assign':
-        return this.onAssign(ev.frame);
+        return this.held.admit(ev.frame, (h) => this.drive(h));
       case 'task.cancel':
-        return this.markLost(ev.frame.attempt_id, ev.frame.reason);
+        return this.held.markLost(ev.frame.attempt_id, ev.frame.reason);
       case 'goaway':
         this.log.info({ worker_id: this.workerId, reason: ev.frame.reason }, 'orbit worker: goaway, reconnecting');
         void conn.close(1000, 'goaway');
@@ -274,15 +259,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private renew(conn: WorkerConnection): void {
     if (!conn.isOpen || this.held.size === 0) return;
-    const ids = [...this.held.keys()];
-    for (let i = 0; i < ids.length; i += 1024) {
-      conn.renew(ids.slice(i, i + 1024)).then(
+    for (const ids of this.held.renewBatches()) {
+      conn.renew(ids).then(
         (ok) => {
-          for (const l of ok.leases) {
-            const h = this.held.get(l.attempt_id);
-            if (h) h.leaseExpiresAt = l.lease_expires_at;
-          }
-          for (const id of ok.lost) this.markLost(id, 'LEASE_LOST');
+          for (const l of ok.leases) this.held.setLease(l.attempt_id, l.lease_expires_at);
+          for (const id of ok.lost) this.held.markLost(id, 'LEASE_LOST');
         },
         () => {}, // the session closed; the next one resumes and renews
       );
@@ -290,36 +271,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   // ---- attempts -------------------------------------------------------------------------------
-
-  private onAssign(f: TaskAssignFrame): void {
-    if (this.held.has(f.attempt_id) || this.finished.has(f.attempt_id)) return; // same key/token (checked by the connection)
-    let finish!: () => void;
-    const h: Held = {
-      id: f.attempt_id,
-      frame: f,
-      phase: 'starting',
-      controller: new AbortController(),
-      lost: false,
-      leaseExpiresAt: f.lease_expires_at,
-      done: new Promise<void>((r) => (finish = r)),
-    };
-    this.held.set(h.id, h);
-    void this.drive(h).finally(() => {
-      this.held.delete(h.id);
-      this.finished.add(h.id);
-      if (this.finished.size > 10_000) this.finished.delete(this.finished.values().next().value!);
-      finish();
-    });
-  }
-
-  private markLost(id: string, reason: string): void {
-    const h = this.held.get(id);
-    if (!h || h.phase === 'reporting' || h.lost) return;
-    h.lost = true;
-    this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
-    h.controller.abort(new LeaseLostError(id, reason));
-    this.emit('leaseLost', id, reason);
-  }
 
   private async drive(h: Held): Promise<void> {
     const fn = handlerFor(this.opts.handlers, h.frame);
@@ -340,7 +291,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         h.leaseExpiresAt = ok.lease_expires_at;
         break;
       } catch (err) {
-        if (this.attemptRefused(h, err)) return;
+        if (this.held.refused(h, err)) return;
         await conn.whenClosed; // re-send on the next session, never spin on a closing one
       }
     }
@@ -378,26 +329,13 @@ export class Worker extends EventEmitter<WorkerEvents> {
           h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: (err as Error).message.slice(0, 4096) } };
           continue;
         }
-        if (this.attemptRefused(h, err)) {
+        if (this.held.refused(h, err)) {
           this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, error: String(code) });
           return;
         }
         await conn.whenClosed;
       }
     }
-  }
-
-  /** True when the gateway answered about this attempt (LEASE_LOST, STATE_CONFLICT, NOT_FOUND):
-   * nothing more to do. False when the session dropped and the request must be re-sent. */
-  private attemptRefused(h: Held, err: unknown): boolean {
-    if (err instanceof ConnectionClosedError || err instanceof ProtocolViolation) return false;
-    if (err instanceof GatewayError && (err.fatal || err.attemptId === undefined)) return false;
-    this.log.warn({ worker_id: this.workerId, attempt_id: h.id, code: (err as { code?: unknown }).code, err: String(err) }, 'orbit worker: attempt refused by the gateway');
-    if (h.phase !== 'reporting') {
-      h.lost = true;
-      h.controller.abort(err);
-    }
-    return true;
   }
 
   // ---- shutdown -------------------------------------------------------------------------------
@@ -413,20 +351,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
       await Promise.race([conn.drain().catch(() => {}), new Promise<void>((r) => (t = setTimeout(r, DRAIN_ACK_MS)))]);
       clearTimeout(t);
     }
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<'timeout'>((r) => {
-      if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
-    });
     // Attempts assigned while the drain was in flight are finished too.
-    while (this.held.size > 0) {
-      const r = await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), timedOut]);
-      if (r === 'timeout') {
-        this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
-        for (const h of this.held.values()) h.controller.abort(new Error('worker closed before the handler finished'));
-        break;
-      }
-    }
-    clearTimeout(timer);
+    await this.held.settle(timeoutMs);
     await this.stop();
   }
 
@@ -444,7 +370,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private fail(err: Error): void {
     this.log.error({ worker_id: this.workerId, err: err.message }, 'orbit worker: fatal error, stopping');
     this.state = 'failed';
-    for (const h of this.held.values()) h.controller.abort(err);
+    this.held.abortAll(err);
     this.settleReady.reject(err);
     for (const w of this.waiters.splice(0)) w(null);
     clearInterval(this.renewTimer);

@@ -1,0 +1,134 @@
+// The attempts a worker holds (leased, running or reporting): what a new session resumes, lease
+// times from the gateway, loss and refusal (which abort the handler), and the wait for all of them
+// to finish when the worker closes.
+import type { TaskAssignFrame } from '../protocol/frames.js';
+import type { KnownAttempt, ResultInput } from './connection.js';
+import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+import type { Logger } from './task-context.js';
+
+export interface Held {
+  id: string;
+  frame: TaskAssignFrame;
+  phase: 'starting' | 'running' | 'reporting';
+  controller: AbortController;
+  lost: boolean;
+  result?: ResultInput;
+  leaseExpiresAt: string;
+  done: Promise<void>;
+}
+
+/** Most attempt ids in one hello.resume or renew frame. */
+const MAX_IDS_PER_FRAME = 1024;
+/** How many finished attempt ids are remembered to ignore a repeated task.assign. */
+const FINISHED_MEMORY = 10_000;
+
+export class HeldAttempts {
+  private readonly held = new Map<string, Held>();
+  private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
+
+  constructor(
+    private readonly log: Logger,
+    private readonly workerId: string,
+    /** Called once an attempt is marked lost (its handler has been aborted). */
+    private readonly onLost: (attemptId: string, reason: string) => void,
+  ) {}
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** The ids a new session asks to resume (at most one frame's worth). */
+  resumeIds(): string[] {
+    return [...this.held.keys()].slice(0, MAX_IDS_PER_FRAME);
+  }
+
+  /** The concurrency key and token each held attempt was assigned with, for the new session's checks. */
+  known(): Map<string, KnownAttempt> {
+    const known = new Map<string, KnownAttempt>();
+    for (const h of this.held.values()) known.set(h.id, { concurrencyKey: h.frame.task.concurrency_key, concurrencyToken: h.frame.concurrency_token });
+    return known;
+  }
+
+  /** All held ids, split into renew frames. */
+  renewBatches(): string[][] {
+    const ids = [...this.held.keys()];
+    const batches: string[][] = [];
+    for (let i = 0; i < ids.length; i += MAX_IDS_PER_FRAME) batches.push(ids.slice(i, i + MAX_IDS_PER_FRAME));
+    return batches;
+  }
+
+  /** Records a lease expiry the gateway reported (hello.resumed, renew.ok). */
+  setLease(id: string, leaseExpiresAt: string): void {
+    const h = this.held.get(id);
+    if (h) h.leaseExpiresAt = leaseExpiresAt;
+  }
+
+  /** Holds a newly assigned attempt and runs `drive` for it; when that settles the attempt is
+   * released. A re-assign of a held or recently finished attempt is ignored. */
+  admit(f: TaskAssignFrame, drive: (h: Held) => Promise<void>): void {
+    if (this.held.has(f.attempt_id) || this.finished.has(f.attempt_id)) return; // same key/token (checked by the connection)
+    let finish!: () => void;
+    const h: Held = {
+      id: f.attempt_id,
+      frame: f,
+      phase: 'starting',
+      controller: new AbortController(),
+      lost: false,
+      leaseExpiresAt: f.lease_expires_at,
+      done: new Promise<void>((r) => (finish = r)),
+    };
+    this.held.set(h.id, h);
+    void drive(h).finally(() => {
+      this.held.delete(h.id);
+      this.finished.add(h.id);
+      if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.values().next().value!);
+      finish();
+    });
+  }
+
+  /** The attempt lost its right to execute: abort its handler (a result being reported is kept). */
+  markLost(id: string, reason: string): void {
+    const h = this.held.get(id);
+    if (!h || h.phase === 'reporting' || h.lost) return;
+    h.lost = true;
+    this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
+    h.controller.abort(new LeaseLostError(id, reason));
+    this.onLost(id, reason);
+  }
+
+  /** True when the gateway answered about this attempt (LEASE_LOST, STATE_CONFLICT, NOT_FOUND):
+   * nothing more to do. False when the session dropped and the request must be re-sent. */
+  refused(h: Held, err: unknown): boolean {
+    if (err instanceof ConnectionClosedError || err instanceof ProtocolViolation) return false;
+    if (err instanceof GatewayError && (err.fatal || err.attemptId === undefined)) return false;
+    this.log.warn({ worker_id: this.workerId, attempt_id: h.id, code: (err as { code?: unknown }).code, err: String(err) }, 'orbit worker: attempt refused by the gateway');
+    if (h.phase !== 'reporting') {
+      h.lost = true;
+      h.controller.abort(err);
+    }
+    return true;
+  }
+
+  /** Aborts every held handler with `reason`. */
+  abortAll(reason: unknown): void {
+    for (const h of this.held.values()) h.controller.abort(reason);
+  }
+
+  /** Waits until nothing is held, including attempts admitted meanwhile. After `timeoutMs` the
+   * handlers are aborted and their leases left to expire. */
+  async settle(timeoutMs?: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((r) => {
+      if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
+    });
+    while (this.held.size > 0) {
+      const r = await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), timedOut]);
+      if (r === 'timeout') {
+        this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
+        this.abortAll(new Error('worker closed before the handler finished'));
+        break;
+      }
+    }
+    clearTimeout(timer);
+  }
+}
