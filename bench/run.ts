@@ -32,7 +32,9 @@ const say = (l: string) => process.stderr.write(`\r\x1b[K${l}\n`);
 const POOL_CONNECTIONS = 16; // the gateway's pool size (server/db/pool.ts)
 
 async function startGateway(dsn: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
+  // ORBIT_BENCH_CPU_PROF=dir: the gateway writes a V8 CPU profile there at exit (node --cpu-prof).
+  const prof = process.env.ORBIT_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.ORBIT_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
     env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -48,6 +48,9 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     idleTimeout: 60_000,
     enableKeepAlive: true,
     multipleStatements: false,
+    // mysql2's promise wrapper captures a stack trace per query for nicer async errors; measured
+    // 7.5 % of the gateway's CPU under load. SQL errors still carry the statement.
+    trace: false,
     ...extra,
   });
 }

@@ -121,15 +121,15 @@ export interface NewTask {
   deadlineSeconds: number;
 }
 
-/** insertTask(all fields of NewTask): state WAITING, created/updated now, deadline = now +
- * deadline_seconds, all from the database clock. */
-export async function insertTask(c: Conn, t: NewTask): Promise<void> {
+/** insertTask(all fields of NewTask, created_at, deadline_at): state WAITING. The caller passes
+ * times derived from the database clock (one `UTC_TIMESTAMP(3)` read in the same transaction), so
+ * the accepted task can be answered without reading the row back. */
+export async function insertTask(c: Conn, t: NewTask & { createdAt: string; deadlineAt: string }): Promise<void> {
   await c.execute(
     `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
         business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
         deadline_at, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?,
-        UTC_TIMESTAMP(3) + INTERVAL ? SECOND, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?)`,
     [
       t.id,
       t.namespaceId,
@@ -144,9 +144,43 @@ export async function insertTask(c: Conn, t: NewTask): Promise<void> {
       t.priority,
       t.maxAttempts,
       t.notBefore,
-      t.deadlineSeconds,
+      t.deadlineAt,
+      t.createdAt,
+      t.createdAt,
     ],
   );
+}
+
+/** The row an insertTask just wrote, built from its inputs (no read-back). */
+export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
+  return {
+    id: t.id,
+    namespace_id: t.namespaceId,
+    application_id: t.applicationId,
+    queue_id: t.queueId,
+    seq: '0',
+    handler: t.handler,
+    handler_version: t.handlerVersion,
+    payload_version: t.payloadVersion,
+    payload: t.payloadJson,
+    business_key: t.businessKey,
+    concurrency_key: t.concurrencyKey,
+    priority: t.priority,
+    state: 'WAITING',
+    attempts_made: 0,
+    attempts_created: 0,
+    max_attempts: t.maxAttempts,
+    not_before: t.notBefore,
+    deadline_at: t.deadlineAt,
+    created_at: t.createdAt,
+    updated_at: t.createdAt,
+    finished_at: null,
+    current_attempt_id: null,
+    result_outcome: null,
+    result_output: null,
+    result_error_code: null,
+    result_error_message: null,
+  } as TaskRow;
 }
 
 /** getTask(namespace_id, id, lock?) → row or null. */

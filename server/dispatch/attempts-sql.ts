@@ -27,11 +27,13 @@ export interface AttemptRow extends RowDataPacket {
   result_reply: string | null;
   /** 1 when lease_expires_at > now (computed by the database clock in the query). */
   lease_live: number;
+  /** The database clock when the row was read (lease times are computed from it). */
+  db_now: string;
 }
 
 export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
   concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
-  error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live`;
+  error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
 
 export const LIVE_STATES = ['LEASED', 'RUNNING'];
 

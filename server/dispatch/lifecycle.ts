@@ -12,6 +12,25 @@ import { getAttempt, closeAttempt, isLive, type AttemptRow } from './attempts-sq
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 
+/** DATETIME(3) string + seconds, as a DATETIME(3) string (both UTC). */
+export function addSeconds(dbTime: string, seconds: number): string {
+  const ms = Date.parse(dbTime.replace(' ', 'T') + 'Z') + seconds * 1000;
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** A queue's lease length. Read without a lock (it is configuration, not a permit) and cached for
+ * a few seconds: `start` runs for every task and would otherwise pay a statement for it. */
+const leaseCache = new Map<string, { seconds: number; at: number }>();
+export async function queueLeaseSeconds(c: Conn, queueId: string): Promise<number> {
+  const hit = leaseCache.get(queueId);
+  if (hit && Date.now() - hit.at < 5_000) return hit.seconds;
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT lease_seconds FROM queues WHERE id = ?', [queueId]);
+  const seconds = Number(rows[0]!.lease_seconds);
+  if (leaseCache.size > 10_000) leaseCache.clear();
+  leaseCache.set(queueId, { seconds, at: Date.now() });
+  return seconds;
+}
+
 export interface Identity {
   namespaceId: string;
   workerId: string;
@@ -41,28 +60,22 @@ export async function startAttempt(pool: Pool, who: Identity, attemptId: string)
 
 /** The body of `start` inside a caller's transaction (single or coalesced). */
 export async function startInTx(c: Conn, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
-  {
-    const a = await lockOwnAttempt(c, who, attemptId);
-    if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
-    if (a.state === 'LEASED') {
-      // A never-started attempt of a task past its deadline is cancelled by the sweeper
-      // (dispatch.md); a start that races the sweep must not turn it into RUNNING.
-      const [[late]] = (await c.execute('SELECT deadline_at <= UTC_TIMESTAMP(3) AS past FROM tasks WHERE id = ?', [a.task_id])) as unknown as [[{ past: number }]];
-      if (Number(late?.past) === 1) throw leaseLost(attemptId, 'task deadline passed before start');
-      await c.execute(
-        `UPDATE attempts a JOIN queues q ON q.id = a.queue_id
-            SET a.state = 'RUNNING', a.started_at = UTC_TIMESTAMP(3), a.lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL q.lease_seconds SECOND
-          WHERE a.id = ?`,
-        [attemptId],
-      );
-      await c.execute(
-        `UPDATE tasks SET state = 'RUNNING', attempts_made = attempts_made + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`,
-        [a.task_id, attemptId],
-      );
-    }
-    const [rows] = await c.execute<RowDataPacket[]>('SELECT lease_expires_at FROM attempts WHERE id = ?', [attemptId]);
-    return { leaseExpiresAt: toIso(rows[0]!.lease_expires_at as string)! };
-  }
+  const a = await lockOwnAttempt(c, who, attemptId);
+  if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
+  if (a.state === 'RUNNING') return { leaseExpiresAt: toIso(a.lease_expires_at)! };
+  // One statement moves attempt and task to RUNNING; the lease end is computed from the database
+  // clock read with the row lock. The deadline condition keeps a start that races the deadline
+  // sweep from turning a never-started attempt of a late task into RUNNING (dispatch.md).
+  const expires = addSeconds(a.db_now, await queueLeaseSeconds(c, a.queue_id));
+  const [res] = await c.execute(
+    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
+        SET a.state = 'RUNNING', a.started_at = ?, a.lease_expires_at = ?,
+            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ?
+      WHERE a.id = ? AND t.deadline_at > ?`,
+    [a.db_now, expires, a.db_now, attemptId, a.db_now],
+  );
+  if ((res as { affectedRows: number }).affectedRows === 0) throw leaseLost(attemptId, 'task deadline passed before start');
+  return { leaseExpiresAt: toIso(expires)! };
 }
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
@@ -148,11 +161,6 @@ export async function resultInTx(c: Conn, ledger: PermitLedger, who: Identity, f
     }
     if (!a.lease_live) throw leaseLost(f.attempt_id, 'attempt is past its lease');
     const t = await lockTask(c, a.namespace_id, a.task_id);
-    const [qrows] = await c.execute<RowDataPacket[]>(
-      'SELECT retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id = ?',
-      [a.queue_id],
-    );
-    const q = qrows[0]!;
     // A result for a never-started attempt counts it as started (attempts_made counts attempts
     // that reached RUNNING; the worker evidently ran it).
     const attemptsMade = t.attempts_made + (a.state === 'LEASED' ? 1 : 0);
@@ -179,6 +187,11 @@ export async function resultInTx(c: Conn, ledger: PermitLedger, who: Identity, f
         break;
       default: {
         attemptState = 'RETRY';
+        const [qrows] = await c.execute<RowDataPacket[]>(
+          'SELECT retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id = ?',
+          [a.queue_id],
+        );
+        const q = qrows[0]!;
         const backoff = retryBackoffMs(f, { initial: Number(q.retry_initial_backoff_ms), max: Number(q.retry_max_backoff_ms), multiplier: Number(q.retry_multiplier) }, attemptsMade);
         const [[{ pastDeadline }]] = (await c.query('SELECT (UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND) >= ? AS pastDeadline', [
           backoff * 1000,

@@ -33,6 +33,10 @@ export class TxBatcher {
     private readonly maxBatch = 128,
     private readonly maxParallel = 2,
     private readonly onBatch: (size: number, seconds: number) => void = () => {},
+    /** false when every item throws its own (OrbitError) failures before writing anything, as
+     * start and result do: then no SAVEPOINT per item is needed, and any other error fails the
+     * batch, whose items are then run one by one. */
+    private readonly savepoints = true,
   ) {}
 
   run<T>(fn: ItemFn<T>): Promise<{ value: T; ledger: PermitLedger }> {
@@ -61,7 +65,8 @@ export class TxBatcher {
         outcomes = [];
         const merged = new PermitLedger();
         for (const item of batch) {
-          if (batch.length > 1) await c.query('SAVEPOINT item');
+          const sp = this.savepoints && batch.length > 1;
+          if (sp) await c.query('SAVEPOINT item');
           const ledger = new PermitLedger();
           try {
             const value = await item.fn(c, ledger);
@@ -69,7 +74,8 @@ export class TxBatcher {
             outcomes.push({ ok: true, value, ledger });
           } catch (err) {
             if (mustAbortTransaction(err) || batch.length === 1) throw err;
-            await c.query('ROLLBACK TO SAVEPOINT item');
+            if (sp) await c.query('ROLLBACK TO SAVEPOINT item');
+            else if (!(err instanceof OrbitError)) throw err;
             outcomes.push({ ok: false, error: err });
           }
         }

@@ -43,7 +43,7 @@ export class Gateway {
     this.batcher = new TxBatcher(app.pool, 128, 2, (size, seconds) => {
       app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
       app.metrics.batchSize.observe(size);
-    });
+    }, false);
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.pingTimer = setInterval(() => {

@@ -2,7 +2,7 @@ import { OrbitError } from '../../protocol/errors.js';
 import { SubmitTaskBody } from '../../protocol/http-schemas.js';
 import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339, ID_RE } from '../../protocol/validation.js';
 import { getQueue } from '../db/queues.js';
-import { insertTask, getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
+import { insertTask, insertedTaskRow, getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
 import { reserveUnfinishedTask } from '../db/applications.js';
 import { fromIso } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -119,7 +119,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
         throw new OrbitError('QUOTA_EXCEEDED', 'application quota of unfinished tasks reached');
       }
       const id = newId();
-      await insertTask(c, {
+      const fields = {
         id,
         namespaceId: cred.namespaceId,
         applicationId: cred.applicationId,
@@ -134,9 +134,11 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
         maxAttempts: n.max_attempts ?? q.retry_max_attempts,
         notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
         deadlineSeconds: n.deadline_seconds,
-      });
-      const row = (await getTask(c, cred.namespaceId, id))!;
-      return { data: { task: taskView(row) }, resourceId: id };
+        createdAt: now.length === 19 ? `${now}.000` : now,
+        deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString()),
+      };
+      await insertTask(c, fields);
+      return { data: { task: taskView(insertedTaskRow(fields)) }, resourceId: id };
     },
     afterCommit: () => {
       ctx.app.metrics.tasksAccepted.inc();
