@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run bench [-- --quick] [-- --json]`: one run on this machine, on its own durable MariaDB
+// `npm run bench [-- --quick] [-- --json] [-- --json-out=FILE]`: one run on this machine, on its own durable MariaDB
 // (innodb_flush_log_at_trx_commit=1) and gateway process:
 //   (a) the bare-database baseline (single-row commit transactions at the gateway's connection count),
 //   (b) end-to-end throughput for unkeyed tasks, tasks over 1 000 keys, tasks over 10 hot keys,
@@ -22,8 +22,9 @@ import { idleSessionsRss } from './idle-sessions.js';
 import { fmt } from './stats.js';
 
 const args = new Set(process.argv.slice(2));
-const quick = args.has('--quick');
-const asJson = args.has('--json');
+// `npm run bench --quick` (without `--`) reaches the script as npm_config_quick=true, not argv.
+const quick = args.has('--quick') || process.env.npm_config_quick === 'true';
+const asJson = args.has('--json') || process.env.npm_config_json === 'true';
 const progress = (l: string) => {
   if (!asJson || process.stderr.isTTY) process.stderr.write(`\r\x1b[K${l}`);
 };
@@ -87,6 +88,8 @@ async function main(): Promise<void> {
       idle_sessions: idle,
     };
     say('');
+    const jsonOut = process.argv.find((a) => a.startsWith('--json-out='));
+    if (jsonOut) fs.writeFileSync(jsonOut.slice('--json-out='.length), JSON.stringify(report, null, 2) + '\n');
     if (asJson) {
       process.stdout.write(JSON.stringify(report, null, 2) + '\n');
     } else {

@@ -120,14 +120,17 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
     .update(canonicalJson({ operation: spec.operation, target: spec.targetId, body: spec.normalized }))
     .digest('hex');
   const pool = ctx.app.pool;
-  // Fast path: a replay needs no lock.
-  const committed = await getReceipt(pool, ns, key);
-  if (committed && committed.http_status !== 0) return replay(committed, spec, fingerprint);
+  // No read of the receipt first: a committed receipt makes the batched INSERT below fail at once
+  // with a duplicate key, and the serialized path replays it. Replays are rare; the saved statement
+  // is paid by every first execution.
   // Common path: the command joins the node's coalesced command transaction (many commands, one
   // commit). Its receipt row is claimed first under a savepoint; a key taken by a concurrent
   // command (or a deadlock among same-key waiters) falls through to the serialized path below.
   const batcher = ctx.app.commandBatcher;
-  if (batcher) {
+  if (!batcher) {
+    const committed = await getReceipt(pool, ns, key);
+    if (committed && committed.http_status !== 0) return replay(committed, spec, fingerprint);
+  } else {
     try {
       const started = process.hrtime.bigint();
       const { value: data } = await batcher.run(async (c) => {
