@@ -74,6 +74,7 @@ async function main(): Promise<void> {
     await run({ name: 'unkeyed', count: n.unkeyed, keys: null });
     await run({ name: 'keys-1000', count: n.keyed, keys: 1000 });
     await run({ name: 'hot-keys-10', count: n.hot, keys: 10 });
+    await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, preload: true });
     const half = Math.max(10, Math.round(results[0]!.tasksPerSec / 2));
     await run({ name: `unkeyed-paced-${half}-per-sec`, count: n.paced, keys: null, rate: half });
     progress('idle sessions');
@@ -96,11 +97,11 @@ async function main(): Promise<void> {
       const lines = [
         `baseline: ${fmt(base.commitsPerSec)} commits/s (${base.total} single-row commit transactions, ${POOL_CONNECTIONS} connections)`,
         '',
-        '| scenario | tasks | tasks/s | × baseline | submit→assign p50/p99 ms | result→ok p50/p99 ms | commits/task | fsyncs/task |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- |',
+        '| scenario | tasks | tasks/s | × baseline | submit→assign p50/p99 ms | result→ok p50/p99 ms | commits/task | fsyncs/task | key release→next grant ms |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
         ...report.scenarios.map(
           (r) =>
-            `| ${r.name} | ${r.tasks} | ${fmt(r.tasksPerSec)} | ${fmt(r.ratio_to_baseline, 2)} | ${fmt(r.submitToAssignP50, 1)} / ${fmt(r.submitToAssignP99, 1)} | ${fmt(r.resultToOkP50, 1)} / ${fmt(r.resultToOkP99, 1)} | ${fmt(r.commitsPerTask, 2)} | ${fmt(r.fsyncsPerTask, 2)} |`,
+            `| ${r.name} | ${r.tasks} | ${fmt(r.tasksPerSec)} | ${fmt(r.ratio_to_baseline, 2)} | ${fmt(r.submitToAssignP50, 1)} / ${fmt(r.submitToAssignP99, 1)} | ${fmt(r.resultToOkP50, 1)} / ${fmt(r.resultToOkP99, 1)} | ${fmt(r.commitsPerTask, 2)} | ${fmt(r.fsyncsPerTask, 2)} | ${fmt(r.keyHandoffMs, 1)} |`,
         ),
         '',
         `gateway RSS: ${fmt(idle.rssBeforeMb, 1)} MB before, ${fmt(idle.rssAfterMb, 1)} MB with ${idle.sessions} idle sessions → ${fmt(idle.mbPer1000, 1)} MB per 1 000 sessions`,

@@ -25,6 +25,9 @@ export interface ScenarioSpec {
   keys: number | null;
   /** Submissions per second (paced); undefined = as fast as producers go. */
   rate?: number;
+  /** Submit everything first, then start the workers and the clock (no producer load while the
+   * tasks run): isolates the dispatch path, e.g. a hot key's turnover. */
+  preload?: boolean;
 }
 
 export interface ScenarioResult {
@@ -38,6 +41,9 @@ export interface ScenarioResult {
   resultToOkP99: number;
   commitsPerTask: number;
   fsyncsPerTask: number;
+  /** Keyed scenarios: mean time from an attempt's release to the next grant of the same key (ms,
+   * database clock) — the idle gap of a key between two holders. */
+  keyHandoffMs: number;
 }
 
 async function api(url: string, token: string, method: string, p: string, body: unknown, key?: string): Promise<any> {
@@ -74,10 +80,14 @@ function spawnWorkers(s: ScenarioSetup, queueId: string) {
 export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress: (line: string) => void): Promise<ScenarioResult> {
   const name = `bench-${spec.name}-${Date.now()}`;
   const queue = (await api(s.url, s.token, 'POST', '/v1/queues', { name, max_active_attempts: 100000, lease_seconds: 60 }, name)).queue;
-  const workers = spawnWorkers(s, queue.id);
-  await Promise.all(workers.map((w) => w.ready));
+  let workers: ReturnType<typeof spawnWorkers> = [];
+  const startWorkers = async () => {
+    workers = spawnWorkers(s, queue.id);
+    await Promise.all(workers.map((w) => w.ready));
+  };
+  if (!spec.preload) await startWorkers();
   const before = await globalStatus(s.pool);
-  const started = performance.now();
+  let started = performance.now();
   let submitted = 0;
   let next = 0;
   const producer = async () => {
@@ -90,7 +100,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       }
       const body: Record<string, unknown> = { queue_id: queue.id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i } };
-      if (spec.keys !== null) body.concurrency_key = `bench/${i % spec.keys}`;
+      if (spec.keys !== null) body.concurrency_key = `${name}/${i % spec.keys}`; // keys unique per scenario: hand-off gaps stay within it
       await api(s.url, s.token, 'POST', '/v1/tasks', body, `${name}-${i}`);
       submitted++;
     }
@@ -106,6 +116,10 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
   }, 1000);
   try {
     await producing;
+    if (spec.preload) {
+      await startWorkers();
+      started = performance.now();
+    }
     for (;;) {
       const [rows] = await s.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state = 'SUCCEEDED'", [queue.id]);
       done = Number(rows[0]!.n);
@@ -125,6 +139,13 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     [queue.id],
   );
   const assign = lat.map((r) => Number(r.ms));
+  const [handoff] = await s.pool.query<RowDataPacket[]>(
+    `SELECT AVG(TIMESTAMPDIFF(MICROSECOND, prev.finished_at, a.leased_at)) / 1000 AS ms
+       FROM attempts a JOIN attempts prev
+         ON prev.namespace_id = a.namespace_id AND prev.concurrency_key = a.concurrency_key AND prev.concurrency_token = a.concurrency_token - 1
+      WHERE a.queue_id = ? AND a.concurrency_key IS NOT NULL`,
+    [queue.id],
+  );
   const results = workers.flatMap((w) => w.latencies);
   return {
     name: spec.name,
@@ -137,5 +158,6 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     resultToOkP99: percentile(results, 99),
     commitsPerTask: (after.commits - before.commits) / spec.count,
     fsyncsPerTask: (after.fsyncs - before.fsyncs) / spec.count,
+    keyHandoffMs: handoff[0]?.ms === null || handoff[0]?.ms === undefined ? NaN : Number(handoff[0].ms),
   };
 }
