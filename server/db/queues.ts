@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
+import type { Queue } from '../../protocol/http-views.js';
 
 export interface QueueRow extends RowDataPacket {
   id: string;
@@ -21,20 +22,8 @@ export interface QueueRow extends RowDataPacket {
   retired_at: string | null;
 }
 
-export interface QueueView {
-  id: string;
-  namespace_id: string;
-  name: string;
-  revision: string;
-  paused: boolean;
-  max_active_attempts: number;
-  lease_seconds: number;
-  retry: { max_attempts: number; initial_backoff_ms: number; max_backoff_ms: number; multiplier: number };
-  active_attempts: number;
-  created_at: string;
-  updated_at: string;
-  retired_at?: string;
-}
+/** The wire shape of a queue (protocol/http-views.ts). */
+export type QueueView = Queue;
 
 export function queueView(r: QueueRow): QueueView {
   const v: QueueView = {

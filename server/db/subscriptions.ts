@@ -3,6 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
+import type { ResultEvent, Subscription } from '../../protocol/http-views.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -21,20 +22,8 @@ export interface SubscriptionRow extends RowDataPacket {
   retired_sequence: string | null;
 }
 
-export interface SubscriptionView {
-  id: string;
-  name: string;
-  queue_id: string;
-  event_types: string[];
-  enabled: boolean;
-  paused: boolean;
-  cursor: string;
-  pending_count: number;
-  revision: string;
-  created_at: string;
-  retired_at?: string;
-  retired_sequence?: string;
-}
+/** The wire shape of a subscription (protocol/http-views.ts). */
+export type SubscriptionView = Subscription;
 
 export function subscriptionView(r: SubscriptionRow, pendingCount: number): SubscriptionView {
   const v: SubscriptionView = {
@@ -205,14 +194,8 @@ export interface EventRow extends RowDataPacket {
   result: string | null;
 }
 
-export interface EventView {
-  sequence: string;
-  type: string;
-  task_id: string;
-  queue_id: string;
-  occurred_at: string;
-  result: unknown;
-}
+/** The wire shape of a result event (protocol/http-views.ts). */
+export type EventView = ResultEvent;
 
 export function eventView(r: EventRow): EventView {
   return {

@@ -1,6 +1,7 @@
 // SQL operations on tasks (submit and reads). Claim/result operations live in dispatch/.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
+import type { Task, TaskResult } from '../../protocol/http-views.js';
 import { toIso } from './pool.js';
 
 export interface TaskRow extends RowDataPacket {
@@ -32,37 +33,14 @@ export interface TaskRow extends RowDataPacket {
   result_error_message: string | null;
 }
 
-export interface TaskResult {
-  outcome: string;
-  output?: unknown;
-  error?: { code: string; message: string };
-}
+export type { TaskResult } from '../../protocol/http-views.js';
 
-export interface TaskView {
-  id: string;
-  namespace_id: string;
-  queue_id: string;
-  handler: string;
-  handler_version: string;
-  payload_version: string;
-  payload?: unknown;
-  business_key?: string;
-  concurrency_key?: string;
-  priority: number;
-  state: string;
-  attempts_made: number;
-  max_attempts: number;
-  not_before: string | null;
-  deadline_at: string;
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
-  result: TaskResult | null;
-}
+/** The wire shape of a task (protocol/http-views.ts). */
+export type TaskView = Task;
 
 export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
   if (!r.result_outcome) return null;
-  const res: TaskResult = { outcome: r.result_outcome };
+  const res: TaskResult = { outcome: r.result_outcome as TaskResult['outcome'] };
   if (!summary && r.result_output !== null) res.output = JSON.parse(r.result_output);
   if (r.result_error_code) res.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
   return res;

@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from '../db/pool.js';
 import { toIso } from '../db/pool.js';
+import type { Attempt } from '../../protocol/http-views.js';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;
@@ -74,21 +75,8 @@ export async function closeAttempt(
   );
 }
 
-export interface AttemptView {
-  id: string;
-  task_id: string;
-  attempt_no: number;
-  state: string;
-  worker_id: string;
-  session_id: string;
-  concurrency_token?: string;
-  leased_at: string;
-  started_at: string | null;
-  lease_expires_at: string;
-  finished_at: string | null;
-  outcome: string | null;
-  error: { code: string; message: string } | null;
-}
+/** The wire shape of an attempt (protocol/http-views.ts). */
+export type AttemptView = Attempt;
 
 export function attemptView(r: AttemptRow): AttemptView {
   const v: AttemptView = {

@@ -25,6 +25,7 @@ import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
 import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
+import { encodeCursor, listQuery } from './list-query.js';
 
 /** Non-retired subscriptions per namespace (paused ones count). */
 export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
@@ -139,35 +140,14 @@ const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 
 export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
-  const q = ctx.url.searchParams;
-  for (const k of q.keys()) if (!HISTORY_PARAMS.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
-  const one = (k: string) => {
-    const all = q.getAll(k);
-    if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
-    return all[0];
-  };
+  const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
   const s = await loadSubscription(ctx, ctx.params.id!);
-  let limit = 100;
-  const rawLimit = one('limit');
-  if (rawLimit !== undefined) {
-    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
-      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
-    }
-    limit = Number(rawLimit);
-  }
   const state = one('state');
   if (state !== undefined && !DELIVERY_STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: one of PENDING, LEASED, EXPIRED, ACKED', { field: 'state' });
-  const cursor = one('cursor');
-  let after: string | undefined;
-  if (cursor !== undefined) {
-    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
-    if (!/^d(0|[1-9][0-9]{0,19})$/.test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
-    after = decoded.slice(1);
-  }
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
   const page = rows.slice(0, limit);
   const events = await eventsBySequence(ctx.app.pool, s.namespace_id, page.map((r) => String(r.sequence)));
-  const next = rows.length > limit ? Buffer.from('d' + String(page[page.length - 1]!.sequence)).toString('base64url') : null;
+  const next = rows.length > limit ? encodeCursor('d', String(page[page.length - 1]!.sequence)) : null;
   return { status: 200, data: { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next } };
 }
 

@@ -9,6 +9,7 @@ import { newId } from '../ids.js';
 import { requireQueueAccess, requireScope } from './auth.js';
 import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
+import { encodeCursor, listQuery } from './list-query.js';
 
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 const STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'];
@@ -164,23 +165,7 @@ const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_k
 
 export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:read');
-  const q = ctx.url.searchParams;
-  for (const k of q.keys()) {
-    if (!LIST_PARAMS.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
-  }
-  const one = (k: string) => {
-    const all = q.getAll(k);
-    if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
-    return all[0];
-  };
-  let limit = 100;
-  const rawLimit = one('limit');
-  if (rawLimit !== undefined) {
-    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
-      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
-    }
-    limit = Number(rawLimit);
-  }
+  const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
   if (state !== undefined && !STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: unknown state', { field: 'state' });
   const queueId = one('queue_id');
@@ -191,13 +176,6 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   }
   const key = one('concurrency_key');
   if (key !== undefined && concurrencyKeyProblem(key)) throw new OrbitError('INVALID_ARGUMENT', 'concurrency_key: invalid', { field: 'concurrency_key' });
-  const cursor = one('cursor');
-  let beforeSeq: string | undefined;
-  if (cursor !== undefined) {
-    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
-    if (!/^s[1-9][0-9]{0,19}$/.test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
-    beforeSeq = decoded.slice(1);
-  }
   const rows = await listTasks(ctx.app.pool, {
     namespaceId: ctx.cred.namespaceId,
     queueIds: ctx.cred.queueIds,
@@ -209,6 +187,6 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
     limit,
   });
   const page = rows.slice(0, limit);
-  const next = rows.length > limit ? Buffer.from('s' + page[page.length - 1]!.seq).toString('base64url') : null;
+  const next = rows.length > limit ? encodeCursor('s', String(page[page.length - 1]!.seq)) : null;
   return { status: 200, data: { tasks: page.map((r) => taskView(r, true)), next_cursor: next } };
 }

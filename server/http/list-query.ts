@@ -1,0 +1,43 @@
+// Query parameters of list endpoints: unknown or repeated parameters are 400, `limit` is 1-500
+// (default 100), and cursors are opaque (base64url of a one-letter kind + a decimal position).
+import { OrbitError } from '../../protocol/errors.js';
+import type { RequestCtx } from './context.js';
+
+export interface ListQuery {
+  one(name: string): string | undefined;
+  limit: number;
+  /** The position encoded in `cursor` (decimal string), or undefined for the first page. */
+  after: string | undefined;
+}
+
+export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})'): ListQuery {
+  const q = ctx.url.searchParams;
+  for (const k of q.keys()) {
+    if (!allowed.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+  }
+  const one = (k: string) => {
+    const all = q.getAll(k);
+    if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+    return all[0];
+  };
+  let limit = 100;
+  const rawLimit = one('limit');
+  if (rawLimit !== undefined) {
+    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
+      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
+    }
+    limit = Number(rawLimit);
+  }
+  const cursor = one('cursor');
+  let after: string | undefined;
+  if (cursor !== undefined) {
+    const decoded = Buffer.from(cursor, 'base64url').toString('utf8');
+    if (!new RegExp(`^${cursorKind}${position}$`).test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
+    after = decoded.slice(cursorKind.length);
+  }
+  return { one, limit, after };
+}
+
+export function encodeCursor(kind: string, position: string): string {
+  return Buffer.from(kind + position).toString('base64url');
+}
