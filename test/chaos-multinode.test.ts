@@ -6,8 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { spawnWorker, killAllWorkers, waitFor, type WorkerProcess } from './support/workers.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
+import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
 import { submitMany } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
@@ -29,9 +30,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  await killAllWorkers();
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 async function counts(): Promise<Record<string, number>> {

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createTestDb, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { lines, runBin } from './support/cli.js';
 
@@ -18,9 +19,11 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-admin-'));
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db?.drop();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  try {
+    await endOfFileChecks(db);
+  } finally {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 const admin = (args: string[], env: Record<string, string | undefined> = {}) =>

@@ -1,7 +1,7 @@
 // What the claim transaction assigns and when, against a real gateway process: priority order,
 // not_before, paused queues, queue and application permit limits. not_before and limits are moved
 // in SQL instead of waiting. The permit invariants are asserted after every test.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { call, ikey } from './support/http.js';
 import { newTenant } from './support/db.js';
 import { assertPermitInvariants } from './support/invariants.js';
@@ -12,25 +12,16 @@ import {
   expectNoFrame,
   makeDue,
   result,
-  setupFixture,
   sqlTask,
   start,
   submit,
-  teardownFixture,
-  type Fixture,
 } from './support/dispatch-fixture.js';
+import { useGatewayFixture } from './support/fixture.js';
 
-let f: Fixture;
-
-beforeAll(async () => {
-  f = await setupFixture();
-});
+const f = useGatewayFixture();
 afterEach(async () => {
   closeWorkers(f);
   await assertPermitInvariants(f.db.pool);
-});
-afterAll(async () => {
-  await teardownFixture(f);
 });
 
 async function pause(queueId: string, verb: 'pause' | 'resume') {

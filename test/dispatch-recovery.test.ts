@@ -2,7 +2,7 @@
 // sweeper (lease expiry, deadlines; it runs every 500 ms in each gateway, leases are moved into the
 // past in SQL), late results, reconnect with resume, and superseded sessions. The permit invariants
 // are asserted after every test.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from './support/raw-worker.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { assertPermitInvariants } from './support/invariants.js';
@@ -19,29 +19,20 @@ import {
   expireLease,
   result,
   setCapacity,
-  setupFixture,
   sqlAttempt,
   sqlAttempts,
   sqlTask,
   start,
   submit,
-  teardownFixture,
   waitFor,
   waitTaskState,
-  type Fixture,
 } from './support/dispatch-fixture.js';
+import { useGatewayFixture } from './support/fixture.js';
 
-let f: Fixture;
-
-beforeAll(async () => {
-  f = await setupFixture();
-});
+const f = useGatewayFixture();
 afterEach(async () => {
   closeWorkers(f);
   await assertPermitInvariants(f.db.pool);
-});
-afterAll(async () => {
-  await teardownFixture(f);
 });
 
 async function leased(opts: { task?: Record<string, unknown>; hello?: Record<string, unknown> } = {}) {

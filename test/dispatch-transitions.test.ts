@@ -1,7 +1,7 @@
 // State transitions of dispatch.md driven by a raw WebSocket worker and the HTTP task commands
 // against a real gateway process; every state is checked through the HTTP API and in SQL, and the
 // permit invariants are asserted after every test.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { assertPermitInvariants } from './support/invariants.js';
 import {
   apiAttempt,
@@ -17,28 +17,19 @@ import {
   makeDue,
   result,
   setCapacity,
-  setupFixture,
   sqlAttempt,
   sqlEvents,
   sqlTask,
   start,
   submit,
-  teardownFixture,
   waitFor,
-  type Fixture,
 } from './support/dispatch-fixture.js';
+import { useGatewayFixture } from './support/fixture.js';
 
-let f: Fixture;
-
-beforeAll(async () => {
-  f = await setupFixture();
-});
+const f = useGatewayFixture();
 afterEach(async () => {
   closeWorkers(f);
   await assertPermitInvariants(f.db.pool);
-});
-afterAll(async () => {
-  await teardownFixture(f);
 });
 
 /** A queue, a worker on it, one task assigned: returns everything. */

@@ -1,48 +1,34 @@
 // The result stream under real transitions and races: one event per outcome transition, a
 // watermark that never passes an uncommitted event, queue retirement racing submits, and 10 000
 // events consumed by a subscriber that crashes and re-leases.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { waitFor } from './support/workers.js';
 import { ack, createQueue, createSub, getSub, lease, makeEvents } from './support/events.js';
 import { parseDsn } from '../server/db/pool.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-let t: CredentialsFile;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-  t = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-});
+const f = useGatewayFixture();
 
 const submit = (queueId: string, over: Record<string, unknown> = {}, key = ikey('task')) =>
-  call(gw.url, 'POST', '/v1/tasks', { token: t.token, key, body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over } });
+  call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key, body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over } });
 
 async function eventsOf(taskId: string): Promise<RowDataPacket[]> {
-  const [rows] = await db.pool.query<RowDataPacket[]>('SELECT sequence, type, result FROM result_events WHERE task_id = ? ORDER BY sequence', [taskId]);
+  const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT sequence, type, result FROM result_events WHERE task_id = ? ORDER BY sequence', [taskId]);
   return rows;
 }
 
 describe('one event per outcome transition', () => {
   it('SUCCEEDED, FAILED, NEEDS_REVIEW (and its resolution), retry, CANCELLED, DEADLINE_EXCEEDED', async () => {
-    const q = await createQueue(gw.url, t.token, 'transitions');
-    const idle = await createQueue(gw.url, t.token, 'transitions-idle');
-    const s = await createSub(gw.url, t.token, { name: 'all-transitions', queue_id: q.id, event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'] });
-    const sIdle = await createSub(gw.url, t.token, { name: 'idle-transitions', queue_id: idle.id, event_types: ['task.cancelled', 'task.deadline_exceeded'] });
-    const w = await openRaw(gw.url, t.token);
+    const q = await createQueue(f.gw.url, f.t.token, 'transitions');
+    const idle = await createQueue(f.gw.url, f.t.token, 'transitions-idle');
+    const s = await createSub(f.gw.url, f.t.token, { name: 'all-transitions', queue_id: q.id, event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'] });
+    const sIdle = await createSub(f.gw.url, f.t.token, { name: 'idle-transitions', queue_id: idle.id, event_types: ['task.cancelled', 'task.deadline_exceeded'] });
+    const w = await openRaw(f.gw.url, f.t.token);
     w.send(hello([q.id]));
     await w.next('hello.ok');
     const run = async (outcome: string, over: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) => {
@@ -73,19 +59,19 @@ describe('one event per outcome transition', () => {
     expect((await w.next('result.ok')).task_state).toBe('WAITING');
     expect(await eventsOf(back.body.data.task.id)).toEqual([]);
     // resolving the review is a second transition: one more event
-    const res = await call(gw.url, 'POST', `/v1/tasks/${review.task}:resolve`, { token: t.token, key: ikey(), body: { resolution: 'succeeded' } });
+    const res = await call(f.gw.url, 'POST', `/v1/tasks/${review.task}:resolve`, { token: f.t.token, key: ikey(), body: { resolution: 'succeeded' } });
     expect(res.status).toBe(200);
     expect((await eventsOf(review.task)).map((e) => e.type)).toEqual(['task.needs_review', 'task.succeeded']);
     // cancel and deadline on a queue nobody serves
     const c = await submit(idle.id);
-    expect((await call(gw.url, 'POST', `/v1/tasks/${c.body.data.task.id}:cancel`, { token: t.token, key: ikey(), body: { reason: 'no' } })).status).toBe(200);
+    expect((await call(f.gw.url, 'POST', `/v1/tasks/${c.body.data.task.id}:cancel`, { token: f.t.token, key: ikey(), body: { reason: 'no' } })).status).toBe(200);
     const d = await submit(idle.id, { deadline_seconds: 3600 });
-    await db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [d.body.data.task.id]);
+    await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [d.body.data.task.id]);
     await waitFor(async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000, 'deadline sweep');
     expect((await eventsOf(c.body.data.task.id)).map((e) => e.type)).toEqual(['task.cancelled']);
     expect((await eventsOf(d.body.data.task.id)).map((e) => e.type)).toEqual(['task.deadline_exceeded']);
     // The subscribers see exactly these, in sequence order.
-    const got = await lease(gw.url, t.token, s.id, 100, 30);
+    const got = await lease(f.gw.url, f.t.token, s.id, 100, 30);
     expect(got.map((x) => [x.event.task_id, x.event.type])).toEqual([
       [succ.task, 'task.succeeded'],
       [fail.task, 'task.failed'],
@@ -93,7 +79,7 @@ describe('one event per outcome transition', () => {
       [retried.task, 'task.failed'],
       [review.task, 'task.succeeded'],
     ]);
-    const idleGot = await lease(gw.url, t.token, sIdle.id, 100, 30);
+    const idleGot = await lease(f.gw.url, f.t.token, sIdle.id, 100, 30);
     expect(idleGot.map((x) => x.event.type)).toEqual(['task.cancelled', 'task.deadline_exceeded']);
     w.close();
   });
@@ -101,13 +87,13 @@ describe('one event per outcome transition', () => {
 
 describe('committed watermark', () => {
   it('an outcome transaction held open blocks later sequences; a consumer never skips it', async () => {
-    const q = await createQueue(gw.url, t.token, 'watermark');
-    const s = await createSub(gw.url, t.token, { name: 'watermark', queue_id: q.id, event_types: ['task.succeeded'] });
-    const [first] = await makeEvents(db.pool, t, q.id, 1);
-    const conns = await Promise.all([mysql.createConnection(parseDsn(db.dsn)), mysql.createConnection(parseDsn(db.dsn))]);
+    const q = await createQueue(f.gw.url, f.t.token, 'watermark');
+    const s = await createSub(f.gw.url, f.t.token, { name: 'watermark', queue_id: q.id, event_types: ['task.succeeded'] });
+    const [first] = await makeEvents(f.db.pool, f.t, q.id, 1);
+    const conns = await Promise.all([mysql.createConnection(parseDsn(f.db.dsn)), mysql.createConnection(parseDsn(f.db.dsn))]);
     const [a, b] = conns as [mysql.Connection, mysql.Connection];
     try {
-      const ev = (taskId: string) => ({ namespaceId: t.namespace_id, type: 'task.succeeded' as const, taskId, queueId: q.id, result: { outcome: 'succeeded' } });
+      const ev = (taskId: string) => ({ namespaceId: f.t.namespace_id, type: 'task.succeeded' as const, taskId, queueId: q.id, result: { outcome: 'succeeded' } });
       await a.query('START TRANSACTION');
       const [seqA] = await appendResultEvents(a as any, [ev('a'.repeat(32))]);
       await b.query('START TRANSACTION');
@@ -119,20 +105,20 @@ describe('committed watermark', () => {
       await new Promise((r) => setTimeout(r, 300));
       expect(bDone).toBe(false); // B cannot even allocate while A is open
       // Consumers see only what is committed: the first event, nothing of A.
-      const l1 = await lease(gw.url, t.token, s.id, 100, 30);
+      const l1 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
       expect(l1.map((d) => d.sequence)).toEqual([first]);
-      expect((await getSub(gw.url, t.token, s.id)).cursor).toBe(first);
+      expect((await getSub(f.gw.url, f.t.token, s.id)).cursor).toBe(first);
       await a.query('COMMIT');
       const [seqB] = await bAppend;
       expect(BigInt(seqB!.sequence)).toBe(BigInt(seqA!.sequence) + 1n);
       // A committed, B still open: the watermark is A's sequence, not B's.
-      const l2 = await lease(gw.url, t.token, s.id, 100, 30);
+      const l2 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
       expect(l2.map((d) => d.sequence)).toEqual([seqA!.sequence]);
-      expect((await getSub(gw.url, t.token, s.id)).cursor).toBe(seqA!.sequence);
+      expect((await getSub(f.gw.url, f.t.token, s.id)).cursor).toBe(seqA!.sequence);
       await b.query('COMMIT');
-      const l3 = await lease(gw.url, t.token, s.id, 100, 30);
+      const l3 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
       expect(l3.map((d) => d.sequence)).toEqual([seqB!.sequence]);
-      expect(await ack(gw.url, t.token, s.id, [...l1, ...l2, ...l3].map((d) => d.id))).toBe(3);
+      expect(await ack(f.gw.url, f.t.token, s.id, [...l1, ...l2, ...l3].map((d) => d.id))).toBe(3);
     } finally {
       await Promise.all(conns.map((c) => c.end().catch(() => {})));
     }
@@ -143,7 +129,7 @@ describe('queue retirement racing submits', () => {
   it('never both: either a submit lands and retirement is RESOURCE_BUSY, or retirement wins and submits get RESOURCE_RETIRED', async () => {
     const outcomes: string[] = [];
     for (let round = 0; round < 6; round++) {
-      const q = await createQueue(gw.url, t.token, `race-${round}`);
+      const q = await createQueue(f.gw.url, f.t.token, `race-${round}`);
       // Submits spread over `spread` ms from `start`; the retirement fires at 0. Early rounds let
       // submits land first, the last one lets the retirement win.
       const [start, spread] = [[0, 0], [0, 20], [5, 40], [10, 10], [20, 60], [300, 50]][round]!;
@@ -151,15 +137,15 @@ describe('queue retirement racing submits', () => {
         new Promise((r) => setTimeout(r, start + (spread * i) / 30)).then(() => submit(q.id)),
       );
       const retire = Promise.resolve().then(() =>
-        call(gw.url, 'POST', `/v1/queues/${q.id}:retire`, { token: t.token, key: ikey('retire'), body: { expected_revision: '1', reason: 'race' } }),
+        call(f.gw.url, 'POST', `/v1/queues/${q.id}:retire`, { token: f.t.token, key: ikey('retire'), body: { expected_revision: '1', reason: 'race' } }),
       );
       const [rr, ...ss] = await Promise.all([retire, ...submits]);
       const accepted = ss.filter((x) => x.status === 201).length;
       const refused = ss.filter((x) => x.status === 409 && x.body.error.code === 'RESOURCE_RETIRED').length;
       expect(accepted + refused, JSON.stringify(ss.map((x) => x.status))).toBe(30);
-      const [[qr]] = (await db.pool.query('SELECT retired_at FROM queues WHERE id = ?', [q.id])) as any;
-      const [[after]] = (await db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND created_at >= ?', [q.id, qr.retired_at ?? '9999-01-01'])) as any;
-      const [[all]] = (await db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ?', [q.id])) as any;
+      const [[qr]] = (await f.db.pool.query('SELECT retired_at FROM queues WHERE id = ?', [q.id])) as any;
+      const [[after]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND created_at >= ?', [q.id, qr.retired_at ?? '9999-01-01'])) as any;
+      const [[all]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ?', [q.id])) as any;
       if (rr.status === 200) {
         // retirement won: it saw an empty queue, so nothing may have been accepted at all
         expect(accepted).toBe(0);
@@ -190,48 +176,48 @@ describe('queue retirement racing submits', () => {
 
 describe('10 000 events, a consumer that crashes and re-leases', () => {
   it('acks every event exactly once and loses none', async () => {
-    const q = await createQueue(gw.url, t.token, 'bulk');
-    const noise = await createQueue(gw.url, t.token, 'bulk-noise');
-    const s = await createSub(gw.url, t.token, { name: 'bulk', queue_id: q.id, event_types: ['task.succeeded', 'task.failed'] });
+    const q = await createQueue(f.gw.url, f.t.token, 'bulk');
+    const noise = await createQueue(f.gw.url, f.t.token, 'bulk-noise');
+    const s = await createSub(f.gw.url, f.t.token, { name: 'bulk', queue_id: q.id, event_types: ['task.succeeded', 'task.failed'] });
     const expected: string[] = [];
     const ackedIds = new Set<string>();
     let ackedTotal = 0;
     let crashedLeases = 0;
     const produce = async (i: number) => {
-      expected.push(...(await makeEvents(db.pool, t, q.id, 900, 'task.succeeded')));
-      expected.push(...(await makeEvents(db.pool, t, q.id, 100, 'task.failed')));
-      if (i % 3 === 0) await makeEvents(db.pool, t, noise.id, 200, 'task.succeeded'); // other queue: filtered out
-      if (i % 4 === 0) await makeEvents(db.pool, t, q.id, 50, 'task.cancelled'); // other type: filtered out
+      expected.push(...(await makeEvents(f.db.pool, f.t, q.id, 900, 'task.succeeded')));
+      expected.push(...(await makeEvents(f.db.pool, f.t, q.id, 100, 'task.failed')));
+      if (i % 3 === 0) await makeEvents(f.db.pool, f.t, noise.id, 200, 'task.succeeded'); // other queue: filtered out
+      if (i % 4 === 0) await makeEvents(f.db.pool, f.t, q.id, 50, 'task.cancelled'); // other type: filtered out
     };
     // Consumer 1 interleaves with production, acks most batches, drops some (as if it crashed
     // mid-batch), and finally crashes holding its last leases.
     for (let i = 0; i < 10; i++) {
       await produce(i);
       for (let k = 0; k < 6; k++) {
-        const ds = await lease(gw.url, t.token, s.id, 100, 60);
+        const ds = await lease(f.gw.url, f.t.token, s.id, 100, 60);
         if (ds.length === 0) break;
         if (k % 3 === 2) {
           crashedLeases += ds.length;
           continue; // leased, never acked
         }
-        const n = await ack(gw.url, t.token, s.id, ds.map((d) => d.id));
+        const n = await ack(f.gw.url, f.t.token, s.id, ds.map((d) => d.id));
         expect(n).toBe(ds.length);
         ackedTotal += n;
         for (const d of ds) ackedIds.add(d.id);
       }
     }
     expect(crashedLeases).toBeGreaterThan(0);
-    expect((await getSub(gw.url, t.token, s.id)).pending_count).toBe(10_000 - ackedTotal);
+    expect((await getSub(f.gw.url, f.t.token, s.id)).pending_count).toBe(10_000 - ackedTotal);
     // The dropped leases run out (backdated instead of slept).
-    await db.pool.query(`UPDATE deliveries SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE subscription_id = ? AND state = 'LEASED'`, [s.id]);
+    await f.db.pool.query(`UPDATE deliveries SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE subscription_id = ? AND state = 'LEASED'`, [s.id]);
     // Consumer 2 drains everything.
     let redelivered = 0;
     for (;;) {
-      const ds = await lease(gw.url, t.token, s.id, 100, 60);
+      const ds = await lease(f.gw.url, f.t.token, s.id, 100, 60);
       if (ds.length === 0) break;
       for (let i = 1; i < ds.length; i++) expect(BigInt(ds[i]!.sequence) > BigInt(ds[i - 1]!.sequence)).toBe(true);
       redelivered += ds.filter((d) => d.attempts > 1).length;
-      const n = await ack(gw.url, t.token, s.id, ds.map((d) => d.id));
+      const n = await ack(f.gw.url, f.t.token, s.id, ds.map((d) => d.id));
       expect(n).toBe(ds.length);
       ackedTotal += n;
       for (const d of ds) {
@@ -242,14 +228,14 @@ describe('10 000 events, a consumer that crashes and re-leases', () => {
     expect(redelivered).toBe(crashedLeases);
     expect(ackedTotal).toBe(10_000);
     expect(ackedIds.size).toBe(10_000);
-    const [rows] = await db.pool.query<RowDataPacket[]>(`SELECT sequence, state, attempts FROM deliveries WHERE subscription_id = ? ORDER BY sequence`, [s.id]);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT sequence, state, attempts FROM deliveries WHERE subscription_id = ? ORDER BY sequence`, [s.id]);
     expect(rows.map((r) => String(r.sequence))).toEqual(expected);
     expect(rows.every((r) => r.state === 'ACKED')).toBe(true);
     expect(rows.filter((r) => r.attempts === 2).length).toBe(crashedLeases);
-    const sub = await getSub(gw.url, t.token, s.id);
+    const sub = await getSub(f.gw.url, f.t.token, s.id);
     expect(sub.pending_count).toBe(0);
     // Settled: the subscription can now be retired.
-    const r = await call(gw.url, 'POST', `/v1/subscriptions/${s.id}:retire`, { token: t.token, key: ikey(), body: { expected_revision: sub.revision, reason: 'consumed' } });
+    const r = await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:retire`, { token: f.t.token, key: ikey(), body: { expected_revision: sub.revision, reason: 'consumed' } });
     expect(r.status, r.text).toBe(200);
   }, 120_000);
 });

@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { packageRoot } from '../server/paths.js';
@@ -27,9 +28,11 @@ beforeAll(async () => {
   fs.writeFileSync(credFile, JSON.stringify({ ...t, url: gw.url }), { mode: 0o600 });
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  try {
+    await endOfFileChecks(db);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 function runExample(env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {

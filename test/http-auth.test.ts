@@ -2,7 +2,8 @@
 // 404 across namespaces), health endpoints and unknown routes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential, taskBody } from './support/contract.js';
 import { revokeCredential } from '../server/db/credentials.js';
@@ -26,8 +27,7 @@ beforeAll(async () => {
   taskB = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: b.token, key: ikey(), body: taskBody(b.queue_id) }), 201).task;
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 async function countTasks(): Promise<number> {

@@ -1,43 +1,32 @@
 // Contract: hostile or broken input gets a 4xx envelope (never a 5xx, never a crash), changes
 // nothing, and the gateway keeps serving afterwards.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, rawRequest, taskBody } from './support/contract.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-let t: CredentialsFile;
 let host: string;
 
+const f = useGatewayFixture();
 beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-  t = await newTenant(db);
-  host = new URL(gw.url).host;
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  host = new URL(f.gw.url).host;
 });
 
 async function taskCount(): Promise<number> {
-  const [[r]] = (await db.pool.query('SELECT COUNT(*) AS n FROM tasks')) as any;
+  const [[r]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks')) as any;
   return Number(r.n);
 }
 
 /** The gateway still answers a normal submit and read. */
 async function stillServing(): Promise<void> {
-  const task = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey('alive'), body: taskBody(t.queue_id) }), 201).task;
-  expectData(await call(gw.url, 'GET', `/v1/tasks/${task.id}`, { token: t.token }), 200);
-  expect(gw.child.exitCode).toBeNull();
+  const task = expectData(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('alive'), body: taskBody(f.t.queue_id) }), 201).task;
+  expectData(await call(f.gw.url, 'GET', `/v1/tasks/${task.id}`, { token: f.t.token }), 200);
+  expect(f.gw.child.exitCode).toBeNull();
 }
 
 function head(method: string, path: string, extra: string[] = []): string {
-  return [`${method} ${path} HTTP/1.1`, `Host: ${host}`, `Authorization: Bearer ${t.token}`, `Idempotency-Key: ${ikey('raw')}`, ...extra].join('\r\n') + '\r\n';
+  return [`${method} ${path} HTTP/1.1`, `Host: ${host}`, `Authorization: Bearer ${f.t.token}`, `Idempotency-Key: ${ikey('raw')}`, ...extra].join('\r\n') + '\r\n';
 }
 
 /** A response written on a raw socket carries the envelope and X-Request-Id. */
@@ -52,10 +41,10 @@ function expectRawEnvelope(r: { status: number | null; headers: Record<string, s
 describe('bodies', () => {
   it('random bytes as the body of every command → 4xx envelope, nothing stored', async () => {
     const before = await taskCount();
-    const paths = ['/v1/tasks', '/v1/queues', `/v1/queues/${t.queue_id}:pause`, `/v1/queues/${t.queue_id}:resume`];
+    const paths = ['/v1/tasks', '/v1/queues', `/v1/queues/${f.t.queue_id}:pause`, `/v1/queues/${f.t.queue_id}:resume`];
     await fc.assert(
       fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 2048 }), fc.constantFrom(...paths), async (bytes, path) => {
-        const r = await call(gw.url, 'POST', path, { token: t.token, key: ikey('rnd'), rawBody: Buffer.from(bytes) });
+        const r = await call(f.gw.url, 'POST', path, { token: f.t.token, key: ikey('rnd'), rawBody: Buffer.from(bytes) });
         expect(r.status).toBeGreaterThanOrEqual(400);
         expect(r.status).toBeLessThan(500);
         expect(r.headers.get('x-request-id')).toBe(r.body.request_id);
@@ -70,7 +59,7 @@ describe('bodies', () => {
   it('random JSON values as the body → 400, never 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(fc.jsonValue(), async (v) => {
-        const r = await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey('json'), rawBody: JSON.stringify(v) ?? 'null' });
+        const r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('json'), rawBody: JSON.stringify(v) ?? 'null' });
         expectError(r, 400, 'INVALID_ARGUMENT');
       }),
       { numRuns: 100, seed: 7 },
@@ -84,7 +73,7 @@ describe('bodies', () => {
       fc.asyncProperty(
         fc.record(
           {
-            queue_id: fc.oneof(fc.constant(t.queue_id), anyJson),
+            queue_id: fc.oneof(fc.constant(f.t.queue_id), anyJson),
             handler: field(fc.stringMatching(/^[A-Za-z0-9._:-]{0,130}$/)),
             handler_version: field(fc.string()),
             payload_version: field(fc.constant('v1')),
@@ -99,7 +88,7 @@ describe('bodies', () => {
           { requiredKeys: [] },
         ),
         async (body) => {
-          const r = await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey('fuzz'), body });
+          const r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('fuzz'), body });
           if (r.status !== 201) {
             expect(r.status).toBeGreaterThanOrEqual(400);
             expect(r.status).toBeLessThan(500);
@@ -116,35 +105,35 @@ describe('bodies', () => {
     const before = await taskCount();
     for (const depth of [5_000, 100_000, 400_000]) {
       const payload = '['.repeat(depth) + ']'.repeat(depth);
-      const raw = JSON.stringify(taskBody(t.queue_id, { payload: 0 })).replace('"payload":0', `"payload":${payload}`);
-      expectError(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey('deep'), rawBody: raw }), 400, 'INVALID_ARGUMENT');
+      const raw = JSON.stringify(taskBody(f.t.queue_id, { payload: 0 })).replace('"payload":0', `"payload":${payload}`);
+      expectError(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('deep'), rawBody: raw }), 400, 'INVALID_ARGUMENT');
     }
     expect(await taskCount()).toBe(before);
     // Moderate nesting (the body object + 100 levels of payload) is ordinary JSON and accepted.
     const ok = '['.repeat(100) + '"x"' + ']'.repeat(100);
-    const raw = JSON.stringify(taskBody(t.queue_id, { payload: 0 })).replace('"payload":0', `"payload":${ok}`);
-    const task = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey('deep'), rawBody: raw }), 201).task;
+    const raw = JSON.stringify(taskBody(f.t.queue_id, { payload: 0 })).replace('"payload":0', `"payload":${ok}`);
+    const task = expectData(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('deep'), rawBody: raw }), 201).task;
     expect(JSON.stringify(task.payload)).toBe(ok);
     const deepObject = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
-    const r = await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey('deep'), rawBody: `{"name":"deep","retry":${deepObject}}` });
+    const r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey('deep'), rawBody: `{"name":"deep","retry":${deepObject}}` });
     expectError(r, 400, 'INVALID_ARGUMENT');
     await stillServing();
   });
 
   it('a body that is a JSON array, string, number or null → 400', async () => {
-    for (const raw of ['[]', '[' + JSON.stringify(taskBody(t.queue_id)) + ']', '"' + 'x'.repeat(1000) + '"', '42', 'null', 'false']) {
-      expectError(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), rawBody: raw }), 400, 'INVALID_ARGUMENT');
+    for (const raw of ['[]', '[' + JSON.stringify(taskBody(f.t.queue_id)) + ']', '"' + 'x'.repeat(1000) + '"', '42', 'null', 'false']) {
+      expectError(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), rawBody: raw }), 400, 'INVALID_ARGUMENT');
     }
     await stillServing();
   });
 
   it('duplicate JSON keys and __proto__ do not smuggle fields', async () => {
-    const base = JSON.stringify(taskBody(t.queue_id));
+    const base = JSON.stringify(taskBody(f.t.queue_id));
     const proto = base.replace(/}$/, ',"__proto__":{"priority":9}}');
-    expectError(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), rawBody: proto }), 400, 'INVALID_ARGUMENT');
-    const inPayload = JSON.stringify(taskBody(t.queue_id, { payload: 0 })).replace('"payload":0', '"payload":{"__proto__":{"polluted":1},"ok":2}');
-    const task = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), rawBody: inPayload }), 201).task;
-    const read = expectData(await call(gw.url, 'GET', `/v1/tasks/${task.id}`, { token: t.token }), 200).task;
+    expectError(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), rawBody: proto }), 400, 'INVALID_ARGUMENT');
+    const inPayload = JSON.stringify(taskBody(f.t.queue_id, { payload: 0 })).replace('"payload":0', '"payload":{"__proto__":{"polluted":1},"ok":2}');
+    const task = expectData(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), rawBody: inPayload }), 201).task;
+    const read = expectData(await call(f.gw.url, 'GET', `/v1/tasks/${task.id}`, { token: f.t.token }), 200).task;
     expect(JSON.stringify(read.payload)).toBe('{"__proto__":{"polluted":1},"ok":2}');
     expect(({} as any).polluted).toBeUndefined();
   });
@@ -152,18 +141,18 @@ describe('bodies', () => {
 
 describe('broken HTTP', () => {
   it('huge headers → 400 envelope with X-Request-Id, then the gateway keeps serving', async () => {
-    const r = await rawRequest(gw.url, head('GET', '/v1/tasks', [`X-Junk: ${'j'.repeat(40 * 1024)}`, 'Connection: close']) + '\r\n');
+    const r = await rawRequest(f.gw.url, head('GET', '/v1/tasks', [`X-Junk: ${'j'.repeat(40 * 1024)}`, 'Connection: close']) + '\r\n');
     expectRawEnvelope(r, 400, 'INVALID_ARGUMENT');
-    const viaFetch = await call(gw.url, 'GET', '/v1/tasks', { token: t.token, headers: { 'x-junk': 'k'.repeat(20 * 1024) } });
+    const viaFetch = await call(f.gw.url, 'GET', '/v1/tasks', { token: f.t.token, headers: { 'x-junk': 'k'.repeat(20 * 1024) } });
     expectError(viaFetch, 400, 'INVALID_ARGUMENT');
     await stillServing();
   });
 
   it('a truncated body (Content-Length larger than what arrives, then close) changes nothing', async () => {
     const before = await taskCount();
-    const body = JSON.stringify(taskBody(t.queue_id));
+    const body = JSON.stringify(taskBody(f.t.queue_id));
     for (const cut of [0, 1, Math.floor(body.length / 2), body.length - 1]) {
-      const r = await rawRequest(gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', `Content-Length: ${body.length}`]) + '\r\n' + body.slice(0, cut), { end: true });
+      const r = await rawRequest(f.gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', `Content-Length: ${body.length}`]) + '\r\n' + body.slice(0, cut), { end: true });
       // The client went away: whatever the server wrote, if anything, is not a 5xx.
       if (r.status !== null) expect(r.status).toBeLessThan(500);
     }
@@ -173,9 +162,9 @@ describe('broken HTTP', () => {
 
   it('a truncated chunked body changes nothing', async () => {
     const before = await taskCount();
-    const body = JSON.stringify(taskBody(t.queue_id));
+    const body = JSON.stringify(taskBody(f.t.queue_id));
     const r = await rawRequest(
-      gw.url,
+      f.gw.url,
       head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked']) + '\r\n' + body.length.toString(16) + '\r\n' + body.slice(0, 20),
       { end: true },
     );
@@ -185,7 +174,7 @@ describe('broken HTTP', () => {
   });
 
   it('malformed chunked encoding → 400 envelope', async () => {
-    const r = await rawRequest(gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked', 'Connection: close']) + '\r\nzz\r\n{}\r\n0\r\n\r\n');
+    const r = await rawRequest(f.gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked', 'Connection: close']) + '\r\nzz\r\n{}\r\n0\r\n\r\n');
     expectRawEnvelope(r, 400, 'INVALID_ARGUMENT');
     await stillServing();
   });
@@ -203,27 +192,27 @@ describe('broken HTTP', () => {
       Buffer.from([0x16, 0x03, 0x01, 0x00, 0xa5, 0x01, 0x00, 0x00, 0xa1, 0x03, 0x03]), // a TLS ClientHello
     ];
     for (const input of inputs) {
-      const r = await rawRequest(gw.url, input);
+      const r = await rawRequest(f.gw.url, input);
       expectRawEnvelope(r, 400, 'INVALID_ARGUMENT');
     }
     await stillServing();
   });
 
   it('pipelined requests on one connection are all answered in order', async () => {
-    const a = head('GET', `/v1/queues/${t.queue_id}`) + '\r\n';
+    const a = head('GET', `/v1/queues/${f.t.queue_id}`) + '\r\n';
     const b = head('GET', '/healthz') + 'Connection: close\r\n\r\n';
-    const r = await rawRequest(gw.url, a + b, { untilClose: true });
+    const r = await rawRequest(f.gw.url, a + b, { untilClose: true });
     const statuses = [...r.raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
     expect(statuses).toEqual([200, 200]);
   });
 
   it('garbage pipelined after a valid request never corrupts the valid response', async () => {
-    const valid = head('GET', `/v1/queues/${t.queue_id}`) + '\r\n';
-    const r = await rawRequest(gw.url, valid + 'NOT HTTP AT ALL\r\n\r\n', { untilClose: true });
+    const valid = head('GET', `/v1/queues/${f.t.queue_id}`) + '\r\n';
+    const r = await rawRequest(f.gw.url, valid + 'NOT HTTP AT ALL\r\n\r\n', { untilClose: true });
     expect(r.status).toBe(200);
     const len = Number(r.headers['content-length']);
     const first = JSON.parse(r.body.slice(0, len));
-    expect(first.data.queue.id).toBe(t.queue_id);
+    expect(first.data.queue.id).toBe(f.t.queue_id);
     // Whatever follows the complete first response is either nothing or a whole second response.
     const rest = r.body.slice(len);
     if (rest.length > 0) expect(rest).toMatch(/^HTTP\/1\.1 400 /);
@@ -231,7 +220,7 @@ describe('broken HTTP', () => {
   });
 
   it('HTTP/1.0 without Host works', async () => {
-    const r = await rawRequest(gw.url, `GET /healthz HTTP/1.0\r\n\r\n`);
+    const r = await rawRequest(f.gw.url, `GET /healthz HTTP/1.0\r\n\r\n`);
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body).data.status).toBe('ok');
   });
@@ -239,7 +228,7 @@ describe('broken HTTP', () => {
   it('an oversized body on a raw socket → 413 envelope, and the connection stays usable', async () => {
     const size = 2 * 1024 * 1024;
     const r = await rawRequest(
-      gw.url,
+      f.gw.url,
       Buffer.concat([Buffer.from(head('POST', '/v1/tasks', ['Content-Type: application/json', `Content-Length: ${size}`]) + '\r\n'), Buffer.alloc(size, 0x20)]),
     );
     expectRawEnvelope(r, 413, 'PAYLOAD_TOO_LARGE');
@@ -249,7 +238,7 @@ describe('broken HTTP', () => {
 
   it('odd paths are 404 envelopes', async () => {
     for (const p of ['/v1/tasks/../queues', '//v1/tasks', '/v1/tasks/%2e%2e', `/v1/tasks/${'a'.repeat(8000)}`, '/v1/tasks/%00', '/%ff', '/v1/queues/x:pause:pause']) {
-      const r = await call(gw.url, 'GET', p, { token: t.token });
+      const r = await call(f.gw.url, 'GET', p, { token: f.t.token });
       expect(r.status).toBeLessThan(500);
       expect(r.headers.get('x-request-id')).toBe(r.body.request_id);
     }
@@ -259,9 +248,9 @@ describe('broken HTTP', () => {
 describe('after all of the above', () => {
   it('the gateway answered no request with a 5xx and logged no internal error', async () => {
     await stillServing();
-    const m = await call(gw.url, 'GET', '/metrics');
+    const m = await call(f.gw.url, 'GET', '/metrics');
     const fives = [...m.text.matchAll(/^orbit_http_requests_total\{[^}]*status="5\d\d"[^}]*\} (\d+)/gm)];
     expect(fives.map((x) => x[0])).toEqual([]);
-    expect(gw.output.filter((l) => /internal error|uncaught|unhandled/i.test(l))).toEqual([]);
+    expect(f.gw.output.filter((l) => /internal error|uncaught|unhandled/i.test(l))).toEqual([]);
   });
 });

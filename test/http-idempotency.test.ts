@@ -2,7 +2,8 @@
 // namespace scope, concurrency, durability across gateway restarts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential, taskBody } from './support/contract.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -20,8 +21,7 @@ beforeAll(async () => {
   u = await newTenant(db);
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 const submit = (body: unknown, key: string, opts: { token?: string; url?: string } = {}) =>

@@ -2,7 +2,8 @@
 // and GET /v1/tasks/{id}.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, taskBody } from './support/contract.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -46,8 +47,7 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 const list = (qs: string, token = t.token) => call(gw.url, 'GET', `/v1/tasks${qs}`, { token });

@@ -1,33 +1,20 @@
 // Contract: POST /v1/queues, GET /v1/queues[/{id}], POST /v1/queues/{id}:pause|:resume.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, expectHexId, limitedCredential } from './support/contract.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-let t: CredentialsFile;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-  t = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-});
+const f = useGatewayFixture();
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const create = (body: unknown, key = ikey(), token = t.token) => call(gw.url, 'POST', '/v1/queues', { token, key, body });
-const pause = (id: string, body: unknown, key = ikey()) => call(gw.url, 'POST', `/v1/queues/${id}:pause`, { token: t.token, key, body });
-const resume = (id: string, body: unknown, key = ikey()) => call(gw.url, 'POST', `/v1/queues/${id}:resume`, { token: t.token, key, body });
-const getQ = async (id: string) => expectData(await call(gw.url, 'GET', `/v1/queues/${id}`, { token: t.token }), 200).queue;
+const create = (body: unknown, key = ikey(), token = f.t.token) => call(f.gw.url, 'POST', '/v1/queues', { token, key, body });
+const pause = (id: string, body: unknown, key = ikey()) => call(f.gw.url, 'POST', `/v1/queues/${id}:pause`, { token: f.t.token, key, body });
+const resume = (id: string, body: unknown, key = ikey()) => call(f.gw.url, 'POST', `/v1/queues/${id}:resume`, { token: f.t.token, key, body });
+const getQ = async (id: string) => expectData(await call(f.gw.url, 'GET', `/v1/queues/${id}`, { token: f.t.token }), 200).queue;
 
 async function queueCount(): Promise<number> {
-  const [[r]] = (await db.pool.query('SELECT COUNT(*) AS n FROM queues')) as any;
+  const [[r]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM queues')) as any;
   return Number(r.n);
 }
 let n = 0;
@@ -44,7 +31,7 @@ describe('POST /v1/queues', () => {
     );
     expectHexId(q.id);
     expect(q).toMatchObject({
-      namespace_id: t.namespace_id,
+      namespace_id: f.t.namespace_id,
       name: 'defaults',
       revision: '1',
       paused: false,
@@ -125,19 +112,19 @@ describe('POST /v1/queues', () => {
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => create({ name, lease_seconds: 10 + i })));
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 409, 'STATE_CONFLICT');
-    const [rows] = (await db.pool.query('SELECT id FROM queues WHERE namespace_id = ? AND name = ?', [t.namespace_id, name])) as any;
+    const [rows] = (await f.db.pool.query('SELECT id FROM queues WHERE namespace_id = ? AND name = ?', [f.t.namespace_id, name])) as any;
     expect(rows).toHaveLength(1);
   });
 
   it('a retired queue\'s name is never reused', async () => {
     const name = uniq('retired');
     const q = expectData(await create({ name }), 201).queue;
-    await db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), paused = 1 WHERE id = ?', [q.id]);
+    await f.db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), paused = 1 WHERE id = ?', [q.id]);
     expectError(await create({ name }), 409, 'STATE_CONFLICT');
   });
 
   it('the same name in another namespace is fine', async () => {
-    const other = await newTenant(db);
+    const other = await newTenant(f.db);
     expectData(await create({ name: 'defaults' }, ikey(), other.token), 201);
   });
 
@@ -159,19 +146,19 @@ describe('POST /v1/queues', () => {
 
   it('requires Idempotency-Key and takes no query parameters', async () => {
     const before = await queueCount();
-    expectError(await call(gw.url, 'POST', '/v1/queues', { token: t.token, body: { name: uniq() } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(gw.url, 'POST', '/v1/queues?name=x', { token: t.token, key: ikey(), body: { name: uniq() } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), rawBody: '{"name":' }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), rawBody: '["q"]' }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, body: { name: uniq() } }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', '/v1/queues?name=x', { token: f.t.token, key: ikey(), body: { name: uniq() } }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey(), rawBody: '{"name":' }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey(), rawBody: '["q"]' }), 400, 'INVALID_ARGUMENT');
     expect(await queueCount()).toBe(before);
   });
 });
 
 describe('GET /v1/queues', () => {
   it('lists the namespace\'s queues (retired ones included) and nothing else', async () => {
-    const other = await newTenant(db, { queues: ['zzz-other'] });
-    const queues = expectData(await call(gw.url, 'GET', '/v1/queues', { token: t.token }), 200).queues;
-    const [rows] = (await db.pool.query('SELECT id FROM queues WHERE namespace_id = ?', [t.namespace_id])) as any;
+    const other = await newTenant(f.db, { queues: ['zzz-other'] });
+    const queues = expectData(await call(f.gw.url, 'GET', '/v1/queues', { token: f.t.token }), 200).queues;
+    const [rows] = (await f.db.pool.query('SELECT id FROM queues WHERE namespace_id = ?', [f.t.namespace_id])) as any;
     expect(queues.map((q: any) => q.id).sort()).toEqual(rows.map((r: any) => r.id).sort());
     expect(queues.map((q: any) => q.id)).not.toContain(other.queue_id);
     const retired = queues.filter((q: any) => q.retired_at);
@@ -183,20 +170,20 @@ describe('GET /v1/queues', () => {
   it('a limited credential only sees its queues', async () => {
     const a = expectData(await create({ name: uniq('lim') }), 201).queue;
     const b = expectData(await create({ name: uniq('lim') }), 201).queue;
-    const c = await limitedCredential(db, t.namespace_id, ['queues:manage'], [a.id, b.id]);
-    const queues = expectData(await call(gw.url, 'GET', '/v1/queues', { token: c.token }), 200).queues;
+    const c = await limitedCredential(f.db, f.t.namespace_id, ['queues:manage'], [a.id, b.id]);
+    const queues = expectData(await call(f.gw.url, 'GET', '/v1/queues', { token: c.token }), 200).queues;
     expect(queues.map((q: any) => q.id).sort()).toEqual([a.id, b.id].sort());
   });
 
   it('GET /v1/queues/{id}: 404 for absent, malformed or foreign ids', async () => {
-    const other = await newTenant(db);
-    for (const id of ['0'.repeat(32), 'nope', other.queue_id, t.queue_id.toUpperCase()]) {
-      expectError(await call(gw.url, 'GET', `/v1/queues/${id}`, { token: t.token }), 404, 'NOT_FOUND');
+    const other = await newTenant(f.db);
+    for (const id of ['0'.repeat(32), 'nope', other.queue_id, f.t.queue_id.toUpperCase()]) {
+      expectError(await call(f.gw.url, 'GET', `/v1/queues/${id}`, { token: f.t.token }), 404, 'NOT_FOUND');
     }
   });
 
   it('GET /v1/queues takes no query parameters', async () => {
-    expectError(await call(gw.url, 'GET', '/v1/queues?name=x', { token: t.token }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'GET', '/v1/queues?name=x', { token: f.t.token }), 400, 'INVALID_ARGUMENT');
   });
 });
 
@@ -221,7 +208,7 @@ describe('pause and resume', () => {
       expectError(await pause(q.id, body), 400, 'INVALID_ARGUMENT');
       expectError(await resume(q.id, body), 400, 'INVALID_ARGUMENT');
     }
-    expectError(await call(gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: t.token, key: ikey(), rawBody: '{"expected_revision":1}' }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: ikey(), rawBody: '{"expected_revision":1}' }), 400, 'INVALID_ARGUMENT');
     expect(await getQ(q.id)).toEqual(q);
   });
 
@@ -272,7 +259,7 @@ describe('pause and resume', () => {
     const q = expectData(await create({ name: uniq('gone') }), 201).queue;
     const key = ikey();
     const p = expectData(await pause(q.id, { expected_revision: '1' }, key), 200);
-    await db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), revision = revision + 1 WHERE id = ?', [q.id]);
+    await f.db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), revision = revision + 1 WHERE id = ?', [q.id]);
     expectError(await resume(q.id, { expected_revision: '3' }), 409, 'STATE_CONFLICT');
     expectError(await pause(q.id, { expected_revision: '3' }), 409, 'STATE_CONFLICT');
     expect(expectData(await pause(q.id, { expected_revision: '1' }, key), 200)).toEqual({ ...p, deduplicated: true });
@@ -283,14 +270,14 @@ describe('pause and resume', () => {
 
   it('pause requires Idempotency-Key and takes no query parameters', async () => {
     const q = expectData(await create({ name: uniq('hdr') }), 201).queue;
-    expectError(await call(gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: t.token, body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${q.id}:pause?force=1`, { token: t.token, key: ikey(), body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: t.token, key: 'bad key', body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause?force=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: 'bad key', body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
     expect(await getQ(q.id)).toEqual(q);
   });
 
   it('unknown verbs on a queue are 404', async () => {
-    expectError(await call(gw.url, 'POST', `/v1/queues/${t.queue_id}:delete`, { token: t.token, key: ikey(), body: { expected_revision: '1' } }), 404, 'NOT_FOUND');
-    expectError(await call(gw.url, 'GET', `/v1/queues/${t.queue_id}:pause`, { token: t.token }), 404, 'NOT_FOUND');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${f.t.queue_id}:delete`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }), 404, 'NOT_FOUND');
+    expectError(await call(f.gw.url, 'GET', `/v1/queues/${f.t.queue_id}:pause`, { token: f.t.token }), 404, 'NOT_FOUND');
   });
 });

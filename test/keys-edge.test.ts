@@ -1,35 +1,25 @@
 // Resource-key permits at the edges: one key shared by two queues, token exhaustion at 2^64 − 1,
 // retry backoff / UNKNOWN / review releasing the key, pause / drain / socket close releasing
 // nothing until lease expiry, and a resolve retry getting a larger token.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { waitFor } from './support/workers.js';
 import { backdateLeases, keyRow, metric, session, sleep, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-});
+const f = useGatewayFixture({ tenant: false });
 
 describe('resource keys at the edges', () => {
   it('two queues of one namespace share the key: one permit at a time, increasing tokens', async () => {
-    const t = await newTenant(db, { queues: ['qa', 'qb'] });
+    const t = await newTenant(f.db, { queues: ['qa', 'qb'] });
     const qa = t.queues.qa!;
     const qb = t.queues.qb!;
-    const w = await session(gw.url, t, { queues: [qa, qb], capacity: 4 });
-    const ta = await submitTask(gw.url, t, { queue_id: qa, concurrency_key: 'shared/1' });
-    const tb = await submitTask(gw.url, t, { queue_id: qb, concurrency_key: 'shared/1' });
+    const w = await session(f.gw.url, t, { queues: [qa, qb], capacity: 4 });
+    const ta = await submitTask(f.gw.url, t, { queue_id: qa, concurrency_key: 'shared/1' });
+    const tb = await submitTask(f.gw.url, t, { queue_id: qb, concurrency_key: 'shared/1' });
     const first = await w.next('task.assign');
     await sleep(500);
     expect(w.frames.filter((f) => f.type === 'task.assign')).toEqual([]);
@@ -40,101 +30,101 @@ describe('resource keys at the edges', () => {
     expect(BigInt(second.concurrency_token)).toBeGreaterThan(BigInt(first.concurrency_token));
     await startAndFinish(w, second.attempt_id);
     w.close();
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
   });
 
   it('token exhaustion: the last token is 18446744073709551615, then the key is refused (no wrap), counted', async () => {
-    const t = await newTenant(db);
+    const t = await newTenant(f.db);
     const key = 'exhaust/1';
-    const w = await session(gw.url, t, { capacity: 1 });
-    const t0 = await submitTask(gw.url, t, { concurrency_key: key });
+    const w = await session(f.gw.url, t, { capacity: 1 });
+    const t0 = await submitTask(f.gw.url, t, { concurrency_key: key });
     const a0 = await w.next('task.assign');
     expect(a0.task.id).toBe(t0.id);
     await startAndFinish(w, a0.attempt_id);
-    await db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551614 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from(key)]);
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551614 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from(key)]);
 
-    const before = await metric(gw.url, 'orbit_token_exhaustion_refusals_total');
-    await submitTask(gw.url, t, { concurrency_key: key });
+    const before = await metric(f.gw.url, 'orbit_token_exhaustion_refusals_total');
+    await submitTask(f.gw.url, t, { concurrency_key: key });
     const last = await w.next('task.assign');
     expect(last.concurrency_token).toBe('18446744073709551615');
-    const api = await call(gw.url, 'GET', `/v1/attempts/${last.attempt_id}`, { token: t.token });
+    const api = await call(f.gw.url, 'GET', `/v1/attempts/${last.attempt_id}`, { token: t.token });
     expect(api.body.data.attempt.concurrency_token).toBe('18446744073709551615');
     expect(api.text).toContain('"concurrency_token":"18446744073709551615"');
     await startAndFinish(w, last.attempt_id);
 
-    const refused = await submitTask(gw.url, t, { concurrency_key: key });
-    await waitFor(async () => (await metric(gw.url, 'orbit_token_exhaustion_refusals_total')) > before, 5000, 'exhaustion refusal counted');
+    const refused = await submitTask(f.gw.url, t, { concurrency_key: key });
+    await waitFor(async () => (await metric(f.gw.url, 'orbit_token_exhaustion_refusals_total')) > before, 5000, 'exhaustion refusal counted');
     await sleep(300);
-    expect(await taskState(db.pool, refused.id)).toBe('WAITING');
+    expect(await taskState(f.db.pool, refused.id)).toBe('WAITING');
     expect(w.frames.filter((f) => f.type === 'task.assign')).toEqual([]);
-    expect(await keyRow(db.pool, t.namespace_id, key)).toMatchObject({ highest_token: '18446744073709551615', holder_attempt_id: null });
-    const [n] = await db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM attempts WHERE task_id = ?', [refused.id]);
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toMatchObject({ highest_token: '18446744073709551615', holder_attempt_id: null });
+    const [n] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM attempts WHERE task_id = ?', [refused.id]);
     expect(Number(n[0]!.n)).toBe(0);
 
     // The refused task must not block the session: a free-key task still reaches a capacity-1 worker.
-    const other = await submitTask(gw.url, t, { concurrency_key: 'exhaust/other' });
+    const other = await submitTask(f.gw.url, t, { concurrency_key: 'exhaust/other' });
     const b = await w.next('task.assign', 3000);
     expect(b.task.id).toBe(other.id);
     expect(b.concurrency_token).toBe('1');
     await startAndFinish(w, b.attempt_id);
-    expect(await taskState(db.pool, refused.id)).toBe('WAITING');
+    expect(await taskState(f.db.pool, refused.id)).toBe('WAITING');
     w.close();
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
   });
 
   it('retry with backoff releases the key: another task of the key runs during the backoff', async () => {
-    const t = await newTenant(db);
+    const t = await newTenant(f.db);
     const key = 'backoff/1';
-    const w = await session(gw.url, t, { capacity: 1 });
-    const ta = await submitTask(gw.url, t, { concurrency_key: key });
+    const w = await session(f.gw.url, t, { capacity: 1 });
+    const ta = await submitTask(f.gw.url, t, { concurrency_key: key });
     const a1 = await w.next('task.assign');
     expect(a1.task.id).toBe(ta.id);
-    const tb = await submitTask(gw.url, t, { concurrency_key: key });
+    const tb = await submitTask(f.gw.url, t, { concurrency_key: key });
     const r = await startAndFinish(w, a1.attempt_id, 'retry', { error: { code: 'UPSTREAM_503', message: 'later' }, retry_after_ms: 60_000 });
     expect(r.task_state).toBe('WAITING');
     const b = await w.next('task.assign', 3000);
     expect(b.task.id).toBe(tb.id);
     expect(BigInt(b.concurrency_token)).toBeGreaterThan(BigInt(a1.concurrency_token));
-    expect((await keyRow(db.pool, t.namespace_id, key))!.holder_attempt_id).toBe(b.attempt_id);
+    expect((await keyRow(f.db.pool, t.namespace_id, key))!.holder_attempt_id).toBe(b.attempt_id);
     await startAndFinish(w, b.attempt_id);
     // End the backoff early (SQL), the retried task gets a still larger token.
-    await db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) WHERE id = ?', [ta.id]);
+    await f.db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) WHERE id = ?', [ta.id]);
     const c = await w.next('task.assign', 3000);
     expect(c.task.id).toBe(ta.id);
     expect(c.attempt_no).toBe(2);
     expect(BigInt(c.concurrency_token)).toBeGreaterThan(BigInt(b.concurrency_token));
     await startAndFinish(w, c.attempt_id);
     w.close();
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
   });
 
   it('unknown and expiry-while-running release the key (NEEDS_REVIEW); a resolve retry gets a larger token', async () => {
-    const t = await newTenant(db);
+    const t = await newTenant(f.db);
     const key = 'review/1';
-    const w = await session(gw.url, t, { capacity: 1 });
-    const ta = await submitTask(gw.url, t, { concurrency_key: key });
+    const w = await session(f.gw.url, t, { capacity: 1 });
+    const ta = await submitTask(f.gw.url, t, { concurrency_key: key });
     const a1 = await w.next('task.assign');
     const r = await startAndFinish(w, a1.attempt_id, 'unknown', { error: { code: 'TIMEOUT', message: 'maybe' } });
     expect(r.task_state).toBe('NEEDS_REVIEW');
-    expect(await keyRow(db.pool, t.namespace_id, key)).toMatchObject({ holder_attempt_id: null });
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toMatchObject({ holder_attempt_id: null });
 
     // Expiry while RUNNING: attempt UNKNOWN, task NEEDS_REVIEW, key released.
-    const tb = await submitTask(gw.url, t, { concurrency_key: key });
+    const tb = await submitTask(f.gw.url, t, { concurrency_key: key });
     const a2 = await w.next('task.assign');
     expect(a2.task.id).toBe(tb.id);
     w.send({ type: 'start', attempt_id: a2.attempt_id });
     await w.next('start.ok');
     w.send({ type: 'capacity', capacity: 0 });
-    await backdateLeases(db.pool, [a2.attempt_id]);
-    await waitFor(async () => (await taskState(db.pool, tb.id)) === 'NEEDS_REVIEW', 5000, 'running expiry to review');
-    expect(await keyRow(db.pool, t.namespace_id, key)).toMatchObject({ holder_attempt_id: null });
+    await backdateLeases(f.db.pool, [a2.attempt_id]);
+    await waitFor(async () => (await taskState(f.db.pool, tb.id)) === 'NEEDS_REVIEW', 5000, 'running expiry to review');
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toMatchObject({ holder_attempt_id: null });
     const cancel = await w.next('task.cancel');
     expect(cancel).toMatchObject({ attempt_id: a2.attempt_id, reason: 'LEASE_EXPIRED' });
-    const att = await call(gw.url, 'GET', `/v1/attempts/${a2.attempt_id}`, { token: t.token });
+    const att = await call(f.gw.url, 'GET', `/v1/attempts/${a2.attempt_id}`, { token: t.token });
     expect(att.body.data.attempt).toMatchObject({ state: 'UNKNOWN', concurrency_token: a2.concurrency_token });
 
     // Resolve retry: the task waits again and its new attempt gets a larger token.
-    const res = await call(gw.url, 'POST', `/v1/tasks/${ta.id}:resolve`, { token: t.token, key: ikey('resolve'), body: { resolution: 'retry', reason: 'checked' } });
+    const res = await call(f.gw.url, 'POST', `/v1/tasks/${ta.id}:resolve`, { token: t.token, key: ikey('resolve'), body: { resolution: 'retry', reason: 'checked' } });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.task.state).toBe('WAITING');
     w.send({ type: 'capacity', capacity: 1 });
@@ -143,43 +133,43 @@ describe('resource keys at the edges', () => {
     expect(BigInt(a3.concurrency_token)).toBeGreaterThan(BigInt(a2.concurrency_token));
     await startAndFinish(w, a3.attempt_id);
     w.close();
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
   });
 
   it('pause, drain and socket close release nothing until the lease expires', async () => {
-    const t = await newTenant(db);
+    const t = await newTenant(f.db);
     const key = 'hold/1';
-    const w = await session(gw.url, t, { capacity: 2 });
-    await submitTask(gw.url, t, { concurrency_key: key });
+    const w = await session(f.gw.url, t, { capacity: 2 });
+    await submitTask(f.gw.url, t, { concurrency_key: key });
     const a = await w.next('task.assign');
     w.send({ type: 'start', attempt_id: a.attempt_id });
     await w.next('start.ok');
-    const held = await keyRow(db.pool, t.namespace_id, key);
+    const held = await keyRow(f.db.pool, t.namespace_id, key);
     expect(held!.holder_attempt_id).toBe(a.attempt_id);
-    const [qv] = await db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [t.queue_id]);
+    const [qv] = await f.db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [t.queue_id]);
     expect(Number(qv[0]!.active_attempts)).toBe(1);
 
-    const q = await call(gw.url, 'GET', `/v1/queues/${t.queue_id}`, { token: t.token });
-    const paused = await call(gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey('pause'), body: { expected_revision: q.body.data.queue.revision } });
+    const q = await call(f.gw.url, 'GET', `/v1/queues/${t.queue_id}`, { token: t.token });
+    const paused = await call(f.gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey('pause'), body: { expected_revision: q.body.data.queue.revision } });
     expect(paused.status, paused.text).toBe(200);
     await sleep(300);
-    expect(await keyRow(db.pool, t.namespace_id, key)).toEqual(held);
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toEqual(held);
     w.send({ type: 'drain' });
     await w.next('drain.ok');
     await sleep(300);
-    expect(await keyRow(db.pool, t.namespace_id, key)).toEqual(held);
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toEqual(held);
     w.ws.terminate();
     await sleep(500);
-    expect(await keyRow(db.pool, t.namespace_id, key)).toEqual(held);
-    const [still] = await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [a.attempt_id]);
+    expect(await keyRow(f.db.pool, t.namespace_id, key)).toEqual(held);
+    const [still] = await f.db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [a.attempt_id]);
     expect(still[0]!.state).toBe('RUNNING');
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
 
-    await backdateLeases(db.pool, [a.attempt_id]);
-    await waitFor(async () => (await keyRow(db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000, 'release at expiry');
-    const after = await keyRow(db.pool, t.namespace_id, key);
+    await backdateLeases(f.db.pool, [a.attempt_id]);
+    await waitFor(async () => (await keyRow(f.db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000, 'release at expiry');
+    const after = await keyRow(f.db.pool, t.namespace_id, key);
     expect(BigInt(after!.version)).toBe(BigInt(held!.version) + 1n);
     expect(after!.highest_token).toBe(held!.highest_token);
-    await assertPermitInvariants(db.pool);
+    await assertPermitInvariants(f.db.pool);
   });
 });

@@ -10,7 +10,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { waitFor } from './support/workers.js';
 import { submitMany } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
@@ -65,8 +66,7 @@ afterAll(async () => {
       p.child.kill('SIGKILL');
     }
   }
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 describe('fenced resource under chaos', () => {

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { endOfFileChecks } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { checkHistory } from './support/history.js';
@@ -27,8 +28,7 @@ beforeAll(async () => {
   gw = await startGateway(db.dsn, {}, port);
 });
 afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  await endOfFileChecks(db);
 });
 
 async function restartGateway(kill9 = false): Promise<void> {

@@ -1,26 +1,13 @@
 // The SDK end to end against a real gateway process: HTTP client submits, a createWorker worker
 // runs the handler through the fenced resource, the attempts API shows the same token, close()
 // drains promptly.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture } from './support/fixture.js';
 import { createClient, createFencedResource, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-let t: CredentialsFile;
 const silent = { info() {}, warn() {}, error() {} };
 
-beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-  t = await newTenant(db, { workerAccess: true });
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-});
+const f = useGatewayFixture();
 
 async function until<T>(f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -34,15 +21,15 @@ async function until<T>(f: () => Promise<T | undefined>, timeoutMs = 15_000): Pr
 
 describe('SDK against a real gateway', () => {
   it('submit → worker (fenced write) → SUCCEEDED; tokens match; retry then success; close drains', async () => {
-    const client = createClient({ url: gw.url, token: t.token });
-    const fence = createFencedResource(db.pool, { table: 'e2e_fence' });
+    const client = createClient({ url: f.gw.url, token: f.t.token });
+    const fence = createFencedResource(f.db.pool, { table: 'e2e_fence' });
     await fence.ensureSchema();
     const seen: { attemptId: string; token?: bigint }[] = [];
     let failOnce = true;
     const w = createWorker({
-      url: gw.url,
-      token: t.token,
-      queues: [t.queue_id],
+      url: f.gw.url,
+      token: f.t.token,
+      queues: [f.t.queue_id],
       capacity: 2,
       logger: silent,
       handlers: {
@@ -54,7 +41,7 @@ describe('SDK against a real gateway', () => {
               failOnce = false;
               throw new RetryableError('first try fails', { retryAfterMs: 0 });
             }
-            const r = await fence.write({ namespace: t.namespace_id, key: e.task.concurrencyKey!, token: e.concurrencyToken!, operationId: e.task.payload.op, apply: async () => {} });
+            const r = await fence.write({ namespace: f.t.namespace_id, key: e.task.concurrencyKey!, token: e.concurrencyToken!, operationId: e.task.payload.op, apply: async () => {} });
             return { applied: r.applied };
           },
         },
@@ -62,7 +49,7 @@ describe('SDK against a real gateway', () => {
     });
     await w.ready;
     const sub = await client.submitTask(
-      { queue_id: t.queue_id, handler: 'object.update', handler_version: 'v1', payload_version: 'v1', payload: { op: 'op-1' }, concurrency_key: 'object/e2e', max_attempts: 3 },
+      { queue_id: f.t.queue_id, handler: 'object.update', handler_version: 'v1', payload_version: 'v1', payload: { op: 'op-1' }, concurrency_key: 'object/e2e', max_attempts: 3 },
       { idempotencyKey: `e2e-${Date.now()}` },
     );
     expect(sub.deduplicated).toBe(false);
@@ -77,7 +64,7 @@ describe('SDK against a real gateway', () => {
     expect(seen.map((s) => s.attemptId)).toEqual(attempts.map((a) => a.id));
     expect(seen.map((s) => s.token)).toEqual(attempts.map((a) => BigInt(a.concurrency_token!)));
     expect(seen[1]!.token! > seen[0]!.token!).toBe(true);
-    expect(await fence.highestToken(t.namespace_id, 'object/e2e')).toBe(seen[1]!.token);
+    expect(await fence.highestToken(f.t.namespace_id, 'object/e2e')).toBe(seen[1]!.token);
     const started = Date.now();
     await w.close();
     expect(Date.now() - started).toBeLessThan(3000);

@@ -3,11 +3,11 @@
 // /healthz must answer 200 and a normal worker must still get a submitted task assigned.
 import crypto from 'node:crypto';
 import net from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -15,26 +15,17 @@ import { newId } from '../server/ids.js';
 
 const HELLO_TIMEOUT_MS = 1000;
 
-let db: TestDb;
-let gw: GatewayProcess;
-/** Tenant the hostile clients use. */
-let t: CredentialsFile;
 /** Tenant of the health probe worker (its tasks are never visible to hostile sessions). */
 let probe: CredentialsFile;
 
+/** f.t: the tenant the hostile clients use. */
+const f = useGatewayFixture({ gatewayEnv: { ORBIT_HELLO_TIMEOUT_MS: String(HELLO_TIMEOUT_MS) } });
 beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn, { ORBIT_HELLO_TIMEOUT_MS: String(HELLO_TIMEOUT_MS) });
-  t = await newTenant(db);
-  probe = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  probe = await newTenant(f.db);
 });
 
 async function submit(tenant: CredentialsFile) {
-  const r = await call(gw.url, 'POST', '/v1/tasks', {
+  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
     token: tenant.token,
     key: ikey(),
     body: { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 } },
@@ -45,11 +36,11 @@ async function submit(tenant: CredentialsFile) {
 
 /** The gateway survived: process alive, /healthz 200, a normal worker gets a task and finishes it. */
 async function expectHealthy() {
-  expect(gw.child.exitCode).toBeNull();
-  expect(gw.child.signalCode).toBeNull();
-  const h = await call(gw.url, 'GET', '/healthz');
+  expect(f.gw.child.exitCode).toBeNull();
+  expect(f.gw.child.signalCode).toBeNull();
+  const h = await call(f.gw.url, 'GET', '/healthz');
   expect(h.status).toBe(200);
-  const w = await openRaw(gw.url, probe.token);
+  const w = await openRaw(f.gw.url, probe.token);
   w.send(hello([probe.queue_id], { capacity: 1 }));
   await w.next('hello.ok');
   const task = await submit(probe);
@@ -61,7 +52,7 @@ async function expectHealthy() {
   expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
   w.close();
   await w.closed;
-  expect(gw.output.filter((l) => /uncaught|unhandled|FATAL ERROR/i.test(l))).toEqual([]);
+  expect(f.gw.output.filter((l) => /uncaught|unhandled|FATAL ERROR/i.test(l))).toEqual([]);
 }
 
 async function inBatches<T>(items: T[], size: number, fn: (x: T, i: number) => Promise<void>) {
@@ -75,7 +66,7 @@ async function drainUntilClosed(w: RawWorker): Promise<{ code: number; frames: a
 }
 
 function wsUrl() {
-  return gw.url.replace(/^http/, 'ws') + '/v1/workers/connect';
+  return f.gw.url.replace(/^http/, 'ws') + '/v1/workers/connect';
 }
 
 describe('hostile input', () => {
@@ -86,9 +77,9 @@ describe('hostile input', () => {
   it('200 random-byte text frames on fresh connections (before and after hello)', async () => {
     const codes = new Map<number, number>();
     await inBatches(Array.from({ length: 200 }, (_, i) => i), 25, async (i) => {
-      const w = await openRaw(gw.url, t.token);
+      const w = await openRaw(f.gw.url, f.t.token);
       if (i % 2 === 1) {
-        w.send(hello([t.queue_id], { capacity: 0 }));
+        w.send(hello([f.t.queue_id], { capacity: 0 }));
         await w.next('hello.ok');
       }
       const bytes = crypto.randomBytes(1 + crypto.randomInt(4096));
@@ -115,8 +106,8 @@ describe('hostile input', () => {
     const cases = fields.flatMap((f) => junk.filter((v) => !valid(f, v)).map((v) => [f, v] as const));
     expect(cases.length).toBeGreaterThan(90);
     await inBatches(cases, 20, async ([field, v]) => {
-      const w = await openRaw(gw.url, t.token);
-      w.send(hello([t.queue_id], { capacity: 0, [field]: v }));
+      const w = await openRaw(f.gw.url, f.t.token);
+      w.send(hello([f.t.queue_id], { capacity: 0, [field]: v }));
       const err = await w.next('error', 5000);
       expect(err, `${field}=${JSON.stringify(v)}`).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
       expect((await w.closed).code).toBe(1002);
@@ -132,10 +123,10 @@ describe('hostile input', () => {
       `{"type":"hello","deep":${nest(200_000)}}`,
       `{"type":${nest(100_000, '"hello"')}}`,
       nest(300_000),
-      `{"type":"hello","protocol":1,"worker_id":"deep","queues":["${t.queue_id}"],"capacity":1,"handlers":${nest(100_000)}}`,
+      `{"type":"hello","protocol":1,"worker_id":"deep","queues":["${f.t.queue_id}"],"capacity":1,"handlers":${nest(100_000)}}`,
       `{"type":"hello","x":${objs(50_000)}}`,
     ]) {
-      const w = await openRaw(gw.url, t.token);
+      const w = await openRaw(f.gw.url, f.t.token);
       w.sendRaw(text);
       expect(await w.next('error')).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
       expect((await w.closed).code).toBe(1002);
@@ -145,8 +136,8 @@ describe('hostile input', () => {
       `{"type":"result","attempt_id":"${newId()}","outcome":"succeeded","output":${nest(100_000)}}`,
       `{"type":"renew","attempt_ids":${nest(100_000, `"${newId()}"`)}}`,
     ]) {
-      const w = await openRaw(gw.url, t.token);
-      w.send(hello([t.queue_id], { capacity: 0 }));
+      const w = await openRaw(f.gw.url, f.t.token);
+      w.send(hello([f.t.queue_id], { capacity: 0 }));
       await w.next('hello.ok');
       w.sendRaw(text);
       expect(await w.next('error')).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
@@ -156,9 +147,9 @@ describe('hostile input', () => {
   });
 
   it('a result with output nested past 512 levels is a protocol error; the attempt is untouched and resumable', async () => {
-    const tn = await newTenant(db);
+    const tn = await newTenant(f.db);
     const workerId = `deep-${newId().slice(0, 8)}`;
-    const w = await openRaw(gw.url, tn.token);
+    const w = await openRaw(f.gw.url, tn.token);
     w.send(hello([tn.queue_id], { worker_id: workerId, capacity: 1 }));
     await w.next('hello.ok');
     const task = await submit(tn);
@@ -171,10 +162,10 @@ describe('hostile input', () => {
     w.sendRaw(result(512));
     expect(await w.next('error')).toMatchObject({ type: 'error', code: 'PROTOCOL_ERROR', fatal: true });
     expect((await w.closed).code).toBe(1002);
-    const [rows] = await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [a.attempt_id]);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [a.attempt_id]);
     expect(rows[0]!.state).toBe('RUNNING');
     // Same worker reconnects, resumes and finishes with the deepest accepted output.
-    const w2 = await openRaw(gw.url, tn.token);
+    const w2 = await openRaw(f.gw.url, tn.token);
     w2.send(hello([tn.queue_id], { worker_id: workerId, capacity: 1, resume: [a.attempt_id] }));
     const ok = await w2.next('hello.ok');
     expect(ok.resumed.map((r: any) => r.attempt_id)).toEqual([a.attempt_id]);
@@ -186,8 +177,8 @@ describe('hostile input', () => {
 
   // Deep objects (not arrays), far past the stack depth of a recursive walk, under the frame limit.
   it('150 000 nested objects in an output → PROTOCOL_ERROR, 1002', async () => {
-    const w = await openRaw(gw.url, t.token);
-    w.send(hello([t.queue_id], { capacity: 0 }));
+    const w = await openRaw(f.gw.url, f.t.token);
+    w.send(hello([f.t.queue_id], { capacity: 0 }));
     await w.next('hello.ok');
     w.sendRaw(`{"type":"result","attempt_id":"${newId()}","outcome":"unknown","output":${'{"a":'.repeat(150_000)}1${'}'.repeat(150_000)}}`);
     expect(await w.next('error')).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
@@ -197,17 +188,17 @@ describe('hostile input', () => {
 
   it('a 5 MB frame → 1009 (text before and after hello, and binary)', async () => {
     const big = 'x'.repeat(5 * 1024 * 1024);
-    const w1 = await openRaw(gw.url, t.token);
+    const w1 = await openRaw(f.gw.url, f.t.token);
     w1.sendRaw(big);
     expect((await w1.closed).code).toBe(1009);
 
-    const w2 = await openRaw(gw.url, t.token);
-    w2.send(hello([t.queue_id], { capacity: 0 }));
+    const w2 = await openRaw(f.gw.url, f.t.token);
+    w2.send(hello([f.t.queue_id], { capacity: 0 }));
     await w2.next('hello.ok');
     w2.sendRaw(JSON.stringify({ type: 'result', attempt_id: newId(), outcome: 'succeeded', output: big }));
     expect((await w2.closed).code).toBe(1009);
 
-    const w3 = await openRaw(gw.url, t.token);
+    const w3 = await openRaw(f.gw.url, f.t.token);
     w3.sendRaw(Buffer.alloc(5 * 1024 * 1024), true);
     expect((await w3.closed).code).toBe(1009);
     await expectHealthy();
@@ -218,23 +209,23 @@ describe('hostile input', () => {
       (i: number) => JSON.stringify({ type: 'start', attempt_id: `a${i}` }),
       (i: number) => `garbage ${i}`,
       // A valid hello followed by 999 more: the second one is the violation.
-      () => JSON.stringify(hello([t.queue_id], { worker_id: 'flooder', capacity: 0 })),
+      () => JSON.stringify(hello([f.t.queue_id], { worker_id: 'flooder', capacity: 0 })),
     ]) {
-      const w = await openRaw(gw.url, t.token);
+      const w = await openRaw(f.gw.url, f.t.token);
       for (let i = 0; i < 1000; i++) w.sendRaw(make(i));
       const { code, frames } = await drainUntilClosed(w);
       expect(code).toBe(1002);
       expect(frames).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);
     }
     // The hello flood left no OPEN session row behind.
-    const [rows] = await db.pool.query<RowDataPacket[]>(`SELECT id FROM worker_sessions WHERE worker_id = 'flooder' AND state = 'OPEN'`);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT id FROM worker_sessions WHERE worker_id = 'flooder' AND state = 'OPEN'`);
     expect(rows).toEqual([]);
     await expectHealthy();
   });
 
   it('1000 per-attempt frames flooded after hello: 1000 non-fatal errors, session keeps working', async () => {
-    const tn = await newTenant(db);
-    const w = await openRaw(gw.url, tn.token);
+    const tn = await newTenant(f.db);
+    const w = await openRaw(f.gw.url, tn.token);
     w.send(hello([tn.queue_id], { capacity: 0 }));
     await w.next('hello.ok');
     for (let i = 0; i < 1000; i++) w.send({ type: i % 2 ? 'start' : 'result', attempt_id: `bogus-${i}`, ...(i % 2 ? {} : { outcome: 'succeeded' }) });
@@ -254,7 +245,7 @@ describe('hostile input', () => {
 
   it('connection storm: 100 sockets opened and dropped without hello', async () => {
     await inBatches(Array.from({ length: 100 }, (_, i) => i), 50, async (i) => {
-      const w = await openRaw(gw.url, t.token);
+      const w = await openRaw(f.gw.url, f.t.token);
       if (i % 2) w.ws.terminate();
       else w.close();
       await w.closed;
@@ -263,7 +254,7 @@ describe('hostile input', () => {
   });
 
   it('connection storm: 100 sockets that never say hello are closed by the hello timer', async () => {
-    const ws = await Promise.all(Array.from({ length: 100 }, () => openRaw(gw.url, t.token)));
+    const ws = await Promise.all(Array.from({ length: 100 }, () => openRaw(f.gw.url, f.t.token)));
     const results = await Promise.all(ws.map((w) => drainUntilClosed(w)));
     for (const r of results) {
       expect(r.code).toBe(1002);
@@ -273,11 +264,11 @@ describe('hostile input', () => {
   });
 
   it('connection storm: 100 handshakes aborted mid-upgrade (raw TCP)', async () => {
-    const { hostname, port } = new URL(gw.url);
+    const { hostname, port } = new URL(f.gw.url);
     await inBatches(Array.from({ length: 100 }, (_, i) => i), 50, async (i) => {
       const sock = net.connect(Number(port), hostname);
       await new Promise<void>((r, j) => sock.once('connect', () => r()).once('error', j));
-      const token = i % 3 === 0 ? 'orb_' + 'x'.repeat(43) : t.token; // some with an unknown token
+      const token = i % 3 === 0 ? 'orb_' + 'x'.repeat(43) : f.t.token; // some with an unknown token
       sock.write(
         `GET /v1/workers/connect HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
           `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n` +
@@ -293,9 +284,9 @@ describe('hostile input', () => {
   it('connection storm: 100 sessions dropped right after sending hello leave no OPEN session rows', async () => {
     const ids = Array.from({ length: 100 }, (_, i) => `storm-${i}`);
     await inBatches(ids, 50, async (id, i) => {
-      const ws = new WebSocket(wsUrl(), ['orbit.worker.v1'], { headers: { authorization: `Bearer ${t.token}` } });
+      const ws = new WebSocket(wsUrl(), ['orbit.worker.v1'], { headers: { authorization: `Bearer ${f.t.token}` } });
       await new Promise((r, j) => ws.once('open', r).once('error', j));
-      ws.send(JSON.stringify(hello([t.queue_id], { worker_id: id, capacity: 0 })));
+      ws.send(JSON.stringify(hello([f.t.queue_id], { worker_id: id, capacity: 0 })));
       if (i % 2) ws.terminate();
       else ws.close(1000);
       await new Promise((r) => ws.once('close', r));
@@ -303,7 +294,7 @@ describe('hostile input', () => {
     const deadline = Date.now() + 10_000;
     let open: RowDataPacket[] = [];
     do {
-      [open] = await db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`);
+      [open] = await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`);
       if (open.length === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     } while (Date.now() < deadline);

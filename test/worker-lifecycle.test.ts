@@ -1,29 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
-let db: TestDb;
-let gw: GatewayProcess;
-let t: CredentialsFile;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  gw = await startGateway(db.dsn);
-  t = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
-});
+const f = useGatewayFixture();
 
 async function submit(over: Record<string, unknown> = {}) {
-  const r = await call(gw.url, 'POST', '/v1/tasks', {
-    token: t.token,
+  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
+    token: f.t.token,
     key: ikey(),
-    body: { queue_id: t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
+    body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
   });
   expect(r.status).toBe(201);
   return r.body.data.task;
@@ -31,8 +17,8 @@ async function submit(over: Record<string, unknown> = {}) {
 
 describe('worker lifecycle over a raw socket', () => {
   it('hello → assign → start → result succeeded', async () => {
-    const w = await openRaw(gw.url, t.token);
-    w.send(hello([t.queue_id], { concurrency_keys: true }));
+    const w = await openRaw(f.gw.url, f.t.token);
+    w.send(hello([f.t.queue_id], { concurrency_keys: true }));
     const ok = await w.next('hello.ok');
     expect(ok.resumed).toEqual([]);
     expect(ok.lost).toEqual([]);
@@ -50,10 +36,10 @@ describe('worker lifecycle over a raw socket', () => {
     w.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'failed' });
     const conflict = await w.next('error');
     expect(conflict).toMatchObject({ code: 'STATE_CONFLICT', attempt_id: assign.attempt_id, fatal: false });
-    const read = await call(gw.url, 'GET', `/v1/tasks/${task.id}`, { token: t.token });
+    const read = await call(f.gw.url, 'GET', `/v1/tasks/${task.id}`, { token: f.t.token });
     expect(read.body.data.task.state).toBe('SUCCEEDED');
     expect(read.body.data.task.result).toEqual({ outcome: 'succeeded', output: { ok: true } });
-    const attempts = await call(gw.url, 'GET', `/v1/tasks/${task.id}/attempts`, { token: t.token });
+    const attempts = await call(f.gw.url, 'GET', `/v1/tasks/${task.id}/attempts`, { token: f.t.token });
     expect(attempts.body.data.attempts).toHaveLength(1);
     expect(attempts.body.data.attempts[0]).toMatchObject({ state: 'SUCCEEDED', concurrency_token: '1', outcome: 'succeeded' });
     w.close();

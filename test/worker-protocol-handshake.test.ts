@@ -1,11 +1,12 @@
 // Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket: the handshake
 // (subprotocol, credential, path) and the hello rules. No SDK, no mocks: a real gateway process and
 // its database. Frames after hello, intake and heartbeats: worker-protocol-session.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import {
   FAST_ENV,
@@ -20,50 +21,40 @@ import {
   session,
   until,
 } from './support/worker-protocol-fixture.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newToken, type Scope } from '../server/http/auth.js';
 
-let db: TestDb;
-/** Default timings, small frame limit. */
-let gw: GatewayProcess;
-/** Short hello timeout and ping interval. */
+/** Short hello timeout and ping interval (f.gw: default timings, small frame limit). */
 let fast: GatewayProcess;
-let t: CredentialsFile;
 
+const f = useGatewayFixture({ gatewayEnv: GW_ENV });
 beforeAll(async () => {
-  db = await createTestDb();
-  [gw, fast] = await Promise.all([startGateway(db.dsn, GW_ENV), startGateway(db.dsn, FAST_ENV)]);
-  t = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  fast = await startGateway(f.db.dsn, FAST_ENV);
 });
 
-const { credential, sessionRow } = protocolHelpers(() => ({ db, gw }));
+const { credential, sessionRow } = protocolHelpers(() => f);
 
 // ---- handshake ----------------------------------------------------------------------------------
 
 describe('handshake', () => {
   it('accepts the subprotocol with a worker credential', async () => {
-    expect((await handshake(gw.url, { token: t.token })).status).toBe(101);
+    expect((await handshake(f.gw.url, { token: f.t.token })).status).toBe(101);
     // Offered among others, the right one is selected.
-    const ws = new WebSocket(gw.url.replace(/^http/, 'ws') + '/v1/workers/connect', ['x.other', 'orbit.worker.v1'], { headers: { authorization: `Bearer ${t.token}` } });
+    const ws = new WebSocket(f.gw.url.replace(/^http/, 'ws') + '/v1/workers/connect', ['x.other', 'orbit.worker.v1'], { headers: { authorization: `Bearer ${f.t.token}` } });
     await new Promise((r) => ws.once('open', r));
     expect(ws.protocol).toBe('orbit.worker.v1');
     ws.close();
   });
 
   it('missing subprotocol → 400', async () => {
-    const r = await handshake(gw.url, { token: t.token, protocols: [] });
+    const r = await handshake(f.gw.url, { token: f.t.token, protocols: [] });
     expect(r.status).toBe(400);
     expect(r.body.error.code).toBe('INVALID_ARGUMENT');
   });
 
   it('wrong subprotocol → 400', async () => {
     for (const p of [['orbit.worker.v2'], ['orbit.worker'], ['ORBIT.WORKER.V1']]) {
-      const r = await handshake(gw.url, { token: t.token, protocols: p });
+      const r = await handshake(f.gw.url, { token: f.t.token, protocols: p });
       expect(r.status, p[0]).toBe(400);
       expect(r.body.error.code).toBe('INVALID_ARGUMENT');
     }
@@ -74,29 +65,29 @@ describe('handshake', () => {
       { token: null },
       { headers: { authorization: 'Basic dXNlcjpwYXNz' } },
       { headers: { authorization: 'Bearer short' } },
-      { headers: { authorization: `Bearer ${t.token} extra` } },
+      { headers: { authorization: `Bearer ${f.t.token} extra` } },
       { token: newToken() },
     ];
     for (const c of cases) {
-      const r = await handshake(gw.url, c);
+      const r = await handshake(f.gw.url, c);
       expect(r.status, JSON.stringify(c)).toBe(401);
       expect(r.body.error.code).toBe('UNAUTHENTICATED');
     }
   });
 
   it('revoked token → 401', async () => {
-    const c = await credential(t, ['workers:connect', 'workers:consume']);
-    expect((await handshake(gw.url, { token: c.token })).status).toBe(101);
-    expect(await revokeCredential(db.pool, c.id)).toBe(true);
-    const r = await handshake(gw.url, { token: c.token });
+    const c = await credential(f.t, ['workers:connect', 'workers:consume']);
+    expect((await handshake(f.gw.url, { token: c.token })).status).toBe(101);
+    expect(await revokeCredential(f.db.pool, c.id)).toBe(true);
+    const r = await handshake(f.gw.url, { token: c.token });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('UNAUTHENTICATED');
   });
 
   it('a credential without workers:connect or workers:consume → 403', async () => {
     for (const scopes of [['workers:connect'], ['workers:consume'], ['tasks:submit', 'tasks:read'], []] as Scope[][]) {
-      const c = await credential(t, scopes);
-      const r = await handshake(gw.url, { token: c.token });
+      const c = await credential(f.t, scopes);
+      const r = await handshake(f.gw.url, { token: c.token });
       expect(r.status, scopes.join(' ')).toBe(403);
       expect(r.body.error.code).toBe('PERMISSION_DENIED');
     }
@@ -104,12 +95,12 @@ describe('handshake', () => {
 
   it('wrong path → 404', async () => {
     for (const path of ['/v1/workers/connect/', '/v1/workers', '/v1/tasks', '/', '/v2/workers/connect']) {
-      const r = await handshake(gw.url, { token: t.token, path });
+      const r = await handshake(f.gw.url, { token: f.t.token, path });
       expect(r.status, path).toBe(404);
       expect(r.body.error.code).toBe('NOT_FOUND');
     }
     // A query string does not change the path.
-    expect((await handshake(gw.url, { token: t.token, path: '/v1/workers/connect?x=1' })).status).toBe(101);
+    expect((await handshake(f.gw.url, { token: f.t.token, path: '/v1/workers/connect?x=1' })).status).toBe(101);
   });
 });
 
@@ -117,9 +108,9 @@ describe('handshake', () => {
 
 describe('hello', () => {
   it('hello.ok has exactly the documented fields', async () => {
-    const tn = await newTenant(db);
-    await db.pool.query('UPDATE queues SET lease_seconds = 45 WHERE id = ?', [tn.queue_id]);
-    const { w, ok } = await session(gw.url, tn, { worker_id: 'billing-7f3a-18233-Xk2p', agent: 'raw-test/1' });
+    const tn = await newTenant(f.db);
+    await f.db.pool.query('UPDATE queues SET lease_seconds = 45 WHERE id = ?', [tn.queue_id]);
+    const { w, ok } = await session(f.gw.url, tn, { worker_id: 'billing-7f3a-18233-Xk2p', agent: 'raw-test/1' });
     expect(Object.keys(ok).sort()).toEqual(['lease_ms', 'lost', 'max_frame_bytes', 'renew_ms', 'resumed', 'session_id', 'type', 'worker_id']);
     expect(ok.session_id).toMatch(/^[0-9a-f]{32}$/);
     expect(ok.worker_id).toBe('billing-7f3a-18233-Xk2p');
@@ -139,7 +130,7 @@ describe('hello', () => {
   });
 
   it('the default max_frame_bytes is 1 MiB', async () => {
-    const { w, ok } = await session(fast.url, t, { capacity: 0 });
+    const { w, ok } = await session(fast.url, f.t, { capacity: 0 });
     expect(ok.max_frame_bytes).toBe(1024 * 1024);
     expect(ok.lease_ms).toBe(30_000);
     w.close();
@@ -147,33 +138,33 @@ describe('hello', () => {
 
   it('resume of unknown ids on a fresh identity → all lost', async () => {
     const ids = [hex32(), 'not-an-id'];
-    const { w, ok } = await session(gw.url, t, { capacity: 0, resume: ids });
+    const { w, ok } = await session(f.gw.url, f.t, { capacity: 0, resume: ids });
     expect(ok.resumed).toEqual([]);
     expect(ok.lost).toEqual(ids);
     w.close();
   });
 
   it('a first frame other than hello → PROTOCOL_ERROR, 1002', async () => {
-    for (const f of [{ type: 'start', attempt_id: hex32() }, { type: 'drain' }, { type: 'capacity', capacity: 1 }, { type: 'renew', attempt_ids: [hex32()] }]) {
-      const w = await openRaw(gw.url, t.token);
-      w.send(f);
+    for (const frame of [{ type: 'start', attempt_id: hex32() }, { type: 'drain' }, { type: 'capacity', capacity: 1 }, { type: 'renew', attempt_ids: [hex32()] }]) {
+      const w = await openRaw(f.gw.url, f.t.token);
+      w.send(frame);
       await expectFatal(w, 'PROTOCOL_ERROR', 1002);
     }
   });
 
   it('hello twice → PROTOCOL_ERROR, 1002 (after hello.ok and back to back)', async () => {
-    const { w } = await session(gw.url, t, { capacity: 0 });
-    w.send(hello([t.queue_id], { capacity: 0 }));
+    const { w } = await session(f.gw.url, f.t, { capacity: 0 });
+    w.send(hello([f.t.queue_id], { capacity: 0 }));
     await expectFatal(w, 'PROTOCOL_ERROR', 1002);
 
-    const w2 = await openRaw(gw.url, t.token);
-    const h = hello([t.queue_id], { capacity: 0 });
+    const w2 = await openRaw(f.gw.url, f.t.token);
+    const h = hello([f.t.queue_id], { capacity: 0 });
     w2.send(h);
     w2.send(h);
     await expectFatal(w2, 'PROTOCOL_ERROR', 1002);
     // No session of that identity is left OPEN in the database.
     const [rows] = await until(
-      () => db.pool.query<RowDataPacket[]>(`SELECT state FROM worker_sessions WHERE worker_id = ? AND state <> 'CLOSED'`, [h.worker_id]),
+      () => f.db.pool.query<RowDataPacket[]>(`SELECT state FROM worker_sessions WHERE worker_id = ? AND state <> 'CLOSED'`, [h.worker_id]),
       ([r]) => r.length === 0,
     );
     expect(rows).toEqual([]);
@@ -181,7 +172,7 @@ describe('hello', () => {
 
   it('no hello within the time limit → PROTOCOL_ERROR, 1002', async () => {
     const opened = Date.now();
-    const w = await openRaw(fast.url, t.token);
+    const w = await openRaw(fast.url, f.t.token);
     const err = await expectFatal(w, 'PROTOCOL_ERROR', 1002);
     const took = Date.now() - opened;
     expect(err.message).toMatch(/hello/);
@@ -190,7 +181,7 @@ describe('hello', () => {
   });
 
   it('a hello in time is not cut by the hello timer', async () => {
-    const { w } = await session(fast.url, t, { capacity: 0 });
+    const { w } = await session(fast.url, f.t, { capacity: 0 });
     await expectNothing(w, 'error', HELLO_TIMEOUT_MS * 3);
     expect(w.ws.readyState).toBe(WebSocket.OPEN);
     w.close();
@@ -238,87 +229,87 @@ describe('hello', () => {
   ];
 
   it.each(badHellos)('invalid hello: %s → PROTOCOL_ERROR, 1002', async (_name, make) => {
-    const w = await openRaw(gw.url, t.token);
-    w.send(make(t.queue_id));
+    const w = await openRaw(f.gw.url, f.t.token);
+    w.send(make(f.t.queue_id));
     await expectFatal(w, 'PROTOCOL_ERROR', 1002);
   });
 
   it('boundary values are accepted: 64-char worker_id, capacity 0 and 1024, 64 queues, 64-char agent', async () => {
-    const many = await newTenant(db, { queues: Array.from({ length: 64 }, (_, i) => `q${i}`) });
-    const w = await openRaw(gw.url, many.token);
+    const many = await newTenant(f.db, { queues: Array.from({ length: 64 }, (_, i) => `q${i}`) });
+    const w = await openRaw(f.gw.url, many.token);
     w.send(hello(Object.values(many.queues), { worker_id: 'A.b_c:d-' + 'x'.repeat(56), capacity: 1024, agent: 'a'.repeat(64) }));
     const ok = await w.next('hello.ok');
     expect(ok.worker_id).toHaveLength(64);
     w.close();
-    const { w: w0 } = await session(gw.url, t, { capacity: 0 });
+    const { w: w0 } = await session(f.gw.url, f.t, { capacity: 0 });
     w0.close();
   });
 
   it('a queue of another namespace → NOT_FOUND fatal', async () => {
-    const other = await newTenant(db);
-    const w = await openRaw(gw.url, t.token);
+    const other = await newTenant(f.db);
+    const w = await openRaw(f.gw.url, f.t.token);
     w.send(hello([other.queue_id]));
     await expectFatal(w, 'NOT_FOUND', 1008);
   });
 
   it('a nonexistent queue (also among valid ones) → NOT_FOUND fatal', async () => {
-    for (const queues of [[hex32()], ['not-a-queue-id'], [t.queue_id, hex32()]]) {
-      const w = await openRaw(gw.url, t.token);
+    for (const queues of [[hex32()], ['not-a-queue-id'], [f.t.queue_id, hex32()]]) {
+      const w = await openRaw(f.gw.url, f.t.token);
       w.send(hello(queues));
       await expectFatal(w, 'NOT_FOUND', 1008);
     }
   });
 
   it('a queue outside the credential queue_ids → PERMISSION_DENIED fatal', async () => {
-    const tn = await newTenant(db, { queues: ['a', 'b'] });
+    const tn = await newTenant(f.db, { queues: ['a', 'b'] });
     const c = await credential(tn, ['workers:connect', 'workers:consume'], [tn.queues.a!]);
-    const w = await openRaw(gw.url, c.token);
+    const w = await openRaw(f.gw.url, c.token);
     w.send(hello([tn.queues.a!, tn.queues.b!]));
     await expectFatal(w, 'PERMISSION_DENIED', 1008);
     // The authorized queue alone is fine.
-    const w2 = await openRaw(gw.url, c.token);
+    const w2 = await openRaw(f.gw.url, c.token);
     w2.send(hello([tn.queues.a!]));
     await w2.next('hello.ok');
     w2.close();
   });
 
   it('a retired queue → RESOURCE_RETIRED fatal', async () => {
-    const tn = await newTenant(db, { queues: ['live', 'gone'] });
-    await db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3) WHERE id = ?', [tn.queues.gone]);
-    const w = await openRaw(gw.url, tn.token);
+    const tn = await newTenant(f.db, { queues: ['live', 'gone'] });
+    await f.db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3) WHERE id = ?', [tn.queues.gone]);
+    const w = await openRaw(f.gw.url, tn.token);
     w.send(hello([tn.queues.live!, tn.queues.gone!]));
     await expectFatal(w, 'RESOURCE_RETIRED', 1008);
   });
 
   it('concurrency_keys is frozen per worker_id: a different value → STATE_CONFLICT, 4409; the same value is fine', async () => {
     const id = `frozen-${hex32().slice(0, 8)}`;
-    const { w: w1 } = await session(gw.url, t, { worker_id: id, capacity: 0, concurrency_keys: true });
+    const { w: w1 } = await session(f.gw.url, f.t, { worker_id: id, capacity: 0, concurrency_keys: true });
     for (const flag of [false, undefined]) {
-      const w = await openRaw(gw.url, t.token);
-      w.send(hello([t.queue_id], { worker_id: id, capacity: 0, ...(flag === undefined ? {} : { concurrency_keys: flag }) }));
+      const w = await openRaw(f.gw.url, f.t.token);
+      w.send(hello([f.t.queue_id], { worker_id: id, capacity: 0, ...(flag === undefined ? {} : { concurrency_keys: flag }) }));
       await expectFatal(w, 'STATE_CONFLICT', 4409);
     }
     // The refused hello did not supersede the live session.
     expect(w1.ws.readyState).toBe(WebSocket.OPEN);
-    const [idrows] = await db.pool.query<RowDataPacket[]>('SELECT concurrency_keys FROM worker_identities WHERE worker_id = ?', [id]);
+    const [idrows] = await f.db.pool.query<RowDataPacket[]>('SELECT concurrency_keys FROM worker_identities WHERE worker_id = ?', [id]);
     expect(idrows).toEqual([{ concurrency_keys: 1 }]);
     // The same value is accepted (and supersedes the older session, which gets 4409).
-    const { w: w2 } = await session(gw.url, t, { worker_id: id, capacity: 0, concurrency_keys: true });
+    const { w: w2 } = await session(f.gw.url, f.t, { worker_id: id, capacity: 0, concurrency_keys: true });
     expect((await w1.closed).code).toBe(4409);
     w2.close();
     await w2.closed;
-    const { w: w3 } = await session(gw.url, t, { worker_id: id, capacity: 0, concurrency_keys: true });
+    const { w: w3 } = await session(f.gw.url, f.t, { worker_id: id, capacity: 0, concurrency_keys: true });
     w3.close();
 
     // Recorded as false by a first hello without the flag.
     const id2 = `frozen-${hex32().slice(0, 8)}`;
-    const { w: a } = await session(gw.url, t, { worker_id: id2, capacity: 0 });
+    const { w: a } = await session(f.gw.url, f.t, { worker_id: id2, capacity: 0 });
     a.close();
     await a.closed;
-    const b = await openRaw(gw.url, t.token);
-    b.send(hello([t.queue_id], { worker_id: id2, capacity: 0, concurrency_keys: true }));
+    const b = await openRaw(f.gw.url, f.t.token);
+    b.send(hello([f.t.queue_id], { worker_id: id2, capacity: 0, concurrency_keys: true }));
     await expectFatal(b, 'STATE_CONFLICT', 4409);
-    const { w: c } = await session(gw.url, t, { worker_id: id2, capacity: 0, concurrency_keys: false });
+    const { w: c } = await session(f.gw.url, f.t, { worker_id: id2, capacity: 0, concurrency_keys: false });
     c.close();
   });
 });

@@ -2,11 +2,12 @@
 // validation, per-attempt errors, intake control (capacity, drain, handler filter, capability flag),
 // credential revocation and heartbeats. No SDK, no mocks: a real gateway process and its database.
 // Handshake and hello rules: worker-protocol-handshake.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import {
   FAST_ENV,
@@ -20,28 +21,18 @@ import {
   session,
   until,
 } from './support/worker-protocol-fixture.js';
-import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';
 
-let db: TestDb;
-/** Default timings, small frame limit. */
-let gw: GatewayProcess;
-/** Short hello timeout and ping interval. */
+/** Short hello timeout and ping interval (f.gw: default timings, small frame limit). */
 let fast: GatewayProcess;
-let t: CredentialsFile;
 
+const f = useGatewayFixture({ gatewayEnv: GW_ENV });
 beforeAll(async () => {
-  db = await createTestDb();
-  [gw, fast] = await Promise.all([startGateway(db.dsn, GW_ENV), startGateway(db.dsn, FAST_ENV)]);
-  t = await newTenant(db);
-});
-afterAll(async () => {
-  await stopAllGateways();
-  await db.drop();
+  fast = await startGateway(f.db.dsn, FAST_ENV);
 });
 
-const { submit, credential, attemptRow, taskState, sessionRow } = protocolHelpers(() => ({ db, gw }));
+const { submit, credential, attemptRow, taskState, sessionRow } = protocolHelpers(() => f);
 
 // ---- frames after hello -------------------------------------------------------------------------
 
@@ -83,22 +74,22 @@ describe('frame validation after hello', () => {
   ];
 
   it.each(bad)('%s → PROTOCOL_ERROR fatal, 1002', async (_name, text) => {
-    const { w } = await session(gw.url, t, { capacity: 0 });
+    const { w } = await session(f.gw.url, f.t, { capacity: 0 });
     w.sendRaw(text);
     await expectFatal(w, 'PROTOCOL_ERROR', 1002);
   });
 
   it('a binary frame → PROTOCOL_ERROR, 1003 (before and after hello)', async () => {
-    const { w } = await session(gw.url, t, { capacity: 0 });
+    const { w } = await session(f.gw.url, f.t, { capacity: 0 });
     w.sendRaw(Buffer.from(JSON.stringify({ type: 'drain' })), true);
     await expectFatal(w, 'PROTOCOL_ERROR', 1003);
-    const w2 = await openRaw(gw.url, t.token);
-    w2.sendRaw(Buffer.from(JSON.stringify(hello([t.queue_id]))), true);
+    const w2 = await openRaw(f.gw.url, f.t.token);
+    w2.sendRaw(Buffer.from(JSON.stringify(hello([f.t.queue_id]))), true);
     await expectFatal(w2, 'PROTOCOL_ERROR', 1003);
   });
 
   it('a frame over max_frame_bytes → 1009; one just under is handled', async () => {
-    const { w } = await session(gw.url, t, { capacity: 0 });
+    const { w } = await session(f.gw.url, f.t, { capacity: 0 });
     // Under the limit: a well-formed result for an unknown attempt is answered, not cut.
     const id = hex32();
     const under = JSON.stringify({ type: 'result', attempt_id: id, outcome: 'succeeded', output: { pad: 'x'.repeat(200_000) } });
@@ -108,7 +99,7 @@ describe('frame validation after hello', () => {
     w.sendRaw(JSON.stringify({ type: 'result', attempt_id: hex32(), outcome: 'succeeded', output: { pad: 'x'.repeat(400_000) } }));
     expect((await w.closed).code).toBe(1009);
 
-    const w2 = await openRaw(gw.url, t.token);
+    const w2 = await openRaw(f.gw.url, f.t.token);
     w2.sendRaw('x'.repeat(400_000));
     expect((await w2.closed).code).toBe(1009);
   });
@@ -118,8 +109,8 @@ describe('frame validation after hello', () => {
 
 describe('per-attempt errors are not fatal', () => {
   it('start / result for an unknown attempt → NOT_FOUND with attempt_id; the session keeps working', async () => {
-    const tn = await newTenant(db);
-    const { w } = await session(gw.url, tn, { capacity: 2 });
+    const tn = await newTenant(f.db);
+    const { w } = await session(f.gw.url, tn, { capacity: 2 });
     const ids = [hex32(), 'not-hex'];
     for (const id of ids) {
       w.send({ type: 'start', attempt_id: id });
@@ -141,15 +132,15 @@ describe('per-attempt errors are not fatal', () => {
   });
 
   it('start / result / renew for an attempt of another worker_id → LEASE_LOST; nothing changes', async () => {
-    const tn = await newTenant(db);
-    const { w: owner } = await session(gw.url, tn, { capacity: 1 });
+    const tn = await newTenant(f.db);
+    const { w: owner } = await session(f.gw.url, tn, { capacity: 1 });
     const task = await submit(tn);
     const a = await owner.next('task.assign');
     expect(a.task.id).toBe(task.id);
     const before = await attemptRow(a.attempt_id);
     expect(before.state).toBe('LEASED');
 
-    const { w: thief } = await session(gw.url, tn, { capacity: 0 });
+    const { w: thief } = await session(f.gw.url, tn, { capacity: 0 });
     thief.send({ type: 'start', attempt_id: a.attempt_id });
     expect(await thief.next('error')).toEqual({ type: 'error', code: 'LEASE_LOST', message: expect.any(String), attempt_id: a.attempt_id, fatal: false });
     thief.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'failed', error: { code: 'X', message: 'no' } });
@@ -171,8 +162,8 @@ describe('per-attempt errors are not fatal', () => {
   });
 
   it('a protocol error changes nothing about the worker attempts', async () => {
-    const tn = await newTenant(db);
-    const { w, ok } = await session(gw.url, tn, { capacity: 2 });
+    const tn = await newTenant(f.db);
+    const { w, ok } = await session(f.gw.url, tn, { capacity: 2 });
     const t1 = await submit(tn);
     const t2 = await submit(tn);
     const a1 = await w.next('task.assign');
@@ -191,7 +182,7 @@ describe('per-attempt errors are not fatal', () => {
     expect([await attemptRow(running.attempt_id), await attemptRow(leased.attempt_id)]).toEqual(before);
     expect(await taskState(t1.id)).toBe('RUNNING');
     expect(await taskState(t2.id)).toBe('LEASED');
-    const [q] = await db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [tn.queue_id]);
+    const [q] = await f.db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [tn.queue_id]);
     expect(Number(q[0]!.active_attempts)).toBe(2);
   });
 });
@@ -200,8 +191,8 @@ describe('per-attempt errors are not fatal', () => {
 
 describe('intake', () => {
   it('capacity 0 pauses intake; capacity 1 resumes it; capacity bounds LEASED+RUNNING', async () => {
-    const tn = await newTenant(db);
-    const { w } = await session(gw.url, tn, { capacity: 0 });
+    const tn = await newTenant(f.db);
+    const { w } = await session(f.gw.url, tn, { capacity: 0 });
     const t1 = await submit(tn);
     await expectNothing(w, 'task.assign');
     expect(await taskState(t1.id)).toBe('WAITING');
@@ -231,8 +222,8 @@ describe('intake', () => {
   });
 
   it('drain → drain.ok and no further task.assign; held attempts still finish', async () => {
-    const tn = await newTenant(db);
-    const { w, ok } = await session(gw.url, tn, { capacity: 4 });
+    const tn = await newTenant(f.db);
+    const { w, ok } = await session(f.gw.url, tn, { capacity: 4 });
     await submit(tn);
     const a = await w.next('task.assign');
     w.send({ type: 'drain' });
@@ -253,18 +244,18 @@ describe('intake', () => {
     expect((await w.closed).code).toBe(1000);
     expect(await until(() => sessionRow(ok.session_id), (r) => r?.state === 'CLOSED')).toMatchObject({ close_code: 1000 });
     // Another worker takes the waiting task.
-    const { w: w2 } = await session(gw.url, tn);
+    const { w: w2 } = await session(f.gw.url, tn);
     expect((await w2.next('task.assign')).task.id).toBe(t2.id);
     w2.close();
   });
 
   it('hello.handlers assigns only matching handler@version', async () => {
-    const tn = await newTenant(db);
+    const tn = await newTenant(f.db);
     const a1 = await submit(tn, { handler: 'a', handler_version: 'v1' });
     const b2 = await submit(tn, { handler: 'b', handler_version: 'v2' });
     const a2 = await submit(tn, { handler: 'a', handler_version: 'v2' });
     const c3 = await submit(tn, { handler: 'c', handler_version: 'v3' });
-    const { w } = await session(gw.url, tn, { capacity: 10, handlers: [{ handler: 'a', versions: ['v2'] }, { handler: 'c', versions: ['v1', 'v3'] }] });
+    const { w } = await session(f.gw.url, tn, { capacity: 10, handlers: [{ handler: 'a', versions: ['v2'] }, { handler: 'c', versions: ['v1', 'v3'] }] });
     const got = [await w.next('task.assign'), await w.next('task.assign')].map((f) => f.task);
     expect(got.map((x) => x.id).sort()).toEqual([a2.id, c3.id].sort());
     for (const x of got) expect(`${x.handler}@${x.handler_version}`).toMatch(/^(a@v2|c@v3)$/);
@@ -273,18 +264,18 @@ describe('intake', () => {
     expect(await taskState(b2.id)).toBe('WAITING');
     w.close();
     // Without a filter, everything is eligible.
-    const { w: all } = await session(gw.url, tn, { capacity: 10 });
+    const { w: all } = await session(f.gw.url, tn, { capacity: 10 });
     const rest = [await all.next('task.assign'), await all.next('task.assign')].map((f) => f.task.id);
     expect(rest.sort()).toEqual([a1.id, b2.id].sort());
     all.close();
   });
 
   it('keyed tasks never go to a session without concurrency_keys; unkeyed ones do', async () => {
-    const tn = await newTenant(db);
+    const tn = await newTenant(f.db);
     const keyed = await submit(tn, { concurrency_key: 'object/7' });
     const plain = await submit(tn);
     for (const flag of [false, undefined]) {
-      const { w } = await session(gw.url, tn, { capacity: 4, ...(flag === undefined ? {} : { concurrency_keys: flag }) });
+      const { w } = await session(f.gw.url, tn, { capacity: 4, ...(flag === undefined ? {} : { concurrency_keys: flag }) });
       if (flag === false) {
         const a = await w.next('task.assign');
         expect(a.task.id).toBe(plain.id);
@@ -298,7 +289,7 @@ describe('intake', () => {
       w.close();
       await w.closed;
     }
-    const { w: capable } = await session(gw.url, tn, { capacity: 4, concurrency_keys: true });
+    const { w: capable } = await session(f.gw.url, tn, { capacity: 4, concurrency_keys: true });
     const a = await capable.next('task.assign');
     expect(a.task.id).toBe(keyed.id);
     expect(a.task.concurrency_key).toBe('object/7');
@@ -311,17 +302,17 @@ describe('intake', () => {
 
 describe('credential revoked while connected', () => {
   it('the live session gets UNAUTHENTICATED and close 1008; its attempts are untouched', async () => {
-    const tn = await newTenant(db);
+    const tn = await newTenant(f.db);
     const c = await credential(tn, ['workers:connect', 'workers:consume']);
     const other = await credential(tn, ['workers:connect', 'workers:consume']);
-    const w = await openRaw(gw.url, c.token);
+    const w = await openRaw(f.gw.url, c.token);
     w.send(hello([tn.queue_id], { capacity: 1 }));
     const ok = await w.next('hello.ok');
-    const { w: bystander } = await session(gw.url, { ...tn, token: other.token }, { capacity: 0 });
+    const { w: bystander } = await session(f.gw.url, { ...tn, token: other.token }, { capacity: 0 });
     await submit(tn);
     const a = await w.next('task.assign');
     const before = await attemptRow(a.attempt_id);
-    expect(await revokeCredential(db.pool, c.id)).toBe(true);
+    expect(await revokeCredential(f.db.pool, c.id)).toBe(true);
     const err = await w.next('error', 5000);
     expect(err).toMatchObject({ type: 'error', code: 'UNAUTHENTICATED', fatal: true });
     expect((await w.closed).code).toBe(1008);
@@ -337,7 +328,7 @@ describe('credential revoked while connected', () => {
 
 describe('pings', () => {
   it('the gateway pings; a client that answers stays open', async () => {
-    const { w } = await session(fast.url, t, { capacity: 0 });
+    const { w } = await session(fast.url, f.t, { capacity: 0 });
     let pings = 0;
     w.ws.on('ping', () => pings++);
     await expectNothing(w, 'error', PING_MS * 6);
@@ -348,7 +339,7 @@ describe('pings', () => {
 
   it('a client that does not answer pongs is closed within a few intervals', async () => {
     const ws = new WebSocket(fast.url.replace(/^http/, 'ws') + '/v1/workers/connect', ['orbit.worker.v1'], {
-      headers: { authorization: `Bearer ${t.token}` },
+      headers: { authorization: `Bearer ${f.t.token}` },
       autoPong: false,
     });
     let pings = 0;
@@ -356,7 +347,7 @@ describe('pings', () => {
     const closed = new Promise<{ code: number; at: number }>((r) => ws.once('close', (code) => r({ code, at: Date.now() })));
     const helloOk = new Promise<any>((r) => ws.on('message', (d) => { const f = JSON.parse(d.toString()); if (f.type === 'hello.ok') r(f); }));
     await new Promise((r) => ws.once('open', r));
-    ws.send(JSON.stringify(hello([t.queue_id], { capacity: 0 })));
+    ws.send(JSON.stringify(hello([f.t.queue_id], { capacity: 0 })));
     await helloOk;
     const since = Date.now();
     const c = await closed;

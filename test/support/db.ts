@@ -30,12 +30,30 @@ export async function createTestDb(port = inject('mysqlPort')): Promise<TestDb> 
     dsn,
     pool,
     async drop() {
+      // A connection still checked out of the file's pool at the end is a leak (a getConnection()
+      // without release(), or a query nobody awaited). Measured before end(), which closes them all;
+      // the database is dropped either way so the run continues cleanly, then the file fails.
+      const held = checkedOut(pool);
       await pool.end().catch(() => {});
       const c = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
+      if (held > 0) {
+        throw new Error(
+          `TestDb.drop(): ${held} connection(s) of the pool of ${name} are still checked out at the end of the file ` +
+            '(a pool.getConnection() without release(), or a query that was never awaited); release them in the test',
+        );
+      }
     },
   };
+}
+
+/** Connections of a mysql2 pool that are checked out (all minus free); 0 for a closed pool.
+ * mysql2 internals (lib/base/pool.js): the promise pool wraps the core pool as `.pool`. */
+export function checkedOut(pool: Pool): number {
+  const core = (pool as unknown as { pool?: { _closed?: boolean; _allConnections?: { length: number }; _freeConnections?: { length: number } } }).pool;
+  if (!core || core._closed || !core._allConnections || !core._freeConnections) return 0;
+  return core._allConnections.length - core._freeConnections.length;
 }
 
 let counter = 0;

@@ -1,40 +1,16 @@
-// Shared setup for the dispatch suites (test/dispatch-*.test.ts): one database, one real gateway
-// process, one tenant per file; per-test queues created over HTTP with short leases; raw workers;
-// SQL readers and backdating helpers (the tests move database time instead of sleeping).
+// Shared helpers for the dispatch suites (test/dispatch-*.test.ts): one database, one real gateway
+// process, one tenant per file (useGatewayFixture, test/support/fixture.ts); per-test queues created
+// over HTTP with short leases; raw workers; SQL readers and backdating helpers (the tests move
+// database time instead of sleeping).
 import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
-import { createTestDb, newTenant, type TestDb } from './db.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './gateway.js';
+import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 
-export interface Fixture {
-  db: TestDb;
-  gw: GatewayProcess;
-  t: CredentialsFile;
-  workers: RawWorker[];
-}
-
-export async function setupFixture(): Promise<Fixture> {
-  const db = await createTestDb();
-  const gw = await startGateway(db.dsn);
-  const t = await newTenant(db);
-  const f: Fixture = { db, gw, t, workers: [] };
-  // A gateway that dies mid-file fails every later test: say why, once.
-  gw.child.once('exit', (code, signal) => {
-    if (!stopping.has(f)) process.stderr.write(`gateway exited unexpectedly (${code ?? signal}):\n${gw.output.slice(-40).join('\n')}\n`);
-  });
-  return f;
-}
-
-const stopping = new WeakSet<Fixture>();
-
-export async function teardownFixture(f: Fixture | undefined): Promise<void> {
-  if (f) stopping.add(f);
-  await stopAllGateways();
-  await f?.db.drop();
-}
+/** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
+export type Fixture = GatewayFixture;
 
 /** Closes the workers opened by the last test. */
 export function closeWorkers(f: Fixture): void {

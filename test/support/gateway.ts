@@ -16,6 +16,8 @@ export interface GatewayProcess {
 }
 
 const running = new Set<GatewayProcess>();
+/** Every gateway process this file spawned, stopped or not (for the end-of-file check). */
+const spawned = new Set<ChildProcess>();
 
 export async function startGateway(dsn: string, env: Record<string, string> = {}, port = 0): Promise<GatewayProcess> {
   const bin = path.join(packageRoot(), 'dist/server/cli/orbit.js');
@@ -23,6 +25,7 @@ export async function startGateway(dsn: string, env: Record<string, string> = {}
     env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(child);
   const output: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
@@ -64,4 +67,12 @@ export async function startGateway(dsn: string, env: Record<string, string> = {}
 /** Stops every gateway this file started (call from afterAll). */
 export async function stopAllGateways(): Promise<void> {
   await Promise.all([...running].map((g) => g.kill9()));
+}
+
+/** End-of-file check (after stopAllGateways): fails if a gateway process this file spawned is still
+ * running; kills it first so the run continues cleanly. */
+export async function assertNoGatewaysRunning(): Promise<void> {
+  const alive = [...spawned].filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(alive.map((c) => new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')))));
+  if (alive.length > 0) throw new Error(`${alive.length} gateway process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
 }

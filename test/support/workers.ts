@@ -13,12 +13,15 @@ export interface WorkerProcess {
 }
 
 const running = new Set<WorkerProcess>();
+/** Every worker process this file spawned, stopped or not (for the end-of-file check). */
+const spawned = new Set<ChildProcess>();
 
 export function spawnWorker(url: string, token: string, queues: string[], env: Record<string, string> = {}): WorkerProcess {
   const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
     env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: token, WORKER_QUEUES: queues.join(','), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(child);
   const lines: any[] = [];
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let onReady: () => void;
@@ -55,6 +58,14 @@ export function spawnWorker(url: string, token: string, queues: string[], env: R
 
 export async function killAllWorkers(): Promise<void> {
   await Promise.all([...running].map((w) => w.kill9()));
+}
+
+/** End-of-file check (after killAllWorkers): fails if an SDK worker process this file spawned is
+ * still running; kills it first so the run continues cleanly. */
+export async function assertNoWorkersRunning(): Promise<void> {
+  const alive = [...spawned].filter((c) => c.exitCode === null && c.signalCode === null);
+  await Promise.all(alive.map((c) => new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')))));
+  if (alive.length > 0) throw new Error(`${alive.length} SDK worker process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
 }
 
 /** Polls `fn` until it returns a truthy value or `ms` passes. */
