@@ -126,6 +126,19 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
   // Common path: the command joins the node's coalesced command transaction (many commands, one
   // commit). Its receipt row is claimed first under a savepoint; a key taken by a concurrent
   // command (or a deadlock among same-key waiters) falls through to the serialized path below.
+  // The command inside its transaction: the receipt row first (a concurrent or committed command
+  // with the same key makes it fail as ReceiptTaken), then the effect, then the frozen reply.
+  const execute = async (c: Conn): Promise<Record<string, unknown>> => {
+    try {
+      await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
+    } catch (err) {
+      throw isDuplicateKey(err) ? new ReceiptTaken() : err;
+    }
+    const out = await spec.effect(c);
+    const stored = { ...out.data, deduplicated: false };
+    await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
+    return stored;
+  };
   const batcher = ctx.app.commandBatcher;
   if (!batcher) {
     const committed = await getReceipt(pool, ns, key);
@@ -133,17 +146,7 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
   } else {
     try {
       const started = process.hrtime.bigint();
-      const { value: data } = await batcher.run(async (c) => {
-        try {
-          await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
-        } catch (err) {
-          throw isDuplicateKey(err) ? new ReceiptTaken() : err;
-        }
-        const out = await spec.effect(c);
-        const stored = { ...out.data, deduplicated: false };
-        await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
-        return stored;
-      });
+      const { value: data } = await batcher.run(execute);
       ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
       spec.afterCommit?.(data);
       return { status: spec.status, data };
@@ -160,17 +163,7 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
       if (existing && existing.http_status !== 0) return { replayed: replay(existing, spec, fingerprint) };
       try {
         const started = process.hrtime.bigint();
-        const data = await transactionOn(conn, async (c) => {
-          try {
-            await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
-          } catch (err) {
-            throw isDuplicateKey(err) ? new ReceiptTaken() : err;
-          }
-          const out = await spec.effect(c);
-          const stored = { ...out.data, deduplicated: false };
-          await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
-          return stored;
-        });
+        const data = await transactionOn(conn, execute);
         ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
         return { data };
       } catch (err) {
