@@ -48,7 +48,7 @@ export function createMetrics() {
     }),
     keyedWaitingNoCapable: new client.Gauge({
       name: 'orbit_keyed_tasks_waiting_without_capable_session',
-      help: 'keyed WAITING tasks in queues that no capable session on this node consumes',
+      help: 'keyed WAITING tasks in queues that no live session with concurrency_keys consumes (any node)',
       registers: [registry],
     }),
     tokenExhausted: new client.Counter({ name: 'orbit_token_exhaustion_refusals_total', help: 'claims refused because a key token is at 2^64-1', registers: [registry] }),

@@ -66,35 +66,56 @@ export function fromIso(iso: string): string {
   return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
 }
 
+/** Connections whose ROLLBACK failed: dead (server restarted or connection lost). */
+const brokenConnections = new WeakSet<Conn>();
+
+/** Marks a connection as unusable (e.g. it may still hold a named lock): destroyed on release. */
+export function markBroken(conn: Conn): void {
+  brokenConnections.add(conn);
+}
+
+/** Gives a pooled connection back, or destroys it when a transaction found it dead. */
+export function releaseConnection(conn: Conn): void {
+  if (brokenConnections.has(conn)) conn.destroy();
+  else conn.release();
+}
+
 /**
- * Runs `fn` in one transaction. Deadlocks and lock-wait timeouts (1213, 1205) are retried a few
- * times: InnoDB rolls the whole transaction back, so a retry cannot double an effect.
+ * Runs `fn` as one transaction on `conn`. Deadlocks and lock-wait timeouts (1213, 1205) are
+ * retried with a little jittered backoff: InnoDB rolled the whole transaction back, so a retry
+ * cannot double an effect. A connection whose ROLLBACK fails is marked broken (see
+ * releaseConnection) and the error is rethrown.
  */
-export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T> {
+export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const conn = await pool.getConnection();
-    let broken = false;
     try {
       await conn.query('START TRANSACTION');
       const out = await fn(conn);
       await conn.query('COMMIT');
       return out;
     } catch (err) {
+      let broken = false;
       await conn.query('ROLLBACK').catch(() => {
         broken = true;
+        brokenConnections.add(conn);
       });
       const code = (err as { errno?: number }).errno;
       if ((code === 1213 || code === 1205) && attempt < 8 && !broken) {
-        // Back off a little (with jitter) so the transactions that collided do not collide again.
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
         continue;
       }
       throw err;
-    } finally {
-      // A connection whose ROLLBACK failed is dead (server restarted): drop it from the pool.
-      if (broken) conn.destroy();
-      else conn.release();
     }
+  }
+}
+
+/** One transaction on a pooled connection (see transactionOn). */
+export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T> {
+  const conn = await pool.getConnection();
+  try {
+    return await transactionOn(conn, fn);
+  } finally {
+    releaseConnection(conn);
   }
 }
 

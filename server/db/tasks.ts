@@ -96,7 +96,6 @@ export interface NewTask {
   priority: number;
   maxAttempts: number;
   notBefore: string | null;
-  deadlineSeconds: number;
 }
 
 /** insertTask(all fields of NewTask, created_at, deadline_at): state WAITING. The caller passes

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { AssignedTask } from '../../protocol/frames.js';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import { newId } from '../ids.js';
+import type { TaskRow } from '../db/tasks.js';
 
 export const TOKEN_MAX = '18446744073709551615';
 
@@ -29,19 +30,11 @@ export interface Assignment {
   task: AssignedTask;
 }
 
-interface CandidateRow extends RowDataPacket {
-  id: string;
-  queue_id: string;
-  handler: string;
-  handler_version: string;
-  payload_version: string;
-  payload: string;
-  business_key: string | null;
-  concurrency_key: Buffer | null;
-  priority: number;
-  deadline_at: string;
-  attempts_created: number;
-}
+/** The task columns a claim reads (a subset of the task row). */
+type CandidateRow = Pick<
+  TaskRow,
+  'id' | 'queue_id' | 'seq' | 'handler' | 'handler_version' | 'payload_version' | 'payload' | 'business_key' | 'concurrency_key' | 'priority' | 'deadline_at' | 'attempts_created'
+>;
 
 interface QueuePermitRow extends RowDataPacket {
   id: string;
@@ -98,7 +91,7 @@ async function selectCandidates(c: Conn, s: ClaimSession, n: number): Promise<Ca
     b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
   ids.sort(order);
   const pick = ids.slice(0, fetch).map((r) => r.id);
-  const [rows] = await c.query<CandidateRow[]>(
+  const [rows] = await c.query<TaskRow[]>(
     `SELECT t.id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key, t.concurrency_key,
             t.priority, t.deadline_at, t.attempts_created
        FROM tasks t
@@ -107,7 +100,7 @@ async function selectCandidates(c: Conn, s: ClaimSession, n: number): Promise<Ca
     pick,
   );
   return rows
-    .map((r) => ({ r, k: { priority: Number(r.priority), seq: BigInt(r.seq as unknown as string) } }))
+    .map((r) => ({ r, k: { priority: Number(r.priority), seq: BigInt(r.seq) } }))
     .sort((a, b) => order(a.k, b.k))
     .slice(0, n)
     .map((x) => x.r);

@@ -19,8 +19,6 @@ export class PermitLedger {
   private readonly events: PendingEvent[] = [];
   /** Queues whose permits were released (the dispatcher is woken for them after commit). */
   readonly freedQueues = new Set<string>();
-  /** Sequences of the events appended, filled by flush(). */
-  readonly appended: { namespaceId: string; sequence: string; taskId: string }[] = [];
 
   /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
   releaseAttempt(a: { id: string; queue_id: string; application_id: string; namespace_id: string; concurrency_key: Buffer | null }): void {
@@ -75,7 +73,7 @@ export class PermitLedger {
         [k.namespaceId, k.key, k.attemptId],
       );
     }
-    if (this.events.length) this.appended.push(...(await appendResultEvents(c, this.events)));
+    if (this.events.length) await appendResultEvents(c, this.events);
   }
 }
 

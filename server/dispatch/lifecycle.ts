@@ -52,13 +52,8 @@ async function lockOwnAttempt(c: Conn, who: Identity, attemptId: string): Promis
   return a;
 }
 
-/** `start`: LEASED → RUNNING (task RUNNING, attempts_made + 1), lease renewed. A repeated start of
- * a RUNNING attempt answers again. */
-export async function startAttempt(pool: Pool, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
-  return withTransaction(pool, (c) => startInTx(c, who, attemptId));
-}
-
-/** The body of `start` inside a caller's transaction (single or coalesced). */
+/** `start`: LEASED → RUNNING (task RUNNING, attempts_made + 1), lease renewed; a repeated start
+ * of a RUNNING attempt answers again. Runs inside a caller's (coalesced) transaction. */
 export async function startInTx(c: Conn, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
   const a = await lockOwnAttempt(c, who, attemptId);
   if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
@@ -111,10 +106,6 @@ export interface ResultReply {
   task_state: string;
 }
 
-export interface ResultOutcome {
-  reply: ResultReply;
-  freedQueues: string[];
-}
 
 function resultFingerprint(f: ResultFrame): string {
   return crypto
@@ -129,19 +120,6 @@ export function retryBackoffMs(frame: { retry_after_ms?: number }, q: { initial:
   if (frame.retry_after_ms !== undefined) return frame.retry_after_ms;
   const base = Math.min(q.max, q.initial * Math.pow(q.multiplier, Math.max(0, attemptsMade - 1)));
   return Math.max(0, Math.round(base * (0.8 + Math.random() * 0.4)));
-}
-
-/** `result`: applies the outcome to the attempt and the task, releases permits and appends the
- * event, storing the reply for duplicates — one transaction. */
-export async function applyResult(pool: Pool, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultOutcome> {
-  let ledger = new PermitLedger();
-  const reply = await withTransaction(pool, async (c) => {
-    ledger = new PermitLedger(); // fresh on a deadlock retry
-    const r = await resultInTx(c, ledger, who, f, maxOutputBytes);
-    await ledger.flush(c);
-    return r;
-  });
-  return { reply, freedQueues: [...ledger.freedQueues] };
 }
 
 /** The body of `result` inside a caller's transaction; permit releases and the event go to

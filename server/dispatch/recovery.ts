@@ -34,7 +34,7 @@ export async function revokeAttempt(
   switch (kind) {
     case 'expire-leased':
     case 'release-unlisted':
-      await closeAttempt(c, a.id, { state: 'EXPIRED', outcome: null, errorCode: 'LEASE_EXPIRED', errorMessage: kind === 'release-unlisted' ? 'not resumed at reconnect' : 'lease ran out before start' });
+      await closeAttempt(c, a.id, { state: 'EXPIRED', outcome: null, errorCode: 'LEASE_EXPIRED', errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start' });
       // A never-started attempt does not consume max_attempts: back to WAITING as it was.
       await c.execute(`UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`, [t.id, a.id]);
       return 'LEASE_EXPIRED';

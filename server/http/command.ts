@@ -5,7 +5,7 @@ import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '../../protocol/errors.js';
 import { firstViolation } from '../../protocol/http-schemas.js';
 import { IDEMPOTENCY_KEY_RE, canonicalJson } from '../../protocol/validation.js';
-import { isDuplicateKey, type Conn, type Pool } from '../db/pool.js';
+import { isDuplicateKey, markBroken, releaseConnection, transactionOn, type Conn, type Pool } from '../db/pool.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
@@ -87,30 +87,15 @@ async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c: Conn)
     try {
       return await fn(conn);
     } finally {
-      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => conn.destroy());
+      // If the lock cannot be released, the connection must not go back to the pool holding it;
+      // destroying it releases the lock on the server.
+      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => markBroken(conn));
     }
   } finally {
-    conn.release();
+    releaseConnection(conn);
   }
 }
 
-/** One transaction on `conn`; deadlocks and lock-wait timeouts are retried (InnoDB rolled the
- * whole transaction back, so a retry cannot double an effect). */
-async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await conn.query('START TRANSACTION');
-      const out = await fn(conn);
-      await conn.query('COMMIT');
-      return out;
-    } catch (err) {
-      await conn.query('ROLLBACK').catch(() => conn.destroy());
-      const code = (err as { errno?: number }).errno;
-      if ((code === 1213 || code === 1205) && attempt < 5) continue;
-      throw err;
-    }
-  }
-}
 
 /** Executes a command exactly once per (namespace, Idempotency-Key). */
 export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec): Promise<Reply> {

@@ -134,7 +134,6 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
         priority: n.priority,
         maxAttempts: n.max_attempts ?? q.retry_max_attempts,
         notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
-        deadlineSeconds: n.deadline_seconds,
         createdAt: now.length === 19 ? `${now}.000` : now,
         deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString()),
       };
