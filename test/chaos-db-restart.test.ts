@@ -13,7 +13,7 @@ import { migrateUp } from '../server/db/migrations.js';
 import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
 import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
 import { spawnWorker, killAllWorkers, waitFor } from './support/workers.js';
-import { submitMany } from './support/bulk.js';
+import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 
 let server: EmbeddedServer;
@@ -54,14 +54,7 @@ describe('database restart mid-load', () => {
     const workers = [0, 1].map(() => spawnWorker(gw.url, t.token, [t.queue_id], { WORKER_CAPACITY: '8', WORKER_DELAY_MS: '3' }));
     await Promise.all(workers.map((w) => w.ready));
     const N = 800;
-    const tasks = Array.from({ length: N }, (_, i) => ({
-      queue_id: t.queue_id,
-      handler: 'h',
-      handler_version: 'v1',
-      payload_version: 'v1',
-      payload: { i },
-      ...(i % 3 === 0 ? { concurrency_key: `k${i % 7}` } : {}),
-    }));
+    const tasks = taskBodies(t.queue_id, N, (i) => (i % 3 === 0 ? `k${i % 7}` : undefined));
     const submitting = submitMany(gw.url, t.token, tasks, { concurrency: 8 });
     await waitFor(async () => (await succeeded()) >= 150, 60_000, '150 tasks done');
     server.kill();

@@ -9,7 +9,7 @@ import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
 import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
-import { submitMany } from './support/bulk.js';
+import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -47,14 +47,7 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
     await Promise.all(workers.map((w) => w.ready));
 
     const N = 3000;
-    const tasks = Array.from({ length: N }, (_, i) => ({
-      queue_id: t.queue_id,
-      handler: 'h',
-      handler_version: 'v1',
-      payload_version: 'v1',
-      payload: { i },
-      ...(i % 2 === 0 ? { concurrency_key: `object/${i % 100}` } : {}),
-    }));
+    const tasks = taskBodies(t.queue_id, N, (i) => (i % 2 === 0 ? `object/${i % 100}` : undefined));
     let rr = 0;
     const submitting = submitMany(() => url(rr++), t.token, tasks, { concurrency: 12 });
 

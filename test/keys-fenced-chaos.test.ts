@@ -5,45 +5,30 @@
 // per key, the applied writes carry strictly increasing tokens in commit order, each equal to the
 // Orbit attempt's own token; plus the usual history and permit invariants.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
-import { waitFor } from './support/workers.js';
+import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
 import { submitMany } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { createFencedResource } from '../worker-sdk/fenced-resource.js';
-import { packageRoot } from '../server/paths.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
 let db: TestDb;
 let t: CredentialsFile;
 const gateways: GatewayProcess[] = [];
-const procs: { child: ChildProcess; lines: any[]; ready: Promise<void> }[] = [];
+const procs: WorkerProcess[] = [];
 
-function spawnFenced(url: string): { child: ChildProcess; lines: any[]; ready: Promise<void> } {
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/fenced-worker-proc.js')], {
-    env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: t.token, WORKER_QUEUES: t.queue_id, WORKER_CAPACITY: '4', WORKER_DELAY_MS: '40', FENCE_DSN: db.dsn, FENCE_NAMESPACE: t.namespace_id },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: any[] = [];
-  let onReady!: () => void;
-  const ready = new Promise<void>((r) => (onReady = r));
-  readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-    try {
-      const o = JSON.parse(l);
-      lines.push(o);
-      if (o.ev === 'ready') onReady();
-    } catch {
-      lines.push({ raw: l });
-    }
-  });
-  readline.createInterface({ input: child.stderr! }).on('line', (l) => lines.push({ stderr: l }));
-  const p = { child, lines, ready };
+function spawnFenced(url: string): WorkerProcess {
+  const p = spawnWorker(
+    url,
+    t.token,
+    [t.queue_id],
+    { WORKER_CAPACITY: '4', WORKER_DELAY_MS: '40', FENCE_DSN: db.dsn, FENCE_NAMESPACE: t.namespace_id },
+    'dist/bench/fenced-worker-proc.js',
+  );
   procs.push(p);
   return p;
 }
@@ -60,13 +45,9 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) gateways.push(await startGateway(db.dsn, { ORBIT_NODE_ID: `fenced-${i}` }));
 });
 afterAll(async () => {
-  for (const p of procs) {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.child.kill('SIGCONT');
-      p.child.kill('SIGKILL');
-    }
-  }
-  await endOfFileChecks(db);
+  // A worker frozen with SIGSTOP must be continued before it can die.
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGCONT');
+  await endOfFileChecks(db); // kills and checks every worker process
 });
 
 describe('fenced resource under chaos', () => {

@@ -11,7 +11,7 @@ import { hello, openRaw } from './support/raw-worker.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { waitFor } from './support/workers.js';
-import { submitMany } from './support/bulk.js';
+import { submitMany, taskBodies } from './support/bulk.js';
 import { backdateLeases, keyRow, liveOnKey, metric, session, sleep, startAndFinish, submitTask } from './support/keys-helpers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { createWorker, type Worker } from '../worker-sdk/worker.js';
@@ -366,14 +366,7 @@ describe('dispatch.md invariants over a real gateway', () => {
     const workers = [mk(), mk(), mk()];
     await Promise.all(workers.map((w) => w.ready));
     const N = 300;
-    const tasks = Array.from({ length: N }, (_, i) => ({
-      queue_id: t.queue_id,
-      handler: 'h',
-      handler_version: 'v1',
-      payload_version: 'v1',
-      payload: { i },
-      ...(i % 2 === 0 ? { concurrency_key: `lost/${i % 10}` } : {}),
-    }));
+    const tasks = taskBodies(t.queue_id, N, (i) => (i % 2 === 0 ? `lost/${i % 10}` : undefined));
     const submitting = submitMany(url, t.token, tasks, { concurrency: 8 });
     // A raw worker that grabs tasks, starts some and vanishes (socket drop without results).
     const flaky = await session(url(), t, { capacity: 3 });

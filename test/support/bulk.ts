@@ -33,3 +33,12 @@ export async function submitMany(
   await Promise.all(Array.from({ length: opts.concurrency ?? 16 }, worker));
   return ids;
 }
+
+/** `n` no-op task bodies for handler `h@v1` on one queue; `keyOf(i)` gives task i's resource key
+ * (or undefined for an unkeyed task). */
+export function taskBodies(queueId: string, n: number, keyOf: (i: number) => string | undefined = () => undefined): Record<string, unknown>[] {
+  return Array.from({ length: n }, (_, i) => {
+    const key = keyOf(i);
+    return { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i }, ...(key === undefined ? {} : { concurrency_key: key }) };
+  });
+}

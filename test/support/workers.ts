@@ -16,8 +16,16 @@ const running = new Set<WorkerProcess>();
 /** Every worker process this file spawned, stopped or not (for the end-of-file check). */
 const spawned = new Set<ChildProcess>();
 
-export function spawnWorker(url: string, token: string, queues: string[], env: Record<string, string> = {}): WorkerProcess {
-  const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+/** Spawns an SDK worker process: dist/bench/worker-proc.js by default, or another script of the
+ * same line protocol (e.g. dist/bench/fenced-worker-proc.js). */
+export function spawnWorker(
+  url: string,
+  token: string,
+  queues: string[],
+  env: Record<string, string> = {},
+  script = 'dist/bench/worker-proc.js',
+): WorkerProcess {
+  const child = spawn(process.execPath, [path.join(packageRoot(), script)], {
     env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: token, WORKER_QUEUES: queues.join(','), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
