@@ -121,7 +121,7 @@ export class Session {
     }
     if (isConnectionError(err)) {
       this.log.warn({ err }, 'database unavailable; closing session so the worker reconnects');
-      this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', 1011);
+      this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
       return;
     }
     this.log.error({ err }, 'internal error in session');

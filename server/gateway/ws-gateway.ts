@@ -1,6 +1,6 @@
 // The worker gateway of one node: the WebSocket endpoint, the registry of local sessions, and the
 // background loops (dispatcher, sweeper, reconciliation with other nodes' changes).
-import type http from 'node:http';
+import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { OrbitError } from '../../protocol/errors.js';
@@ -60,7 +60,7 @@ export class Gateway {
     const reject = (status: number, code: string, message: string) => {
       const body = JSON.stringify({ error: { code, message } });
       socket.end(
-        `HTTP/1.1 ${status} ${status === 400 ? 'Bad Request' : status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Service Unavailable'}\r\n` +
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
     };
@@ -84,7 +84,7 @@ export class Gateway {
       if (err instanceof OrbitError) return reject(err.httpStatus, err.code, err.message);
       if (isConnectionError(err)) return reject(503, 'UNAVAILABLE', 'database unavailable');
       this.app.log.error({ err }, 'upgrade failed');
-      return reject(503, 'UNAVAILABLE', 'internal error');
+      return reject(500, 'INTERNAL', 'internal error');
     }
   }
 
