@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   RESOURCE_RETIRED: { http: 409, close: 1008, retryable: false, doc: 'new work aimed at a retired resource' },
   LEASE_LOST: { http: 409, close: null, retryable: false, doc: 'the attempt was cancelled, expired or belongs to another worker' },
   EVENT_HISTORY_EXPIRED: { http: 410, close: null, retryable: false, doc: 'unverifiable gap in the result stream' },
+  REQUEST_TIMEOUT: { http: 408, close: null, retryable: true, doc: 'request headers or body not received in time (slow sender); the connection is closed' },
   PAYLOAD_TOO_LARGE: { http: 413, close: 1009, retryable: false, doc: 'body, payload or frame over the limit' },
   QUOTA_EXCEEDED: { http: 429, close: null, retryable: true, doc: 'application or namespace quota reached' },
   INTERNAL: { http: 500, close: 1011, retryable: false, doc: 'bug; logged with the request id; no partial effect' },

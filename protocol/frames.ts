@@ -2,11 +2,11 @@
 // rejected), shared by the gateway and the worker SDK. See ../shared/spec/worker-protocol.md.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { Id } from './ids.js';
 
 export const SUBPROTOCOL = 'orbit.worker.v1';
 export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
 
-const Id = Type.String({ pattern: '^[0-9a-f]{32}$' });
 const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
 const Uint64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
 const Timestamp = Type.String();

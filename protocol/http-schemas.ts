@@ -2,6 +2,7 @@
 // client. Every object is strict (additionalProperties: false).
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
+import { Id } from './ids.js';
 
 const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
 const Revision = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
@@ -117,7 +118,7 @@ export const LeaseDeliveriesBody = Type.Object(
 export type LeaseDeliveriesBody = Static<typeof LeaseDeliveriesBody>;
 
 export const AckDeliveriesBody = Type.Object(
-  { delivery_ids: Type.Array(Type.String({ pattern: '^[0-9a-f]{32}$' }), { minItems: 1, maxItems: 1000 }) },
+  { delivery_ids: Type.Array(Id, { minItems: 1, maxItems: 1000 }) },
   { additionalProperties: false },
 );
 export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;

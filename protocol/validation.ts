@@ -48,7 +48,7 @@ export function parseRfc3339(s: string): number | null {
 export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 /** 32 lowercase hex characters. */
-export const ID_RE = /^[0-9a-f]{32}$/;
+export { ID_RE, isId } from './ids.js';
 
 /** uint64 as a decimal string. */
 export const UINT64_RE = /^(0|[1-9][0-9]{0,19})$/;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
+import type { Faults } from './faults.js';
 
 /** Everything a request, a session or a background loop needs; one per gateway process. */
 export interface AppContext {
@@ -16,6 +17,8 @@ export interface AppContext {
   gateway?: import('./gateway/ws-gateway.js').Gateway;
   /** Coalesces receipt-bearing HTTP commands of this node into shared transactions. */
   commandBatcher?: import('./dispatch/tx-batcher.js').TxBatcher;
+  /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
+  faults: Faults;
   /** True once SIGTERM arrived: new requests get 503. */
   shuttingDown: boolean;
 }

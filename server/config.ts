@@ -17,6 +17,8 @@ export interface Config {
   sweepIntervalMs: number;
   /** Result event retention (seconds). */
   eventRetentionSeconds: number;
+  /** ORBIT_FAULT_INJECTION=1: test-only fault injection (server/faults.ts). */
+  faultInjection: boolean;
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -56,5 +58,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxFrameBytes: intVar('ORBIT_MAX_FRAME_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
     sweepIntervalMs: intVar('ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
     eventRetentionSeconds: intVar('ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
+    faultInjection: env.ORBIT_FAULT_INJECTION === '1',
   };
 }

@@ -9,6 +9,7 @@ import { createMetrics } from './metrics.js';
 import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
+import { Faults } from './faults.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -32,7 +33,8 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     throw err;
   }
   const metrics = createMetrics();
-  const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false };
+  const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false, faults: new Faults(config.faultInjection) };
+  if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
   app.events.setMaxListeners(0);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);

@@ -52,6 +52,12 @@ export function createMetrics() {
       registers: [registry],
     }),
     tokenExhausted: new client.Counter({ name: 'orbit_token_exhaustion_refusals_total', help: 'claims refused because a key token is at 2^64-1', registers: [registry] }),
+    internalErrors: new client.Counter({
+      name: 'orbit_internal_errors_total',
+      help: 'unexpected exceptions caught by an error boundary (the request or session ended; the node kept serving), by where',
+      labelNames: ['where'],
+      registers: [registry],
+    }),
     poolInUse: new client.Gauge({ name: 'orbit_db_pool_connections_in_use', help: 'database pool connections checked out', registers: [registry] }),
   };
   return m;

@@ -10,6 +10,7 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
+import { expectServing, submitNoop } from './support/serving.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
 
@@ -24,36 +25,8 @@ beforeAll(async () => {
   probe = await newTenant(f.db);
 });
 
-async function submit(tenant: CredentialsFile) {
-  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-    token: tenant.token,
-    key: ikey(),
-    body: { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 } },
-  });
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.task as { id: string };
-}
-
-/** The gateway survived: process alive, /healthz 200, a normal worker gets a task and finishes it. */
-async function expectHealthy() {
-  expect(f.gw.child.exitCode).toBeNull();
-  expect(f.gw.child.signalCode).toBeNull();
-  const h = await call(f.gw.url, 'GET', '/healthz');
-  expect(h.status).toBe(200);
-  const w = await openRaw(f.gw.url, probe.token);
-  w.send(hello([probe.queue_id], { capacity: 1 }));
-  await w.next('hello.ok');
-  const task = await submit(probe);
-  const a = await w.next('task.assign');
-  expect(a.task.id).toBe(task.id);
-  w.send({ type: 'start', attempt_id: a.attempt_id });
-  await w.next('start.ok');
-  w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
-  expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
-  w.close();
-  await w.closed;
-  expect(f.gw.output.filter((l) => /uncaught|unhandled|FATAL ERROR/i.test(l))).toEqual([]);
-}
+const submit = (tenant: CredentialsFile) => submitNoop(f.gw.url, tenant);
+const expectHealthy = () => expectServing(f.gw, probe);
 
 async function inBatches<T>(items: T[], size: number, fn: (x: T, i: number) => Promise<void>) {
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map((x, j) => fn(x, i + j)));

@@ -63,3 +63,13 @@ export async function revokeCredential(db: Pool | Conn, id: string): Promise<boo
   const [res] = await db.execute(`UPDATE credentials SET revoked_at = UTC_TIMESTAMP(3) WHERE id = ? AND revoked_at IS NULL`, [id]);
   return (res as { affectedRows: number }).affectedRows === 1;
 }
+
+/** lockLiveCredential(id): true when the credential exists and is not revoked, holding a shared
+ * lock on its row to the end of the caller's transaction. Revocation (an UPDATE of that row) then
+ * serializes with every claim, start and result that checked it: either the revocation commits
+ * first and the command is refused, or the command commits first and counts as done before the
+ * revocation. Shared locks do not conflict, so sessions sharing a credential do not wait on it. */
+export async function lockLiveCredential(c: Conn, id: string): Promise<boolean> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
+  return rows.length === 1;
+}

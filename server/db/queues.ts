@@ -3,6 +3,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
 import type { Queue } from '../../protocol/http-views.js';
+import { isId } from '../../protocol/ids.js';
 
 export interface QueueRow extends RowDataPacket {
   id: string;
@@ -54,6 +55,8 @@ const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, 
 /** getQueue(namespace_id, id) → row or null; `lock`: 'share' serializes with retire (submit),
  * 'update' for changes. */
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
+  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  if (!isId(id)) return null;
   const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';
   const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
   return rows[0] ?? null;

@@ -4,6 +4,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
 import type { ResultEvent, Subscription } from '../../protocol/http-views.js';
+import { isId } from '../../protocol/ids.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -54,6 +55,8 @@ const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential
 
 /** getSubscription(namespace_id, id) → row or null; `lock` takes the row FOR UPDATE. */
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
+  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  if (!isId(id)) return null;
   const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
     id,
     namespaceId,

@@ -3,6 +3,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import type { Task, TaskResult } from '../../protocol/http-views.js';
 import { toIso } from './pool.js';
+import { isId } from '../../protocol/ids.js';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -162,6 +163,8 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
 
 /** getTask(namespace_id, id, lock?) → row or null. */
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
+  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  if (!isId(id)) return null;
   const [rows] = await db.execute<TaskRow[]>(
     `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`,
     [id, namespaceId],

@@ -3,6 +3,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from '../db/pool.js';
 import { toIso } from '../db/pool.js';
 import type { Attempt } from '../../protocol/http-views.js';
+import { isId } from '../../protocol/ids.js';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;
@@ -44,6 +45,8 @@ export function isLive(a: { state: string }): boolean {
 
 /** getAttempt(namespace_id, id, lock) → row or null. */
 export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<AttemptRow | null> {
+  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  if (!isId(id)) return null;
   const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
     id,
     namespaceId,

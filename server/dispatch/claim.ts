@@ -8,6 +8,8 @@ import type { AssignedTask } from '../../protocol/frames.js';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { TaskRow } from '../db/tasks.js';
+import { lockLiveCredential } from '../db/credentials.js';
+import { OrbitError } from '../../protocol/errors.js';
 
 export const TOKEN_MAX = '18446744073709551615';
 
@@ -16,6 +18,8 @@ export interface ClaimSession {
   applicationId: string;
   workerId: string;
   sessionId: string;
+  /** Checked (share-locked) inside the claim transaction: a revoked credential gets nothing. */
+  credentialId: string;
   queueIds: string[];
   handlers: { handler: string; versions: string[] }[] | null;
   concurrencyKeys: boolean;
@@ -154,6 +158,7 @@ export async function claim(pool: Pool, s: ClaimSession, n: number, log: Logger,
   if (open.length === 0) return [];
   const sOpen: ClaimSession = { ...s, queueIds: open.map((r) => r.id as string) };
   return withTransaction(pool, async (c) => {
+    if (!(await lockLiveCredential(c, s.credentialId))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
     const cands = await selectCandidates(c, sOpen, n);
     if (cands.length === 0) return [];
 

@@ -11,6 +11,8 @@ import { TASK_COLUMNS } from '../db/tasks.js';
 import { getAttempt, closeAttempt, isLive, type AttemptRow } from './attempts-sql.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
+import { lockLiveCredential } from '../db/credentials.js';
+import type { TxMemo } from './tx-batcher.js';
 
 /** DATETIME(3) string + seconds, as a DATETIME(3) string (both UTC). */
 export function addSeconds(dbTime: string, seconds: number): string {
@@ -34,6 +36,24 @@ export async function queueLeaseSeconds(c: Conn, queueId: string): Promise<numbe
 export interface Identity {
   namespaceId: string;
   workerId: string;
+  /** The session's credential: checked (and share-locked) inside each transaction. */
+  credentialId: string;
+}
+
+export function credentialRevoked(): OrbitError {
+  return new OrbitError('UNAUTHENTICATED', 'credential revoked');
+}
+
+/** Refuses the command when the session's credential was revoked — checked inside the
+ * transaction (once per credential per coalesced transaction), not left to the periodic sweep. */
+async function requireLiveCredential(c: Conn, memo: TxMemo, credentialId: string): Promise<void> {
+  const key = `credential:${credentialId}`;
+  let p = memo.get(key) as Promise<boolean> | undefined;
+  if (!p) {
+    p = lockLiveCredential(c, credentialId);
+    memo.set(key, p);
+  }
+  if (!(await p)) throw credentialRevoked();
 }
 
 async function lockTask(c: Conn, namespaceId: string, taskId: string): Promise<TaskRow> {
@@ -54,7 +74,8 @@ async function lockOwnAttempt(c: Conn, who: Identity, attemptId: string): Promis
 
 /** `start`: LEASED → RUNNING (task RUNNING, attempts_made + 1), lease renewed; a repeated start
  * of a RUNNING attempt answers again. Runs inside a caller's (coalesced) transaction. */
-export async function startInTx(c: Conn, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
+export async function startInTx(c: Conn, memo: TxMemo, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
+  await requireLiveCredential(c, memo, who.credentialId);
   const a = await lockOwnAttempt(c, who, attemptId);
   if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
   if (a.state === 'RUNNING') return { leaseExpiresAt: toIso(a.lease_expires_at)! };
@@ -79,6 +100,7 @@ export async function renewAttempts(pool: Pool, who: Identity, ids: string[]): P
   if (valid.length === 0) return { leases: [], lost: ids };
   const placeholders = valid.map(() => '?').join(',');
   return withTransaction(pool, async (c) => {
+    await requireLiveCredential(c, new Map(), who.credentialId);
     await c.query(
       `UPDATE attempts a JOIN queues q ON q.id = a.queue_id
           SET a.lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL q.lease_seconds SECOND
@@ -124,12 +146,13 @@ export function retryBackoffMs(frame: { retry_after_ms?: number }, q: { initial:
 
 /** The body of `result` inside a caller's transaction; permit releases and the event go to
  * `ledger`, which the caller flushes before commit. */
-export async function resultInTx(c: Conn, ledger: PermitLedger, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultReply> {
+export async function resultInTx(c: Conn, ledger: PermitLedger, memo: TxMemo, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultReply> {
   const output = f.output === undefined ? null : JSON.stringify(f.output);
   if (output !== null && Buffer.byteLength(output) > maxOutputBytes) {
     throw new OrbitError('PAYLOAD_TOO_LARGE', `output over ${maxOutputBytes} bytes`, { attempt_id: f.attempt_id });
   }
   const fp = resultFingerprint(f);
+  await requireLiveCredential(c, memo, who.credentialId);
   {
     const a = await lockOwnAttempt(c, who, f.attempt_id);
     if (!isLive(a)) {

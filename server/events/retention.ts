@@ -10,6 +10,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../db/pool.js';
 import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
+import { guarded } from '../boundary.js';
 
 export interface PruneReport {
   /** false when another node held the pruning lock (nothing done). */
@@ -76,7 +77,7 @@ export class EventPruner {
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.tick().finally(() => {
+      this.running = guarded(this.app, 'prune-events', () => this.tick()).finally(() => {
         this.running = null;
         this.schedule(this.everyMs);
       });

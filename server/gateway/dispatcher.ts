@@ -4,8 +4,10 @@
 // doubling to 250 ms when idle.
 import { claim } from '../dispatch/claim.js';
 import { isConnectionError } from '../db/pool.js';
+import { OrbitError } from '../../protocol/errors.js';
 import type { Gateway } from './ws-gateway.js';
 import type { Session } from './session.js';
+import { guarded } from '../boundary.js';
 
 const MAX_BATCH = 64;
 const MAX_PARALLEL = 4;
@@ -41,10 +43,12 @@ export class Dispatcher {
   private schedulePoll(): void {
     if (this.stopped) return;
     this.pollTimer = setTimeout(() => {
-      this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
-      this.productive = false;
-      for (const s of this.gw.sessions.values()) if (s.free > 0) this.due.add(s);
-      this.pump();
+      void guarded(this.gw.app, 'dispatcher-poll', () => {
+        this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
+        this.productive = false;
+        for (const s of this.gw.sessions.values()) if (s.free > 0) this.due.add(s);
+        this.pump();
+      });
       this.schedulePoll();
     }, this.pollMs);
   }
@@ -80,7 +84,8 @@ export class Dispatcher {
       // A full batch suggests more waiting work: claim again for this session.
       if (got.length === n && s.free > 0) this.due.add(s);
     } catch (err) {
-      if (isConnectionError(err)) s.log.warn({ err }, 'claim failed: database unavailable');
+      if (err instanceof OrbitError && err.code === 'UNAUTHENTICATED') s.revoked();
+      else if (isConnectionError(err)) s.log.warn({ err }, 'claim failed: database unavailable');
       else s.log.error({ err }, 'claim failed');
     }
   }

@@ -7,6 +7,7 @@ import { sweep } from '../dispatch/recovery.js';
 import { isConnectionError } from '../db/pool.js';
 import type { Gateway } from './ws-gateway.js';
 import { CapabilityWatch } from './capability-watch.js';
+import { guarded } from '../boundary.js';
 
 /** The capability watch runs every this many ticks (about 5 s at the default 500 ms). */
 const WATCH_EVERY = 10;
@@ -26,7 +27,7 @@ export class Reconciler {
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.gw.track(this.tick()).finally(() => {
+      this.running = this.gw.track(guarded(this.gw.app, 'sweep', () => this.tick())).finally(() => {
         this.running = null;
         this.schedule();
       });
@@ -101,9 +102,7 @@ export class Reconciler {
     const gone = new Set(revoked.map((r) => r.id as string));
     for (const s of sessions) {
       if (s.state === 'closed' || !gone.has(s.cred.id)) continue;
-      s.state = 'closed';
-      s.send({ type: 'error', code: 'UNAUTHENTICATED', message: 'credential revoked', fatal: true });
-      s.close(1008, 'credential revoked');
+      s.revoked();
       this.gw.unregister(s);
     }
   }

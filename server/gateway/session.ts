@@ -1,7 +1,8 @@
 // One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
 // each command runs as one transaction and is answered only after its commit. Frames about the
 // same attempt are handled in arrival order; frames about different attempts run concurrently.
-import type { WebSocket, RawData } from 'ws';
+import { isUtf8 } from 'node:buffer';
+import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
@@ -12,6 +13,8 @@ import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { newId } from '../ids.js';
 import { helloTransaction, closeSessionRow } from './hello.js';
 import type { Gateway } from './ws-gateway.js';
+import type { WorkerSocket } from './worker-socket.js';
+import { reportInternal } from '../boundary.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -28,22 +31,46 @@ export class Session {
   private helloDone: Promise<void> | null = null;
   private helloTimer: NodeJS.Timeout | null = null;
   private missedPongs = 0;
+  /** When the oldest unanswered ping was sent (0: none outstanding). */
+  private pingUnansweredSince = 0;
 
   constructor(
     private readonly gw: Gateway,
-    readonly ws: WebSocket,
+    readonly ws: WorkerSocket,
     readonly cred: Credential,
   ) {
     this.log = gw.app.log.child({ session_id: this.id });
-    this.helloTimer = setTimeout(() => this.protocolError('hello not received within the time limit'), gw.helloTimeoutMs);
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    ws.on('pong', () => (this.missedPongs = 0));
-    ws.on('close', (code) => this.onClose(code));
+    this.helloTimer = setTimeout(
+      () => this.boundary('timer', () => this.protocolError('hello not received within the time limit')),
+      gw.helloTimeoutMs,
+    );
+    ws.on('message', (data, isBinary) => this.boundary('frame', () => this.onMessage(data, isBinary)));
+    ws.on('pong', () => {
+      this.missedPongs = 0;
+      this.pingUnansweredSince = 0;
+    });
+    ws.on('close', (code) => this.boundary('session', () => this.onClose(code)));
     ws.on('error', (err) => this.log.debug({ err }, 'socket error'));
   }
 
+  /** The error boundary of every handler of this session: an unexpected exception ends this
+   * session (INTERNAL, close 1011), is logged with the session id and counted; the node goes on. */
+  private boundary(where: 'frame' | 'timer' | 'session', fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      reportInternal(this.gw.app, where, err, { session_id: this.id });
+      if (this.state !== 'closed') this.fatal('INTERNAL', 'internal error', 1011);
+    }
+  }
+
+  /** Slots for new assignments. None while a ping is unanswered for more than 2 s: a worker
+   * process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep receiving
+   * tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
   get free(): number {
-    return this.state === 'open' ? Math.max(0, this.capacity - this.held.size) : 0;
+    if (this.state !== 'open') return 0;
+    if (this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000) return 0;
+    return Math.max(0, this.capacity - this.held.size);
   }
 
   /** Called by the gateway's ping timer. */
@@ -54,6 +81,7 @@ export class Session {
       return;
     }
     this.missedPongs++;
+    if (this.pingUnansweredSince === 0) this.pingUnansweredSince = Date.now();
     try {
       this.ws.ping();
     } catch {
@@ -65,12 +93,14 @@ export class Session {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(frame));
   }
 
+  /** Closes the socket; the reason is cut to 123 UTF-8 bytes by WorkerSocket. */
   close(code: number, reason: string): void {
-    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason.slice(0, 120));
+    if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
   }
 
-  private fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
-    this.send({ type: 'error', code, message, fatal: true });
+  /** A fatal error frame, then the close. */
+  fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
+    this.ws.sendFatal({ type: 'error', code, message, fatal: true });
     this.close(closeCode, message);
     this.state = 'closed';
   }
@@ -84,12 +114,17 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
+    this.gw.app.faults.hit('frame');
     const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
     // The socket accepts up to twice the limit so that an oversized frame still gets its error
-    // frame before the 1009 close (beyond that, ws closes with 1009 by itself).
+    // frame before the 1009 close (beyond that, ws closes with 1009 by itself and WorkerSocket
+    // sends the error frame).
     if (buf.length > this.gw.app.config.maxFrameBytes) {
       return this.protocolError(`frame over max_frame_bytes (${this.gw.app.config.maxFrameBytes})`, 1009);
     }
+    // ws skips UTF-8 validation (skipUTF8Validation): invalid text is a protocol error with its
+    // error frame and 1002 here, instead of ws's bare 1007.
+    if (!isUtf8(buf)) return this.protocolError('text frame is not valid UTF-8');
     const text = buf.toString('utf8');
     const parsed = parseWorkerFrame(text);
     if (!parsed.ok) return this.protocolError(parsed.message);
@@ -101,9 +136,11 @@ export class Session {
       return;
     }
     if (f.type === 'hello') return this.protocolError('hello may be sent only once');
-    void this.helloDone.then(() => {
-      if (this.state === 'open' || this.state === 'draining') this.dispatchFrame(f);
-    });
+    void this.helloDone.then(() =>
+      this.boundary('frame', () => {
+        if (this.state === 'open' || this.state === 'draining') this.dispatchFrame(f);
+      }),
+    );
   }
 
   private track(p: Promise<void>): Promise<void> {
@@ -124,7 +161,7 @@ export class Session {
       this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
       return;
     }
-    this.log.error({ err }, 'internal error in session');
+    reportInternal(this.gw.app, 'session', err, { session_id: this.id });
     this.fatal('INTERNAL', 'internal error', 1011);
   }
 
@@ -141,6 +178,7 @@ export class Session {
       applicationId: this.cred.applicationId,
       workerId: h.worker_id,
       sessionId: this.id,
+      credentialId: this.cred.id,
       queueIds: [...new Set(h.queues)],
       handlers: h.handlers ?? null,
       concurrencyKeys: h.concurrency_keys ?? false,
@@ -204,11 +242,11 @@ export class Session {
   }
 
   private who() {
-    return { namespaceId: this.cred.namespaceId, workerId: this.workerId };
+    return { namespaceId: this.cred.namespaceId, workerId: this.workerId, credentialId: this.cred.id };
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const { value: r } = await this.gw.batcher.run((c) => startInTx(c, this.who(), attemptId));
+    const { value: r } = await this.gw.batcher.run((c, _l, memo) => startInTx(c, memo, this.who(), attemptId));
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
 
@@ -219,12 +257,20 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const { value: reply, ledger } = await this.gw.batcher.run((c, l) => resultInTx(c, l, this.who(), f));
+    const { value: reply, ledger } = await this.gw.batcher.run((c, l, memo) => resultInTx(c, l, memo, this.who(), f));
     this.held.delete(f.attempt_id);
     this.send(reply as GatewayFrame);
     if (!reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
     this.gw.wake(ledger.freedQueues);
     this.gw.kick(this);
+  }
+
+  /** The session's credential was found revoked (by a claim, start or result transaction, or the
+   * periodic check): UNAUTHENTICATED, close 1008. */
+  revoked(): void {
+    if (this.state === 'closed') return;
+    this.log.info('credential revoked; closing session');
+    this.fatal('UNAUTHENTICATED', 'credential revoked', 1008);
   }
 
   dropAttempt(attemptId: string): void {

@@ -2,7 +2,7 @@
 // background loops (dispatcher, sweeper, reconciliation with other nodes' changes).
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
+import { WebSocketServer, type Server as WsServer } from 'ws';
 import { OrbitError } from '../../protocol/errors.js';
 import { SUBPROTOCOL } from '../../protocol/frames.js';
 import type { AppContext } from '../app-context.js';
@@ -13,13 +13,15 @@ import { Dispatcher } from './dispatcher.js';
 import { Reconciler } from './reconciler.js';
 import { TxBatcher } from '../dispatch/tx-batcher.js';
 import { releaseAttempts } from '../dispatch/recovery.js';
+import { WorkerSocket } from './worker-socket.js';
+import { guardTimer, reportInternal } from '../boundary.js';
 
 export class Gateway {
   readonly sessions = new Map<string, Session>();
   /** `${namespace}/${worker_id}` → the newest local session of that identity. */
   private readonly byWorker = new Map<string, Session>();
   private readonly inflight = new Set<Promise<unknown>>();
-  readonly wss: WebSocketServer;
+  readonly wss: WsServer<typeof WorkerSocket>;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
   /** start and result frames of all local sessions, coalesced into shared transactions. */
@@ -33,23 +35,35 @@ export class Gateway {
   ) {
     this.helloTimeoutMs = Number(process.env.ORBIT_HELLO_TIMEOUT_MS ?? 10_000);
     const pingMs = Number(process.env.ORBIT_PING_INTERVAL_MS ?? 15_000);
-    this.wss = new WebSocketServer({
+    this.wss = new WebSocketServer<typeof WorkerSocket>({
+      WebSocket: WorkerSocket,
+      // Validated in Session.onMessage, so invalid UTF-8 is a PROTOCOL_ERROR (1002) with its
+      // error frame rather than ws's bare 1007.
+      skipUTF8Validation: true,
       noServer: true,
       maxPayload: app.config.maxFrameBytes * 2,
       perMessageDeflate: false,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
     });
-    server.on('upgrade', (req, socket, head) => void this.onUpgrade(req, socket, head));
+    server.on('upgrade', (req, socket, head) => {
+      this.onUpgrade(req, socket, head).catch((err: unknown) => {
+        reportInternal(app, 'upgrade', err);
+        socket.destroy();
+      });
+    });
     this.batcher = new TxBatcher(app.pool, 128, 2, (size, seconds) => {
       app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
       app.metrics.batchSize.observe(size);
     }, false);
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.pingTimer = setInterval(() => {
-      for (const s of this.sessions.values()) s.heartbeat();
-      for (const s of this.pending) s.heartbeat();
-    }, pingMs);
+    this.pingTimer = setInterval(
+      guardTimer(app, 'ping', () => {
+        for (const s of this.sessions.values()) s.heartbeat();
+        for (const s of this.pending) s.heartbeat();
+      }),
+      pingMs,
+    );
   }
 
   /** Sessions that have not finished hello yet (for heartbeats and shutdown). */
@@ -76,9 +90,18 @@ export class Gateway {
       requireScope(cred, 'workers:connect');
       requireScope(cred, 'workers:consume');
       this.wss.handleUpgrade(req, socket, head, (ws) => {
-        const s = new Session(this, ws, cred);
-        this.pending.add(s);
-        ws.once('close', () => this.pending.delete(s));
+        // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
+        // with 1011 instead of answering HTTP.
+        try {
+          this.app.faults.hit('upgrade');
+          const s = new Session(this, ws, cred);
+          this.pending.add(s);
+          ws.once('close', () => this.pending.delete(s));
+        } catch (err) {
+          reportInternal(this.app, 'upgrade', err);
+          ws.sendFatal({ type: 'error', code: 'INTERNAL', message: 'internal error', fatal: true });
+          ws.close(1011, 'internal error');
+        }
       });
     } catch (err) {
       if (err instanceof OrbitError) return reject(err.httpStatus, err.code, err.message);

@@ -1,4 +1,5 @@
 import { OrbitError } from '../../protocol/errors.js';
+import { isId } from '../../protocol/ids.js';
 import type { RequestCtx, Reply } from './context.js';
 
 export interface Route {
@@ -65,6 +66,9 @@ export class Router {
           throw new OrbitError('INVALID_ARGUMENT', 'malformed percent-encoding in the request path', { field: k });
         }
       });
+      // Every `{id}` names a resource by its 32-hex id; anything else can never exist, so it is
+      // NOT_FOUND here, before a handler (and its SQL) runs.
+      if (params.id !== undefined && !isId(params.id)) throw new OrbitError('NOT_FOUND', 'no resource with this id (ids are 32 lowercase hex characters)');
       return { route: r, params };
     }
     return pathMatched ? 'method' : null;

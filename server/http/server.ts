@@ -6,6 +6,7 @@ import { OrbitError } from '../../protocol/errors.js';
 import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
+import { reportInternal } from '../boundary.js';
 import { authenticate } from './auth.js';
 import { sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
@@ -14,9 +15,22 @@ import type { RequestCtx } from './context.js';
 
 export function createHttpServer(app: AppContext): http.Server {
   const router = buildRoutes(app);
-  const server = http.createServer({ requestTimeout: 60_000, headersTimeout: 20_000, maxHeaderSize: 16 * 1024 }, (req, res) => {
-    void handle(app, router, req, res);
-  });
+  // Slow senders (slowloris): headers must arrive within 10 s and a whole request within 60 s, or
+  // the connection gets 408 and is closed. Node checks these deadlines every
+  // connectionsCheckingInterval (default 30 s, which let such sockets live ~60 s); 1 s keeps the
+  // deadline close to what is configured for a negligible cost.
+  const server = http.createServer(
+    { requestTimeout: 60_000, headersTimeout: 10_000, connectionsCheckingInterval: 1_000, maxHeaderSize: 16 * 1024 },
+    (req, res) => {
+      // The request handler's last boundary: handle() answers every error itself, so this only
+      // catches a failure while writing that answer.
+      handle(app, router, req, res).catch((err: unknown) => {
+        reportInternal(app, 'http', err, { url_path: req.url?.split('?')[0] });
+        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8' });
+        res.end();
+      });
+    },
+  );
   server.keepAliveTimeout = 5_000;
   // Requests node's parser refuses (bad header bytes, oversized headers, broken chunking, header
   // timeout) still get the envelope and an X-Request-Id, then the connection is closed.
@@ -26,13 +40,11 @@ export function createHttpServer(app: AppContext): http.Server {
       return;
     }
     const requestId = newId();
-    const message =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? 'request headers too large'
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT'
-          ? 'request not received in time'
-          : 'malformed HTTP request';
-    const body = JSON.stringify({ request_id: requestId, error: new OrbitError('INVALID_ARGUMENT', message).toBody() });
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT';
+    const error = timedOut
+      ? new OrbitError('REQUEST_TIMEOUT', 'request not received in time (headers within 10 s, whole request within 60 s)')
+      : new OrbitError('INVALID_ARGUMENT', err.code === 'HPE_HEADER_OVERFLOW' ? 'request headers too large' : 'malformed HTTP request');
+    const body = JSON.stringify({ request_id: requestId, error: error.toBody() });
     let replied = false;
     const reply = () => {
       if (replied) return;
@@ -42,10 +54,10 @@ export function createHttpServer(app: AppContext): http.Server {
         return;
       }
       socket.end(
-        'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n' +
+        `HTTP/1.1 ${error.httpStatus} ${http.STATUS_CODES[error.httpStatus]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
       );
-      app.metrics.httpRequests.inc({ route: 'unparsed', status: '400' });
+      app.metrics.httpRequests.inc({ route: 'unparsed', status: String(error.httpStatus) });
     };
     // Garbage pipelined behind a complete, valid request: answer it only after that request's
     // response is complete, never in the middle of it. When the broken bytes are the body of the
@@ -63,6 +75,8 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
   const log = app.log.child({ request_id: requestId });
   let routeName = 'unmatched';
   try {
+    app.faults.armFromHeader(req.headers['x-orbit-fault']);
+    app.faults.hit('http');
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://orbit.invalid');
@@ -93,7 +107,7 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
       log.warn({ err }, 'database unavailable');
       e = new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key');
     } else {
-      log.error({ err, route: routeName }, 'internal error');
+      reportInternal(app, 'http', err, { request_id: requestId, route: routeName });
       e = new OrbitError('INTERNAL', `internal error (request ${requestId})`);
     }
     sendError(res, requestId, e);

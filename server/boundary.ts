@@ -1,0 +1,34 @@
+// Error boundaries: the last line between an unexpected exception and the process. Every message
+// handler (HTTP request, WebSocket frame, upgrade) and every timer of a node runs inside one, so a
+// bug that input can reach ends one request (500 INTERNAL) or one session (1011) — logged with its
+// id and counted in orbit_internal_errors_total{where} — and the node keeps serving.
+import type { AppContext } from './app-context.js';
+
+export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
+
+export function reportInternal(app: Pick<AppContext, 'log' | 'metrics'>, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
+  app.metrics.internalErrors.inc({ where });
+  app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
+}
+
+type TimerApp = Pick<AppContext, 'log' | 'metrics' | 'faults'>;
+
+/** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
+ * that re-arms itself after the tick keeps running whatever the tick did. */
+export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise<void> {
+  try {
+    app.faults.hit('timer');
+    return Promise.resolve(fn()).then(
+      () => undefined,
+      (err: unknown) => reportInternal(app, 'timer', err, { timer: name }),
+    );
+  } catch (err) {
+    reportInternal(app, 'timer', err, { timer: name });
+    return Promise.resolve();
+  }
+}
+
+/** A timer callback inside the boundary (for setInterval). */
+export function guardTimer(app: TimerApp, name: string, fn: () => unknown): () => void {
+  return () => void guarded(app, name, fn);
+}

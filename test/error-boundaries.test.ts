@@ -1,0 +1,94 @@
+// Error boundaries: with ORBIT_FAULT_INJECTION=1 the gateway throws an unexpected Error at a point
+// a request header arms (server/faults.ts). Each kind of handler — HTTP request, WebSocket frame,
+// upgrade, timer — must end only that request (500 INTERNAL in the envelope) or that session
+// (error frame, close 1011), log it with its id, count it in orbit_internal_errors_total, and the
+// node must keep serving everyone else.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { newTenant } from './support/db.js';
+import { expectServing as expectNodeServing } from './support/serving.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { call, ikey } from './support/http.js';
+import { hello, openRaw } from './support/raw-worker.js';
+
+const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1' } });
+
+async function arm(point: string) {
+  const r = await call(f.gw.url, 'GET', '/healthz', { headers: { 'x-orbit-fault': point } });
+  expect(r.status).toBe(200);
+}
+
+async function internalErrors(where: string): Promise<number> {
+  const text = (await call(f.gw.url, 'GET', '/metrics')).text;
+  const m = new RegExp(`^orbit_internal_errors_total\\{where="${where}"\\} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+let probe: CredentialsFile;
+beforeAll(async () => {
+  probe = await newTenant(f.db);
+});
+const expectServing = () => expectNodeServing(f.gw, probe);
+
+describe('an unexpected exception ends one request or session, never the node', () => {
+  it('HTTP request handler → 500 INTERNAL in the envelope with the request id', async () => {
+    const before = await internalErrors('http');
+    const r = await call(f.gw.url, 'GET', '/v1/queues', { token: f.t.token, headers: { 'x-orbit-fault': 'http' } });
+    expect(r.status).toBe(500);
+    expect(r.body.error.code).toBe('INTERNAL');
+    expect(r.body.request_id).toBe(r.headers.get('x-request-id'));
+    expect(await internalErrors('http')).toBe(before + 1);
+    expect(f.gw.output.some((l) => l.includes(r.body.request_id) && l.includes('injected fault at http'))).toBe(true);
+    await expectServing();
+  });
+
+  it('WebSocket frame handler → that session gets INTERNAL and 1011; another session is untouched', async () => {
+    const bystander = await openRaw(f.gw.url, f.t.token);
+    bystander.send(hello([f.t.queue_id], { capacity: 0 }));
+    await bystander.next('hello.ok');
+    const w = await openRaw(f.gw.url, f.t.token);
+    w.send(hello([f.t.queue_id], { capacity: 0 }));
+    await w.next('hello.ok');
+    const before = await internalErrors('frame');
+    await arm('frame');
+    w.send({ type: 'capacity', capacity: 0 });
+    expect(await w.next('error')).toMatchObject({ code: 'INTERNAL', fatal: true });
+    expect((await w.closed).code).toBe(1011);
+    expect(await internalErrors('frame')).toBe(before + 1);
+    // The bystander's session still answers.
+    bystander.send({ type: 'drain' });
+    expect(await bystander.next('drain.ok')).toEqual({ type: 'drain.ok' });
+    bystander.close();
+    await bystander.closed;
+    await expectServing();
+  });
+
+  it('upgrade → the new socket is closed 1011, the node keeps accepting', async () => {
+    const before = await internalErrors('upgrade');
+    await arm('upgrade');
+    const w = await openRaw(f.gw.url, f.t.token);
+    expect(await w.next('error')).toMatchObject({ code: 'INTERNAL', fatal: true });
+    expect((await w.closed).code).toBe(1011);
+    expect(await internalErrors('upgrade')).toBe(before + 1);
+    await expectServing();
+  });
+
+  it('timer → counted, and every loop (dispatcher, sweeper, pings) keeps running', async () => {
+    const before = await internalErrors('timer');
+    await arm('timer');
+    const until = Date.now() + 5_000;
+    while ((await internalErrors('timer')) === before && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(await internalErrors('timer')).toBe(before + 1);
+    await expectServing();
+  });
+
+  it('without ORBIT_FAULT_INJECTION the header does nothing', async () => {
+    // This file's gateway has it on; the production default is checked through the config.
+    const { loadConfig } = await import('../server/config.js');
+    expect(loadConfig({ ORBIT_MYSQL_DSN: 'mysql://u:p@127.0.0.1:3306/d' }).faultInjection).toBe(false);
+    const { Faults } = await import('../server/faults.js');
+    const off = new Faults(false);
+    off.armFromHeader('http,frame,upgrade,timer');
+    expect(() => off.hit('http')).not.toThrow();
+  });
+});

@@ -1,0 +1,38 @@
+// "The node is still serving": the check every hostile-input and fault test ends with.
+import { expect } from 'vitest';
+import type { CredentialsFile } from '../../server/admin/bootstrap.js';
+import type { GatewayProcess } from './gateway.js';
+import { call, ikey } from './http.js';
+import { hello, openRaw } from './raw-worker.js';
+
+/** Submits one no-op task to the tenant's queue; expects 201. */
+export async function submitNoop(url: string, tenant: CredentialsFile, payload: unknown = { n: 1 }): Promise<{ id: string }> {
+  const r = await call(url, 'POST', '/v1/tasks', {
+    token: tenant.token,
+    key: ikey(),
+    body: { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.body.data.task as { id: string };
+}
+
+/** The gateway survived: process alive, /healthz 200, a normal worker of `probe` (a tenant no
+ * hostile client uses) gets a submitted task and finishes it, and nothing was logged as uncaught. */
+export async function expectServing(gw: GatewayProcess, probe: CredentialsFile): Promise<void> {
+  expect(gw.child.exitCode).toBeNull();
+  expect(gw.child.signalCode).toBeNull();
+  expect((await call(gw.url, 'GET', '/healthz')).status).toBe(200);
+  const w = await openRaw(gw.url, probe.token);
+  w.send(hello([probe.queue_id], { capacity: 1 }));
+  await w.next('hello.ok');
+  const task = await submitNoop(gw.url, probe);
+  const a = await w.next('task.assign');
+  expect(a.task.id).toBe(task.id);
+  w.send({ type: 'start', attempt_id: a.attempt_id });
+  await w.next('start.ok');
+  w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
+  expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
+  w.close();
+  await w.closed;
+  expect(gw.output.filter((l) => /uncaught|unhandled|FATAL ERROR/i.test(l))).toEqual([]);
+}
