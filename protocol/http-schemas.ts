@@ -25,6 +25,23 @@ export const SubmitTaskBody = Type.Object(
 );
 export type SubmitTaskBody = Static<typeof SubmitTaskBody>;
 
+/** POST /v1/tasks:batch: the envelope. Items are checked one by one (SubmitBatchItem), so that a
+ * bad item gets its own 400 in its slot instead of failing the batch. */
+export const MAX_BATCH_ITEMS = 500;
+export const SubmitBatchBody = Type.Object(
+  { tasks: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BATCH_ITEMS }) },
+  { additionalProperties: false },
+);
+export type SubmitBatchBody = Static<typeof SubmitBatchBody>;
+
+/** One item of POST /v1/tasks:batch: the body of POST /v1/tasks plus its own idempotency_key
+ * (same rules as the Idempotency-Key header). */
+export const SubmitBatchItem = Type.Object(
+  { ...SubmitTaskBody.properties, idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' }) },
+  { additionalProperties: false },
+);
+export type SubmitBatchItem = Static<typeof SubmitBatchItem>;
+
 export const RetryPolicy = Type.Object(
   {
     max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),

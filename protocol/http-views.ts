@@ -110,3 +110,8 @@ export interface DeliveryRecord {
   event: ResultEvent | null;
 }
 
+
+/** One slot of the POST /v1/tasks:batch response, in item order. */
+export type BatchSubmitResult =
+  | { status: 200 | 201; data: { task: Task; deduplicated: boolean } }
+  | { status: number; error: { code: string; message: string; details?: Record<string, unknown> } };

@@ -15,6 +15,8 @@ export interface AppContext {
   events: EventEmitter;
   /** The node's worker gateway (set once started): HTTP commands use it to notify local sessions. */
   gateway?: import('./gateway/ws-gateway.js').Gateway;
+  /** The one task-creation path (submit, batch submit, schedule fires). */
+  submitter?: import('./dispatch/submit.js').TaskSubmitter;
   /** Coalesces receipt-bearing HTTP commands of this node into shared transactions. */
   commandBatcher?: import('./dispatch/tx-batcher.js').TxBatcher;
   /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */

@@ -11,6 +11,8 @@ export interface Config {
   logLevel: string;
   /** Largest HTTP body accepted (bytes); larger → 413. A 256 KiB payload fits with room for escapes. */
   maxBodyBytes: number;
+  /** Largest POST /v1/tasks:batch body (bytes); larger → 413. */
+  maxBatchBodyBytes: number;
   /** Largest worker frame (bytes). */
   maxFrameBytes: number;
   /** Sweeper period (ms). */
@@ -55,6 +57,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeId,
     logLevel,
     maxBodyBytes: intVar('ORBIT_MAX_BODY_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
+    maxBatchBodyBytes: intVar('ORBIT_MAX_BATCH_BODY_BYTES', 16 * 1024 * 1024, 300 * 1024, 256 * 1024 * 1024),
     maxFrameBytes: intVar('ORBIT_MAX_FRAME_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
     sweepIntervalMs: intVar('ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
     eventRetentionSeconds: intVar('ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),

@@ -10,6 +10,7 @@ import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
 import { Faults } from './faults.js';
+import { TaskSubmitter } from './dispatch/submit.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -40,6 +41,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);
     metrics.batchSize.observe(size);
   });
+  app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];
   const hooks = await import('./gateway-hooks.js');

@@ -3,7 +3,7 @@
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
 // client never invents one.
-import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, RetryPolicy, SubmitTaskBody } from '../protocol/http-schemas.js';
+import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, SubmitBatchItem, SubmitTaskBody } from '../protocol/http-schemas.js';
 import { isErrorCode, type ErrorCode } from '../protocol/errors.js';
 import { IDEMPOTENCY_KEY_RE } from '../protocol/validation.js';
 import { OrbitApiError } from './errors.js';
@@ -22,8 +22,9 @@ export interface CommandOptions {
   signal?: AbortSignal;
 }
 
-export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord } from '../protocol/http-views.js';
-import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord } from '../protocol/http-views.js';
+export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord, BatchSubmitResult } from '../protocol/http-views.js';
+import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult } from '../protocol/http-views.js';
+export type { SubmitBatchItem } from '../protocol/http-schemas.js';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {
@@ -103,6 +104,11 @@ export function createClient(opts: ClientOptions) {
   return {
     // ---- tasks ----
     submitTask: (body: SubmitTaskBody, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>('/v1/tasks', body, c),
+    /** POST /v1/tasks:batch: 1-500 items, each with its own `idempotency_key` (each item is its
+     * own command: not atomic). Resolves with one result per item, in order — a refused item is a
+     * slot with `error`, not a rejection; the promise rejects only when the whole request fails. */
+    submitTasks: (items: SubmitBatchItem[], o: { signal?: AbortSignal } = {}) =>
+      call<{ results: BatchSubmitResult[] }>('POST', '/v1/tasks:batch', { body: { tasks: items }, signal: o.signal }).then((d) => d.results),
     getTask: (id: string) => call<{ task: Task }>('GET', `/v1/tasks/${seg(id)}`).then((d) => d.task),
     listTasks: (query: ListTasksQuery = {}) => call<{ tasks: Task[]; next_cursor: string | null }>('GET', '/v1/tasks', { query: { ...query } }),
     getTaskAttempts: (id: string) => call<{ attempts: Attempt[] }>('GET', `/v1/tasks/${seg(id)}/attempts`).then((d) => d.attempts),

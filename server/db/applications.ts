@@ -15,3 +15,14 @@ export async function reserveUnfinishedTask(c: Conn, applicationId: string): Pro
 export async function releaseUnfinishedTasks(c: Conn, applicationId: string, n: number): Promise<void> {
   await c.execute('UPDATE applications SET unfinished_tasks = unfinished_tasks - ? WHERE id = ?', [n, applicationId]);
 }
+
+/** reserveUnfinishedTasks(application_id, k) → false when k more would pass the quota. The last
+ * statement of a submit transaction (the application row is the widest, hottest lock a
+ * transaction takes, so it is held only from here to the commit). */
+export async function reserveUnfinishedTasks(c: Conn, applicationId: string, k: number): Promise<boolean> {
+  const [res] = await c.execute(
+    'UPDATE applications SET unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND unfinished_tasks + ? <= max_unfinished_tasks',
+    [k, applicationId, k],
+  );
+  return (res as { affectedRows: number }).affectedRows === 1;
+}

@@ -102,3 +102,37 @@ export async function setQueuePaused(c: Conn, id: string, paused: boolean, expec
   );
   return (res as { affectedRows: number }).affectedRows === 1;
 }
+
+export interface SubmitQueueRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  retired_at: string | null;
+  retry_max_attempts: number;
+  now: string;
+}
+
+/** readSubmitQueues(ids) → the queues a submit batch names (no lock: configuration read;
+ * retirement is decided by lockLiveQueues at the end), each row with the database clock. */
+export async function readSubmitQueues(c: Conn, ids: string[]): Promise<{ rows: SubmitQueueRow[]; now: string }> {
+  const valid = ids.filter(isId);
+  if (valid.length > 0) {
+    const [rows] = await c.query<SubmitQueueRow[]>(
+      `SELECT id, namespace_id, retired_at, retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM queues WHERE id IN (${valid.map(() => '?').join(',')})`,
+      valid,
+    );
+    if (rows.length > 0) return { rows, now: rows[0]!.now };
+  }
+  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
+  return { rows: [], now: r.now };
+}
+
+/** lockLiveQueues(ids) → how many of these queues are not retired, each locked exclusively to the
+ * end of the transaction. A queue retirement locks the same row: whichever commits first wins —
+ * a submit that finds the queue retired here rolls back, and a retirement that waited for a submit
+ * sees its tasks. Near the end of a submit, so the lock is held only to the commit. */
+export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
+  const sorted = [...new Set(ids)].sort();
+  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${sorted.map(() => '?').join(',')}) AND retired_at IS NULL`, sorted);
+  // affectedRows counts matched rows (mysql2 connects with CLIENT_FOUND_ROWS).
+  return (res as { affectedRows: number }).affectedRows;
+}

@@ -43,3 +43,50 @@ export async function completeReceipt(c: Conn, namespaceId: string, key: string,
     key,
   ]);
 }
+
+export interface ReceiptKeyRow extends ReceiptRow {
+  namespace_id: string;
+  idempotency_key: string;
+}
+
+/** findReceipts(keys: [namespace_id, idempotency_key][]) → the committed receipts among them, one
+ * statement for a whole submit batch (replays are answered from these without a fallback). */
+export async function findReceipts(c: Pool | Conn, keys: [string, string][]): Promise<ReceiptKeyRow[]> {
+  if (keys.length === 0) return [];
+  const [rows] = await c.query<ReceiptKeyRow[]>(
+    `SELECT namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data FROM receipts
+      WHERE (namespace_id, idempotency_key) IN (${keys.map(() => '(?, ?)').join(', ')})`,
+    keys.flat(),
+  );
+  return rows;
+}
+
+export interface NewReceipt {
+  namespaceId: string;
+  key: string;
+  operation: string;
+  targetId: string;
+  fingerprint: string;
+  httpStatus: number;
+  data: unknown;
+  resourceId: string | null;
+  credentialId: string;
+  createdAt: string;
+}
+
+/** insertReceipts(rows: namespace, key, operation, target, fingerprint, status, frozen data,
+ * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT. A
+ * key that exists (committed, or in flight in another transaction, which this waits for) fails
+ * the statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. */
+export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void> {
+  if (rows.length === 0) return;
+  const args: unknown[] = [];
+  for (const r of rows) {
+    args.push(r.namespaceId, r.key, r.operation, r.targetId, r.fingerprint, r.httpStatus, JSON.stringify(r.data), r.resourceId, r.credentialId, r.createdAt);
+  }
+  await c.query(
+    `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
+     VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+    args,
+  );
+}

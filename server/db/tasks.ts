@@ -129,6 +129,24 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
   );
 }
 
+/** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
+ * whole submit batch (state WAITING; times from the transaction's one database-clock read). */
+export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
+  if (tasks.length === 0) return;
+  const args: unknown[] = [];
+  for (const t of tasks) {
+    args.push(t.id, t.namespaceId, t.applicationId, t.queueId, t.handler, t.handlerVersion, t.payloadVersion, t.payloadJson);
+    args.push(t.businessKey, t.concurrencyKey, t.priority, t.maxAttempts, t.notBefore, t.deadlineAt, t.createdAt, t.createdAt);
+  }
+  await c.query(
+    `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
+        business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
+        deadline_at, created_at, updated_at)
+     VALUES ${tasks.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?)").join(', ')}`,
+    args,
+  );
+}
+
 /** The row an insertTask just wrote, built from its inputs (no read-back). */
 export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
   return {

@@ -64,15 +64,41 @@ async function lockAttempts(c: Conn, where: string, args: unknown[], limit: numb
   return rows;
 }
 
-/** One sweep by database time, at most `limit` rows per kind. */
+/** Applications with due sweep work: a non-locking read (each application is then swept in its
+ * own transaction, which re-checks everything under lock). */
+async function applicationsDue(pool: Pool, limit: number): Promise<string[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT DISTINCT application_id FROM (
+       (SELECT application_id FROM attempts WHERE state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+       UNION ALL
+       (SELECT t.application_id FROM tasks t WHERE t.state IN ('WAITING','LEASED') AND t.deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+     ) due`,
+  );
+  return rows.map((r) => r.application_id as string);
+}
+
+/** One sweep by database time: every application with due work, each in its own transaction
+ * (every transaction touches one application's rows: dispatch.md, "Scale-out"), at most `limit`
+ * rows per kind and application. */
 export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
+  const report: SweepReport = { revoked: [], freedQueues: [], counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 } };
+  for (const app of await applicationsDue(pool, limit)) {
+    const r = await sweepApplication(pool, app, limit);
+    report.revoked.push(...r.revoked);
+    report.freedQueues.push(...r.freedQueues.filter((q) => !report.freedQueues.includes(q)));
+    for (const k of Object.keys(report.counts) as (keyof SweepReport['counts'])[]) report.counts[k] += r.counts[k];
+  }
+  return report;
+}
+
+async function sweepApplication(pool: Pool, applicationId: string, limit: number): Promise<SweepReport> {
   let ledger = new PermitLedger();
   const report: SweepReport = { revoked: [], freedQueues: [], counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 } };
   await withTransaction(pool, async (c) => {
     ledger = new PermitLedger(); // fresh on a deadlock retry
     report.revoked = [];
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 };
-    const expired = await lockAttempts(c, `state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [], limit);
+    const expired = await lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [applicationId], limit);
     for (const a of expired) {
       const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
       const reason = await revokeAttempt(c, ledger, a, kind);
@@ -83,8 +109,9 @@ export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
     const late = await lockAttempts(
       c,
-      `state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3) AND task_id IN (SELECT id FROM tasks WHERE state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
-      [],
+      `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)
+         AND task_id IN (SELECT id FROM tasks WHERE application_id = ? AND state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
+      [applicationId, applicationId],
       limit,
     );
     for (const a of late) {
@@ -93,7 +120,8 @@ export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
       report.counts.deadlineLeased++;
     }
     const [waiting] = await c.query<RowDataPacket[]>(
-      `SELECT id, namespace_id FROM tasks WHERE state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+      `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+      [applicationId],
     );
     for (const w of waiting) {
       const t = await lockTask(c, w.namespace_id as string, w.id as string);

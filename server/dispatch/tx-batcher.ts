@@ -29,7 +29,9 @@ function mustAbortTransaction(err: unknown): boolean {
 }
 
 export class TxBatcher {
-  private readonly waiting: Item[] = [];
+  /** application → items waiting. A batch never mixes applications: every transaction touches one
+   * application's rows (dispatch.md, "Scale-out"). Map order = the order groups became non-empty. */
+  private readonly waiting = new Map<string, Item[]>();
   private running = 0;
 
   constructor(
@@ -43,16 +45,22 @@ export class TxBatcher {
     private readonly savepoints = true,
   ) {}
 
-  run<T>(fn: ItemFn<T>): Promise<{ value: T; ledger: PermitLedger }> {
+  /** Runs `fn` in the next transaction of `applicationId`'s items. */
+  run<T>(applicationId: string, fn: ItemFn<T>): Promise<{ value: T; ledger: PermitLedger }> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ fn, resolve: resolve as Item['resolve'], reject });
+      let q = this.waiting.get(applicationId);
+      if (!q) this.waiting.set(applicationId, (q = []));
+      q.push({ fn, resolve: resolve as Item['resolve'], reject });
       this.pump();
     });
   }
 
   private pump(): void {
-    while (this.running < this.maxParallel && this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.maxBatch);
+    while (this.running < this.maxParallel && this.waiting.size > 0) {
+      const [group, q] = this.waiting.entries().next().value as [string, Item[]];
+      this.waiting.delete(group);
+      const batch = q.splice(0, this.maxBatch);
+      if (q.length > 0) this.waiting.set(group, q);
       this.running++;
       void this.execute(batch).finally(() => {
         this.running--;

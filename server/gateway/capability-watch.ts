@@ -16,9 +16,16 @@ export class CapabilityWatch {
 
   async tick(): Promise<void> {
     const pool = this.gw.app.pool;
-    const local = [...this.gw.sessions.keys()];
-    if (local.length) {
-      await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${local.map(() => '?').join(',')})`, local);
+    // One statement per application (every transaction touches one application's rows:
+    // dispatch.md, "Scale-out").
+    const byApp = new Map<string, string[]>();
+    for (const s of this.gw.sessions.values()) {
+      const ids = byApp.get(s.cred.applicationId) ?? [];
+      ids.push(s.id);
+      byApp.set(s.cred.applicationId, ids);
+    }
+    for (const ids of byApp.values()) {
+      await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${ids.map(() => '?').join(',')})`, ids);
     }
     const [waiting] = await pool.query<RowDataPacket[]>(
       `SELECT queue_id, COUNT(*) AS n FROM tasks WHERE state = 'WAITING' AND concurrency_key IS NOT NULL GROUP BY queue_id`,

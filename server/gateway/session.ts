@@ -246,7 +246,7 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const { value: r } = await this.gw.batcher.run((c, _l, memo) => startInTx(c, memo, this.who(), attemptId));
+    const { value: r } = await this.gw.batcher.run(this.cred.applicationId, (c, _l, memo) => startInTx(c, memo, this.who(), attemptId));
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
 
@@ -257,7 +257,7 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const { value: reply, ledger } = await this.gw.batcher.run((c, l, memo) => resultInTx(c, l, memo, this.who(), f));
+    const { value: reply, ledger } = await this.gw.batcher.run(this.cred.applicationId, (c, l, memo) => resultInTx(c, l, memo, this.who(), f));
     this.held.delete(f.attempt_id);
     this.send(reply as GatewayFrame);
     if (!reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });

@@ -1,11 +1,11 @@
 // One mechanism for every receipt-bearing command: header and body validation, then the
 // idempotent transaction (receipt row claimed first, effect, receipt completed, one commit).
-import crypto from 'node:crypto';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '../../protocol/errors.js';
 import { firstViolation } from '../../protocol/http-schemas.js';
-import { IDEMPOTENCY_KEY_RE, canonicalJson } from '../../protocol/validation.js';
-import { isDuplicateKey, markBroken, releaseConnection, transactionOn, type Conn, type Pool } from '../db/pool.js';
+import { IDEMPOTENCY_KEY_RE } from '../../protocol/validation.js';
+import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
+import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
@@ -54,56 +54,16 @@ export interface CommandSpec {
 }
 
 function replay(row: ReceiptRow, spec: CommandSpec, fingerprint: string): Reply {
-  if (row.operation !== spec.operation || row.target_id !== spec.targetId || row.fingerprint !== fingerprint) {
-    throw new OrbitError('IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used for a different command');
-  }
-  const data = JSON.parse(row.response_data ?? '{}') as Record<string, unknown>;
-  return { status: 200, data: { ...data, deduplicated: true } };
+  return replayReceipt(row, spec.operation, spec.targetId, fingerprint);
 }
 
 /** The key was committed by a concurrent request while this one waited on its row lock. */
 class ReceiptTaken extends Error {}
 
-/** Seconds a command waits for another command holding the same Idempotency-Key. */
-const KEY_LOCK_WAIT_SECONDS = 20;
-
-/**
- * Holds a named lock on (namespace, Idempotency-Key) for the whole command, on the connection
- * the command's transaction then runs on. Commands with the same key run one after the other on
- * every node (the lock lives in the database): a waiter wakes up after the winner committed and
- * replays its receipt, or after it rolled back and tries itself. Without it, waiters blocked on
- * the receipt row of a transaction that rolls back (quota, 404, ...) deadlock with each other.
- * The lock is taken before any row lock, and a connection holds at most one, so it cannot take
- * part in a deadlock; a dead connection releases it.
- */
-async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c: Conn) => Promise<T>): Promise<T> {
-  const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
-  const conn = await pool.getConnection();
-  try {
-    const [rows] = (await conn.query('SELECT GET_LOCK(?, ?) AS got', [name, KEY_LOCK_WAIT_SECONDS])) as unknown as [Array<{ got: number | null }>];
-    if (Number(rows[0]?.got) !== 1) {
-      throw new OrbitError('UNAVAILABLE', 'another request with this Idempotency-Key is still running; retry with the same key');
-    }
-    try {
-      return await fn(conn);
-    } finally {
-      // If the lock cannot be released, the connection must not go back to the pool holding it;
-      // destroying it releases the lock on the server.
-      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => markBroken(conn));
-    }
-  } finally {
-    releaseConnection(conn);
-  }
-}
-
-
 /** Executes a command exactly once per (namespace, Idempotency-Key). */
 export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec): Promise<Reply> {
   const ns = ctx.cred.namespaceId;
-  const fingerprint = crypto
-    .createHash('sha256')
-    .update(canonicalJson({ operation: spec.operation, target: spec.targetId, body: spec.normalized }))
-    .digest('hex');
+  const fingerprint = commandFingerprint(spec.operation, spec.targetId, spec.normalized);
   const pool = ctx.app.pool;
   // No read of the receipt first: a committed receipt makes the batched INSERT below fail at once
   // with a duplicate key, and the serialized path replays it. Replays are rare; the saved statement
@@ -131,7 +91,7 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
   } else {
     try {
       const started = process.hrtime.bigint();
-      const { value: data } = await batcher.run(execute);
+      const { value: data } = await batcher.run(ctx.cred.applicationId, execute);
       ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
       spec.afterCommit?.(data);
       return { status: spec.status, data };

@@ -2,7 +2,8 @@ import type { AppContext } from '../app-context.js';
 import { schemaStatus } from '../db/migrations.js';
 import { OrbitError } from '../../protocol/errors.js';
 import { Router } from './router.js';
-import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
+import { getTaskRoute, listTasksRoute } from './routes-tasks.js';
+import { submitTask, submitTaskBatch } from './routes-submit.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
 import {
@@ -43,6 +44,7 @@ export function buildRoutes(app: AppContext): Router {
     handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.registry.metrics() }),
   });
   r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
+  r.add({ method: 'POST', template: '/v1/tasks:batch', auth: true, handle: submitTaskBatch });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });
   r.add({ method: 'GET', template: '/v1/tasks/{id}', auth: true, handle: getTaskRoute });
   r.add({ method: 'GET', template: '/v1/tasks/{id}/attempts', auth: true, handle: listAttemptsRoute });

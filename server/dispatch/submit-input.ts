@@ -1,0 +1,77 @@
+// The input side of the one task-creation path: a submit body (POST /v1/tasks, an item of
+// POST /v1/tasks:batch, a schedule's task template) checked beyond its schema and normalized —
+// defaults applied, "" key dropped — into the command that is fingerprinted and executed.
+import { OrbitError } from '../../protocol/errors.js';
+import type { SubmitTaskBody } from '../../protocol/http-schemas.js';
+import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '../../protocol/validation.js';
+
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+
+/**
+ * JSON numbers are parsed into doubles, so an integer beyond 2^53 (a 64-bit id, say) would be
+ * stored silently changed (12345678901234567890 → 12345678901234567000). Such a payload is
+ * refused instead; the caller sends the value as a string. Returns the path of the first one.
+ */
+function lossyNumberPath(v: unknown, path: string): string | null {
+  if (typeof v === 'number') return Math.abs(v) > Number.MAX_SAFE_INTEGER ? path : null;
+  if (v === null || typeof v !== 'object') return null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = lossyNumberPath(v[i], `${path}.${i}`);
+      if (p) return p;
+    }
+    return null;
+  }
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    const p = lossyNumberPath(x, `${path}.${k}`);
+    if (p) return p;
+  }
+  return null;
+}
+
+/** Field rules beyond the schema; returns the normalized command (defaults applied, "" key dropped). */
+export function normalizeSubmit(b: SubmitTaskBody) {
+  const payloadJson = JSON.stringify(b.payload);
+  if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {
+    throw new OrbitError('PAYLOAD_TOO_LARGE', `payload: serialized over ${MAX_PAYLOAD_BYTES} bytes`, { field: 'payload' });
+  }
+  const lossy = lossyNumberPath(b.payload, 'payload');
+  if (lossy) {
+    throw new OrbitError('INVALID_ARGUMENT', `${lossy}: number beyond ±2^53 would lose precision; send it as a string`, { field: lossy });
+  }
+  if (b.business_key !== undefined) {
+    const p = businessKeyProblem(b.business_key);
+    if (p) throw new OrbitError('INVALID_ARGUMENT', `business_key: ${p}`, { field: 'business_key' });
+  }
+  const key = b.concurrency_key === '' ? undefined : b.concurrency_key;
+  if (key !== undefined) {
+    const p = concurrencyKeyProblem(key);
+    if (p) throw new OrbitError('INVALID_ARGUMENT', `concurrency_key: ${p}`, { field: 'concurrency_key' });
+  }
+  let notBeforeMs: number | undefined;
+  if (b.not_before !== undefined) {
+    const t = parseRfc3339(b.not_before);
+    if (t === null) throw new OrbitError('INVALID_ARGUMENT', 'not_before: must be an RFC 3339 timestamp', { field: 'not_before' });
+    notBeforeMs = t;
+  }
+  return {
+    normalized: {
+      queue_id: b.queue_id,
+      handler: b.handler,
+      handler_version: b.handler_version,
+      payload_version: b.payload_version,
+      payload: b.payload,
+      business_key: b.business_key,
+      concurrency_key: key,
+      priority: b.priority ?? 0,
+      max_attempts: b.max_attempts,
+      deadline_seconds: b.deadline_seconds ?? 86400,
+      not_before: notBeforeMs === undefined ? undefined : new Date(notBeforeMs).toISOString(),
+    },
+    payloadJson,
+    notBeforeMs,
+  };
+}
+
+export type PreparedSubmit = ReturnType<typeof normalizeSubmit>;
+export type NormalizedSubmit = PreparedSubmit['normalized'];

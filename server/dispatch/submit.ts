@@ -1,0 +1,245 @@
+// The one task-creation path: POST /v1/tasks, every item of POST /v1/tasks:batch and schedule
+// fires create tasks here, with the same checks, quota, receipts and wake-ups.
+//
+// Commands of one application that arrive together share one transaction of batch-shaped
+// statements, whatever their number (measured per batch, not per task):
+//   1. the named queues with the database clock (no lock),
+//   2. the committed receipts of the batch's keys (replays and conflicts answered from them),
+//   3. one multi-row INSERT of tasks and one of complete receipts (the frozen replies),
+//   4. the hot rows last — the queues (a conditional touch that fails on a retired queue) and the
+//      application's unfinished-task counter (a conditional increment that fails past the quota) —
+//      so they are locked only from there to the commit.
+// At the edge — a queue retired or the quota reached in step 4, a key that another transaction is
+// inserting — the transaction rolls back and each item runs alone, under its key's named lock,
+// where the same statements give the exact per-item answer (429, 409, or the other command's
+// receipt). Quota is never exceeded by one task, and a submit and a retirement never both succeed.
+import { OrbitError } from '../../protocol/errors.js';
+import type { Task } from '../../protocol/http-views.js';
+import type { AppContext } from '../app-context.js';
+import type { Credential } from '../db/credentials.js';
+import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn } from '../db/pool.js';
+import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
+import { lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
+import { reserveUnfinishedTasks } from '../db/applications.js';
+import { insertTasks, insertedTaskRow, taskView, type NewTask } from '../db/tasks.js';
+import { newId } from '../ids.js';
+import { GroupCommitter } from './group-commit.js';
+import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
+import type { PreparedSubmit } from './submit-input.js';
+
+export const SUBMIT_OPERATION = 'POST /v1/tasks';
+
+/** One submit command: who sends it, its Idempotency-Key and its normalized content. */
+export interface SubmitCommand {
+  credential: Credential;
+  key: string;
+  prepared: PreparedSubmit;
+}
+
+export type SubmitOutcome =
+  | { ok: true; status: 201 | 200; data: { task: Task; deduplicated: boolean } }
+  | { ok: false; error: OrbitError };
+
+/** Rolls the batch back; its items then run one by one. */
+class EdgeOfBatch extends Error {}
+
+type Slot = SubmitOutcome | 'alone';
+
+interface TxResult {
+  outcomes: Slot[];
+  /** Queues that got new tasks (dispatchers are woken for them after commit). */
+  queues: Set<string>;
+  accepted: number;
+}
+
+function refused(code: ConstructorParameters<typeof OrbitError>[0], message: string, field?: string): SubmitOutcome {
+  return { ok: false, error: new OrbitError(code, message, field ? { field } : undefined) };
+}
+
+/** The statements of one transaction for `items` (one application). `alone`: the batch of one
+ * under its key lock, where the edge conditions are that item's answer. */
+async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
+  const outcomes: Slot[] = new Array(items.length);
+  const { rows, now } = await readSubmitQueues(c, items.map((i) => i.prepared.normalized.queue_id));
+  const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
+  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const createdAt = now.length === 19 ? `${now}.000` : now;
+
+  // Existence and authorization first: a replay never hands a task of a queue outside queue_ids
+  // to a limited credential (404 when the queue is not in the namespace at all).
+  const fingerprints: string[] = [];
+  const live: number[] = [];
+  items.forEach((it, i) => {
+    const n = it.prepared.normalized;
+    const q = queues.get(n.queue_id);
+    if (!q || q.namespace_id !== it.credential.namespaceId) return (outcomes[i] = refused('NOT_FOUND', 'queue not found', 'queue_id'));
+    if (it.credential.queueIds !== '*' && !it.credential.queueIds.includes(q.id)) {
+      return (outcomes[i] = refused('PERMISSION_DENIED', 'queue is outside the credential\'s queue_ids', 'queue_id'));
+    }
+    // max_attempts defaults to the queue's before fingerprinting, so that writing the default
+    // out is the same command as omitting it.
+    const normalized = { ...n, max_attempts: n.max_attempts ?? q.retry_max_attempts };
+    fingerprints[i] = commandFingerprint(SUBMIT_OPERATION, '', normalized);
+    live.push(i);
+  });
+
+  const stored = new Map<string, ReceiptRow>();
+  for (const r of await findReceipts(c, live.map((i) => [items[i]!.credential.namespaceId, items[i]!.key]))) {
+    stored.set(`${r.namespace_id}\n${r.idempotency_key}`, r);
+  }
+  const keysInBatch = new Set<string>();
+  const tasks: (NewTask & { createdAt: string; deadlineAt: string })[] = [];
+  const receipts: NewReceipt[] = [];
+  const byQueue = new Set<string>();
+  for (const i of live) {
+    const it = items[i]!;
+    const n = it.prepared.normalized;
+    const q = queues.get(n.queue_id)!;
+    const k = `${it.credential.namespaceId}\n${it.key}`;
+    const prior = stored.get(k);
+    if (prior && prior.http_status !== 0) {
+      try {
+        const r = replayReceipt(prior, SUBMIT_OPERATION, '', fingerprints[i]!);
+        outcomes[i] = { ok: true, status: 200, data: r.data as { task: Task; deduplicated: boolean } };
+      } catch (err) {
+        outcomes[i] = { ok: false, error: err as OrbitError };
+      }
+      continue;
+    }
+    // A second item with the same key: behaves as a concurrent submit, answered after this one.
+    if (keysInBatch.has(k)) {
+      outcomes[i] = 'alone';
+      continue;
+    }
+    if (q.retired_at) {
+      outcomes[i] = refused('RESOURCE_RETIRED', 'queue is retired', 'queue_id');
+      continue;
+    }
+    const { notBeforeMs } = it.prepared;
+    if (notBeforeMs !== undefined && notBeforeMs > nowMs + n.deadline_seconds * 1000) {
+      outcomes[i] = refused('INVALID_ARGUMENT', 'not_before: must not be after the deadline', 'not_before');
+      continue;
+    }
+    keysInBatch.add(k);
+    const t = {
+      id: newId(),
+      namespaceId: it.credential.namespaceId,
+      applicationId: it.credential.applicationId,
+      queueId: q.id,
+      handler: n.handler,
+      handlerVersion: n.handler_version,
+      payloadVersion: n.payload_version,
+      payloadJson: it.prepared.payloadJson,
+      businessKey: n.business_key ?? null,
+      concurrencyKey: n.concurrency_key === undefined ? null : Buffer.from(n.concurrency_key, 'utf8'),
+      priority: n.priority,
+      maxAttempts: n.max_attempts ?? q.retry_max_attempts,
+      notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
+      createdAt,
+      deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString())!,
+    };
+    const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
+    tasks.push(t);
+    receipts.push({
+      namespaceId: t.namespaceId,
+      key: it.key,
+      operation: SUBMIT_OPERATION,
+      targetId: '',
+      fingerprint: fingerprints[i]!,
+      httpStatus: 201,
+      data,
+      resourceId: t.id,
+      credentialId: it.credential.id,
+      createdAt,
+    });
+    byQueue.add(q.id);
+    outcomes[i] = { ok: true, status: 201, data };
+  }
+  if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
+
+  await insertTasks(c, tasks);
+  await insertReceipts(c, receipts);
+  // The hot rows, last and in the ledger's lock order: queues (by id), then the application.
+  if ((await lockLiveQueues(c, [...byQueue])) !== byQueue.size) {
+    if (alone) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
+    throw new EdgeOfBatch();
+  }
+  if (!(await reserveUnfinishedTasks(c, items[0]!.credential.applicationId, tasks.length))) {
+    if (alone) throw new OrbitError('QUOTA_EXCEEDED', 'application quota of unfinished tasks reached');
+    throw new EdgeOfBatch();
+  }
+  return { outcomes, queues: byQueue, accepted: tasks.length };
+}
+
+/** The node's task-creation path. */
+export class TaskSubmitter {
+  private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
+
+  constructor(private readonly app: Pick<AppContext, 'pool' | 'metrics' | 'events'>) {
+    // 500 items: one full POST /v1/tasks:batch fits one transaction.
+    this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2);
+  }
+
+  /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A
+   * database failure rejects (the caller answers 503: retry with the same key). */
+  submit(cmd: SubmitCommand): Promise<SubmitOutcome> {
+    return this.committer.submit(cmd.credential.applicationId, cmd);
+  }
+
+  /** Commands of one request (one credential, so one application), queued together. */
+  submitMany(cmds: SubmitCommand[]): Promise<SubmitOutcome>[] {
+    if (cmds.length === 0) return [];
+    return this.committer.submitAll(cmds[0]!.credential.applicationId, cmds);
+  }
+
+  private afterCommit(r: TxResult): void {
+    if (r.accepted > 0) this.app.metrics.tasksAccepted.inc(r.accepted);
+    for (const q of r.queues) this.app.events.emit('work', q);
+  }
+
+  private async runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
+    let r: TxResult;
+    const started = process.hrtime.bigint();
+    try {
+      r = await withTransaction(this.app.pool, (c) => createTasksInTx(c, items, false));
+    } catch (err) {
+      if (!(err instanceof EdgeOfBatch) && !isDuplicateKey(err)) throw err;
+      // At the edge: every item alone, in order (quota is then granted in arrival order).
+      const out: SubmitOutcome[] = [];
+      for (const it of items) out.push(await this.runAlone(it));
+      return out;
+    }
+    this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
+    this.afterCommit(r);
+    const out: SubmitOutcome[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const o = r.outcomes[i]!;
+      out.push(o === 'alone' ? await this.runAlone(items[i]!) : o);
+    }
+    return out;
+  }
+
+  /** One command in its own transaction, under its key's named lock: a concurrent command with
+   * the same key has committed (→ its receipt is replayed) or rolled back before this runs. */
+  private async runAlone(it: SubmitCommand): Promise<SubmitOutcome> {
+    try {
+      const r = await withKeyLock(this.app.pool, it.credential.namespaceId, it.key, async (conn) => {
+        // A batch on another node inserts receipts without the named lock: its key may commit
+        // while this waits on the row, and the next round replays it.
+        for (let round = 0; ; round++) {
+          try {
+            return await transactionOn(conn, (c) => createTasksInTx(c, [it], true));
+          } catch (err) {
+            if (!isDuplicateKey(err) || round >= 2) throw err;
+          }
+        }
+      });
+      this.afterCommit(r);
+      return r.outcomes[0] as SubmitOutcome;
+    } catch (err) {
+      if (err instanceof OrbitError) return { ok: false, error: err };
+      if (isConnectionError(err)) return { ok: false, error: new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key') };
+      throw err;
+    }
+  }
+}
