@@ -135,12 +135,14 @@ describe('console in Chromium', () => {
     await page.click('[data-act=retire-open]');
     await page.fill('input[name=reason]', 'feed replaced');
     await page.click('[data-act=retire]');
-    await page.getByText('retired', { exact: true }).first().waitFor();
+    await page.getByText('Retire: done').waitFor();
+    await page.locator('.card-h .badge', { hasText: 'retired' }).waitFor();
     await go(page, `#/queues/${d.reports.id}`, 'Queue reports');
     await page.click('[data-act=retire-open]');
     await page.fill('input[name=reason]', 'reports moved elsewhere');
     await page.click('[data-act=retire]');
-    await page.getByText('retired', { exact: true }).first().waitFor();
+    await page.getByText('Retire: done').waitFor();
+    await page.locator('.card-h .badge', { hasText: 'retired' }).waitFor();
     expect((await queue(d.reports.id)).retired_at).toBeDefined();
   });
 

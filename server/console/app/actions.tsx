@@ -3,6 +3,7 @@
 // of a retryable failure reuses the action's Idempotency-Key).
 import { useState } from 'preact/hooks';
 import type { RetireBody, RevisionBody } from '../../../protocol/http-schemas.js';
+import type { Queue } from '../../../protocol/http-views.js';
 import { useAction, type Action } from './hooks.js';
 import { Button, ErrorBox } from './ui.js';
 
@@ -83,5 +84,19 @@ export function LifecycleActions(p: LifecycleProps) {
       )}
       <ActionStatus action={retire} body={retireBody} what="Retire" />
     </div>
+  );
+}
+
+/** Pause / resume / retire of one queue (the Queue and Application access pages). */
+export function QueueLifecycle({ queue, canManage }: { queue: Queue; canManage: boolean }) {
+  return (
+    <LifecycleActions
+      base={`/v1/queues/${encodeURIComponent(queue.id)}`}
+      noun="queue"
+      revision={queue.revision}
+      paused={queue.paused}
+      retired={!!queue.retired_at}
+      why={canManage ? undefined : 'needs the queues:manage scope'}
+    />
   );
 }

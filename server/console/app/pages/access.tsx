@@ -4,8 +4,8 @@
 // another queue: with no valid selection the snippets are not shown.
 import { useState } from 'preact/hooks';
 import type { Queue, Subscription } from '../../../../protocol/http-views.js';
-import { LifecycleActions } from '../actions.js';
-import { enc, get } from '../api.js';
+import { QueueLifecycle } from '../actions.js';
+import { get } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
@@ -89,14 +89,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
             <pre class="snippet" data-snippet="sdk">{workerSnippet(location.origin, queue.id)}</pre>
           </Section>
           <Section title="Retire the selected queue">
-            <LifecycleActions
-              base={`/v1/queues/${enc(queue.id)}`}
-              noun="queue"
-              revision={queue.revision}
-              paused={queue.paused}
-              retired={!!queue.retired_at}
-              why={session.scopes.has('queues:manage') ? undefined : 'needs the queues:manage scope'}
-            />
+            <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
           </Section>
         </>
       ) : (

@@ -1,7 +1,7 @@
 // Queue: settings and revision, stats, its tasks, its subscriptions and schedules; pause, resume,
 // retire (a RESOURCE_BUSY refusal lists every blocking reason with its count).
 import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
-import { LifecycleActions } from '../actions.js';
+import { QueueLifecycle } from '../actions.js';
 import { enc, get } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
@@ -38,14 +38,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
               ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
             ]}
           />
-          <LifecycleActions
-            base={`/v1/queues/${enc(queue.id)}`}
-            noun="queue"
-            revision={queue.revision}
-            paused={queue.paused}
-            retired={!!queue.retired_at}
-            why={session.scopes.has('queues:manage') ? undefined : 'needs the queues:manage scope'}
-          />
+          <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
         </Section>
       )}
       <Section title="Stats">
