@@ -11,6 +11,7 @@ import { call } from './support/http.js';
 import { limitedCredential } from './support/contract.js';
 import { DESKTOP, PHONE, launchBrowser, screenshotDir, scrollsSideways, type Browser, type Watched } from './support/browser.js';
 import { XSS, seedConsoleData, type ConsoleData } from './support/console-data.js';
+import { makeEvents } from './support/events.js';
 
 const f = useGatewayFixture();
 let browser: Browser;
@@ -146,16 +147,23 @@ describe('console in Chromium', () => {
     expect((await queue(d.reports.id)).retired_at).toBeDefined();
   });
 
-  it('cancels a task', async () => {
-    const { page } = await open();
-    await signIn(page);
-    await go(page, `#/task/${d.cancelTarget.id}`, 'Timeline');
-    await page.fill('input[name=reason]', 'no longer needed');
-    await page.click('[data-act=cancel]');
-    await page.getByText('Cancel: done').waitFor();
-    const t = (await call(f.gw.url, 'GET', `/v1/tasks/${d.cancelTarget.id}`, { token: f.t.token })).body.data.task;
-    expect(t.state).toBe('CANCELLED');
-  });
+  // Task commands from the Task page: cancel (WAITING) and resolve (NEEDS_REVIEW).
+  const TASK_COMMANDS = [
+    { name: 'cancels a task', task: () => d.cancelTarget, input: (p: Page) => p.fill('input[name=reason]', 'no longer needed'), act: 'cancel', done: 'Cancel: done', state: 'CANCELLED' },
+    { name: 'resolves a task in review', task: () => d.review, input: (p: Page) => p.selectOption('select[name=resolution]', 'failed'), act: 'resolve', done: 'Resolve: done', state: 'FAILED' },
+  ];
+  for (const c of TASK_COMMANDS) {
+    it(c.name, async () => {
+      const { page } = await open();
+      await signIn(page);
+      await go(page, `#/task/${c.task().id}`, 'Timeline');
+      await c.input(page);
+      await page.click(`[data-act=${c.act}]`);
+      await page.getByText(c.done).waitFor();
+      const t = (await call(f.gw.url, 'GET', `/v1/tasks/${c.task().id}`, { token: f.t.token })).body.data.task;
+      expect(t.state).toBe(c.state);
+    });
+  }
 
   it('renders a hostile payload as text: no element created, no script run, no request made', async () => {
     const { page, requests } = await open();
@@ -218,6 +226,63 @@ describe('console in Chromium', () => {
     await go(page, `#/task/${d.waitingKeyed.id}`, 'Timeline');
     expect(await page.locator('[data-act=cancel]').isDisabled()).toBe(true);
     expect(await page.locator('[data-act=cancel]').getAttribute('title')).toContain('tasks:submit');
+  });
+
+  it('Application access: no snippet until a queue is chosen; the choice (its id only) is remembered', async () => {
+    const { page } = await open();
+    await signIn(page);
+    await go(page, '#/access', 'Subscription slots');
+    expect(await page.locator('[data-snippet]').count()).toBe(0);
+    await page.selectOption('select[name=access_queue]', d.orders.id);
+    expect(await page.locator('[data-snippet=curl]').textContent()).toContain(`"queue_id":"${d.orders.id}"`);
+    expect(await page.locator('[data-snippet=sdk]').textContent()).toContain(`queues: ['${d.orders.id}']`);
+    const snippets = (await page.locator('[data-snippet]').allTextContents()).join('\n');
+    for (const other of [d.billing.id, d.reports.id, f.t.queue_id]) expect(snippets).not.toContain(other);
+    const shots = screenshotDir();
+    if (shots) await page.screenshot({ path: path.join(shots, 'access-selected.png'), fullPage: true });
+    await page.reload();
+    await page.locator('[data-selected-queue]').waitFor();
+    expect(await page.locator('[data-selected-queue]').textContent()).toBe(d.orders.id);
+    const local = await page.evaluate(() => ({ ...localStorage }));
+    expect(Object.values(local)).toContain(d.orders.id);
+    expect(JSON.stringify(local)).not.toContain(f.t.token);
+  });
+
+  it('Tasks: filters by queue and state, pages with the cursor', async () => {
+    const archive = (await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: `archive-${d.orders.id}`, body: { name: 'archive' } })).body.data.queue;
+    await makeEvents(f.db.pool, f.t, archive.id, 60, 'task.succeeded');
+    const { page } = await open();
+    await signIn(page);
+    await go(page, '#/tasks', 'Business key');
+    await page.selectOption('select[name=queue_id]', archive.id);
+    await page.selectOption('select[name=state]', 'SUCCEEDED');
+    await page.click('form.filters button[type=submit]');
+    await page.getByText('page 1').waitFor();
+    await expect.poll(() => page.locator('a[data-task]').count()).toBe(50);
+    await page.click('[data-act=next-page]');
+    await page.getByText('page 2').waitFor();
+    await expect.poll(() => page.locator('a[data-task]').count()).toBe(10);
+    expect(await page.locator('[data-act=next-page]').isDisabled()).toBe(true);
+    await page.selectOption('select[name=state]', 'WAITING');
+    await page.click('form.filters button[type=submit]');
+    await page.getByText('No tasks match.').waitFor();
+  });
+
+  it('auto-refresh shows a change made elsewhere within seconds; switched off it does not', async () => {
+    const { page } = await open();
+    await signIn(page);
+    await go(page, `#/queues/${d.orders.id}`, 'Queue orders');
+    await page.locator('[data-act=pause]').waitFor();
+    const q = await queue(d.orders.id);
+    await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: `elsewhere-${q.revision}`, body: { expected_revision: q.revision } });
+    await page.locator('[data-act=resume]').waitFor({ timeout: 5000 });
+    await page.uncheck('input[name=autorefresh]');
+    const p = await queue(d.orders.id);
+    await call(f.gw.url, 'POST', `/v1/queues/${p.id}:resume`, { token: f.t.token, key: `elsewhere-${p.revision}`, body: { expected_revision: p.revision } });
+    await page.waitForTimeout(3000);
+    expect(await page.locator('[data-act=resume]').count()).toBe(1);
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await page.locator('[data-act=pause]').waitFor();
   });
 
   it('no page logged a console error, ran a dialog or asked another host for anything', () => {
