@@ -65,10 +65,10 @@ const PAGES = (): [string, string, string][] => [
 describe('console in Chromium', () => {
   it('serves a first render quickly and signs in with a pasted token kept only in sessionStorage', async () => {
     const { page, requests } = await open();
-    const t0 = Date.now();
     await page.goto(`${f.gw.url}/console/`);
     await page.locator('input[name=token]').waitFor();
-    expect(Date.now() - t0).toBeLessThan(1000);
+    // Time since the navigation started, measured by the page itself (not the driver's round trips).
+    expect(await page.evaluate(() => performance.now())).toBeLessThan(1000);
     await signIn(page);
     await page.getByText(f.t.namespace_id).waitFor();
     for (const name of ['orders', 'billing', 'reports', 'initial']) await page.getByRole('link', { name, exact: true }).waitFor();
@@ -275,7 +275,7 @@ describe('console in Chromium', () => {
     await page.locator('[data-act=pause]').waitFor();
     const q = await queue(d.orders.id);
     await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: `elsewhere-${q.revision}`, body: { expected_revision: q.revision } });
-    await page.locator('[data-act=resume]').waitFor({ timeout: 5000 });
+    await page.locator('[data-act=resume]').waitFor({ timeout: 10_000 });
     await page.uncheck('input[name=autorefresh]');
     const p = await queue(d.orders.id);
     await call(f.gw.url, 'POST', `/v1/queues/${p.id}:resume`, { token: f.t.token, key: `elsewhere-${p.revision}`, body: { expected_revision: p.revision } });
