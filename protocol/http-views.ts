@@ -115,3 +115,41 @@ export interface DeliveryRecord {
 export type BatchSubmitResult =
   | { status: 200 | 201; data: { task: Task; deduplicated: boolean } }
   | { status: number; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+/** One minute of outcomes of a queue (GET /v1/queues/{id}/stats): tasks that reached each
+ * terminal state during the minute starting at `minute` (database clock). */
+export interface MinuteBucket {
+  minute: string;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  deadline_exceeded: number;
+}
+
+/** GET /v1/queues/{id}/stats → `{"stats": QueueStats}`. `minutes` has exactly 15 buckets, oldest
+ * first, the current minute last. */
+export interface QueueStats {
+  waiting: number;
+  leased: number;
+  running: number;
+  needs_review: number;
+  active_attempts: number;
+  max_active_attempts: number;
+  oldest_waiting_at: string | null;
+  minutes: MinuteBucket[];
+}
+
+/** A connected worker session (GET /v1/workers → `{"workers": WorkerSession[]}`). */
+export interface WorkerSession {
+  worker_id: string;
+  session_id: string;
+  node_id: string;
+  queues: string[];
+  capacity: number;
+  in_flight: number;
+  /** The identity's frozen capability flag: it may receive tasks with a concurrency_key. */
+  concurrency_keys: boolean;
+  draining: boolean;
+  connected_at: string;
+  last_seen_at: string;
+}

@@ -11,6 +11,7 @@ import type { Credential } from '../db/credentials.js';
 import { startInTx, renewAttempts, resultInTx } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { newId } from '../ids.js';
+import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
 import { helloTransaction, closeSessionRow } from './hello.js';
 import type { Gateway } from './ws-gateway.js';
 import type { WorkerSocket } from './worker-socket.js';
@@ -33,6 +34,8 @@ export class Session {
   private missedPongs = 0;
   /** When the oldest unanswered ping was sent (0: none outstanding). */
   private pingUnansweredSince = 0;
+  /** Row updates of flow control, chained so a later capacity never lands before an earlier one. */
+  private mirrorChain: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly gw: Gateway,
@@ -143,6 +146,12 @@ export class Session {
     );
   }
 
+  /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. */
+  private mirror(update: () => Promise<void>): void {
+    this.mirrorChain = this.mirrorChain.then(update).catch((err) => this.log.warn({ err }, 'session row not updated; GET /v1/workers may be stale'));
+    void this.gw.track(this.mirrorChain);
+  }
+
   private track(p: Promise<void>): Promise<void> {
     return this.gw.track(
       p.catch((err) => this.onUnexpected(err)),
@@ -212,10 +221,12 @@ export class Session {
         return;
       case 'capacity':
         this.capacity = f.capacity;
+        this.mirror(() => recordSessionCapacity(this.gw.app.pool, this.id, f.capacity));
         this.gw.kick(this);
         return;
       case 'drain':
         this.state = 'draining';
+        this.mirror(() => recordSessionDraining(this.gw.app.pool, this.id));
         this.send({ type: 'drain.ok' });
         return;
     }

@@ -51,7 +51,9 @@ export async function createQueueRoute(ctx: RequestCtx): Promise<Reply> {
   });
 }
 
-async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> {
+/** Loads a queue of the credential's namespace; 404 for a malformed or unknown id (no SQL for a
+ * malformed one), 403 outside queue_ids. */
+export async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> {
   const row = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
   if (!row) throw new OrbitError('NOT_FOUND', 'queue not found');
   requireQueueAccess(ctx.cred, row.id);

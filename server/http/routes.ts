@@ -17,6 +17,7 @@ import {
   resumeSubscriptionRoute,
 } from './routes-subscriptions.js';
 import { retireQueueRoute, retireSubscriptionRoute } from './routes-retire.js';
+import { listWorkersRoute, queueStatsRoute } from './routes-observe.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
@@ -54,6 +55,8 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/queues', auth: true, handle: createQueueRoute });
   r.add({ method: 'GET', template: '/v1/queues', auth: true, handle: listQueuesRoute });
   r.add({ method: 'GET', template: '/v1/queues/{id}', auth: true, handle: getQueueRoute });
+  r.add({ method: 'GET', template: '/v1/queues/{id}/stats', auth: true, handle: queueStatsRoute });
+  r.add({ method: 'GET', template: '/v1/workers', auth: true, handle: listWorkersRoute });
   r.add({ method: 'POST', template: '/v1/queues/{id}:pause', auth: true, handle: pauseQueueRoute });
   r.add({ method: 'POST', template: '/v1/queues/{id}:resume', auth: true, handle: resumeQueueRoute });
   r.add({ method: 'POST', template: '/v1/queues/{id}:retire', auth: true, handle: retireQueueRoute });

@@ -7,6 +7,7 @@ import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
 import { reportInternal } from '../boundary.js';
+import { serveConsole } from '../console/serve.js';
 import { authenticate } from './auth.js';
 import { sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
@@ -82,6 +83,13 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
       url = new URL(req.url ?? '/', 'http://orbit.invalid');
     } catch {
       throw new OrbitError('INVALID_ARGUMENT', 'malformed request target');
+    }
+    if (url.pathname === '/console' || url.pathname.startsWith('/console/')) {
+      // Static files, not the JSON API: own headers (CSP), no credential (the page asks for one).
+      routeName = 'GET /console/';
+      const status = serveConsole(req, res, url.pathname, requestId);
+      app.metrics.httpRequests.inc({ route: routeName, status: String(status) });
+      return;
     }
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${url.pathname}`);

@@ -1,0 +1,118 @@
+// Data loading and commands for the pages. Reads reload on the auto-refresh tick; commands carry an
+// Idempotency-Key that belongs to one user action (see useAction).
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, command } from './api.js';
+
+/** Increments every 2 s while auto-refresh is on, and after every successful command. */
+export const RefreshTick = createContext<{ tick: number; bump: () => void }>({ tick: 0, bump: () => {} });
+
+export interface Resource<T> {
+  data: T | undefined;
+  error: ApiError | undefined;
+  loading: boolean;
+}
+
+/** Loads `load()` when `deps` change and on every refresh tick; keeps the last data while
+ * reloading so the page does not flicker. */
+export function useResource<T>(load: (() => Promise<T>) | null, deps: unknown[]): Resource<T> {
+  const { tick } = useContext(RefreshTick);
+  const [state, setState] = useState<Resource<T>>({ data: undefined, error: undefined, loading: true });
+  const seq = useRef(0);
+  const depKey = JSON.stringify(deps);
+  const lastKey = useRef(depKey);
+  useEffect(() => {
+    if (!load) return;
+    const my = ++seq.current;
+    const fresh = lastKey.current !== depKey;
+    lastKey.current = depKey;
+    setState((s) => ({ data: fresh ? undefined : s.data, error: undefined, loading: true }));
+    load().then(
+      (data) => my === seq.current && setState({ data, error: undefined, loading: false }),
+      (e: unknown) => my === seq.current && setState((s) => ({ data: s.data, error: toApiError(e), loading: false })),
+    );
+  }, [depKey, tick]);
+  return state;
+}
+
+export function toApiError(e: unknown): ApiError {
+  return e instanceof ApiError ? e : new ApiError(0, 'CONSOLE', (e as Error)?.message ?? String(e), null);
+}
+
+function newKey(): string {
+  return `console-${crypto.randomUUID()}`;
+}
+
+export interface Action<B> {
+  run: (body: B) => Promise<boolean>;
+  busy: boolean;
+  error: ApiError | undefined;
+  done: boolean;
+  /** The key of the action in progress or last failed (shown so a retry is visibly the same). */
+  key: string | undefined;
+  reset: () => void;
+}
+
+/**
+ * One user action = one Idempotency-Key. The key is created at the first send and reused while the
+ * same action (same path and body) is retried — after a network error, a 503, or a second click —
+ * so the server executes it at most once. A success, or a different body, starts a new action.
+ * Clicks while a send is in flight are ignored.
+ */
+export function useAction<B>(path: string): Action<B> {
+  const { bump } = useContext(RefreshTick);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | undefined>();
+  const [done, setDone] = useState(false);
+  const pending = useRef<{ key: string; fingerprint: string } | undefined>(undefined);
+  const inFlight = useRef(false);
+  const run = useCallback(
+    async (body: B) => {
+      if (inFlight.current) return false;
+      const fingerprint = path + '\n' + JSON.stringify(body);
+      if (!pending.current || pending.current.fingerprint !== fingerprint) pending.current = { key: newKey(), fingerprint };
+      inFlight.current = true;
+      setBusy(true);
+      setError(undefined);
+      setDone(false);
+      try {
+        await command(path, body, pending.current.key);
+        pending.current = undefined;
+        setDone(true);
+        bump();
+        return true;
+      } catch (e) {
+        const err = toApiError(e);
+        // A refusal that is final for this content ends the action: a changed retry is a new one.
+        if (!err.retryable) pending.current = undefined;
+        setError(err);
+        return false;
+      } finally {
+        inFlight.current = false;
+        setBusy(false);
+      }
+    },
+    [path, bump],
+  );
+  return { run, busy, error, done, key: pending.current?.key, reset: () => (setError(undefined), setDone(false)) };
+}
+
+export interface Pager {
+  cursor: string | undefined;
+  page: number;
+  first: () => void;
+  prev: () => void;
+  next: (cursor: string | null | undefined) => void;
+}
+
+/** Forward-only API cursors, with the cursors of earlier pages kept for Previous. */
+export function usePager(): Pager {
+  const [cursors, setCursors] = useState<string[]>([]);
+  return {
+    cursor: cursors[cursors.length - 1],
+    page: cursors.length + 1,
+    first: () => setCursors([]),
+    prev: () => setCursors(cursors.slice(0, -1)),
+    next: (c) => c && setCursors([...cursors, c]),
+  };
+}

@@ -1,0 +1,99 @@
+// Queue: settings and revision, stats, its tasks, its subscriptions and schedules; pause, resume,
+// retire (a RESOURCE_BUSY refusal lists every blocking reason with its count).
+import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
+import { QueueLifecycle } from '../actions.js';
+import { enc, get } from '../api.js';
+import { useResource } from '../hooks.js';
+import { href } from '../router.js';
+import type { SessionInfo } from '../session.js';
+import { ErrorBox, Fields, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
+import { queueBadge } from './overview.js';
+import { loadSchedules, type Schedule } from './schedules-api.js';
+import { TaskTable } from './task-table.js';
+
+export function QueuePage({ id, session }: { id: string; session: SessionInfo }) {
+  const q = useResource(() => get<{ queue: Queue }>(`/v1/queues/${enc(id)}`), [id]);
+  const stats = useResource(() => get<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`), [id]);
+  const tasks = useResource(session.scopes.has('tasks:read') ? () => get<{ tasks: Task[] }>(`/v1/tasks?queue_id=${enc(id)}&limit=20`) : null, [id]);
+  const subs = useResource(session.scopes.has('events:read') ? () => get<{ subscriptions: Subscription[] }>('/v1/subscriptions') : null, []);
+  const schedules = useResource(() => loadSchedules(), []);
+  const queue = q.data?.queue;
+  const s = stats.data?.stats;
+  return (
+    <>
+      <ErrorBox error={q.error} />
+      {!queue && !q.error && <Loading what="queue" />}
+      {queue && (
+        <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
+          <Fields
+            items={[
+              ['id', <code>{queue.id}</code>],
+              ['revision', queue.revision],
+              ['paused', String(queue.paused)],
+              ['active / limit', `${queue.active_attempts} / ${queue.max_active_attempts}`],
+              ['lease', `${queue.lease_seconds} s`],
+              ['retry', `${queue.retry.max_attempts} attempts, ${queue.retry.initial_backoff_ms}–${queue.retry.max_backoff_ms} ms ×${queue.retry.multiplier}`],
+              ['created', <Time iso={queue.created_at} />],
+              ['updated', <Time iso={queue.updated_at} />],
+              ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
+            ]}
+          />
+          <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
+        </Section>
+      )}
+      <Section title="Stats">
+        <ErrorBox error={stats.error} />
+        {s && (
+          <div class="stats">
+            <Fields
+              items={[
+                ['waiting', String(s.waiting)],
+                ['leased', String(s.leased)],
+                ['running', String(s.running)],
+                ['needs review', String(s.needs_review)],
+                ['active / limit', `${s.active_attempts} / ${s.max_active_attempts}`],
+                ['oldest waiting', <Time iso={s.oldest_waiting_at} />],
+              ]}
+            />
+            <OutcomeChart minutes={s.minutes} />
+          </div>
+        )}
+      </Section>
+      <Section title="Recent tasks" actions={<a href={href('tasks', undefined, { queue_id: id })}>All tasks of this queue →</a>}>
+        <ErrorBox error={tasks.error} />
+        {tasks.data && <TaskTable tasks={tasks.data.tasks} />}
+      </Section>
+      <Section title="Subscriptions">
+        <ErrorBox error={subs.error} />
+        {subs.data && (
+          <Table
+            rows={subs.data.subscriptions.filter((x) => x.queue_id === id)}
+            rowKey={(x) => x.id}
+            empty="No subscriptions of this credential target this queue."
+            cols={[
+              { label: 'name', cell: (x) => <a href={href('subscriptions', x.id)}>{x.name}</a> },
+              { label: 'state', cell: (x) => (x.retired_at ? 'retired' : x.paused ? 'paused' : 'active') },
+              { label: 'pending', class: 'num', cell: (x) => x.pending_count },
+            ]}
+          />
+        )}
+      </Section>
+      <Section title="Schedules">
+        {schedules.data === null && <p class="muted">Schedules are not available on this server.</p>}
+        <ErrorBox error={schedules.error} />
+        {schedules.data && (
+          <Table
+            rows={schedules.data.filter((x: Schedule) => x.queue_id === id)}
+            rowKey={(x) => x.id}
+            empty="No schedules target this queue."
+            cols={[
+              { label: 'name', cell: (x) => <a href={href('schedules', x.id)}>{x.name}</a> },
+              { label: 'state', cell: (x) => (x.retired_at ? 'retired' : x.paused ? 'paused' : 'active') },
+              { label: 'next fire', cell: (x) => <Time iso={x.next_fire_at} /> },
+            ]}
+          />
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,158 @@
+// Schedules (../shared/spec/schedules.md): list, detail with versions and fire history, next fire;
+// pause, resume, retire, trigger, publish a version from a JSON editor (a validation error is shown
+// at the editor with the field it names). A server without /v1/schedules gets a clear notice.
+import { useState } from 'preact/hooks';
+import { ActionStatus, LifecycleActions } from '../actions.js';
+import { ApiError, enc, get, withQuery } from '../api.js';
+import { useAction, usePager, useResource } from '../hooks.js';
+import { href } from '../router.js';
+import { Badge, Button, ErrorBox, Fields, Json, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import type { Fire, Schedule, ScheduleVersion } from './schedules-api.js';
+
+const UNAVAILABLE = <p class="notice" data-unavailable>Schedules are not available on this server (it has no /v1/schedules API).</p>;
+
+function unavailable(e: ApiError | undefined): boolean {
+  return e?.status === 404 && e.code === 'NOT_FOUND';
+}
+
+export function SchedulesPage({ id }: { id?: string }) {
+  return id ? <ScheduleDetail id={id} /> : <ScheduleList />;
+}
+
+function scheduleState(s: Schedule): string {
+  return s.retired_at ? 'retired' : s.paused ? 'paused' : 'active';
+}
+
+function ScheduleList() {
+  const pager = usePager();
+  const list = useResource(() => get<{ schedules: Schedule[]; next_cursor: string | null }>(withQuery('/v1/schedules', { limit: '50', cursor: pager.cursor })), [pager.cursor]);
+  return (
+    <Section title="Schedules">
+      {unavailable(list.error) ? UNAVAILABLE : <ErrorBox error={list.error} />}
+      {!list.data && !list.error && <Loading />}
+      {list.data && (
+        <>
+          <Table
+            rows={list.data.schedules}
+            rowKey={(s) => s.id}
+            empty="No schedules."
+            cols={[
+              { label: 'name', cell: (s) => <a href={href('schedules', s.id)}>{s.name}</a> },
+              { label: 'state', cell: (s) => <Badge state={scheduleState(s)} /> },
+              { label: 'version', class: 'num', cell: (s) => s.current_version },
+              { label: 'next fire', cell: (s) => <Time iso={s.next_fire_at} /> },
+              { label: 'last fire', cell: (s) => <Time iso={s.last_fire_at} /> },
+            ]}
+          />
+          <PagerBar pager={pager} nextCursor={list.data.next_cursor} />
+        </>
+      )}
+    </Section>
+  );
+}
+
+/** The editable part of a version: what POST /v1/schedules/{id}/versions takes. */
+function editable(v: ScheduleVersion): Omit<ScheduleVersion, 'number' | 'created_at'> {
+  const { number: _n, created_at: _c, ...rest } = v;
+  return rest;
+}
+
+function ScheduleDetail({ id }: { id: string }) {
+  const sch = useResource(() => get<{ schedule: Schedule }>(`/v1/schedules/${enc(id)}`), [id]);
+  const versions = useResource(() => get<{ versions: ScheduleVersion[] }>(`/v1/schedules/${enc(id)}/versions`), [id]);
+  const pager = usePager();
+  const fires = useResource(() => get<{ fires: Fire[]; next_cursor: string | null }>(withQuery(`/v1/schedules/${enc(id)}/fires`, { limit: '50', cursor: pager.cursor })), [id, pager.cursor]);
+  const trigger = useAction<Record<string, never>>(`/v1/schedules/${enc(id)}:trigger`);
+  const publish = useAction<{ expected_revision: string; version: unknown }>(`/v1/schedules/${enc(id)}/versions`);
+  const [text, setText] = useState<string | null>(null);
+  const [parseError, setParseError] = useState<string | null>(null);
+  const s = sch.data?.schedule;
+  if (unavailable(sch.error) && !s) return <Section title="Schedule">{UNAVAILABLE}</Section>;
+  if (sch.error) return <ErrorBox error={sch.error} />;
+  if (!s) return <Loading what="schedule" />;
+  const all = versions.data?.versions ?? [];
+  const current = all.find((v) => v.number === s.current_version);
+  const editorText = text ?? (current ? JSON.stringify(editable(current), null, 2) : '');
+  let publishBody: { expected_revision: string; version: unknown } | null = null;
+  try {
+    publishBody = { expected_revision: s.revision, version: JSON.parse(editorText) };
+  } catch {
+    publishBody = null;
+  }
+  const fieldError = publish.error?.details?.field;
+  return (
+    <>
+      <Section title={`Schedule ${s.name}`} actions={<Badge state={scheduleState(s)} />}>
+        <Fields
+          items={[
+            ['id', <code>{s.id}</code>],
+            ['revision', s.revision],
+            ['current version', String(s.current_version)],
+            ['next fire', <Time iso={s.next_fire_at} />],
+            ['last fire', <Time iso={s.last_fire_at} />],
+            ['created', <Time iso={s.created_at} />],
+            ['retired', s.retired_at ? <Time iso={s.retired_at} /> : null],
+          ]}
+        />
+        <LifecycleActions base={`/v1/schedules/${enc(s.id)}`} noun="schedule" revision={s.revision} paused={s.paused} retired={!!s.retired_at} />
+        <div class="row">
+          <Button disabled={trigger.busy || !!s.retired_at} onClick={() => void trigger.run({})} data-act="trigger">
+            Trigger now
+          </Button>
+        </div>
+        <ActionStatus action={trigger} body={{}} what="Trigger" />
+      </Section>
+      <Section title="Publish a new version">
+        <textarea class={`editor${fieldError || parseError ? ' invalid' : ''}`} rows={16} spellcheck={false} value={editorText} onInput={(e) => (setText(e.currentTarget.value), setParseError(null))} />
+        {parseError && <p class="error">JSON: {parseError}</p>}
+        {fieldError !== undefined && (
+          <p class="field-error">
+            field <code>{String(fieldError)}</code>: {publish.error?.message}
+          </p>
+        )}
+        <div class="row">
+          <Button
+            disabled={publish.busy || !!s.retired_at}
+            onClick={() => (publishBody ? void publish.run(publishBody) : setParseError('not valid JSON'))}
+            data-act="publish"
+          >
+            Publish version {s.current_version + 1}
+          </Button>
+        </div>
+        <ActionStatus action={publish} body={publishBody ?? { expected_revision: s.revision, version: null }} what="Publish" />
+      </Section>
+      <Section title="Versions">
+        <ErrorBox error={versions.error} />
+        {all
+          .slice()
+          .reverse()
+          .map((v) => (
+            <details key={v.number} open={v.number === s.current_version}>
+              <summary>
+                version {v.number} — <Time iso={v.created_at} />
+              </summary>
+              <Json value={editable(v)} />
+            </details>
+          ))}
+      </Section>
+      <Section title="Fire history">
+        <ErrorBox error={fires.error} />
+        {fires.data && (
+          <Table
+            rows={fires.data.fires}
+            rowKey={(f) => `${f.scheduled_for}-${f.fired_at}`}
+            empty="No fires yet."
+            cols={[
+              { label: 'scheduled for', cell: (f) => <Time iso={f.scheduled_for} /> },
+              { label: 'fired', cell: (f) => <Time iso={f.fired_at} /> },
+              { label: 'version', class: 'num', cell: (f) => f.version },
+              { label: 'outcome', cell: (f) => f.outcome },
+              { label: 'task', cell: (f) => (f.task_id ? <a href={href('task', f.task_id)}>{f.task_id.slice(0, 8)}…</a> : '—') },
+            ]}
+          />
+        )}
+        <PagerBar pager={pager} nextCursor={fires.data?.next_cursor} />
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,51 @@
+// What the console knows about the signed-in credential, learned only through public calls: the
+// read scopes from the answers of reads (403 = missing), the command scopes from refused commands
+// (see probeCommandScope), the namespace from the objects it can read.
+import type { Queue, Task } from '../../../protocol/http-views.js';
+import { ApiError, get, probeCommandScope } from './api.js';
+
+export type Scope = 'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage';
+
+export interface SessionInfo {
+  scopes: Set<Scope>;
+  /** Queues the credential may use (empty without queues:manage: the list is not readable). */
+  queues: Queue[];
+  namespaceId: string | null;
+}
+
+async function readable<T>(path: string, token: string): Promise<T | null> {
+  try {
+    return await get<T>(path, token);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 403) return null;
+    throw e;
+  }
+}
+
+/** Throws ApiError (401 for a bad token) like any call. */
+export async function loadSession(token: string): Promise<SessionInfo> {
+  const [queues, tasks, subs, submit, manageEvents] = await Promise.all([
+    readable<{ queues: Queue[] }>('/v1/queues', token),
+    readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token),
+    readable<unknown>('/v1/subscriptions', token),
+    probeCommandScope('/v1/tasks', token),
+    probeCommandScope('/v1/subscriptions', token),
+  ]);
+  const scopes = new Set<Scope>();
+  if (queues) scopes.add('queues:manage');
+  if (tasks) scopes.add('tasks:read');
+  if (subs) scopes.add('events:read');
+  if (submit) scopes.add('tasks:submit');
+  if (manageEvents) scopes.add('events:manage');
+  const namespaceId = queues?.queues[0]?.namespace_id ?? tasks?.tasks[0]?.namespace_id ?? null;
+  return { scopes, queues: queues?.queues ?? [], namespaceId };
+}
+
+/** The queue explicitly selected for a namespace (Application access). Only the id is kept, per
+ * namespace; a remembered id that is no longer listed is ignored, never replaced by another. */
+export function rememberedQueue(namespaceId: string | null): string | null {
+  return namespaceId ? localStorage.getItem(`orbit.console.queue.${namespaceId}`) : null;
+}
+export function rememberQueue(namespaceId: string | null, queueId: string): void {
+  if (namespaceId) localStorage.setItem(`orbit.console.queue.${namespaceId}`, queueId);
+}

@@ -1,0 +1,176 @@
+// Small shared pieces. Every API value is rendered as a text child (Preact escapes it): no
+// dangerouslySetInnerHTML anywhere in the console.
+import type { ButtonHTMLAttributes, ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import type { MinuteBucket } from '../../../protocol/http-views.js';
+import type { ApiError } from './api.js';
+
+const STATE_CLASS: Record<string, string> = {
+  WAITING: 'wait', LEASED: 'lease', RUNNING: 'run', NEEDS_REVIEW: 'review',
+  SUCCEEDED: 'ok', FAILED: 'bad', CANCELLED: 'off', DEADLINE_EXCEEDED: 'bad', RETRY: 'wait', UNKNOWN: 'review', EXPIRED: 'off',
+  PENDING: 'wait', ACKED: 'ok', paused: 'review', retired: 'off', active: 'ok', draining: 'review',
+};
+
+export function Badge({ state }: { state: string }) {
+  return <span class={`badge b-${STATE_CLASS[state] ?? 'off'}`}>{state}</span>;
+}
+
+export function ErrorBox({ error, title }: { error: ApiError | undefined; title?: string }) {
+  if (!error) return null;
+  const blockers = error.details?.blockers as { reason: string; count: number }[] | undefined;
+  return (
+    <div class="error" role="alert">
+      <div>
+        <strong>{title ?? 'Request failed'}: </strong>
+        <code class="code">{error.code}</code> <span class="msg">{error.message}</span>
+      </div>
+      {blockers && blockers.length > 0 && (
+        <ul class="blockers">
+          {blockers.map((b) => (
+            <li key={b.reason}>
+              <code>{b.reason}</code>: {String(b.count)}
+            </li>
+          ))}
+        </ul>
+      )}
+      {error.details?.field !== undefined && <div class="muted">field: <code>{String(error.details.field)}</code></div>}
+      <div class="muted">request_id: <code>{error.requestId ?? '—'}</code></div>
+    </div>
+  );
+}
+
+export interface Column<T> {
+  label: string;
+  cell: (row: T) => ComponentChildren;
+  class?: string;
+}
+
+/** A dense table; below 700 px wide each row becomes a card (labels from data-label), so narrow
+ * screens never scroll sideways. */
+export function Table<T>({ rows, cols, empty, rowKey }: { rows: T[]; cols: Column<T>[]; empty?: string; rowKey: (r: T) => string }) {
+  if (rows.length === 0) return <p class="muted empty">{empty ?? 'Nothing here.'}</p>;
+  return (
+    <table class="grid">
+      <thead>
+        <tr>{cols.map((c) => <th key={c.label} class={c.class}>{c.label}</th>)}</tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={rowKey(r)}>
+            {cols.map((c) => (
+              <td key={c.label} data-label={c.label} class={c.class}>{c.cell(r)}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function Fields({ items }: { items: [string, ComponentChildren][] }) {
+  return (
+    <dl class="fields">
+      {items.map(([k, v]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{v === null || v === undefined || v === '' ? <span class="muted">—</span> : v}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function Json({ value }: { value: unknown }) {
+  return <pre class="json">{value === undefined ? '—' : JSON.stringify(value, null, 2)}</pre>;
+}
+
+export function Section({ title, children, actions }: { title: string; children: ComponentChildren; actions?: ComponentChildren }) {
+  return (
+    <section class="card">
+      <header class="card-h">
+        <h2>{title}</h2>
+        {actions && <div class="card-a">{actions}</div>}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+/** `12s ago` / `in 3m`, with the exact time as tooltip. */
+export function Time({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <span class="muted">—</span>;
+  const d = (Date.parse(iso) - Date.now()) / 1000;
+  const a = Math.abs(d);
+  const txt = a < 60 ? `${Math.round(a)}s` : a < 3600 ? `${Math.round(a / 60)}m` : a < 86400 ? `${Math.round(a / 3600)}h` : `${Math.round(a / 86400)}d`;
+  return <time dateTime={iso} title={iso}>{d < 0 ? `${txt} ago` : `in ${txt}`}</time>;
+}
+
+export function Id({ id }: { id: string }) {
+  return <code class="id" title={id}>{id.slice(0, 8)}…</code>;
+}
+
+export function Copy({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [ok, setOk] = useState(false);
+  return (
+    <button type="button" class="btn small" onClick={() => navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}>
+      {ok ? 'Copied' : label}
+    </button>
+  );
+}
+
+export function Loading({ what }: { what?: string }) {
+  return <p class="muted">Loading{what ? ` ${what}` : ''}…</p>;
+}
+
+const SERIES: [keyof Omit<MinuteBucket, 'minute'>, string][] = [
+  ['succeeded', 's-ok'],
+  ['failed', 's-bad'],
+  ['deadline_exceeded', 's-dead'],
+  ['cancelled', 's-off'],
+];
+
+/** Stacked bars of the 15 one-minute outcome buckets, oldest left. */
+export function OutcomeChart({ minutes }: { minutes: MinuteBucket[] }) {
+  const w = 150;
+  const h = 36;
+  const max = Math.max(1, ...minutes.map((m) => m.succeeded + m.failed + m.cancelled + m.deadline_exceeded));
+  const bw = w / minutes.length;
+  const total = minutes.reduce((n, m) => n + m.succeeded + m.failed + m.cancelled + m.deadline_exceeded, 0);
+  return (
+    <figure class="chart" aria-label={`outcomes over 15 minutes: ${total}`}>
+      <svg viewBox={`0 0 ${w} ${h}`} preserveAspectRatio="none" role="img">
+        {minutes.map((m, i) => {
+          let y = h;
+          return (
+            <g key={m.minute}>
+              <title>{`${m.minute.slice(11, 16)} UTC — ${m.succeeded} succeeded, ${m.failed} failed, ${m.deadline_exceeded} deadline, ${m.cancelled} cancelled`}</title>
+              <rect x={i * bw} y={0} width={bw} height={h} class="s-bg" />
+              {SERIES.map(([k, cls]) => {
+                const bh = (m[k] / max) * (h - 2);
+                y -= bh;
+                return bh > 0 ? <rect key={k} x={i * bw + 1} y={y} width={bw - 2} height={bh} class={cls} /> : null;
+              })}
+            </g>
+          );
+        })}
+      </svg>
+      <figcaption class="muted">{total} outcomes / 15 min</figcaption>
+    </figure>
+  );
+}
+
+export function Button(props: ButtonHTMLAttributes<HTMLButtonElement> & { why?: string; 'data-act'?: string }) {
+  const { why, disabled, ...rest } = props;
+  return <button type="button" class="btn" {...rest} disabled={disabled || !!why} title={why ?? (props.title as string | undefined)} />;
+}
+
+export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pager; nextCursor: string | null | undefined }) {
+  return (
+    <div class="row pager">
+      <Button disabled={pager.page === 1} onClick={pager.first}>First</Button>
+      <Button disabled={pager.page === 1} onClick={pager.prev}>Previous</Button>
+      <span class="muted">page {pager.page}</span>
+      <Button disabled={!nextCursor} onClick={() => pager.next(nextCursor)} data-act="next-page">Next</Button>
+    </div>
+  );
+}

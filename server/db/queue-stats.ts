@@ -1,0 +1,74 @@
+// Read model of one queue for GET /v1/queues/{id}/stats: live counts by state and outcomes per
+// minute over the last 15 minutes. Read-only statements; nothing here takes a lock.
+//
+//   queueStats(db, namespace_id, queue_row) → QueueStats
+//     namespace_id  the credential's namespace (every statement is scoped by it)
+//     queue         the queue row already loaded (and authorized) by the route; its
+//                   active_attempts / max_active_attempts are reported as they are
+import type { RowDataPacket } from 'mysql2/promise';
+import type { MinuteBucket, QueueStats } from '../../protocol/http-views.js';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+import type { QueueRow } from './queues.js';
+
+export const STATS_MINUTES = 15;
+
+/** Event types that count as outcomes in the chart, and their bucket field. NEEDS_REVIEW is not an
+ * outcome yet (its resolution is). */
+const OUTCOME_FIELD: Record<string, keyof Omit<MinuteBucket, 'minute'>> = {
+  'task.succeeded': 'succeeded',
+  'task.failed': 'failed',
+  'task.cancelled': 'cancelled',
+  'task.deadline_exceeded': 'deadline_exceeded',
+};
+
+export async function queueStats(db: Pool | Conn, namespaceId: string, queue: QueueRow): Promise<QueueStats> {
+  // Unfinished tasks only: the (queue_id, state) index reads exactly these rows.
+  const [counts] = await db.execute<RowDataPacket[]>(
+    `SELECT state, COUNT(*) AS n, MIN(CASE WHEN state = 'WAITING' THEN created_at END) AS oldest
+       FROM tasks WHERE queue_id = ? AND namespace_id = ? AND state IN ('WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW')
+      GROUP BY state`,
+    [queue.id, namespaceId],
+  );
+  const byState = new Map(counts.map((r) => [r.state as string, r]));
+  const n = (s: string) => Number(byState.get(s)?.n ?? 0);
+
+  // The window comes from the database clock (like every lease time), not this node's clock: two
+  // nodes answer with the same buckets. `first` is the start of the oldest minute.
+  const [[clock]] = await db.query<RowDataPacket[]>(
+    `SELECT DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL ${STATS_MINUTES - 1} MINUTE, '%Y-%m-%d %H:%i:00') AS first`,
+  );
+  const first = clock!.first as string;
+  const startMs = Date.parse(first.replace(' ', 'T') + 'Z');
+  const minutes: MinuteBucket[] = Array.from({ length: STATS_MINUTES }, (_, i) => ({
+    minute: new Date(startMs + i * 60_000).toISOString(),
+    succeeded: 0,
+    failed: 0,
+    cancelled: 0,
+    deadline_exceeded: 0,
+  }));
+  // Bounded above too: an event committed after the clock read belongs to a minute not shown.
+  const [events] = await db.execute<RowDataPacket[]>(
+    `SELECT DATE_FORMAT(occurred_at, '%Y-%m-%d %H:%i:00') AS minute, type, COUNT(*) AS n
+       FROM result_events
+      WHERE namespace_id = ? AND queue_id = ? AND occurred_at >= ? AND occurred_at < ? + INTERVAL ${STATS_MINUTES} MINUTE
+      GROUP BY minute, type`,
+    [namespaceId, queue.id, first, first],
+  );
+  for (const e of events) {
+    const field = OUTCOME_FIELD[e.type as string];
+    const i = Math.round((Date.parse((e.minute as string).replace(' ', 'T') + 'Z') - startMs) / 60_000);
+    const bucket = minutes[i];
+    if (field && bucket) bucket[field] += Number(e.n);
+  }
+  return {
+    waiting: n('WAITING'),
+    leased: n('LEASED'),
+    running: n('RUNNING'),
+    needs_review: n('NEEDS_REVIEW'),
+    active_attempts: queue.active_attempts,
+    max_active_attempts: queue.max_active_attempts,
+    oldest_waiting_at: toIso((byState.get('WAITING')?.oldest as string | null | undefined) ?? null),
+    minutes,
+  };
+}

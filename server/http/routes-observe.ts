@@ -1,0 +1,47 @@
+// Read-only views added for the console (console.md), public like every /v1 endpoint:
+// GET /v1/queues/{id}/stats and GET /v1/workers. Neither changes anything nor takes a lock.
+import { OrbitError } from '../../protocol/errors.js';
+import type { QueueStats, WorkerSession } from '../../protocol/http-views.js';
+import { ID_RE } from '../../protocol/validation.js';
+import { getQueue } from '../db/queues.js';
+import { queueStats } from '../db/queue-stats.js';
+import { listConnectedSessions } from '../db/worker-sessions.js';
+import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import type { Reply, RequestCtx } from './context.js';
+import { loadQueue } from './routes-queues.js';
+
+function onlyParams(ctx: RequestCtx, allowed: string[]): void {
+  for (const k of ctx.url.searchParams.keys()) {
+    if (!allowed.includes(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+    if (ctx.url.searchParams.getAll(k).length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+  }
+}
+
+/** Scope tasks:read or queues:manage: producers that read their tasks may see the queue's load. */
+export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
+  if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
+  onlyParams(ctx, []);
+  const q = await loadQueue(ctx, ctx.params.id!);
+  const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, q);
+  return { status: 200, data: { stats } };
+}
+
+/** Scope queues:manage. Sessions of the namespace on every node; a credential limited to some
+ * queues sees only sessions that consume one of them, and only those queue ids. */
+export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
+  requireScope(ctx.cred, 'queues:manage');
+  onlyParams(ctx, ['queue_id']);
+  const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
+  if (queueId !== undefined) {
+    const q = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
+    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    requireQueueAccess(ctx.cred, q.id);
+  }
+  const cred = ctx.cred;
+  const workers: WorkerSession[] = [];
+  for (const w of await listConnectedSessions(ctx.app.pool, cred.namespaceId, queueId)) {
+    const queues = w.queues.filter((id) => canUseQueue(cred, id));
+    if (queues.length > 0) workers.push({ ...w, queues });
+  }
+  return { status: 200, data: { workers } };
+}
