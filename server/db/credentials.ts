@@ -73,3 +73,16 @@ export async function lockLiveCredential(c: Conn, id: string): Promise<boolean> 
   const [rows] = await c.execute<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
   return rows.length === 1;
 }
+
+/** lockLiveCredentialsWithClock(ids) → the ones not revoked (share-locked to the end of the
+ * transaction, see lockLiveCredential) and the database clock, in one statement: the first
+ * statement of every coalesced start/result transaction. */
+export async function lockLiveCredentialsWithClock(c: Conn, ids: string[]): Promise<{ live: Set<string>; now: string }> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT c.id, t.now FROM (SELECT UTC_TIMESTAMP(3) AS now) t
+       LEFT JOIN credentials c ON c.id IN (${ids.map(() => '?').join(',')}) AND c.revoked_at IS NULL
+       LOCK IN SHARE MODE`,
+    ids,
+  );
+  return { live: new Set(rows.filter((r) => r.id !== null).map((r) => r.id as string)), now: rows[0]!.now as string };
+}

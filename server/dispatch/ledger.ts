@@ -52,9 +52,16 @@ export class PermitLedger {
     this.events.push(e);
   }
 
+  /** Writes everything in the fixed lock order, one statement per table (per namespace for keys
+   * and events): the hot rows of a transaction are touched here, at its end, only. */
   async flush(c: Conn): Promise<void> {
-    for (const [id, d] of sorted(this.queueActive)) {
-      if (d !== 0) await c.execute('UPDATE queues SET active_attempts = active_attempts + ? WHERE id = ?', [d, id]);
+    const q = sorted(this.queueActive).filter(([, d]) => d !== 0);
+    if (q.length > 0) {
+      await c.query(
+        `UPDATE queues SET active_attempts = active_attempts + CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END
+          WHERE id IN (${q.map(() => '?').join(',')})`,
+        [...q.flat(), ...q.map(([id]) => id)],
+      );
     }
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
@@ -64,13 +71,17 @@ export class PermitLedger {
         await c.execute('UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
       }
     }
-    this.keys.sort((x, y) => (x.namespaceId === y.namespaceId ? Buffer.compare(x.key, y.key) : x.namespaceId < y.namespaceId ? -1 : 1));
-    for (const k of this.keys) {
-      // Conditional on the holder: a duplicate or late release never frees a later attempt's permit.
-      await c.execute(
+    const byNs = new Map<string, KeyRelease[]>();
+    for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    for (const ns of [...byNs.keys()].sort()) {
+      const list = byNs.get(ns)!;
+      // Conditional on the holder: a duplicate or late release never frees a later attempt's
+      // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
+      // The primary-key range is walked in key order, the order claims lock keys in.
+      await c.query(
         `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-          WHERE namespace_id = ? AND concurrency_key = ? AND holder_attempt_id = ?`,
-        [k.namespaceId, k.key, k.attemptId],
+          WHERE namespace_id = ? AND concurrency_key IN (${list.map(() => '?').join(',')}) AND holder_attempt_id IN (${list.map(() => '?').join(',')})`,
+        [ns, ...list.map((k) => k.key), ...list.map((k) => k.attemptId)],
       );
     }
     if (this.events.length) await appendResultEvents(c, this.events);

@@ -1,97 +1,23 @@
-// start, renew and result: each one transaction that checks the attempt under its row lock, so a
-// late, duplicate or foreign frame changes nothing and nothing is released twice.
-import crypto from 'node:crypto';
+// renew, and the task transitions shared by results, cancels and the sweeper. start and result
+// frames are applied in batches by frame-batches.ts; what a result decides is outcome.ts.
 import type { RowDataPacket } from 'mysql2/promise';
 import { OrbitError } from '../../protocol/errors.js';
-import type { ResultFrame } from '../../protocol/frames.js';
-import { canonicalJson, ID_RE } from '../../protocol/validation.js';
+import { ID_RE } from '../../protocol/validation.js';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
 import { TASK_COLUMNS } from '../db/tasks.js';
-import { getAttempt, closeAttempt, isLive, type AttemptRow } from './attempts-sql.js';
-import { PermitLedger } from './ledger.js';
-import { OUTCOME_EVENT } from './events.js';
 import { lockLiveCredential } from '../db/credentials.js';
-import type { TxMemo } from './tx-batcher.js';
+import { attemptQueues } from '../db/attempt-batches.js';
+import { queueConfigs } from '../db/queue-config.js';
+import type { PermitLedger } from './ledger.js';
+import { OUTCOME_EVENT } from './events.js';
+import type { Identity } from './frame-batches.js';
 
-/** DATETIME(3) string + seconds, as a DATETIME(3) string (both UTC). */
-export function addSeconds(dbTime: string, seconds: number): string {
-  const ms = Date.parse(dbTime.replace(' ', 'T') + 'Z') + seconds * 1000;
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-}
-
-/** A queue's lease length. Read without a lock (it is configuration, not a permit) and cached for
- * a few seconds: `start` runs for every task and would otherwise pay a statement for it. */
-const leaseCache = new Map<string, { seconds: number; at: number }>();
-export async function queueLeaseSeconds(c: Conn, queueId: string): Promise<number> {
-  const hit = leaseCache.get(queueId);
-  if (hit && Date.now() - hit.at < 5_000) return hit.seconds;
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT lease_seconds FROM queues WHERE id = ?', [queueId]);
-  const seconds = Number(rows[0]!.lease_seconds);
-  if (leaseCache.size > 10_000) leaseCache.clear();
-  leaseCache.set(queueId, { seconds, at: Date.now() });
-  return seconds;
-}
-
-export interface Identity {
-  namespaceId: string;
-  workerId: string;
-  /** The session's credential: checked (and share-locked) inside each transaction. */
-  credentialId: string;
-}
-
-export function credentialRevoked(): OrbitError {
-  return new OrbitError('UNAUTHENTICATED', 'credential revoked');
-}
-
-/** Refuses the command when the session's credential was revoked — checked inside the
- * transaction (once per credential per coalesced transaction), not left to the periodic sweep. */
-async function requireLiveCredential(c: Conn, memo: TxMemo, credentialId: string): Promise<void> {
-  const key = `credential:${credentialId}`;
-  let p = memo.get(key) as Promise<boolean> | undefined;
-  if (!p) {
-    p = lockLiveCredential(c, credentialId);
-    memo.set(key, p);
-  }
-  if (!(await p)) throw credentialRevoked();
-}
+export type { Identity } from './frame-batches.js';
 
 async function lockTask(c: Conn, namespaceId: string, taskId: string): Promise<TaskRow> {
   const [rows] = await c.execute<(TaskRow & RowDataPacket)[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ? FOR UPDATE`, [taskId, namespaceId]);
   return rows[0]!;
-}
-
-function leaseLost(attemptId: string, why: string): OrbitError {
-  return new OrbitError('LEASE_LOST', why, { attempt_id: attemptId });
-}
-
-async function lockOwnAttempt(c: Conn, who: Identity, attemptId: string): Promise<AttemptRow> {
-  const a = ID_RE.test(attemptId) ? await getAttempt(c, who.namespaceId, attemptId, true) : null;
-  if (!a) throw new OrbitError('NOT_FOUND', 'unknown attempt', { attempt_id: attemptId });
-  if (a.worker_id !== who.workerId) throw leaseLost(attemptId, 'attempt belongs to another worker');
-  return a;
-}
-
-/** `start`: LEASED → RUNNING (task RUNNING, attempts_made + 1), lease renewed; a repeated start
- * of a RUNNING attempt answers again. Runs inside a caller's (coalesced) transaction. */
-export async function startInTx(c: Conn, memo: TxMemo, who: Identity, attemptId: string): Promise<{ leaseExpiresAt: string }> {
-  await requireLiveCredential(c, memo, who.credentialId);
-  const a = await lockOwnAttempt(c, who, attemptId);
-  if (!isLive(a) || !a.lease_live) throw leaseLost(attemptId, `attempt is ${a.lease_live ? a.state : 'past its lease'}`);
-  if (a.state === 'RUNNING') return { leaseExpiresAt: toIso(a.lease_expires_at)! };
-  // One statement moves attempt and task to RUNNING; the lease end is computed from the database
-  // clock read with the row lock. The deadline condition keeps a start that races the deadline
-  // sweep from turning a never-started attempt of a late task into RUNNING (dispatch.md).
-  const expires = addSeconds(a.db_now, await queueLeaseSeconds(c, a.queue_id));
-  const [res] = await c.execute(
-    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
-        SET a.state = 'RUNNING', a.started_at = ?, a.lease_expires_at = ?,
-            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ?
-      WHERE a.id = ? AND t.deadline_at > ?`,
-    [a.db_now, expires, a.db_now, attemptId, a.db_now],
-  );
-  if ((res as { affectedRows: number }).affectedRows === 0) throw leaseLost(attemptId, 'task deadline passed before start');
-  return { leaseExpiresAt: toIso(expires)! };
 }
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
@@ -100,14 +26,21 @@ export async function renewAttempts(pool: Pool, who: Identity, ids: string[]): P
   if (valid.length === 0) return { leases: [], lost: ids };
   const placeholders = valid.map(() => '?').join(',');
   return withTransaction(pool, async (c) => {
-    await requireLiveCredential(c, new Map(), who.credentialId);
-    await c.query(
-      `UPDATE attempts a JOIN queues q ON q.id = a.queue_id
-          SET a.lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL q.lease_seconds SECOND
-        WHERE a.id IN (${placeholders}) AND a.namespace_id = ? AND a.worker_id = ?
-          AND a.state IN ('LEASED','RUNNING') AND a.lease_expires_at > UTC_TIMESTAMP(3)`,
-      [...valid, who.namespaceId, who.workerId],
-    );
+    // Refused inside the transaction when the session's credential was revoked (share lock: see
+    // lockLiveCredential).
+    if (!(await lockLiveCredential(c, who.credentialId))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
+    // Lease lengths from the cached queue configuration, as literals: joining queues here took a
+    // shared lock on the queue row, which deadlocked with results releasing permits on it.
+    const queueOf = await attemptQueues(c, valid);
+    const lease = [...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds] as const);
+    if (lease.length > 0) {
+      await c.query(
+        `UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL (CASE queue_id ${lease.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND
+          WHERE id IN (${placeholders}) AND namespace_id = ? AND worker_id = ? AND queue_id IN (${lease.map(() => '?').join(',')})
+            AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,
+        [...lease.flat(), ...valid, who.namespaceId, who.workerId, ...lease.map(([q]) => q)],
+      );
+    }
     const [rows] = await c.query<RowDataPacket[]>(
       `SELECT id, lease_expires_at FROM attempts
         WHERE id IN (${placeholders}) AND namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,
@@ -119,115 +52,6 @@ export async function renewAttempts(pool: Pool, who: Identity, ids: string[]): P
       lost: ids.filter((id) => !ok.has(id)),
     };
   });
-}
-
-export interface ResultReply {
-  type: 'result.ok';
-  attempt_id: string;
-  deduplicated: boolean;
-  task_state: string;
-}
-
-
-function resultFingerprint(f: ResultFrame): string {
-  return crypto
-    .createHash('sha256')
-    .update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms }))
-    .digest('hex');
-}
-
-/** Backoff for a retry: the worker's retry_after_ms, else initial × multiplier^(n−1) capped, with
- * ±20 % jitter so that a burst of failures does not come back in lockstep. */
-export function retryBackoffMs(frame: { retry_after_ms?: number }, q: { initial: number; max: number; multiplier: number }, attemptsMade: number): number {
-  if (frame.retry_after_ms !== undefined) return frame.retry_after_ms;
-  const base = Math.min(q.max, q.initial * Math.pow(q.multiplier, Math.max(0, attemptsMade - 1)));
-  return Math.max(0, Math.round(base * (0.8 + Math.random() * 0.4)));
-}
-
-/** The body of `result` inside a caller's transaction; permit releases and the event go to
- * `ledger`, which the caller flushes before commit. */
-export async function resultInTx(c: Conn, ledger: PermitLedger, memo: TxMemo, who: Identity, f: ResultFrame, maxOutputBytes = 256 * 1024): Promise<ResultReply> {
-  const output = f.output === undefined ? null : JSON.stringify(f.output);
-  if (output !== null && Buffer.byteLength(output) > maxOutputBytes) {
-    throw new OrbitError('PAYLOAD_TOO_LARGE', `output over ${maxOutputBytes} bytes`, { attempt_id: f.attempt_id });
-  }
-  const fp = resultFingerprint(f);
-  await requireLiveCredential(c, memo, who.credentialId);
-  {
-    const a = await lockOwnAttempt(c, who, f.attempt_id);
-    if (!isLive(a)) {
-      if (a.result_fingerprint === fp && a.result_reply) return { ...(JSON.parse(a.result_reply) as ResultReply), deduplicated: true };
-      if (a.result_fingerprint) throw new OrbitError('STATE_CONFLICT', 'a different result was already accepted for this attempt', { attempt_id: f.attempt_id });
-      throw leaseLost(f.attempt_id, `attempt is ${a.state}`);
-    }
-    if (!a.lease_live) throw leaseLost(f.attempt_id, 'attempt is past its lease');
-    const t = await lockTask(c, a.namespace_id, a.task_id);
-    // A result for a never-started attempt counts it as started (attempts_made counts attempts
-    // that reached RUNNING; the worker evidently ran it).
-    const attemptsMade = t.attempts_made + (a.state === 'LEASED' ? 1 : 0);
-    const err = f.error ?? null;
-    let attemptState: string;
-    let taskState: string;
-    let taskOutcome: string | null = null;
-    let backoffMs = 0;
-    switch (f.outcome) {
-      case 'succeeded':
-        attemptState = 'SUCCEEDED';
-        taskState = 'SUCCEEDED';
-        taskOutcome = 'succeeded';
-        break;
-      case 'failed':
-        attemptState = 'FAILED';
-        taskState = 'FAILED';
-        taskOutcome = 'failed';
-        break;
-      case 'unknown':
-        attemptState = 'UNKNOWN';
-        taskState = 'NEEDS_REVIEW';
-        taskOutcome = 'unknown';
-        break;
-      default: {
-        attemptState = 'RETRY';
-        const [qrows] = await c.execute<RowDataPacket[]>(
-          'SELECT retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id = ?',
-          [a.queue_id],
-        );
-        const q = qrows[0]!;
-        const backoff = retryBackoffMs(f, { initial: Number(q.retry_initial_backoff_ms), max: Number(q.retry_max_backoff_ms), multiplier: Number(q.retry_multiplier) }, attemptsMade);
-        const [[{ pastDeadline }]] = (await c.query('SELECT (UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND) >= ? AS pastDeadline', [
-          backoff * 1000,
-          t.deadline_at,
-        ])) as unknown as [[{ pastDeadline: number }]];
-        backoffMs = backoff;
-        if (attemptsMade >= t.max_attempts || Number(pastDeadline) === 1) {
-          taskState = 'FAILED';
-          taskOutcome = 'failed';
-        } else taskState = 'WAITING';
-      }
-    }
-    const replyObj: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: taskState };
-    await closeAttempt(c, a.id, {
-      state: attemptState,
-      outcome: f.outcome,
-      output,
-      errorCode: err?.code ?? null,
-      errorMessage: err?.message ?? null,
-      fingerprint: fp,
-      reply: JSON.stringify(replyObj),
-      markStarted: true,
-    });
-    ledger.releaseAttempt(a);
-    if (taskState === 'WAITING') {
-      await c.execute(
-        `UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, attempts_made = ?, not_before = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, updated_at = UTC_TIMESTAMP(3)
-          WHERE id = ?`,
-        [attemptsMade, backoffMs * 1000, t.id],
-      );
-    } else {
-      await finishTask(c, ledger, t, { state: taskState, outcome: taskOutcome!, output: f.outcome === 'succeeded' ? output : null, error: err, attemptsMade });
-    }
-    return replyObj;
-  }
 }
 
 /** Moves a task to a terminal state or NEEDS_REVIEW with its result, and records the event and

@@ -9,11 +9,7 @@ import { OrbitError } from '../../protocol/errors.js';
 import { withTransaction, isConnectionError, type Conn, type Pool } from '../db/pool.js';
 import { PermitLedger } from './ledger.js';
 
-/** Per-transaction memo shared by the items of one batch (e.g. the credential check, done once
- * per credential per transaction). A retried transaction starts with a new one. */
-export type TxMemo = Map<string, Promise<unknown>>;
-
-type ItemFn<T> = (c: Conn, ledger: PermitLedger, memo: TxMemo) => Promise<T>;
+type ItemFn<T> = (c: Conn, ledger: PermitLedger) => Promise<T>;
 
 interface Item {
   fn: ItemFn<unknown>;
@@ -76,13 +72,12 @@ export class TxBatcher {
       await withTransaction(this.pool, async (c) => {
         outcomes = [];
         const merged = new PermitLedger();
-        const memo: TxMemo = new Map();
         for (const item of batch) {
           const sp = this.savepoints && batch.length > 1;
           if (sp) await c.query('SAVEPOINT item');
           const ledger = new PermitLedger();
           try {
-            const value = await item.fn(c, ledger, memo);
+            const value = await item.fn(c, ledger);
             merged.merge(ledger);
             outcomes.push({ ok: true, value, ledger });
           } catch (err) {
@@ -114,7 +109,7 @@ export class TxBatcher {
       let ledger = new PermitLedger();
       const value = await withTransaction(this.pool, async (c) => {
         ledger = new PermitLedger();
-        const v = await item.fn(c, ledger, new Map());
+        const v = await item.fn(c, ledger);
         await ledger.flush(c);
         return v;
       });

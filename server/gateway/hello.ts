@@ -9,6 +9,7 @@ import type { Credential } from '../db/credentials.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from '../dispatch/attempts-sql.js';
 import { PermitLedger } from '../dispatch/ledger.js';
 import { revokeAttempt } from '../dispatch/recovery.js';
+import { queueConfigs } from '../db/queue-config.js';
 
 export interface HelloResult {
   resumed: { attempt_id: string; state: 'LEASED' | 'RUNNING'; lease_expires_at: string; concurrency_token?: string; queueId: string; taskId: string }[];
@@ -97,11 +98,14 @@ export async function helloTransaction(
     }
     if (resumedIds.length) {
       const ph = resumedIds.map(() => '?').join(',');
+      // Lease lengths as literals from the cached configuration (a join with queues would take a
+      // shared lock on the queue row: see startAttempts).
+      const byId = new Map(live.map((a) => [a.id, a.queue_id]));
+      const lease = [...(await queueConfigs(c, resumedIds.map((id) => byId.get(id)!)))].map(([q, v]) => [q, v.leaseSeconds] as const);
       await c.query(
-        `UPDATE attempts a JOIN queues q ON q.id = a.queue_id
-            SET a.session_id = ?, a.lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL q.lease_seconds SECOND
-          WHERE a.id IN (${ph})`,
-        [sessionId, ...resumedIds],
+        `UPDATE attempts SET session_id = ?, lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL (CASE queue_id ${lease.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND
+          WHERE id IN (${ph})`,
+        [sessionId, ...lease.flat(), ...resumedIds],
       );
       const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${ph}) ORDER BY id`, resumedIds);
       for (const a of rows) {

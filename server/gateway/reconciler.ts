@@ -58,7 +58,7 @@ export class Reconciler {
     if (sessions.length === 0) return;
     const pool = this.gw.app.pool;
     // Attempts this node thinks its sessions hold, but that are no longer theirs.
-    const held = sessions.flatMap((s) => [...s.held].map((id) => ({ id, s })));
+    const held = sessions.flatMap((s) => [...s.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
       const [rows] = await pool.query<RowDataPacket[]>(

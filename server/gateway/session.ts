@@ -8,7 +8,7 @@ import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
 import { isConnectionError } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { startInTx, renewAttempts, resultInTx } from '../dispatch/lifecycle.js';
+import { renewAttempts } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
@@ -25,8 +25,9 @@ export class Session {
   workerId = '';
   capacity = 0;
   claim!: ClaimSession;
-  /** Attempts (LEASED/RUNNING) bound to this session: capacity accounting and cancel delivery. */
-  readonly held = new Set<string>();
+  /** Attempts (LEASED/RUNNING) bound to this session, with their queue: capacity accounting,
+   * cancel delivery, and the lease length of a start. */
+  readonly held = new Map<string, string>();
   readonly log: Logger;
   private readonly chains = new Map<string, Promise<void>>();
   private helloDone: Promise<void> | null = null;
@@ -192,7 +193,7 @@ export class Session {
       handlers: h.handlers ?? null,
       concurrencyKeys: h.concurrency_keys ?? false,
     };
-    for (const r of res.resumed) this.held.add(r.attempt_id);
+    for (const r of res.resumed) this.held.set(r.attempt_id, r.queueId);
     this.state = 'open';
     this.gw.register(this);
     this.send({
@@ -257,7 +258,9 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const { value: r } = await this.gw.batcher.run(this.cred.applicationId, (c, _l, memo) => startInTx(c, memo, this.who(), attemptId));
+    const r = await this.gw.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
+    if (!r.ok) throw r.error;
+    if (r.kind !== 'start') throw new Error('frame batch answered a start with a result');
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
 
@@ -268,11 +271,13 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const { value: reply, ledger } = await this.gw.batcher.run(this.cred.applicationId, (c, l, memo) => resultInTx(c, l, memo, this.who(), f));
+    const r = await this.gw.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    if (!r.ok) throw r.error;
+    if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.held.delete(f.attempt_id);
-    this.send(reply as GatewayFrame);
-    if (!reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
-    this.gw.wake(ledger.freedQueues);
+    this.send(r.reply as GatewayFrame);
+    if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
+    this.gw.wake(r.freedQueues);
     this.gw.kick(this);
   }
 
@@ -297,7 +302,7 @@ export class Session {
       return;
     }
     for (const a of assignments) {
-      this.held.add(a.attemptId);
+      this.held.set(a.attemptId, a.queueId);
       const frame: GatewayFrame = {
         type: 'task.assign',
         attempt_id: a.attemptId,

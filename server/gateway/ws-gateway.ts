@@ -11,7 +11,7 @@ import { isConnectionError } from '../db/pool.js';
 import { Session } from './session.js';
 import { Dispatcher } from './dispatcher.js';
 import { Reconciler } from './reconciler.js';
-import { TxBatcher } from '../dispatch/tx-batcher.js';
+import { FrameCommitter } from '../dispatch/frame-batches.js';
 import { releaseAttempts } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
 import { guardTimer, reportInternal } from '../boundary.js';
@@ -25,7 +25,7 @@ export class Gateway {
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
   /** start and result frames of all local sessions, coalesced into shared transactions. */
-  readonly batcher: TxBatcher;
+  readonly frames: FrameCommitter;
   readonly helloTimeoutMs: number;
   private pingTimer: NodeJS.Timeout;
 
@@ -51,10 +51,10 @@ export class Gateway {
         socket.destroy();
       });
     });
-    this.batcher = new TxBatcher(app.pool, 128, 2, (size, seconds) => {
+    this.frames = new FrameCommitter(app.pool, (size, seconds) => {
       app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
       app.metrics.batchSize.observe(size);
-    }, false);
+    });
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.pingTimer = setInterval(

@@ -1,0 +1,187 @@
+// Batch-shaped statements of the coalesced start and result transactions: one statement per table
+// for the whole batch, whatever its size (arrays go in as multi-row IN lists or as one JSON
+// document read with JSON_TABLE). Every UPDATE also names the ids in a primary-key IN list, so the
+// plan is a key lookup per row, never a scan (MariaDB does not index a JSON_TABLE join by itself).
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn } from './pool.js';
+
+const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+
+export interface StartItem {
+  attemptId: string;
+  namespaceId: string;
+  workerId: string;
+}
+
+/** startAttempts(items [attempt id, namespace, worker], now (database clock, read in this
+ * transaction), lease seconds per queue): LEASED → RUNNING for each attempt that is LEASED, owned
+ * by that worker identity, unexpired, with its task still current and before its deadline; the
+ * task goes RUNNING with attempts_made + 1 and the lease restarts at now + the queue's lease.
+ * Returns the changed rows (2 per started attempt: the attempt and its task). */
+export async function startAttempts(c: Conn, items: StartItem[], now: string, leaseByQueue: Map<string, number>): Promise<number> {
+  const queues = [...leaseByQueue];
+  if (queues.length === 0) return 0;
+  // Lease lengths as literals (the caller read them from the cached queue configuration): the
+  // statement reads no queue row, so it takes no lock on one — a subquery on queues here took
+  // shared locks that deadlocked with the counter updates at the end of the batch (measured: 85
+  // deadlocks in one 3-node chaos run).
+  const [res] = await c.query(
+    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
+        SET a.state = 'RUNNING', a.started_at = ?,
+            a.lease_expires_at = CAST(? AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
+            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ?
+      WHERE a.id IN (${list(items.length)})
+        AND (a.id, a.namespace_id, a.worker_id) IN (${items.map(() => '(?, ?, ?)').join(', ')})
+        AND a.queue_id IN (${list(queues.length)})
+        AND a.state = 'LEASED' AND a.lease_expires_at > ? AND t.deadline_at > ?`,
+    [
+      now,
+      now,
+      ...queues.flat(),
+      now,
+      ...items.map((i) => i.attemptId),
+      ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId]),
+      ...queues.map(([q]) => q),
+      now,
+      now,
+    ],
+  );
+  return (res as { affectedRows: number }).affectedRows;
+}
+
+/** attemptQueues(ids) → queue of each attempt (no lock): for a start of an attempt the session
+ * does not hold (rare), whose lease length is then looked up. */
+export async function attemptQueues(c: Conn, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, queue_id FROM attempts WHERE id IN (${list(ids.length)})`, ids);
+  return new Map(rows.map((r) => [r.id as string, r.queue_id as string]));
+}
+
+export interface StartStateRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  worker_id: string;
+  state: string;
+  started_at: string | null;
+  lease_expires_at: string;
+  /** 1 when lease_expires_at > now. */
+  live: number;
+}
+
+/** readStartStates(ids, now): the state of attempts a start batch did not all move (read back
+ * only then, to answer each frame exactly). */
+export async function readStartStates(c: Conn, ids: string[], now: string): Promise<StartStateRow[]> {
+  const [rows] = await c.query<StartStateRow[]>(
+    `SELECT id, namespace_id, worker_id, state, started_at, lease_expires_at, (lease_expires_at > ?) AS live FROM attempts WHERE id IN (${list(ids.length)})`,
+    [now, ...ids],
+  );
+  return rows;
+}
+
+/** An attempt and its task as a result needs them, both rows locked. */
+export interface ResultRow extends RowDataPacket {
+  id: string;
+  task_id: string;
+  namespace_id: string;
+  application_id: string;
+  queue_id: string;
+  state: string;
+  worker_id: string;
+  concurrency_key: Buffer | null;
+  lease_expires_at: string;
+  result_fingerprint: string | null;
+  result_reply: string | null;
+  live: number;
+  t_state: string;
+  t_attempts_made: number;
+  t_max_attempts: number;
+  t_deadline_at: string;
+  t_current_attempt_id: string | null;
+}
+
+/** lockResultRows(ids, now): the attempts and their tasks, locked (attempt, then task, per row —
+ * the order of every other transaction that changes both). */
+export async function lockResultRows(c: Conn, ids: string[], now: string): Promise<ResultRow[]> {
+  const [rows] = await c.query<ResultRow[]>(
+    `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
+            a.result_fingerprint, a.result_reply, (a.lease_expires_at > ?) AS live,
+            t.state AS t_state, t.attempts_made AS t_attempts_made, t.max_attempts AS t_max_attempts, t.deadline_at AS t_deadline_at,
+            t.current_attempt_id AS t_current_attempt_id
+       FROM attempts a JOIN tasks t ON t.id = a.task_id
+      WHERE a.id IN (${list(ids.length)})
+      FOR UPDATE`,
+    [now, ...ids],
+  );
+  return rows;
+}
+
+export interface ClosedAttempt {
+  id: string;
+  state: string;
+  outcome: string;
+  output: string | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+  fingerprint: string;
+  reply: string;
+}
+
+/** closeAttempts(rows, now): the accepted results, one UPDATE through JSON_TABLE; started_at is
+ * set to now for an attempt that was never started. The caller holds the row locks. */
+export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string): Promise<void> {
+  if (rows.length === 0) return;
+  const doc = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.state, o: r.outcome, out: r.output, ec: r.errorCode, em: r.errorMessage, fp: r.fingerprint, rp: r.reply })));
+  await c.query(
+    `UPDATE attempts a JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+        id VARCHAR(32) PATH '$.id', s VARCHAR(16) PATH '$.s', o VARCHAR(32) PATH '$.o', \`out\` LONGTEXT PATH '$.out',
+        ec VARCHAR(128) PATH '$.ec', em TEXT PATH '$.em', fp VARCHAR(64) PATH '$.fp', rp TEXT PATH '$.rp')) j ON a.id = j.id
+        SET a.state = j.s, a.outcome = j.o, a.output = j.out, a.error_code = j.ec, a.error_message = j.em,
+            a.result_fingerprint = j.fp, a.result_reply = j.rp, a.finished_at = ?, a.started_at = COALESCE(a.started_at, ?)
+      WHERE a.id IN (${list(rows.length)})`,
+    [doc, now, now, ...rows.map((r) => r.id)],
+  );
+}
+
+export interface TaskAfterResult {
+  id: string;
+  state: string;
+  attemptsMade: number;
+  /** WAITING (retry): the new not_before; else null. */
+  notBefore: string | null;
+  /** Terminal or review: the result columns (set); WAITING: left as they are. */
+  result: { outcome: string; output: string | null; errorCode: string | null; errorMessage: string | null } | null;
+  /** Terminal: finished_at = now. */
+  terminal: boolean;
+}
+
+/** updateTasksAfterResults(rows, now): one UPDATE through JSON_TABLE; current_attempt_id cleared.
+ * The caller holds the row locks. */
+export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], now: string): Promise<void> {
+  if (rows.length === 0) return;
+  const doc = JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      s: r.state,
+      am: r.attemptsMade,
+      nb: r.notBefore,
+      sr: r.result ? 1 : 0,
+      o: r.result?.outcome ?? null,
+      out: r.result?.output ?? null,
+      ec: r.result?.errorCode ?? null,
+      em: r.result?.errorMessage ?? null,
+      fin: r.terminal ? 1 : 0,
+    })),
+  );
+  await c.query(
+    `UPDATE tasks t JOIN JSON_TABLE(?, '$[*]' COLUMNS (
+        id VARCHAR(32) PATH '$.id', s VARCHAR(24) PATH '$.s', am INT PATH '$.am', nb VARCHAR(32) PATH '$.nb', sr INT PATH '$.sr',
+        o VARCHAR(32) PATH '$.o', \`out\` LONGTEXT PATH '$.out', ec VARCHAR(128) PATH '$.ec', em TEXT PATH '$.em', fin INT PATH '$.fin')) j ON t.id = j.id
+        SET t.state = j.s, t.current_attempt_id = NULL, t.attempts_made = j.am,
+            t.not_before = IF(j.s = 'WAITING', j.nb, t.not_before),
+            t.result_outcome = IF(j.sr = 1, j.o, t.result_outcome), t.result_output = IF(j.sr = 1, j.out, t.result_output),
+            t.result_error_code = IF(j.sr = 1, j.ec, t.result_error_code), t.result_error_message = IF(j.sr = 1, j.em, t.result_error_message),
+            t.finished_at = IF(j.fin = 1, ?, NULL), t.updated_at = ?
+      WHERE t.id IN (${list(rows.length)})`,
+    [doc, now, now, ...rows.map((r) => r.id)],
+  );
+}

@@ -1,0 +1,43 @@
+// Queue configuration that start and result need (lease length, retry policy), read without a lock
+// and cached for a few seconds: it is configuration, not a permit, and no endpoint changes it
+// after creation (pause/resume/retire do not touch these columns). Without the cache, every
+// coalesced start/result transaction would pay a statement for it.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn } from './pool.js';
+
+export interface QueueConfig {
+  leaseSeconds: number;
+  retry: { initial: number; max: number; multiplier: number };
+}
+
+const TTL_MS = 5_000;
+const cache = new Map<string, { v: QueueConfig; at: number }>();
+
+/** queueConfigs(ids) → config per queue id (ids that do not exist are absent). One statement for
+ * the ids missing from the cache, none when all are cached. */
+export async function queueConfigs(c: Conn, ids: Iterable<string>): Promise<Map<string, QueueConfig>> {
+  const out = new Map<string, QueueConfig>();
+  const missing: string[] = [];
+  const now = Date.now();
+  for (const id of new Set(ids)) {
+    const hit = cache.get(id);
+    if (hit && now - hit.at < TTL_MS) out.set(id, hit.v);
+    else missing.push(id);
+  }
+  if (missing.length > 0) {
+    const [rows] = await c.query<RowDataPacket[]>(
+      `SELECT id, lease_seconds, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id IN (${missing.map(() => '?').join(',')})`,
+      missing,
+    );
+    if (cache.size > 10_000) cache.clear();
+    for (const r of rows) {
+      const v: QueueConfig = {
+        leaseSeconds: Number(r.lease_seconds),
+        retry: { initial: Number(r.retry_initial_backoff_ms), max: Number(r.retry_max_backoff_ms), multiplier: Number(r.retry_multiplier) },
+      };
+      cache.set(r.id as string, { v, at: now });
+      out.set(r.id as string, v);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,232 @@
+// start and result frames of every session of a node, coalesced per application into shared
+// transactions of batch-shaped statements (server/db/attempt-batches.ts). A transaction of k starts
+// and m results costs, whatever k and m:
+//   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
+//   did not apply), 1 locking read of the results' attempts and tasks, 1 UPDATE of attempts,
+//   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
+// Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
+// PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
+// savepoint; any other failure fails the transaction, which is retried whole on a deadlock.
+import crypto from 'node:crypto';
+import { OrbitError } from '../../protocol/errors.js';
+import type { ResultFrame } from '../../protocol/frames.js';
+import { isId } from '../../protocol/ids.js';
+import { canonicalJson } from '../../protocol/validation.js';
+import { lockLiveCredentialsWithClock } from '../db/credentials.js';
+import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { queueConfigs } from '../db/queue-config.js';
+import {
+  attemptQueues,
+  closeAttempts,
+  lockResultRows,
+  readStartStates,
+  startAttempts,
+  updateTasksAfterResults,
+  type ClosedAttempt,
+  type TaskAfterResult,
+} from '../db/attempt-batches.js';
+import { GroupCommitter } from './group-commit.js';
+import { PermitLedger } from './ledger.js';
+import { OUTCOME_EVENT } from './events.js';
+import { decideOutcome } from './outcome.js';
+
+export interface Identity {
+  namespaceId: string;
+  workerId: string;
+  /** The session's credential: checked (and share-locked) inside each transaction. */
+  credentialId: string;
+}
+
+export interface ResultReply {
+  type: 'result.ok';
+  attempt_id: string;
+  deduplicated: boolean;
+  task_state: string;
+}
+
+export type FrameCommand =
+  | { kind: 'start'; who: Identity; attemptId: string; /** the attempt's queue when the session holds it */ queueId: string | null }
+  | { kind: 'result'; who: Identity; frame: ResultFrame };
+
+export type FrameOutcome =
+  | { ok: true; kind: 'start'; leaseExpiresAt: string }
+  | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[] }
+  | { ok: false; error: OrbitError };
+
+export const MAX_OUTPUT_BYTES = 256 * 1024;
+
+const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string, attemptId: string): FrameOutcome => ({
+  ok: false,
+  error: new OrbitError(code, message, { attempt_id: attemptId }),
+});
+
+/** DATETIME(3) string + ms, as a DATETIME(3) string (both UTC). */
+function plusMs(dbTime: string, ms: number): string {
+  return new Date(Date.parse(dbTime.replace(' ', 'T') + 'Z') + ms).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+function resultFingerprint(f: ResultFrame): string {
+  return crypto.createHash('sha256').update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms })).digest('hex');
+}
+
+async function starts(c: Conn, items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[], now: string, out: FrameOutcome[]): Promise<void> {
+  if (items.length === 0) return;
+  const unique = new Map(items.map((x) => [x.cmd.attemptId, x]));
+  const queueOf = await attemptQueues(c, [...unique.values()].filter((x) => x.cmd.queueId === null).map((x) => x.cmd.attemptId));
+  for (const x of unique.values()) if (x.cmd.queueId !== null) queueOf.set(x.cmd.attemptId, x.cmd.queueId);
+  const cfg = await queueConfigs(c, queueOf.values());
+  const lease = new Map([...cfg].map(([q, v]) => [q, v.leaseSeconds]));
+  const changed = await startAttempts(
+    c,
+    [...unique.values()].map((x) => ({ attemptId: x.cmd.attemptId, namespaceId: x.cmd.who.namespaceId, workerId: x.cmd.who.workerId })),
+    now,
+    lease,
+  );
+  if (changed === 2 * unique.size) {
+    // Every start applied (an attempt and its task each): the lease ends are now + the queue's
+    // lease, as the statement computed them; no read-back.
+    for (const { i, cmd } of items) {
+      out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(plusMs(now, lease.get(queueOf.get(cmd.attemptId)!)! * 1000))! };
+    }
+    return;
+  }
+  // Some start did not apply: read every attempt of the batch back for its exact answer.
+  const rows = new Map((await readStartStates(c, [...unique.keys()], now)).map((r) => [r.id, r]));
+  for (const { i, cmd } of items) {
+    const a = rows.get(cmd.attemptId);
+    if (!a || a.namespace_id !== cmd.who.namespaceId) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
+    else if (a.worker_id !== cmd.who.workerId) out[i] = fail('LEASE_LOST', 'attempt belongs to another worker', cmd.attemptId);
+    else if (a.state === 'RUNNING' && a.live === 1) out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(a.lease_expires_at)! };
+    else if (a.state === 'LEASED' && a.live === 1) out[i] = fail('LEASE_LOST', 'task deadline passed before start', cmd.attemptId);
+    else if (a.state === 'LEASED' || a.state === 'RUNNING') out[i] = fail('LEASE_LOST', 'attempt is past its lease', cmd.attemptId);
+    else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, cmd.attemptId);
+  }
+}
+
+async function results(
+  c: Conn,
+  ledger: PermitLedger,
+  items: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[],
+  now: string,
+  out: FrameOutcome[],
+): Promise<void> {
+  if (items.length === 0) return;
+  const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], now)).map((r) => [r.id, r]));
+  const retryQueues = items.filter((x) => x.cmd.frame.outcome === 'retry').map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id).filter((q): q is string => !!q);
+  const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
+  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const closed: ClosedAttempt[] = [];
+  const tasks: TaskAfterResult[] = [];
+  /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
+  const accepted = new Map<string, { fp: string; reply: ResultReply }>();
+  for (const { i, cmd } of items) {
+    const f = cmd.frame;
+    const fp = resultFingerprint(f);
+    const a = rows.get(f.attempt_id);
+    if (!a || a.namespace_id !== cmd.who.namespaceId) {
+      out[i] = fail('NOT_FOUND', 'unknown attempt', f.attempt_id);
+      continue;
+    }
+    if (a.worker_id !== cmd.who.workerId) {
+      out[i] = fail('LEASE_LOST', 'attempt belongs to another worker', f.attempt_id);
+      continue;
+    }
+    const earlier = accepted.get(a.id);
+    const storedFp = earlier?.fp ?? a.result_fingerprint;
+    const storedReply = earlier ? JSON.stringify(earlier.reply) : a.result_reply;
+    if (earlier || (a.state !== 'LEASED' && a.state !== 'RUNNING')) {
+      if (storedFp === fp && storedReply) out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultReply), deduplicated: true }, freedQueues: [] };
+      else if (storedFp) out[i] = fail('STATE_CONFLICT', 'a different result was already accepted for this attempt', f.attempt_id);
+      else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, f.attempt_id);
+      continue;
+    }
+    if (a.live !== 1) {
+      out[i] = fail('LEASE_LOST', 'attempt is past its lease', f.attempt_id);
+      continue;
+    }
+    const d = decideOutcome({
+      outcome: f.outcome,
+      retryAfterMs: f.retry_after_ms,
+      attemptState: a.state,
+      attemptsMade: a.t_attempts_made,
+      maxAttempts: a.t_max_attempts,
+      nowMs,
+      deadlineMs: Date.parse(a.t_deadline_at.replace(' ', 'T') + 'Z'),
+      policy: cfg.get(a.queue_id)?.retry ?? null,
+      jitter: Math.random(),
+    });
+    const output = f.output === undefined ? null : JSON.stringify(f.output);
+    const err = f.error ?? null;
+    const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
+    closed.push({ id: a.id, state: d.attemptState, outcome: f.outcome, output, errorCode: err?.code ?? null, errorMessage: err?.message ?? null, fingerprint: fp, reply: JSON.stringify(reply) });
+    ledger.releaseAttempt(a);
+    if (d.taskState === 'WAITING') {
+      tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore: plusMs(now, d.backoffMs), result: null, terminal: false });
+    } else {
+      const taskOutput = f.outcome === 'succeeded' ? output : null;
+      tasks.push({
+        id: a.task_id,
+        state: d.taskState,
+        attemptsMade: d.attemptsMade,
+        notBefore: null,
+        result: { outcome: d.taskOutcome!, output: taskOutput, errorCode: err?.code ?? null, errorMessage: err?.message ?? null },
+        terminal: d.taskState !== 'NEEDS_REVIEW',
+      });
+      if (d.taskState !== 'NEEDS_REVIEW') ledger.taskFinished(a.application_id);
+      const result: Record<string, unknown> = { outcome: d.taskOutcome };
+      if (taskOutput) result.output = JSON.parse(taskOutput);
+      if (err) result.error = err;
+      ledger.event({ namespaceId: a.namespace_id, type: OUTCOME_EVENT[d.taskOutcome!]!, taskId: a.task_id, queueId: a.queue_id, result });
+    }
+    accepted.set(a.id, { fp, reply });
+    out[i] = { ok: true, kind: 'result', reply, freedQueues: [a.queue_id] };
+  }
+  await closeAttempts(c, closed, now);
+  await updateTasksAfterResults(c, tasks, now);
+}
+
+/** One transaction for a batch of one application's frames. */
+export async function runFrameBatch(pool: Pool, cmds: FrameCommand[]): Promise<FrameOutcome[]> {
+  return withTransaction(pool, async (c) => {
+    const out: FrameOutcome[] = new Array(cmds.length);
+    const ledger = new PermitLedger();
+    const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
+    const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
+    const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
+    cmds.forEach((cmd, i) => {
+      const attemptId = cmd.kind === 'start' ? cmd.attemptId : cmd.frame.attempt_id;
+      if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
+      else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
+      else if (cmd.kind === 'start') startItems.push({ i, cmd });
+      else if (cmd.frame.output !== undefined && Buffer.byteLength(JSON.stringify(cmd.frame.output)) > MAX_OUTPUT_BYTES) {
+        out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
+      } else resultItems.push({ i, cmd });
+    });
+    await starts(c, startItems, now, out);
+    await results(c, ledger, resultItems, now, out);
+    await ledger.flush(c);
+    return out;
+  });
+}
+
+/** The node's frame committer: per-application group commit of start and result frames. */
+export class FrameCommitter {
+  private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
+
+  constructor(pool: Pool, onBatch: (size: number, seconds: number) => void) {
+    this.committer = new GroupCommitter(
+      async (_app, cmds) => {
+        const started = process.hrtime.bigint();
+        const out = await runFrameBatch(pool, cmds);
+        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
+        return out;
+      },
+      256,
+      2,
+    );
+  }
+
+  run(applicationId: string, cmd: FrameCommand): Promise<FrameOutcome> {
+    return this.committer.submit(applicationId, cmd);
+  }
+}
