@@ -1,14 +1,31 @@
-// Gateway memory per idle worker session: N raw WebSocket sessions (hello with capacity 0), RSS of
-// the gateway process read from /proc before and after.
-import fs from 'node:fs';
+// Gateway memory per idle worker session: N raw WebSocket sessions (hello with capacity 0) on top
+// of 20 warm-up sessions. Both readings follow a forced full GC in the gateway (bench/gateway-gc-hook)
+// so they show retained memory: RSS (from the hook, = /proc VmRSS) and the JS heap in use plus
+// external memory (buffers), which does not depend on when V8 and malloc return pages.
 import WebSocket from 'ws';
 
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+export interface GcReading {
+  heapUsed: number;
+  /** Memory of C++ objects bound to JS objects (socket and ws buffers): process.memoryUsage().external. */
+  external: number;
+  rss: number;
 }
 
-export async function idleSessionsRss(url: string, token: string, queueId: string, pid: number, count: number) {
+export interface IdleResult {
+  sessions: number;
+  rssBeforeMb: number;
+  rssAfterMb: number;
+  mbPer1000: number;
+  /** JS heap in use + external memory. */
+  heapBeforeMb: number;
+  heapAfterMb: number;
+  heapMbPer1000: number;
+}
+
+const MB = 1024 * 1024;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function idleSessions(url: string, token: string, queueId: string, count: number, gc: () => Promise<GcReading>): Promise<IdleResult> {
   const open = async (i: number) =>
     new Promise<WebSocket>((resolve, reject) => {
       const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/workers/connect', ['orbit.worker.v1'], { headers: { authorization: `Bearer ${token}` } });
@@ -18,15 +35,22 @@ export async function idleSessionsRss(url: string, token: string, queueId: strin
         if (JSON.parse(d.toString()).type === 'hello.ok') resolve(ws);
       });
     });
-  // Warm up (JIT, pools) with a few sessions, then measure.
   const warm = await Promise.all(Array.from({ length: 20 }, (_, i) => open(1_000_000 + i)));
-  await new Promise((r) => setTimeout(r, 500));
-  global.gc?.();
-  const before = rssMb(pid);
+  await sleep(500);
+  const before = await gc();
   const sockets: WebSocket[] = [];
   for (let i = 0; i < count; i += 50) sockets.push(...(await Promise.all(Array.from({ length: Math.min(50, count - i) }, (_, j) => open(i + j)))));
-  await new Promise((r) => setTimeout(r, 1000));
-  const after = rssMb(pid);
-  for (const ws of [...sockets, ...warm]) ws.close(1000);
-  return { sessions: count, rssBeforeMb: before, rssAfterMb: after, mbPer1000: ((after - before) / count) * 1000 };
+  await sleep(1000);
+  const after = await gc();
+  const all = [...sockets, ...warm];
+  await Promise.all(all.map((ws) => new Promise<void>((r) => (ws.once('close', () => r()), ws.close(1000)))));
+  return {
+    sessions: count,
+    rssBeforeMb: before.rss / MB,
+    rssAfterMb: after.rss / MB,
+    mbPer1000: ((after.rss - before.rss) / MB / count) * 1000,
+    heapBeforeMb: (before.heapUsed + before.external) / MB,
+    heapAfterMb: (after.heapUsed + after.external) / MB,
+    heapMbPer1000: ((after.heapUsed + after.external - before.heapUsed - before.external) / MB / count) * 1000,
+  };
 }

@@ -1,14 +1,21 @@
 #!/usr/bin/env node
-// `npm run bench [-- --quick] [-- --json] [-- --json-out=FILE]`: one run on this machine, on its own durable MariaDB
-// (innodb_flush_log_at_trx_commit=1) and gateway process:
-//   (a) the bare-database baseline (single-row commit transactions at the gateway's connection count),
-//   (b) end-to-end throughput for unkeyed tasks, tasks over 1 000 keys, tasks over 10 hot keys,
-//   (c) p50/p99 submit→assign (database clock) and result→result.ok (worker clock) at half peak,
-//   (d) commits and redo-log fsyncs per task, (e) gateway RSS per 1 000 idle sessions,
-//   (f) each throughput as a ratio to the baseline.
+// `npm run bench [-- --quick] [-- --json] [-- --json-out=FILE]`: one run on this machine, on its
+// own durable MariaDB (innodb_flush_log_at_trx_commit=1) and gateway process:
+//   (a) the bare-database baseline, warmed up and repeated: autocommit single-row INSERTs (the
+//       headline) and START TRANSACTION; INSERT; COMMIT, over the gateway's connection count;
+//   (b) end-to-end throughput (producers and workers at the same time) for `unkeyed` (one task
+//       per request), `unkeyed-batch` (POST /v1/tasks:batch), `keys-1000`, `hot-keys-10`, each
+//       as a ratio to the autocommit baseline;
+//   (c) per task: SQL statements, commits, row-lock waits, claim rounds and the empty share, CPU
+//       ms of mariadbd, the gateway, the workers and the producers;
+//   (d) p50/p99 submit→assign and result→result.ok, also paced at half the `unkeyed` peak;
+//   (e) gateway memory per 1 000 idle worker sessions (RSS and JS heap after a forced full GC).
+// Options: --batch-size=N (items per batch request, default 100), --keyed-submit=single|batch
+// (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import readline from 'node:readline';
 import { startEmbeddedMariaDb, ensureDatabase } from '../server/db/embedded-mariadb.js';
@@ -16,109 +23,164 @@ import { createPool, parseDsn } from '../server/db/pool.js';
 import { migrateUp } from '../server/db/migrations.js';
 import { bootstrap } from '../server/admin/bootstrap.js';
 import { packageRoot } from '../server/paths.js';
-import { baseline } from './baseline.js';
-import { runScenario, type ScenarioResult } from './scenario.js';
-import { idleSessionsRss } from './idle-sessions.js';
+import { baselines, type BaselineOptions } from './baseline.js';
+import { dbCalibrate, INNODB_MONITOR_ARG } from './counters.js';
+import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
+import { idleSessions, type GcReading } from './idle-sessions.js';
+import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
 
-const args = new Set(process.argv.slice(2));
+const argv = process.argv.slice(2);
+const args = new Set(argv);
+const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 // `npm run bench --quick` (without `--`) reaches the script as npm_config_quick=true, not argv.
 const quick = args.has('--quick') || process.env.npm_config_quick === 'true';
 const asJson = args.has('--json') || process.env.npm_config_json === 'true';
+const batchSize = Number(opt('batch-size') ?? 100);
+const keyedSubmit = opt('keyed-submit') === 'single' ? 'single' : 'batch';
 const progress = (l: string) => {
   if (!asJson || process.stderr.isTTY) process.stderr.write(`\r\x1b[K${l}`);
 };
-const say = (l: string) => process.stderr.write(`\r\x1b[K${l}\n`);
+const t0 = performance.now();
+const say = (l: string) => process.stderr.write(`\r\x1b[K${l ? `[${((performance.now() - t0) / 1000).toFixed(0).padStart(3)} s] ${l}` : ''}\n`);
 
 const POOL_CONNECTIONS = 16; // the gateway's pool size (server/db/pool.ts)
 
-async function startGateway(dsn: string): Promise<{ child: ChildProcess; url: string }> {
+interface Gateway {
+  child: ChildProcess;
+  url: string;
+  /** Full GC in the gateway, then its heap in use and RSS (bench/gateway-gc-hook). */
+  gc(): Promise<GcReading>;
+}
+
+async function startGateway(dsn: string): Promise<Gateway> {
   // ORBIT_BENCH_CPU_PROF=dir: the gateway writes a V8 CPU profile there at exit (node --cpu-prof).
   const prof = process.env.ORBIT_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.ORBIT_BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
+  const hook = ['--expose-gc', '--import', pathToFileURL(path.join(packageRoot(), 'dist/bench/gateway-gc-hook.js')).href];
+  const child = spawn(process.execPath, [...prof, ...hook, path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
     env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  let gcWaiter: ((r: GcReading) => void) | null = null;
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`gateway exited ${c}`)));
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l.includes('orbit gateway ready')) resolve(JSON.parse(l).url);
+      if (l.startsWith('{"bench_gc"')) {
+        const g = JSON.parse(l).bench_gc;
+        gcWaiter?.({ heapUsed: g.heap_used, external: g.external, rss: g.rss });
+        gcWaiter = null;
+      } else if (l.includes('orbit gateway ready')) resolve(JSON.parse(l).url);
       else if (/"level":(50|60)/.test(l)) say(`gateway: ${l.slice(0, 2000)}`);
     });
   });
-  return { child, url };
+  const gc = () =>
+    new Promise<GcReading>((resolve) => {
+      gcWaiter = resolve;
+      child.kill('SIGUSR2');
+    });
+  return { child, url, gc };
 }
 
 async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-bench-'));
-  const db = await startEmbeddedMariaDb({ dataDir: dir, serverArgs: ['--innodb-flush-log-at-trx-commit=1', '--sync-binlog=0'], log: say });
-  let gw: { child: ChildProcess; url: string } | null = null;
+  const db = await startEmbeddedMariaDb({
+    dataDir: dir,
+    serverArgs: ['--innodb-flush-log-at-trx-commit=1', '--sync-binlog=0', INNODB_MONITOR_ARG],
+    log: say,
+  });
+  let gw: Gateway | null = null;
+  const pool = createPool(db.dsn('orbit'), { connectionLimit: 4 });
   try {
     await ensureDatabase(db, 'orbit');
     const dsn = db.dsn('orbit');
-    const pool = createPool(dsn, { connectionLimit: 4 });
     await migrateUp(pool);
     const creds = await bootstrap(pool, { application: 'bench', namespace: 'bench', environment: 'bench', queues: ['warmup'], workerAccess: true, url: '' });
-    const n = quick ? { base: 2000, unkeyed: 2000, keyed: 2000, hot: 300, paced: 600 } : { base: 20000, unkeyed: 20000, keyed: 20000, hot: 2000, paced: 4000 };
+    const n = quick
+      ? { unkeyed: 2000, batch: 3000, keyed: 2000, hot: 300, pacedSecs: 8, idle: 1000 }
+      : { unkeyed: 20000, batch: 20000, keyed: 20000, hot: 2000, pacedSecs: 40, idle: 1000 };
+    const bo: BaselineOptions = quick
+      ? { connections: POOL_CONNECTIONS, warmupMs: 1000, roundMs: 1500, rounds: 3 }
+      : { connections: POOL_CONNECTIONS, warmupMs: 3000, roundMs: 5000, rounds: 3 };
+    const baselineHow = `median of ${bo.rounds} rounds of ${bo.roundMs / 1000} s after a ${bo.warmupMs / 1000} s warm-up`;
 
-    say(`baseline: ${n.base} single-row commits over ${POOL_CONNECTIONS} connections`);
-    const base = await baseline(parseDsn(dsn), POOL_CONNECTIONS, n.base);
+    const overhead = await dbCalibrate(pool);
+    say(`baseline: single-row INSERTs over ${POOL_CONNECTIONS} connections, autocommit and in transactions (${baselineHow}, rounds alternated)`);
+    const { autocommit, transaction } = await baselines(parseDsn(dsn), bo, overhead);
+    say(`baseline: autocommit ${fmt(autocommit.medianPerSec)} commits/s (rounds ${autocommit.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
+    say(`baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
+
     gw = await startGateway(dsn);
-    const setup = { url: gw.url, token: creds.token, pool, workers: 2, capacity: 32, producers: 32 };
-    const results: ScenarioResult[] = [];
-    const run = async (spec: Parameters<typeof runScenario>[1]) => {
-      const r = await runScenario(setup, spec, progress);
-      say(`${r.name}: ${r.tasks} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s`);
-      results.push(r);
+    say(`gateway ready at ${gw.url}`);
+    const setup: ScenarioSetup = {
+      url: gw.url,
+      token: creds.token,
+      pool,
+      workers: 2,
+      capacity: 32,
+      producers: 2,
+      singleConcurrency: 16,
+      batchConcurrency: 4,
+      batchSize,
+      mariadbPid: db.child.pid,
+      gatewayPid: gw.child.pid,
+      overhead,
+      stallMs: 60_000,
     };
-    // --unkeyed-only=N: just the baseline and one unkeyed scenario of N tasks (e.g. the 5 000-task
-    // figure asked for in the gateway issue), then the idle-session measurement.
-    const only = process.argv.find((a) => a.startsWith('--unkeyed-only='));
+    const hasBatch = await batchEndpointAvailable(gw.url, creds.token);
+    if (!hasBatch) say('POST /v1/tasks:batch is not available on this gateway: unkeyed-batch skipped, keyed scenarios submit one task per request');
+    const results: (ScenarioResult | Skipped)[] = [];
+    const run = async (spec: ScenarioSpec): Promise<ScenarioResult | null> => {
+      if (spec.submit === 'batch' && !hasBatch) {
+        if (spec.name === 'unkeyed-batch') {
+          results.push({ spec, reason: 'POST /v1/tasks:batch not available (404)' });
+          return null;
+        }
+        spec = { ...spec, submit: 'single' };
+      }
+      const r = await runScenario(setup, spec, progress);
+      say(`${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline)`);
+      results.push(r);
+      return r;
+    };
+    const only = opt('unkeyed-only');
     if (only) {
-      await run({ name: 'unkeyed', count: Number(only.split('=')[1]), keys: null });
+      await run({ name: 'unkeyed', count: Number(only), keys: null, submit: 'single' });
     } else {
-      await run({ name: 'unkeyed', count: n.unkeyed, keys: null });
-      await run({ name: 'keys-1000', count: n.keyed, keys: 1000 });
-      await run({ name: 'hot-keys-10', count: n.hot, keys: 10 });
-      await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, preload: true });
-      const half = Math.max(10, Math.round(results[0]!.tasksPerSec / 2));
-      await run({ name: `unkeyed-paced-${half}-per-sec`, count: n.paced, keys: null, rate: half });
+      const unkeyed = (await run({ name: 'unkeyed', count: n.unkeyed, keys: null, submit: 'single' }))!;
+      await run({ name: 'unkeyed-batch', count: n.batch, keys: null, submit: 'batch' });
+      await run({ name: 'keys-1000', count: n.keyed, keys: 1000, submit: keyedSubmit });
+      await run({ name: 'hot-keys-10', count: n.hot, keys: 10, submit: keyedSubmit });
+      await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, submit: keyedSubmit, preload: true });
+      const half = Math.max(10, Math.round(unkeyed.tasksPerSec / 2));
+      await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
     }
-    progress('idle sessions');
-    const idle = await idleSessionsRss(gw.url, creds.token, creds.queue_id, gw.child.pid!, quick ? 300 : 1000);
-    await pool.end();
 
-    const report = {
+    progress(`idle sessions: opening ${n.idle}`);
+    const idle = await idleSessions(gw.url, creds.token, creds.queue_id, n.idle, gw.gc);
+    say(`idle sessions: ${fmt(idle.sessions)} → ${fmt(idle.mbPer1000, 1)} MB of gateway RSS (${fmt(idle.heapMbPer1000, 1)} MB of JS heap + external) per 1 000`);
+
+    const input = {
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memory_gib: Math.round(os.totalmem() / 2 ** 30), node: process.version },
-      mode: quick ? 'quick' : 'full',
-      baseline_commits_per_sec: base.commitsPerSec,
-      scenarios: results.map((r) => ({ ...r, ratio_to_baseline: r.tasksPerSec / base.commitsPerSec })),
-      idle_sessions: idle,
+      mode: quick ? ('quick' as const) : ('full' as const),
+      command: ['npm run bench', ...(argv.length ? ['--', ...argv] : [])].join(' '),
+      baselineHow,
+      autocommit,
+      transaction,
+      scenarios: results,
+      idle,
+      batchSize,
     };
     say('');
-    const jsonOut = process.argv.find((a) => a.startsWith('--json-out='));
-    if (jsonOut) fs.writeFileSync(jsonOut.slice('--json-out='.length), JSON.stringify(report, null, 2) + '\n');
-    if (asJson) {
-      process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-    } else {
-      const lines = [
-        `baseline: ${fmt(base.commitsPerSec)} commits/s (${base.total} single-row commit transactions, ${POOL_CONNECTIONS} connections)`,
-        '',
-        '| scenario | tasks | tasks/s | × baseline | submit→assign p50/p99 ms | result→ok p50/p99 ms | commits/task | fsyncs/task | key release→next grant ms |',
-        '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-        ...report.scenarios.map(
-          (r) =>
-            `| ${r.name} | ${r.tasks} | ${fmt(r.tasksPerSec)} | ${fmt(r.ratio_to_baseline, 2)} | ${fmt(r.submitToAssignP50, 1)} / ${fmt(r.submitToAssignP99, 1)} | ${fmt(r.resultToOkP50, 1)} / ${fmt(r.resultToOkP99, 1)} | ${fmt(r.commitsPerTask, 2)} | ${fmt(r.fsyncsPerTask, 2)} | ${fmt(r.keyHandoffMs, 1)} |`,
-        ),
-        '',
-        `gateway RSS: ${fmt(idle.rssBeforeMb, 1)} MB before, ${fmt(idle.rssAfterMb, 1)} MB with ${idle.sessions} idle sessions → ${fmt(idle.mbPer1000, 1)} MB per 1 000 sessions`,
-      ];
-      process.stdout.write(lines.join('\n') + '\n');
-    }
+    const json = reportJson(input);
+    const jsonOut = opt('json-out');
+    if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(json, null, 2) + '\n');
+    process.stdout.write(asJson ? JSON.stringify(json, null, 2) + '\n' : reportText(input));
   } finally {
-    if (gw) {
+    await pool.end().catch(() => {});
+    if (gw && gw.child.exitCode === null && gw.child.signalCode === null) {
+      const exited = new Promise((r) => gw!.child.once('exit', r));
       gw.child.kill('SIGTERM');
-      await new Promise((r) => gw!.child.once('exit', r));
+      await exited;
     }
     await db.stop();
     fs.rmSync(dir, { recursive: true, force: true });

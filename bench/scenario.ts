@@ -1,21 +1,31 @@
-// One end-to-end throughput scenario: producers submit over HTTP while SDK worker processes run
-// the tasks (submit → assign → start → result committed), measured from the first submit to the
-// last SUCCEEDED commit.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import readline from 'node:readline';
+// One end-to-end scenario: producer processes submit over HTTP while SDK worker processes run the
+// tasks (submit → assign → start → result committed), timed from the producers' start to the last
+// result.ok a worker received. Progress comes from the workers (stdout) and producers (IPC), never
+// from the database; its counters, the gateway's /metrics and /proc are read only before and after.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
-import { packageRoot } from '../server/paths.js';
-import { globalStatus, percentile } from './stats.js';
+import { cpuMs, dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
+import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
+import { percentile } from './stats.js';
 
 export interface ScenarioSetup {
   url: string;
   token: string;
+  /** The bench's own pool: status counters before/after, latency queries after a scenario. */
   pool: Pool;
   workers: number;
   capacity: number;
   producers: number;
+  /** Concurrent requests per producer process: one-task requests, batch requests. */
+  singleConcurrency: number;
+  batchConcurrency: number;
+  batchSize: number;
+  mariadbPid: number | undefined;
+  gatewayPid: number | undefined;
+  /** The bench's own statements in a before/after status pair (subtracted). */
+  overhead: DbStatus;
+  /** Fail when neither submits nor results advance for this long. */
+  stallMs: number;
 }
 
 export interface ScenarioSpec {
@@ -23,141 +33,211 @@ export interface ScenarioSpec {
   count: number;
   /** null = unkeyed; else the number of distinct keys (task i gets key i % keys). */
   keys: number | null;
+  submit: 'single' | 'batch';
   /** Submissions per second (paced); undefined = as fast as producers go. */
   rate?: number;
   /** Submit everything first, then start the workers and the clock (no producer load while the
-   * tasks run): isolates the dispatch path, e.g. a hot key's turnover. */
+   * tasks run): isolates the dispatch path, e.g. a hot key's turnover. Counters include submits. */
   preload?: boolean;
 }
 
+export interface CpuPerTask {
+  mariadbd: number;
+  gateway: number;
+  workers: number;
+  producers: number;
+  total: number;
+}
+
 export interface ScenarioResult {
-  name: string;
+  spec: ScenarioSpec;
   tasks: number;
   seconds: number;
   tasksPerSec: number;
-  submitToAssignP50: number;
-  submitToAssignP99: number;
-  resultToOkP50: number;
-  resultToOkP99: number;
-  commitsPerTask: number;
-  fsyncsPerTask: number;
-  /** Keyed scenarios: mean time from an attempt's release to the next grant of the same key (ms,
-   * database clock) — the idle gap of a key between two holders. */
+  db: DbPerUnit;
+  /** Claim rounds per task (orbit_claim_rounds_total if the gateway has it, else
+   * orbit_claim_seconds_count) and the share of rounds that granted nothing (null: no metric). */
+  claimRoundsPerTask: number | null;
+  claimRoundsSource: string;
+  emptyClaimShare: number | null;
+  /** Mean frames per coalesced start/result transaction (orbit_frame_batch_size). */
+  frameBatchMean: number | null;
+  /** orbit_tasks_finished_total delta (a cross-check of the workers' count). */
+  gatewayFinished: number | null;
+  cpuMsPerTask: CpuPerTask;
+  submitToAssignMs: { p50: number; p99: number };
+  resultToOkMs: { p50: number; p99: number };
+  /** Keyed: mean release → next grant of the same key (ms, database clock). */
   keyHandoffMs: number;
 }
 
-async function api(url: string, token: string, method: string, p: string, body: unknown, key?: string): Promise<any> {
-  const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  if (key) headers['idempotency-key'] = key;
-  for (let attempt = 0; ; attempt++) {
-    const res = await fetch(url + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const json = (await res.json()) as any;
-    if (res.status < 300) return json.data;
-    if (res.status !== 503 || attempt > 50) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json.error)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+const now = () => performance.timeOrigin + performance.now();
+
+async function createQueue(url: string, token: string, name: string): Promise<string> {
+  const res = await fetch(url + '/v1/queues', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': name },
+    body: JSON.stringify({ name, max_active_attempts: 100000, lease_seconds: 60 }),
+  });
+  const json = (await res.json()) as any;
+  if (res.status >= 300) throw new Error(`POST /v1/queues: ${res.status} ${JSON.stringify(json.error)}`);
+  return json.data.queue.id as string;
 }
 
-function spawnWorkers(s: ScenarioSetup, queueId: string) {
-  return Array.from({ length: s.workers }, () => {
-    const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
-      env: { ...process.env, ORBIT_URL: s.url, ORBIT_TOKEN: s.token, WORKER_QUEUES: queueId, WORKER_CAPACITY: String(s.capacity), WORKER_LATENCY: '1' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const latencies: number[] = [];
-    let onReady!: () => void;
-    const ready = new Promise<void>((r) => (onReady = r));
-    readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-      const o = JSON.parse(l);
-      if (o.ev === 'ready') onReady();
-      if (o.ev === 'latency') latencies.push(...(o.result_ms as number[]));
-    });
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    return { child, ready, latencies, exited };
+/** True unless the gateway has no `POST /v1/tasks:batch` route (404/405 for an empty envelope). */
+export async function batchEndpointAvailable(url: string, token: string): Promise<boolean> {
+  const res = await fetch(url + '/v1/tasks:batch', {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ tasks: [] }),
   });
+  await res.arrayBuffer();
+  return res.status !== 404 && res.status !== 405;
+}
+
+/** After a scenario: submit→assign of every first attempt (task created_at → attempt leased_at,
+ * database clock) and, for keyed tasks, the mean gap from an attempt's finish to the grant of the
+ * next token of its key. One read by queue; the pairing is done here (a self-join was slow). */
+async function attemptLatencies(pool: Pool, queueId: string): Promise<{ assign: number[]; handoff: number }> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT a.attempt_no AS n, a.concurrency_key AS k, a.concurrency_token AS tok,
+            TIMESTAMPDIFF(MICROSECOND, t.created_at, a.leased_at) AS assign_us,
+            TIMESTAMPDIFF(MICROSECOND, '2000-01-01', a.leased_at) AS leased_us,
+            TIMESTAMPDIFF(MICROSECOND, '2000-01-01', a.finished_at) AS finished_us
+       FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.queue_id = ?`,
+    [queueId],
+  );
+  const assign = rows.filter((r) => Number(r.n) === 1).map((r) => Number(r.assign_us) / 1000);
+  const finished = new Map<string, number>();
+  const id = (k: Buffer | string, tok: bigint) => `${Buffer.isBuffer(k) ? k.toString('hex') : k}/${tok}`;
+  for (const r of rows) if (r.k !== null && r.finished_us !== null) finished.set(id(r.k, BigInt(r.tok)), Number(r.finished_us));
+  const gaps: number[] = [];
+  for (const r of rows) {
+    if (r.k === null) continue;
+    const prev = finished.get(id(r.k, BigInt(r.tok) - 1n));
+    if (prev !== undefined) gaps.push((Number(r.leased_us) - prev) / 1000);
+  }
+  return { assign, handoff: gaps.length ? gaps.reduce((a, b) => a + b, 0) / gaps.length : NaN };
 }
 
 export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress: (line: string) => void): Promise<ScenarioResult> {
   const name = `bench-${spec.name}-${Date.now()}`;
-  const queue = (await api(s.url, s.token, 'POST', '/v1/queues', { name, max_active_attempts: 100000, lease_seconds: 60 }, name)).queue;
-  let workers: ReturnType<typeof spawnWorkers> = [];
+  const queueId = await createQueue(s.url, s.token, name);
+  let workers: WorkerProc[] = [];
+  const completed = () => workers.reduce((n, w) => n + w.completed, 0);
+  let lastChange = Date.now();
+  let onAdvance = () => {};
+  const advanced = () => {
+    lastChange = Date.now();
+    onAdvance();
+  };
+  const workerCpu0 = new Map<WorkerProc, number>();
   const startWorkers = async () => {
-    workers = spawnWorkers(s, queue.id);
+    workers = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, advanced);
     await Promise.all(workers.map((w) => w.ready));
+    for (const w of workers) workerCpu0.set(w, cpuMs(w.child.pid));
   };
-  if (!spec.preload) await startWorkers();
-  const before = await globalStatus(s.pool);
-  let started = performance.now();
-  let submitted = 0;
-  let next = 0;
-  const producer = async () => {
-    for (;;) {
-      const i = next++;
-      if (i >= spec.count) return;
-      if (spec.rate) {
-        const due = started + (i / spec.rate) * 1000;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      }
-      const body: Record<string, unknown> = { queue_id: queue.id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i } };
-      if (spec.keys !== null) body.concurrency_key = `${name}/${i % spec.keys}`; // keys unique per scenario: hand-off gaps stay within it
-      await api(s.url, s.token, 'POST', '/v1/tasks', body, `${name}-${i}`);
-      submitted++;
-    }
-  };
-  const producing = Promise.all(Array.from({ length: s.producers }, producer));
-  let done = 0;
-  const tick = setInterval(() => {
-    void s.pool
-      .query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state = 'SUCCEEDED'", [queue.id])
-      .then(([rows]) => (done = Number(rows[0]!.n)))
-      .catch(() => {});
-    progress(`${spec.name}: submitted ${submitted}/${spec.count}, succeeded ${done}`);
-  }, 1000);
+  const producers = spawnProducers(s.producers, advanced);
   try {
-    await producing;
-    if (spec.preload) {
-      await startWorkers();
-      started = performance.now();
+    if (!spec.preload) await startWorkers();
+    await Promise.all(producers.map((p) => p.ready));
+
+    const dbBefore = await dbStatus(s.pool);
+    const mBefore = await scrapeMetrics(s.url);
+    const cpu0 = { mariadbd: cpuMs(s.mariadbPid), gateway: cpuMs(s.gatewayPid), producers: producers.map((p) => cpuMs(p.child.pid)) };
+
+    const startAt = now() + 50;
+    producers.forEach((p, index) =>
+      p.go({
+        type: 'go',
+        url: s.url,
+        token: s.token,
+        queueId,
+        prefix: name,
+        index,
+        of: producers.length,
+        count: spec.count,
+        keys: spec.keys,
+        batch: spec.submit === 'batch' ? s.batchSize : 0,
+        concurrency: spec.submit === 'batch' ? s.batchConcurrency : s.singleConcurrency,
+        rate: spec.rate ?? null,
+        startAt,
+      }),
+    );
+    const submitted = () => producers.reduce((n, p) => n + p.submitted, 0);
+    const tick = setInterval(() => progress(`${spec.name}: submitted ${submitted()}/${spec.count}, results ${completed()}`), 1000);
+    let clock = startAt;
+    let stall: NodeJS.Timeout | undefined;
+    try {
+      const producing = Promise.all(producers.map((p) => p.done));
+      if (spec.preload) {
+        await producing;
+        await startWorkers();
+        clock = now();
+      }
+      await new Promise<void>((resolve, reject) => {
+        producing.catch(reject);
+        for (const w of workers) w.exited.then(() => reject(new Error(`worker process ${w.child.pid} exited during the run`)));
+        stall = setInterval(() => {
+          if (Date.now() - lastChange > s.stallMs) reject(new Error(`${spec.name}: no progress for ${s.stallMs / 1000} s (submitted ${submitted()}, results ${completed()})`));
+        }, 1000);
+        onAdvance = () => {
+          if (completed() >= spec.count) resolve();
+        };
+        onAdvance();
+      });
+    } finally {
+      clearInterval(tick);
+      clearInterval(stall);
+      onAdvance = () => {};
     }
-    for (;;) {
-      const [rows] = await s.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state = 'SUCCEEDED'", [queue.id]);
-      done = Number(rows[0]!.n);
-      if (done >= spec.count) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    const end = Math.max(...workers.map((w) => w.lastResultAt));
+    const cpu1 = { mariadbd: cpuMs(s.mariadbPid), gateway: cpuMs(s.gatewayPid), producers: producers.map((p) => cpuMs(p.child.pid)) };
+    const workersCpu = workers.reduce((sum, w) => sum + cpuMs(w.child.pid) - workerCpu0.get(w)!, 0);
+    const mAfter = await scrapeMetrics(s.url);
+    const db = dbPerUnit(dbDelta(dbBefore, await dbStatus(s.pool), s.overhead), spec.count);
+
+    await stopWorkers(workers);
+    await stopProducers(producers);
+
+    const per = (ms: number) => ms / spec.count;
+    const cpu: CpuPerTask = {
+      mariadbd: per(cpu1.mariadbd - cpu0.mariadbd),
+      gateway: per(cpu1.gateway - cpu0.gateway),
+      workers: per(workersCpu),
+      producers: per(cpu1.producers.reduce((a, v, i) => a + v - cpu0.producers[i]!, 0)),
+      total: 0,
+    };
+    cpu.total = cpu.mariadbd + cpu.gateway + cpu.workers + cpu.producers;
+
+    const rounds = metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total');
+    const empty = metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="empty"');
+    const claimSeconds = metricDelta(mBefore, mAfter, 'orbit_claim_seconds_count');
+    const claims = rounds ?? claimSeconds;
+    const batchSum = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_sum');
+    const batchCount = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_count');
+
+    const lat = await attemptLatencies(s.pool, queueId);
+    const results = workers.flatMap((w) => w.latencies);
+    const seconds = (end - clock) / 1000;
+    return {
+      spec,
+      tasks: spec.count,
+      seconds,
+      tasksPerSec: spec.count / seconds,
+      db,
+      claimRoundsPerTask: claims === null ? null : claims / spec.count,
+      claimRoundsSource: rounds !== null ? 'orbit_claim_rounds_total' : claimSeconds !== null ? 'orbit_claim_seconds_count' : 'none',
+      emptyClaimShare: rounds !== null && rounds > 0 ? (empty ?? 0) / rounds : null,
+      frameBatchMean: batchSum !== null && batchCount ? batchSum / batchCount : null,
+      gatewayFinished: metricDelta(mBefore, mAfter, 'orbit_tasks_finished_total'),
+      cpuMsPerTask: cpu,
+      submitToAssignMs: { p50: percentile(lat.assign, 50), p99: percentile(lat.assign, 99) },
+      resultToOkMs: { p50: percentile(results, 50), p99: percentile(results, 99) },
+      keyHandoffMs: lat.handoff,
+    };
   } finally {
-    clearInterval(tick);
+    await stopWorkers(workers);
+    await stopProducers(producers);
   }
-  const seconds = (performance.now() - started) / 1000;
-  const after = await globalStatus(s.pool);
-  for (const w of workers) w.child.kill('SIGTERM');
-  await Promise.all(workers.map((w) => w.exited));
-  const [lat] = await s.pool.query<RowDataPacket[]>(
-    `SELECT TIMESTAMPDIFF(MICROSECOND, t.created_at, a.leased_at) / 1000 AS ms
-       FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE t.queue_id = ? AND a.attempt_no = 1`,
-    [queue.id],
-  );
-  const assign = lat.map((r) => Number(r.ms));
-  const [handoff] = await s.pool.query<RowDataPacket[]>(
-    `SELECT AVG(TIMESTAMPDIFF(MICROSECOND, prev.finished_at, a.leased_at)) / 1000 AS ms
-       FROM attempts a JOIN attempts prev
-         ON prev.namespace_id = a.namespace_id AND prev.concurrency_key = a.concurrency_key AND prev.concurrency_token = a.concurrency_token - 1
-      WHERE a.queue_id = ? AND a.concurrency_key IS NOT NULL`,
-    [queue.id],
-  );
-  const results = workers.flatMap((w) => w.latencies);
-  return {
-    name: spec.name,
-    tasks: spec.count,
-    seconds,
-    tasksPerSec: spec.count / seconds,
-    submitToAssignP50: percentile(assign, 50),
-    submitToAssignP99: percentile(assign, 99),
-    resultToOkP50: percentile(results, 50),
-    resultToOkP99: percentile(results, 99),
-    commitsPerTask: (after.commits - before.commits) / spec.count,
-    fsyncsPerTask: (after.fsyncs - before.fsyncs) / spec.count,
-    keyHandoffMs: handoff[0]?.ms === null || handoff[0]?.ms === undefined ? NaN : Number(handoff[0].ms),
-  };
 }

@@ -1,6 +1,4 @@
-// Small statistics and database-status helpers for the benchmark.
-import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool } from '../server/db/pool.js';
+// Small statistics and formatting helpers for the benchmark.
 
 export function percentile(xs: number[], p: number): number {
   if (xs.length === 0) return NaN;
@@ -8,16 +6,24 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
 }
 
-/** Counters from SHOW GLOBAL STATUS: Com_commit counts committed explicit transactions,
- * Innodb_os_log_fsyncs the redo-log fsyncs (durable commits share fsyncs by group commit). */
-export async function globalStatus(pool: Pool): Promise<{ commits: number; fsyncs: number; autocommitWrites: number }> {
-  const [rows] = await pool.query<RowDataPacket[]>(
-    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_commit','Innodb_os_log_fsyncs','Com_insert','Com_update','Handler_commit')",
-  );
-  const m = new Map(rows.map((r) => [r.Variable_name as string, Number(r.Value)]));
-  return { commits: m.get('Com_commit') ?? 0, fsyncs: m.get('Innodb_os_log_fsyncs') ?? 0, autocommitWrites: m.get('Handler_commit') ?? 0 };
+export function median(xs: number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-export function fmt(n: number, digits = 0): string {
-  return Number.isFinite(n) ? n.toFixed(digits) : '-';
+/** Fixed digits, thousands separated by a thin space; '-' for NaN/null/undefined. */
+export function fmt(n: number | null | undefined, digits = 0): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) return '-';
+  const [int, frac] = Math.abs(n).toFixed(digits).split('.');
+  const grouped = int!.replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+  return (n < 0 ? '-' : '') + grouped + (frac ? `.${frac}` : '');
+}
+
+/** Rounds for JSON output (null for NaN/infinite). */
+export function round(n: number | null | undefined, digits = 3): number | null {
+  if (n === null || n === undefined || !Number.isFinite(n)) return null;
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
 }

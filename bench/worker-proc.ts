@@ -3,7 +3,8 @@
 // environment; prints JSON lines: {"ev":"ready"} once connected, and with WORKER_LOG_RUNS=1 one
 // {"ev":"run"} line per handler start and {"ev":"done"} per handler end.
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
-//   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0).
+//   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0);
+//   for the benchmark WORKER_LATENCY=1 and WORKER_PROGRESS_MS=N (below).
 import { createWorker } from '../worker-sdk/worker.js';
 
 const env = process.env;
@@ -12,6 +13,12 @@ const logRuns = env.WORKER_LOG_RUNS === '1';
 // WORKER_LATENCY=1: record handler-return → result.ok latency (ms) per attempt, printed as one
 // {"ev":"latency"} line at exit (the benchmark's result→result.ok figure).
 const trackLatency = env.WORKER_LATENCY === '1';
+// WORKER_PROGRESS_MS=N: every N ms in which results arrived, one {"ev":"progress","completed",
+// "t"} line (t = epoch ms of the latest result.ok): the benchmark detects a scenario's end from
+// these, without polling the database it measures.
+const progressMs = Number(env.WORKER_PROGRESS_MS ?? 0);
+let lastResultAt = 0;
+let reported = 0;
 const doneAt = new Map<string, number>();
 const resultLatencies: number[] = [];
 let completed = 0;
@@ -40,6 +47,7 @@ worker.on('connected', (h) => {
 });
 worker.on('result', (r) => {
   completed++;
+  if (progressMs > 0) lastResultAt = performance.timeOrigin + performance.now();
   const t0 = doneAt.get(r.attemptId);
   if (t0 !== undefined) {
     resultLatencies.push(performance.now() - t0);
@@ -50,6 +58,13 @@ worker.on('fatal', (err) => {
   out({ ev: 'fatal', message: err.message });
   process.exit(3);
 });
+if (progressMs > 0) {
+  setInterval(() => {
+    if (completed === reported) return;
+    reported = completed;
+    out({ ev: 'progress', completed, t: lastResultAt });
+  }, progressMs).unref();
+}
 const stop = () => {
   if (trackLatency) out({ ev: 'latency', completed, result_ms: resultLatencies.map((x) => Math.round(x * 100) / 100) });
   worker.close({ timeoutMs: 8000 }).then(

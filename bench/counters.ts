@@ -1,0 +1,171 @@
+// Counters read only before and after a measurement (never polled during one): the database's
+// global status, InnoDB transaction metrics, the gateway's /metrics, and /proc CPU times.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import type { RowDataPacket } from 'mysql2/promise';
+import type mysql from 'mysql2/promise';
+
+/** Server option that turns on the InnoDB transaction counters read here (INNODB_METRICS). */
+export const INNODB_MONITOR_ARG = '--innodb-monitor-enable=trx_%';
+
+const TRX_METRICS = ['trx_rw_commits', 'trx_ro_commits', 'trx_commits_insert_update', 'trx_rollbacks'];
+
+export type DbStatus = Map<string, number>;
+
+/** SHOW GLOBAL STATUS (Questions, Queries, Com_*, Innodb_row_lock_*) plus INNODB_METRICS trx_*:
+ * two statements, so a before/after pair adds a constant that `dbCalibrate` measures. */
+export async function dbStatus(q: mysql.Pool | mysql.Connection): Promise<DbStatus> {
+  const [rows] = await q.query<RowDataPacket[]>(
+    "SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Com\\_%' OR Variable_name IN ('Questions','Queries','Innodb_row_lock_waits','Innodb_row_lock_time')",
+  );
+  const m: DbStatus = new Map(rows.map((r) => [r.Variable_name as string, Number(r.Value)]));
+  const [trx] = await q.query<RowDataPacket[]>('SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME IN (?)', [TRX_METRICS]);
+  for (const r of trx) m.set(r.NAME as string, Number(r.COUNT));
+  return m;
+}
+
+export function dbDelta(before: DbStatus, after: DbStatus, overhead?: DbStatus): DbStatus {
+  const d: DbStatus = new Map();
+  for (const [k, v] of after) d.set(k, v - (before.get(k) ?? 0) - (overhead?.get(k) ?? 0));
+  return d;
+}
+
+/** The bench's own statements in a before/after pair, measured on a quiet server. */
+export async function dbCalibrate(q: mysql.Pool | mysql.Connection): Promise<DbStatus> {
+  const a = await dbStatus(q);
+  const b = await dbStatus(q);
+  return dbDelta(a, b);
+}
+
+export interface DbPerUnit {
+  /** Statements sent by clients (`Questions`: every statement of a multi-statement query counts,
+   * statements run inside stored programs do not). */
+  statements: number;
+  /** `Queries − Questions − Com_stmt_prepare`: statements run inside stored programs. */
+  storedProgramStatements: number;
+  /** mysql2 `execute` round trips (`Com_stmt_execute`, included in statements) and prepares. */
+  preparedExecutes: number;
+  prepares: number;
+  breakdown: Record<string, number>;
+  /** explicit COMMITs + autocommit writes (a plain autocommit SELECT is not a commit). */
+  commits: number;
+  /** `Com_commit`: explicit COMMIT statements. */
+  explicitCommits: number;
+  /** InnoDB transactions committed (INNODB_METRICS `trx_rw_commits + trx_ro_commits −
+   * trx_rollbacks`: explicit transactions that read or wrote InnoDB rows, autocommit writes and
+   * locking reads; InnoDB counts a rollback as a transaction end too). */
+  innodbCommits: number;
+  /** max(0, innodbCommits − explicitCommits): the autocommit writes (a lower bound: a COMMIT of a
+   * transaction that touched no InnoDB row counts in Com_commit but not in InnoDB's counters). */
+  autocommitWrites: number;
+  /** `trx_commits_insert_update`: transactions that changed rows (each commit of one needs a
+   * durable redo write); rolled-back ones with changes count too (see `rollbacks`). */
+  writeCommits: number;
+  rollbacks: number;
+  rowLockWaits: number;
+  rowLockWaitMs: number;
+  /** Every counter that moved (totals, not per unit). */
+  raw: Record<string, number>;
+}
+
+const BREAKDOWN: Record<string, string[]> = {
+  select: ['Com_select'],
+  insert: ['Com_insert', 'Com_insert_select', 'Com_replace', 'Com_replace_select'],
+  update: ['Com_update', 'Com_update_multi'],
+  delete: ['Com_delete', 'Com_delete_multi'],
+  begin: ['Com_begin'],
+  commit: ['Com_commit'],
+  rollback: ['Com_rollback', 'Com_rollback_to_savepoint'],
+  savepoint: ['Com_savepoint', 'Com_release_savepoint'],
+  call: ['Com_call_procedure'],
+  set: ['Com_set_option'],
+};
+
+/** Per-unit figures from a status delta (unit = task, or row for the baseline). */
+export function dbPerUnit(d: DbStatus, units: number): DbPerUnit {
+  const g = (k: string) => d.get(k) ?? 0;
+  const per = (n: number) => n / units;
+  const breakdown: Record<string, number> = {};
+  let listed = 0;
+  for (const [name, keys] of Object.entries(BREAKDOWN)) {
+    const n = keys.reduce((s, k) => s + g(k), 0);
+    breakdown[name] = per(n);
+    listed += n;
+  }
+  // Com_* counts statements inside stored programs too; Questions does not.
+  breakdown.other = per(Math.max(0, g('Questions') - Math.min(listed, g('Questions'))));
+  // InnoDB's trx_rw/ro_commits count every transaction end, rollbacks included.
+  const innodb = Math.max(0, g('trx_rw_commits') + g('trx_ro_commits') - g('trx_rollbacks'));
+  const autocommit = Math.max(0, innodb - g('Com_commit'));
+  return {
+    statements: per(g('Questions')),
+    storedProgramStatements: per(Math.max(0, g('Queries') - g('Questions') - g('Com_stmt_prepare'))),
+    preparedExecutes: per(g('Com_stmt_execute')),
+    prepares: per(g('Com_stmt_prepare')),
+    breakdown,
+    commits: per(g('Com_commit') + autocommit),
+    explicitCommits: per(g('Com_commit')),
+    innodbCommits: per(innodb),
+    autocommitWrites: per(autocommit),
+    writeCommits: per(g('trx_commits_insert_update')),
+    rollbacks: per(g('Com_rollback')),
+    rowLockWaits: per(g('Innodb_row_lock_waits')),
+    rowLockWaitMs: per(g('Innodb_row_lock_time')),
+    raw: Object.fromEntries([...d].filter(([, v]) => v !== 0)),
+  };
+}
+
+let clkTck = 0;
+/** CPU time (user + system) of a process in milliseconds, from /proc/<pid>/stat; NaN if gone. */
+export function cpuMs(pid: number | undefined): number {
+  if (!clkTck) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  if (pid === undefined) return NaN;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] = field 3 (state)
+    return ((Number(f[11]) + Number(f[12])) * 1000) / clkTck; // fields 14 utime, 15 stime
+  } catch {
+    return NaN;
+  }
+}
+
+/** One scrape of the gateway's Prometheus text: `name{labels}` → value. */
+export type Scrape = Map<string, number>;
+
+export async function scrapeMetrics(url: string): Promise<Scrape> {
+  const res = await fetch(url + '/metrics');
+  const text = await res.text();
+  const m: Scrape = new Map();
+  for (const line of text.split('\n')) {
+    const x = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (x) m.set(x[1]! + (x[2] ?? ''), Number(x[3]));
+  }
+  return m;
+}
+
+/** Sum of a metric over its label sets whose labels contain `labels` (e.g. 'result="empty"');
+ * null when the metric does not exist. */
+export function metricSum(s: Scrape, name: string, labels = ''): number | null {
+  let found = false;
+  let sum = 0;
+  for (const [k, v] of s) {
+    const brace = k.indexOf('{');
+    if ((brace < 0 ? k : k.slice(0, brace)) !== name) continue;
+    if (labels && !k.includes(labels)) continue;
+    found = true;
+    sum += v;
+  }
+  return found ? sum : null;
+}
+
+export function metricDelta(before: Scrape, after: Scrape, name: string, labels = ''): number | null {
+  const a = metricSum(after, name, labels);
+  if (a === null) return null;
+  return a - (metricSum(before, name, labels) ?? 0);
+}

@@ -1,0 +1,114 @@
+// The benchmark's child processes: SDK worker processes (bench/worker-proc.ts) that report results
+// on stdout, and producer processes (bench/producer-proc.ts) driven over an IPC channel.
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { packageRoot } from '../server/paths.js';
+import type { ProducerJob } from './producer-proc.js';
+
+export interface WorkerProc {
+  child: ChildProcess;
+  ready: Promise<void>;
+  /** result.ok frames received so far, and the epoch ms of the latest. */
+  completed: number;
+  lastResultAt: number;
+  /** handler return → result.ok (ms), filled in at exit. */
+  latencies: number[];
+  exited: Promise<void>;
+}
+
+function exitedPromise(child: ChildProcess): Promise<void> {
+  return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+}
+
+export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
+  return Array.from({ length: count }, () => {
+    const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+      env: {
+        ...process.env,
+        ORBIT_URL: url,
+        ORBIT_TOKEN: token,
+        WORKER_QUEUES: queueId,
+        WORKER_CAPACITY: String(capacity),
+        WORKER_LATENCY: '1',
+        WORKER_PROGRESS_MS: '20',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const exited = exitedPromise(child);
+    const w: WorkerProc = { child, ready: Promise.resolve(), completed: 0, lastResultAt: 0, latencies: [], exited };
+    w.ready = new Promise<void>((resolve, reject) => {
+      void exited.then(() => reject(new Error(`worker process ${child.pid} exited before it was ready`)));
+      readline.createInterface({ input: child.stdout! }).on('line', (l) => {
+        let o: any;
+        try {
+          o = JSON.parse(l);
+        } catch {
+          return;
+        }
+        if (o.ev === 'ready') resolve();
+        else if (o.ev === 'progress') {
+          w.completed = o.completed;
+          w.lastResultAt = o.t;
+          onProgress();
+        } else if (o.ev === 'latency') w.latencies.push(...(o.result_ms as number[]));
+        else if (o.ev === 'fatal') reject(new Error(`worker fatal: ${o.message}`));
+      });
+    });
+    w.ready.catch(() => {});
+    return w;
+  });
+}
+
+export async function stopWorkers(ws: WorkerProc[]): Promise<void> {
+  for (const w of ws) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
+  await Promise.all(ws.map((w) => w.exited));
+}
+
+export interface ProducerProc {
+  child: ChildProcess;
+  ready: Promise<void>;
+  submitted: number;
+  /** Resolves when the producer has submitted its share; rejects on its error. */
+  done: Promise<void>;
+  exited: Promise<void>;
+  go(job: ProducerJob): void;
+}
+
+export function spawnProducers(count: number, onProgress: () => void): ProducerProc[] {
+  return Array.from({ length: count }, () => {
+    const child = fork(path.join(packageRoot(), 'dist/bench/producer-proc.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const exited = exitedPromise(child);
+    let onReady!: () => void;
+    let onDone!: () => void;
+    let onError!: (e: Error) => void;
+    const p: ProducerProc = {
+      child,
+      ready: new Promise<void>((resolve, reject) => {
+        onReady = resolve;
+        void exited.then(() => reject(new Error(`producer process ${child.pid} exited before it was ready`)));
+      }),
+      submitted: 0,
+      done: new Promise<void>((resolve, reject) => ((onDone = resolve), (onError = reject))),
+      exited,
+      go: (job) => child.send(job),
+    };
+    p.done.catch(() => {});
+    p.ready.catch(() => {});
+    child.on('message', (m: any) => {
+      if (m.ev === 'ready') onReady();
+      else if (m.ev === 'progress' || m.ev === 'done') {
+        p.submitted = m.submitted;
+        onProgress();
+        if (m.ev === 'done') onDone();
+      } else if (m.ev === 'error') onError(new Error(`producer: ${m.message}`));
+    });
+    void exited.then(() => onError(new Error(`producer process ${child.pid} exited (code ${child.exitCode})`)));
+    return p;
+  });
+}
+
+export async function stopProducers(ps: ProducerProc[]): Promise<void> {
+  for (const p of ps) if (p.child.connected) p.child.disconnect();
+  await Promise.all(ps.map((p) => p.exited));
+}

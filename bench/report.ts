@@ -1,0 +1,165 @@
+// The benchmark report: one JSON object (`--json`) or human-readable tables.
+import type { BaselineResult } from './baseline.js';
+import type { IdleResult } from './idle-sessions.js';
+import type { ScenarioResult, ScenarioSpec } from './scenario.js';
+import { fmt, round } from './stats.js';
+
+
+export interface Skipped {
+  spec: ScenarioSpec;
+  reason: string;
+}
+
+export interface ReportInput {
+  machine: Record<string, unknown>;
+  mode: 'quick' | 'full';
+  command: string;
+  baselineHow: string;
+  autocommit: BaselineResult;
+  transaction: BaselineResult;
+  scenarios: (ScenarioResult | Skipped)[];
+  idle: IdleResult;
+  batchSize: number;
+}
+
+const isSkipped = (r: ScenarioResult | Skipped): r is Skipped => 'reason' in r;
+
+function label(spec: ScenarioSpec): string {
+  return spec.rate ? `${spec.name} (${fmt(spec.rate)}/s)` : spec.name;
+}
+
+function scenarioJson(r: ScenarioResult | Skipped, base: number, batchSize: number) {
+  const spec = r.spec;
+  const head = {
+    name: spec.name,
+    submit: spec.submit,
+    batch_size: spec.submit === 'batch' ? batchSize : 1,
+    keys: spec.keys,
+    paced_per_s: spec.rate ?? null,
+    preloaded: spec.preload ?? false,
+  };
+  if (isSkipped(r)) return { ...head, skipped: r.reason, tasks: 0, tasks_per_s: null, ratio: null };
+  const d = r.db;
+  const breakdown = Object.fromEntries(Object.entries(d.breakdown).map(([k, v]) => [k, round(v)]));
+  const cpu = Object.fromEntries(Object.entries(r.cpuMsPerTask).map(([k, v]) => [k, round(v)]));
+  return {
+    ...head,
+    tasks: r.tasks,
+    seconds: round(r.seconds),
+    tasks_per_s: round(r.tasksPerSec, 1),
+    ratio: round(r.tasksPerSec / base, 4),
+    statements_per_task: round(d.statements),
+    statements_breakdown_per_task: breakdown,
+    stored_program_statements_per_task: round(d.storedProgramStatements),
+    prepared_executes_per_task: round(d.preparedExecutes),
+    commits_per_task: round(d.commits),
+    explicit_commits_per_task: round(d.explicitCommits),
+    innodb_commits_per_task: round(d.innodbCommits),
+    autocommit_writes_per_task: round(d.autocommitWrites),
+    write_commits_per_task: round(d.writeCommits),
+    rollbacks_per_task: round(d.rollbacks),
+    row_lock_waits_per_task: round(d.rowLockWaits),
+    row_lock_wait_ms_per_task: round(d.rowLockWaitMs),
+    claim_rounds_per_task: round(r.claimRoundsPerTask),
+    claim_rounds_source: r.claimRoundsSource,
+    empty_claim_share: round(r.emptyClaimShare),
+    frame_batch_mean: round(r.frameBatchMean, 2),
+    gateway_finished: r.gatewayFinished,
+    cpu_ms_per_task: cpu,
+    submit_to_assign_ms: { p50: round(r.submitToAssignMs.p50, 1), p99: round(r.submitToAssignMs.p99, 1) },
+    result_to_ok_ms: { p50: round(r.resultToOkMs.p50, 1), p99: round(r.resultToOkMs.p99, 1) },
+    key_handoff_ms: round(r.keyHandoffMs, 1),
+    status_delta: d.raw,
+  };
+}
+
+function baselineJson(b: BaselineResult) {
+  return {
+    per_s: round(b.medianPerSec, 1),
+    best_per_s: round(b.bestPerSec, 1),
+    rounds_per_s: b.roundsPerSec.map((x) => round(x, 1)),
+    rows: b.rows,
+    connections: b.connections,
+    statements_per_row: round(b.statementsPerRow),
+    commits_per_row: round(b.commitsPerRow),
+  };
+}
+
+export function reportJson(x: ReportInput) {
+  const base = x.autocommit.medianPerSec;
+  return {
+    machine: x.machine,
+    mode: x.mode,
+    command: x.command,
+    baseline_autocommit_per_s: round(base, 1),
+    baseline_transaction_per_s: round(x.transaction.medianPerSec, 1),
+    baseline_reported: x.baselineHow,
+    baseline: { autocommit: baselineJson(x.autocommit), transaction: baselineJson(x.transaction) },
+    scenarios: x.scenarios.map((r) => scenarioJson(r, base, x.batchSize)),
+    idle_sessions: {
+      sessions: x.idle.sessions,
+      rss_before_mb: round(x.idle.rssBeforeMb, 1),
+      rss_after_mb: round(x.idle.rssAfterMb, 1),
+      mb_per_1000: round(x.idle.mbPer1000, 2),
+      heap_before_mb: round(x.idle.heapBeforeMb, 1),
+      heap_after_mb: round(x.idle.heapAfterMb, 1),
+      heap_mb_per_1000: round(x.idle.heapMbPer1000, 2),
+      measured: 'after the scenarios; both readings follow forced full GCs in the gateway; heap = JS heap in use + external memory',
+    },
+    counting: {
+      ratio: 'tasks_per_s / baseline_autocommit_per_s',
+      statements: 'SHOW GLOBAL STATUS Questions delta (client statements; each statement of a multi-statement query counts, statements inside stored programs are in stored_program_statements = Queries - Questions - Com_stmt_prepare); breakdown from Com_* (which also count statements inside stored programs); the bench subtracts its own status reads',
+      commits:
+        'explicit COMMITs (Com_commit) + autocommit writes, where autocommit writes = max(0, InnoDB commits - Com_commit) and InnoDB commits = INNODB_METRICS trx_rw_commits + trx_ro_commits - trx_rollbacks (every committed transaction that read or wrote InnoDB rows, explicit or autocommit, except plain autocommit SELECTs); write_commits = trx_commits_insert_update (transactions that changed rows: each commit of one needs a durable redo write; rolled-back ones with changes count too)',
+      row_lock_waits: 'Innodb_row_lock_waits delta (row_lock_wait_ms: Innodb_row_lock_time delta)',
+      claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',
+      cpu_ms: '/proc/<pid>/stat utime+stime deltas over the scenario: mariadbd, gateway, worker processes (sum), producer processes (sum)',
+    },
+  };
+}
+
+export function reportText(x: ReportInput): string {
+  const base = x.autocommit.medianPerSec;
+  const b = (r: BaselineResult, what: string) =>
+    `  ${what.padEnd(34)} ${fmt(r.medianPerSec).padStart(7)} commits/s  (rounds ${r.roundsPerSec.map((v) => fmt(v)).join(' / ')}; best ${fmt(r.bestPerSec)}; ` +
+    `${fmt(r.statementsPerRow, 2)} statements and ${fmt(r.commitsPerRow, 2)} commits per row)`;
+  const done = x.scenarios.filter((r): r is ScenarioResult => !isSkipped(r));
+  const lines = [
+    `baseline (${x.baselineHow}; ${x.autocommit.connections} connections, innodb_flush_log_at_trx_commit=1):`,
+    b(x.autocommit, 'autocommit INSERT (headline):'),
+    b(x.transaction, 'START TRANSACTION; INSERT; COMMIT:'),
+    '',
+    '| scenario | submit | tasks | tasks/s | × autocommit baseline | submit→assign p50 / p99 ms | result→ok p50 / p99 ms | key release→next grant ms |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...x.scenarios.map((r) => {
+      const sub = r.spec.submit === 'batch' ? `batch of ${x.batchSize}` : 'single';
+      if (isSkipped(r)) return `| ${label(r.spec)} | ${sub} | skipped: ${r.reason} | | | | | |`;
+      return (
+        `| ${label(r.spec)} | ${sub} | ${fmt(r.tasks)} | ${fmt(r.tasksPerSec)} | ${fmt(r.tasksPerSec / base, 3)} | ` +
+        `${fmt(r.submitToAssignMs.p50, 1)} / ${fmt(r.submitToAssignMs.p99, 1)} | ${fmt(r.resultToOkMs.p50, 1)} / ${fmt(r.resultToOkMs.p99, 1)} | ${fmt(r.keyHandoffMs, 1)} |`
+      );
+    }),
+    '',
+    'Per task:',
+    '',
+    '| scenario | statements (sel/ins/upd/del/begin/commit/other) | commits = explicit + autocommit | write commits | row-lock waits | claim rounds | empty claims | CPU ms: mariadbd / gateway / workers / producers = total |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...done.map((r) => {
+      const d = r.db;
+      const k = d.breakdown;
+      const other = (k.rollback ?? 0) + (k.savepoint ?? 0) + (k.call ?? 0) + (k.set ?? 0) + (k.other ?? 0);
+      const parts = [k.select, k.insert, k.update, k.delete, k.begin, k.commit, other].map((v) => fmt(v, 1)).join('/');
+      const sp = d.storedProgramStatements > 0.05 ? ` + ${fmt(d.storedProgramStatements, 1)} in stored programs` : '';
+      const c = r.cpuMsPerTask;
+      return (
+        `| ${label(r.spec)} | ${fmt(d.statements, 1)} (${parts})${sp} | ${fmt(d.commits, 2)} = ${fmt(d.explicitCommits, 2)} + ${fmt(d.autocommitWrites, 2)} | ${fmt(d.writeCommits, 2)} | ` +
+        `${fmt(d.rowLockWaits, 3)} | ${fmt(r.claimRoundsPerTask, 3)} | ${r.emptyClaimShare === null ? 'n/a' : `${fmt(r.emptyClaimShare * 100)} %`} | ` +
+        `${fmt(c.mariadbd, 2)} / ${fmt(c.gateway, 2)} / ${fmt(c.workers, 2)} / ${fmt(c.producers, 2)} = ${fmt(c.total, 2)} |`
+      );
+    }),
+    '',
+    `gateway RSS after a full GC: ${fmt(x.idle.rssBeforeMb, 1)} MB before, ${fmt(x.idle.rssAfterMb, 1)} MB with ${fmt(x.idle.sessions)} more idle sessions → ` +
+      `${fmt(x.idle.mbPer1000, 1)} MB per 1 000 sessions (JS heap in use + external: ${fmt(x.idle.heapBeforeMb, 1)} → ${fmt(x.idle.heapAfterMb, 1)} MB, ${fmt(x.idle.heapMbPer1000, 1)} MB per 1 000)`,
+  ];
+  return lines.join('\n') + '\n';
+}
