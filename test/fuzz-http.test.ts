@@ -1,0 +1,349 @@
+// Property-based fuzzing of the HTTP facade against a real gateway process and MariaDB. Request
+// bodies are generated from the TypeBox schemas of protocol/http-schemas.ts and mutated (multi-byte
+// and astral strings in values and keys, lone surrogates, huge/negative numbers, -0, nesting past
+// 512 levels, duplicate keys, unknown fields, wrong types, invalid UTF-8); ids that are not 32
+// lowercase hex go into paths, query parameters and bodies. For every response: no 5xx, every
+// refusal a documented code with its documented status, in the envelope with X-Request-Id; inputs
+// the schema (or an id that cannot exist) refuses are refused; after each batch of refusals the
+// database is unchanged, after mixed batches the row counts moved only by what was accepted; the
+// process is alive and /healthz answers 200 at the end.
+//
+// Seeded: ORBIT_FUZZ_SEED (default in support/fuzz-harness.ts), ORBIT_FUZZ_RUNS for more runs.
+import { beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { TSchema } from '@sinclair/typebox';
+import { ERROR_CODES, isErrorCode, type ErrorCode } from '../protocol/errors.js';
+import * as S from '../protocol/http-schemas.js';
+import { taskBody } from './support/contract.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { call, ikey, type RawResponse } from './support/http.js';
+import { BAD_IDS, HOSTILE_KEYS, HOSTILE_NUMBERS, HOSTILE_STRINGS, hex32, isId, judge, mutantArb, validArb, violation, type Overrides } from './support/fuzz-schema.js';
+import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, type Probe } from './support/fuzz-harness.js';
+
+const BATCH = 25;
+const CONCURRENCY = 8;
+const f = useGatewayFixture({ queues: ['main', 'victim', 'doomed'] });
+let target: FuzzTarget;
+/** Real ids of the tenant: paths and bodies name these, or ids that cannot exist. Retirement is
+ * aimed at the doomed queue and subscription, so the others stay live for the rest of the run. */
+const real = { queue: '', victim: '', doomed: '', task: '', sub: '', doomedSub: '' };
+
+beforeAll(async () => {
+  target = new FuzzTarget(f);
+  real.queue = f.t.queues.main!;
+  real.victim = f.t.queues.victim!;
+  real.doomed = f.t.queues.doomed!;
+  const t = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), body: taskBody(real.queue) });
+  expect(t.status, t.text).toBe(201);
+  real.task = t.body.data.task.id;
+  const sub = async (name: string, queue: string) => {
+    const s = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name, queue_id: queue, event_types: ['task.succeeded'] } });
+    expect(s.status, s.text).toBe(201);
+    return s.body.data.subscription.id as string;
+  };
+  real.sub = await sub('fuzz-sub', real.victim);
+  real.doomedSub = await sub('doomed-sub', real.doomed);
+});
+
+/** Percent-encodes every code point outside the unreserved set as UTF-8 (a lone surrogate as the
+ * three bytes WTF-8 gives it, which no decoder accepts). */
+function enc(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    if (/^[A-Za-z0-9_.~-]$/.test(ch)) out += ch;
+    else if (ch.isWellFormed()) out += [...Buffer.from(ch, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
+    else {
+      const c = ch.charCodeAt(0);
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => '%' + b.toString(16).toUpperCase()).join('');
+    }
+  }
+  return out;
+}
+
+interface HttpCase {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string | Buffer;
+  /** The mutation applied, for failure reports. */
+  how?: string;
+  /** Why the input must be refused, and with which codes; null when acceptance is allowed. */
+  refuse: { why: string; codes: ErrorCode[] } | null;
+  receipt: boolean;
+  creates?: 'tasks' | 'queues' | 'subscriptions';
+  /** POST /v1/tasks:batch: per item, why it must be refused (or null); no Idempotency-Key header. */
+  items?: (Refusal | null)[];
+  noKey?: boolean;
+}
+type Refusal = NonNullable<HttpCase['refuse']>;
+
+const idArb = (realId?: string): fc.Arbitrary<string> =>
+  fc.oneof(...(realId ? [{ arbitrary: fc.constant(realId), weight: 3 }] : []), { arbitrary: hex32, weight: 1 }, { arbitrary: fc.constantFrom(...BAD_IDS), weight: 3 });
+
+interface BodyEndpoint {
+  path: string;
+  schema: TSchema;
+  id?: () => string;
+  receipt: boolean;
+  creates?: HttpCase['creates'];
+}
+const BODY_ENDPOINTS: BodyEndpoint[] = [
+  { path: '/v1/tasks', schema: S.SubmitTaskBody, receipt: true, creates: 'tasks' },
+  { path: '/v1/tasks', schema: S.SubmitTaskBody, receipt: true, creates: 'tasks' },
+  { path: '/v1/queues', schema: S.CreateQueueBody, receipt: true, creates: 'queues' },
+  { path: '/v1/queues/{id}:pause', schema: S.RevisionBody, id: () => real.victim, receipt: true },
+  { path: '/v1/queues/{id}:resume', schema: S.RevisionBody, id: () => real.victim, receipt: true },
+  { path: '/v1/queues/{id}:retire', schema: S.RetireBody, id: () => real.doomed, receipt: true },
+  { path: '/v1/tasks/{id}:cancel', schema: S.CancelTaskBody, id: () => real.task, receipt: true },
+  { path: '/v1/tasks/{id}:resolve', schema: S.ResolveTaskBody, id: () => real.task, receipt: true },
+  { path: '/v1/subscriptions', schema: S.CreateSubscriptionBody, receipt: true, creates: 'subscriptions' },
+  { path: '/v1/subscriptions/{id}:pause', schema: S.RevisionBody, id: () => real.sub, receipt: true },
+  { path: '/v1/subscriptions/{id}:resume', schema: S.RevisionBody, id: () => real.sub, receipt: true },
+  { path: '/v1/subscriptions/{id}:retire', schema: S.RetireBody, id: () => real.doomedSub, receipt: true },
+  { path: '/v1/subscriptions/{id}/deliveries:lease', schema: S.LeaseDeliveriesBody, id: () => real.sub, receipt: false },
+  { path: '/v1/subscriptions/{id}/deliveries:ack', schema: S.AckDeliveriesBody, id: () => real.sub, receipt: false },
+];
+
+/** Byte sequences that are not UTF-8: lone continuation, truncated, overlong, encoded surrogate, 0xFF. */
+const BAD_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]];
+
+const realQueue = (q: unknown) => q === real.queue || q === real.victim || q === real.doomed;
+
+function overrides(): Overrides {
+  return {
+    queue_id: fc.oneof({ arbitrary: fc.constant(real.queue), weight: 4 }, { arbitrary: fc.constant(real.victim), weight: 1 }, idArb()),
+    delivery_ids: fc.array(idArb(), { minLength: 1, maxLength: 3 }),
+    expected_revision: fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/)),
+    // Mostly values the field rules beyond the schema accept, so that valid bodies reach the database.
+    not_before: fc.oneof(fc.date({ min: new Date('2000-01-01'), max: new Date('2025-01-01'), noInvalidDate: true }).map((d) => d.toISOString()), fc.string({ maxLength: 40 })),
+    business_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
+    concurrency_key: fc.oneof(fc.constantFrom('', 'object/42', 'é/😀/中'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 })),
+    idempotency_key: fc.stringMatching(/^[\x21-\x7e]{1,40}$/),
+  };
+}
+
+function bodyCase() {
+  const over = overrides();
+  return fc.constantFrom(...BODY_ENDPOINTS).chain((ep) =>
+    fc
+      .record({
+        id: ep.id ? idArb(ep.id()) : fc.constant(''),
+        text: validArb(ep.schema, over).chain((v) => fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 })),
+        bytes: fc.oneof({ arbitrary: fc.constant(null), weight: 12 }, fc.constantFrom(...BAD_UTF8)),
+        query: fc.oneof({ arbitrary: fc.constant(''), weight: 15 }, fc.constantFrom('?queue_id=%C3%A9', '?x=1', '?', '?%F0%9F%98%80=%ED%A0%80')),
+      })
+      .map(({ id, text: { text, how }, bytes, query }): HttpCase => {
+        const path = ep.path.replace('{id}', enc(id)) + query;
+        const c: HttpCase = { method: 'POST', path, body: text, how, refuse: null, receipt: ep.receipt, creates: ep.creates };
+        const idBad = ep.id !== undefined && !isId(id);
+        const refuse = (why: string, ...codes: ErrorCode[]) => ((c.refuse = { why, codes: idBad ? [...codes, 'NOT_FOUND'] : codes }), c);
+        if (bytes) {
+          const at = text.indexOf('"') + 1;
+          c.body = Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from(bytes), Buffer.from(text.slice(at))]);
+          return refuse('body is not UTF-8', 'INVALID_ARGUMENT');
+        }
+        if (query.length > 1) return refuse('command with query parameters', 'INVALID_ARGUMENT');
+        const v = judge(text === '' ? '{}' : text, () => ep.schema);
+        if (!v.ok) return refuse(v.why, 'INVALID_ARGUMENT');
+        if (idBad) return refuse(`path id ${JSON.stringify(id)} cannot exist`, 'INVALID_ARGUMENT');
+        const q = v.value.queue_id;
+        if (q !== undefined && !realQueue(q)) return refuse(`queue_id ${JSON.stringify(q)} does not exist`, 'INVALID_ARGUMENT', 'NOT_FOUND');
+        return c;
+      }),
+  );
+}
+
+/** POST /v1/tasks:batch: items from SubmitBatchItem, the whole body mutated; refusals per item. */
+function batchCase() {
+  const item = validArb(S.SubmitBatchItem, overrides());
+  return fc
+    .record({ items: fc.array(item, { minLength: 1, maxLength: 4 }), mutate: fc.boolean(), header: fc.oneof({ arbitrary: fc.constant(false), weight: 15 }, fc.constant(true)) })
+    .chain(({ items, mutate, header }) => (mutate ? mutantArb({ tasks: items }) : fc.constant({ text: JSON.stringify({ tasks: items }), how: 'valid' })).map((m) => ({ ...m, header })))
+    .map(({ text, how, header }): HttpCase => {
+      const c: HttpCase = { method: 'POST', path: '/v1/tasks:batch', body: text, how, refuse: null, receipt: false, noKey: !header };
+      if (header) return (c.refuse = { why: 'Idempotency-Key header on a batch', codes: ['INVALID_ARGUMENT'] }), c;
+      const v = judge(text === '' ? '{}' : text, () => S.SubmitBatchBody);
+      if (!v.ok) return (c.refuse = { why: v.why, codes: ['INVALID_ARGUMENT'] }), c;
+      c.items = (v.value.tasks as unknown[]).map((it): Refusal | null => {
+        const why = it === null || typeof it !== 'object' || Array.isArray(it) ? 'item is not an object' : violation(it, S.SubmitBatchItem);
+        if (why) return { why, codes: ['INVALID_ARGUMENT'] };
+        const q = (it as { queue_id: unknown }).queue_id;
+        return realQueue(q) ? null : { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
+      });
+      return c;
+    });
+}
+
+/** Why one slot of a batch answer breaks the contract, or null. */
+function slotProblem(slot: any, want: Refusal | null): string | null {
+  const code = slot?.error?.code;
+  const got = `${slot?.status} ${code ?? ''}`;
+  if (typeof slot?.status !== 'number' || slot.status >= 500) return `slot ${got}: expected no 5xx`;
+  if (slot.status >= 400) {
+    if (!isErrorCode(code) || ERROR_CODES[code].http !== slot.status) return `slot ${got}: not a documented code/status`;
+    if (want && !want.codes.includes(code)) return `slot ${got}: expected ${want.codes.join('/')} (${want.why})`;
+    return null;
+  }
+  return want ? `slot ${got}: accepted, expected a refusal (${want.why})` : null;
+}
+
+const GET_PATHS: [string, () => string | undefined][] = [
+  ['/v1/tasks/{id}', () => real.task],
+  ['/v1/tasks/{id}/attempts', () => real.task],
+  ['/v1/attempts/{id}', () => undefined],
+  ['/v1/queues/{id}', () => real.queue],
+  ['/v1/subscriptions/{id}', () => real.sub],
+  ['/v1/subscriptions/{id}/deliveries', () => real.sub],
+  ['/v1/queues/{id}/stats', () => real.queue],
+];
+/** List endpoints and the query parameters each allows. */
+const LISTS: [string, string[]][] = [
+  ['/v1/tasks', ['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']],
+  ['/v1/subscriptions/{sub}/deliveries', ['state', 'limit', 'cursor']],
+  ['/v1/workers', ['queue_id']],
+];
+const STATES = ['WAITING', 'SUCCEEDED', 'PENDING', 'ACKED', 'waiting', 'é'];
+
+function readCase() {
+  const value = fc.oneof(idArb(), fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'), fc.string({ unit: 'binary', maxLength: 10 }));
+  const listParam = fc.tuple(
+    fc.oneof({ arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 6 }, fc.constantFrom(...HOSTILE_KEYS)),
+    fc.oneof({ arbitrary: idArb(real.queue), weight: 1 }, { arbitrary: value, weight: 2 }),
+  );
+  const list = fc
+    .record({ list: fc.constantFrom(...LISTS), params: fc.array(listParam, { minLength: 1, maxLength: 3 }) })
+    .map(({ list: [base, allowed], params }): HttpCase => {
+      const path = base.replace('{sub}', real.sub) + '?' + params.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&');
+      const names = params.map(([k]) => (k.isWellFormed() ? k : k.toWellFormed()));
+      const c: HttpCase = { method: 'GET', path, refuse: null, receipt: false };
+      const bad = names.find((k) => !allowed.includes(k));
+      const q = params.find(([k]) => k === 'queue_id')?.[1];
+      if (bad !== undefined) c.refuse = { why: `unknown parameter ${JSON.stringify(bad)}`, codes: ['INVALID_ARGUMENT'] };
+      // Past the names, the checks run parameter by parameter: a repeat and a missing queue both refuse.
+      else if (new Set(names).size < names.length) c.refuse = { why: 'repeated parameter', codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
+      else if (q !== undefined && q !== real.queue) c.refuse = { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
+      return c;
+    });
+  const byId = fc
+    .constantFrom(...GET_PATHS)
+    .chain(([tpl, realId]) => fc.tuple(fc.constant(tpl), fc.constant(realId()), idArb(realId())))
+    .map(([tpl, realId, id]): HttpCase => ({
+      method: 'GET',
+      path: tpl.replace('{id}', enc(id)),
+      refuse: !isId(id) ? { why: `id ${JSON.stringify(id)} cannot exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] } : id !== realId ? { why: 'no such id', codes: ['NOT_FOUND'] } : null,
+      receipt: false,
+    }));
+  return fc.oneof(list, byId);
+}
+
+function describeResponse(r: RawResponse): string {
+  const e = r.body?.error;
+  return `${r.status}${e ? ` ${e.code} ${JSON.stringify(String(e.message).slice(0, 160))}` : ''}`;
+}
+
+/** Why the response breaks the contract, or null. */
+function problem(c: HttpCase, r: RawResponse): string | null {
+  const head = `${c.method} ${c.path.slice(0, 200)}${c.how ? ` [${c.how}]` : ''} → ${describeResponse(r)}`;
+  if (r.status >= 500) return `${head}; expected no 5xx${c.refuse ? ` (a refusal: ${c.refuse.why})` : ''}`;
+  if (r.body === undefined || typeof r.body.request_id !== 'string' || r.headers.get('x-request-id') !== r.body.request_id) return `${head}; no envelope with X-Request-Id`;
+  if (r.status >= 400) {
+    const code = r.body.error?.code;
+    if (!isErrorCode(code)) return `${head}; undocumented error code`;
+    if (ERROR_CODES[code].http !== r.status) return `${head}; ${code} is documented as ${ERROR_CODES[code].http}`;
+    if (c.refuse && !c.refuse.codes.includes(code)) return `${head}; expected ${c.refuse.codes.join('/')} (${c.refuse.why})`;
+    return null;
+  }
+  if (c.refuse) return `${head}; accepted, expected a refusal (${c.refuse.why})`;
+  if (r.status !== 200 && r.status !== 201) return `${head}; unexpected success status`;
+  if (c.items) {
+    const slots = r.body.data?.results;
+    if (!Array.isArray(slots) || slots.length !== c.items.length) return `${head}; expected ${c.items.length} result slots`;
+    const bad = c.items.map((want, i) => slotProblem(slots[i], want)).filter((x) => x !== null);
+    if (bad.length) return `${head}; ${bad.join('; ')}`;
+  }
+  return null;
+}
+
+function probes(): Probe[] {
+  return [
+    { name: 'tasks', sql: "SELECT COUNT(*) AS n, BIT_XOR(CRC32(CONCAT_WS('|', id, queue_id, handler, handler_version, payload_version, payload, business_key, HEX(concurrency_key), priority, max_attempts, not_before))) AS x FROM tasks" },
+    { name: 'target_task', sql: `SELECT COUNT(*) AS n, BIT_XOR(CRC32(CONCAT_WS('|', state, updated_at))) AS x FROM tasks WHERE id = '${real.task}'` },
+    'receipts',
+    'queues',
+    'subscriptions',
+    'deliveries',
+    'attempts',
+    'audit_log',
+    'worker_sessions',
+  ];
+}
+
+/** One property: batches of generated cases, run concurrently, checked case by case and as a batch. */
+async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): Promise<void> {
+  const log = new FuzzLog(label, target);
+  await fc.assert(
+    fc.asyncProperty(fc.array(arb, { minLength: BATCH, maxLength: BATCH }), async (cases) => {
+      if (log.stopped) return;
+      const before = await dbState(f.db.pool, probes());
+      const accepted: { c: HttpCase; r: RawResponse }[] = [];
+      const ok = await log.batch(
+        cases,
+        CONCURRENCY,
+        async (c) => {
+          const r = await call(target.url, c.method, c.path, { token: f.t.token, ...(c.noKey ? {} : { key: ikey('fz') }), ...(c.body === undefined ? {} : { rawBody: c.body }) });
+          if (r.status < 300) accepted.push({ c, r }), log.accepted++;
+          return problem(c, r);
+        },
+        (c) => c.body ?? null,
+      );
+      if (!ok) return;
+      const after = await dbState(f.db.pool, probes());
+      const delta: Record<string, number> = { tasks: 0, queues: 0, subscriptions: 0, receipts: 0, attempts: 0, worker_sessions: 0 };
+      for (const { c, r } of accepted) {
+        if (c.creates && r.status === 201) delta[c.creates]!++;
+        if (c.receipt && r.body?.data?.deduplicated === false) delta.receipts!++;
+        const created = c.items ? (r.body?.data?.results ?? []).filter((x: any) => x?.status === 201).length : 0;
+        delta.tasks! += created;
+        delta.receipts! += created;
+      }
+      const diff = dbDiff(before, after, accepted.length === 0 ? 'none' : delta);
+      if (diff.length) log.fail(`database changed wrongly by a batch (${accepted.length} accepted): ${diff.join('; ')}; batch paths: ${cases.map((c) => c.path.slice(0, 60)).join(' ')}`);
+    }),
+    fcParams(runs),
+  );
+  log.finish();
+}
+
+describe('HTTP fuzz (real gateway)', () => {
+  it('request bodies from the schemas, mutated, on every command endpoint', { timeout: fuzzTimeout(60, 250) }, async () => {
+    await fuzz('fuzz-http bodies', fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()), 60);
+  });
+
+  it('ids and query parameters in reads: not-an-id, multi-byte, lone surrogates, unknown and repeated names', { timeout: fuzzTimeout(32, 150) }, async () => {
+    await fuzz('fuzz-http reads', readCase(), 32);
+  });
+
+  it('the exact inputs of issue 9 are refused with 404/400, not 500', async () => {
+    const log = new FuzzLog('fuzz-http issue 9', target);
+    const cases = ['é', '😀', '\ud800', '\u00a0nbsp', '0123456789abcdef0123456789abcdef0'].flatMap((q): HttpCase[] => [
+      { method: 'POST', path: '/v1/tasks', body: JSON.stringify(taskBody(q)), refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: true },
+      { method: 'POST', path: '/v1/subscriptions', body: JSON.stringify({ name: 'n', queue_id: q, event_types: ['task.failed'] }), refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: true },
+      { method: 'GET', path: `/v1/tasks?queue_id=${enc(q)}`, refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: false },
+      { method: 'GET', path: `/v1/queues/${enc(q)}`, refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: false },
+    ]);
+    const before = await dbState(f.db.pool, probes());
+    await log.batch(cases, 4, async (c) => problem(c, await call(target.url, c.method, c.path, { token: f.t.token, key: ikey('i9'), ...(c.body ? { rawBody: c.body } : {}) })), (c) => c.body ?? null);
+    const diff = dbDiff(before, await dbState(f.db.pool, probes()), 'none');
+    if (diff.length) log.fail(`database changed by refused inputs: ${diff.join('; ')}`);
+    log.finish();
+  });
+
+  it('afterwards: the process is alive, /healthz answers 200 and a normal submit works', async () => {
+    expect(target.alive(), target.exitInfo()).toBe(true);
+    expect(f.gw.child.exitCode, 'the original gateway process exited during the run').toBeNull();
+    expect((await call(target.url, 'GET', '/healthz')).status).toBe(200);
+    const r = await call(target.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), body: taskBody(real.queue) });
+    expect(r.status, r.text).toBe(201);
+    const m = await call(target.url, 'GET', '/metrics');
+    expect([...m.text.matchAll(/^orbit_http_requests_total\{[^}]*status="5\d\d"[^}]*\} \d+/gm)].map((x) => x[0])).toEqual([]);
+  });
+});
