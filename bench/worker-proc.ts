@@ -4,7 +4,7 @@
 // {"ev":"run"} line per handler start and {"ev":"done"} per handler end.
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
 //   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0).
-import { createWorker } from '../worker-sdk/worker.js';
+import { createWorker } from '@orbit/worker-sdk/worker';
 
 const env = process.env;
 const delay = Number(env.WORKER_DELAY_MS ?? 0);

@@ -3,9 +3,9 @@
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
 // client never invents one.
-import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, RetryPolicy, SubmitTaskBody } from '../protocol/http-schemas.js';
-import { isErrorCode, type ErrorCode } from '../protocol/errors.js';
-import { IDEMPOTENCY_KEY_RE } from '../protocol/validation.js';
+import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, RetryPolicy, SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
+import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { OrbitApiError } from './errors.js';
 
 export interface ClientOptions {
@@ -22,8 +22,8 @@ export interface CommandOptions {
   signal?: AbortSignal;
 }
 
-export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord } from '../protocol/http-views.js';
-import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord } from '../protocol/http-views.js';
+export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord } from '@orbit/protocol/http-views';
+import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord } from '@orbit/protocol/http-views';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {

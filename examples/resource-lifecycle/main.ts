@@ -8,7 +8,7 @@
 // (after a timeout, say) replays its receipt instead of acting twice.
 import fs from 'node:fs';
 import crypto from 'node:crypto';
-import { createClient, OrbitApiError } from '../../worker-sdk/index.js';
+import { createClient, OrbitApiError } from '@orbit/worker-sdk/client';
 
 function settings(): { url: string; token: string } {
   const file = process.env.ORBIT_CREDENTIALS_FILE;

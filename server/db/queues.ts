@@ -2,7 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
-import type { Queue } from '../../protocol/http-views.js';
+import type { Queue } from '@orbit/protocol/http-views';
 
 export interface QueueRow extends RowDataPacket {
   id: string;

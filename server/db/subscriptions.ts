@@ -3,7 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
-import type { ResultEvent, Subscription } from '../../protocol/http-views.js';
+import type { ResultEvent, Subscription } from '@orbit/protocol/http-views';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;

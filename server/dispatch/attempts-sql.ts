@@ -2,7 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from '../db/pool.js';
 import { toIso } from '../db/pool.js';
-import type { Attempt } from '../../protocol/http-views.js';
+import type { Attempt } from '@orbit/protocol/http-views';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;

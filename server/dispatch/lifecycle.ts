@@ -2,9 +2,9 @@
 // late, duplicate or foreign frame changes nothing and nothing is released twice.
 import crypto from 'node:crypto';
 import type { RowDataPacket } from 'mysql2/promise';
-import { OrbitError } from '../../protocol/errors.js';
-import type { ResultFrame } from '../../protocol/frames.js';
-import { canonicalJson, ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { ResultFrame } from '@orbit/protocol/frames';
+import { canonicalJson, ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
 import { TASK_COLUMNS } from '../db/tasks.js';

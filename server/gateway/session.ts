@@ -3,8 +3,8 @@
 // same attempt are handled in arrival order; frames about different attempts run concurrently.
 import type { WebSocket, RawData } from 'ws';
 import type { Logger } from 'pino';
-import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
-import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
+import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
+import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import { isConnectionError } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { startInTx, renewAttempts, resultInTx } from '../dispatch/lifecycle.js';

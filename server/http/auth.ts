@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { Pool } from '../db/pool.js';
 import { findCredentialByTokenHash, type Credential } from '../db/credentials.js';
 

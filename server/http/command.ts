@@ -2,9 +2,9 @@
 // idempotent transaction (receipt row claimed first, effect, receipt completed, one commit).
 import crypto from 'node:crypto';
 import type { TSchema, Static } from '@sinclair/typebox';
-import { OrbitError } from '../../protocol/errors.js';
-import { firstViolation } from '../../protocol/http-schemas.js';
-import { IDEMPOTENCY_KEY_RE, canonicalJson } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { firstViolation } from '@orbit/protocol/http-schemas';
+import { IDEMPOTENCY_KEY_RE, canonicalJson } from '@orbit/protocol/validation';
 import { isDuplicateKey, markBroken, releaseConnection, transactionOn, type Conn, type Pool } from '../db/pool.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { readJsonBody } from './body.js';

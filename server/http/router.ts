@@ -1,4 +1,4 @@
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { RequestCtx, Reply } from './context.js';
 
 export interface Route {

@@ -1,8 +1,8 @@
 // Result stream consumers (http-api.md "Result stream and subscriptions"): create, read, list,
 // pause/resume (receipt-bearing commands), delivery history, lease and ack (not receipt-bearing).
-import { OrbitError } from '../../protocol/errors.js';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '../../protocol/http-schemas.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { isDuplicateKey } from '../db/pool.js';
 import {

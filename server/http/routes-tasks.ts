@@ -1,6 +1,6 @@
-import { OrbitError } from '../../protocol/errors.js';
-import { SubmitTaskBody } from '../../protocol/http-schemas.js';
-import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339, ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339, ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { insertTask, insertedTaskRow, getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
 import { reserveUnfinishedTask } from '../db/applications.js';

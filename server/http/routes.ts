@@ -1,6 +1,6 @@
 import type { AppContext } from '../app-context.js';
 import { schemaStatus } from '../db/migrations.js';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';

@@ -2,7 +2,7 @@
 // node:http rather than a framework: the facade is ~15 routes, and owning the body reader keeps the
 // 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
 import http from 'node:http';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
