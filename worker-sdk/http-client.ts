@@ -93,7 +93,7 @@ export function createClient(opts: ClientOptions) {
       });
     }
     // Not an envelope (a proxy page, a truncated body): classify by status.
-    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 405 ? 'METHOD_NOT_ALLOWED' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
     throw new OrbitApiError(code, `unexpected HTTP ${res.status} response: ${raw.slice(0, 200)}`, { status: res.status, requestId });
   }
 

@@ -48,6 +48,16 @@ export class Router {
     return this;
   }
 
+  /** The methods a path exists under (for 405's Allow header). */
+  allowed(path: string): string[] {
+    return [...new Set(this.routes.filter((r) => r.regex.test(path)).map((r) => r.method))].sort();
+  }
+
+  /** Every route, in registration order (the OpenAPI document is checked against it). */
+  list(): readonly Route[] {
+    return this.routes;
+  }
+
   /** Returns the route, 'method' when the path exists under another method, or null. */
   match(method: string, path: string): Match | 'method' | null {
     let pathMatched = false;

@@ -7,6 +7,7 @@ import { reserveUnfinishedTask } from '../db/applications.js';
 import { fromIso } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { requireQueueAccess, requireScope } from './auth.js';
+import { notOneOf, queueNotFound, unfinishedTasksQuota } from './hints.js';
 import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
@@ -92,7 +93,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
   const outsideQueueIds = cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id);
   const pre = (outsideQueueIds || n.max_attempts === undefined) && ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
   if (outsideQueueIds) {
-    if (!pre) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    if (!pre) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
     requireQueueAccess(cred, pre.id);
   }
   // max_attempts defaults to the queue's retry.max_attempts: apply it before fingerprinting, so that
@@ -108,7 +109,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
     effect: async (c) => {
       // Shared lock on the queue row: serialized with retirement (which takes it exclusively).
       const q = await getQueue(c, cred.namespaceId, n.queue_id, 'share');
-      if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+      if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
       requireQueueAccess(cred, q.id);
       if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
       const [[{ now }]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
@@ -117,7 +118,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
         throw new OrbitError('INVALID_ARGUMENT', 'not_before: must not be after the deadline', { field: 'not_before' });
       }
       if (!(await reserveUnfinishedTask(c, cred.applicationId))) {
-        throw new OrbitError('QUOTA_EXCEEDED', 'application quota of unfinished tasks reached');
+        throw await unfinishedTasksQuota(c, cred.applicationId);
       }
       const id = newId();
       const fields = {
@@ -166,11 +167,11 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:read');
   const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
-  if (state !== undefined && !STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: unknown state', { field: 'state' });
+  if (state !== undefined && !STATES.includes(state)) throw notOneOf('state', state, STATES);
   const queueId = one('queue_id');
   if (queueId !== undefined) {
     const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!queue) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    if (!queue) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
     requireQueueAccess(ctx.cred, queueId);
   }
   const key = one('concurrency_key');

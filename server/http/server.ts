@@ -9,6 +9,7 @@ import { newId } from '../ids.js';
 import { authenticate } from './auth.js';
 import { sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
+import { methodNotAllowed } from './hints.js';
 import type { RawReply } from './router.js';
 import type { RequestCtx } from './context.js';
 
@@ -71,7 +72,7 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
     }
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${url.pathname}`);
-    if (m === 'method') throw new OrbitError('NOT_FOUND', `${req.method} is not supported on ${url.pathname}`);
+    if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
     const ctx = { app, req, res, requestId, url, params: m.params, log } as RequestCtx;
