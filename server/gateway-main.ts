@@ -63,6 +63,8 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     url,
     close() {
       closing ??= (async () => {
+        const t0 = Date.now();
+        log.info('gateway stopping: refusing new work, goaway to workers');
         app.shuttingDown = true;
         for (const c of closers) await c().catch((err) => log.error({ err }, 'close step failed'));
         await new Promise<void>((resolve) => {
@@ -71,6 +73,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
           setTimeout(() => server.closeAllConnections(), 2_000).unref();
         });
         await pool.end().catch(() => {});
+        log.info({ duration_ms: Date.now() - t0 }, 'gateway stopped');
       })();
       return closing;
     },
