@@ -6,6 +6,7 @@ import { createPool } from './db/pool.js';
 import { assertSchemaCurrent } from './db/migrations.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
+import { registerQueueGauges } from './queue-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
@@ -32,6 +33,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     throw err;
   }
   const metrics = createMetrics();
+  registerQueueGauges(metrics, pool);
   const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false };
   app.events.setMaxListeners(0);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {

@@ -222,6 +222,7 @@ export class Session {
     const { value: reply, ledger } = await this.gw.batcher.run((c, l) => resultInTx(c, l, this.who(), f));
     this.held.delete(f.attempt_id);
     this.send(reply as GatewayFrame);
+    this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: (reply as { task_state?: string }).task_state, deduplicated: reply.deduplicated }, 'task result');
     if (!reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
     this.gw.wake(ledger.freedQueues);
     this.gw.kick(this);
@@ -249,6 +250,7 @@ export class Session {
         task: a.task,
       };
       if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
+      this.log.debug({ task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined }, 'task assigned');
       this.send(frame);
     }
   }

@@ -141,7 +141,8 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
       await insertTask(c, fields);
       return { data: { task: taskView(insertedTaskRow(fields)) }, resourceId: id };
     },
-    afterCommit: () => {
+    afterCommit: (d) => {
+      ctx.log.debug({ task_id: (d.task as { id: string }).id, queue_id: n.queue_id }, 'task accepted');
       ctx.app.metrics.tasksAccepted.inc();
       ctx.app.events.emit('work', n.queue_id);
     },

@@ -10,6 +10,7 @@ import { authenticate } from './auth.js';
 import { sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
+import { logRequestOnFinish } from './request-log.js';
 import type { RawReply } from './router.js';
 import type { RequestCtx } from './context.js';
 
@@ -63,6 +64,7 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
   const requestId = newId();
   const log = app.log.child({ request_id: requestId });
   let routeName = 'unmatched';
+  logRequestOnFinish(log, req, res, () => routeName);
   try {
     let url: URL;
     try {
