@@ -2,6 +2,7 @@ import type { AppContext } from '../app-context.js';
 import { schemaStatus } from '../db/migrations.js';
 import { OrbitError } from '@orbit/protocol/errors';
 import { Router } from './router.js';
+import { serveApiDocument } from '../api-docs/serve.js';
 import { getTaskRoute, listTasksRoute, submitTask } from './routes-tasks.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
@@ -42,6 +43,8 @@ export function buildRoutes(app: AppContext): Router {
     auth: false,
     handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.registry.metrics() }),
   });
+  r.add({ method: 'GET', template: '/v1/openapi.json', auth: false, handle: serveApiDocument('openapi') });
+  r.add({ method: 'GET', template: '/v1/asyncapi.json', auth: false, handle: serveApiDocument('asyncapi') });
   r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });
   r.add({ method: 'GET', template: '/v1/tasks/{id}', auth: true, handle: getTaskRoute });
