@@ -3,6 +3,7 @@
 // log records; the hello always carries the handler filter, so a task for a handler this worker
 // lacks is never assigned to it; error classes are recognised across package copies.
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +32,14 @@ function runNode(args: string[], env: Record<string, string>, timeoutMs = 20_000
 }
 
 const example = path.join(root, 'dist/examples/worker/main.js');
+
+describe('the README worker', () => {
+  it('is examples/worker/main.ts, verbatim (a file that compiles and runs, not a sketch)', () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const file = fs.readFileSync(path.join(root, 'examples/worker/main.ts'), 'utf8');
+    expect(readme).toContain('```ts\n' + file + '```');
+  });
+});
 
 describe('exit codes', () => {
   it('the README worker with a refused token exits 1 within seconds, one line saying why', async () => {
