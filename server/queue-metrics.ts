@@ -32,28 +32,20 @@ export function registerQueueGauges(metrics: Metrics, pool: Pool): void {
     return out;
   };
   // Both gauges come from one query; whichever is collected first refreshes the cache.
-  const depth: client.Gauge<'queue_id' | 'queue'> = new client.Gauge({
-    name: 'orbit_queue_depth',
-    help: 'WAITING tasks per queue (all nodes; from the database at scrape time)',
-    labelNames: ['queue_id', 'queue'],
-    registers: [metrics.registry],
-    async collect() {
-      const rows = await read().catch(() => null);
-      if (!rows) return; // database unreachable: keep the last values rather than fail the scrape
-      depth.reset();
-      for (const r of rows) depth.set({ queue_id: r.queue_id, queue: r.queue }, r.depth);
-    },
-  });
-  const oldest: client.Gauge<'queue_id' | 'queue'> = new client.Gauge({
-    name: 'orbit_queue_oldest_waiting_seconds',
-    help: 'age of the oldest due WAITING task per queue, in seconds (from the database at scrape time)',
-    labelNames: ['queue_id', 'queue'],
-    registers: [metrics.registry],
-    async collect() {
-      const rows = await read().catch(() => null);
-      if (!rows) return;
-      oldest.reset();
-      for (const r of rows) oldest.set({ queue_id: r.queue_id, queue: r.queue }, r.oldest_s);
-    },
-  });
+  const gauge = (name: string, help: string, value: (r: QueueDepth) => number) => {
+    const g: client.Gauge<'queue_id' | 'queue'> = new client.Gauge({
+      name,
+      help,
+      labelNames: ['queue_id', 'queue'],
+      registers: [metrics.registry],
+      async collect() {
+        const rows = await read().catch(() => null);
+        if (!rows) return; // database unreachable: keep the last values rather than fail the scrape
+        g.reset();
+        for (const r of rows) g.set({ queue_id: r.queue_id, queue: r.queue }, value(r));
+      },
+    });
+  };
+  gauge('orbit_queue_depth', 'WAITING tasks per queue (all nodes; from the database at scrape time)', (r) => r.depth);
+  gauge('orbit_queue_oldest_waiting_seconds', 'age of the oldest due WAITING task per queue, in seconds (from the database at scrape time)', (r) => r.oldest_s);
 }
