@@ -6,9 +6,9 @@
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES, WORKER_CAPACITY (default 4), WORKER_DELAY_MS (0..N ms
 //   before the write, default 20), FENCE_DSN (mysql://…), FENCE_NAMESPACE.
 import mysql from 'mysql2/promise';
-import { createWorker } from '../worker-sdk/worker.js';
-import { createFencedResource } from '../worker-sdk/fenced-resource.js';
-import { StaleTokenError } from '../worker-sdk/errors.js';
+import { createWorker } from '@orbit/worker-sdk/worker';
+import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
+import { StaleTokenError } from '@orbit/worker-sdk/fenced-resource';
 
 const env = process.env;
 const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');

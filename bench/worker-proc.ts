@@ -5,7 +5,7 @@
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
 //   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0);
 //   for the benchmark WORKER_LATENCY=1 and WORKER_PROGRESS_MS=N (below).
-import { createWorker } from '../worker-sdk/worker.js';
+import { createWorker } from '@orbit/worker-sdk/worker';
 
 const env = process.env;
 const delay = Number(env.WORKER_DELAY_MS ?? 0);

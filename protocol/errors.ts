@@ -7,6 +7,7 @@ export const ERROR_CODES = {
   UNAUTHENTICATED: { http: 401, close: 1008, retryable: false, doc: 'no or bad credential' },
   PERMISSION_DENIED: { http: 403, close: 1008, retryable: false, doc: 'missing scope or queue authorization' },
   NOT_FOUND: { http: 404, close: null, retryable: false, doc: 'absent or outside the credential\'s namespace/ownership' },
+  METHOD_NOT_ALLOWED: { http: 405, close: null, retryable: false, doc: 'the path exists but not with this method; the Allow header lists the methods' },
   IDEMPOTENCY_CONFLICT: { http: 409, close: null, retryable: false, doc: 'Idempotency-Key reused with different content or target' },
   STATE_CONFLICT: { http: 409, close: 4409, retryable: false, doc: 'revision mismatch, wrong state for the command, frozen property changed, superseded session' },
   RESOURCE_BUSY: { http: 409, close: null, retryable: false, doc: 'retirement refused; the message names the blocking dependency' },

@@ -104,6 +104,26 @@ export function compiled<T extends TSchema>(schema: T): TypeCheck<T> {
   return c as TypeCheck<T>;
 }
 
+/** Every schema violation as `{field, message}` (dotted paths), at most `max`, one per field and
+ * message (a union member that fails reports once, not once per branch). */
+export function violations<T extends TSchema>(schema: T, value: unknown, max = 32): { field: string; message: string }[] {
+  const check = compiled(schema);
+  if (check.Check(value)) return [];
+  const out: { field: string; message: string }[] = [];
+  const seen = new Set<string>();
+  for (const e of check.Errors(value)) {
+    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+    if (seen.has(field)) continue; // the first message per field is the most specific
+    seen.add(field);
+    // A union of literals (an enum) names its values instead of TypeBox's "Expected union value".
+    const consts = (e.schema as { anyOf?: { const?: unknown }[] }).anyOf?.map((m) => m.const);
+    const message = consts && consts.length > 0 && consts.every((c) => typeof c === 'string') ? `must be one of ${consts.join(', ')}` : e.message;
+    out.push({ field, message });
+    if (out.length >= max) break;
+  }
+  return out.length > 0 ? out : [{ field: '', message: 'invalid' }];
+}
+
 /** First schema violation as `{field, message}` (field is a dotted path), or null. */
 export function firstViolation<T extends TSchema>(schema: T, value: unknown): { field: string; message: string } | null {
   const check = compiled(schema);

@@ -6,6 +6,7 @@ import { createPool } from './db/pool.js';
 import { assertSchemaCurrent } from './db/migrations.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
+import { registerQueueGauges } from './queue-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
@@ -36,6 +37,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const metrics = createMetrics();
   const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
+  registerQueueGauges(metrics, pool);
   app.events.setMaxListeners(0);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);
@@ -67,6 +69,8 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     url,
     close() {
       closing ??= (async () => {
+        const t0 = Date.now();
+        log.info('gateway stopping: refusing new work, goaway to workers');
         app.shuttingDown = true;
         for (const c of closers) await c().catch((err) => log.error({ err }, 'close step failed'));
         await new Promise<void>((resolve) => {
@@ -75,6 +79,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
           setTimeout(() => server.closeAllConnections(), 2_000).unref();
         });
         await pool.end().catch(() => {});
+        log.info({ duration_ms: Date.now() - t0 }, 'gateway stopped');
       })();
       return closing;
     },

@@ -8,46 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { binPath, childEnv } from './support/cli.js';
 import { call, ikey } from './support/http.js';
+import { alive, serversUnder, waitUntil } from './support/embedded.js';
 
 let home: string;
 const started = new Set<ChildProcess>();
-
-/** Pids of database servers whose command line names a data directory under `home`. */
-function serversUnder(dir: string): number[] {
-  const out: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    let cmd: string;
-    try {
-      cmd = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    const args = cmd.split('\0');
-    if (!/mariadbd|mysqld/.test(path.basename(args[0] ?? ''))) continue;
-    if (args.some((a) => a.startsWith('--datadir=') && a.slice('--datadir='.length).startsWith(dir))) out.push(Number(e));
-  }
-  return out;
-}
-
-/** Running (not gone, not a zombie). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return cond();
-}
 
 interface Started {
   child: ChildProcess;
@@ -58,7 +22,7 @@ interface Started {
 
 async function startEmbedded(port: number): Promise<Started> {
   const child = spawn(process.execPath, [binPath('start-embedded')], {
-    env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'warn' }),
+    env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'info' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);
@@ -111,6 +75,7 @@ interface Creds {
   queue_id: string;
   queues: Record<string, string>;
   scopes: string[];
+  mysql_dsn: string;
 }
 
 const task = (queueId: string) => ({
@@ -133,7 +98,13 @@ describe('npm start (embedded)', () => {
     expect(fs.existsSync(credFile)).toBe(true);
     expect(fs.statSync(credFile).mode & 0o777).toBe(0o600);
     first = JSON.parse(fs.readFileSync(credFile, 'utf8')) as Creds;
-    expect(Object.keys(first).sort()).toEqual(['application_id', 'environment', 'namespace_id', 'queue_id', 'queues', 'scopes', 'token', 'url']);
+    expect(Object.keys(first).sort()).toEqual(['application_id', 'environment', 'mysql_dsn', 'namespace_id', 'queue_id', 'queues', 'scopes', 'token', 'url']);
+    expect(first.mysql_dsn).toMatch(/^mysql:\/\/orbit:[^@]+@127\.0\.0\.1:\d+\/orbit$/);
+    // Every line is a pino JSON record (no plain "orbit: …" lines); the start-up lines say how to
+    // connect (the DSN) and where the credentials are.
+    const records = s.output().trim().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(records.find((r) => r.msg.startsWith('embedded database: '))?.msg).toBe(`embedded database: ${first.mysql_dsn}`);
+    expect(records.some((r) => r.msg === `gateway listening on ${s.url}`)).toBe(true);
     expect(first.url).toBe(s.url);
     expect(first.queue_id).toBe(first.queues.initial);
     expect(first.scopes).toEqual(expect.arrayContaining(['tasks:submit', 'tasks:read', 'workers:connect', 'workers:consume']));
@@ -152,6 +123,7 @@ describe('npm start (embedded)', () => {
     const { code } = await s.exited;
     expect(code, s.output()).toBe(0);
     expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(s.output()).toMatch(/"msg":"gateway stopped"/); // the shutdown line
     // The database server went with it.
     expect(await waitUntil(() => servers.every((p) => !alive(p)) && serversUnder(home).length === 0, 5_000)).toBe(true);
     await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
@@ -161,7 +133,7 @@ describe('npm start (embedded)', () => {
     const port = await freePort();
     const s = await startEmbedded(port);
     const again = JSON.parse(fs.readFileSync(path.join(home, 'dev.credentials.json'), 'utf8')) as Creds;
-    // Same credential, only the URL follows the new address.
+    // Same credential, only the URL follows the new address; the database keeps its port.
     expect({ ...again, url: '' }).toEqual({ ...first, url: '' });
     expect(again.url).toBe(s.url);
     const read = await call(s.url, 'GET', `/v1/tasks/${taskId}`, { token: again.token });
@@ -202,10 +174,11 @@ describe('npm start (embedded)', () => {
       });
       started.add(child);
       let err = '';
+      child.stdout!.setEncoding('utf8').on('data', (d: string) => (err += d));
       child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
       const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
       expect(code).toBe(1);
-      expect(err.trim().split('\n').at(-1)).toMatch(/ORBIT_HTTP_ADDR|EADDRINUSE/);
+      expect(JSON.parse(err.trim().split('\n').at(-1)!)).toMatchObject({ level: 60, msg: expect.stringMatching(/ORBIT_HTTP_ADDR|EADDRINUSE/) });
       expect(await waitUntil(() => serversUnder(home).length === 0, 5_000)).toBe(true);
     } finally {
       srv.close();
@@ -237,11 +210,12 @@ describe('npm start (embedded)', () => {
     });
     started.add(child);
     let err = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (err += d));
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
     const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
     expect(code).toBe(1);
     expect(err.trim().split('\n'), err).toHaveLength(1);
-    expect(err).toMatch(/ORBIT_LOG_LEVEL/);
+    expect(JSON.parse(err)).toMatchObject({ level: 60, msg: expect.stringMatching(/ORBIT_LOG_LEVEL/) });
     expect(fs.existsSync(path.join(home3, 'mysql'))).toBe(false);
   });
 });

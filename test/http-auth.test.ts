@@ -56,11 +56,16 @@ describe('envelope', () => {
       ['GET', '/v1/nothing'],
       ['GET', '/v1/tasks/'],
       ['POST', '/v1/tasks/abc/def'],
+    ] as const) {
+      expectError(await call(gw.url, m, p, { token: a.token }), 404, 'NOT_FOUND');
+    }
+    // A path that exists under another method is 405 with Allow (test/http-hints.test.ts).
+    for (const [m, p] of [
       ['DELETE', '/v1/tasks'],
       ['PUT', `/v1/queues/${a.queue_id}`],
       ['POST', '/healthz'],
     ] as const) {
-      expectError(await call(gw.url, m, p, { token: a.token }), 404, 'NOT_FOUND');
+      expectError(await call(gw.url, m, p, { token: a.token }), 405, 'METHOD_NOT_ALLOWED');
     }
   });
 

@@ -153,7 +153,7 @@ describe('GET /v1/queues/{id}/stats', () => {
       expectError(await stats(id), 404, 'NOT_FOUND');
     }
     expect(expectError(await stats(q.id, f.t.token, '?window=60'), 400, 'INVALID_ARGUMENT').details?.field).toBe('window');
-    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}/stats`, { token: f.t.token, body: {} }), 404, 'NOT_FOUND');
+    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}/stats`, { token: f.t.token, body: {} }), 405, 'METHOD_NOT_ALLOWED');
   });
 
   it('a retired queue still answers (history stays readable)', async () => {

@@ -276,8 +276,8 @@ describe('pause and resume', () => {
     expect(await getQ(q.id)).toEqual(q);
   });
 
-  it('unknown verbs on a queue are 404', async () => {
+  it('unknown verbs on a queue are 404; a known verb with the wrong method is 405', async () => {
     expectError(await call(f.gw.url, 'POST', `/v1/queues/${f.t.queue_id}:delete`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }), 404, 'NOT_FOUND');
-    expectError(await call(f.gw.url, 'GET', `/v1/queues/${f.t.queue_id}:pause`, { token: f.t.token }), 404, 'NOT_FOUND');
+    expectError(await call(f.gw.url, 'GET', `/v1/queues/${f.t.queue_id}:pause`, { token: f.t.token }), 405, 'METHOD_NOT_ALLOWED');
   });
 });

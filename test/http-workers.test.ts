@@ -98,6 +98,6 @@ describe('GET /v1/workers', () => {
     }
     expect(expectError(await workers(`?queue_id=${q.id}&queue_id=${q.id}`), 400, 'INVALID_ARGUMENT').details?.field).toBe('queue_id');
     expect(expectError(await workers('?limit=5'), 400, 'INVALID_ARGUMENT').details?.field).toBe('limit');
-    expectError(await call(f.gw.url, 'POST', '/v1/workers', { token: f.t.token, body: {} }), 404, 'NOT_FOUND');
+    expectError(await call(f.gw.url, 'POST', '/v1/workers', { token: f.t.token, body: {} }), 405, 'METHOD_NOT_ALLOWED');
   });
 });

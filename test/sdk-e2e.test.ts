@@ -3,7 +3,8 @@
 // drains promptly.
 import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
-import { createClient, createFencedResource, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
+import { createClient, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
+import { createFencedResource } from '../worker-sdk/fenced-resource.js';
 
 const silent = { info() {}, warn() {}, error() {} };
 

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { createPool, type Pool } from '../server/db/pool.js';
-import { createFencedResource, StaleTokenError, type FencedResource } from '../worker-sdk/index.js';
+import { createFencedResource, StaleTokenError, type FencedResource } from '../worker-sdk/fenced-resource.js';
 
 let db: TestDb;
 let pool: Pool; // a wider pool than the test db's so 20 writers really overlap

@@ -19,9 +19,9 @@ import {
   type TaskAssignFrame,
   type TaskCancelFrame,
   type WorkerFrame,
-} from '../protocol/frames.js';
-import { OrbitError, isErrorCode } from '../protocol/errors.js';
-import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+} from '@orbit/protocol/frames';
+import { OrbitError, isErrorCode } from '@orbit/protocol/errors';
+import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
 import {
   assignProblem,
   connectUrl,
@@ -381,7 +381,7 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.closeReason = reason;
     clearTimeout(this.helloTimer);
     clearTimeout(this.idleTimer);
-    const err = this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError ? this.failure : new ConnectionClosedError(code, reason || this.failure?.message || '');
+    const err = this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError ? this.failure : new ConnectionClosedError(code, reason || (this.failure ? describeError(this.failure) : ''));
     this.settleOpen.reject(err);
     for (const list of this.pending.values()) for (const p of list) p.reject(err);
     this.pending.clear();

@@ -4,8 +4,58 @@
 //   RetryableError      → outcome `retry`   (the effect certainly did not happen)
 //   UnknownOutcomeError → outcome `unknown` (the effect may have happened; a person reviews it)
 //   PermanentError / anything else → outcome `failed`
-import type { ErrorCode } from '../protocol/errors.js';
-import { ERROR_CODES, isErrorCode } from '../protocol/errors.js';
+//
+// Every class carries a brand (a registry symbol naming its kind), and `instanceof` checks the
+// brand: an error thrown by a handler built against another copy of this package (a library that
+// bundles its own @orbit/worker-sdk, a second version in node_modules) is still recognised, so a
+// RetryableError from that copy still means `retry`.
+import type { ErrorCode } from '@orbit/protocol/errors';
+import { ERROR_CODES, isErrorCode } from '@orbit/protocol/errors';
+
+const BRAND = Symbol.for('@orbit/worker-sdk:error-kind');
+
+export type OrbitSdkErrorKind =
+  | 'RetryableError'
+  | 'UnknownOutcomeError'
+  | 'PermanentError'
+  | 'ProtocolViolation'
+  | 'LeaseLostError'
+  | 'GatewayError'
+  | 'ConnectionClosedError'
+  | 'OrbitApiError'
+  | 'StaleTokenError'
+  | 'OperationConflictError';
+
+/** Whether `err` is an SDK error (of `kind`, when given) from any copy of the SDK. */
+export function isOrbitSdkError(err: unknown, kind?: OrbitSdkErrorKind): boolean {
+  if (err === null || typeof err !== 'object') return false;
+  const k = (err as { [BRAND]?: unknown })[BRAND];
+  return typeof k === 'string' && (kind === undefined || k === kind);
+}
+
+/** Marks `cls` with its kind: instances carry the brand, and `x instanceof cls` is true for a
+ * branded error of that kind from any SDK copy. A subclass a user defines keeps the ordinary
+ * prototype check (so `instanceof MySubclass` stays exact). */
+function brand(cls: abstract new (...args: never[]) => Error, kind: OrbitSdkErrorKind): void {
+  Object.defineProperty(cls.prototype, BRAND, { value: kind, enumerable: false });
+  Object.defineProperty(cls, Symbol.hasInstance, {
+    value(this: unknown, v: unknown): boolean {
+      if (this === cls) return isOrbitSdkError(v, kind);
+      return Function.prototype[Symbol.hasInstance].call(this, v);
+    },
+  });
+}
+
+/** One-line text of any error: its message, else its code, else the first of an AggregateError's
+ * errors (a refused connection to a name with two addresses has an empty message). */
+export function describeError(err: unknown): string {
+  const e = err as { message?: unknown; code?: unknown; errors?: unknown[] } | null;
+  let text = typeof e?.message === 'string' && e.message !== '' ? e.message : '';
+  if (!text && Array.isArray(e?.errors) && e.errors.length > 0) text = describeError(e.errors[0]);
+  if (!text && typeof e?.code === 'string') text = e.code;
+  if (!text) text = String(err);
+  return text.replace(/\s+/g, ' ').trim();
+}
 
 /** Result error codes go on the wire: 1–128 characters (protocol/frames.ts ResultError). */
 function cleanCode(code: string | undefined, fallback: string): string {
@@ -100,12 +150,14 @@ export class GatewayError extends Error {
 /** The connection closed (or was never open) while a request was waiting for its reply. The
  * request may or may not have reached the gateway: the worker re-sends after reconnecting. */
 export class ConnectionClosedError extends Error {
-  readonly code: number;
+  readonly code = 'CONNECTION_CLOSED' as const;
+  /** The WebSocket close code (1006 when the connection dropped or never opened). */
+  readonly closeCode: number;
   readonly reason: string;
-  constructor(code: number, reason: string) {
-    super(`connection closed (${code}${reason ? `: ${reason}` : ''})`);
+  constructor(closeCode: number, reason: string) {
+    super(`connection closed (${closeCode}${reason ? `: ${reason}` : ''})`);
     this.name = 'ConnectionClosedError';
-    this.code = code;
+    this.closeCode = closeCode;
     this.reason = reason;
   }
 }
@@ -159,3 +211,14 @@ export class OperationConflictError extends Error {
     this.name = 'OperationConflictError';
   }
 }
+
+brand(RetryableError, 'RetryableError');
+brand(UnknownOutcomeError, 'UnknownOutcomeError');
+brand(PermanentError, 'PermanentError');
+brand(ProtocolViolation, 'ProtocolViolation');
+brand(LeaseLostError, 'LeaseLostError');
+brand(GatewayError, 'GatewayError');
+brand(ConnectionClosedError, 'ConnectionClosedError');
+brand(OrbitApiError, 'OrbitApiError');
+brand(StaleTokenError, 'StaleTokenError');
+brand(OperationConflictError, 'OperationConflictError');

@@ -7,8 +7,10 @@
 // the caller's lease is still valid, and it replaces neither authentication nor idempotency
 // (hence the operation id).
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
-import { UINT64_MAX } from '../protocol/validation.js';
+import { UINT64_MAX } from '@orbit/protocol/validation';
 import { OperationConflictError, StaleTokenError } from './errors.js';
+
+export { OperationConflictError, StaleTokenError };
 
 export interface FencedResourceOptions {
   /** Fence table; the operation table is `${table}_ops`. Default `orbit_fence`. */

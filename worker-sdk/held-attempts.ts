@@ -1,7 +1,7 @@
 // The attempts a worker holds (leased, running or reporting): what a new session resumes, lease
 // times from the gateway, loss and refusal (which abort the handler), and the wait for all of them
 // to finish when the worker closes.
-import type { TaskAssignFrame } from '../protocol/frames.js';
+import type { TaskAssignFrame } from '@orbit/protocol/frames';
 import type { KnownAttempt, ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
 import type { Logger } from './task-context.js';

@@ -3,9 +3,9 @@
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
 // client never invents one.
-import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, SubmitBatchItem, SubmitTaskBody } from '../protocol/http-schemas.js';
-import { isErrorCode, type ErrorCode } from '../protocol/errors.js';
-import { IDEMPOTENCY_KEY_RE } from '../protocol/validation.js';
+import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, SubmitBatchItem, SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
+import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { OrbitApiError } from './errors.js';
 
 export interface ClientOptions {
@@ -22,9 +22,9 @@ export interface CommandOptions {
   signal?: AbortSignal;
 }
 
-export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord, BatchSubmitResult } from '../protocol/http-views.js';
-import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult } from '../protocol/http-views.js';
-export type { SubmitBatchItem } from '../protocol/http-schemas.js';
+export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord, BatchSubmitResult } from '@orbit/protocol/http-views';
+import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult } from '@orbit/protocol/http-views';
+export type { SubmitBatchItem } from '@orbit/protocol/http-schemas';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {
@@ -94,7 +94,7 @@ export function createClient(opts: ClientOptions) {
       });
     }
     // Not an envelope (a proxy page, a truncated body): classify by status.
-    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 405 ? 'METHOD_NOT_ALLOWED' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
     throw new OrbitApiError(code, `unexpected HTTP ${res.status} response: ${raw.slice(0, 200)}`, { status: res.status, requestId });
   }
 

@@ -57,7 +57,7 @@ export function successResult(attemptId: string, value: unknown): ResultInput {
 /** The result for a thrown error: RetryableError → retry, UnknownOutcomeError → unknown,
  * anything else → failed (permanent). */
 export function errorResult(attemptId: string, err: unknown): ResultInput {
-  if (err instanceof RetryableError) {
+  if (err instanceof RetryableError) { // brand check: works across SDK copies (errors.ts)
     const r: ResultInput = { attemptId, outcome: 'retry', error: { code: err.code, message: messageOf(err) } };
     if (err.retryAfterMs !== undefined) r.retryAfterMs = Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS);
     return r;

@@ -11,9 +11,9 @@ import {
   type TaskAssignFrame,
   type TaskCancelFrame,
   type WorkerFrame,
-} from '../protocol/frames.js';
-import { OrbitError } from '../protocol/errors.js';
-import { concurrencyKeyProblem, isUint64String } from '../protocol/validation.js';
+} from '@orbit/protocol/frames';
+import { OrbitError } from '@orbit/protocol/errors';
+import { concurrencyKeyProblem, isUint64String } from '@orbit/protocol/validation';
 import type { ProtocolViolation } from './errors.js';
 
 export const SDK_AGENT = 'orbit-worker-sdk/0.1.0';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { SUBPROTOCOL, parseWorkerFrame, type HelloFrame, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '../protocol/frames.js';
+import { SUBPROTOCOL, parseWorkerFrame, type HelloFrame, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
 
 export const hexId = (): string => randomBytes(16).toString('hex');
 

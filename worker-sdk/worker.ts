@@ -2,58 +2,49 @@
 // createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
 // periodic renewal, results re-sent until acknowledged, and a draining close().
 import { EventEmitter } from 'node:events';
-import type { HelloOkFrame } from '../protocol/frames.js';
 import { WorkerConnection, helloFrame, type ConnectionEvent, type Registration, type ResultInput } from './connection.js';
-import { ConnectionClosedError, GatewayError, type ProtocolViolation } from './errors.js';
+import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
 import { HeldAttempts, type Held } from './held-attempts.js';
 import { errorResult, successResult } from './outcome.js';
-import { consoleLogger, defaultWorkerId, handlerFor, taskContext, type HandlerSpec, type Logger } from './task-context.js';
+import { backoffMs, reconnectLimit } from './reconnect.js';
+import type { WorkerEvents, WorkerOptions } from './worker-options.js';
+import {
+  DEFAULT_HANDLER_VERSIONS,
+  consoleLogger,
+  defaultWorkerId,
+  handlerFilter,
+  handlerFor,
+  taskContext,
+  type Handler,
+  type Logger,
+  type TaskType,
+} from './task-context.js';
 
 export * from './task-context.js';
-
-export interface WorkerOptions {
-  url: string;
-  token: string;
-  queues: string[];
-  capacity: number;
-  handlers: Record<string, HandlerSpec>;
-  logger?: Logger;
-  /** Default `${hostname}-${pid}-${random}`; must be unique to this process. */
-  workerId?: string;
-  agent?: string;
-  reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
-  helloTimeoutMs?: number;
-  idleTimeoutMs?: number;
-  /** Connect at once (default true); otherwise call start(). */
-  autoStart?: boolean;
-}
-
-type WorkerEvents = {
-  connected: [HelloOkFrame];
-  disconnected: [code: number, reason: string];
-  protocolError: [ProtocolViolation];
-  gatewayError: [GatewayError];
-  leaseLost: [attemptId: string, reason: string];
-  result: [{ attemptId: string; outcome: string; taskState?: string; deduplicated?: boolean; error?: string }];
-  fatal: [Error];
-};
+export type { ReconnectPolicy } from './reconnect.js';
+export type { WorkerEvents, WorkerOptions } from './worker-options.js';
 
 /** Hello errors that retrying cannot fix: the worker stops and reports them. */
 const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
 const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
 const DRAIN_ACK_MS = 10_000;
 
-export function createWorker(opts: WorkerOptions): Worker {
+export function createWorker<T = Record<string, TaskType>>(opts: WorkerOptions<NoInfer<T>>): Worker {
   const w = new Worker(opts);
-  if (opts.autoStart !== false) void w.start();
+  if (opts.autoStart !== false) w.connect();
   return w;
 }
 
 export class Worker extends EventEmitter<WorkerEvents> {
   readonly workerId: string;
-  /** Resolves on the first hello.ok; rejects if the worker fails before that. */
-  readonly ready: Promise<void>;
-  private readonly opts: WorkerOptions;
+  private readonly readyP: Promise<void>;
+  private readonly finished: Promise<void>;
+  private settleFinished!: { resolve: () => void; reject: (e: Error) => void };
+  /** Someone will see a fatal error (run(), start(), ready or a 'fatal' listener). */
+  private observed = false;
+  private readonly opts: WorkerOptions<any>;
+  private readonly handlers: Record<string, Handler>;
+  private readonly defaultVersions: string[];
   private readonly log: Logger;
   private readonly handlerVersions?: Registration['handlers'];
   private capacity: number;
@@ -68,32 +59,56 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private loop?: Promise<void>;
   private closing?: Promise<void>;
 
-  constructor(opts: WorkerOptions) {
+  constructor(opts: WorkerOptions<any>) {
     super();
     this.opts = opts;
     this.log = opts.logger ?? consoleLogger;
     this.workerId = opts.workerId ?? defaultWorkerId();
     this.capacity = opts.capacity;
     this.held = new HeldAttempts(this.log, this.workerId, (id, reason) => this.emit('leaseLost', id, reason));
-    const specs = Object.entries(opts.handlers);
-    if (specs.length === 0) throw new TypeError('createWorker: at least one handler is required');
-    // The hello handler filter can only be sent when every handler names its versions; a bare
-    // function accepts any version, so then no filter is sent.
-    if (specs.every(([, s]) => typeof s !== 'function')) {
-      this.handlerVersions = specs.map(([handler, s]) => ({ handler, versions: (s as { versions: string[] }).versions }));
-    }
+    this.handlers = opts.handlers as Record<string, Handler>;
+    this.defaultVersions = opts.defaultVersions ?? DEFAULT_HANDLER_VERSIONS;
+    if (Object.keys(this.handlers).length === 0) throw new TypeError('createWorker: at least one handler is required');
+    this.handlerVersions = handlerFilter(this.handlers, this.defaultVersions);
+    reconnectLimit(opts.reconnect); // validate now, like the registration
     helloFrame(this.registration([])); // validate now: a bad option must fail at construction
-    this.ready = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
-    this.ready.catch(() => {});
+    this.readyP = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
+    this.readyP.catch(() => {});
+    this.finished = new Promise((resolve, reject) => (this.settleFinished = { resolve, reject }));
+    this.finished.catch(() => {});
+    this.on('newListener', (ev: string | symbol) => {
+      if (ev === 'fatal') this.observed = true;
+    });
+  }
+
+  /** Resolves on the first hello.ok; rejects if the worker fails before that. */
+  get ready(): Promise<void> {
+    this.observed = true;
+    return this.readyP;
   }
 
   /** Starts connecting; resolves once the first session is established. */
   start(): Promise<void> {
+    this.observed = true;
+    this.connect();
+    return this.readyP;
+  }
+
+  /** Runs the worker until it stops: resolves after close() has drained it, rejects with the
+   * error that stopped it (refused credential, retired queue, reconnect attempts exhausted, …).
+   * `await worker.run()` in a main function makes the process exit non-zero on such an error. */
+  run(): Promise<void> {
+    this.observed = true;
+    this.connect();
+    return this.finished;
+  }
+
+  /** @internal starts the connection loop once. */
+  connect(): void {
     if (this.state === 'idle') {
       this.state = 'running';
-      this.loop = this.run();
+      this.loop = this.connectionLoop();
     }
-    return this.ready;
   }
 
   /** Attempts this worker holds right now (leased, running or reporting). */
@@ -131,8 +146,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   // ---- connection loop ------------------------------------------------------------------------
 
-  private async run(): Promise<void> {
+  private async connectionLoop(): Promise<void> {
     let failures = 0;
+    const limit = reconnectLimit(this.opts.reconnect);
     while (this.state === 'running' || this.state === 'draining') {
       let goaway = false;
       let conn: WorkerConnection;
@@ -163,8 +179,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
         if (this.stopped) return;
         if (this.isFatal(err)) return this.fail(err as Error);
         failures++;
-        this.log.warn({ worker_id: this.workerId, err: String(err), failures }, 'orbit worker: connect failed, retrying');
-        await this.sleep(this.backoff(failures));
+        if (failures >= limit) {
+          return this.fail(new GatewayError('UNAVAILABLE', `cannot connect to ${this.opts.url} after ${failures} attempts: ${describeError(err)}`, { fatal: true }));
+        }
+        const delay = backoffMs(this.opts.reconnect, failures);
+        this.log.warn({ worker_id: this.workerId, url: this.opts.url, err: describeError(err), attempt: failures, max_attempts: limit, retry_in_ms: delay }, 'orbit worker: connect failed, retrying');
+        await this.sleep(delay);
         continue;
       }
       this.pendingConn = undefined;
@@ -180,20 +200,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
       if (Date.now() - openedAt >= STABLE_SESSION_MS || goaway) failures = 0;
       else failures++;
       this.log.info({ worker_id: this.workerId, code, goaway }, 'orbit worker: disconnected, reconnecting');
-      if (!goaway) await this.sleep(this.backoff(failures));
+      if (!goaway) await this.sleep(backoffMs(this.opts.reconnect, failures));
     }
   }
 
   private get stopped(): boolean {
     return this.state === 'closed' || this.state === 'failed';
-  }
-
-  /** Exponential backoff with full jitter, well under a lease so resume happens in time. */
-  private backoff(failures: number): number {
-    const base = this.opts.reconnect?.initialDelayMs ?? 100;
-    const max = this.opts.reconnect?.maxDelayMs ?? 5000;
-    const ceiling = Math.min(max, base * 2 ** Math.min(failures, 20));
-    return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -218,6 +230,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     for (const r of hello.resumed) this.held.setLease(r.attempt_id, r.lease_expires_at);
     for (const id of hello.lost) this.held.markLost(id, 'LOST_ON_RESUME');
     this.conn = conn;
+    this.log.info({ worker_id: this.workerId, session_id: hello.session_id, url: this.opts.url, queues: this.opts.queues.length }, 'orbit worker: connected');
     const every = hello.renew_ms > 0 ? hello.renew_ms : Math.max(1000, Math.floor(hello.lease_ms / 3));
     this.renewTimer = setInterval(() => this.renew(conn), every);
     this.renewTimer.unref();
@@ -273,9 +286,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   // ---- attempts -------------------------------------------------------------------------------
 
   private async drive(h: Held): Promise<void> {
-    const fn = handlerFor(this.opts.handlers, h.frame);
+    const fn = handlerFor(this.handlers, h.frame, this.defaultVersions);
     if (!fn) {
-      // Not ours to run: fail it without starting (no handler code runs).
+      // Not ours to run (the filter should have prevented it): fail it without starting, loudly.
+      this.log.error({ worker_id: this.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version }, 'orbit worker: no handler for this task; failing it');
       h.phase = 'reporting';
       h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${h.frame.task.handler}@${h.frame.task.handler_version}` } };
       return this.report(h);
@@ -362,16 +376,20 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.wakeLoop?.();
     for (const w of this.waiters.splice(0)) w(null);
     this.settleReady.reject(new ConnectionClosedError(1000, 'worker closed'));
+    if (this.state === 'closed') this.settleFinished.resolve();
     const conns = [this.conn, this.pendingConn].filter((c): c is WorkerConnection => c !== undefined);
     await Promise.all(conns.map((c) => c.close(1000, 'worker closed')));
     await this.loop;
   }
 
   private fail(err: Error): void {
-    this.log.error({ worker_id: this.workerId, err: err.message }, 'orbit worker: fatal error, stopping');
+    this.log.error({ worker_id: this.workerId, code: (err as { code?: unknown }).code, err: describeError(err) }, 'orbit worker: fatal error, stopping');
     this.state = 'failed';
     this.held.abortAll(err);
     this.settleReady.reject(err);
+    this.settleFinished.reject(err);
+    // Nobody awaits run()/ready or listens for 'fatal': a supervisor must still see a failure.
+    if (!this.observed) process.exitCode = 1;
     for (const w of this.waiters.splice(0)) w(null);
     clearInterval(this.renewTimer);
     void this.conn?.close(1000, 'worker failed');

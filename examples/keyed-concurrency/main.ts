@@ -22,10 +22,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { createClient, type Attempt } from '../../worker-sdk/http-client.js';
-import { createWorker, type Worker } from '../../worker-sdk/worker.js';
-import { createFencedResource } from '../../worker-sdk/fenced-resource.js';
-import { StaleTokenError } from '../../worker-sdk/errors.js';
+import { createClient, type Attempt } from '@orbit/worker-sdk/client';
+import { createWorker, type Worker } from '@orbit/worker-sdk/worker';
+import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
+import { StaleTokenError } from '@orbit/worker-sdk/fenced-resource';
 
 const DEADLINE_MS = 20_000;
 const HANDLER = 'object.update';

@@ -8,11 +8,18 @@
 // (after a timeout, say) replays its receipt instead of acting twice.
 import fs from 'node:fs';
 import crypto from 'node:crypto';
-import { createClient, OrbitApiError } from '../../worker-sdk/index.js';
+import { createClient, OrbitApiError } from '@orbit/worker-sdk/client';
 
 function settings(): { url: string; token: string } {
   const file = process.env.ORBIT_CREDENTIALS_FILE;
-  const creds = file ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { url?: string; token?: string }) : {};
+  let creds: { url?: string; token?: string } = {};
+  if (file) {
+    try {
+      creds = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof creds;
+    } catch (err) {
+      throw new Error(`cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\`, which writes .orbit/dev.credentials.json)`);
+    }
+  }
   const url = process.env.ORBIT_URL ?? creds.url;
   const token = process.env.ORBIT_TOKEN ?? creds.token;
   if (!url || !token) throw new Error('set ORBIT_URL and ORBIT_CREDENTIALS_FILE (or ORBIT_TOKEN)');

@@ -1,27 +1,41 @@
-#!/usr/bin/env node
-// A minimal SDK worker: connects to ORBIT_URL with the token of ORBIT_CREDENTIALS_FILE (default
-// .orbit/dev.credentials.json, written by `npm start`), consumes the file's first queue and runs
-// the `object.update` handler. Ctrl-C drains: in-flight tasks finish and report before it exits.
+// A complete Orbit worker (the README shows this file). Run it with `npm run example:worker`
+// while `npm start` runs; in your own project: `npm install @orbit/worker-sdk`, copy this file.
 import fs from 'node:fs';
-import { createWorker, RetryableError } from '../../worker-sdk/index.js';
+import { createWorker, RetryableError } from '@orbit/worker-sdk/worker';
 
+// ORBIT_URL / ORBIT_TOKEN / ORBIT_QUEUE, or the credentials file `npm start` writes.
 const file = process.env.ORBIT_CREDENTIALS_FILE ?? '.orbit/dev.credentials.json';
-const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as { url: string; token: string; queue_id: string };
+const creds = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+const url = process.env.ORBIT_URL ?? creds.url;
+const token = process.env.ORBIT_TOKEN ?? creds.token;
+const queue = process.env.ORBIT_QUEUE ?? creds.queue_id;
+if (!url || !token || !queue) {
+  console.error(`worker: no ${file}; start the gateway with \`npm start\` or set ORBIT_URL, ORBIT_TOKEN and ORBIT_QUEUE`);
+  process.exit(2);
+}
 
-const worker = createWorker({
-  url: process.env.ORBIT_URL ?? creds.url,
-  token: process.env.ORBIT_TOKEN ?? creds.token,
-  queues: [creds.queue_id],
-  capacity: 4,
+// Payload and output of each handler: the handler below is type-checked against them.
+interface Tasks {
+  'object.update': { payload: { object_ref: string; operation_ref?: string }; output: { updated: string } };
+}
+
+const worker = createWorker<Tasks>({
+  url, token, queues: [queue], capacity: 4,
   handlers: {
+    // Only the handlers named here are assigned to this worker (version v1 unless told otherwise).
     'object.update': async (e) => {
-      // e.concurrencyToken is a bigint for keyed tasks: hand it to the resource with the write.
+      // e.concurrencyToken (bigint) fences keyed tasks: hand it to the resource with the write.
       console.log(`attempt ${e.attemptId} task ${e.task.id} key=${e.task.concurrencyKey ?? '-'} token=${e.concurrencyToken ?? '-'}`);
-      if (e.signal.aborted) throw new RetryableError('lease lost before the write');
-      return { updated: (e.task.payload as { object_ref?: string }).object_ref ?? null };
+      if (e.signal.aborted) throw new RetryableError('lease lost before the write'); // → retried later
+      return { updated: e.task.payload.object_ref };                                   // → SUCCEEDED
     },
   },
 });
-worker.on('connected', (h) => console.log(`connected as ${h.worker_id} (session ${h.session_id})`));
-process.on('SIGINT', () => void worker.close().then(() => process.exit(0)));
-process.on('SIGTERM', () => void worker.close().then(() => process.exit(0)));
+worker.on('connected', (h) => console.log(`connected as ${h.worker_id}`));
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => void worker.close()); // drain, then run() resolves
+
+// Resolves after close(); rejects on a fatal error (bad token, retired queue, gateway gone): exit 1.
+await worker.run().catch((err) => {
+  console.error(`worker: ${err.message}`);
+  process.exit(1);
+});

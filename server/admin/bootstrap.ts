@@ -28,6 +28,8 @@ export interface CredentialsFile {
   queue_id: string;
   queues: Record<string, string>;
   scopes: Scope[];
+  /** How to reach the database (`npm start` writes it for the embedded one; the CLIs use it). */
+  mysql_dsn?: string;
 }
 
 export const BASE_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read'];

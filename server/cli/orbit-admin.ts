@@ -1,32 +1,32 @@
 #!/usr/bin/env node
-// orbit-admin bootstrap | credential create | credential revoke | quota set (ORBIT_MYSQL_DSN).
+// orbit-admin bootstrap | credential create | credential revoke | quota set | queues list |
+// tasks list | task get. The database: ORBIT_MYSQL_DSN, else the embedded one of `npm start`.
 // Every argument is checked before the database is touched; any error prints one line on stderr,
 // exits 1 and leaves the database and the file system as they were.
 import type { RowDataPacket } from 'mysql2/promise';
-import { createPool, parseDsn, withTransaction, type Pool } from '../db/pool.js';
+import { createPool, withTransaction, type Pool } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, setApplicationQuotas } from '../db/tenants.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../http/auth.js';
 import { newId } from '../ids.js';
 import { one, parseFlags, runMain } from './args.js';
+import { READ_USAGE, readCommand } from './admin-read.js';
+import { announceDsn } from './local-dsn.js';
 
 const USAGE = `usage:
   orbit-admin bootstrap --application NAME --namespace NAME --environment ENV --queue NAME [--queue NAME...] [--worker-access] --output FILE
   orbit-admin credential create --namespace-id ID --scopes "tasks:submit tasks:read ..." [--queue-ids ID,ID | --queue-ids '*'] [--name LABEL]
   orbit-admin credential revoke --id CREDENTIAL_ID
   orbit-admin quota set --application-id ID [--max-active-attempts N] [--max-unfinished-tasks N]
-environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (required), ORBIT_URL (written into the credentials file)`;
+${READ_USAGE}
+environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (default: the embedded database of a running
+\`npm start\`, found through ORBIT_HOME, default .orbit), ORBIT_URL (written into the credentials file)`;
 
 const ID_RE = /^[0-9a-f]{32}$/;
 
-/** The DSN, checked before any other work. */
-function dsnFromEnv(): string {
-  const dsn = process.env.ORBIT_MYSQL_DSN;
-  if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (mysql://user:pass@host:port/db)');
-  parseDsn(dsn);
-  return dsn;
-}
+/** The DSN (checked, and named on stderr) once the arguments are known to be valid. */
+const dsnFromEnv = (): string => announceDsn('orbit-admin');
 
 async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
   const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
@@ -156,6 +156,13 @@ runMain('orbit-admin', async () => {
     return;
   }
 
-  const what = cmd === 'credential' || cmd === 'quota' ? `${cmd} ${sub ?? ''}`.trim() : cmd;
-  throw new Error(`unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set (--help for usage)`);
+  const read = readCommand(argv);
+  if (read) {
+    const out = await withPool(dsnFromEnv(), read);
+    process.stdout.write(out);
+    return;
+  }
+
+  const what = ['credential', 'quota', 'queues', 'tasks', 'task'].includes(cmd!) ? `${cmd} ${sub ?? ''}`.trim() : cmd;
+  throw new Error(`unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set, queues list, tasks list, task get (--help for usage)`);
 });

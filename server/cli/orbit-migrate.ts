@@ -1,14 +1,15 @@
 #!/usr/bin/env node
-// orbit-migrate up | status — forward-only numbered migrations (ORBIT_MYSQL_DSN).
+// orbit-migrate up | status — forward-only numbered migrations (ORBIT_MYSQL_DSN, else the
+// embedded database of a running `npm start`).
 import { createPool } from '../db/pool.js';
 import { migrateUp, schemaStatus } from '../db/migrations.js';
 import { runMain } from './args.js';
+import { announceDsn } from './local-dsn.js';
 
 runMain('orbit-migrate', async () => {
   const cmd = process.argv[2];
   if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
-  const dsn = process.env.ORBIT_MYSQL_DSN;
-  if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (mysql://user:pass@host:port/db)');
+  const dsn = announceDsn('orbit-migrate');
   const pool = createPool(dsn, { connectionLimit: 2 });
   try {
     if (cmd === 'up') {

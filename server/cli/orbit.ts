@@ -4,25 +4,29 @@ import { loadConfig } from '../config.js';
 import { startGateway } from '../gateway-main.js';
 import { installSignalHandlers } from './signals.js';
 import { oneLine } from './args.js';
+import { lifecycleLogger } from '../logger.js';
 
 async function main(): Promise<void> {
   let config;
+  const life = lifecycleLogger();
   try {
     config = loadConfig();
   } catch (err) {
-    process.stderr.write(`orbit: ${oneLine(err)}\n`);
+    life.fatal(oneLine(err));
     process.exit(2);
   }
   let gw;
   try {
     gw = await startGateway(config);
   } catch (err) {
-    process.stderr.write(`orbit: ${oneLine(err)}\n`);
+    life.child({ node_id: config.nodeId }).fatal(oneLine(err));
     process.exit(1);
   }
-  process.stdout.write(JSON.stringify({ msg: 'orbit gateway ready', url: gw.url, node_id: config.nodeId }) + '\n');
+  life.info({ url: gw.url, node_id: config.nodeId }, 'orbit gateway ready');
   installSignalHandlers(async () => {
+    life.info({ node_id: config.nodeId }, 'orbit gateway shutting down');
     await gw.close();
+    life.info({ node_id: config.nodeId }, 'orbit gateway exited');
   });
 }
 

@@ -1,3 +1,5 @@
+import { lifecycleLogger } from '../logger.js';
+
 /** SIGINT/SIGTERM → run `stop` once, exit 0 (1 if it fails); a hard exit after 10 s. A second
  * signal exits at once. */
 export function installSignalHandlers(stop: () => Promise<void>): void {
@@ -9,7 +11,7 @@ export function installSignalHandlers(stop: () => Promise<void>): void {
     stop().then(
       () => process.exit(0),
       (err) => {
-        process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
+        lifecycleLogger().error({ err: (err as Error).message }, 'shutdown failed');
         process.exit(1);
       },
     );

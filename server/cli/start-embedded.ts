@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 // `npm start`: with ORBIT_MYSQL_DSN set, just the gateway. Without it: a private MariaDB under
 // .orbit/mysql (installed from Debian when missing), migrations, a development
-// application/namespace/queue/credential written once to .orbit/dev.credentials.json, then the
-// gateway. Ctrl-C / SIGTERM stops both, also while still starting.
+// application/namespace/queue/credential written once to .orbit/dev.credentials.json (with the
+// database's DSN, for the CLIs), then the gateway. Ctrl-C / SIGTERM stops both, also while still
+// starting. Every line goes through pino, like the gateway's.
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import { startGateway, type GatewayHandle } from '../gateway-main.js';
+import { lifecycleLogger } from '../logger.js';
 import { createPool } from '../db/pool.js';
+import { redactDsn } from './local-dsn.js';
 import { migrateUp } from '../db/migrations.js';
 import { ensureDatabase, startEmbeddedMariaDb, type EmbeddedServer } from '../db/embedded-mariadb.js';
 import { bootstrap, writeCredentialsFile, type CredentialsFile } from '../admin/bootstrap.js';
@@ -15,27 +19,36 @@ import { findCredentialByTokenHash } from '../db/credentials.js';
 import { hashToken } from '../http/auth.js';
 import { installSignalHandlers } from './signals.js';
 import { oneLine } from './args.js';
-
-const say = (l: string) => process.stderr.write(l + '\n');
+import { lockHome } from './home-lock.js';
 
 class Stopped extends Error {}
 
 async function main(): Promise<void> {
   const home = path.resolve(process.env.ORBIT_HOME ?? '.orbit');
   const credFile = path.join(home, 'dev.credentials.json');
+  // The wrapper's own lines are start-up and shutdown lines: printed whatever ORBIT_LOG_LEVEL says
+  // (which governs the gateway's logger).
+  const log: Logger = lifecycleLogger({ component: 'start' });
   let db: EmbeddedServer | null = null;
   let gw: GatewayHandle | null = null;
+  let unlock: (() => Promise<void>) | null = null;
   let stopping = false;
   const checkpoint = () => {
     if (stopping) throw new Stopped('stopped while starting');
   };
   let startup: Promise<void> = Promise.resolve();
+  const shutdown = async () => {
+    if (gw) await gw.close();
+    if (db) await db.stop();
+    if (unlock) await unlock().catch(() => {});
+  };
   // Installed first: a signal during start-up waits for the current step, then undoes it all.
   installSignalHandlers(async () => {
     stopping = true;
+    log.info({ signal: true }, 'stopping');
     await startup.catch(() => {});
-    if (gw) await gw.close();
-    if (db) await db.stop();
+    await shutdown();
+    log.info('stopped');
   });
 
   startup = (async () => {
@@ -46,69 +59,72 @@ async function main(): Promise<void> {
     } else {
       // Check the rest of the configuration before starting (or installing) anything.
       loadConfig({ ...env, ORBIT_MYSQL_DSN: 'mysql://check@127.0.0.1:3306/orbit' });
-      db = await startEmbeddedMariaDb({ dataDir: path.join(home, 'mysql'), log: say });
+      // One `npm start` per ORBIT_HOME: the lock is taken before the database starts, so a second
+      // one stops here in seconds instead of running a second server on the same files.
+      unlock = await lockHome(home);
+      db = await startEmbeddedMariaDb({ dataDir: path.join(home, 'mysql'), log: (l) => log.info(l) });
       checkpoint();
       await ensureDatabase(db, 'orbit');
       env.ORBIT_MYSQL_DSN = db.dsn('orbit');
       config = loadConfig(env);
-      say(`orbit: embedded database on 127.0.0.1:${db.port} (data in ${path.join(home, 'mysql')})`);
+      log.info({ dsn: env.ORBIT_MYSQL_DSN, data_dir: path.join(home, 'mysql') }, `embedded database: ${env.ORBIT_MYSQL_DSN}`);
     }
     const pool = createPool(config.mysqlDsn, { connectionLimit: 2 });
     try {
-      await migrateUp(pool, (l) => say(`orbit: ${l}`));
+      await migrateUp(pool, (l) => log.info(l));
       checkpoint();
-      if (db) await ensureDevCredentials(pool, credFile, `http://${config.httpHost}:${config.httpPort}`);
+      if (db) await ensureDevCredentials(log, pool, credFile, `http://${config.httpHost}:${config.httpPort}`, config.mysqlDsn);
     } finally {
       await pool.end().catch(() => {});
     }
     checkpoint();
     gw = await startGateway(config);
     // With ORBIT_HTTP_ADDR=...:0 the real port is known only now.
-    if (db) syncCredentialsUrl(credFile, gw.url);
+    if (db) syncCredentials(credFile, { url: gw.url, mysql_dsn: config.mysqlDsn });
     checkpoint();
-    say(`orbit: gateway listening on ${gw.url}`);
-    if (db) say(`orbit: development credentials in ${credFile}`);
+    log.info({ url: gw.url, dsn: db ? config.mysqlDsn : redactDsn(config.mysqlDsn) }, `gateway listening on ${gw.url}`);
+    if (db) log.info({ credentials_file: credFile }, `development credentials in ${credFile} (token, queue_id, mysql_dsn)`);
   })();
 
   try {
     await startup;
   } catch (err) {
     if (err instanceof Stopped) return; // the signal handler finishes the shutdown
-    say(`orbit: ${oneLine(err)}`);
+    log.fatal(oneLine(err));
     try {
-      if (gw) await (gw as GatewayHandle).close();
+      await shutdown();
     } catch {
       /* exiting anyway */
     }
-    if (db) await (db as EmbeddedServer).stop().catch(() => {});
     process.exit(1);
   }
 }
 
-async function ensureDevCredentials(pool: ReturnType<typeof createPool>, file: string, url: string): Promise<void> {
+async function ensureDevCredentials(log: Logger, pool: ReturnType<typeof createPool>, file: string, url: string, dsn: string): Promise<void> {
   if (fs.existsSync(file)) {
     try {
       const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
       const live = await findCredentialByTokenHash(pool, hashToken(creds.token));
       if (live && !live.revokedAt) {
-        if (creds.url !== url) writeCredentialsFile(file, { ...creds, url });
+        syncCredentials(file, { url, mysql_dsn: dsn });
         return;
       }
-      say(`orbit: ${file} holds a revoked or unknown credential; issuing a new one`);
+      log.warn({ credentials_file: file }, `${file} holds a revoked or unknown credential; issuing a new one`);
     } catch {
-      say(`orbit: ${file} is unreadable; issuing a new credential`);
+      log.warn({ credentials_file: file }, `${file} is unreadable; issuing a new credential`);
     }
   }
   const creds = await bootstrap(pool, { application: 'dev', namespace: 'dev', environment: 'dev', queues: ['initial'], workerAccess: true, url });
-  writeCredentialsFile(file, creds);
+  writeCredentialsFile(file, { ...creds, mysql_dsn: dsn });
 }
 
-function syncCredentialsUrl(file: string, url: string): void {
+/** Rewrites the file when the URL or the DSN changed (the token and ids never change here). */
+function syncCredentials(file: string, now: { url: string; mysql_dsn: string }): void {
   const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
-  if (creds.url !== url) writeCredentialsFile(file, { ...creds, url });
+  if (creds.url !== now.url || creds.mysql_dsn !== now.mysql_dsn) writeCredentialsFile(file, { ...creds, ...now });
 }
 
 main().catch((err) => {
-  say(`orbit: ${oneLine(err)}`);
+  lifecycleLogger({ component: 'start' }).fatal(oneLine(err));
   process.exit(1);
 });

@@ -1,7 +1,6 @@
 // Batch-shaped statements of the coalesced start and result transactions: one statement per table
-// for the whole batch, whatever its size (arrays go in as multi-row IN lists or as one JSON
-// document read with JSON_TABLE). Every UPDATE also names the ids in a primary-key IN list, so the
-// plan is a key lookup per row, never a scan (MariaDB does not index a JSON_TABLE join by itself).
+// for the whole batch, whatever its size (arrays go in as multi-row IN lists and CASE columns).
+// Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 
@@ -126,19 +125,33 @@ export interface ClosedAttempt {
   reply: string;
 }
 
-/** closeAttempts(rows, now): the accepted results, one UPDATE through JSON_TABLE; started_at is
- * set to now for an attempt that was never started. The caller holds the row locks. */
+/** One column of a multi-row update: `CASE id WHEN ? THEN ? … END` with its arguments. */
+function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string, key = 'id'): { sql: string; args: unknown[] } {
+  return {
+    sql: `${column} = CASE ${key} ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`,
+    args: rows.flatMap((r) => [id(r), value(r)]),
+  };
+}
+
+/** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column; started_at
+ * is set to now for an attempt that was never started. The caller holds the row locks.
+ * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
+ * under the test suite's load; CASE is plain SQL every server plans the same.) */
 export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string): Promise<void> {
   if (rows.length === 0) return;
-  const doc = JSON.stringify(rows.map((r) => ({ id: r.id, s: r.state, o: r.outcome, out: r.output, ec: r.errorCode, em: r.errorMessage, fp: r.fingerprint, rp: r.reply })));
+  const cols = [
+    caseOf(rows, (r) => r.id, (r) => r.state, 'state'),
+    caseOf(rows, (r) => r.id, (r) => r.outcome, 'outcome'),
+    caseOf(rows, (r) => r.id, (r) => r.output, 'output'),
+    caseOf(rows, (r) => r.id, (r) => r.errorCode, 'error_code'),
+    caseOf(rows, (r) => r.id, (r) => r.errorMessage, 'error_message'),
+    caseOf(rows, (r) => r.id, (r) => r.fingerprint, 'result_fingerprint'),
+    caseOf(rows, (r) => r.id, (r) => r.reply, 'result_reply'),
+  ];
   await c.query(
-    `UPDATE attempts a JOIN JSON_TABLE(?, '$[*]' COLUMNS (
-        id VARCHAR(32) PATH '$.id', s VARCHAR(16) PATH '$.s', o VARCHAR(32) PATH '$.o', \`out\` LONGTEXT PATH '$.out',
-        ec VARCHAR(128) PATH '$.ec', em TEXT PATH '$.em', fp VARCHAR(64) PATH '$.fp', rp TEXT PATH '$.rp')) j ON a.id = j.id
-        SET a.state = j.s, a.outcome = j.o, a.output = j.out, a.error_code = j.ec, a.error_message = j.em,
-            a.result_fingerprint = j.fp, a.result_reply = j.rp, a.finished_at = ?, a.started_at = COALESCE(a.started_at, ?)
-      WHERE a.id IN (${list(rows.length)})`,
-    [doc, now, now, ...rows.map((r) => r.id)],
+    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
+      WHERE id IN (${list(rows.length)})`,
+    [...cols.flatMap((x) => x.args), now, now, ...rows.map((r) => r.id)],
   );
 }
 
@@ -154,34 +167,37 @@ export interface TaskAfterResult {
   terminal: boolean;
 }
 
-/** updateTasksAfterResults(rows, now): one UPDATE through JSON_TABLE; current_attempt_id cleared.
- * The caller holds the row locks. */
+/** A CASE over some rows only: the other rows keep the column's value (ELSE column). */
+function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string): { sql: string; args: unknown[] } {
+  const c = caseOf(rows, id, value, column);
+  return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
+}
+
+/** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column; current_attempt_id
+ * cleared. A task back to WAITING gets its new not_before and keeps its result columns; the
+ * others get their result and keep their not_before. The caller holds the row locks. */
 export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], now: string): Promise<void> {
   if (rows.length === 0) return;
-  const doc = JSON.stringify(
-    rows.map((r) => ({
-      id: r.id,
-      s: r.state,
-      am: r.attemptsMade,
-      nb: r.notBefore,
-      sr: r.result ? 1 : 0,
-      o: r.result?.outcome ?? null,
-      out: r.result?.output ?? null,
-      ec: r.result?.errorCode ?? null,
-      em: r.result?.errorMessage ?? null,
-      fin: r.terminal ? 1 : 0,
-    })),
-  );
+  const id = (r: TaskAfterResult) => r.id;
+  const waiting = rows.filter((r) => !r.result);
+  const results = rows.filter((r) => r.result);
+  const cols = [
+    caseOf(rows, id, (r) => r.state, 'state'),
+    caseOf(rows, id, (r) => r.attemptsMade, 'attempts_made'),
+    caseOf(rows, id, (r) => (r.terminal ? now : null), 'finished_at'),
+    ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
+    ...(results.length
+      ? [
+          caseOfSome(results, id, (r) => r.result!.outcome, 'result_outcome'),
+          caseOfSome(results, id, (r) => r.result!.output, 'result_output'),
+          caseOfSome(results, id, (r) => r.result!.errorCode, 'result_error_code'),
+          caseOfSome(results, id, (r) => r.result!.errorMessage, 'result_error_message'),
+        ]
+      : []),
+  ];
   await c.query(
-    `UPDATE tasks t JOIN JSON_TABLE(?, '$[*]' COLUMNS (
-        id VARCHAR(32) PATH '$.id', s VARCHAR(24) PATH '$.s', am INT PATH '$.am', nb VARCHAR(32) PATH '$.nb', sr INT PATH '$.sr',
-        o VARCHAR(32) PATH '$.o', \`out\` LONGTEXT PATH '$.out', ec VARCHAR(128) PATH '$.ec', em TEXT PATH '$.em', fin INT PATH '$.fin')) j ON t.id = j.id
-        SET t.state = j.s, t.current_attempt_id = NULL, t.attempts_made = j.am,
-            t.not_before = IF(j.s = 'WAITING', j.nb, t.not_before),
-            t.result_outcome = IF(j.sr = 1, j.o, t.result_outcome), t.result_output = IF(j.sr = 1, j.out, t.result_output),
-            t.result_error_code = IF(j.sr = 1, j.ec, t.result_error_code), t.result_error_message = IF(j.sr = 1, j.em, t.result_error_message),
-            t.finished_at = IF(j.fin = 1, ?, NULL), t.updated_at = ?
-      WHERE t.id IN (${list(rows.length)})`,
-    [doc, now, now, ...rows.map((r) => r.id)],
+    `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
+      WHERE id IN (${list(rows.length)})`,
+    [...cols.flatMap((x) => x.args), now, ...rows.map((r) => r.id)],
   );
 }

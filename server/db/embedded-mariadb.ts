@@ -3,6 +3,7 @@
 // and socket, data in a folder of the caller's choice.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
@@ -64,7 +65,7 @@ function installMariaDb(log: (l: string) => void): void {
       'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)',
     );
   }
-  log('orbit: installing mariadb-server with apt-get (one time, about a minute)...');
+  log('installing mariadb-server with apt-get (one time, about a minute)...');
   // policy-rc.d exit 101 stops the package from starting the system-wide service (we run our own
   // private server); only created when absent, and removed afterwards.
   const policy = '/usr/sbin/policy-rc.d';
@@ -82,7 +83,25 @@ function installMariaDb(log: (l: string) => void): void {
   } finally {
     if (ownPolicy) fs.rmSync(policy, { force: true });
   }
-  log('orbit: mariadb-server installed');
+  log('mariadb-server installed');
+}
+
+/** The port of the previous run on this data directory when it is free again (so a DSN written
+ * down stays valid across restarts), else any free port. */
+async function lastPortOrFree(dataDir: string): Promise<number> {
+  const file = path.join(dataDir, 'port');
+  const last = Number(fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : NaN);
+  if (Number.isInteger(last) && last > 0 && last < 65536 && (await isFree(last))) return last;
+  return freePort();
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
 }
 
 export async function freePort(): Promise<number> {
@@ -102,10 +121,12 @@ function initDataDir(binary: string, dataDir: string, log: (l: string) => void):
   const installDb = which(['mariadb-install-db', 'mysql_install_db']);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   fs.mkdirSync(dataDir, { recursive: true });
-  log(`orbit: initializing database files in ${dataDir}`);
+  log(`initializing database files in ${dataDir}`);
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', '--skip-test-db', '--skip-name-resolve',
+    // --auth-root-socket-user: the OS user running this gets a socket-authenticated admin account
+    // (root@localhost only works for the OS user root).
+    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', `--auth-root-socket-user=${socketUser()}`, '--skip-test-db', '--skip-name-resolve',
       // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
       // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
       '--force'];
@@ -124,17 +145,50 @@ function initDataDir(binary: string, dataDir: string, log: (l: string) => void):
   }
 }
 
-async function waitConnectable(socket: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+/** The OS user name: mariadb-install-db gives it a unix_socket admin account. */
+function socketUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return 'root';
+  }
+}
+
+/** Admin connection over the socket: as the OS user's own account (MariaDB initialized by this
+ * code), else as root (an older data directory, MySQL's --initialize-insecure). */
+async function adminConnection(socket: string, dataDir?: string): Promise<mysql.Connection> {
+  let last: unknown;
+  for (const user of [...new Set([socketUser(), 'root'])]) {
+    try {
+      return await mysql.createConnection({ socketPath: socket, user });
+    } catch (err) {
+      last = err;
+      const errno = (err as { errno?: number }).errno;
+      if (errno !== 1045 && errno !== 1698) throw err; // not an access refusal: the server is not up yet
+    }
+  }
+  // Access refused for every account: the files belong to another OS user's initialization.
+  // Waiting cannot fix that; say how to.
+  const dir = dataDir ?? path.dirname(socket);
+  throw new AccessDenied(
+    `the database in ${dir} was initialized by another OS user and refuses ${socketUser()}: run npm start as that user, or start afresh with \`rm -rf ${dir}\` (${(last as Error).message})`,
+  );
+}
+
+class AccessDenied extends Error {}
+
+async function waitConnectable(socket: string, child: ChildProcess, logFile: string, timeoutMs: number, dataDir?: string): Promise<void> {
   const until = Date.now() + timeoutMs;
   let exited = false;
   child.once('exit', () => (exited = true));
   while (Date.now() < until) {
     if (exited) break;
     try {
-      const c = await mysql.createConnection({ socketPath: socket, user: 'root' });
+      const c = await adminConnection(socket, dataDir);
       await c.end();
       return;
-    } catch {
+    } catch (err) {
+      if (err instanceof AccessDenied) throw err;
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -200,7 +254,7 @@ async function stopLeftoverServer(dataDir: string, files: string, log: (l: strin
   if (ppid !== process.pid && parentArgs && parentArgs.some((a) => /start-embedded|global-setup|vitest|bench/.test(a))) {
     throw new Error(`the database in ${dataDir} is in use by another orbit process (pid ${ppid}); stop it first`);
   }
-  log(`orbit: stopping a database server left running by an earlier run (pid ${pid})`);
+  log(`stopping a database server left running by an earlier run (pid ${pid})`);
   try {
     process.kill(pid, 'SIGTERM');
   } catch {
@@ -243,14 +297,14 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
         break;
       } catch (err) {
         if (attempt >= 3) throw err;
-        log(`orbit: ${(err as Error).message.split('\n')[0]}; retrying`);
+        log(`${(err as Error).message.split('\n')[0]}; retrying`);
       }
     }
   }
   // Unix socket paths are limited to 107 bytes; fall back to a short temp path.
   let socket = path.join(dataDir, 'mysqld.sock');
   if (Buffer.byteLength(socket) > 100) socket = path.join('/tmp', `orbit-${process.pid}-${Date.now()}.sock`);
-  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+  const port = opts.port && opts.port > 0 ? opts.port : await lastPortOrFree(dataDir);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const logFile = path.join(dataDir, 'server.log');
 
@@ -286,7 +340,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     process.on('exit', onExit);
     child.once('exit', () => process.off('exit', onExit));
     try {
-      await waitConnectable(socket, child, logFile, 60_000);
+      await waitConnectable(socket, child, logFile, 60_000, dataDir);
     } catch (err) {
       onExit();
       throw err;
@@ -295,13 +349,14 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   try {
     await launch();
   } catch (err) {
-    if (state.child.exitCode === null && state.child.signalCode === null) throw err;
-    log(`orbit: database server exited during start; retrying once`);
+    if (err instanceof AccessDenied || (state.child.exitCode === null && state.child.signalCode === null)) throw err;
+    log(`database server exited during start; retrying once`);
     await launch();
   }
 
+  fs.writeFileSync(path.join(dataDir, 'port'), `${port}\n`);
   // The orbit user connects over TCP on loopback with a password (root uses the socket).
-  const root = await mysql.createConnection({ socketPath: socket, user: 'root' });
+  const root = await adminConnection(socket, dataDir);
   try {
     await root.query(`CREATE USER IF NOT EXISTS '${ORBIT_USER}'@'127.0.0.1' IDENTIFIED BY '${ORBIT_PASSWORD}'`);
     await root.query(`CREATE USER IF NOT EXISTS '${ORBIT_USER}'@'localhost' IDENTIFIED BY '${ORBIT_PASSWORD}'`);
@@ -345,7 +400,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
 /** Creates `db` when missing (utf8mb4). */
 export async function ensureDatabase(server: EmbeddedServer, db: string): Promise<void> {
   if (!/^[A-Za-z0-9_]+$/.test(db)) throw new Error(`bad database name ${db}`);
-  const c = await mysql.createConnection({ socketPath: server.socket, user: 'root' });
+  const c = await adminConnection(server.socket);
   try {
     await c.query(`CREATE DATABASE IF NOT EXISTS \`${db}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
   } finally {

@@ -6,7 +6,7 @@
 //     queue         the queue row already loaded (and authorized) by the route; its
 //                   active_attempts / max_active_attempts are reported as they are
 import type { RowDataPacket } from 'mysql2/promise';
-import type { MinuteBucket, QueueStats } from '../../protocol/http-views.js';
+import type { MinuteBucket, QueueStats } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { QueueRow } from './queues.js';

@@ -2,8 +2,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
-import type { Queue } from '../../protocol/http-views.js';
-import { isId } from '../../protocol/ids.js';
+import type { Queue } from '@orbit/protocol/http-views';
+import { isId } from '@orbit/protocol/ids';
 
 export interface QueueRow extends RowDataPacket {
   id: string;

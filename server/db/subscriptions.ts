@@ -3,8 +3,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
-import type { ResultEvent, Subscription } from '../../protocol/http-views.js';
-import { isId } from '../../protocol/ids.js';
+import type { ResultEvent, Subscription } from '@orbit/protocol/http-views';
+import { isId } from '@orbit/protocol/ids';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;

@@ -1,9 +1,9 @@
 // SQL operations on tasks (submit and reads). Claim/result operations live in dispatch/.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
-import type { Task, TaskResult } from '../../protocol/http-views.js';
+import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import { toIso } from './pool.js';
-import { isId } from '../../protocol/ids.js';
+import { isId } from '@orbit/protocol/ids';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -34,7 +34,7 @@ export interface TaskRow extends RowDataPacket {
   result_error_message: string | null;
 }
 
-export type { TaskResult } from '../../protocol/http-views.js';
+export type { TaskResult } from '@orbit/protocol/http-views';
 
 /** The wire shape of a task (protocol/http-views.ts). */
 export type TaskView = Task;

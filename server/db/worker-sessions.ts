@@ -9,7 +9,7 @@
 // last_seen_at of its own sessions every few seconds, so the row of a node killed with -9 (which
 // stays OPEN) drops out of the list once it goes stale.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { WorkerSession } from '../../protocol/http-views.js';
+import type { WorkerSession } from '@orbit/protocol/http-views';
 import { SESSION_STALE_SECONDS } from '../gateway/capability-watch.js';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';

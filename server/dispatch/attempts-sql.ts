@@ -2,8 +2,8 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from '../db/pool.js';
 import { toIso } from '../db/pool.js';
-import type { Attempt } from '../../protocol/http-views.js';
-import { isId } from '../../protocol/ids.js';
+import type { Attempt } from '@orbit/protocol/http-views';
+import { isId } from '@orbit/protocol/ids';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;

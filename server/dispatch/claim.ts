@@ -4,12 +4,12 @@
 // inserts the attempts and marks the tasks LEASED. Frames are sent only after commit.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Logger } from 'pino';
-import type { AssignedTask } from '../../protocol/frames.js';
+import type { AssignedTask } from '@orbit/protocol/frames';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { TaskRow } from '../db/tasks.js';
 import { lockLiveCredential } from '../db/credentials.js';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 
 export const TOKEN_MAX = '18446744073709551615';
 

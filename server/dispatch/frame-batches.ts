@@ -8,10 +8,10 @@
 // PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
 // savepoint; any other failure fails the transaction, which is retried whole on a deadlock.
 import crypto from 'node:crypto';
-import { OrbitError } from '../../protocol/errors.js';
-import type { ResultFrame } from '../../protocol/frames.js';
-import { isId } from '../../protocol/ids.js';
-import { canonicalJson } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { ResultFrame } from '@orbit/protocol/frames';
+import { isId } from '@orbit/protocol/ids';
+import { canonicalJson } from '@orbit/protocol/validation';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';

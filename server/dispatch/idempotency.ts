@@ -2,8 +2,8 @@
 // the task-creation path (submit.ts): the fingerprint of a normalized command, the replay of a
 // stored receipt, and the named lock that serializes commands with the same key.
 import crypto from 'node:crypto';
-import { OrbitError } from '../../protocol/errors.js';
-import { canonicalJson } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { canonicalJson } from '@orbit/protocol/validation';
 import { markBroken, releaseConnection, type Conn, type Pool } from '../db/pool.js';
 import type { ReceiptRow } from '../db/receipts.js';
 

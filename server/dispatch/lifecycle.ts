@@ -1,8 +1,8 @@
 // renew, and the task transitions shared by results, cancels and the sweeper. start and result
 // frames are applied in batches by frame-batches.ts; what a result decides is outcome.ts.
 import type { RowDataPacket } from 'mysql2/promise';
-import { OrbitError } from '../../protocol/errors.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
 import { TASK_COLUMNS } from '../db/tasks.js';

@@ -1,7 +1,7 @@
 // What a worker's result does to its attempt and task (dispatch.md, "Results"), decided without I/O
 // so every branch is unit-testable: the caller reads the locked rows, asks decideOutcome(), then
 // writes what it says.
-import type { ResultFrame } from '../../protocol/frames.js';
+import type { ResultFrame } from '@orbit/protocol/frames';
 
 export interface RetryPolicyValues {
   initial: number;

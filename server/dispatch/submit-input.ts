@@ -1,9 +1,9 @@
 // The input side of the one task-creation path: a submit body (POST /v1/tasks, an item of
 // POST /v1/tasks:batch, a schedule's task template) checked beyond its schema and normalized —
 // defaults applied, "" key dropped — into the command that is fingerprinted and executed.
-import { OrbitError } from '../../protocol/errors.js';
-import type { SubmitTaskBody } from '../../protocol/http-schemas.js';
-import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '@orbit/protocol/validation';
 
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 

@@ -13,8 +13,8 @@
 // inserting — the transaction rolls back and each item runs alone, under its key's named lock,
 // where the same statements give the exact per-item answer (429, 409, or the other command's
 // receipt). Quota is never exceeded by one task, and a submit and a retirement never both succeed.
-import { OrbitError } from '../../protocol/errors.js';
-import type { Task } from '../../protocol/http-views.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { Task } from '@orbit/protocol/http-views';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
 import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn } from '../db/pool.js';
@@ -25,6 +25,7 @@ import { insertTasks, insertedTaskRow, taskView, type NewTask } from '../db/task
 import { newId } from '../ids.js';
 import { GroupCommitter } from './group-commit.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
+import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
@@ -43,7 +44,8 @@ export type SubmitOutcome =
 /** Rolls the batch back; its items then run one by one. */
 class EdgeOfBatch extends Error {}
 
-type Slot = SubmitOutcome | 'alone';
+/** 'alone': run by itself after the batch; 'not-found': its refusal (with a hint) is built after. */
+type Slot = SubmitOutcome | 'alone' | 'not-found';
 
 interface TxResult {
   outcomes: Slot[];
@@ -72,7 +74,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
   items.forEach((it, i) => {
     const n = it.prepared.normalized;
     const q = queues.get(n.queue_id);
-    if (!q || q.namespace_id !== it.credential.namespaceId) return (outcomes[i] = refused('NOT_FOUND', 'queue not found', 'queue_id'));
+    if (!q || q.namespace_id !== it.credential.namespaceId) return (outcomes[i] = 'not-found');
     if (it.credential.queueIds !== '*' && !it.credential.queueIds.includes(q.id)) {
       return (outcomes[i] = refused('PERMISSION_DENIED', 'queue is outside the credential\'s queue_ids', 'queue_id'));
     }
@@ -155,6 +157,11 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     byQueue.add(q.id);
     outcomes[i] = { ok: true, status: 201, data };
   }
+  // A queue_id that names no queue: the refusal says so, and names the id when a queue *name* was
+  // given (rare: the extra lookup is paid by refused items only).
+  for (let i = 0; i < items.length; i++) {
+    if (outcomes[i] === 'not-found') outcomes[i] = { ok: false, error: await queueNotFound(c, items[i]!.credential.namespaceId, items[i]!.prepared.normalized.queue_id) };
+  }
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
   await insertTasks(c, tasks);
@@ -165,7 +172,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     throw new EdgeOfBatch();
   }
   if (!(await reserveUnfinishedTasks(c, items[0]!.credential.applicationId, tasks.length))) {
-    if (alone) throw new OrbitError('QUOTA_EXCEEDED', 'application quota of unfinished tasks reached');
+    if (alone) throw await unfinishedTasksQuota(c, items[0]!.credential.applicationId);
     throw new EdgeOfBatch();
   }
   return { outcomes, queues: byQueue, accepted: tasks.length };
@@ -175,7 +182,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
 export class TaskSubmitter {
   private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
 
-  constructor(private readonly app: Pick<AppContext, 'pool' | 'metrics' | 'events'>) {
+  constructor(private readonly app: Pick<AppContext, 'pool' | 'metrics' | 'events' | 'log'>) {
     // 500 items: one full POST /v1/tasks:batch fits one transaction.
     this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2);
   }
@@ -193,7 +200,12 @@ export class TaskSubmitter {
   }
 
   private afterCommit(r: TxResult): void {
-    if (r.accepted > 0) this.app.metrics.tasksAccepted.inc(r.accepted);
+    if (r.accepted > 0) {
+      this.app.metrics.tasksAccepted.inc(r.accepted);
+      if (this.app.log.isLevelEnabled('debug')) {
+        for (const o of r.outcomes) if (typeof o === 'object' && o.ok && o.status === 201) this.app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
+      }
+    }
     for (const q of r.queues) this.app.events.emit('work', q);
   }
 
@@ -214,7 +226,7 @@ export class TaskSubmitter {
     const out: SubmitOutcome[] = [];
     for (let i = 0; i < items.length; i++) {
       const o = r.outcomes[i]!;
-      out.push(o === 'alone' ? await this.runAlone(items[i]!) : o);
+      out.push(o === 'alone' ? await this.runAlone(items[i]!) : (o as SubmitOutcome));
     }
     return out;
   }

@@ -1,6 +1,6 @@
 // Task commands of the HTTP facade: cancel (WAITING or LEASED) and resolve (NEEDS_REVIEW). Each runs
 // inside the idempotent command's transaction.
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { Conn } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from './attempts-sql.js';

@@ -5,7 +5,7 @@
 // lost, conflict) is rolled back alone and answered with its error; the others commit. Every
 // item is answered only after the commit. A deadlock or lost connection fails the whole
 // transaction, which withTransaction retries from scratch (each item's work is re-run).
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { withTransaction, isConnectionError, type Conn, type Pool } from '../db/pool.js';
 import { PermitLedger } from './ledger.js';
 

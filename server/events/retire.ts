@@ -11,8 +11,8 @@
 //   SHARE MODE — so nothing can add work to the queue between the checks and the commit. A writer
 //   that is still in flight only makes the check more conservative (its work is seen as unfinished).
 import type { RowDataPacket } from 'mysql2/promise';
-import { OrbitError } from '../../protocol/errors.js';
-import type { RetireBody } from '../../protocol/http-schemas.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { getQueue, queueView, type QueueView } from '../db/queues.js';

@@ -4,7 +4,7 @@
 // Lock order: the lease transaction locks the subscription row first and reads the committed
 // watermark without a lock; retirement locks the watermark (stream head) and then the subscription.
 // Neither path waits for the other while holding what the other needs, so they never deadlock.
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { withTransaction, type Conn, type Pool } from '../db/pool.js';
 import {
   committedWatermark,

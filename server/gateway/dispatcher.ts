@@ -4,7 +4,7 @@
 // doubling to 250 ms when idle.
 import { claim } from '../dispatch/claim.js';
 import { isConnectionError } from '../db/pool.js';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { Gateway } from './ws-gateway.js';
 import type { Session } from './session.js';
 import { guarded } from '../boundary.js';

@@ -1,9 +1,9 @@
 // The hello transaction: worker identity (capability flag frozen), session row, resume of listed
 // attempts, and immediate release of unlisted never-started attempts of this identity.
 import type { RowDataPacket } from 'mysql2/promise';
-import { OrbitError } from '../../protocol/errors.js';
-import type { HelloFrame } from '../../protocol/frames.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { HelloFrame } from '@orbit/protocol/frames';
+import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from '../dispatch/attempts-sql.js';

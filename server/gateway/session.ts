@@ -4,8 +4,8 @@
 import { isUtf8 } from 'node:buffer';
 import type { RawData } from 'ws';
 import type { Logger } from 'pino';
-import { OrbitError, ERROR_CODES } from '../../protocol/errors.js';
-import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '../../protocol/frames.js';
+import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
+import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import { isConnectionError } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
@@ -276,6 +276,7 @@ export class Session {
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.held.delete(f.attempt_id);
     this.send(r.reply as GatewayFrame);
+    this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
     this.gw.wake(r.freedQueues);
     this.gw.kick(this);
@@ -311,6 +312,7 @@ export class Session {
         task: a.task,
       };
       if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
+      this.log.debug({ task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined }, 'task assigned');
       this.send(frame);
     }
   }

@@ -9,7 +9,7 @@
 //   close() on this object before it emits 'error'. Invalid UTF-8 (ws's 1007, not a code of the
 //   spec) is a protocol error: 1002.
 import { WebSocket } from 'ws';
-import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../../protocol/strings.js';
+import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '@orbit/protocol/strings';
 
 const PROTOCOL_CLOSES: Record<number, string> = {
   1002: 'invalid WebSocket frame',

@@ -3,8 +3,8 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type Server as WsServer } from 'ws';
-import { OrbitError } from '../../protocol/errors.js';
-import { SUBPROTOCOL } from '../../protocol/frames.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { SUBPROTOCOL } from '@orbit/protocol/frames';
 import type { AppContext } from '../app-context.js';
 import { authenticate, requireScope } from '../http/auth.js';
 import { isConnectionError } from '../db/pool.js';

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { Pool } from '../db/pool.js';
 import { findCredentialByTokenHash, type Credential } from '../db/credentials.js';
 
@@ -31,7 +31,7 @@ const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/i;
 export async function authenticate(pool: Pool, req: IncomingMessage): Promise<Credential> {
   const h = req.headers.authorization;
   const m = h ? BEARER.exec(h) : null;
-  if (!m) throw new OrbitError('UNAUTHENTICATED', 'missing or malformed Authorization: Bearer header');
+  if (!m) throw new OrbitError('UNAUTHENTICATED', authProblem(h));
   const cred = await findCredentialByTokenHash(pool, hashToken(m[1]!));
   if (!cred || cred.revokedAt) throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
   return cred;
@@ -50,4 +50,15 @@ export function requireQueueAccess(cred: Credential, queueId: string): void {
 
 export function canUseQueue(cred: Credential, queueId: string): boolean {
   return cred.queueIds === '*' || cred.queueIds.includes(queueId);
+}
+
+/** Why an Authorization header was refused, in words that point at the fix: a missing header, a
+ * scheme other than Bearer, or a token that cannot be one Orbit issued (too short, bad bytes) —
+ * the last is an unknown credential, not a malformed header. */
+function authProblem(h: string | undefined): string {
+  if (h === undefined || h.trim() === '') return 'missing Authorization header: send Authorization: Bearer <token>';
+  const m = /^(\S+)(?:\s+(.*))?$/.exec(h.trim());
+  if (!m || m[1]!.toLowerCase() !== 'bearer') return 'Authorization must use the Bearer scheme: Authorization: Bearer <token>';
+  if (!m[2]) return 'Authorization: Bearer has no token';
+  return 'unknown or revoked credential (the token is not one Orbit issued)';
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 

@@ -1,9 +1,9 @@
 // One mechanism for every receipt-bearing command: header and body validation, then the
 // idempotent transaction (receipt row claimed first, effect, receipt completed, one commit).
 import type { TSchema, Static } from '@sinclair/typebox';
-import { OrbitError } from '../../protocol/errors.js';
-import { firstViolation } from '../../protocol/http-schemas.js';
-import { IDEMPOTENCY_KEY_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { violations } from '@orbit/protocol/http-schemas';
+import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
@@ -23,8 +23,13 @@ export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): P
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new OrbitError('INVALID_ARGUMENT', 'body must be a JSON object');
   }
-  const v = firstViolation(schema, body);
-  if (v) throw new OrbitError('INVALID_ARGUMENT', `${v.field || 'body'}: ${v.message}`, { field: v.field });
+  const all = violations(schema, body);
+  const v = all[0];
+  if (v) {
+    // Every violation is listed (details.violations) so that one round trip fixes the request.
+    const more = all.length > 1 ? ` (and ${all.length - 1} more: ${all.slice(1).map((x) => x.field || 'body').join(', ')})` : '';
+    throw new OrbitError('INVALID_ARGUMENT', `${v.field || 'body'}: ${v.message}${more}`, { field: v.field, violations: all });
+  }
   return body as Static<T>;
 }
 

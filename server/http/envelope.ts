@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { OrbitError, type ErrorBody } from '../../protocol/errors.js';
+import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 
 /** Writes `{"request_id","data"}` with the X-Request-Id header. */
 export function sendData(res: ServerResponse, requestId: string, status: number, data: unknown): void {

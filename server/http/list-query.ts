@@ -1,6 +1,6 @@
 // Query parameters of list endpoints: unknown or repeated parameters are 400, `limit` is 1-500
 // (default 100), and cursors are opaque (base64url of a one-letter kind + a decimal position).
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import type { RequestCtx } from './context.js';
 
 export interface ListQuery {

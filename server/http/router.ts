@@ -1,5 +1,5 @@
-import { OrbitError } from '../../protocol/errors.js';
-import { isId } from '../../protocol/ids.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { isId } from '@orbit/protocol/ids';
 import type { RequestCtx, Reply } from './context.js';
 
 export interface Route {
@@ -47,6 +47,16 @@ export class Router {
       .join('');
     this.routes.push({ ...route, regex: new RegExp(`^${pattern}$`), keys });
     return this;
+  }
+
+  /** The methods a path exists under (for 405's Allow header). */
+  allowed(path: string): string[] {
+    return [...new Set(this.routes.filter((r) => r.regex.test(path)).map((r) => r.method))].sort();
+  }
+
+  /** Every route, in registration order (the OpenAPI document is checked against it). */
+  list(): readonly Route[] {
+    return this.routes;
   }
 
   /** Returns the route, 'method' when the path exists under another method, or null. */

@@ -1,6 +1,6 @@
-import { OrbitError } from '../../protocol/errors.js';
-import { CancelTaskBody, ResolveTaskBody } from '../../protocol/http-schemas.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { CancelTaskBody, ResolveTaskBody } from '@orbit/protocol/http-schemas';
+import { ID_RE } from '@orbit/protocol/validation';
 import { taskView } from '../db/tasks.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../dispatch/attempts-sql.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';

@@ -1,8 +1,8 @@
 // Read-only views added for the console (console.md), public like every /v1 endpoint:
 // GET /v1/queues/{id}/stats and GET /v1/workers. Neither changes anything nor takes a lock.
-import { OrbitError } from '../../protocol/errors.js';
-import type { QueueStats, WorkerSession } from '../../protocol/http-views.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
+import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';

@@ -1,6 +1,6 @@
-import { OrbitError } from '../../protocol/errors.js';
-import { CreateQueueBody, RevisionBody } from '../../protocol/http-schemas.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { insertAudit } from '../db/tenants.js';
 import { isDuplicateKey } from '../db/pool.js';

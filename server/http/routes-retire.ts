@@ -1,8 +1,8 @@
 // POST /v1/subscriptions/{id}:retire and POST /v1/queues/{id}:retire (http-api.md "Retirement"):
 // receipt-bearing commands; a stored receipt replays even after the resource was retired.
-import { OrbitError } from '../../protocol/errors.js';
-import { RetireBody } from '../../protocol/http-schemas.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { RetireBody } from '@orbit/protocol/http-schemas';
+import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { retireQueue, retireSubscription } from '../events/retire.js';
 import { requireQueueAccess, requireScope } from './auth.js';

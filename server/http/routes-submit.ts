@@ -1,7 +1,7 @@
 // POST /v1/tasks and POST /v1/tasks:batch: both validate their input here and hand the commands
 // to the node's one task-creation path (server/dispatch/submit.ts).
-import { OrbitError, type ErrorBody } from '../../protocol/errors.js';
-import { SubmitBatchBody, SubmitBatchItem, SubmitTaskBody, firstViolation } from '../../protocol/http-schemas.js';
+import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
+import { SubmitBatchBody, SubmitBatchItem, SubmitTaskBody, firstViolation } from '@orbit/protocol/http-schemas';
 import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
 import type { SubmitOutcome } from '../dispatch/submit.js';
 import { requireScope } from './auth.js';

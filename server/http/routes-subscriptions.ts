@@ -1,8 +1,8 @@
 // Result stream consumers (http-api.md "Result stream and subscriptions"): create, read, list,
 // pause/resume (receipt-bearing commands), delivery history, lease and ack (not receipt-bearing).
-import { OrbitError } from '../../protocol/errors.js';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '../../protocol/http-schemas.js';
-import { ID_RE } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { isDuplicateKey } from '../db/pool.js';
 import {
@@ -23,6 +23,7 @@ import { insertAudit } from '../db/tenants.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import { notOneOf, queueNotFound } from './hints.js';
 import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
@@ -42,7 +43,7 @@ export async function createSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
   // subscription of a queue outside queue_ids to a limited credential.
   if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
     const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
-    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
     requireQueueAccess(cred, q.id);
   }
   return runCommand(ctx, key, {
@@ -55,7 +56,7 @@ export async function createSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
       // serializes with queue retirement (which takes it exclusively).
       await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
       const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
-      if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+      if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
       requireQueueAccess(cred, q.id);
       if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
       const active = await countActiveSubscriptions(c, cred.namespaceId);
@@ -143,7 +144,7 @@ export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
   const s = await loadSubscription(ctx, ctx.params.id!);
   const state = one('state');
-  if (state !== undefined && !DELIVERY_STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: one of PENDING, LEASED, EXPIRED, ACKED', { field: 'state' });
+  if (state !== undefined && !DELIVERY_STATES.includes(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
   const page = rows.slice(0, limit);
   const events = await eventsBySequence(ctx.app.pool, s.namespace_id, page.map((r) => String(r.sequence)));

@@ -1,8 +1,9 @@
-import { OrbitError } from '../../protocol/errors.js';
-import { ID_RE, concurrencyKeyProblem } from '../../protocol/validation.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { ID_RE, concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
 import { requireQueueAccess, requireScope } from './auth.js';
+import { notOneOf, queueNotFound } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
@@ -27,11 +28,11 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:read');
   const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
-  if (state !== undefined && !STATES.includes(state)) throw new OrbitError('INVALID_ARGUMENT', 'state: unknown state', { field: 'state' });
+  if (state !== undefined && !STATES.includes(state)) throw notOneOf('state', state, STATES);
   const queueId = one('queue_id');
   if (queueId !== undefined) {
     const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!queue) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    if (!queue) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
     requireQueueAccess(ctx.cred, queueId);
   }
   const key = one('concurrency_key');

@@ -1,9 +1,10 @@
 import type { AppContext } from '../app-context.js';
 import { schemaStatus } from '../db/migrations.js';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute } from './routes-tasks.js';
 import { submitTask, submitTaskBatch } from './routes-submit.js';
+import { serveApiDocument } from '../api-docs/serve.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
 import {
@@ -44,6 +45,8 @@ export function buildRoutes(app: AppContext): Router {
     auth: false,
     handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.registry.metrics() }),
   });
+  r.add({ method: 'GET', template: '/v1/openapi.json', auth: false, handle: serveApiDocument('openapi') });
+  r.add({ method: 'GET', template: '/v1/asyncapi.json', auth: false, handle: serveApiDocument('asyncapi') });
   r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
   r.add({ method: 'POST', template: '/v1/tasks:batch', auth: true, handle: submitTaskBatch });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });

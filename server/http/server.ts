@@ -2,7 +2,7 @@
 // node:http rather than a framework: the facade is ~15 routes, and owning the body reader keeps the
 // 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
 import http from 'node:http';
-import { OrbitError } from '../../protocol/errors.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
@@ -11,6 +11,8 @@ import { serveConsole } from '../console/serve.js';
 import { authenticate } from './auth.js';
 import { sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
+import { methodNotAllowed } from './hints.js';
+import { logRequestOnFinish } from './request-log.js';
 import type { RawReply } from './router.js';
 import type { RequestCtx } from './context.js';
 
@@ -75,6 +77,7 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
   const requestId = newId();
   const log = app.log.child({ request_id: requestId });
   let routeName = 'unmatched';
+  logRequestOnFinish(log, req, res, () => routeName);
   try {
     app.faults.armFromHeader(req.headers['x-orbit-fault']);
     app.faults.hit('http');
@@ -93,7 +96,7 @@ async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, r
     }
     const m = router.match(req.method ?? 'GET', url.pathname);
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${url.pathname}`);
-    if (m === 'method') throw new OrbitError('NOT_FOUND', `${req.method} is not supported on ${url.pathname}`);
+    if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
     const ctx = { app, req, res, requestId, url, params: m.params, log } as RequestCtx;

@@ -1,0 +1,98 @@
+// One TypeBox schema per HTTP request body, compiled once, shared by the facade and the SDK's HTTP
+// client. Every object is strict (additionalProperties: false).
+import { Type } from '@sinclair/typebox';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { Id } from './ids.js';
+const Name = (max) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
+const Revision = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
+export const SubmitTaskBody = Type.Object({
+    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
+    handler: Name(128),
+    handler_version: Name(64),
+    payload_version: Name(64),
+    payload: Type.Unknown(),
+    business_key: Type.Optional(Type.String()),
+    concurrency_key: Type.Optional(Type.String()),
+    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 9 })),
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    deadline_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 2592000 })),
+    not_before: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+}, { additionalProperties: false });
+/** POST /v1/tasks:batch: the envelope. Items are checked one by one (SubmitBatchItem), so that a
+ * bad item gets its own 400 in its slot instead of failing the batch. */
+export const MAX_BATCH_ITEMS = 500;
+export const SubmitBatchBody = Type.Object({ tasks: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, { additionalProperties: false });
+/** One item of POST /v1/tasks:batch: the body of POST /v1/tasks plus its own idempotency_key
+ * (same rules as the Idempotency-Key header). */
+export const SubmitBatchItem = Type.Object({ ...SubmitTaskBody.properties, idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' }) }, { additionalProperties: false });
+export const RetryPolicy = Type.Object({
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    initial_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    max_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    multiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+}, { additionalProperties: false });
+export const CreateQueueBody = Type.Object({
+    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
+    max_active_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+    lease_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),
+    retry: Type.Optional(RetryPolicy),
+}, { additionalProperties: false });
+export const RevisionBody = Type.Object({ expected_revision: Revision }, { additionalProperties: false });
+export const RetireBody = Type.Object({ expected_revision: Revision, reason: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false });
+export const CancelTaskBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })) }, { additionalProperties: false });
+export const ResolveTaskBody = Type.Object({
+    resolution: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('retry')]),
+    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+}, { additionalProperties: false });
+const cache = new Map();
+/** Compiles a schema once per process. */
+export function compiled(schema) {
+    let c = cache.get(schema);
+    if (!c) {
+        c = TypeCompiler.Compile(schema);
+        cache.set(schema, c);
+    }
+    return c;
+}
+/** Every schema violation as `{field, message}` (dotted paths), at most `max`, one per field and
+ * message (a union member that fails reports once, not once per branch). */
+export function violations(schema, value, max = 32) {
+    const check = compiled(schema);
+    if (check.Check(value))
+        return [];
+    const out = [];
+    const seen = new Set();
+    for (const e of check.Errors(value)) {
+        const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+        if (seen.has(field))
+            continue; // the first message per field is the most specific
+        seen.add(field);
+        // A union of literals (an enum) names its values instead of TypeBox's "Expected union value".
+        const consts = e.schema.anyOf?.map((m) => m.const);
+        const message = consts && consts.length > 0 && consts.every((c) => typeof c === 'string') ? `must be one of ${consts.join(', ')}` : e.message;
+        out.push({ field, message });
+        if (out.length >= max)
+            break;
+    }
+    return out.length > 0 ? out : [{ field: '', message: 'invalid' }];
+}
+/** First schema violation as `{field, message}` (field is a dotted path), or null. */
+export function firstViolation(schema, value) {
+    const check = compiled(schema);
+    if (check.Check(value))
+        return null;
+    const e = check.Errors(value).First();
+    if (!e)
+        return { field: '', message: 'invalid' };
+    const field = e.path.replace(/^\//, '').replace(/\//g, '.');
+    return { field, message: e.message };
+}
+// ---- result stream: subscriptions and deliveries ----
+export const EVENT_TYPES = ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'];
+export const CreateSubscriptionBody = Type.Object({
+    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
+    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
+    event_types: Type.Array(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
+}, { additionalProperties: false });
+export const LeaseDeliveriesBody = Type.Object({ max: Type.Integer({ minimum: 1, maximum: 100 }), lease_seconds: Type.Integer({ minimum: 5, maximum: 600 }) }, { additionalProperties: false });
+export const AckDeliveriesBody = Type.Object({ delivery_ids: Type.Array(Id, { minItems: 1, maxItems: 1000 }) }, { additionalProperties: false });

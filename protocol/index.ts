@@ -1,0 +1,8 @@
+// Everything of the wire contract in one import; the subpaths (@orbit/protocol/frames, …) load less.
+export * from './errors.js';
+export * from './frames.js';
+export * from './http-schemas.js';
+export * from './http-views.js';
+export * from './validation.js';
+export * from './ids.js';
+export * from './strings.js';

@@ -1,0 +1,27 @@
+// GET /v1/openapi.json and /v1/asyncapi.json: the files the build wrote, read once; generated in
+// process when they are missing (running from sources), so the route always answers.
+import fs from 'node:fs';
+import path from 'node:path';
+import { packageRoot } from '../paths.js';
+import type { RawReply } from '../http/router.js';
+import { asyncApiDocument } from './asyncapi.js';
+import { openApiDocument } from './openapi.js';
+
+const cache = new Map<string, string>();
+
+function document(name: 'openapi' | 'asyncapi'): string {
+  let text = cache.get(name);
+  if (text === undefined) {
+    const file = path.join(packageRoot(), 'dist', 'api', `${name}.json`);
+    text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : JSON.stringify(name === 'openapi' ? openApiDocument() : asyncApiDocument());
+    cache.set(name, text);
+  }
+  return text;
+}
+
+export const serveApiDocument = (name: 'openapi' | 'asyncapi') => async (): Promise<RawReply> => ({
+  raw: true,
+  status: 200,
+  contentType: 'application/json; charset=utf-8',
+  body: document(name),
+});

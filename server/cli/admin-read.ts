@@ -1,0 +1,107 @@
+// orbit-admin's read commands, straight from the database (no credential needed, every namespace):
+//   queues list                                  one line per queue with its waiting/running counts
+//   tasks list --queue NAME|ID [--state S] [--limit N]
+//   task get ID                                  the task as GET /v1/tasks/{id} shows it, plus its attempts
+// Text columns by default, `--json` for one JSON document.
+import type { RowDataPacket } from 'mysql2/promise';
+import { TASK_STATES } from '@orbit/protocol/frames';
+import type { Pool } from '../db/pool.js';
+import { TASK_COLUMNS, taskView, type TaskRow } from '../db/tasks.js';
+import { ATTEMPT_COLUMNS, attemptView, type AttemptRow } from '../dispatch/attempts-sql.js';
+import { one, parseFlags } from './args.js';
+
+const ID_RE = /^[0-9a-f]{32}$/;
+
+/** Aligned columns, header first. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [fmt(header), ...rows.map(fmt)].join('\n') + '\n';
+}
+
+export const READ_USAGE = `  orbit-admin queues list [--json]
+  orbit-admin tasks list --queue NAME|ID [--state STATE] [--limit N] [--json]
+  orbit-admin task get ID [--json]`;
+
+/** Checks the arguments of a read command before any database work; returns the runner, or null
+ * when `argv` is not a read command. */
+export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) | null {
+  const [cmd, sub] = argv;
+  if (cmd === 'queues' && sub === 'list') {
+    const json = parseFlags(argv.slice(2), ['json'], []).has('json');
+    return (pool) => queuesList(pool, json);
+  }
+  if (cmd === 'tasks' && sub === 'list') {
+    const flags = parseFlags(argv.slice(2), ['json'], ['queue', 'state', 'limit']);
+    const queue = one(flags, 'queue')!;
+    const state = one(flags, 'state', false);
+    if (state !== undefined && !(TASK_STATES as readonly string[]).includes(state)) throw new Error(`--state ${state} is not one of ${TASK_STATES.join(', ')}`);
+    const rawLimit = one(flags, 'limit', false) ?? '50';
+    if (!/^[1-9][0-9]{0,3}$/.test(rawLimit) || Number(rawLimit) > 1000) throw new Error('--limit must be an integer in 1..1000');
+    return (pool) => tasksList(pool, queue, state, Number(rawLimit), flags.has('json'));
+  }
+  if (cmd === 'task' && sub === 'get') {
+    const { positional, flags } = { positional: argv.slice(2).filter((a) => !a.startsWith('--')), flags: parseFlags(argv.slice(2).filter((a) => a.startsWith('--')), ['json'], []) };
+    if (positional.length !== 1 || !ID_RE.test(positional[0]!)) throw new Error('usage: orbit-admin task get ID (a 32-hex task id)');
+    return (pool) => taskGet(pool, positional[0]!, flags.has('json'));
+  }
+  return null;
+}
+
+async function queuesList(pool: Pool, json: boolean): Promise<string> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
+            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state = 'WAITING') AS waiting,
+            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state IN ('LEASED','RUNNING')) AS running
+       FROM queues q JOIN namespaces n ON n.id = q.namespace_id ORDER BY n.name, q.name`,
+  );
+  const list = rows.map((r) => ({
+    id: r.id as string,
+    name: r.name as string,
+    namespace: r.namespace as string,
+    namespace_id: r.namespace_id as string,
+    state: r.retired_at ? 'retired' : r.paused ? 'paused' : 'active',
+    waiting: Number(r.waiting),
+    running: Number(r.running),
+    max_active_attempts: Number(r.max_active_attempts),
+  }));
+  if (json) return JSON.stringify({ queues: list }) + '\n';
+  if (list.length === 0) return 'no queues\n';
+  return table(['ID', 'NAME', 'NAMESPACE', 'STATE', 'WAITING', 'RUNNING'], list.map((q) => [q.id, q.name, q.namespace, q.state, String(q.waiting), String(q.running)]));
+}
+
+/** A queue by id, or by name when exactly one namespace has a queue of that name. */
+async function findQueue(pool: Pool, ref: string): Promise<{ id: string; namespace_id: string }> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT q.id, q.namespace_id, n.name AS namespace FROM queues q JOIN namespaces n ON n.id = q.namespace_id WHERE q.id = ? OR q.name = ?',
+    [ref, ref],
+  );
+  if (rows.length === 0) throw new Error(`no queue with id or name ${JSON.stringify(ref)}; \`orbit-admin queues list\` shows them`);
+  if (rows.length > 1) {
+    throw new Error(`${rows.length} namespaces have a queue named ${ref}; pass its id instead: ${rows.map((r) => `${r.id} (namespace ${r.namespace})`).join(', ')}`);
+  }
+  return { id: rows[0]!.id as string, namespace_id: rows[0]!.namespace_id as string };
+}
+
+async function tasksList(pool: Pool, queueRef: string, state: string | undefined, limit: number, json: boolean): Promise<string> {
+  const q = await findQueue(pool, queueRef);
+  const [rows] = await pool.query<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
+    state ? [q.id, state, limit] : [q.id, limit],
+  );
+  const tasks = rows.map((r) => taskView(r, true));
+  if (json) return JSON.stringify({ queue_id: q.id, tasks }) + '\n';
+  if (tasks.length === 0) return `no tasks${state ? ` in state ${state}` : ''} in queue ${q.id}\n`;
+  return table(
+    ['ID', 'STATE', 'HANDLER', 'ATTEMPTS', 'CREATED', 'KEY'],
+    tasks.map((t) => [t.id, t.state, `${t.handler}@${t.handler_version}`, `${t.attempts_made}/${t.max_attempts}`, t.created_at, t.concurrency_key ?? '-']),
+  );
+}
+
+async function taskGet(pool: Pool, id: string, json: boolean): Promise<string> {
+  const [rows] = await pool.query<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
+  if (rows.length === 0) throw new Error(`task ${id} not found`);
+  const [attempts] = await pool.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? ORDER BY attempt_no`, [id]);
+  const doc = { task: taskView(rows[0]!), attempts: attempts.map(attemptView) };
+  return JSON.stringify(doc, null, json ? undefined : 2) + '\n';
+}

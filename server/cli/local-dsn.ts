@@ -1,0 +1,69 @@
+// Which database a CLI talks to: ORBIT_MYSQL_DSN when set, otherwise the embedded database of a
+// running `npm start` (its DSN is in ORBIT_HOME/dev.credentials.json, default .orbit/). The CLIs
+// say which one they use, with the password hidden, before they touch it.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseDsn } from '../db/pool.js';
+
+export interface ResolvedDsn {
+  dsn: string;
+  /** Where it came from, for the "using database" line. */
+  source: string;
+}
+
+/** The DSN with its password replaced by `***`. */
+export function redactDsn(dsn: string): string {
+  try {
+    const u = new URL(dsn);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable DSN)';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
+  if (env.ORBIT_MYSQL_DSN) {
+    parseDsn(env.ORBIT_MYSQL_DSN);
+    return { dsn: env.ORBIT_MYSQL_DSN, source: 'ORBIT_MYSQL_DSN' };
+  }
+  const home = path.resolve(env.ORBIT_HOME ?? '.orbit');
+  const file = path.join(home, 'dev.credentials.json');
+  const hint = `ORBIT_MYSQL_DSN is not set and no running \`npm start\` database was found in ${home}: start one with \`npm start\` (in the folder that holds .orbit, or with ORBIT_HOME set), or set ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db`;
+  let dsn: unknown;
+  try {
+    dsn = (JSON.parse(fs.readFileSync(file, 'utf8')) as { mysql_dsn?: unknown }).mysql_dsn;
+  } catch {
+    throw new Error(hint);
+  }
+  if (typeof dsn !== 'string') throw new Error(hint);
+  // The file outlives the server: only a live one is worth connecting to (else a 10 s timeout).
+  let pid = NaN;
+  try {
+    pid = Number(fs.readFileSync(path.join(home, 'mysql', 'mysqld.pid'), 'utf8').trim());
+  } catch {
+    /* not running */
+  }
+  if (!Number.isInteger(pid) || pid <= 1 || !alive(pid)) {
+    throw new Error(`the embedded database of ${home} is not running: start it with \`npm start\` (or set ORBIT_MYSQL_DSN)`);
+  }
+  parseDsn(dsn);
+  return { dsn, source: `the embedded database of npm start (${file})` };
+}
+
+/** Resolves the DSN; a database found by itself (not named by ORBIT_MYSQL_DSN) is named on stderr
+ * (stdout stays the command's output), so nobody changes the wrong database unawares. */
+export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env): string {
+  const r = resolveDsn(env);
+  if (r.source !== 'ORBIT_MYSQL_DSN') process.stderr.write(`${prog}: using ${redactDsn(r.dsn)} (${r.source})\n`);
+  return r.dsn;
+}

@@ -1,0 +1,35 @@
+// Refusals with a hint that the domain gives (the task-creation path and the HTTP routes): a queue
+// name where an id is expected names the id, a quota names its limit and how to raise it.
+import type { RowDataPacket } from 'mysql2/promise';
+import { OrbitError } from '@orbit/protocol/errors';
+import { ID_RE } from '@orbit/protocol/validation';
+import type { Conn, Pool } from '../db/pool.js';
+import { findQueueByName } from '../db/queues.js';
+
+const QUEUE_NAME_RE = /^[a-z0-9._-]{1,64}$/;
+
+/** 404 for a queue_id that names no queue of the namespace. When the value is not an id but the
+ * name of a queue of this namespace, the message gives that queue's id (same namespace only, so
+ * nothing outside the credential's reach is revealed). */
+export async function queueNotFound(db: Pool | Conn, namespaceId: string, value: string, field = 'queue_id'): Promise<OrbitError> {
+  if (ID_RE.test(value)) return new OrbitError('NOT_FOUND', 'queue not found', { field });
+  // Only a value that could be a queue name is looked up (names are ASCII: a non-ASCII parameter
+  // compared with the ascii_bin column is a collation error, not a miss).
+  const byName = QUEUE_NAME_RE.test(value) ? await findQueueByName(db, namespaceId, value) : null;
+  if (byName) {
+    return new OrbitError('NOT_FOUND', `${field} expects a queue id, not a name: the queue named ${JSON.stringify(value)} has id ${byName.id}`, { field, queue_id: byName.id });
+  }
+  return new OrbitError('NOT_FOUND', `queue not found: ${field} is a 32-hex queue id (GET /v1/queues lists them), not a name`, { field });
+}
+
+/** 429 for the application's unfinished-task quota, stating the limit and how to raise it. */
+export async function unfinishedTasksQuota(c: Conn, applicationId: string): Promise<OrbitError> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT max_unfinished_tasks FROM applications WHERE id = ?', [applicationId]);
+  const limit = rows[0] ? Number(rows[0].max_unfinished_tasks) : undefined;
+  return new OrbitError(
+    'QUOTA_EXCEEDED',
+    `application quota of unfinished tasks reached (limit ${limit ?? 'unknown'}): retry once tasks finish, or raise it with \`orbit-admin quota set --application-id ${applicationId} --max-unfinished-tasks N\``,
+    { quota: 'max_unfinished_tasks', limit },
+  );
+}
+

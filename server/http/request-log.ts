@@ -1,0 +1,16 @@
+// One pino line per HTTP request at info, once the response is finished: method, route template
+// (not the raw path, which may carry ids), status, duration and the request id (from the child
+// logger). Never bodies, headers or tokens.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+
+export function logRequestOnFinish(log: Logger, req: IncomingMessage, res: ServerResponse, route: () => string): void {
+  if (!log.isLevelEnabled('info')) return;
+  const t0 = process.hrtime.bigint();
+  const done = () => {
+    res.off('finish', done).off('close', done);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    log.info({ method: req.method, route: route(), status: res.statusCode, duration_ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined }, 'request');
+  };
+  res.once('finish', done).once('close', done);
+}

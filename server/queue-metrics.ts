@@ -1,0 +1,51 @@
+// Queue depth and oldest-waiting age, read from the database when /metrics is scraped (every node
+// sees the same numbers: the database is the only shared state). The query walks the WAITING rows
+// (index ix_tasks_deadline), so results are cached briefly to bound what frequent scrapes cost.
+import client from 'prom-client';
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool } from './db/pool.js';
+import type { Metrics } from './metrics.js';
+
+const CACHE_MS = 2_000;
+
+interface QueueDepth {
+  queue_id: string;
+  queue: string;
+  depth: number;
+  oldest_s: number;
+}
+
+export function registerQueueGauges(metrics: Metrics, pool: Pool): void {
+  let cached: { at: number; rows: QueueDepth[] } | null = null;
+  const read = async (): Promise<QueueDepth[]> => {
+    if (cached && Date.now() - cached.at < CACHE_MS) return cached.rows;
+    // Age counts from when a task became due (not_before), not from its submission.
+    const [rows] = await pool.query<RowDataPacket[]>(
+      `SELECT t.queue_id, q.name, COUNT(*) AS depth,
+              TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN t.not_before IS NULL OR t.not_before <= UTC_TIMESTAMP(3)
+                THEN GREATEST(t.created_at, COALESCE(t.not_before, t.created_at)) END), UTC_TIMESTAMP(3)) AS age_us
+         FROM tasks t JOIN queues q ON q.id = t.queue_id
+        WHERE t.state = 'WAITING' GROUP BY t.queue_id, q.name`,
+    );
+    const out = rows.map((r) => ({ queue_id: r.queue_id as string, queue: r.name as string, depth: Number(r.depth), oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6) }));
+    cached = { at: Date.now(), rows: out };
+    return out;
+  };
+  // Both gauges come from one query; whichever is collected first refreshes the cache.
+  const gauge = (name: string, help: string, value: (r: QueueDepth) => number) => {
+    const g: client.Gauge<'queue_id' | 'queue'> = new client.Gauge({
+      name,
+      help,
+      labelNames: ['queue_id', 'queue'],
+      registers: [metrics.registry],
+      async collect() {
+        const rows = await read().catch(() => null);
+        if (!rows) return; // database unreachable: keep the last values rather than fail the scrape
+        g.reset();
+        for (const r of rows) g.set({ queue_id: r.queue_id, queue: r.queue }, value(r));
+      },
+    });
+  };
+  gauge('orbit_queue_depth', 'WAITING tasks per queue (all nodes; from the database at scrape time)', (r) => r.depth);
+  gauge('orbit_queue_oldest_waiting_seconds', 'age of the oldest due WAITING task per queue, in seconds (from the database at scrape time)', (r) => r.oldest_s);
+}

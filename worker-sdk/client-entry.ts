@@ -1,0 +1,19 @@
+// `@orbit/worker-sdk/client`: the HTTP facade client (submit, read, manage) and its error class.
+export { createClient } from './http-client.js';
+export type {
+  Attempt,
+  ClientOptions,
+  CommandOptions,
+  CreateSubscriptionBody,
+  Delivery,
+  DeliveryRecord,
+  ListTasksQuery,
+  OrbitClient,
+  Queue,
+  ResultEvent,
+  Revision,
+  Subscription,
+  Task,
+  TaskResult,
+} from './http-client.js';
+export { OrbitApiError, isErrorCode, isOrbitSdkError } from './errors.js';
