@@ -7,6 +7,7 @@ import { call, ikey } from './support/http.js';
 import { expectData, expectError, expectHexId, limitedCredential } from './support/contract.js';
 import { newTenant } from './support/db.js';
 import { createQueue } from './support/dispatch-fixture.js';
+import { createClient, OrbitApiError } from '../worker-sdk/index.js';
 import { createSchedule, getSchedule, newSchedule, scheduleCommand, scheduleName, versionBody } from './support/schedules.js';
 
 const f = useGatewayFixture();
@@ -307,5 +308,35 @@ describe('reads', () => {
       expectError(await call(f.gw.url, 'GET', path, { token: t.token }), 404, 'NOT_FOUND');
     }
     expectError(await scheduleCommand(a, 'ABC', 'pause', { expected_revision: '1' }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('SDK client', () => {
+  it('has a typed method for every endpoint', async () => {
+    const c = createClient({ url: f.gw.url, token: f.t.token });
+    const k = () => ({ idempotencyKey: ikey('sdk') });
+    const version = { calendar: { cron: '0 3 * * *', timezone: 'Europe/Berlin' }, task: { queue_id: f.t.queue_id, handler: 'index.rebuild', handler_version: 'v1', payload_version: 'v1', payload: {} } };
+    const created = await c.createSchedule({ name: scheduleName('sdk'), version }, k());
+    expect(created.deduplicated).toBe(false);
+    const id = created.schedule.id;
+    expect(await c.getSchedule(id)).toEqual(created.schedule);
+    expect((await c.listSchedules({ limit: 500 })).schedules.map((s) => s.id)).toContain(id);
+    const v2 = await c.publishScheduleVersion(id, { expected_revision: 1n, version: { ...version, calendar: { every_seconds: 3600 } } }, k());
+    expect(v2.version).toMatchObject({ number: 2, calendar: { every_seconds: 3600 } });
+    expect((await c.listScheduleVersions(id)).map((v) => v.number)).toEqual([1, 2]);
+    expect((await c.getScheduleVersion(id, 1)).calendar).toEqual(version.calendar);
+    const paused = await c.pauseSchedule(id, { expected_revision: v2.schedule.revision }, k());
+    expect(paused.schedule.paused).toBe(true);
+    const resumed = await c.resumeSchedule(id, { expected_revision: paused.schedule.revision }, k());
+    expect(resumed.schedule.paused).toBe(false);
+    const triggered = await c.triggerSchedule(id, {}, k());
+    expect(triggered.task).toMatchObject({ schedule_id: id, schedule_version: 2 });
+    expect(await c.listScheduleFires(id)).toEqual({ fires: [], next_cursor: null });
+    const err = await c.retireSchedule(id, { expected_revision: resumed.schedule.revision, reason: 'x' }, k()).catch((e) => e);
+    expect(err).toBeInstanceOf(OrbitApiError);
+    expect(err.code).toBe('STATE_CONFLICT');
+    const again = await c.pauseSchedule(id, { expected_revision: resumed.schedule.revision }, k());
+    const retired = await c.retireSchedule(id, { expected_revision: again.schedule.revision, reason: 'replaced' }, k());
+    expect(retired.schedule.retired_at).toBeDefined();
   });
 });

@@ -19,6 +19,14 @@ export type {
   Subscription,
   Task,
   TaskResult,
+  Schedule,
+  ScheduleVersion,
+  ScheduleFire,
+  ScheduleCalendar,
+  ScheduleTaskTemplate,
+  FireOutcome,
+  CreateScheduleBody,
+  ScheduleVersionInput,
 } from './http-client.js';
 export { createFencedResource } from './fenced-resource.js';
 export type { FencedResource, FencedResourceOptions, FencedWrite, FencedWriteResult } from './fenced-resource.js';
