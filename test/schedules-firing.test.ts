@@ -176,7 +176,9 @@ describe('every gateway stopped across several fire times, then one started', ()
       expect(recs.slice(0, 2500).map((r) => r.scheduled_for)).toEqual(missed.get(id));
       for (let i = 1; i < recs.length; i++) expect(recs[i]!.scheduled_for - recs[i - 1]!.scheduled_for).toBe(1000);
       expect(recs[recs.length - 1]!.scheduled_for).toBeLessThanOrEqual(now);
-      const created = recs.slice(0, 2500).filter((r) => r.outcome === 'created').length;
+      // (latest: the newest missed time may be the last of the 2 500 when the catch-up ran before
+      // the next one came due.)
+      const created = recs.slice(0, 2499).filter((r) => r.outcome === 'created').length;
       if (id === all) expect(recs.slice(0, firstCreated).every((r) => r.outcome === 'created')).toBe(true);
       expect(created).toBe(id === all ? 10 : 0);
     }

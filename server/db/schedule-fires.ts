@@ -20,22 +20,20 @@ export function fireView(r: FireRow): ScheduleFire {
 }
 
 export interface NewFire {
+  scheduleId: string;
   scheduledFor: string;
+  version: number;
   outcome: FireOutcome;
   taskId: string | null;
 }
 
-/** insertFires(schedule_id, namespace_id, application_id, version, fired_at, fires[]): one
- * multi-row INSERT for the fire times of one transaction; a fire time already recorded fails the
- * whole statement with ER_DUP_ENTRY. */
-export async function insertFires(
-  c: Conn,
-  s: { scheduleId: string; namespaceId: string; applicationId: string; version: number; firedAt: string },
-  fires: NewFire[],
-): Promise<void> {
+/** insertFires(namespace_id, application_id, fired_at, fires: schedule_id, scheduled_for,
+ * version, outcome, task_id): one multi-row INSERT for the fire times of one transaction; a fire
+ * time already recorded fails the whole statement with ER_DUP_ENTRY. */
+export async function insertFires(c: Conn, s: { namespaceOf: (scheduleId: string) => string; applicationId: string; firedAt: string }, fires: NewFire[]): Promise<void> {
   if (fires.length === 0) return;
   const args: unknown[] = [];
-  for (const f of fires) args.push(s.scheduleId, f.scheduledFor, s.namespaceId, s.applicationId, s.version, s.firedAt, f.outcome, f.taskId);
+  for (const f of fires) args.push(f.scheduleId, f.scheduledFor, s.namespaceOf(f.scheduleId), s.applicationId, f.version, s.firedAt, f.outcome, f.taskId);
   await c.query(
     `INSERT INTO schedule_fires (schedule_id, scheduled_for, namespace_id, application_id, version, fired_at, outcome, task_id)
      VALUES ${fires.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
@@ -53,8 +51,9 @@ export async function listFires(db: Pool | Conn, scheduleId: string, before: str
   return rows;
 }
 
-/** taskState(task_id) → the state of a task, or null (overlap=skip: is the previous task unfinished?). */
-export async function taskState(c: Conn, taskId: string): Promise<string | null> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT state FROM tasks WHERE id = ?', [taskId]);
-  return (rows[0]?.state as string | undefined) ?? null;
+/** taskStates(task_ids) → state by task id (overlap=skip: is the previous task unfinished?). */
+export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, string>> {
+  if (taskIds.length === 0) return new Map();
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')})`, taskIds);
+  return new Map(rows.map((r) => [r.id as string, r.state as string]));
 }

@@ -134,33 +134,52 @@ export interface DueScheduleRow extends ScheduleRow {
   now: string;
 }
 
-/** lockDueSchedule(id) → the schedule with the database clock when it is enabled and due, locked
- * to the end of the transaction; null when it is not due or another node is firing it (SKIP
- * LOCKED: nodes share the due schedules instead of queueing on one row). */
-export async function lockDueSchedule(c: Conn, id: string): Promise<DueScheduleRow | null> {
-  const [rows] = await c.execute<DueScheduleRow[]>(
+/** lockDueSchedules(ids) → those of the schedules (one application's) that are enabled and due,
+ * with the database clock, locked to the end of the transaction. SKIP LOCKED: a schedule another
+ * node is firing is left to it (nodes share the due schedules instead of queueing on their rows). */
+export async function lockDueSchedules(c: Conn, ids: string[]): Promise<DueScheduleRow[]> {
+  if (ids.length === 0) return [];
+  const [rows] = await c.query<DueScheduleRow[]>(
     `SELECT ${COLUMNS}, UTC_TIMESTAMP(3) AS now FROM schedules
-      WHERE id = ? AND next_fire_at <= UTC_TIMESTAMP(3) AND paused = 0 AND retired_at IS NULL FOR UPDATE SKIP LOCKED`,
-    [id],
+      WHERE id IN (${ids.map(() => '?').join(',')}) AND next_fire_at <= UTC_TIMESTAMP(3) AND paused = 0 AND retired_at IS NULL
+      ORDER BY id FOR UPDATE SKIP LOCKED`,
+    ids,
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
-/** advanceSchedule(id, next_fire_at, last_fire_at, last_task_id?, catchup_remaining): the end of
- * a fire transaction. */
-export async function advanceSchedule(
-  c: Conn,
-  id: string,
-  a: { nextFireAt: string | null; lastFireAt: string; lastTaskId: string | null; catchupRemaining: number | null },
-): Promise<void> {
-  await c.execute(
-    `UPDATE schedules SET next_fire_at = ?, last_fire_at = ?, last_task_id = COALESCE(?, last_task_id), catchup_remaining = ? WHERE id = ?`,
-    [a.nextFireAt, a.lastFireAt, a.lastTaskId, a.catchupRemaining, id],
+export interface Advance {
+  id: string;
+  nextFireAt: string | null;
+  lastFireAt: string;
+  lastTaskId: string | null;
+  catchupRemaining: number | null;
+}
+
+/** advanceSchedules(rows: id, next_fire_at, last_fire_at, last_task_id?, catchup_remaining): the
+ * end of a fire transaction, one statement for all its schedules. */
+export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> {
+  if (rows.length === 0) return;
+  const args: unknown[] = [];
+  const col = (f: (a: Advance) => unknown) => {
+    for (const a of rows) args.push(a.id, f(a));
+    return `CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  };
+  const next = col((a) => a.nextFireAt);
+  const last = col((a) => a.lastFireAt);
+  const task = col((a) => a.lastTaskId);
+  const catchup = col((a) => a.catchupRemaining);
+  args.push(...rows.map((a) => a.id));
+  await c.query(
+    `UPDATE schedules SET next_fire_at = ${next}, last_fire_at = ${last}, last_task_id = COALESCE(${task}, last_task_id), catchup_remaining = ${catchup}
+      WHERE id IN (${rows.map(() => '?').join(',')})`,
+    args,
   );
 }
 
 export interface DueRow extends RowDataPacket {
   id: string;
+  application_id: string;
   wait_ms: number;
 }
 
@@ -169,7 +188,7 @@ export interface DueRow extends RowDataPacket {
  * sweeper's); each fire then runs in its own one-application transaction. */
 export async function dueSchedules(pool: Pool, horizonMs: number, limit: number): Promise<DueRow[]> {
   const [rows] = await pool.query<DueRow[]>(
-    `SELECT id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), next_fire_at) DIV 1000 AS wait_ms FROM schedules
+    `SELECT id, application_id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), next_fire_at) DIV 1000 AS wait_ms FROM schedules
       WHERE next_fire_at <= UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND ORDER BY next_fire_at LIMIT ${Number(limit)}`,
     [horizonMs * 1000],
   );

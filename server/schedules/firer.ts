@@ -1,13 +1,14 @@
 // The firing loop every node runs. Due schedules are found by a non-locking read (index on
-// next_fire_at); each fire is its own transaction (fire.ts) that locks the schedule row with SKIP
-// LOCKED, so the nodes share the due schedules and a schedule fires on exactly one of them. The
-// loop sleeps until the soonest next fire it saw (database clock), at most IDLE_MS, and is woken at
+// next_fire_at); the due schedules of one application fire in one transaction (fire.ts) that locks
+// their rows with SKIP LOCKED, so the nodes share the due schedules and a schedule fires on exactly
+// one of them. The loop sleeps until the soonest next fire it saw (database clock, plus a few
+// milliseconds so that fires due together share a transaction), at most IDLE_MS, and is woken at
 // once when a command on this node creates, publishes or resumes a schedule.
 import type { AppContext } from '../app-context.js';
 import { guarded, reportInternal } from '../boundary.js';
 import { isConnectionError } from '../db/pool.js';
 import { dueSchedules } from '../db/schedules.js';
-import { fireSchedule } from './fire.js';
+import { fireSchedules } from './fire.js';
 
 /** Longest sleep: how late a schedule created or resumed on another node is first seen. */
 const IDLE_MS = 500;
@@ -15,10 +16,12 @@ const IDLE_MS = 500;
 const HORIZON_MS = 1_000;
 /** Schedules read per round; due ones beyond it are read by the next round at once. */
 const ROUND = 500;
-/** Fires in flight at once on one node (each holds a pool connection for its transaction). */
+/** Fire transactions in flight at once on one node (one per application; each holds a pool
+ * connection). */
 const PARALLEL = 4;
-/** Timers fire up to a millisecond early; waking slightly late avoids a round that finds nothing. */
-const WAKE_SLACK_MS = 2;
+/** Wake this long after the soonest fire time: timers fire up to a millisecond early, and fires
+ * due within these milliseconds share one transaction. */
+const WAKE_SLACK_MS = 10;
 
 export class ScheduleFirer {
   private timer: NodeJS.Timeout | null = null;
@@ -67,28 +70,35 @@ export class ScheduleFirer {
       this.outage(err);
       return;
     }
-    const due = rows.filter((r) => Number(r.wait_ms) <= 0).map((r) => r.id);
+    const due = rows.filter((r) => Number(r.wait_ms) <= 0);
     const soonest = rows.find((r) => Number(r.wait_ms) > 0);
-    // Every node reads the same due list; a random order makes them lock different rows first.
-    for (let i = due.length - 1; i > 0; i--) {
+    // Every node reads the same due list; a random order of applications spreads the nodes.
+    const byApp = new Map<string, string[]>();
+    for (const r of due) byApp.set(r.application_id, [...(byApp.get(r.application_id) ?? []), r.id]);
+    const groups = [...byApp.entries()];
+    for (let i = groups.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
-      [due[i], due[j]] = [due[j]!, due[i]!];
+      [groups[i], groups[j]] = [groups[j]!, groups[i]!];
     }
     let fired = 0;
     let next = 0;
     const worker = async () => {
-      while (next < due.length && !this.stopped) {
-        const id = due[next++]!;
+      while (next < groups.length && !this.stopped) {
+        const [applicationId, ids] = groups[next++]!;
         try {
           // A long catch-up settles its fire times a chunk per transaction, one after the other.
-          for (let r = await fireSchedule(this.app, id); r; r = r.more ? await fireSchedule(this.app, id) : null) fired++;
+          for (let pending = ids; pending.length > 0 && !this.stopped; ) {
+            const reports = await fireSchedules(this.app, applicationId, pending);
+            fired += reports.length;
+            pending = reports.filter((r) => r.more).map((r) => r.scheduleId);
+          }
         } catch (err) {
           if (isConnectionError(err)) this.outage(err);
-          else reportInternal(this.app, 'timer', err, { timer: 'schedule-fires', schedule_id: id });
+          else reportInternal(this.app, 'timer', err, { timer: 'schedule-fires', application_id: applicationId });
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL, due.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, groups.length) }, worker));
     if (due.length >= ROUND || (fired > 0 && due.length > 0)) this.nextDelay = 0;
     // Due rows another node held (SKIP LOCKED): look again soon, they may still be due.
     else if (due.length > 0) this.nextDelay = 50;
