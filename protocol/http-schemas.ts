@@ -159,3 +159,48 @@ export const AckDeliveriesBody = Type.Object(
   { additionalProperties: false },
 );
 export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;
+
+// ---- schedules (schedules.md) ----
+
+/** A version as published: the calendar is checked beyond the schema (exactly one of cron or
+ * every_seconds; cron syntax and time zone) by the server, which names the offending field. */
+export const ScheduleCalendarInput = Type.Object(
+  {
+    cron: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    every_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
+  },
+  { additionalProperties: false },
+);
+export type ScheduleCalendarInput = Static<typeof ScheduleCalendarInput>;
+
+/** The task template: POST /v1/tasks without not_before. */
+const { not_before: _notBefore, ...templateFields } = SubmitTaskBody.properties;
+export const ScheduleTaskInput = Type.Object(templateFields, { additionalProperties: false });
+export type ScheduleTaskInput = Static<typeof ScheduleTaskInput>;
+
+export const ScheduleVersionInput = Type.Object(
+  {
+    calendar: ScheduleCalendarInput,
+    task: ScheduleTaskInput,
+    overlap: Type.Optional(Type.Union([Type.Literal('allow'), Type.Literal('skip')])),
+    catchup: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.Literal('all')])),
+    catchup_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    starts_at: Type.Optional(Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 40 })])),
+    ends_at: Type.Optional(Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 40 })])),
+  },
+  { additionalProperties: false },
+);
+export type ScheduleVersionInput = Static<typeof ScheduleVersionInput>;
+
+export const CreateScheduleBody = Type.Object(
+  { name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }), version: ScheduleVersionInput, paused: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export type CreateScheduleBody = Static<typeof CreateScheduleBody>;
+
+export const PublishVersionBody = Type.Object({ expected_revision: Revision, version: ScheduleVersionInput }, { additionalProperties: false });
+export type PublishVersionBody = Static<typeof PublishVersionBody>;
+
+export const TriggerScheduleBody = Type.Object({ scheduled_for: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })) }, { additionalProperties: false });
+export type TriggerScheduleBody = Static<typeof TriggerScheduleBody>;

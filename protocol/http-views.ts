@@ -29,6 +29,10 @@ export interface Task {
   updated_at: string;
   finished_at: string | null;
   result: TaskResult | null;
+  /** Present exactly on tasks a schedule created (a fire or a trigger). */
+  schedule_id?: string;
+  schedule_version?: number;
+  scheduled_for?: string;
 }
 
 export interface Attempt {
@@ -152,4 +156,64 @@ export interface WorkerSession {
   draining: boolean;
   connected_at: string;
   last_seen_at: string;
+}
+
+// ---- schedules (schedules.md) ----
+
+export type ScheduleCalendar = { cron: string; timezone: string } | { every_seconds: number };
+
+/** The task template of a version: the fields of POST /v1/tasks with their defaults applied
+ * (max_attempts resolved from the queue at publication), without not_before. */
+export interface ScheduleTaskTemplate {
+  queue_id: string;
+  handler: string;
+  handler_version: string;
+  payload_version: string;
+  payload: unknown;
+  business_key?: string;
+  concurrency_key?: string;
+  priority: number;
+  max_attempts: number;
+  deadline_seconds: number;
+}
+
+export interface Schedule {
+  id: string;
+  namespace_id: string;
+  name: string;
+  revision: string;
+  paused: boolean;
+  current_version: number;
+  /** null while paused, retired, or after the current version's ends_at. */
+  next_fire_at: string | null;
+  last_fire_at: string | null;
+  created_at: string;
+  updated_at: string;
+  /** Omitted when not retired. */
+  retired_at?: string;
+}
+
+/** A published version; never changed after publication. */
+export interface ScheduleVersion {
+  number: number;
+  created_at: string;
+  calendar: ScheduleCalendar;
+  task: ScheduleTaskTemplate;
+  overlap: 'allow' | 'skip';
+  catchup: 'none' | 'latest' | 'all';
+  catchup_limit: number;
+  starts_at: string | null;
+  ends_at: string | null;
+}
+
+export type FireOutcome = 'created' | 'skipped_overlap' | 'skipped_catchup' | 'failed_quota';
+
+/** One fire time of a schedule (GET /v1/schedules/{id}/fires, newest first). */
+export interface ScheduleFire {
+  scheduled_for: string;
+  fired_at: string;
+  version: number;
+  outcome: FireOutcome;
+  /** The created task (outcome created). */
+  task_id?: string;
 }

@@ -58,6 +58,18 @@ export function createMetrics() {
       labelNames: ['where'],
       registers: [registry],
     }),
+    scheduleFires: new client.Counter({
+      name: 'orbit_schedule_fires_total',
+      help: 'schedule fire times settled by this node, by outcome (created, skipped_overlap, skipped_catchup, failed_quota)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    scheduleLag: new client.Histogram({
+      name: 'orbit_schedule_lag_seconds',
+      help: 'from a fire time to the commit of its fire (fires on time; catch-up fires are counted by outcome instead)',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
+      registers: [registry],
+    }),
     poolInUse: new client.Gauge({ name: 'orbit_db_pool_connections_in_use', help: 'database pool connections checked out', registers: [registry] }),
   };
   return m;

@@ -29,7 +29,7 @@ afterAll(async () => {
 const admin = (args: string[], env: Record<string, string | undefined> = {}) =>
   runBin('orbit-admin', args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
 
-const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read'];
+const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
 const WORKER = ['workers:connect', 'workers:consume'];
 
 interface Creds {

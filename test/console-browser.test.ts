@@ -58,7 +58,8 @@ const PAGES = (): [string, string, string][] => [
   ['workers', '#/workers', 'worker-orders-1'],
   ['subscriptions', '#/subscriptions', 'slots used'],
   ['subscription', `#/subscriptions/${d.ordersSub.id}`, 'Delivery history'],
-  ['schedules', '#/schedules', 'not available on this server'],
+  ['schedules', '#/schedules', 'nightly-reindex'],
+  ['schedule', `#/schedules/${d.schedule.id}`, 'Fire history'],
   ['access', '#/access', 'Subscription slots'],
 ];
 
@@ -118,6 +119,25 @@ describe('console in Chromium', () => {
     await page.click('[data-act=resume]');
     await page.locator('[data-act=pause]').waitFor();
     expect((await queue(d.orders.id)).paused).toBe(false);
+  });
+
+  it('pauses, resumes and triggers a schedule', async () => {
+    const { page } = await open();
+    await signIn(page);
+    await go(page, `#/schedules/${d.schedule.id}`, 'Fire history');
+    const sched = async () => (await call(f.gw.url, 'GET', `/v1/schedules/${d.schedule.id}`, { token: f.t.token })).body.data.schedule;
+    await page.click('[data-act=pause]');
+    await page.locator('[data-act=resume]').waitFor();
+    expect((await sched()).paused).toBe(true);
+    await page.click('[data-act=resume]');
+    await page.locator('[data-act=pause]').waitFor();
+    expect((await sched()).paused).toBe(false);
+    await page.click('[data-act=trigger]');
+    await page.getByText('Trigger: done').waitFor();
+    const tasks = await call(f.gw.url, 'GET', `/v1/tasks?queue_id=${d.orders.id}&limit=500`, { token: f.t.token });
+    const made = tasks.body.data.tasks.filter((t: any) => t.schedule_id === d.schedule.id);
+    expect(made).toHaveLength(1);
+    expect(made[0]).toMatchObject({ handler: 'index.rebuild', concurrency_key: 'index/main', schedule_version: 1 });
   });
 
   it('a retire is refused with every reason and count, then accepted once the queue is drained', async () => {

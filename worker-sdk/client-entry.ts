@@ -15,5 +15,15 @@ export type {
   Subscription,
   Task,
   TaskResult,
+  BatchSubmitResult,
+  SubmitBatchItem,
+  Schedule,
+  ScheduleVersion,
+  ScheduleFire,
+  ScheduleCalendar,
+  ScheduleTaskTemplate,
+  FireOutcome,
+  CreateScheduleBody,
+  ScheduleVersionInput,
 } from './http-client.js';
 export { OrbitApiError, isErrorCode, isOrbitSdkError } from './errors.js';

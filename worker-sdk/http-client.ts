@@ -3,7 +3,7 @@
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
 // client never invents one.
-import type { CancelTaskBody, CreateQueueBody, ResolveTaskBody, SubmitBatchItem, SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import type { CancelTaskBody, CreateQueueBody, CreateScheduleBody, ResolveTaskBody, ScheduleVersionInput, SubmitBatchItem, SubmitTaskBody } from '@orbit/protocol/http-schemas';
 import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { OrbitApiError } from './errors.js';
@@ -22,9 +22,25 @@ export interface CommandOptions {
   signal?: AbortSignal;
 }
 
-export type { TaskResult, Task, Attempt, Queue, Subscription, ResultEvent, Delivery, DeliveryRecord, BatchSubmitResult } from '@orbit/protocol/http-views';
-import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult } from '@orbit/protocol/http-views';
-export type { SubmitBatchItem } from '@orbit/protocol/http-schemas';
+export type {
+  TaskResult,
+  Task,
+  Attempt,
+  Queue,
+  Subscription,
+  ResultEvent,
+  Delivery,
+  DeliveryRecord,
+  BatchSubmitResult,
+  Schedule,
+  ScheduleVersion,
+  ScheduleFire,
+  ScheduleCalendar,
+  ScheduleTaskTemplate,
+  FireOutcome,
+} from '@orbit/protocol/http-views';
+import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult, Schedule, ScheduleVersion, ScheduleFire } from '@orbit/protocol/http-views';
+export type { SubmitBatchItem, CreateScheduleBody, ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {
@@ -146,6 +162,30 @@ export function createClient(opts: ClientOptions) {
       cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
     retireSubscription: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
       cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+
+    // ---- schedules (schedules.md) ----
+    /** 201 {schedule, version}; a replay answers the frozen receipt with `deduplicated: true`. */
+    createSchedule: (body: CreateScheduleBody, c: CommandOptions) => cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>('/v1/schedules', body, c),
+    /** Publishes version n+1 (fires after the commit use it). */
+    publishScheduleVersion: (id: string, body: { expected_revision: Revision; version: ScheduleVersionInput }, c: CommandOptions) =>
+      cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>(`/v1/schedules/${seg(id)}/versions`, { expected_revision: rev(body.expected_revision), version: body.version }, c),
+    pauseSchedule: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:pause`, { expected_revision: rev(body.expected_revision) }, c),
+    /** Resumes from now: the paused period is never caught up. */
+    resumeSchedule: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
+      cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
+    /** One task now from the current version (paused or not); the idempotencyKey dedupes it. */
+    triggerSchedule: (id: string, body: { scheduled_for?: string }, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:trigger`, body, c),
+    /** Only a paused schedule; irreversible. */
+    retireSchedule: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
+      cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+    getSchedule: (id: string) => call<{ schedule: Schedule }>('GET', `/v1/schedules/${seg(id)}`).then((d) => d.schedule),
+    listSchedules: (query: { limit?: number; cursor?: string } = {}) => call<{ schedules: Schedule[]; next_cursor: string | null }>('GET', '/v1/schedules', { query: { ...query } }),
+    listScheduleVersions: (id: string) => call<{ versions: ScheduleVersion[] }>('GET', `/v1/schedules/${seg(id)}/versions`).then((d) => d.versions),
+    getScheduleVersion: (id: string, n: number) => call<{ version: ScheduleVersion }>('GET', `/v1/schedules/${seg(id)}/versions/${n}`).then((d) => d.version),
+    /** Fire history, newest first. */
+    listScheduleFires: (id: string, query: { limit?: number; cursor?: string } = {}) =>
+      call<{ fires: ScheduleFire[]; next_cursor: string | null }>('GET', `/v1/schedules/${seg(id)}/fires`, { query: { ...query } }),
   };
 }
 

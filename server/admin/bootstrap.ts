@@ -32,7 +32,7 @@ export interface CredentialsFile {
   mysql_dsn?: string;
 }
 
-export const BASE_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read'];
+export const BASE_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
 export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
 
 /** Throws one line naming the first invalid field (before anything is written). */

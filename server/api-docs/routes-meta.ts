@@ -13,7 +13,10 @@ import {
   ResolveTaskBody,
   RetireBody,
   RevisionBody,
+  CreateScheduleBody,
+  PublishVersionBody,
   SubmitBatchBody,
+  TriggerScheduleBody,
   SubmitTaskBody,
 } from '@orbit/protocol/http-schemas';
 
@@ -106,6 +109,29 @@ export const ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/subscriptions': {
     summary: 'create a result-stream subscription', scope: 'events:manage', body: CreateSubscriptionBody, idempotent: true, status: 201, returns: '{subscription, deduplicated}',
     errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED', 'IDEMPOTENCY_CONFLICT'],
+  },
+  'POST /v1/schedules': {
+    summary: 'create a schedule with its first version', scope: 'schedules:manage', body: CreateScheduleBody, idempotent: true, status: 201,
+    returns: '{schedule, version, deduplicated}', errors: ['NOT_FOUND', 'PERMISSION_DENIED', 'RESOURCE_RETIRED', 'IDEMPOTENCY_CONFLICT', 'STATE_CONFLICT'],
+  },
+  'GET /v1/schedules': { summary: 'list schedules by name', scope: 'schedules:manage', orScopes: ['tasks:read'], status: 200, returns: '{schedules, next_cursor}', errors: [], query: [limit, cursor] },
+  'GET /v1/schedules/{id}': { summary: 'read a schedule', scope: 'schedules:manage', orScopes: ['tasks:read'], status: 200, returns: '{schedule}', errors: ['NOT_FOUND'] },
+  'POST /v1/schedules/{id}/versions': {
+    summary: 'publish a new immutable version (expected_revision)', scope: 'schedules:manage', body: PublishVersionBody, idempotent: true, status: 201,
+    returns: '{schedule, version, deduplicated}', errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'IDEMPOTENCY_CONFLICT'],
+  },
+  'GET /v1/schedules/{id}/versions': { summary: 'versions of a schedule', scope: 'schedules:manage', orScopes: ['tasks:read'], status: 200, returns: '{versions}', errors: ['NOT_FOUND'] },
+  'GET /v1/schedules/{id}/versions/{n}': { summary: 'one version', scope: 'schedules:manage', orScopes: ['tasks:read'], status: 200, returns: '{version}', errors: ['NOT_FOUND'] },
+  'GET /v1/schedules/{id}/fires': { summary: 'fire history, newest first', scope: 'schedules:manage', orScopes: ['tasks:read'], status: 200, returns: '{fires, next_cursor}', errors: ['NOT_FOUND'], query: [limit, cursor] },
+  'POST /v1/schedules/{id}:pause': revisionCmd('pause a schedule', 'schedules:manage', '{schedule, deduplicated}'),
+  'POST /v1/schedules/{id}:resume': { ...revisionCmd('resume a schedule', 'schedules:manage', '{schedule, deduplicated}'), errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'IDEMPOTENCY_CONFLICT'] },
+  'POST /v1/schedules/{id}:trigger': {
+    summary: 'create one task now from the current version', scope: 'schedules:manage', body: TriggerScheduleBody, idempotent: true, status: 201,
+    returns: '{task, deduplicated}', errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED', 'IDEMPOTENCY_CONFLICT'],
+  },
+  'POST /v1/schedules/{id}:retire': {
+    summary: 'retire a paused schedule (irreversible)', scope: 'schedules:manage', body: RetireBody, idempotent: true, status: 200, returns: '{schedule, deduplicated}',
+    errors: ['NOT_FOUND', 'STATE_CONFLICT', 'IDEMPOTENCY_CONFLICT'],
   },
   'GET /v1/subscriptions': { summary: 'list this credential\'s subscriptions', scope: 'events:read', status: 200, returns: '{subscriptions}', errors: [] },
   'GET /v1/subscriptions/{id}': { summary: 'read a subscription', scope: 'events:read', status: 200, returns: '{subscription}', errors: ['NOT_FOUND'] },

@@ -32,6 +32,9 @@ export interface TaskRow extends RowDataPacket {
   result_output: string | null;
   result_error_code: string | null;
   result_error_message: string | null;
+  schedule_id: string | null;
+  schedule_version: number | null;
+  scheduled_for: string | null;
 }
 
 export type { TaskResult } from '@orbit/protocol/http-views';
@@ -70,6 +73,12 @@ export function taskView(r: TaskRow, summary = false): TaskView {
   if (!summary) v.payload = JSON.parse(r.payload);
   if (r.business_key !== null) v.business_key = r.business_key;
   if (r.concurrency_key !== null) v.concurrency_key = r.concurrency_key.toString('utf8');
+  // Tasks a schedule created name it (schedules.md); omitted on submitted tasks.
+  if (r.schedule_id) {
+    v.schedule_id = r.schedule_id;
+    v.schedule_version = Number(r.schedule_version);
+    v.scheduled_for = toIso(r.scheduled_for)!;
+  }
   // Stable key order for readers: payload after payload_version as in the spec.
   return summary ? v : reorder(v);
 }
@@ -81,7 +90,8 @@ function reorder(v: TaskView): TaskView {
 
 export const TASK_COLUMNS = `id, namespace_id, application_id, queue_id, seq, handler, handler_version, payload_version, payload,
   business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before, deadline_at,
-  created_at, updated_at, finished_at, current_attempt_id, result_outcome, result_output, result_error_code, result_error_message`;
+  created_at, updated_at, finished_at, current_attempt_id, result_outcome, result_output, result_error_code, result_error_message,
+  schedule_id, schedule_version, scheduled_for`;
 
 export interface NewTask {
   id: string;
@@ -97,6 +107,14 @@ export interface NewTask {
   priority: number;
   maxAttempts: number;
   notBefore: string | null;
+  /** Set on tasks a schedule creates (fire or trigger): schedule id, version, fire time (DATETIME). */
+  origin?: TaskOrigin;
+}
+
+export interface TaskOrigin {
+  scheduleId: string;
+  scheduleVersion: number;
+  scheduledFor: string;
 }
 
 /** insertTask(all fields of NewTask, created_at, deadline_at): state WAITING. The caller passes
@@ -106,8 +124,8 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
   await c.execute(
     `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
         business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-        deadline_at, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?)`,
+        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       t.id,
       t.namespaceId,
@@ -125,6 +143,9 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
       t.deadlineAt,
       t.createdAt,
       t.createdAt,
+      t.origin?.scheduleId ?? null,
+      t.origin?.scheduleVersion ?? null,
+      t.origin?.scheduledFor ?? null,
     ],
   );
 }
@@ -137,12 +158,13 @@ export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string
   for (const t of tasks) {
     args.push(t.id, t.namespaceId, t.applicationId, t.queueId, t.handler, t.handlerVersion, t.payloadVersion, t.payloadJson);
     args.push(t.businessKey, t.concurrencyKey, t.priority, t.maxAttempts, t.notBefore, t.deadlineAt, t.createdAt, t.createdAt);
+    args.push(t.origin?.scheduleId ?? null, t.origin?.scheduleVersion ?? null, t.origin?.scheduledFor ?? null);
   }
   await c.query(
     `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
         business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-        deadline_at, created_at, updated_at)
-     VALUES ${tasks.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?)").join(', ')}`,
+        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
+     VALUES ${tasks.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
     args,
   );
 }
@@ -176,6 +198,9 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
     result_output: null,
     result_error_code: null,
     result_error_message: null,
+    schedule_id: t.origin?.scheduleId ?? null,
+    schedule_version: t.origin?.scheduleVersion ?? null,
+    scheduled_for: t.origin?.scheduledFor ?? null,
   } as TaskRow;
 }
 

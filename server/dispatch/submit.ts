@@ -13,6 +13,10 @@
 // inserting — the transaction rolls back and each item runs alone, under its key's named lock,
 // where the same statements give the exact per-item answer (429, 409, or the other command's
 // receipt). Quota is never exceeded by one task, and a submit and a retirement never both succeed.
+//
+// Schedules create their tasks with the same statements inside their own transactions
+// (createTasksInTransaction): a fire has no Idempotency-Key (its fire record, unique per
+// (schedule, fire time), is its identity), so no receipt is written for it.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { AppContext } from '../app-context.js';
@@ -21,7 +25,7 @@ import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransact
 import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
 import { lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
 import { reserveUnfinishedTasks } from '../db/applications.js';
-import { insertTasks, insertedTaskRow, taskView, type NewTask } from '../db/tasks.js';
+import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
 import { newId } from '../ids.js';
 import { GroupCommitter } from './group-commit.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
@@ -32,9 +36,12 @@ export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
 /** One submit command: who sends it, its Idempotency-Key and its normalized content. */
 export interface SubmitCommand {
-  credential: Credential;
-  key: string;
+  credential: Pick<Credential, 'id' | 'namespaceId' | 'applicationId' | 'queueIds'>;
+  /** null: no receipt (a schedule's task: the fire record or the trigger's receipt is its identity). */
+  key: string | null;
   prepared: PreparedSubmit;
+  /** Tasks created by a schedule record it. */
+  origin?: TaskOrigin;
 }
 
 export type SubmitOutcome =
@@ -81,12 +88,13 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     // max_attempts defaults to the queue's before fingerprinting, so that writing the default
     // out is the same command as omitting it.
     const normalized = { ...n, max_attempts: n.max_attempts ?? q.retry_max_attempts };
-    fingerprints[i] = commandFingerprint(SUBMIT_OPERATION, '', normalized);
+    if (it.key !== null) fingerprints[i] = commandFingerprint(SUBMIT_OPERATION, '', normalized);
     live.push(i);
   });
 
   const stored = new Map<string, ReceiptRow>();
-  for (const r of await findReceipts(c, live.map((i) => [items[i]!.credential.namespaceId, items[i]!.key]))) {
+  const keyed = live.filter((i) => items[i]!.key !== null);
+  for (const r of await findReceipts(c, keyed.map((i) => [items[i]!.credential.namespaceId, items[i]!.key!]))) {
     stored.set(`${r.namespace_id}\n${r.idempotency_key}`, r);
   }
   const keysInBatch = new Set<string>();
@@ -97,8 +105,8 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     const it = items[i]!;
     const n = it.prepared.normalized;
     const q = queues.get(n.queue_id)!;
-    const k = `${it.credential.namespaceId}\n${it.key}`;
-    const prior = stored.get(k);
+    const k = it.key === null ? null : `${it.credential.namespaceId}\n${it.key}`;
+    const prior = k === null ? undefined : stored.get(k);
     if (prior && prior.http_status !== 0) {
       try {
         const r = replayReceipt(prior, SUBMIT_OPERATION, '', fingerprints[i]!);
@@ -109,7 +117,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
       continue;
     }
     // A second item with the same key: behaves as a concurrent submit, answered after this one.
-    if (keysInBatch.has(k)) {
+    if (k !== null && keysInBatch.has(k)) {
       outcomes[i] = 'alone';
       continue;
     }
@@ -122,7 +130,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
       outcomes[i] = refused('INVALID_ARGUMENT', 'not_before: must not be after the deadline', 'not_before');
       continue;
     }
-    keysInBatch.add(k);
+    if (k !== null) keysInBatch.add(k);
     const t = {
       id: newId(),
       namespaceId: it.credential.namespaceId,
@@ -139,10 +147,11 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
       notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
       createdAt,
       deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString())!,
+      origin: it.origin,
     };
     const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
     tasks.push(t);
-    receipts.push({
+    if (it.key !== null) receipts.push({
       namespaceId: t.namespaceId,
       key: it.key,
       operation: SUBMIT_OPERATION,
@@ -178,6 +187,33 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
   return { outcomes, queues: byQueue, accepted: tasks.length };
 }
 
+/** Tasks created inside a caller's transaction (schedule fires and triggers), with the same
+ * statements as a submit. The edge conditions of the batch are thrown for the whole batch:
+ * OrbitError RESOURCE_RETIRED (a queue is retired) or QUOTA_EXCEEDED (the application's
+ * unfinished-task quota would be passed); the caller rolls back (to a savepoint) and decides.
+ * Call `afterCommit` once the caller's transaction committed (metrics, dispatcher wake-ups). */
+export async function createTasksInTransaction(
+  app: Pick<AppContext, 'metrics' | 'events' | 'log'>,
+  c: Conn,
+  items: SubmitCommand[],
+): Promise<{ outcomes: SubmitOutcome[]; afterCommit: () => void }> {
+  const r = await createTasksInTx(c, items, true);
+  return {
+    outcomes: r.outcomes.map((o) => (o === 'alone' ? refused('INTERNAL', 'duplicate key in one creation') : (o as SubmitOutcome))),
+    afterCommit: () => afterCommitOf(app, r),
+  };
+}
+
+function afterCommitOf(app: Pick<AppContext, 'metrics' | 'events' | 'log'>, r: TxResult): void {
+  if (r.accepted > 0) {
+    app.metrics.tasksAccepted.inc(r.accepted);
+    if (app.log.isLevelEnabled('debug')) {
+      for (const o of r.outcomes) if (typeof o === 'object' && o.ok && o.status === 201) app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
+    }
+  }
+  for (const q of r.queues) app.events.emit('work', q);
+}
+
 /** The node's task-creation path. */
 export class TaskSubmitter {
   private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
@@ -200,13 +236,7 @@ export class TaskSubmitter {
   }
 
   private afterCommit(r: TxResult): void {
-    if (r.accepted > 0) {
-      this.app.metrics.tasksAccepted.inc(r.accepted);
-      if (this.app.log.isLevelEnabled('debug')) {
-        for (const o of r.outcomes) if (typeof o === 'object' && o.ok && o.status === 201) this.app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
-      }
-    }
-    for (const q of r.queues) this.app.events.emit('work', q);
+    afterCommitOf(this.app, r);
   }
 
   private async runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
@@ -235,7 +265,9 @@ export class TaskSubmitter {
    * the same key has committed (→ its receipt is replayed) or rolled back before this runs. */
   private async runAlone(it: SubmitCommand): Promise<SubmitOutcome> {
     try {
-      const r = await withKeyLock(this.app.pool, it.credential.namespaceId, it.key, async (conn) => {
+      // Commands through the submitter always carry a key (keyless ones are schedules' tasks,
+      // created inside their own transactions).
+      const r = await withKeyLock(this.app.pool, it.credential.namespaceId, it.key ?? '', async (conn) => {
         // A batch on another node inserts receipts without the named lock: its key may commit
         // while this waits on the row, and the next round replays it.
         for (let round = 0; ; round++) {

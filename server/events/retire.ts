@@ -8,7 +8,8 @@
 //   subscription row (no lease can materialize or lease meanwhile);
 // - queue: the queue row is locked FOR UPDATE first — submit takes it LOCK IN SHARE MODE, the claim
 //   transaction FOR UPDATE (and grants nothing for a retired queue), subscription creation LOCK IN
-//   SHARE MODE — so nothing can add work to the queue between the checks and the commit. A writer
+//   SHARE MODE, schedule creation/publish/resume LOCK IN SHARE MODE — so nothing can add work to
+//   the queue between the checks and the commit. A writer
 //   that is still in flight only makes the check more conservative (its work is seen as unfinished).
 import type { RowDataPacket } from 'mysql2/promise';
 import { OrbitError } from '@orbit/protocol/errors';
@@ -18,6 +19,7 @@ import type { Credential } from '../db/credentials.js';
 import { getQueue, queueView, type QueueView } from '../db/queues.js';
 import { countQueueSubscriptions, countUnacked, countUnmaterialized, getSubscription, lockWatermark, markSubscriptionRetired, subscriptionView, type SubscriptionView } from '../db/subscriptions.js';
 import { insertAudit } from '../db/tenants.js';
+import { enabledSchedulesOnQueue } from '../db/schedules.js';
 import { requireQueueAccess } from '../http/auth.js';
 import { assertNoGap, filterOf } from './stream.js';
 
@@ -63,10 +65,11 @@ export async function retireSubscription(c: Conn, cred: Credential, id: string, 
 }
 
 export interface BusyReason {
-  reason: 'unfinished_tasks' | 'needs_review_tasks' | 'in_flight_attempts' | 'unreleased_permits' | 'held_resource_keys' | 'subscriptions';
+  reason: 'unfinished_tasks' | 'needs_review_tasks' | 'in_flight_attempts' | 'unreleased_permits' | 'held_resource_keys' | 'subscriptions' | 'schedules';
   count: number;
   message: string;
   task_ids?: string[];
+  schedule_ids?: string[];
 }
 
 /** Everything that keeps a queue from being retired (empty when it can be). The caller holds the
@@ -111,6 +114,17 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
   if (held > 0) out.push({ reason: 'held_resource_keys', count: held, message: `${held} resource-key permits held by attempts of this queue` });
   const subs = await countQueueSubscriptions(c, q.id);
   if (subs > 0) out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
+  // Schedules: a resume or publish toward this queue share-locks its row, so none can be enabled
+  // between this read and the commit.
+  const schedules = await enabledSchedulesOnQueue(c, q.id);
+  if (schedules.length > 0) {
+    out.push({
+      reason: 'schedules',
+      count: schedules.length,
+      message: `${schedules.length} enabled schedules target this queue (pause them first: ${schedules.join(', ')})`,
+      schedule_ids: schedules,
+    });
+  }
   return out;
 }
 

@@ -11,9 +11,10 @@ export type Scope =
   | 'events:manage'
   | 'events:read'
   | 'workers:connect'
-  | 'workers:consume';
+  | 'workers:consume'
+  | 'schedules:manage';
 
-export const ALL_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'workers:connect', 'workers:consume'];
+export const ALL_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'workers:connect', 'workers:consume', 'schedules:manage'];
 
 export function hashToken(token: string): Buffer {
   return crypto.createHash('sha256').update(token, 'utf8').digest();
@@ -39,6 +40,11 @@ export async function authenticate(pool: Pool, req: IncomingMessage): Promise<Cr
 
 export function requireScope(cred: Credential, scope: Scope): void {
   if (!cred.scopes.includes(scope)) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scope}`);
+}
+
+/** 403 unless the credential has one of the scopes. */
+export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
+  if (!scopes.some((s) => cred.scopes.includes(s))) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scopes.join(' or ')}`);
 }
 
 /** 403 when the queue (already known to be in the credential's namespace) is outside queue_ids. */

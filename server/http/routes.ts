@@ -19,6 +19,19 @@ import {
 } from './routes-subscriptions.js';
 import { retireQueueRoute, retireSubscriptionRoute } from './routes-retire.js';
 import { listWorkersRoute, queueStatsRoute } from './routes-observe.js';
+import {
+  createScheduleRoute,
+  getScheduleRoute,
+  getVersionRoute,
+  listFiresRoute,
+  listSchedulesRoute,
+  listVersionsRoute,
+  pauseScheduleRoute,
+  publishVersionRoute,
+  resumeScheduleRoute,
+  retireScheduleRoute,
+  triggerScheduleRoute,
+} from './routes-schedules.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
@@ -72,5 +85,16 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/subscriptions/{id}:pause', auth: true, handle: pauseSubscriptionRoute });
   r.add({ method: 'POST', template: '/v1/subscriptions/{id}:resume', auth: true, handle: resumeSubscriptionRoute });
   r.add({ method: 'POST', template: '/v1/subscriptions/{id}:retire', auth: true, handle: retireSubscriptionRoute });
+  r.add({ method: 'POST', template: '/v1/schedules', auth: true, handle: createScheduleRoute });
+  r.add({ method: 'GET', template: '/v1/schedules', auth: true, handle: listSchedulesRoute });
+  r.add({ method: 'GET', template: '/v1/schedules/{id}', auth: true, handle: getScheduleRoute });
+  r.add({ method: 'POST', template: '/v1/schedules/{id}/versions', auth: true, handle: publishVersionRoute });
+  r.add({ method: 'GET', template: '/v1/schedules/{id}/versions', auth: true, handle: listVersionsRoute });
+  r.add({ method: 'GET', template: '/v1/schedules/{id}/versions/{n}', auth: true, handle: getVersionRoute });
+  r.add({ method: 'GET', template: '/v1/schedules/{id}/fires', auth: true, handle: listFiresRoute });
+  r.add({ method: 'POST', template: '/v1/schedules/{id}:pause', auth: true, handle: pauseScheduleRoute });
+  r.add({ method: 'POST', template: '/v1/schedules/{id}:resume', auth: true, handle: resumeScheduleRoute });
+  r.add({ method: 'POST', template: '/v1/schedules/{id}:trigger', auth: true, handle: triggerScheduleRoute });
+  r.add({ method: 'POST', template: '/v1/schedules/{id}:retire', auth: true, handle: retireScheduleRoute });
   return r;
 }

@@ -47,6 +47,9 @@ export const SCOPED_TABLES: Record<string, { app?: string; ns?: string; key: str
   result_events: { ns: 'R.namespace_id', key: 'R.sequence' },
   subscriptions: { ns: 'R.namespace_id', key: 'R.id' },
   deliveries: { ns: 'R.namespace_id', key: 'R.id' },
+  schedules: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id' },
+  schedule_versions: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.schedule_id, "/", R.number)' },
+  schedule_fires: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.schedule_id, "@", R.scheduled_for)', detail: 'R.outcome' },
   // Application-level admin actions (quota.set) have no namespace; their target is the application.
   audit_log: { app: "IF(R.namespace_id IS NULL AND R.target_type = 'application', R.target_id, NULL)", ns: 'R.namespace_id', key: 'R.id' },
 };

@@ -21,6 +21,7 @@ export interface ConsoleData {
   reportsTask: any;
   reportsSub: any;
   ordersSub: any;
+  schedule: any;
 }
 
 export async function seedConsoleData(f: GatewayFixture): Promise<ConsoleData> {
@@ -54,6 +55,13 @@ export async function seedConsoleData(f: GatewayFixture): Promise<ConsoleData> {
     call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey('s'), body: { name, queue_id: queueId, event_types: ['task.succeeded', 'task.failed'] } });
   const reportsSub = (await sub('reports-feed', reports.id)).body.data.subscription;
   const ordersSub = (await sub('orders-feed', orders.id)).body.data.subscription;
+  // A schedule on orders that does not fire during the tests (hourly, from now).
+  const sched = await call(f.gw.url, 'POST', '/v1/schedules', {
+    token: f.t.token,
+    key: ikey('sc'),
+    body: { name: 'nightly-reindex', version: { calendar: { every_seconds: 3600 }, task: { queue_id: orders.id, handler: 'index.rebuild', handler_version: 'v1', payload_version: 'v1', payload: { scope: 'all' }, concurrency_key: 'index/main' } } },
+  });
+  if (sched.status !== 201) throw new Error(sched.text);
   return {
     orders,
     billing,
@@ -67,5 +75,6 @@ export async function seedConsoleData(f: GatewayFixture): Promise<ConsoleData> {
     reportsTask,
     reportsSub,
     ordersSub,
+    schedule: sched.body.data.schedule,
   };
 }

@@ -1,0 +1,59 @@
+// SQL operations on the fire history of schedules. The primary key (schedule_id, scheduled_for) is
+// the guard of "exactly once per fire time": a second record of one fire time cannot commit.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+import type { FireOutcome, ScheduleFire } from '@orbit/protocol/http-views';
+
+export interface FireRow extends RowDataPacket {
+  scheduled_for: string;
+  fired_at: string;
+  version: number;
+  outcome: FireOutcome;
+  task_id: string | null;
+}
+
+export function fireView(r: FireRow): ScheduleFire {
+  const v: ScheduleFire = { scheduled_for: toIso(r.scheduled_for)!, fired_at: toIso(r.fired_at)!, version: Number(r.version), outcome: r.outcome };
+  if (r.task_id) v.task_id = r.task_id;
+  return v;
+}
+
+export interface NewFire {
+  scheduleId: string;
+  scheduledFor: string;
+  version: number;
+  outcome: FireOutcome;
+  taskId: string | null;
+}
+
+/** insertFires(namespace_id, application_id, fired_at, fires: schedule_id, scheduled_for,
+ * version, outcome, task_id): one multi-row INSERT for the fire times of one transaction; a fire
+ * time already recorded fails the whole statement with ER_DUP_ENTRY. */
+export async function insertFires(c: Conn, s: { namespaceOf: (scheduleId: string) => string; applicationId: string; firedAt: string }, fires: NewFire[]): Promise<void> {
+  if (fires.length === 0) return;
+  const args: unknown[] = [];
+  for (const f of fires) args.push(f.scheduleId, f.scheduledFor, s.namespaceOf(f.scheduleId), s.applicationId, f.version, s.firedAt, f.outcome, f.taskId);
+  await c.query(
+    `INSERT INTO schedule_fires (schedule_id, scheduled_for, namespace_id, application_id, version, fired_at, outcome, task_id)
+     VALUES ${fires.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+    args,
+  );
+}
+
+/** listFires(schedule_id, before?, limit) → newest first, at most limit + 1. */
+export async function listFires(db: Pool | Conn, scheduleId: string, before: string | undefined, limit: number): Promise<FireRow[]> {
+  const [rows] = await db.query<FireRow[]>(
+    `SELECT scheduled_for, fired_at, version, outcome, task_id FROM schedule_fires
+      WHERE schedule_id = ?${before === undefined ? '' : ' AND scheduled_for < ?'} ORDER BY scheduled_for DESC LIMIT ${Number(limit) + 1}`,
+    before === undefined ? [scheduleId] : [scheduleId, before],
+  );
+  return rows;
+}
+
+/** taskStates(task_ids) → state by task id (overlap=skip: is the previous task unfinished?). */
+export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, string>> {
+  if (taskIds.length === 0) return new Map();
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')})`, taskIds);
+  return new Map(rows.map((r) => [r.id as string, r.state as string]));
+}

@@ -1,0 +1,95 @@
+// SQL operations on schedule versions: published once, never changed (schedules.md).
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+import type { ScheduleCalendar, ScheduleTaskTemplate, ScheduleVersion } from '@orbit/protocol/http-views';
+
+export interface VersionRow extends RowDataPacket {
+  schedule_id: string;
+  number: number;
+  namespace_id: string;
+  application_id: string;
+  calendar: string;
+  task: string;
+  queue_id: string;
+  overlap: 'allow' | 'skip';
+  catchup: 'none' | 'latest' | 'all';
+  catchup_limit: number;
+  starts_at: string | null;
+  ends_at: string | null;
+  anchor_at: string;
+  created_at: string;
+}
+
+const COLUMNS = `schedule_id, number, namespace_id, application_id, calendar, task, queue_id, overlap, catchup, catchup_limit,
+  starts_at, ends_at, anchor_at, created_at`;
+
+export function versionView(r: VersionRow): ScheduleVersion {
+  return {
+    number: Number(r.number),
+    created_at: toIso(r.created_at)!,
+    calendar: JSON.parse(r.calendar) as ScheduleCalendar,
+    task: JSON.parse(r.task) as ScheduleTaskTemplate,
+    overlap: r.overlap,
+    catchup: r.catchup,
+    catchup_limit: Number(r.catchup_limit),
+    starts_at: toIso(r.starts_at),
+    ends_at: toIso(r.ends_at),
+  };
+}
+
+export interface NewVersion {
+  scheduleId: string;
+  number: number;
+  namespaceId: string;
+  applicationId: string;
+  calendar: ScheduleCalendar;
+  task: ScheduleTaskTemplate;
+  overlap: string;
+  catchup: string;
+  catchupLimit: number;
+  startsAt: string | null;
+  endsAt: string | null;
+  anchorAt: string;
+  createdAt: string;
+  createdBy: string;
+}
+
+/** insertVersion(schedule_id, number, namespace, application, calendar, task, overlap, catchup,
+ * catchup_limit, starts_at, ends_at, anchor_at, created_at, created_by). */
+export async function insertVersion(c: Conn, v: NewVersion): Promise<void> {
+  await c.execute(
+    `INSERT INTO schedule_versions (schedule_id, number, namespace_id, application_id, calendar, task, queue_id, overlap, catchup,
+        catchup_limit, starts_at, ends_at, anchor_at, created_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [
+      v.scheduleId,
+      v.number,
+      v.namespaceId,
+      v.applicationId,
+      JSON.stringify(v.calendar),
+      JSON.stringify(v.task),
+      v.task.queue_id,
+      v.overlap,
+      v.catchup,
+      v.catchupLimit,
+      v.startsAt,
+      v.endsAt,
+      v.anchorAt,
+      v.createdAt,
+      v.createdBy,
+    ],
+  );
+}
+
+/** getVersion(schedule_id, number) → row or null. */
+export async function getVersion(db: Pool | Conn, scheduleId: string, number: number): Promise<VersionRow | null> {
+  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM schedule_versions WHERE schedule_id = ? AND number = ?`, [scheduleId, number]);
+  return rows[0] ?? null;
+}
+
+/** listVersions(schedule_id) → every version, oldest first. */
+export async function listVersions(db: Pool | Conn, scheduleId: string): Promise<VersionRow[]> {
+  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM schedule_versions WHERE schedule_id = ? ORDER BY number`, [scheduleId]);
+  return rows;
+}

@@ -1,0 +1,206 @@
+// SQL operations on schedules (schedules.md). Each function is one statement. Times are DATETIME(3)
+// strings in UTC; the database clock decides every "now".
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+import type { Schedule } from '@orbit/protocol/http-views';
+import { isId } from '@orbit/protocol/ids';
+
+export interface ScheduleRow extends RowDataPacket {
+  id: string;
+  namespace_id: string;
+  application_id: string;
+  name: string;
+  revision: string;
+  paused: number;
+  current_version: number;
+  queue_id: string;
+  next_fire_at: string | null;
+  last_fire_at: string | null;
+  last_task_id: string | null;
+  catchup_remaining: number | null;
+  created_at: string;
+  updated_at: string;
+  retired_at: string | null;
+}
+
+const COLUMNS = `id, namespace_id, application_id, name, revision, paused, current_version, queue_id, next_fire_at, last_fire_at,
+  last_task_id, catchup_remaining, created_at, updated_at, retired_at`;
+
+export function scheduleView(r: ScheduleRow): Schedule {
+  const v: Schedule = {
+    id: r.id,
+    namespace_id: r.namespace_id,
+    name: r.name,
+    revision: String(r.revision),
+    paused: Number(r.paused) === 1,
+    current_version: Number(r.current_version),
+    next_fire_at: toIso(r.next_fire_at),
+    last_fire_at: toIso(r.last_fire_at),
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  };
+  if (r.retired_at) v.retired_at = toIso(r.retired_at)!;
+  return v;
+}
+
+/** getSchedule(namespace_id, id, lock?) → row or null; 'update' locks it (commands, fires). */
+export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
+  if (!isId(id)) return null;
+  const [rows] = await db.execute<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE id = ? AND namespace_id = ?${lock === 'update' ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** listSchedules(namespace_id, queue_ids, after_name?, limit) → rows by name, at most limit + 1;
+ * a credential limited to some queues sees the schedules whose current version targets them. */
+export async function listSchedules(db: Pool | Conn, namespaceId: string, queueIds: '*' | string[], afterName: string | undefined, limit: number): Promise<ScheduleRow[]> {
+  const where = ['namespace_id = ?'];
+  const args: unknown[] = [namespaceId];
+  if (queueIds !== '*') {
+    if (queueIds.length === 0) return [];
+    where.push(`queue_id IN (${queueIds.map(() => '?').join(',')})`);
+    args.push(...queueIds);
+  }
+  if (afterName !== undefined) {
+    where.push('name > ?');
+    args.push(afterName);
+  }
+  const [rows] = await db.query<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE ${where.join(' AND ')} ORDER BY name LIMIT ${limit + 1}`, args);
+  return rows;
+}
+
+/** countActiveSchedules(namespace_id) → non-retired schedules (paused ones count). */
+export async function countActiveSchedules(c: Conn, namespaceId: string): Promise<number> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM schedules WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
+  return Number(rows[0]!.n);
+}
+
+export interface NewSchedule {
+  id: string;
+  namespaceId: string;
+  applicationId: string;
+  name: string;
+  paused: boolean;
+  queueId: string;
+  nextFireAt: string | null;
+  now: string;
+}
+
+/** insertSchedule(id, namespace_id, application_id, name, paused, queue_id, next_fire_at, now):
+ * version 1 current; a used name → ER_DUP_ENTRY. */
+export async function insertSchedule(c: Conn, s: NewSchedule): Promise<void> {
+  await c.execute(
+    `INSERT INTO schedules (id, namespace_id, application_id, name, revision, paused, current_version, queue_id, next_fire_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, 1, ?, 1, ?, ?, ?, ?)`,
+    [s.id, s.namespaceId, s.applicationId, s.name, s.paused ? 1 : 0, s.queueId, s.nextFireAt, s.now, s.now],
+  );
+}
+
+/** setCurrentVersion(id, number, queue_id, next_fire_at): a publication; ends any catch-up. */
+export async function setCurrentVersion(c: Conn, id: string, number: number, queueId: string, nextFireAt: string | null): Promise<void> {
+  await c.execute(
+    `UPDATE schedules SET current_version = ?, queue_id = ?, next_fire_at = ?, catchup_remaining = NULL, revision = revision + 1,
+            updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
+    [number, queueId, nextFireAt, id],
+  );
+}
+
+/** setSchedulePaused(id, paused, next_fire_at): pause clears next_fire_at, resume sets it from now. */
+export async function setSchedulePaused(c: Conn, id: string, paused: boolean, nextFireAt: string | null): Promise<void> {
+  await c.execute(
+    `UPDATE schedules SET paused = ?, next_fire_at = ?, catchup_remaining = NULL, revision = revision + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
+    [paused ? 1 : 0, nextFireAt, id],
+  );
+}
+
+/** markScheduleRetired(id, reason): irreversible; frees its slot of the namespace quota. */
+export async function markScheduleRetired(c: Conn, id: string, reason: string): Promise<void> {
+  await c.execute(
+    `UPDATE schedules SET retired_at = UTC_TIMESTAMP(3), retire_reason = ?, next_fire_at = NULL, catchup_remaining = NULL,
+            revision = revision + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
+    [reason, id],
+  );
+}
+
+/** setLastTask(id, task_id): a trigger's task (overlap=skip looks at the newest task). */
+export async function setLastTask(c: Conn, id: string, taskId: string): Promise<void> {
+  await c.execute('UPDATE schedules SET last_task_id = ? WHERE id = ?', [taskId, id]);
+}
+
+export interface DueScheduleRow extends ScheduleRow {
+  now: string;
+}
+
+/** lockDueSchedules(ids) → those of the schedules (one application's) that are enabled and due,
+ * with the database clock, locked to the end of the transaction. SKIP LOCKED: a schedule another
+ * node is firing is left to it (nodes share the due schedules instead of queueing on their rows). */
+export async function lockDueSchedules(c: Conn, ids: string[]): Promise<DueScheduleRow[]> {
+  if (ids.length === 0) return [];
+  const [rows] = await c.query<DueScheduleRow[]>(
+    `SELECT ${COLUMNS}, UTC_TIMESTAMP(3) AS now FROM schedules
+      WHERE id IN (${ids.map(() => '?').join(',')}) AND next_fire_at <= UTC_TIMESTAMP(3) AND paused = 0 AND retired_at IS NULL
+      ORDER BY id FOR UPDATE SKIP LOCKED`,
+    ids,
+  );
+  return rows;
+}
+
+export interface Advance {
+  id: string;
+  nextFireAt: string | null;
+  lastFireAt: string;
+  lastTaskId: string | null;
+  catchupRemaining: number | null;
+}
+
+/** advanceSchedules(rows: id, next_fire_at, last_fire_at, last_task_id?, catchup_remaining): the
+ * end of a fire transaction, one statement for all its schedules. */
+export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> {
+  if (rows.length === 0) return;
+  const args: unknown[] = [];
+  const col = (f: (a: Advance) => unknown) => {
+    for (const a of rows) args.push(a.id, f(a));
+    return `CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  };
+  const next = col((a) => a.nextFireAt);
+  const last = col((a) => a.lastFireAt);
+  const task = col((a) => a.lastTaskId);
+  const catchup = col((a) => a.catchupRemaining);
+  args.push(...rows.map((a) => a.id));
+  await c.query(
+    `UPDATE schedules SET next_fire_at = ${next}, last_fire_at = ${last}, last_task_id = COALESCE(${task}, last_task_id), catchup_remaining = ${catchup}
+      WHERE id IN (${rows.map(() => '?').join(',')})`,
+    args,
+  );
+}
+
+export interface DueRow extends RowDataPacket {
+  id: string;
+  application_id: string;
+  wait_ms: number;
+}
+
+/** dueSchedules(horizon_ms, limit) → schedules firing within the horizon, soonest first, with the
+ * milliseconds until their fire (≤ 0 = due). A non-locking read over every application (like the
+ * sweeper's); each fire then runs in its own one-application transaction. */
+export async function dueSchedules(pool: Pool, horizonMs: number, limit: number): Promise<DueRow[]> {
+  const [rows] = await pool.query<DueRow[]>(
+    `SELECT id, application_id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), next_fire_at) DIV 1000 AS wait_ms FROM schedules
+      WHERE next_fire_at <= UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND ORDER BY next_fire_at LIMIT ${Number(limit)}`,
+    [horizonMs * 1000],
+  );
+  return rows;
+}
+
+/** enabledSchedulesOnQueue(queue_id) → ids of non-paused, non-retired schedules whose current
+ * version targets the queue (queue retirement; the caller holds the queue row FOR UPDATE). */
+export async function enabledSchedulesOnQueue(c: Conn, queueId: string): Promise<string[]> {
+  const [rows] = await c.execute<RowDataPacket[]>(
+    'SELECT id FROM schedules WHERE queue_id = ? AND paused = 0 AND retired_at IS NULL ORDER BY id',
+    [queueId],
+  );
+  return rows.map((r) => r.id as string);
+}

@@ -1,0 +1,161 @@
+// Fire times of a version's calendar (schedules.md): cron expressions in an IANA time zone, or a
+// fixed period from an anchor. Pure functions of epoch milliseconds; no clock is read here (the
+// caller passes the database clock).
+//
+// Cron matching is croner's (5-part mode), evaluated on *local wall-clock time* treated as if it
+// were UTC, so croner applies no daylight-saving logic of its own. Local times are then mapped to
+// instants by the rule of the spec, for every expression alike:
+//   - a local time that does not exist (spring-forward gap) fires once, at the first instant after
+//     the gap (every such time maps to that one instant, and a fire is identified by its instant);
+//   - a local time that occurs twice (fall-back repeat) fires once, at its first occurrence.
+// croner's own zone handling follows Vixie cron instead (interval jobs fire in both passes of a
+// repeated hour and skip gap times), which is not what the spec says, hence the mapping here.
+import { Cron } from 'croner';
+
+export type CalendarSpec = { cron: string; timezone: string } | { every_seconds: number };
+
+export interface Calendar {
+  /** The first fire time strictly after `afterMs`, or null when there is none. */
+  nextAfter(afterMs: number): number | null;
+}
+
+// The spec's cron: 5 fields of numbers, names, `*`, lists, ranges and steps, or one of the
+// aliases. croner's extensions (seconds/year fields, L, W, #, ?, +) are refused, so that an
+// expression means the same here as in any other cron.
+const ALIASES = new Set(['@hourly', '@daily', '@weekly', '@monthly', '@yearly']);
+const ATOM = '(\\*|[0-9]{1,2}|[A-Za-z]{3})';
+const ITEM = `${ATOM}(-${ATOM})?(/[0-9]{1,2})?`;
+const FIELD = new RegExp(`^${ITEM}(,${ITEM})*$`);
+const FIELD_NAMES = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
+
+/** Why a cron expression is invalid, or null. */
+export function cronProblem(expr: string): string | null {
+  if (expr !== expr.trim()) return 'must not start or end with whitespace';
+  if (expr.startsWith('@')) return ALIASES.has(expr) ? null : `unknown alias (one of ${[...ALIASES].join(' ')})`;
+  const fields = expr.split(/\s+/);
+  if (fields.length !== 5) return `must have 5 fields (minute hour day-of-month month day-of-week), got ${fields.length}`;
+  for (let i = 0; i < 5; i++) {
+    if (!FIELD.test(fields[i]!)) return `${FIELD_NAMES[i]} field ${JSON.stringify(fields[i])} is not a number, name, *, list, range or step`;
+  }
+  try {
+    compileCron(expr);
+  } catch (err) {
+    return (err as Error).message.replace(/^CronPattern: /, '');
+  }
+  return null;
+}
+
+function compileCron(expr: string): Cron {
+  return new Cron(expr, { timezone: 'UTC', mode: '5-part', paused: true });
+}
+
+/** True for an IANA zone name the runtime knows (case as written is kept by the caller). */
+export function isTimeZone(tz: string): boolean {
+  // Offsets such as "+01:00" are accepted by newer Intl versions but are not zone names.
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(tz)) return false;
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+function formatter(tz: string): Intl.DateTimeFormat {
+  let f = formatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(tz, f);
+  }
+  return f;
+}
+
+/** Local wall-clock time of an instant in `tz`, as milliseconds of the same fields read as UTC. */
+export function wallMs(tz: string, instant: number): number {
+  if (tz === 'UTC') return instant;
+  const p: Record<string, number> = {};
+  for (const part of formatter(tz).formatToParts(new Date(instant))) if (part.type !== 'literal') p[part.type] = Number(part.value);
+  const ms = ((instant % 1000) + 1000) % 1000;
+  return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) + ms;
+}
+
+/** The instant at which local time `wall` happens in `tz`: its first occurrence when it happens
+ * twice, the first instant after the gap when it does not happen at all. */
+export function instantOf(tz: string, wall: number): number {
+  if (tz === 'UTC') return wall;
+  const DAY = 86_400_000;
+  const before = wallMs(tz, wall - DAY) - (wall - DAY);
+  const after = wallMs(tz, wall + DAY) - (wall + DAY);
+  const candidates = [wall - before, wall - after].filter((i) => wallMs(tz, i) === wall).sort((a, b) => a - b);
+  if (candidates.length > 0) return candidates[0]!;
+  // In a gap (after > before): the transition lies in [wall - after, wall - before]; find the
+  // first second whose offset is the new one.
+  let lo = Math.floor((wall - after) / 1000);
+  let hi = Math.ceil((wall - before) / 1000);
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (wallMs(tz, mid * 1000) - mid * 1000 === after) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo * 1000;
+}
+
+class CronCalendar implements Calendar {
+  private readonly cron: Cron;
+  constructor(
+    expr: string,
+    private readonly tz: string,
+  ) {
+    this.cron = compileCron(expr);
+  }
+
+  nextAfter(afterMs: number): number | null {
+    let wall = wallMs(this.tz, afterMs);
+    // Each round moves `wall` forward; only the second pass of a repeated hour loops (at most one
+    // round per matching local time in that hour).
+    for (let round = 0; round < 10_000; round++) {
+      const next = this.cron.nextRun(new Date(wall));
+      if (!next) return null;
+      const candidate = next.getTime();
+      const at = instantOf(this.tz, candidate);
+      if (at > afterMs) return at;
+      wall = candidate;
+    }
+    return null;
+  }
+}
+
+class PeriodCalendar implements Calendar {
+  constructor(
+    private readonly anchorMs: number,
+    private readonly periodMs: number,
+  ) {}
+
+  nextAfter(afterMs: number): number {
+    const k = Math.max(1, Math.floor((afterMs - this.anchorMs) / this.periodMs) + 1);
+    return this.anchorMs + k * this.periodMs;
+  }
+}
+
+/** A version's fire times: its calendar, from its anchor (every_seconds), within
+ * [starts_at, ends_at] (both inclusive). */
+export function compileCalendar(spec: CalendarSpec, anchorMs: number, startsAtMs: number | null, endsAtMs: number | null): Calendar {
+  const base: Calendar = 'cron' in spec ? new CronCalendar(spec.cron, spec.timezone) : new PeriodCalendar(anchorMs, spec.every_seconds * 1000);
+  return {
+    nextAfter(afterMs: number): number | null {
+      const from = startsAtMs !== null && afterMs < startsAtMs ? startsAtMs - 1 : afterMs;
+      const t = base.nextAfter(from);
+      return t === null || (endsAtMs !== null && t > endsAtMs) ? null : t;
+    },
+  };
+}

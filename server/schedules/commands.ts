@@ -1,0 +1,200 @@
+// The effects of the schedule commands, each inside its receipt-bearing command transaction
+// (server/http/command.ts): create, publish, pause, resume, retire, trigger. A refusal throws and
+// rolls back everything, receipt included.
+//
+// Locks, in the repository's order: namespace row (create: name and quota) → schedule row → queue
+// row in share mode (serializes with queue retirement, which takes it exclusively and then reads the
+// enabled schedules targeting the queue) → the task-creation path's own locks (trigger).
+import { OrbitError } from '@orbit/protocol/errors';
+import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
+import type { AppContext } from '../app-context.js';
+import type { Credential } from '../db/credentials.js';
+import { isDuplicateKey, type Conn } from '../db/pool.js';
+import { getQueue, type QueueRow } from '../db/queues.js';
+import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
+import {
+  countActiveSchedules,
+  getSchedule,
+  insertSchedule,
+  markScheduleRetired,
+  scheduleView,
+  setCurrentVersion,
+  setLastTask,
+  setSchedulePaused,
+  type ScheduleRow,
+} from '../db/schedules.js';
+import { insertAudit } from '../db/tenants.js';
+import { createTasksInTransaction } from '../dispatch/submit.js';
+import { requireQueueAccess } from '../http/auth.js';
+import { newId } from '../ids.js';
+import { compileCalendar } from './calendar.js';
+import { dbMs, loadReadyVersion, msDb } from './versions.js';
+import type { NormalizedVersion } from './version-input.js';
+
+/** Non-retired schedules per namespace (paused ones count). */
+export const MAX_SCHEDULES_PER_NAMESPACE = 1000;
+
+/** A version as stored and fingerprinted: the template's max_attempts resolved from the queue. */
+export type StoredVersion = Omit<NormalizedVersion, 'task'> & { task: ScheduleTaskTemplate };
+
+/** The task template with the queue's default max_attempts, and no absent keys. */
+export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): StoredVersion {
+  const t = v.task;
+  const task: ScheduleTaskTemplate = {
+    queue_id: t.queue_id,
+    handler: t.handler,
+    handler_version: t.handler_version,
+    payload_version: t.payload_version,
+    payload: t.payload,
+    priority: t.priority,
+    max_attempts: t.max_attempts ?? queueMaxAttempts,
+    deadline_seconds: t.deadline_seconds,
+  };
+  if (t.business_key !== undefined) task.business_key = t.business_key;
+  if (t.concurrency_key !== undefined) task.concurrency_key = t.concurrency_key;
+  return { ...v, task };
+}
+
+async function dbNow(c: Conn): Promise<string> {
+  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
+  return r.now;
+}
+
+/** The version's queue, share-locked: absent → 404, outside queue_ids → 403, retired → 409. */
+async function liveQueue(c: Conn, cred: Credential, queueId: string, field: string): Promise<QueueRow> {
+  const q = await getQueue(c, cred.namespaceId, queueId, 'share');
+  if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field });
+  requireQueueAccess(cred, q.id);
+  if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'the version targets a retired queue', { field });
+  return q;
+}
+
+/** The schedule locked for a command: 404, 403 (its queue), 409 RESOURCE_RETIRED, 409 revision. */
+async function lockForCommand(c: Conn, cred: Credential, id: string, expectedRevision: string | null): Promise<ScheduleRow> {
+  const s = await getSchedule(c, cred.namespaceId, id, 'update');
+  if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
+  requireQueueAccess(cred, s.queue_id);
+  if (s.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'schedule is retired');
+  if (expectedRevision !== null && String(s.revision) !== expectedRevision) {
+    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${s.revision})`, { field: 'expected_revision' });
+  }
+  return s;
+}
+
+/** The first fire after `now` of a version published now (every_seconds anchor: starts_at or now). */
+function firstFire(v: StoredVersion, now: string, paused: boolean): string | null {
+  if (paused) return null;
+  const startsMs = v.starts_at === null ? null : Date.parse(v.starts_at);
+  const cal = compileCalendar(v.calendar, startsMs ?? dbMs(now), startsMs, v.ends_at === null ? null : Date.parse(v.ends_at));
+  const t = cal.nextAfter(dbMs(now));
+  return t === null ? null : msDb(t);
+}
+
+async function publish(c: Conn, cred: Credential, scheduleId: string, number: number, v: StoredVersion, now: string): Promise<void> {
+  await insertVersion(c, {
+    scheduleId,
+    number,
+    namespaceId: cred.namespaceId,
+    applicationId: cred.applicationId,
+    calendar: v.calendar,
+    task: v.task,
+    overlap: v.overlap,
+    catchup: v.catchup,
+    catchupLimit: v.catchup_limit,
+    startsAt: v.starts_at === null ? null : msDb(Date.parse(v.starts_at)),
+    endsAt: v.ends_at === null ? null : msDb(Date.parse(v.ends_at)),
+    anchorAt: v.starts_at === null ? now : msDb(Date.parse(v.starts_at)),
+    createdAt: now,
+    createdBy: cred.id,
+  });
+}
+
+async function views(c: Conn, cred: Credential, id: string, number?: number) {
+  const s = (await getSchedule(c, cred.namespaceId, id))!;
+  const out: Record<string, unknown> = { schedule: scheduleView(s) };
+  if (number !== undefined) out.version = versionView((await getVersion(c, id, number))!);
+  return out;
+}
+
+export async function createSchedule(c: Conn, cred: Credential, b: { name: string; paused: boolean; version: StoredVersion }) {
+  await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
+  const q = await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
+  const active = await countActiveSchedules(c, cred.namespaceId);
+  if (active >= MAX_SCHEDULES_PER_NAMESPACE) {
+    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired schedules (limit ${MAX_SCHEDULES_PER_NAMESPACE}); retire one first`);
+  }
+  const now = await dbNow(c);
+  const id = newId();
+  try {
+    await insertSchedule(c, {
+      id,
+      namespaceId: cred.namespaceId,
+      applicationId: cred.applicationId,
+      name: b.name,
+      paused: b.paused,
+      queueId: q.id,
+      nextFireAt: firstFire(b.version, now, b.paused),
+      now,
+    });
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a schedule named ${b.name} exists or existed in this namespace`, { field: 'name' });
+    throw err;
+  }
+  await publish(c, cred, id, 1, b.version, now);
+  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.create', targetType: 'schedule', targetId: id, details: { name: b.name } });
+  return { data: await views(c, cred, id, 1), resourceId: id };
+}
+
+export async function publishVersion(c: Conn, cred: Credential, id: string, b: { expected_revision: string; version: StoredVersion }) {
+  const s = await lockForCommand(c, cred, id, b.expected_revision);
+  await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
+  const now = await dbNow(c);
+  const number = Number(s.current_version) + 1;
+  await publish(c, cred, id, number, b.version, now);
+  await setCurrentVersion(c, id, number, b.version.task.queue_id, firstFire(b.version, now, Number(s.paused) === 1));
+  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.publish', targetType: 'schedule', targetId: id, details: { number } });
+  return { data: await views(c, cred, id, number), resourceId: id };
+}
+
+/** Pause, or resume from now (the paused period is never caught up). */
+export async function setPaused(c: Conn, cred: Credential, id: string, paused: boolean, expectedRevision: string) {
+  const s = await lockForCommand(c, cred, id, expectedRevision);
+  let next: string | null = null;
+  if (!paused) {
+    await liveQueue(c, cred, s.queue_id, 'queue_id');
+    const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
+    const t = v.calendar.nextAfter(dbMs(await dbNow(c)));
+    next = t === null ? null : msDb(t);
+  }
+  await setSchedulePaused(c, id, paused, next);
+  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: paused ? 'schedule.pause' : 'schedule.resume', targetType: 'schedule', targetId: id });
+  return { data: await views(c, cred, id), resourceId: id };
+}
+
+export async function retireSchedule(c: Conn, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
+  const s = await lockForCommand(c, cred, id, b.expected_revision);
+  if (Number(s.paused) !== 1) throw new OrbitError('STATE_CONFLICT', 'only a paused schedule can be retired; pause it first');
+  await markScheduleRetired(c, id, b.reason);
+  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.retire', targetType: 'schedule', targetId: id, details: b });
+  return { data: await views(c, cred, id), resourceId: id };
+}
+
+/** One task now from the current version, paused or not, through the task-creation path. */
+export async function triggerSchedule(app: Pick<AppContext, 'metrics' | 'events' | 'log'>, c: Conn, cred: Credential, id: string, scheduledFor: string | undefined) {
+  const s = await lockForCommand(c, cred, id, null);
+  const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
+  const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));
+  // Refusals of the creation (retired queue, quota) are thrown and roll the command back.
+  const r = await createTasksInTransaction(app, c, [
+    {
+      credential: cred,
+      key: null,
+      prepared: v.prepared,
+      origin: { scheduleId: id, scheduleVersion: v.number, scheduledFor: at },
+    },
+  ]);
+  const out = r.outcomes[0]!;
+  if (!out.ok) throw out.error;
+  await setLastTask(c, id, out.data.task.id);
+  return { data: { task: out.data.task }, resourceId: out.data.task.id, afterCommit: r.afterCommit };
+}

@@ -1,0 +1,75 @@
+// A published version's input checked beyond its schema and normalized (defaults applied), so that
+// it can be fingerprinted and stored as the immutable version. Every refusal is 400
+// INVALID_ARGUMENT (413 for an oversized payload) naming the field by its path in the request body
+// (`version.calendar.cron`, `version.task.concurrency_key`, ...). No database access here; the
+// queue's existence and its max_attempts default are resolved by the caller.
+import { OrbitError } from '@orbit/protocol/errors';
+import type { ScheduleVersionInput } from '@orbit/protocol/http-schemas';
+import { parseRfc3339 } from '@orbit/protocol/validation';
+import { normalizeSubmit } from '../dispatch/submit-input.js';
+import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './calendar.js';
+
+export interface NormalizedVersion {
+  calendar: CalendarSpec;
+  /** The task template as POST /v1/tasks normalizes it; max_attempts still optional here. */
+  task: ReturnType<typeof normalizeSubmit>['normalized'];
+  overlap: 'allow' | 'skip';
+  catchup: 'none' | 'latest' | 'all';
+  catchup_limit: number;
+  starts_at: string | null;
+  ends_at: string | null;
+}
+
+function invalid(field: string, problem: string): OrbitError {
+  return new OrbitError('INVALID_ARGUMENT', `${field}: ${problem}`, { field });
+}
+
+function timestamp(v: string | null | undefined, field: string): number | null {
+  if (v === undefined || v === null) return null;
+  const t = parseRfc3339(v);
+  if (t === null) throw invalid(field, 'must be an RFC 3339 timestamp or null');
+  return t;
+}
+
+/** `prefix`: where the version sits in the body ('version'). */
+export function normalizeVersion(v: ScheduleVersionInput, prefix = 'version'): NormalizedVersion {
+  const cal = v.calendar;
+  let calendar: CalendarSpec;
+  if (cal.cron !== undefined && cal.every_seconds !== undefined) throw invalid(`${prefix}.calendar`, 'exactly one of cron or every_seconds');
+  if (cal.cron !== undefined) {
+    const p = cronProblem(cal.cron);
+    if (p) throw invalid(`${prefix}.calendar.cron`, p);
+    const timezone = cal.timezone ?? 'UTC';
+    if (!isTimeZone(timezone)) throw invalid(`${prefix}.calendar.timezone`, `unknown IANA time zone ${JSON.stringify(timezone)}`);
+    calendar = { cron: cal.cron, timezone };
+  } else if (cal.every_seconds !== undefined) {
+    if (cal.timezone !== undefined) throw invalid(`${prefix}.calendar.timezone`, 'only with cron (every_seconds is a fixed period)');
+    calendar = { every_seconds: cal.every_seconds };
+  } else {
+    throw invalid(`${prefix}.calendar`, 'exactly one of cron or every_seconds');
+  }
+  let task;
+  try {
+    task = normalizeSubmit(v.task).normalized;
+  } catch (err) {
+    if (!(err instanceof OrbitError)) throw err;
+    const field = typeof err.details?.field === 'string' ? `${prefix}.task.${err.details.field}` : `${prefix}.task`;
+    throw new OrbitError(err.code, `${prefix}.task.${err.message}`, { ...err.details, field });
+  }
+  const startsAt = timestamp(v.starts_at, `${prefix}.starts_at`);
+  const endsAt = timestamp(v.ends_at, `${prefix}.ends_at`);
+  if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid(`${prefix}.ends_at`, 'must be after starts_at');
+  // A calendar that can never fire (e.g. "0 0 30 2 *") is a mistake, not a schedule.
+  if ('cron' in calendar && compileCalendar(calendar, 0, null, null).nextAfter(Date.UTC(2000, 0, 1)) === null) {
+    throw invalid(`${prefix}.calendar.cron`, 'never matches a date');
+  }
+  return {
+    calendar,
+    task,
+    overlap: v.overlap ?? 'allow',
+    catchup: v.catchup ?? 'latest',
+    catchup_limit: v.catchup_limit ?? 100,
+    starts_at: startsAt === null ? null : new Date(startsAt).toISOString(),
+    ends_at: endsAt === null ? null : new Date(endsAt).toISOString(),
+  };
+}

@@ -1,0 +1,63 @@
+// A published version made ready to fire: its calendar compiled and its task template prepared as
+// the submit path takes it. Versions never change, so a node keeps what it compiled.
+import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
+import type { Conn, Pool } from '../db/pool.js';
+import { getVersion, type VersionRow } from '../db/schedule-versions.js';
+import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
+import { compileCalendar, type Calendar, type CalendarSpec } from './calendar.js';
+
+/** `2026-11-30 01:02:03.456` (DATETIME(3), UTC) → epoch ms. */
+export function dbMs(v: string): number {
+  return Date.parse(v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z'));
+}
+
+/** epoch ms → DATETIME(3) string (UTC). */
+export function msDb(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+}
+
+export interface ReadyVersion {
+  row: VersionRow;
+  number: number;
+  calendar: Calendar;
+  template: ScheduleTaskTemplate;
+  prepared: PreparedSubmit;
+  overlap: 'allow' | 'skip';
+  catchup: 'none' | 'latest' | 'all';
+  catchupLimit: number;
+}
+
+/** The calendar of a version's stored fields. */
+export function calendarOf(spec: CalendarSpec, anchorAt: string, startsAt: string | null, endsAt: string | null): Calendar {
+  return compileCalendar(spec, dbMs(anchorAt), startsAt === null ? null : dbMs(startsAt), endsAt === null ? null : dbMs(endsAt));
+}
+
+export function readyVersion(row: VersionRow): ReadyVersion {
+  const template = JSON.parse(row.task) as ScheduleTaskTemplate;
+  return {
+    row,
+    number: Number(row.number),
+    calendar: calendarOf(JSON.parse(row.calendar) as CalendarSpec, row.anchor_at, row.starts_at, row.ends_at),
+    template,
+    prepared: normalizeSubmit(template),
+    overlap: row.overlap,
+    catchup: row.catchup,
+    catchupLimit: Number(row.catchup_limit),
+  };
+}
+
+const cache = new Map<string, ReadyVersion>();
+const MAX_CACHED = 5000;
+
+/** The version, compiled once per node. */
+export async function loadReadyVersion(db: Pool | Conn, scheduleId: string, number: number): Promise<ReadyVersion | null> {
+  const k = `${scheduleId}:${number}`;
+  const hit = cache.get(k);
+  if (hit) return hit;
+  const row = await getVersion(db, scheduleId, number);
+  if (!row) return null;
+  const ready = readyVersion(row);
+  if (cache.size >= MAX_CACHED) cache.clear();
+  cache.set(k, ready);
+  return ready;
+}
