@@ -6,6 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedMariaDb, type EmbeddedServer } from '../../server/db/embedded-mariadb.js';
+import { ensureChromium } from './ensure-chromium.js';
+
+const CHROMIUM = process.env.ORBIT_CHROMIUM ?? '/usr/bin/chromium';
 
 let server: EmbeddedServer | undefined;
 let dir: string | undefined;
@@ -26,6 +29,7 @@ function watch(s: EmbeddedServer, logFile: string): void {
 }
 
 export async function setup(project: TestProject): Promise<void> {
+  ensureChromium(CHROMIUM, (l) => process.stderr.write(l + '\n'));
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-test-'));
   server = await startEmbeddedMariaDb({
     dataDir: dir,
