@@ -26,6 +26,12 @@ export function createMetrics() {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
+    claimRounds: new client.Counter({
+      name: 'orbit_claim_rounds_total',
+      help: 'claim rounds (one transaction for the due sessions of one application) by result: granted, empty, failed',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
     commitSeconds: new client.Histogram({
       name: 'orbit_commit_seconds',
       help: 'command transaction latency',

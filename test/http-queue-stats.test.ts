@@ -123,7 +123,8 @@ describe('GET /v1/queues/{id}/stats', () => {
     let s;
     for (let i = 0; i < 100; i++) {
       s = await statsOf(q.id);
-      if (s.minutes.some((m: any) => m.deadline_exceeded === 1)) break;
+      // The counts and the buckets are two reads (not one snapshot): wait until both show it.
+      if (s.minutes.some((m: any) => m.deadline_exceeded === 1) && s.waiting === 0) break;
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(s.minutes.reduce((n: number, m: any) => n + m.deadline_exceeded, 0)).toBe(1);

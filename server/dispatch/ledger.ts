@@ -1,7 +1,8 @@
 // Collects every counter change, key release and result event of one transaction and writes them
-// at the end in one fixed lock order — queues (by id), applications (by id), resource keys (by
-// key bytes), stream heads (by namespace) — the same order the claim transaction takes them in, so
-// claims, results, cancels and the sweeper never deadlock against each other on these rows.
+// at the end in one fixed lock order — resource keys (by namespace, key bytes), queues (by id),
+// applications (by id), stream heads (by namespace) — the same order the claim round takes them in
+// (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
+// deadlock against each other on these rows.
 import type { Conn } from '../db/pool.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
@@ -55,6 +56,19 @@ export class PermitLedger {
   /** Writes everything in the fixed lock order, one statement per table (per namespace for keys
    * and events): the hot rows of a transaction are touched here, at its end, only. */
   async flush(c: Conn): Promise<void> {
+    const byNs = new Map<string, KeyRelease[]>();
+    for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    for (const ns of [...byNs.keys()].sort()) {
+      const list = byNs.get(ns)!;
+      // Conditional on the holder: a duplicate or late release never frees a later attempt's
+      // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
+      // The primary-key range is walked in key order, the order claims lock keys in.
+      await c.query(
+        `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
+          WHERE namespace_id = ? AND concurrency_key IN (${list.map(() => '?').join(',')}) AND holder_attempt_id IN (${list.map(() => '?').join(',')})`,
+        [ns, ...list.map((k) => k.key), ...list.map((k) => k.attemptId)],
+      );
+    }
     const q = sorted(this.queueActive).filter(([, d]) => d !== 0);
     if (q.length > 0) {
       await c.query(
@@ -70,19 +84,6 @@ export class PermitLedger {
       if (da !== 0 || du !== 0) {
         await c.execute('UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
       }
-    }
-    const byNs = new Map<string, KeyRelease[]>();
-    for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
-    for (const ns of [...byNs.keys()].sort()) {
-      const list = byNs.get(ns)!;
-      // Conditional on the holder: a duplicate or late release never frees a later attempt's
-      // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
-      // The primary-key range is walked in key order, the order claims lock keys in.
-      await c.query(
-        `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-          WHERE namespace_id = ? AND concurrency_key IN (${list.map(() => '?').join(',')}) AND holder_attempt_id IN (${list.map(() => '?').join(',')})`,
-        [ns, ...list.map((k) => k.key), ...list.map((k) => k.attemptId)],
-      );
     }
     if (this.events.length) await appendResultEvents(c, this.events);
   }

@@ -1,22 +1,25 @@
-// The node's dispatcher: claims for local sessions with free capacity. Woken in-process when a
-// submit or a release commits on this node ('work' event); polls with an adaptive interval for
-// work submitted through other nodes (MySQL has no NOTIFY): 10 ms after a productive round,
-// doubling to 250 ms when idle.
-import { claim } from '../dispatch/claim.js';
+// The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a submit or
+// a release committed on this node, a session's capacity changing, the adaptive poll for work
+// submitted through other nodes — MySQL has no NOTIFY: 10 ms after a productive round, doubling to
+// 250 ms when idle) only marks sessions due; one claim round per application then serves all of
+// that application's due sessions in one transaction (server/dispatch/claim.ts). Wake-ups that
+// arrive while an application's round runs are folded into its next round, so a burst of commits
+// costs one round, not one per session per commit.
+import { claimRound, type ClaimRequest } from '../dispatch/claim.js';
 import { isConnectionError } from '../db/pool.js';
-import { OrbitError } from '@orbit/protocol/errors';
 import type { Gateway } from './ws-gateway.js';
 import type { Session } from './session.js';
 import { guarded } from '../boundary.js';
 
 const MAX_BATCH = 64;
-const MAX_PARALLEL = 4;
+/** Rounds in flight at once (different applications). */
+const MAX_PARALLEL = 2;
 const MIN_POLL_MS = 10;
 const MAX_POLL_MS = 250;
 
 export class Dispatcher {
   private readonly due = new Set<Session>();
-  private readonly busy = new Set<Session>();
+  private readonly busyApps = new Set<string>();
   private running = 0;
   private stopped = false;
   private pollMs = MIN_POLL_MS;
@@ -55,38 +58,62 @@ export class Dispatcher {
 
   private pump(): void {
     while (!this.stopped && this.running < MAX_PARALLEL) {
-      const next = [...this.due].find((s) => !this.busy.has(s));
-      if (!next) break;
-      this.due.delete(next);
-      if (next.free <= 0) continue;
+      // The due sessions of the first application without a round in flight.
+      let app: string | undefined;
+      const sessions: Session[] = [];
+      for (const s of this.due) {
+        if (s.free <= 0 || s.state !== 'open') {
+          this.due.delete(s);
+          continue;
+        }
+        const a = s.cred.applicationId;
+        if (this.busyApps.has(a)) continue;
+        app ??= a;
+        if (a === app) sessions.push(s);
+      }
+      if (!app) break;
+      for (const s of sessions) this.due.delete(s);
+      const a = app;
       this.running++;
-      this.busy.add(next);
-      void this.gw.track(this.claimFor(next)).finally(() => {
+      this.busyApps.add(a);
+      void this.gw.track(this.round(sessions)).finally(() => {
         this.running--;
-        this.busy.delete(next);
+        this.busyApps.delete(a);
         if (this.running === 0 && this.due.size === 0) for (const w of this.idleWaiters.splice(0)) w();
         this.pump();
       });
     }
   }
 
-  private async claimFor(s: Session): Promise<void> {
-    const n = Math.min(MAX_BATCH, s.free);
-    if (n <= 0 || s.state !== 'open') return;
+  private async round(sessions: Session[]): Promise<void> {
+    const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
+    const m = this.gw.app.metrics;
     const started = process.hrtime.bigint();
     try {
-      const got = await claim(this.gw.app.pool, s.claim, n, s.log, () => this.gw.app.metrics.tokenExhausted.inc());
-      this.gw.app.metrics.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
-      if (got.length === 0) return;
-      this.productive = true;
-      this.gw.app.metrics.tasksAssigned.inc(got.length);
-      s.deliver(got);
-      // A full batch suggests more waiting work: claim again for this session.
-      if (got.length === n && s.free > 0) this.due.add(s);
+      const r = await claimRound(this.gw.app.pool, reqs, this.gw.app.log, () => m.tokenExhausted.inc());
+      m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+      let granted = 0;
+      for (const s of sessions) {
+        if (r.revoked.has(s.id)) {
+          s.revoked();
+          continue;
+        }
+        const got = r.bySession.get(s.id) ?? [];
+        if (got.length === 0) continue;
+        granted += got.length;
+        s.deliver(got);
+        // A full batch suggests more waiting work: due again for the next round.
+        if (got.length === Math.min(MAX_BATCH, reqs.find((x) => x.session.sessionId === s.id)!.free) && s.free > 0) this.due.add(s);
+      }
+      m.claimRounds.inc({ result: granted > 0 ? 'granted' : 'empty' });
+      if (granted > 0) {
+        this.productive = true;
+        m.tasksAssigned.inc(granted);
+      }
     } catch (err) {
-      if (err instanceof OrbitError && err.code === 'UNAUTHENTICATED') s.revoked();
-      else if (isConnectionError(err)) s.log.warn({ err }, 'claim failed: database unavailable');
-      else s.log.error({ err }, 'claim failed');
+      m.claimRounds.inc({ result: 'failed' });
+      if (isConnectionError(err)) this.gw.app.log.warn({ err }, 'claim round failed: database unavailable');
+      else this.gw.app.log.error({ err }, 'claim round failed');
     }
   }
 

@@ -1,0 +1,197 @@
+// The statements of a claim round (server/dispatch/claim.ts), each with a named purpose. A round
+// serves every session of one application on this node with one transaction:
+//   permitHints (no lock, before the transaction) → candidateIds (one UNION ALL over the queues) →
+//   lockCandidates (SKIP LOCKED by primary key) → ensureKeyRows / grantKeys / readKeys (keyed only)
+//   → insertAttempts → markTasksLeased → takeQueuePermits → takeApplicationPermits.
+// The hot rows (queue and application counters) are written last, as conditional updates whose
+// row count decides (dispatch.md: "takes the queue and application permits with conditional
+// updates"), so they are locked only from there to the commit.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import type { TaskRow } from './tasks.js';
+
+export const TOKEN_MAX = '18446744073709551615';
+
+const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+
+export interface PermitHint {
+  id: string;
+  namespace_id: string;
+  free: number;
+  lease_seconds: number;
+}
+
+/** permitHints(application_id, queue ids) → the queues that can grant a permit now (not paused,
+ * not retired, below their limit) with their free permits, and the application's free count.
+ * A hint only (autocommit read, no lock): the conditional updates at the end of the round decide. */
+export async function permitHints(pool: Pool, applicationId: string, queueIds: string[]): Promise<{ queues: PermitHint[]; appFree: number }> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT q.id, q.namespace_id, q.max_active_attempts - q.active_attempts AS free, q.lease_seconds,
+            a.max_active_attempts - a.active_attempts AS app_free
+       FROM applications a LEFT JOIN queues q
+         ON q.id IN (${list(queueIds.length)}) AND q.paused = 0 AND q.retired_at IS NULL AND q.active_attempts < q.max_active_attempts
+      WHERE a.id = ?`,
+    [...queueIds, applicationId],
+  );
+  const appFree = rows[0] ? Number(rows[0].app_free) : 0;
+  const queues = rows
+    .filter((r) => r.id !== null)
+    .map((r) => ({ id: r.id as string, namespace_id: r.namespace_id as string, free: Number(r.free), lease_seconds: Number(r.lease_seconds) }));
+  return { queues, appFree };
+}
+
+/** What one queue's candidate read selects. `handlers`: null = any handler; else (handler,
+ * versions) pairs. `keyed`: false = unkeyed tasks only; true = also keyed tasks whose key is free
+ * and not exhausted — excluded in the WHERE clause, before LIMIT. */
+export interface CandidateSpec {
+  queueId: string;
+  namespaceId: string;
+  limit: number;
+  handlers: { handler: string; versions: string[] }[] | null;
+  keyed: boolean;
+}
+
+/** candidateIds(specs, now) → WAITING, due, undeadlined task ids of each queue in claim order
+ * (index ix_tasks_claim: priority DESC, seq), one UNION ALL statement for all queues; no locks. */
+export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint }[]> {
+  const parts: string[] = [];
+  const args: unknown[] = [];
+  for (const s of specs) {
+    let handlerFilter = '';
+    if (s.handlers) {
+      handlerFilter = ' AND (' + s.handlers.map((h) => `(t.handler = ? AND t.handler_version IN (${list(h.versions.length)}))`).join(' OR ') + ')';
+    }
+    const keyFilter = s.keyed
+      ? ` AND (t.concurrency_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM resource_keys r
+             WHERE r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key
+               AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
+      : ' AND t.concurrency_key IS NULL';
+    parts.push(`(SELECT t.id, t.priority, t.seq FROM tasks t
+        WHERE t.queue_id = ? AND t.state = 'WAITING' AND t.namespace_id = ?
+          AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ?${handlerFilter}${keyFilter}
+        ORDER BY t.priority DESC, t.seq ASC LIMIT ${s.limit})`);
+    args.push(s.queueId, s.namespaceId, now, now);
+    for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
+  }
+  const [rows] = await c.query<RowDataPacket[]>(parts.join(' UNION ALL '), args);
+  return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string) }));
+}
+
+/** The task columns a claim reads. */
+export type CandidateRow = Pick<
+  TaskRow,
+  'id' | 'namespace_id' | 'queue_id' | 'seq' | 'handler' | 'handler_version' | 'payload_version' | 'payload' | 'business_key' | 'concurrency_key' | 'priority' | 'deadline_at' | 'attempts_created'
+>;
+
+/** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key
+ * (rows another claimer holds are skipped, never waited for). */
+export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateRow[]> {
+  const [rows] = await c.query<TaskRow[]>(
+    `SELECT t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key, t.concurrency_key,
+            t.priority, t.deadline_at, t.attempts_created
+       FROM tasks t WHERE t.id IN (${list(ids.length)}) AND t.state = 'WAITING'
+      FOR UPDATE SKIP LOCKED`,
+    ids,
+  );
+  return rows;
+}
+
+/** grantKeys(namespace, [key, attempt id] in key-byte order, now) → the token granted to each
+ * attempt, or null (held meanwhile, or exhausted at 2^64−1). Three statements for any number of
+ * keys: the rows are created on first use (in key order; ON DUPLICATE KEY takes the existing row's
+ * exclusive lock at once — INSERT IGNORE's shared lock had to be upgraded by the UPDATE, which
+ * deadlocked two claimers of the same keys), then one conditional
+ * UPDATE takes every free, unexhausted key (holder ← attempt, highest_token + 1), then one read
+ * returns the tokens. Keys are the first rows of the round's lock order (keys, queues,
+ * application — the order of every ledger flush). */
+export async function grantKeys(c: Conn, namespaceId: string, keys: { key: Buffer; attemptId: string }[], now: string): Promise<Map<string, { token: string | null; exhausted: boolean }>> {
+  const out = new Map<string, { token: string | null; exhausted: boolean }>();
+  if (keys.length === 0) return out;
+  await c.query(
+    `INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at)
+     VALUES ${keys.map(() => '(?, ?, 0, NULL, 0, ?, ?)').join(', ')}
+     ON DUPLICATE KEY UPDATE namespace_id = namespace_id`,
+    keys.flatMap((k) => [namespaceId, k.key, now, now]),
+  );
+  await c.query(
+    `UPDATE resource_keys SET holder_attempt_id = CASE concurrency_key ${keys.map(() => 'WHEN ? THEN ?').join(' ')} END,
+            highest_token = highest_token + 1, version = version + 1, updated_at = ?
+      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)}) AND holder_attempt_id IS NULL AND highest_token < ${TOKEN_MAX}`,
+    [...keys.flatMap((k) => [k.key, k.attemptId]), now, namespaceId, ...keys.map((k) => k.key)],
+  );
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT concurrency_key, highest_token, holder_attempt_id FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
+    [namespaceId, ...keys.map((k) => k.key)],
+  );
+  const byKey = new Map(rows.map((r) => [(r.concurrency_key as Buffer).toString('hex'), r]));
+  for (const k of keys) {
+    const r = byKey.get(k.key.toString('hex'));
+    const granted = r && r.holder_attempt_id === k.attemptId;
+    out.set(k.attemptId, {
+      token: granted ? String(r.highest_token) : null,
+      exhausted: !!r && String(r.highest_token) === TOKEN_MAX && (granted || r.holder_attempt_id === null),
+    });
+  }
+  return out;
+}
+
+export interface NewAttempt {
+  id: string;
+  taskId: string;
+  namespaceId: string;
+  applicationId: string;
+  queueId: string;
+  attemptNo: number;
+  workerId: string;
+  sessionId: string;
+  concurrencyKey: Buffer | null;
+  token: string | null;
+  leasedAt: string;
+  leaseExpiresAt: string;
+}
+
+/** insertAttempts(rows): the granted attempts, LEASED, one multi-row INSERT. */
+export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void> {
+  await c.query(
+    `INSERT INTO attempts (id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
+        concurrency_key, concurrency_token, leased_at, lease_expires_at)
+     VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?, 'LEASED', ?, ?, ?, ?, ?, ?)").join(', ')}`,
+    rows.flatMap((a) => [a.id, a.taskId, a.namespaceId, a.applicationId, a.queueId, a.attemptNo, a.workerId, a.sessionId, a.concurrencyKey, a.token, a.leasedAt, a.leaseExpiresAt]),
+  );
+}
+
+/** markTasksLeased([task id, attempt id], now): the claimed tasks LEASED with their current attempt. */
+export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId: string }[], now: string): Promise<void> {
+  await c.query(
+    `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,
+            current_attempt_id = CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END
+      WHERE id IN (${list(rows.length)})`,
+    [now, ...rows.flatMap((r) => [r.taskId, r.attemptId]), ...rows.map((r) => r.taskId)],
+  );
+}
+
+/** takeQueuePermits([queue id, k] by id) → true when every queue granted its k permits (not
+ * paused, not retired, within its limit); one conditional UPDATE. */
+export async function takeQueuePermits(c: Conn, perQueue: [string, number][]): Promise<boolean> {
+  const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  const kArgs = sorted.flat();
+  const [res] = await c.query(
+    `UPDATE queues SET active_attempts = active_attempts + ${k}
+      WHERE id IN (${list(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
+    [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
+  );
+  return (res as { affectedRows: number }).affectedRows === sorted.length;
+}
+
+/** takeApplicationPermits(application id, k) → true when the application's active-attempt limit
+ * allows k more; one conditional UPDATE. */
+export async function takeApplicationPermits(c: Conn, applicationId: string, k: number): Promise<boolean> {
+  const [res] = await c.execute('UPDATE applications SET active_attempts = active_attempts + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts', [
+    k,
+    applicationId,
+    k,
+  ]);
+  return (res as { affectedRows: number }).affectedRows === 1;
+}
