@@ -1,6 +1,7 @@
 // The benchmark report: one JSON object (`--json`) or human-readable tables.
 import type { BaselineResult } from './baseline.js';
 import type { IdleResult } from './idle-sessions.js';
+import type { ScheduledLoadResult } from './scheduled-load.js';
 import type { ScenarioResult, ScenarioSpec } from './scenario.js';
 import { fmt, round } from './stats.js';
 
@@ -20,6 +21,7 @@ export interface ReportInput {
   scenarios: (ScenarioResult | Skipped)[];
   idle: IdleResult;
   batchSize: number;
+  scheduled: ScheduledLoadResult | null;
 }
 
 const isSkipped = (r: ScenarioResult | Skipped): r is Skipped => 'reason' in r;
@@ -96,6 +98,17 @@ export function reportJson(x: ReportInput) {
     baseline_reported: x.baselineHow,
     baseline: { autocommit: baselineJson(x.autocommit), transaction: baselineJson(x.transaction) },
     scenarios: x.scenarios.map((r) => scenarioJson(r, base, x.batchSize)),
+    scheduled_load: x.scheduled
+      ? {
+          schedules: x.scheduled.schedules,
+          seconds: x.scheduled.seconds,
+          fires: x.scheduled.fires,
+          fires_per_s: round(x.scheduled.firesPerSec, 1),
+          fire_lag_ms: { p50: round(x.scheduled.lagP50Ms, 1), p99: round(x.scheduled.lagP99Ms, 1), max: round(x.scheduled.lagMaxMs, 1) },
+          outcomes: x.scheduled.outcomes,
+          ordinary_tasks_per_s: round(x.scheduled.ordinaryTasksPerSec, 1),
+        }
+      : null,
     idle_sessions: {
       sessions: x.idle.sessions,
       rss_before_mb: round(x.idle.rssBeforeMb, 1),
@@ -160,6 +173,14 @@ export function reportText(x: ReportInput): string {
     '',
     `gateway RSS after a full GC: ${fmt(x.idle.rssBeforeMb, 1)} MB before, ${fmt(x.idle.rssAfterMb, 1)} MB with ${fmt(x.idle.sessions)} more idle sessions → ` +
       `${fmt(x.idle.mbPer1000, 1)} MB per 1 000 sessions (JS heap in use + external: ${fmt(x.idle.heapBeforeMb, 1)} → ${fmt(x.idle.heapAfterMb, 1)} MB, ${fmt(x.idle.heapMbPer1000, 1)} MB per 1 000)`,
+    ...(x.scheduled
+      ? [
+          '',
+          `scheduled load: ${fmt(x.scheduled.schedules)} schedules firing every second for ${fmt(x.scheduled.seconds)} s next to ordinary producers: ` +
+            `${fmt(x.scheduled.firesPerSec, 1)} fires/s, fire lag (scheduled_for → task committed) p50 ${fmt(x.scheduled.lagP50Ms)} ms / p99 ${fmt(x.scheduled.lagP99Ms)} ms ` +
+            `(max ${fmt(x.scheduled.lagMaxMs)}), ordinary tasks ${fmt(x.scheduled.ordinaryTasksPerSec)}/s`,
+        ]
+      : []),
   ];
   return lines.join('\n') + '\n';
 }

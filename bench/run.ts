@@ -27,6 +27,7 @@ import { baselines, type BaselineOptions } from './baseline.js';
 import { dbCalibrate, INNODB_MONITOR_ARG } from './counters.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
+import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
 import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
 
@@ -155,6 +156,16 @@ async function main(): Promise<void> {
       await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
     }
 
+    let scheduled: ScheduledLoadResult | null = null;
+    if (!only) {
+      // Schedules firing every second next to ordinary producers (bench/scheduled-load.ts).
+      scheduled = await runScheduledLoad({ url: gw.url, token: creds.token, pool }, quick ? { schedules: 50, seconds: 15 } : {}, progress);
+      say(
+        `scheduled-load: ${fmt(scheduled.schedules)} schedules every second for ${fmt(scheduled.seconds)} s: ${fmt(scheduled.firesPerSec)} fires/s, ` +
+          `fire lag p50 ${fmt(scheduled.lagP50Ms)} ms / p99 ${fmt(scheduled.lagP99Ms)} ms (max ${fmt(scheduled.lagMaxMs)}), ordinary tasks ${fmt(scheduled.ordinaryTasksPerSec)}/s`,
+      );
+    }
+
     progress(`idle sessions: opening ${n.idle}`);
     const idle = await idleSessions(gw.url, creds.token, creds.queue_id, n.idle, gw.gc);
     say(`idle sessions: ${fmt(idle.sessions)} → ${fmt(idle.mbPer1000, 1)} MB of gateway RSS (${fmt(idle.heapMbPer1000, 1)} MB of JS heap + external) per 1 000`);
@@ -169,6 +180,7 @@ async function main(): Promise<void> {
       scenarios: results,
       idle,
       batchSize,
+      scheduled,
     };
     say('');
     const json = reportJson(input);
