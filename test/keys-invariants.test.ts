@@ -109,6 +109,8 @@ describe('dispatch.md invariants over a real gateway', () => {
     const a0 = await w0.next('task.assign');
     await startAndFinish(w0, a0.attempt_id);
     w0.close();
+    // Closed before the next submit: a claim for the closing session would burn token 2.
+    await w0.closed;
 
     const task = await submitTask(url(), t, { concurrency_key: 'stable/1' });
     const w1 = await session(url(), t, { capacity: 1 });

@@ -72,7 +72,9 @@ export class Session {
    * process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep receiving
    * tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
   get free(): number {
-    if (this.state !== 'open') return 0;
+    // A socket that is closing gets nothing: an attempt claimed for it would only be released
+    // again (its token burned).
+    if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return 0;
     if (this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000) return 0;
     return Math.max(0, this.capacity - this.held.size);
   }
