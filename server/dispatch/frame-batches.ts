@@ -29,6 +29,9 @@ import { GroupCommitter } from './group-commit.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './outcome.js';
+import { completeHandoffs, planHandoffs, type HandoffHost, type ReleasedKey } from './handoff.js';
+import { HandoffRefused } from './ledger.js';
+import type { Assignment, ClaimSession } from './claim.js';
 
 export interface Identity {
   namespaceId: string;
@@ -109,6 +112,7 @@ async function results(
   items: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[],
   now: string,
   out: FrameOutcome[],
+  released: ReleasedKey[],
 ): Promise<void> {
   if (items.length === 0) return;
   const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], now)).map((r) => [r.id, r]));
@@ -160,6 +164,7 @@ async function results(
     const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
     closed.push({ id: a.id, state: d.attemptState, outcome: f.outcome, output, errorCode: err?.code ?? null, errorMessage: err?.message ?? null, fingerprint: fp, reply: JSON.stringify(reply) });
     ledger.releaseAttempt(a);
+    if (a.concurrency_key) released.push({ namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, key: a.concurrency_key, attemptId: a.id });
     if (d.taskState === 'WAITING') {
       tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore: plusMs(now, d.backoffMs), result: null, terminal: false });
     } else {
@@ -185,11 +190,45 @@ async function results(
   await updateTasksAfterResults(c, tasks, now);
 }
 
-/** One transaction for a batch of one application's frames. */
-export async function runFrameBatch(pool: Pool, cmds: FrameCommand[]): Promise<FrameOutcome[]> {
-  return withTransaction(pool, async (c) => {
+export interface FrameBatchResult {
+  outcomes: FrameOutcome[];
+  /** Key hand-offs to deliver after the commit. */
+  handoffs: { session: ClaimSession; a: Assignment }[];
+}
+
+/** One transaction for a batch of one application's frames; with a host, released keys are
+ * handed to their next task in the same transaction (handoff.ts). */
+export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost): Promise<FrameBatchResult> {
+  const reserved: string[] = [];
+  const undo = () => {
+    for (const id of reserved.splice(0)) host!.unreserve(id);
+  };
+  try {
+    const r = await withTransaction(pool, (c) => {
+      undo(); // a deadlock retry starts over
+      return batchInTx(c, cmds, host, reserved);
+    });
+    // Reservations not used by an applied hand-off (its key was exhausted, or the session's
+    // credential revoked) are given back; the used ones become held attempts at delivery.
+    for (const h of r.handoffs) {
+      const i = reserved.indexOf(h.session.sessionId);
+      if (i >= 0) reserved.splice(i, 1);
+    }
+    undo();
+    return r;
+  } catch (err) {
+    undo();
+    if (!(err instanceof HandoffRefused)) throw err;
+    // A queue of a hand-off was paused or retired meanwhile: the same batch without hand-offs.
+    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved));
+  }
+}
+
+async function batchInTx(c: Conn, cmds: FrameCommand[], host: HandoffHost | undefined, reserved: string[]): Promise<FrameBatchResult> {
+  {
     const out: FrameOutcome[] = new Array(cmds.length);
     const ledger = new PermitLedger();
+    const released: ReleasedKey[] = [];
     const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
     const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
     const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
@@ -203,23 +242,26 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[]): Promise<F
       } else resultItems.push({ i, cmd });
     });
     await starts(c, startItems, now, out);
-    await results(c, ledger, resultItems, now, out);
+    await results(c, ledger, resultItems, now, out, released);
+    const plans = host ? await planHandoffs(c, host, ledger, released, now, live, reserved) : [];
     await ledger.flush(c);
-    return out;
-  });
+    const handoffs = await completeHandoffs(c, ledger, plans, now);
+    return { outcomes: out, handoffs };
+  }
 }
 
 /** The node's frame committer: per-application group commit of start and result frames. */
 export class FrameCommitter {
   private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
 
-  constructor(pool: Pool, onBatch: (size: number, seconds: number) => void) {
+  constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number) => void, host?: HandoffHost) {
     this.committer = new GroupCommitter(
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
-        const out = await runFrameBatch(pool, cmds);
-        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
-        return out;
+        const r = await runFrameBatch(pool, cmds, host);
+        for (const h of r.handoffs) host!.deliver(h.session, h.a);
+        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length);
+        return r.outcomes;
       },
       256,
       2,

@@ -4,7 +4,12 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import type { Conn } from '../db/pool.js';
+import { TOKEN_MAX } from '../db/claim-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
+
+/** A key hand-off was refused at the end of the transaction (its queue was paused or retired
+ * meanwhile): the caller runs the batch again without hand-offs. */
+export class HandoffRefused extends Error {}
 
 interface KeyRelease {
   namespaceId: string;
@@ -20,6 +25,11 @@ export class PermitLedger {
   private readonly events: PendingEvent[] = [];
   /** Queues whose permits were released (the dispatcher is woken for them after commit). */
   readonly freedQueues = new Set<string>();
+  /** Key hand-offs: released attempt → the attempt its key goes to (same queue). */
+  private readonly swaps = new Map<string, string>();
+  private readonly handoffQueues = new Set<string>();
+  /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
+  readonly handoffTokens = new Map<string, string>();
 
   /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
   releaseAttempt(a: { id: string; queue_id: string; application_id: string; namespace_id: string; concurrency_key: Buffer | null }): void {
@@ -27,6 +37,16 @@ export class PermitLedger {
     add(this.appActive, a.application_id, -1);
     this.freedQueues.add(a.queue_id);
     if (a.concurrency_key) this.keys.push({ namespaceId: a.namespace_id, key: a.concurrency_key, attemptId: a.id });
+  }
+
+  /** The key of a released attempt goes straight to `newAttemptId` of the same queue (see
+   * handoff.ts): the key row's holder is swapped with highest_token + 1 in the key phase of the
+   * flush, and the new attempt takes back the queue and application permits the old one freed. */
+  handOff(oldAttemptId: string, newAttemptId: string, queueId: string, applicationId: string): void {
+    this.swaps.set(oldAttemptId, newAttemptId);
+    this.handoffQueues.add(queueId);
+    add(this.queueActive, queueId, 1);
+    add(this.appActive, applicationId, 1);
   }
 
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
@@ -59,23 +79,50 @@ export class PermitLedger {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
     for (const ns of [...byNs.keys()].sort()) {
-      const list = byNs.get(ns)!;
+      const all = byNs.get(ns)!;
+      let release = all;
+      const swapped = all.filter((k) => this.swaps.has(k.attemptId));
+      if (swapped.length > 0) {
+        // Hand-offs first, in the same statement shape as a claim's grant: holder swapped from the
+        // released attempt to its successor, token + 1, only while not exhausted.
+        await c.query(
+          `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swapped.map(() => 'WHEN ? THEN ?').join(' ')} END,
+                  highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
+            WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})
+              AND holder_attempt_id IN (${swapped.map(() => '?').join(',')}) AND highest_token < ${TOKEN_MAX}`,
+          [...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!]), ns, ...swapped.map((k) => k.key), ...swapped.map((k) => k.attemptId)],
+        );
+        const [rows] = await c.query(
+          `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})`,
+          [ns, ...swapped.map((k) => k.key)],
+        );
+        for (const r of rows as { holder_attempt_id: string | null; highest_token: string }[]) {
+          if (r.holder_attempt_id) this.handoffTokens.set(r.holder_attempt_id, String(r.highest_token));
+        }
+        // A swap that did not apply (the key is exhausted) is released like any other key.
+        release = all.filter((k) => !this.handoffTokens.has(this.swaps.get(k.attemptId) ?? ''));
+      }
+      if (release.length === 0) continue;
       // Conditional on the holder: a duplicate or late release never frees a later attempt's
       // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
       // The primary-key range is walked in key order, the order claims lock keys in.
       await c.query(
         `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-          WHERE namespace_id = ? AND concurrency_key IN (${list.map(() => '?').join(',')}) AND holder_attempt_id IN (${list.map(() => '?').join(',')})`,
-        [ns, ...list.map((k) => k.key), ...list.map((k) => k.attemptId)],
+          WHERE namespace_id = ? AND concurrency_key IN (${release.map(() => '?').join(',')}) AND holder_attempt_id IN (${release.map(() => '?').join(',')})`,
+        [ns, ...release.map((k) => k.key), ...release.map((k) => k.attemptId)],
       );
     }
-    const q = sorted(this.queueActive).filter(([, d]) => d !== 0);
+    // Queues of hand-offs are written even when their count does not change (the released and
+    // the new attempt cancel out), to check under the row lock that they still dispatch.
+    const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
     if (q.length > 0) {
-      await c.query(
+      const ho = [...this.handoffQueues];
+      const [res] = await c.query(
         `UPDATE queues SET active_attempts = active_attempts + CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END
-          WHERE id IN (${q.map(() => '?').join(',')})`,
-        [...q.flat(), ...q.map(([id]) => id)],
+          WHERE id IN (${q.map(() => '?').join(',')})${ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL))` : ''}`,
+        [...q.flat(), ...q.map(([id]) => id), ...ho],
       );
+      if (ho.length && (res as { affectedRows: number }).affectedRows !== q.length) throw new HandoffRefused();
     }
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {

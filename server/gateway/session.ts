@@ -28,6 +28,8 @@ export class Session {
   /** Attempts (LEASED/RUNNING) bound to this session, with their queue: capacity accounting,
    * cancel delivery, and the lease length of a start. */
   readonly held = new Map<string, string>();
+  /** Slots promised to key hand-offs of a result transaction that has not committed yet. */
+  reserved = 0;
   readonly log: Logger;
   private readonly chains = new Map<string, Promise<void>>();
   private helloDone: Promise<void> | null = null;
@@ -76,7 +78,7 @@ export class Session {
     // again (its token burned).
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return 0;
     if (this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000) return 0;
-    return Math.max(0, this.capacity - this.held.size);
+    return Math.max(0, this.capacity - this.held.size - this.reserved);
   }
 
   /** Called by the gateway's ping timer. */

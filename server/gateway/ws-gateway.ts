@@ -12,6 +12,7 @@ import { Session } from './session.js';
 import { Dispatcher } from './dispatcher.js';
 import { Reconciler } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-batches.js';
+import type { HandoffHost } from '../dispatch/handoff.js';
 import { releaseAttempts } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
 import { guardTimer, reportInternal } from '../boundary.js';
@@ -51,10 +52,18 @@ export class Gateway {
         socket.destroy();
       });
     });
-    this.frames = new FrameCommitter(app.pool, (size, seconds) => {
-      app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
-      app.metrics.batchSize.observe(size);
-    });
+    this.frames = new FrameCommitter(
+      app.pool,
+      (size, seconds, handoffs) => {
+        app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
+        app.metrics.batchSize.observe(size);
+        if (handoffs > 0) {
+          app.metrics.keyHandoffs.inc(handoffs);
+          app.metrics.tasksAssigned.inc(handoffs);
+        }
+      },
+      this.handoffHost(),
+    );
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.pingTimer = setInterval(
@@ -64,6 +73,42 @@ export class Gateway {
       }),
       pingMs,
     );
+  }
+
+  /** Local sessions for key hand-offs in result transactions (server/dispatch/handoff.ts):
+   * round-robin over the open sessions that take the task now. */
+  private handoffHost(): HandoffHost {
+    let turn = 0;
+    return {
+      reserve: (t) => {
+        const all = [...this.sessions.values()];
+        for (let i = 0; i < all.length; i++) {
+          const s = all[(turn + i) % all.length]!;
+          const c = s.claim;
+          if (s.free <= 0 || !c || !c.concurrencyKeys || c.namespaceId !== t.namespaceId || !c.queueIds.includes(t.queueId)) continue;
+          if (c.handlers && !c.handlers.some((h) => h.handler === t.handler && h.versions.includes(t.handlerVersion))) continue;
+          turn = (turn + i + 1) % Math.max(1, all.length);
+          s.reserved++;
+          return c;
+        }
+        return null;
+      },
+      unreserve: (sessionId) => {
+        const s = this.sessions.get(sessionId);
+        if (s && s.reserved > 0) s.reserved--;
+      },
+      deliver: (c, a) => {
+        const s = this.sessions.get(c.sessionId);
+        if (s && s.reserved > 0) s.reserved--;
+        if (s) return s.deliver([a]);
+        // The session closed since: released at once like any undelivered claim.
+        void this.track(
+          releaseAttempts(this.app.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
+            .then((freed) => this.wake(freed))
+            .catch((err) => this.app.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
+        );
+      },
+    };
   }
 
   /** Sessions that have not finished hello yet (for heartbeats and shutdown). */

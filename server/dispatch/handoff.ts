@@ -1,0 +1,126 @@
+// Key hand-off: when a result releases a resource key, the key goes in the same transaction to
+// the next WAITING task of that key in the same queue, for a local session that takes it — holder
+// swapped and highest_token + 1 under the key row's lock (in the ledger's key phase), the attempt
+// inserted, the task LEASED, and task.assign sent after the commit. A hot key then turns over in
+// one commit plus the worker's round trip, instead of a result commit, a claim commit and the
+// claim's wake-up. The permits do not move: the new attempt takes back, in the same queue, the
+// queue and application permits the released one gave up; the queue row is still checked under
+// its lock (not paused, not retired) at the end of the transaction (HandoffRefused otherwise).
+// Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
+// the key not being exhausted, and a task already locked by a claim is skipped.
+import type { RowDataPacket } from 'mysql2/promise';
+import { toIso, type Conn } from '../db/pool.js';
+import { insertAttempts, lockCandidates, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
+import { lockLiveCredentialsWithClock } from '../db/credentials.js';
+import { queueConfigs } from '../db/queue-config.js';
+import { newId } from '../ids.js';
+import type { Assignment, ClaimSession } from './claim.js';
+import type { PermitLedger } from './ledger.js';
+
+/** What the gateway offers: local sessions that can take a task now. */
+export interface HandoffHost {
+  /** A session that accepts this task now, with one slot reserved for it; null when none. */
+  reserve(t: { namespaceId: string; queueId: string; handler: string; handlerVersion: string }): ClaimSession | null;
+  /** A reservation that was not used (the transaction is retried, rolled back, or the swap failed). */
+  unreserve(sessionId: string): void;
+  /** After the commit: the task.assign frame (the slot reservation becomes the held attempt). */
+  deliver(session: ClaimSession, a: Assignment): void;
+}
+
+export interface ReleasedKey {
+  namespaceId: string;
+  applicationId: string;
+  queueId: string;
+  key: Buffer;
+  attemptId: string;
+}
+
+export interface HandoffPlan {
+  oldAttemptId: string;
+  newAttemptId: string;
+  row: CandidateRow;
+  session: ClaimSession;
+}
+
+/** Picks the successor of each released key (before the ledger flush) and records the swaps in
+ * the ledger. Reservations made are pushed to `reserved` (the caller undoes them on failure). */
+export async function planHandoffs(
+  c: Conn,
+  host: HandoffHost,
+  ledger: PermitLedger,
+  released: ReleasedKey[],
+  now: string,
+  liveCredentials: Set<string>,
+  reserved: string[],
+): Promise<HandoffPlan[]> {
+  if (released.length === 0) return [];
+  // The next due WAITING tasks of each key in its queue (index ix_tasks_ns_key), a few per key so
+  // that rows a claim holds can be skipped; no lock here.
+  const parts = released.map(
+    () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
+              AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
+  );
+  const [idRows] = await c.query<RowDataPacket[]>(parts.join(' UNION ALL '), released.flatMap((r) => [r.namespaceId, r.key, r.queueId, now, now]));
+  if (idRows.length === 0) return [];
+  const rows = await lockCandidates(c, [...new Set(idRows.map((r) => r.id as string))]);
+  const plans: HandoffPlan[] = [];
+  const taken = new Set<string>();
+  for (const r of released) {
+    const next = rows
+      .filter((t) => !taken.has(t.id) && t.namespace_id === r.namespaceId && t.queue_id === r.queueId && t.concurrency_key?.equals(r.key))
+      .sort((a, b) => b.priority - a.priority || (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))[0];
+    if (!next) continue;
+    const s = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version });
+    if (!s) continue;
+    reserved.push(s.sessionId);
+    taken.add(next.id);
+    plans.push({ oldAttemptId: r.attemptId, newAttemptId: newId(), row: next, session: s });
+  }
+  // A session of another credential than the batch's: its credential is checked like a claim's.
+  const others = [...new Set(plans.map((p) => p.session.credentialId).filter((id) => !liveCredentials.has(id)))];
+  const live = others.length ? (await lockLiveCredentialsWithClock(c, others)).live : new Set<string>();
+  const kept = plans.filter((p) => liveCredentials.has(p.session.credentialId) || live.has(p.session.credentialId));
+  for (const p of kept) ledger.handOff(p.oldAttemptId, p.newAttemptId, p.row.queue_id, p.session.applicationId);
+  return kept;
+}
+
+/** After the ledger flush: the attempts of the hand-offs whose swap applied, and their tasks
+ * LEASED. Returns what to deliver after the commit. */
+export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<{ session: ClaimSession; a: Assignment }[]> {
+  const applied = plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId));
+  if (applied.length === 0) return [];
+  const lease = await queueConfigs(c, applied.map((p) => p.row.queue_id));
+  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const attempts: NewAttempt[] = applied.map((p) => ({
+    id: p.newAttemptId,
+    taskId: p.row.id,
+    namespaceId: p.row.namespace_id,
+    applicationId: p.session.applicationId,
+    queueId: p.row.queue_id,
+    attemptNo: p.row.attempts_created + 1,
+    workerId: p.session.workerId,
+    sessionId: p.session.sessionId,
+    concurrencyKey: p.row.concurrency_key,
+    token: ledger.handoffTokens.get(p.newAttemptId)!,
+    leasedAt: now,
+    leaseExpiresAt: new Date(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000).toISOString().replace('T', ' ').replace('Z', ''),
+  }));
+  await insertAttempts(c, attempts);
+  await markTasksLeased(c, applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId })), now);
+  return applied.map((p, i) => {
+    const a = attempts[i]!;
+    const task: Assignment['task'] = {
+      id: p.row.id,
+      queue_id: p.row.queue_id,
+      handler: p.row.handler,
+      handler_version: p.row.handler_version,
+      payload_version: p.row.payload_version,
+      payload: JSON.parse(p.row.payload),
+      priority: p.row.priority,
+      deadline_at: toIso(p.row.deadline_at)!,
+      concurrency_key: p.row.concurrency_key!.toString('utf8'),
+    };
+    if (p.row.business_key !== null) task.business_key = p.row.business_key;
+    return { session: p.session, a: { attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: a.token, task } };
+  });
+}

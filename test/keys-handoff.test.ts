@@ -1,0 +1,80 @@
+// Key hand-off (server/dispatch/handoff.ts): the result that releases a key hands it, in the same
+// transaction, to the next WAITING task of that key in the same queue — holder swapped, token + 1,
+// task.assign after the commit — and never to a task of a paused queue, to a session without the
+// capability or capacity, or past the key's exhaustion.
+import { describe, expect, it } from 'vitest';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { call, ikey } from './support/http.js';
+import { assertPermitInvariants } from './support/invariants.js';
+import { keyRow, liveOnKey, metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+
+const f = useGatewayFixture({ tenant: false });
+const url = () => f.gw.url;
+
+describe('key hand-off in the result transaction', () => {
+  it('a finished attempt hands its key to the next task: token + 1, one holder, counted as a hand-off', async () => {
+    const t = await newTenant(f.db);
+    const w = await session(url(), t, { capacity: 2 });
+    const tasks = [];
+    for (let i = 0; i < 4; i++) tasks.push(await submitTask(url(), t, { concurrency_key: 'hot/1', payload: { i } }));
+    const before = await metric(url(), 'orbit_key_handoffs_total');
+    let a = await w.next('task.assign');
+    const tokens = [BigInt(a.concurrency_token)];
+    for (let i = 1; i < 4; i++) {
+      // While one attempt holds the key, nothing else of the key is assigned (capacity 2).
+      expect(await liveOnKey(f.db.pool, t.namespace_id, 'hot/1')).toBe(1);
+      await startAndFinish(w, a.attempt_id);
+      a = await w.next('task.assign');
+      tokens.push(BigInt(a.concurrency_token));
+    }
+    await startAndFinish(w, a.attempt_id);
+    expect(tokens).toEqual([tokens[0]!, tokens[0]! + 1n, tokens[0]! + 2n, tokens[0]! + 3n]);
+    expect(await metric(url(), 'orbit_key_handoffs_total')).toBeGreaterThanOrEqual(before + 3);
+    for (const x of tasks) expect(await taskState(f.db.pool, x.id)).toBe('SUCCEEDED');
+    expect(await keyRow(f.db.pool, t.namespace_id, 'hot/1')).toMatchObject({ highest_token: String(tokens[3]), holder_attempt_id: null });
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it('a paused queue gets no hand-off: the key is released and the next task waits', async () => {
+    const t = await newTenant(f.db);
+    const w = await session(url(), t, { capacity: 2 });
+    await submitTask(url(), t, { concurrency_key: 'paused/1' });
+    const second = await submitTask(url(), t, { concurrency_key: 'paused/1' });
+    const a = await w.next('task.assign');
+    w.send({ type: 'start', attempt_id: a.attempt_id });
+    await w.next('start.ok');
+    const q = (await call(url(), 'GET', `/v1/queues/${t.queue_id}`, { token: t.token })).body.data.queue;
+    const p = await call(url(), 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey(), body: { expected_revision: q.revision } });
+    expect(p.status, p.text).toBe(200);
+    w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
+    expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
+    await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+    expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
+    expect(await keyRow(f.db.pool, t.namespace_id, 'paused/1')).toMatchObject({ holder_attempt_id: null });
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it('no hand-off to a session without the capability; an exhausted key is released, not handed', async () => {
+    const t = await newTenant(f.db);
+    const keyed = await session(url(), t, { capacity: 1 });
+    const plain = await session(url(), t, { capacity: 4, concurrency_keys: false });
+    await submitTask(url(), t, { concurrency_key: 'cap/1' });
+    await submitTask(url(), t, { concurrency_key: 'cap/1' });
+    const a = await keyed.next('task.assign');
+    // The key is at the last token but one: the next grant is 2^64-1, the one after is refused.
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from('cap/1')]);
+    await startAndFinish(keyed, a.attempt_id);
+    await expect(keyed.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+    expect(plain.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
+    expect(await keyRow(f.db.pool, t.namespace_id, 'cap/1')).toMatchObject({ holder_attempt_id: null, highest_token: '18446744073709551615' });
+    keyed.close();
+    plain.close();
+    await Promise.all([keyed.closed, plain.closed]);
+    await assertPermitInvariants(f.db.pool);
+  });
+});
