@@ -278,12 +278,15 @@ export class Session {
     const r = await this.gw.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
     if (!r.ok) throw r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
+    const wasFull = this.free === 0;
     this.held.delete(f.attempt_id);
     this.send(r.reply as GatewayFrame);
     this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
     this.gw.wake(r.freedQueues);
-    this.gw.kick(this);
+    // After a hand-off, a session that had free slots was already offered everything claimable;
+    // only one that was full has new room to fill.
+    if (!r.handedOff || wasFull) this.gw.kick(this);
   }
 
   /** The session's credential was found revoked (by a claim, start or result transaction, or the
