@@ -77,7 +77,7 @@ describe('logs', () => {
   it('one info line per request: method, route, status, duration, request_id — no bodies or tokens', async () => {
     const res = await call(f.gw.url, 'GET', `/v1/tasks/${'f'.repeat(32)}`, { token: f.t.token });
     expect(res.status).toBe(404);
-    const id = res.headers.get('x-request-id');
+    const id = res.headers.get('x-request-id')!;
     const line = await waitFor(async () => records().find((x) => x.msg === 'request' && x.request_id === id), 5_000, 'request line');
     expect(line).toMatchObject({ level: 30, method: 'GET', route: 'GET /v1/tasks/{id}', status: 404 });
     expect(typeof line.duration_ms).toBe('number');

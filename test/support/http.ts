@@ -19,7 +19,8 @@ export async function call(
   if (opts.rawBody !== undefined) body = opts.rawBody;
   else if (opts.body !== undefined) body = JSON.stringify(opts.body);
   if (body !== undefined && !('content-type' in headers)) headers['content-type'] = 'application/json';
-  const res = await fetch(base + path, { method, headers, body });
+  // A Buffer body is sent as its bytes (BodyInit wants a Uint8Array view in the DOM typings).
+  const res = await fetch(base + path, { method, headers, body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body) });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

@@ -77,12 +77,13 @@ export async function assertNoWorkersRunning(): Promise<void> {
 }
 
 /** Polls `fn` until it returns a truthy value or `ms` passes. */
-export async function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<T> {
+/** Polls `fn` until it returns a truthy value, which is returned (typed without null/undefined/false). */
+export async function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
   const until = Date.now() + ms;
   let last: T;
   for (;;) {
     last = await fn();
-    if (last) return last;
+    if (last) return last as Exclude<T, null | undefined | false | 0 | ''>;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, every));
   }
