@@ -88,6 +88,14 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
     expect(Number(a[0]!.unfinished_tasks)).toBe(final.NEEDS_REVIEW ?? 0);
     const [held] = await db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM resource_keys WHERE holder_attempt_id IS NOT NULL');
     expect(Number(held[0]!.n)).toBe(0);
+    // The run exercised key hand-offs in result transactions (under the kills above): the history
+    // checker's token and exclusion invariants held with them.
+    let handoffs = 0;
+    for (const g of gateways) {
+      const m = /^orbit_key_handoffs_total (\d+)/m.exec((await fetch(`${g.url}/metrics`).then((r) => r.text())) ?? '');
+      handoffs += m ? Number(m[1]) : 0;
+    }
+    expect(handoffs).toBeGreaterThan(0);
 
     // Worker-side view: per key, no two handler runs overlapped (closed intervals).
     const runs = new Map<string, { s: number; e: number }[]>();
