@@ -17,6 +17,10 @@ export interface Config {
   maxFrameBytes: number;
   /** Sweeper period (ms). */
   sweepIntervalMs: number;
+  /** A worker must send hello within this (ms). */
+  helloTimeoutMs: number;
+  /** WebSocket ping period (ms); two missed pongs close the session. */
+  pingIntervalMs: number;
   /** Result event retention (seconds). */
   eventRetentionSeconds: number;
   /** ORBIT_FAULT_INJECTION=1: test-only fault injection (server/faults.ts). */
@@ -60,6 +64,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBatchBodyBytes: intVar('ORBIT_MAX_BATCH_BODY_BYTES', 16 * 1024 * 1024, 300 * 1024, 256 * 1024 * 1024),
     maxFrameBytes: intVar('ORBIT_MAX_FRAME_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
     sweepIntervalMs: intVar('ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
+    helloTimeoutMs: intVar('ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
+    pingIntervalMs: intVar('ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
     eventRetentionSeconds: intVar('ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
     faultInjection: env.ORBIT_FAULT_INJECTION === '1',
   };

@@ -12,6 +12,9 @@ import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
 import { Faults } from './faults.js';
 import { TaskSubmitter } from './dispatch/submit.js';
+import { Gateway } from './gateway/ws-gateway.js';
+import { EventPruner } from './events/retention.js';
+import { ScheduleFirer } from './schedules/firer.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -46,8 +49,13 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];
-  const hooks = await import('./gateway-hooks.js');
-  closers.push(...(await hooks.attachBackground(app, server)));
+  // The background parts of a node, each with its closer (run on shutdown, in this order): the
+  // schedules' firing loop, the worker gateway (WebSocket, dispatcher, sweeper), the event pruner.
+  const gw = new Gateway(app, server);
+  app.gateway = gw;
+  const pruner = new EventPruner(app);
+  const firer = new ScheduleFirer(app);
+  closers.push(() => firer.stop(), () => gw.close(), () => pruner.stop());
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

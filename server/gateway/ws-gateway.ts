@@ -34,8 +34,8 @@ export class Gateway {
     readonly app: AppContext,
     server: http.Server,
   ) {
-    this.helloTimeoutMs = Number(process.env.ORBIT_HELLO_TIMEOUT_MS ?? 10_000);
-    const pingMs = Number(process.env.ORBIT_PING_INTERVAL_MS ?? 15_000);
+    this.helloTimeoutMs = app.config.helloTimeoutMs;
+    const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
       WebSocket: WorkerSocket,
       // Validated in Session.onMessage, so invalid UTF-8 is a PROTOCOL_ERROR (1002) with its
