@@ -89,3 +89,14 @@ describe('isId', () => {
     for (const bad of ['0123456789ABCDEF0123456789ABCDEF', 'é', '😀', '\ud800', ' nbsp', 'a'.repeat(31), 'a'.repeat(33), 42, null]) expect(isId(bad)).toBe(false);
   });
 });
+
+describe('config', () => {
+  it('parses and range-checks the timing variables (a non-number is refused, not NaN)', async () => {
+    const { loadConfig } = await import('../server/config.js');
+    const env = { ORBIT_MYSQL_DSN: 'mysql://u:p@127.0.0.1:3306/d' };
+    expect(loadConfig(env)).toMatchObject({ helloTimeoutMs: 10_000, pingIntervalMs: 15_000, sweepIntervalMs: 500 });
+    expect(loadConfig({ ...env, ORBIT_PING_INTERVAL_MS: '3000' }).pingIntervalMs).toBe(3000);
+    expect(() => loadConfig({ ...env, ORBIT_PING_INTERVAL_MS: 'soon' })).toThrow(/ORBIT_PING_INTERVAL_MS must be an integer/);
+    expect(() => loadConfig({ ...env, ORBIT_HELLO_TIMEOUT_MS: '0' })).toThrow(/ORBIT_HELLO_TIMEOUT_MS/);
+  });
+});
