@@ -188,7 +188,11 @@ describe('hostile input', () => {
       for (let i = 0; i < 1000; i++) w.sendRaw(make(i));
       const { code, frames } = await drainUntilClosed(w);
       expect(code).toBe(1002);
-      expect(frames).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);
+      // The first hello's transaction may commit before the second hello is read (then hello.ok
+      // comes first); either way exactly one fatal PROTOCOL_ERROR ends the session.
+      const errors = frames.filter((x: { type: string }) => x.type !== 'hello.ok');
+      expect(frames.length - errors.length).toBeLessThanOrEqual(1);
+      expect(errors).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);
     }
     // The hello flood left no OPEN session row behind.
     const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT id FROM worker_sessions WHERE worker_id = 'flooder' AND state = 'OPEN'`);
