@@ -77,4 +77,20 @@ describe('key hand-off in the result transaction', () => {
     await Promise.all([keyed.closed, plain.closed]);
     await assertPermitInvariants(f.db.pool);
   });
+
+  it('a hand-off refused on an exhausted key leaks no permit (the session had a free slot)', async () => {
+    const t = await newTenant(f.db);
+    const w = await session(url(), t, { capacity: 2 });
+    await submitTask(url(), t, { concurrency_key: 'exhausted/1' });
+    const waiting = await submitTask(url(), t, { concurrency_key: 'exhausted/1' });
+    const a = await w.next('task.assign');
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from('exhausted/1')]);
+    await startAndFinish(w, a.attempt_id);
+    await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+    expect(await taskState(f.db.pool, waiting.id)).toBe('WAITING');
+    // Counters equal the live attempts (none): the refused swap's permits were not counted.
+    await assertPermitInvariants(f.db.pool);
+    w.close();
+    await w.closed;
+  });
 });

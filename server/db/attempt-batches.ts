@@ -98,18 +98,19 @@ export interface ResultRow extends RowDataPacket {
   t_current_attempt_id: string | null;
 }
 
-/** lockResultRows(ids, now): the attempts and their tasks, locked (attempt, then task, per row —
- * the order of every other transaction that changes both). */
-export async function lockResultRows(c: Conn, ids: string[], now: string): Promise<ResultRow[]> {
+/** lockResultRows(ids, namespaces, now): the attempts and their tasks, locked (attempt, then task,
+ * per row — the order of every other transaction that changes both). Only rows of the batch's
+ * namespaces: a frame naming another tenant's attempt must not lock its rows. */
+export async function lockResultRows(c: Conn, ids: string[], namespaces: string[], now: string): Promise<ResultRow[]> {
   const [rows] = await c.query<ResultRow[]>(
     `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
             a.result_fingerprint, a.result_reply, (a.lease_expires_at > ?) AS live,
             t.state AS t_state, t.attempts_made AS t_attempts_made, t.max_attempts AS t_max_attempts, t.deadline_at AS t_deadline_at,
             t.current_attempt_id AS t_current_attempt_id
        FROM attempts a JOIN tasks t ON t.id = a.task_id
-      WHERE a.id IN (${list(ids.length)})
+      WHERE a.id IN (${list(ids.length)}) AND a.namespace_id IN (${list(namespaces.length)})
       FOR UPDATE`,
-    [now, ...ids],
+    [now, ...ids, ...namespaces],
   );
   return rows;
 }

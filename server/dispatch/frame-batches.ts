@@ -115,7 +115,8 @@ async function results(
   released: ReleasedKey[],
 ): Promise<void> {
   if (items.length === 0) return;
-  const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], now)).map((r) => [r.id, r]));
+  const namespaces = [...new Set(items.map((x) => x.cmd.who.namespaceId))];
+  const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], namespaces, now)).map((r) => [r.id, r]));
   const retryQueues = items.filter((x) => x.cmd.frame.outcome === 'retry').map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id).filter((q): q is string => !!q);
   const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
   const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
@@ -244,8 +245,10 @@ async function batchInTx(c: Conn, cmds: FrameCommand[], host: HandoffHost | unde
     await starts(c, startItems, now, out);
     await results(c, ledger, resultItems, now, out, released);
     const plans = host ? await planHandoffs(c, host, ledger, released, now, live, reserved) : [];
-    await ledger.flush(c);
+    // Keys first, then the hand-off attempts, then the hot rows to the commit (lock order).
+    await ledger.flushKeys(c);
     const handoffs = await completeHandoffs(c, ledger, plans, now);
+    await ledger.flushCounters(c);
     // A result whose key was handed off freed no permit (the successor took it back): no claim
     // round needs waking for its queue (measured: 0.64 rounds per task on ten hot keys, 99 % empty).
     const handed = new Set(plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));

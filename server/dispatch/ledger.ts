@@ -25,8 +25,9 @@ export class PermitLedger {
   private readonly events: PendingEvent[] = [];
   /** Queues whose permits were released (the dispatcher is woken for them after commit). */
   readonly freedQueues = new Set<string>();
-  /** Key hand-offs: released attempt → the attempt its key goes to (same queue). */
-  private readonly swaps = new Map<string, string>();
+  /** Key hand-offs: released attempt → the attempt its key goes to, with its queue and application. */
+  private readonly swaps = new Map<string, { newAttemptId: string; queueId: string; applicationId: string }>();
+  /** Queues of the hand-offs whose swap applied (known after flushKeys). */
   private readonly handoffQueues = new Set<string>();
   /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
   readonly handoffTokens = new Map<string, string>();
@@ -43,10 +44,9 @@ export class PermitLedger {
    * handoff.ts): the key row's holder is swapped with highest_token + 1 in the key phase of the
    * flush, and the new attempt takes back the queue and application permits the old one freed. */
   handOff(oldAttemptId: string, newAttemptId: string, queueId: string, applicationId: string): void {
-    this.swaps.set(oldAttemptId, newAttemptId);
-    this.handoffQueues.add(queueId);
-    add(this.queueActive, queueId, 1);
-    add(this.appActive, applicationId, 1);
+    // The new attempt's permits are counted only once its swap applied (flushKeys): a swap refused
+    // on an exhausted key must not leave a +1 behind (that leaked a queue and an application permit).
+    this.swaps.set(oldAttemptId, { newAttemptId, queueId, applicationId });
   }
 
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
@@ -75,7 +75,16 @@ export class PermitLedger {
 
   /** Writes everything in the fixed lock order, one statement per table (per namespace for keys
    * and events): the hot rows of a transaction are touched here, at its end, only. */
+  /** Writes everything in the fixed lock order (keys, then the hot rows). */
   async flush(c: Conn): Promise<void> {
+    await this.flushKeys(c);
+    await this.flushCounters(c);
+  }
+
+  /** The key phase: hand-off swaps (their tokens in handoffTokens), then releases. Callers that
+   * insert hand-off attempts do so between flushKeys and flushCounters, so the hot rows are
+   * locked only from flushCounters to the commit. */
+  async flushKeys(c: Conn): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
     for (const ns of [...byNs.keys()].sort()) {
@@ -90,7 +99,7 @@ export class PermitLedger {
                   highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
             WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})
               AND holder_attempt_id IN (${swapped.map(() => '?').join(',')}) AND highest_token < ${TOKEN_MAX}`,
-          [...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!]), ns, ...swapped.map((k) => k.key), ...swapped.map((k) => k.attemptId)],
+          [...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!.newAttemptId]), ns, ...swapped.map((k) => k.key), ...swapped.map((k) => k.attemptId)],
         );
         const [rows] = await c.query(
           `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})`,
@@ -99,8 +108,16 @@ export class PermitLedger {
         for (const r of rows as { holder_attempt_id: string | null; highest_token: string }[]) {
           if (r.holder_attempt_id) this.handoffTokens.set(r.holder_attempt_id, String(r.highest_token));
         }
+        for (const k of swapped) {
+          const sw = this.swaps.get(k.attemptId)!;
+          if (!this.handoffTokens.has(sw.newAttemptId)) continue;
+          // Applied: the new attempt takes back the permits the released one gave up.
+          this.handoffQueues.add(sw.queueId);
+          add(this.queueActive, sw.queueId, 1);
+          add(this.appActive, sw.applicationId, 1);
+        }
         // A swap that did not apply (the key is exhausted) is released like any other key.
-        release = all.filter((k) => !this.handoffTokens.has(this.swaps.get(k.attemptId) ?? ''));
+        release = all.filter((k) => !this.handoffTokens.has(this.swaps.get(k.attemptId)?.newAttemptId ?? ''));
       }
       if (release.length === 0) continue;
       // Conditional on the holder: a duplicate or late release never frees a later attempt's
@@ -112,6 +129,10 @@ export class PermitLedger {
         [ns, ...release.map((k) => k.key), ...release.map((k) => k.attemptId)],
       );
     }
+  }
+
+  /** The hot rows: queues, applications, stream heads. */
+  async flushCounters(c: Conn): Promise<void> {
     // Queues of hand-offs are written even when their count does not change (the released and
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));

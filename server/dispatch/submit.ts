@@ -282,8 +282,14 @@ export class TaskSubmitter {
       return r.outcomes[0] as SubmitOutcome;
     } catch (err) {
       if (err instanceof OrbitError) return { ok: false, error: err };
-      if (isConnectionError(err)) return { ok: false, error: new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key') };
-      throw err;
+      // This item's own failure is its answer; it never fails the other items of its group (some
+      // of which may have committed already). Its transaction rolled back: nothing of it remains.
+      const errno = (err as { errno?: number }).errno;
+      if (isConnectionError(err) || errno === 1213 || errno === 1205 || errno === 1062) {
+        return { ok: false, error: new OrbitError('UNAVAILABLE', 'database busy or unavailable; retry with the same Idempotency-Key') };
+      }
+      this.app.log.error({ err, idempotency_key: it.key }, 'submit failed');
+      return { ok: false, error: new OrbitError('INTERNAL', 'internal error; the command was not accepted') };
     }
   }
 }

@@ -90,6 +90,8 @@ export class Dispatcher {
     const m = this.gw.app.metrics;
     const started = process.hrtime.bigint();
     try {
+      // A key hand-off may fill a slot of these sessions while the round runs: Session.deliver
+      // then takes only what still fits and releases the rest at once (capacity is never exceeded).
       const r = await claimRound(this.gw.app.pool, reqs, this.gw.app.log, () => m.tokenExhausted.inc());
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
