@@ -89,10 +89,19 @@ export class Dispatcher {
     const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
     const m = this.gw.app.metrics;
     const started = process.hrtime.bigint();
+    // The slots this round may fill are reserved while it runs, so that a key hand-off committing
+    // meanwhile (ws-gateway handoffHost) cannot fill them too: capacity is never exceeded and no
+    // claimed attempt has to be given back (its attempt number and token burned).
+    sessions.forEach((s, i) => (s.reserved += reqs[i]!.free));
+    let held = true;
+    const unreserve = () => {
+      if (!held) return;
+      held = false;
+      sessions.forEach((s, i) => (s.reserved -= reqs[i]!.free));
+    };
     try {
-      // A key hand-off may fill a slot of these sessions while the round runs: Session.deliver
-      // then takes only what still fits and releases the rest at once (capacity is never exceeded).
       const r = await claimRound(this.gw.app.pool, reqs, this.gw.app.log, () => m.tokenExhausted.inc());
+      unreserve();
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
       for (const s of sessions) {
@@ -113,6 +122,7 @@ export class Dispatcher {
         m.tasksAssigned.inc(granted);
       }
     } catch (err) {
+      unreserve();
       m.claimRounds.inc({ result: 'failed' });
       if (isConnectionError(err)) this.gw.app.log.warn({ err }, 'claim round failed: database unavailable');
       else this.gw.app.log.error({ err }, 'claim round failed');

@@ -309,8 +309,9 @@ export class Session {
       this.gw.releaseUndelivered(this, assignments.map((a) => a.attemptId));
       return;
     }
-    // Never more than the capacity: a key hand-off (or a capacity frame lowering it) may have
-    // taken slots while the claim that produced these committed; the excess goes back at once.
+    // Never more than the capacity: a capacity frame may have lowered it while the claim that
+    // produced these committed (claim rounds and hand-offs reserve their slots, see dispatcher);
+    // the excess goes back at once.
     const room = Math.max(0, this.capacity - this.held.size - this.reserved);
     if (assignments.length > room) {
       this.gw.releaseUndelivered(this, assignments.slice(room).map((a) => a.attemptId));
