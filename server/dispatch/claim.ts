@@ -18,7 +18,7 @@
 import type { Logger } from 'pino';
 import type { AssignedTask } from '@orbit/protocol/frames';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { toIso, withTransaction, type Pool } from '../db/pool.js';
+import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import {
   candidateIds,
   grantKeys,
@@ -72,6 +72,11 @@ export interface ClaimRoundResult {
 
 /** Rolls the round back: a conditional permit update did not apply. */
 class PermitsMoved extends Error {}
+
+async function databaseNow(c: Conn): Promise<string> {
+  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
+  return r.now;
+}
 
 function dbTime(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
@@ -172,8 +177,12 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         const granted = chosen.filter((x) => !dropped.has(x.attemptId));
         if (granted.length === 0) return;
 
-        // Step 4: attempts and tasks, lease times from the database clock.
-        const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+        // Step 4: attempts and tasks, lease times from the database clock — read again after the
+        // keys were granted when the round took any: the grant may have waited for the previous
+        // holder's release to commit, and a lease must not start before that (the clock read at
+        // the round's start could be earlier than the previous holder's finished_at).
+        const grantedAt = byNs.size > 0 ? await databaseNow(c) : now;
+        const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
         const attempts: NewAttempt[] = granted.map((x) => ({
           id: x.attemptId,
           taskId: x.row.id,
@@ -185,11 +194,11 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           sessionId: x.s.sessionId,
           concurrencyKey: x.row.concurrency_key,
           token: x.token,
-          leasedAt: now,
+          leasedAt: grantedAt,
           leaseExpiresAt: dbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
         }));
         await insertAttempts(c, attempts);
-        await markTasksLeased(c, granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })), now);
+        await markTasksLeased(c, granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })), grantedAt);
 
         // Step 5: the hot rows, last.
         const perQueue = new Map<string, number>();
