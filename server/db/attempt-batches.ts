@@ -48,12 +48,21 @@ export async function startAttempts(c: Conn, items: StartItem[], now: string, le
   return (res as { affectedRows: number }).affectedRows;
 }
 
-/** attemptQueues(ids) → queue of each attempt (no lock): for a start of an attempt the session
- * does not hold (rare), whose lease length is then looked up. */
-export async function attemptQueues(c: Conn, ids: string[]): Promise<Map<string, string>> {
-  if (ids.length === 0) return new Map();
-  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, queue_id FROM attempts WHERE id IN (${list(ids.length)})`, ids);
-  return new Map(rows.map((r) => [r.id as string, r.queue_id as string]));
+/** attemptQueues(ids, known) → queue of each attempt (no lock). `known`: the queues the session
+ * already knows (its held attempts); only the others are read — usually none, so a start or renew
+ * of held attempts costs no statement for it. */
+export async function attemptQueues(c: Conn, ids: string[], known: ReadonlyMap<string, string> = new Map()): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const unknown: string[] = [];
+  for (const id of ids) {
+    const q = known.get(id);
+    if (q) out.set(id, q);
+    else unknown.push(id);
+  }
+  if (unknown.length === 0) return out;
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, queue_id FROM attempts WHERE id IN (${list(unknown.length)})`, unknown);
+  for (const r of rows) out.set(r.id as string, r.queue_id as string);
+  return out;
 }
 
 export interface StartStateRow extends RowDataPacket {

@@ -113,6 +113,13 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
   if (!applicationId) return out;
+  const exhausted: { ns: string; key: string; last: boolean }[] = [];
+  const reportExhausted = () => {
+    for (const e of exhausted) {
+      log.error({ namespace_id: e.ns, concurrency_key: e.key }, e.last ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused');
+      onExhausted();
+    }
+  };
   for (let round = 0; round < 3; round++) {
     // Only queues that can grant a permit now supply candidates, so the backlog of a paused or full
     // queue never fills the LIMIT and hides another queue's tasks.
@@ -122,6 +129,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
       await withTransaction(pool, async (c) => {
         out.bySession = new Map();
         out.revoked = new Set();
+        exhausted.length = 0;
         const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(reqs.map((r) => r.session.credentialId))]);
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
@@ -165,11 +173,10 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           const got = await grantKeys(c, ns, list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })), now);
           for (const x of list) {
             const g = got.get(x.attemptId)!;
-            if (g.exhausted) {
-              // The last token was granted, or a key is exhausted: every later claim of it is refused.
-              log.error({ namespace_id: ns, concurrency_key: x.row.concurrency_key!.toString('utf8') }, g.token ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused');
-              onExhausted();
-            }
+            // The last token was granted, or a key is exhausted: reported after the commit only
+            // (a retried or rolled-back round would otherwise log and count it twice, or for a
+            // grant that never happened).
+            if (g.exhausted) exhausted.push({ ns, key: x.row.concurrency_key!.toString('utf8'), last: g.token !== null });
             if (g.token === null) dropped.add(x.attemptId);
             else x.token = g.token;
           }
@@ -225,6 +232,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           out.bySession.set(x.s.sessionId, list);
         });
       });
+      reportExhausted();
       return out;
     } catch (err) {
       if (!(err instanceof PermitsMoved)) throw err;

@@ -75,8 +75,8 @@ function resultFingerprint(f: ResultFrame): string {
 async function starts(c: Conn, items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[], now: string, out: FrameOutcome[]): Promise<void> {
   if (items.length === 0) return;
   const unique = new Map(items.map((x) => [x.cmd.attemptId, x]));
-  const queueOf = await attemptQueues(c, [...unique.values()].filter((x) => x.cmd.queueId === null).map((x) => x.cmd.attemptId));
-  for (const x of unique.values()) if (x.cmd.queueId !== null) queueOf.set(x.cmd.attemptId, x.cmd.queueId);
+  const known = new Map([...unique.values()].filter((x) => x.cmd.queueId !== null).map((x) => [x.cmd.attemptId, x.cmd.queueId!]));
+  const queueOf = await attemptQueues(c, [...unique.keys()], known);
   const cfg = await queueConfigs(c, queueOf.values());
   const lease = new Map([...cfg].map(([q, v]) => [q, v.leaseSeconds]));
   const changed = await startAttempts(

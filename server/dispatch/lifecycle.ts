@@ -21,7 +21,7 @@ async function lockTask(c: Conn, namespaceId: string, taskId: string): Promise<T
 }
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
-export async function renewAttempts(pool: Pool, who: Identity, ids: string[]): Promise<{ leases: { attempt_id: string; lease_expires_at: string }[]; lost: string[] }> {
+export async function renewAttempts(pool: Pool, who: Identity, ids: string[], knownQueues: ReadonlyMap<string, string> = new Map()): Promise<{ leases: { attempt_id: string; lease_expires_at: string }[]; lost: string[] }> {
   const valid = [...new Set(ids.filter((id) => ID_RE.test(id)))];
   if (valid.length === 0) return { leases: [], lost: ids };
   const placeholders = valid.map(() => '?').join(',');
@@ -31,7 +31,7 @@ export async function renewAttempts(pool: Pool, who: Identity, ids: string[]): P
     if (!(await lockLiveCredential(c, who.credentialId))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
     // Lease lengths from the cached queue configuration, as literals: joining queues here took a
     // shared lock on the queue row, which deadlocked with results releasing permits on it.
-    const queueOf = await attemptQueues(c, valid);
+    const queueOf = await attemptQueues(c, valid, knownQueues);
     const lease = [...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds] as const);
     if (lease.length > 0) {
       await c.query(

@@ -269,7 +269,7 @@ export class Session {
   }
 
   private async onRenew(ids: string[]): Promise<void> {
-    const r = await renewAttempts(this.gw.app.pool, this.who(), ids);
+    const r = await renewAttempts(this.gw.app.pool, this.who(), ids, this.held);
     for (const id of r.lost) this.dropAttempt(id);
     this.send({ type: 'renew.ok', leases: r.leases, lost: r.lost });
   }
