@@ -11,7 +11,9 @@
 //   (d) p50/p99 submit→assign and result→result.ok, also paced at half the `unkeyed` peak;
 //   (e) gateway memory per 1 000 idle worker sessions (RSS and JS heap after a forced full GC).
 // Options: --batch-size=N (items per batch request, default 100), --keyed-submit=single|batch
-// (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions).
+// (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions),
+// --scenarios=a,b (only these scenarios, e.g. hot-keys-10,hot-keys-10-preloaded; unkeyed-paced
+// needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -99,6 +101,9 @@ async function main(): Promise<void> {
     const n = quick
       ? { unkeyed: 2000, batch: 3000, keyed: 2000, hot: 300, pacedSecs: 8, idle: 1000 }
       : { unkeyed: 20000, batch: 20000, keyed: 20000, hot: 2000, pacedSecs: 40, idle: 1000 };
+    if (opt('hot')) n.hot = Number(opt('hot'));
+    const picked = opt('scenarios')?.split(',');
+    const wanted = (name: string) => !picked || picked.includes(name);
     const bo: BaselineOptions = quick
       ? { connections: POOL_CONNECTIONS, warmupMs: 1000, roundMs: 1500, rounds: 3 }
       : { connections: POOL_CONNECTIONS, warmupMs: 3000, roundMs: 5000, rounds: 3 };
@@ -147,17 +152,19 @@ async function main(): Promise<void> {
     if (only) {
       await run({ name: 'unkeyed', count: Number(only), keys: null, submit: 'single' });
     } else {
-      const unkeyed = (await run({ name: 'unkeyed', count: n.unkeyed, keys: null, submit: 'single' }))!;
-      await run({ name: 'unkeyed-batch', count: n.batch, keys: null, submit: 'batch' });
-      await run({ name: 'keys-1000', count: n.keyed, keys: 1000, submit: keyedSubmit });
-      await run({ name: 'hot-keys-10', count: n.hot, keys: 10, submit: keyedSubmit });
-      await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, submit: keyedSubmit, preload: true });
-      const half = Math.max(10, Math.round(unkeyed.tasksPerSec / 2));
-      await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
+      const unkeyed = wanted('unkeyed') ? await run({ name: 'unkeyed', count: n.unkeyed, keys: null, submit: 'single' }) : null;
+      if (wanted('unkeyed-batch')) await run({ name: 'unkeyed-batch', count: n.batch, keys: null, submit: 'batch' });
+      if (wanted('keys-1000')) await run({ name: 'keys-1000', count: n.keyed, keys: 1000, submit: keyedSubmit });
+      if (wanted('hot-keys-10')) await run({ name: 'hot-keys-10', count: n.hot, keys: 10, submit: keyedSubmit });
+      if (wanted('hot-keys-10-preloaded')) await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, submit: keyedSubmit, preload: true });
+      if (unkeyed && wanted('unkeyed-paced')) {
+        const half = Math.max(10, Math.round(unkeyed.tasksPerSec / 2));
+        await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
+      }
     }
 
     let scheduled: ScheduledLoadResult | null = null;
-    if (!only) {
+    if (!only && wanted('scheduled-load')) {
       // Schedules firing every second next to ordinary producers (bench/scheduled-load.ts).
       scheduled = await runScheduledLoad({ url: gw.url, token: creds.token, pool }, quick ? { schedules: 50, seconds: 15 } : {}, progress);
       say(
