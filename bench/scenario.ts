@@ -60,6 +60,10 @@ export interface ScenarioResult {
   claimRoundsPerTask: number | null;
   claimRoundsSource: string;
   emptyClaimShare: number | null;
+  /** The gateway's transactions and their round trips to the database, per task (null: the
+   * gateway lacks orbit_db_transactions_total). */
+  gatewayTransactionsPerTask: number | null;
+  roundTripsPerTask: number | null;
   /** Mean frames per coalesced start/result transaction (orbit_frame_batch_size). */
   frameBatchMean: number | null;
   /** orbit_tasks_finished_total delta (a cross-check of the workers' count). */
@@ -214,6 +218,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const empty = metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="empty"');
     const claimSeconds = metricDelta(mBefore, mAfter, 'orbit_claim_seconds_count');
     const claims = rounds ?? claimSeconds;
+    const txs = metricDelta(mBefore, mAfter, 'orbit_db_transactions_total');
+    const trips = metricDelta(mBefore, mAfter, 'orbit_db_transaction_round_trips_total');
     const batchSum = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_sum');
     const batchCount = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_count');
 
@@ -229,6 +235,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       claimRoundsPerTask: claims === null ? null : claims / spec.count,
       claimRoundsSource: rounds !== null ? 'orbit_claim_rounds_total' : claimSeconds !== null ? 'orbit_claim_seconds_count' : 'none',
       emptyClaimShare: rounds !== null && rounds > 0 ? (empty ?? 0) / rounds : null,
+      gatewayTransactionsPerTask: txs === null ? null : txs / spec.count,
+      roundTripsPerTask: trips === null ? null : trips / spec.count,
       frameBatchMean: batchSum !== null && batchCount ? batchSum / batchCount : null,
       gatewayFinished: metricDelta(mBefore, mAfter, 'orbit_tasks_finished_total'),
       cpuMsPerTask: cpu,

@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { transactionStats } from './db/pipeline.js';
 
 /** Process-wide Prometheus registry and the gateway's metrics. */
 export function createMetrics() {
@@ -61,6 +62,24 @@ export function createMetrics() {
       name: 'orbit_keyed_tasks_waiting_without_capable_session',
       help: 'keyed WAITING tasks in queues that no live session with concurrency_keys consumes (any node)',
       registers: [registry],
+    }),
+    dbTransactions: new client.Counter({
+      name: 'orbit_db_transactions_total',
+      help: 'database transactions this process ran (transactionOn: every claim, submit batch, frame batch, command)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(transactionStats.transactions);
+      },
+    }),
+    dbTransactionRoundTrips: new client.Counter({
+      name: 'orbit_db_transaction_round_trips_total',
+      help: 'round trips to the database inside those transactions (queued writes travel with the next statement: db/pipeline.ts)',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(transactionStats.roundTrips);
+      },
     }),
     tokenExhausted: new client.Counter({ name: 'orbit_token_exhaustion_refusals_total', help: 'claims refused because a key token is at 2^64-1', registers: [registry] }),
     internalErrors: new client.Counter({

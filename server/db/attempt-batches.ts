@@ -3,6 +3,7 @@
 // Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
+import { write } from './pipeline.js';
 
 const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
@@ -158,7 +159,8 @@ export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string)
     caseOf(rows, (r) => r.id, (r) => r.fingerprint, 'result_fingerprint'),
     caseOf(rows, (r) => r.id, (r) => r.reply, 'result_reply'),
   ];
-  await c.query(
+  await write(
+    c,
     `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
       WHERE id IN (${list(rows.length)})`,
     [...cols.flatMap((x) => x.args), now, now, ...rows.map((r) => r.id)],
@@ -205,7 +207,8 @@ export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], 
         ]
       : []),
   ];
-  await c.query(
+  await write(
+    c,
     `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
       WHERE id IN (${list(rows.length)})`,
     [...cols.flatMap((x) => x.args), now, ...rows.map((r) => r.id)],

@@ -8,6 +8,7 @@
 // updates"), so they are locked only from there to the commit.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
+import { write } from './pipeline.js';
 import type { TaskRow } from './tasks.js';
 
 export const TOKEN_MAX = '18446744073709551615';
@@ -99,7 +100,7 @@ export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateR
 
 /** grantKeys(namespace, [key, attempt id] in key-byte order, now) → the token granted to each
  * attempt, or null (held meanwhile, or exhausted at 2^64−1). Three statements for any number of
- * keys: the rows are created on first use (in key order; ON DUPLICATE KEY takes the existing row's
+ * keys (one round trip on a pipelined connection): the rows are created on first use (in key order; ON DUPLICATE KEY takes the existing row's
  * exclusive lock at once — INSERT IGNORE's shared lock had to be upgraded by the UPDATE, which
  * deadlocked two claimers of the same keys), then one conditional
  * UPDATE takes every free, unexhausted key (holder ← attempt, highest_token + 1), then one read
@@ -108,13 +109,16 @@ export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateR
 export async function grantKeys(c: Conn, namespaceId: string, keys: { key: Buffer; attemptId: string }[], now: string): Promise<Map<string, { token: string | null; exhausted: boolean }>> {
   const out = new Map<string, { token: string | null; exhausted: boolean }>();
   if (keys.length === 0) return out;
-  await c.query(
+  // The two writes travel with the read of the tokens (db/pipeline.ts): one round trip.
+  await write(
+    c,
     `INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at)
      VALUES ${keys.map(() => '(?, ?, 0, NULL, 0, ?, ?)').join(', ')}
      ON DUPLICATE KEY UPDATE namespace_id = namespace_id`,
     keys.flatMap((k) => [namespaceId, k.key, now, now]),
   );
-  await c.query(
+  await write(
+    c,
     `UPDATE resource_keys SET holder_attempt_id = CASE concurrency_key ${keys.map(() => 'WHEN ? THEN ?').join(' ')} END,
             highest_token = highest_token + 1, version = version + 1, updated_at = ?
       WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)}) AND holder_attempt_id IS NULL AND highest_token < ${TOKEN_MAX}`,
@@ -153,7 +157,8 @@ export interface NewAttempt {
 
 /** insertAttempts(rows): the granted attempts, LEASED, one multi-row INSERT. */
 export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void> {
-  await c.query(
+  await write(
+    c,
     `INSERT INTO attempts (id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
         concurrency_key, concurrency_token, leased_at, lease_expires_at)
      VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?, 'LEASED', ?, ?, ?, ?, ?, ?)").join(', ')}`,
@@ -163,7 +168,8 @@ export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void>
 
 /** markTasksLeased([task id, attempt id], now): the claimed tasks LEASED with their current attempt. */
 export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId: string }[], now: string): Promise<void> {
-  await c.query(
+  await write(
+    c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,
             current_attempt_id = CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END
       WHERE id IN (${list(rows.length)})`,

@@ -5,6 +5,7 @@
 // deadlock against each other on these rows.
 import type { Conn } from '../db/pool.js';
 import { TOKEN_MAX } from '../db/claim-sql.js';
+import { write } from '../db/pipeline.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
@@ -94,7 +95,9 @@ export class PermitLedger {
       if (swapped.length > 0) {
         // Hand-offs first, in the same statement shape as a claim's grant: holder swapped from the
         // released attempt to its successor, token + 1, only while not exhausted.
-        await c.query(
+        // Not read back by its row count: the read below returns the tokens (one round trip).
+        await write(
+          c,
           `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swapped.map(() => 'WHEN ? THEN ?').join(' ')} END,
                   highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
             WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})
@@ -123,7 +126,8 @@ export class PermitLedger {
       // Conditional on the holder: a duplicate or late release never frees a later attempt's
       // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
       // The primary-key range is walked in key order, the order claims lock keys in.
-      await c.query(
+      await write(
+        c,
         `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
           WHERE namespace_id = ? AND concurrency_key IN (${release.map(() => '?').join(',')}) AND holder_attempt_id IN (${release.map(() => '?').join(',')})`,
         [ns, ...release.map((k) => k.key), ...release.map((k) => k.attemptId)],
@@ -138,22 +142,25 @@ export class PermitLedger {
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
     if (q.length > 0) {
       const ho = [...this.handoffQueues];
-      const [res] = await c.query(
-        `UPDATE queues SET active_attempts = active_attempts + CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END
-          WHERE id IN (${q.map(() => '?').join(',')})${ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL))` : ''}`,
-        [...q.flat(), ...q.map(([id]) => id), ...ho],
-      );
-      if (ho.length && (res as { affectedRows: number }).affectedRows !== q.length) throw new HandoffRefused();
+      const sql = `UPDATE queues SET active_attempts = active_attempts + CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END
+          WHERE id IN (${q.map(() => '?').join(',')})${ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL))` : ''}`;
+      const args = [...q.flat(), ...q.map(([id]) => id), ...ho];
+      if (ho.length === 0) await write(c, sql, args);
+      else {
+        // A hand-off's queue is checked by the row count: paused or retired meanwhile → refused.
+        const [res] = await c.query(sql, args);
+        if ((res as { affectedRows: number }).affectedRows !== q.length) throw new HandoffRefused();
+      }
     }
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
       const da = this.appActive.get(id) ?? 0;
       const du = this.appUnfinished.get(id) ?? 0;
       if (da !== 0 || du !== 0) {
-        await c.execute('UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
+        await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
       }
     }
-    if (this.events.length) await appendResultEvents(c, this.events);
+    if (this.events.length) await appendResultEvents(c, this.events, { sequences: false });
   }
 }
 
