@@ -102,6 +102,30 @@ describe('handshake', () => {
     // A query string does not change the path.
     expect((await handshake(f.gw.url, { token: f.t.token, path: '/v1/workers/connect?x=1' })).status).toBe(101);
   });
+
+  it('every refusal is the HTTP error envelope: request_id (also X-Request-Id) and the documented code', async () => {
+    const noScope = await credential(f.t, ['tasks:read']);
+    const cases: { opts: Parameters<typeof handshake>[1]; status: number; code: string }[] = [
+      { opts: { token: f.t.token, path: '/v1/workers' }, status: 404, code: 'NOT_FOUND' },
+      { opts: { token: f.t.token, protocols: ['orbit.worker.v2'] }, status: 400, code: 'INVALID_ARGUMENT' },
+      { opts: { token: null }, status: 401, code: 'UNAUTHENTICATED' },
+      { opts: { token: noScope.token }, status: 403, code: 'PERMISSION_DENIED' },
+    ];
+    const seen = new Set<string>();
+    for (const c of cases) {
+      const r = await handshake(f.gw.url, c.opts);
+      expect(r.status, c.code).toBe(c.status);
+      expect(Object.keys(r.body).sort(), c.code).toEqual(['error', 'request_id']);
+      expect(r.body.request_id, c.code).toMatch(/^[0-9a-f]{32}$/);
+      expect(r.headers['x-request-id'], c.code).toBe(r.body.request_id);
+      expect(r.headers['content-type'], c.code).toBe('application/json; charset=utf-8');
+      expect(r.body.error.code, c.code).toBe(c.code);
+      expect(typeof r.body.error.message, c.code).toBe('string');
+      seen.add(r.body.request_id);
+    }
+    // One id per refused handshake.
+    expect(seen.size).toBe(cases.length);
+  });
 });
 
 // ---- hello --------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { SUBPROTOCOL } from '@orbit/protocol/frames';
 import type { AppContext } from '../app-context.js';
 import { authenticate, requireScope } from '../http/auth.js';
+import { endSocketWithError } from '../http/envelope.js';
+import { newId } from '../ids.js';
 import { isConnectionError } from '../db/pool.js';
 import { Session } from './session.js';
 import { Dispatcher } from './dispatcher.js';
@@ -116,21 +118,17 @@ export class Gateway {
 
   private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
-    const reject = (status: number, code: string, message: string) => {
-      const body = JSON.stringify({ error: { code, message } });
-      socket.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
-          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-      );
-    };
+    // A refusal is answered in the HTTP error envelope, with its own request id.
+    const requestId = newId();
+    const reject = (err: OrbitError) => void endSocketWithError(socket, requestId, err);
     try {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
-      if (path !== '/v1/workers/connect') return reject(404, 'NOT_FOUND', 'no WebSocket endpoint here');
-      if (this.app.shuttingDown) return reject(503, 'UNAVAILABLE', 'gateway is shutting down');
+      if (path !== '/v1/workers/connect') return reject(new OrbitError('NOT_FOUND', 'no WebSocket endpoint here'));
+      if (this.app.shuttingDown) return reject(new OrbitError('UNAVAILABLE', 'gateway is shutting down'));
       const offered = String(req.headers['sec-websocket-protocol'] ?? '')
         .split(',')
         .map((s) => s.trim());
-      if (!offered.includes(SUBPROTOCOL)) return reject(400, 'INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`);
+      if (!offered.includes(SUBPROTOCOL)) return reject(new OrbitError('INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`));
       const cred = await authenticate(this.app.pool, req);
       requireScope(cred, 'workers:connect');
       requireScope(cred, 'workers:consume');
@@ -149,10 +147,10 @@ export class Gateway {
         }
       });
     } catch (err) {
-      if (err instanceof OrbitError) return reject(err.httpStatus, err.code, err.message);
-      if (isConnectionError(err)) return reject(503, 'UNAVAILABLE', 'database unavailable');
-      this.app.log.error({ err }, 'upgrade failed');
-      return reject(500, 'INTERNAL', 'internal error');
+      if (err instanceof OrbitError) return reject(err);
+      if (isConnectionError(err)) return reject(new OrbitError('UNAVAILABLE', 'database unavailable'));
+      this.app.log.error({ err, request_id: requestId }, 'upgrade failed');
+      return reject(new OrbitError('INTERNAL', `internal error (request ${requestId})`));
     }
   }
 

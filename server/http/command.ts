@@ -1,5 +1,6 @@
-// One mechanism for every receipt-bearing command: header and body validation, then the
-// idempotent transaction (receipt row claimed first, effect, receipt completed, one commit).
+// One mechanism for every receipt-bearing command: a route declares its command (`command`), and
+// the request checks (scope, query, Idempotency-Key, body, then its own load) and the idempotent
+// transaction (receipt row claimed first, effect, receipt completed, one commit) run here.
 import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
@@ -7,6 +8,7 @@ import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
+import { requireScope, type Scope } from './auth.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
 
@@ -42,34 +44,79 @@ export function idempotencyKey(ctx: RequestCtx): string {
   return raw;
 }
 
-export interface CommandSpec {
-  /** Method + path template, e.g. `POST /v1/tasks/{id}:cancel`. */
-  operation: string;
-  /** Id in the path ('' for creates). */
-  targetId: string;
-  /** The validated body with defaults applied (fingerprinted canonically). */
-  normalized: unknown;
-  /** Success status of a first execution (201 create, 200 change). */
-  status: 201 | 200;
-  /** The effect, inside the transaction; returns response data (without `deduplicated`) and the id
-   * of the resource created or changed. Throwing rolls back everything, receipt included. */
-  effect: (c: Conn) => Promise<{ data: Record<string, unknown>; resourceId: string | null }>;
-  /** Runs after commit (wake-ups, metrics). */
-  afterCommit?: (data: Record<string, unknown>) => void;
+/** What a command answers and freezes in its receipt: the response data (without
+ * `deduplicated`) and the id of the resource created or changed. */
+export interface CommandReply {
+  data: Record<string, unknown>;
+  resourceId: string | null;
 }
 
-function replay(row: ReceiptRow, spec: CommandSpec, fingerprint: string): Reply {
-  return replayReceipt(row, spec.operation, spec.targetId, fingerprint);
+/**
+ * A receipt-bearing command, declared once (see `command`). `I` is the command's input: what is
+ * fingerprinted for the Idempotency-Key and handed to the effect; `R` is the effect's result.
+ */
+export interface CommandDef<S extends TSchema, I, R> {
+  /** Method + path template, e.g. `POST /v1/tasks/{id}:cancel` (receipts and metrics name it). */
+  operation: string;
+  /** The scope the credential needs (403 PERMISSION_DENIED without it). */
+  scope: Scope;
+  /** The body's schema (every violation listed in one 400). */
+  body: S;
+  /** Success status of a first execution (201 create, 200 change); a replay is always 200. */
+  status: 201 | 200;
+  /** The checks after the body and before any receipt is touched — the target exists (404) and
+   * is within queue_ids (403), the 400s a schema cannot express — in the order they should win;
+   * returns the command's input (normalized, defaults applied). Without it the input is the body. */
+  load?: (ctx: RequestCtx, body: Static<S>) => Promise<I>;
+  /** The effect, inside the command's transaction. Throwing rolls back everything, receipt included. */
+  effect: (c: Conn, input: I, ctx: RequestCtx) => Promise<R>;
+  /** The reply to freeze in the receipt, from the effect's result (still inside the transaction). */
+  reply: (result: R, input: I) => CommandReply;
+  /** Runs once after the commit of a first execution (wake-ups, cancel frames), never on a replay. */
+  afterCommit?: (result: R, ctx: RequestCtx) => void;
+}
+
+/**
+ * The request half of every command, in the order whose error wins when several apply: scope
+ * (403), query parameters (400), the Idempotency-Key header (400), the body (413/400).
+ */
+export async function readCommand<S extends TSchema>(ctx: RequestCtx, scope: Scope, schema: S): Promise<{ key: string; body: Static<S> }> {
+  requireScope(ctx.cred, scope);
+  rejectQuery(ctx);
+  const key = idempotencyKey(ctx);
+  return { key, body: await readBody(ctx, schema) };
+}
+
+/**
+ * A route handler for a receipt-bearing command: the request checks (readCommand), then `load`,
+ * then the effect exactly once per (namespace, Idempotency-Key) — its target is the path's `{id}`
+ * ('' for creates).
+ */
+export function command<S extends TSchema, I = Static<S>, R = CommandReply>(def: CommandDef<S, I, R>): (ctx: RequestCtx) => Promise<Reply> {
+  return async (ctx) => {
+    const { key, body } = await readCommand(ctx, def.scope, def.body);
+    const input = def.load ? await def.load(ctx, body) : (body as unknown as I);
+    return runCommand(ctx, key, def, input);
+  };
+}
+
+/** What one committed execution produced: the stored reply and the effect's own result. */
+interface Executed<R> {
+  stored: Record<string, unknown>;
+  result: R;
 }
 
 /** The key was committed by a concurrent request while this one waited on its row lock. */
 class ReceiptTaken extends Error {}
 
-/** Executes a command exactly once per (namespace, Idempotency-Key). */
-export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec): Promise<Reply> {
+/** Executes a command exactly once per (namespace, Idempotency-Key); its target is the path's
+ * `{id}` ('' for creates), its input what is fingerprinted. */
+async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string, def: CommandDef<S, I, R>, input: I): Promise<Reply> {
   const ns = ctx.cred.namespaceId;
-  const fingerprint = commandFingerprint(spec.operation, spec.targetId, spec.normalized);
+  const targetId = ctx.params.id ?? '';
+  const fingerprint = commandFingerprint(def.operation, targetId, input);
   const pool = ctx.app.pool;
+  const replay = (row: ReceiptRow): Reply => replayReceipt(row, def.operation, targetId, fingerprint);
   // No read of the receipt first: a committed receipt makes the batched INSERT below fail at once
   // with a duplicate key, and the serialized path replays it. Replays are rare; the saved statement
   // is paid by every first execution.
@@ -78,44 +125,53 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
   // command (or a deadlock among same-key waiters) falls through to the serialized path below.
   // The command inside its transaction: the receipt row first (a concurrent or committed command
   // with the same key makes it fail as ReceiptTaken), then the effect, then the frozen reply.
-  const execute = async (c: Conn): Promise<Record<string, unknown>> => {
+  // The effect's result travels with the reply of the run that committed (a batch retried after
+  // a deadlock re-runs the effect; only the last run's result is seen after the commit).
+  const execute = async (c: Conn): Promise<Executed<R>> => {
     try {
-      await claimReceipt(c, { namespaceId: ns, key, operation: spec.operation, targetId: spec.targetId, fingerprint, credentialId: ctx.cred.id });
+      await claimReceipt(c, { namespaceId: ns, key, operation: def.operation, targetId, fingerprint, credentialId: ctx.cred.id });
     } catch (err) {
       throw isDuplicateKey(err) ? new ReceiptTaken() : err;
     }
-    const out = await spec.effect(c);
+    const result = await def.effect(c, input, ctx);
+    const out = def.reply(result, input);
     const stored = { ...out.data, deduplicated: false };
-    await completeReceipt(c, ns, key, spec.status, stored, out.resourceId);
-    return stored;
+    await completeReceipt(c, ns, key, def.status, stored, out.resourceId);
+    return { stored, result };
+  };
+  const observe = (started: bigint): void => {
+    ctx.app.metrics.commitSeconds.observe({ op: def.operation }, Number(process.hrtime.bigint() - started) / 1e9);
+  };
+  const committed = (done: Executed<R>): Reply => {
+    def.afterCommit?.(done.result, ctx);
+    return { status: def.status, data: done.stored };
   };
   const batcher = ctx.app.commandBatcher;
   if (!batcher) {
-    const committed = await getReceipt(pool, ns, key);
-    if (committed && committed.http_status !== 0) return replay(committed, spec, fingerprint);
+    const existing = await getReceipt(pool, ns, key);
+    if (existing && existing.http_status !== 0) return replay(existing);
   } else {
     try {
       const started = process.hrtime.bigint();
-      const { value: data } = await batcher.run(ctx.cred.applicationId, execute);
-      ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
-      spec.afterCommit?.(data);
-      return { status: spec.status, data };
+      const { value } = await batcher.run(ctx.cred.applicationId, execute);
+      observe(started);
+      return committed(value);
     } catch (err) {
       const errno = (err as { errno?: number }).errno;
       if (!(err instanceof ReceiptTaken) && errno !== 1213 && errno !== 1205) throw err;
     }
   }
-  type Outcome = { replayed: Reply } | { data: Record<string, unknown> };
+  type Outcome = { replayed: Reply } | { done: Executed<R> };
   const outcome = await withKeyLock(pool, ns, key, async (conn): Promise<Outcome> => {
     for (let round = 0; round < 3; round++) {
       // Autocommit read on the locked connection: sees whatever the previous holder committed.
       const existing = await getReceipt(conn, ns, key);
-      if (existing && existing.http_status !== 0) return { replayed: replay(existing, spec, fingerprint) };
+      if (existing && existing.http_status !== 0) return { replayed: replay(existing) };
       try {
         const started = process.hrtime.bigint();
-        const data = await transactionOn(conn, execute);
-        ctx.app.metrics.commitSeconds.observe({ op: spec.operation }, Number(process.hrtime.bigint() - started) / 1e9);
-        return { data };
+        const done = await transactionOn(conn, execute);
+        observe(started);
+        return { done };
       } catch (err) {
         // Only possible if a receipt got in without the key lock: answer with it.
         if (err instanceof ReceiptTaken) continue;
@@ -125,6 +181,5 @@ export async function runCommand(ctx: RequestCtx, key: string, spec: CommandSpec
     throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
   });
   if ('replayed' in outcome) return outcome.replayed;
-  spec.afterCommit?.(outcome.data);
-  return { status: spec.status, data: outcome.data };
+  return committed(outcome.done);
 }

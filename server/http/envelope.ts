@@ -1,4 +1,8 @@
-import type { ServerResponse } from 'node:http';
+// The one writer of Orbit's JSON envelope: `{"request_id","data"}` or `{"request_id","error"}`,
+// with the X-Request-Id header, on a node:http response or — for the refusals written before there
+// is one (a request node's parser refused, a refused WebSocket upgrade) — on the raw socket.
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 
 /** Writes `{"request_id","data"}` with the X-Request-Id header. */
@@ -7,8 +11,38 @@ export function sendData(res: ServerResponse, requestId: string, status: number,
 }
 
 export function sendError(res: ServerResponse, requestId: string, err: OrbitError): void {
+  send(res, requestId, err.httpStatus, errorEnvelope(requestId, err));
+}
+
+/**
+ * Answers a connection that has no ServerResponse with the error envelope and closes it: the
+ * status line, the headers every envelope carries, `Connection: close`. A socket that can no
+ * longer be written is destroyed instead (false: nothing was answered).
+ */
+export function endSocketWithError(socket: Duplex, requestId: string, err: OrbitError): boolean {
+  if (!socket.writable) {
+    socket.destroy();
+    return false;
+  }
+  const text = errorEnvelope(requestId, err);
+  const head = [`HTTP/1.1 ${err.httpStatus} ${STATUS_CODES[err.httpStatus] ?? 'Error'}`];
+  for (const [name, value] of Object.entries(envelopeHeaders(requestId, text))) head.push(`${name}: ${value}`);
+  socket.end(`${head.join('\r\n')}\r\nConnection: close\r\n\r\n${text}`);
+  return true;
+}
+
+function errorEnvelope(requestId: string, err: OrbitError): string {
   const body: { request_id: string; error: ErrorBody } = { request_id: requestId, error: err.toBody() };
-  send(res, requestId, err.httpStatus, JSON.stringify(body));
+  return JSON.stringify(body);
+}
+
+function envelopeHeaders(requestId: string, text: string): Record<string, string | number> {
+  return {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(text),
+    'X-Request-Id': requestId,
+    'Cache-Control': 'no-store',
+  };
 }
 
 function send(res: ServerResponse, requestId: string, status: number, text: string): void {
@@ -16,11 +50,6 @@ function send(res: ServerResponse, requestId: string, status: number, text: stri
     res.end();
     return;
   }
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
-    'X-Request-Id': requestId,
-    'Cache-Control': 'no-store',
-  });
+  res.writeHead(status, envelopeHeaders(requestId, text));
   res.end(text);
 }

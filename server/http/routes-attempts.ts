@@ -5,7 +5,7 @@ import { taskView } from '../db/tasks.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../dispatch/attempts-sql.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
 import { requireQueueAccess, requireScope } from './auth.js';
-import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
+import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadTask } from './routes-tasks.js';
 
@@ -25,51 +25,41 @@ export async function getAttemptRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { attempt: attemptView(a) } };
 }
 
-function afterEffect(ctx: RequestCtx, effect: { current?: CommandEffect }) {
-  return () => {
-    const e = effect.current;
-    if (!e) return;
-    ctx.app.gateway?.notifyRevoked(e.revoked);
-    ctx.app.gateway?.wake(e.freedQueues);
-  };
+/** After the commit: task.cancel to the workers that held the revoked attempts, and wake-ups for
+ * the queues whose permits came free. */
+function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
+  ctx.app.gateway?.notifyRevoked(e.revoked);
+  ctx.app.gateway?.wake(e.freedQueues);
 }
 
-export async function cancelTaskRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:submit');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, CancelTaskBody);
-  const t = await loadTask(ctx, ctx.params.id!);
-  const effect: { current?: CommandEffect } = {};
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/tasks/{id}:cancel',
-    targetId: t.id,
-    normalized: b,
-    status: 200,
-    effect: async (c) => {
-      effect.current = await cancelTask(c, ctx.cred.namespaceId, t.id, b.reason);
-      return { data: { task: taskView(effect.current.task) }, resourceId: t.id };
-    },
-    afterCommit: afterEffect(ctx, effect),
-  });
+function taskReply(e: CommandEffect) {
+  return { data: { task: taskView(e.task) }, resourceId: e.task.id };
 }
 
-export async function resolveTaskRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:submit');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, ResolveTaskBody);
-  const t = await loadTask(ctx, ctx.params.id!);
-  const effect: { current?: CommandEffect } = {};
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/tasks/{id}:resolve',
-    targetId: t.id,
-    normalized: b,
-    status: 200,
-    effect: async (c) => {
-      effect.current = await resolveTask(c, ctx.cred.namespaceId, t.id, b.resolution, b.reason);
-      return { data: { task: taskView(effect.current.task) }, resourceId: t.id };
-    },
-    afterCommit: afterEffect(ctx, effect),
-  });
+/** The task exists in the namespace (404) and its queue is within queue_ids (403). */
+async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
+  await loadTask(ctx, ctx.params.id!);
+  return b;
 }
+
+export const cancelTaskRoute = command({
+  operation: 'POST /v1/tasks/{id}:cancel',
+  scope: 'tasks:submit',
+  body: CancelTaskBody,
+  status: 200,
+  load: loaded,
+  effect: (c, b, { cred, params }) => cancelTask(c, cred.namespaceId, params.id!, b.reason),
+  reply: taskReply,
+  afterCommit: afterEffect,
+});
+
+export const resolveTaskRoute = command({
+  operation: 'POST /v1/tasks/{id}:resolve',
+  scope: 'tasks:submit',
+  body: ResolveTaskBody,
+  status: 200,
+  load: loaded,
+  effect: (c, b, { cred, params }) => resolveTask(c, cred.namespaceId, params.id!, b.resolution, b.reason),
+  reply: taskReply,
+  afterCommit: afterEffect,
+});

@@ -12,8 +12,8 @@ import { fireView, listFires } from '../db/schedule-fires.js';
 import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSchedule, withTemplate, type StoredVersion } from '../schedules/commands.js';
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
-import { requireAnyScope, requireQueueAccess, requireScope } from './auth.js';
-import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
+import { requireAnyScope, requireQueueAccess } from './auth.js';
+import { command, type CommandReply } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
@@ -35,114 +35,93 @@ async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
   return s;
 }
 
-function wake(ctx: RequestCtx) {
-  return () => void ctx.app.events.emit('schedules');
+/** The scheduler re-reads its next fire times after a commit that may have moved them. */
+function wake(_result: unknown, ctx: RequestCtx): void {
+  ctx.app.events.emit('schedules');
 }
 
-export async function createScheduleRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'schedules:manage');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, CreateScheduleBody);
-  const n = { name: b.name, paused: b.paused ?? false, version: await storedVersion(ctx, b.version) };
-  const cred = ctx.cred;
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/schedules',
-    targetId: '',
-    normalized: n,
-    status: 201,
-    effect: (c) => createSchedule(c, cred, n),
-    afterCommit: wake(ctx),
-  });
-}
+/** The schedule's own commands return their frozen reply already. */
+const asIs = (r: CommandReply): CommandReply => r;
 
-export async function publishVersionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'schedules:manage');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, PublishVersionBody);
-  const id = ctx.params.id!;
+/** Commands on an existing schedule load it first: 404 absent, 403 outside queue_ids. */
+async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
   await loadSchedule(ctx);
-  const n = { expected_revision: b.expected_revision, version: await storedVersion(ctx, b.version) };
-  const cred = ctx.cred;
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/schedules/{id}/versions',
-    targetId: id,
-    normalized: n,
-    status: 201,
-    effect: (c) => publishVersion(c, cred, id, n),
-    afterCommit: wake(ctx),
-  });
+  return b;
 }
+
+export const createScheduleRoute = command({
+  operation: 'POST /v1/schedules',
+  scope: 'schedules:manage',
+  body: CreateScheduleBody,
+  status: 201,
+  load: async (ctx, b) => ({ name: b.name, paused: b.paused ?? false, version: await storedVersion(ctx, b.version) }),
+  effect: (c, n, { cred }) => createSchedule(c, cred, n),
+  reply: asIs,
+  afterCommit: wake,
+});
+
+export const publishVersionRoute = command({
+  operation: 'POST /v1/schedules/{id}/versions',
+  scope: 'schedules:manage',
+  body: PublishVersionBody,
+  status: 201,
+  load: async (ctx, b) => {
+    await loadSchedule(ctx);
+    return { expected_revision: b.expected_revision, version: await storedVersion(ctx, b.version) };
+  },
+  effect: (c, n, { cred, params }) => publishVersion(c, cred, params.id!, n),
+  reply: asIs,
+  afterCommit: wake,
+});
 
 function pauseOrResume(paused: boolean) {
-  return async (ctx: RequestCtx): Promise<Reply> => {
-    requireScope(ctx.cred, 'schedules:manage');
-    rejectQuery(ctx);
-    const key = idempotencyKey(ctx);
-    const b = await readBody(ctx, RevisionBody);
-    const id = ctx.params.id!;
-    await loadSchedule(ctx);
-    const cred = ctx.cred;
-    return runCommand(ctx, key, {
-      operation: `POST /v1/schedules/{id}:${paused ? 'pause' : 'resume'}`,
-      targetId: id,
-      normalized: b,
-      status: 200,
-      effect: (c) => setPaused(c, cred, id, paused, b.expected_revision),
-      afterCommit: wake(ctx),
-    });
-  };
+  return command({
+    operation: `POST /v1/schedules/{id}:${paused ? 'pause' : 'resume'}`,
+    scope: 'schedules:manage',
+    body: RevisionBody,
+    status: 200,
+    load: loaded,
+    effect: (c, b, { cred, params }) => setPaused(c, cred, params.id!, paused, b.expected_revision),
+    reply: asIs,
+    afterCommit: wake,
+  });
 }
 export const pauseScheduleRoute = pauseOrResume(true);
 export const resumeScheduleRoute = pauseOrResume(false);
 
-export async function retireScheduleRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'schedules:manage');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, RetireBody);
-  const id = ctx.params.id!;
-  await loadSchedule(ctx);
-  const cred = ctx.cred;
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/schedules/{id}:retire',
-    targetId: id,
-    normalized: b,
-    status: 200,
-    effect: (c) => retireSchedule(c, cred, id, b),
-  });
-}
+export const retireScheduleRoute = command({
+  operation: 'POST /v1/schedules/{id}:retire',
+  scope: 'schedules:manage',
+  body: RetireBody,
+  status: 200,
+  load: loaded,
+  effect: (c, b, { cred, params }) => retireSchedule(c, cred, params.id!, b),
+  reply: asIs,
+});
 
-export async function triggerScheduleRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'schedules:manage');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, TriggerScheduleBody);
-  let scheduledFor: string | undefined;
-  if (b.scheduled_for !== undefined) {
-    const t = parseRfc3339(b.scheduled_for);
-    if (t === null) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: must be an RFC 3339 timestamp', { field: 'scheduled_for' });
-    if (t < Date.UTC(1970, 0, 2) || t >= Date.UTC(9999, 0, 1)) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: out of range', { field: 'scheduled_for' });
-    scheduledFor = new Date(t).toISOString();
-  }
-  const id = ctx.params.id!;
-  await loadSchedule(ctx);
-  const cred = ctx.cred;
-  let after: (() => void) | undefined;
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/schedules/{id}:trigger',
-    targetId: id,
-    normalized: { scheduled_for: scheduledFor },
-    status: 201,
-    effect: async (c) => {
-      const r = await triggerSchedule(ctx.app, c, cred, id, scheduledFor);
-      after = r.afterCommit;
-      return { data: r.data, resourceId: r.resourceId };
-    },
-    afterCommit: () => after?.(),
-  });
-}
+export const triggerScheduleRoute = command({
+  operation: 'POST /v1/schedules/{id}:trigger',
+  scope: 'schedules:manage',
+  body: TriggerScheduleBody,
+  status: 201,
+  load: async (ctx, b) => {
+    // The timestamp is checked before the schedule is looked up: a bad one is 400 even for an
+    // unknown schedule.
+    let scheduledFor: string | undefined;
+    if (b.scheduled_for !== undefined) {
+      const t = parseRfc3339(b.scheduled_for);
+      if (t === null) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: must be an RFC 3339 timestamp', { field: 'scheduled_for' });
+      if (t < Date.UTC(1970, 0, 2) || t >= Date.UTC(9999, 0, 1)) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: out of range', { field: 'scheduled_for' });
+      scheduledFor = new Date(t).toISOString();
+    }
+    await loadSchedule(ctx);
+    return { scheduled_for: scheduledFor };
+  },
+  effect: (c, n, { app, cred, params }) => triggerSchedule(app, c, cred, params.id!, n.scheduled_for),
+  reply: asIs,
+  // The created task's own after-commit work (metrics, dispatcher wake-ups).
+  afterCommit: (r) => r.afterCommit(),
+});
 
 // ---- reads: schedules:manage or tasks:read ----
 

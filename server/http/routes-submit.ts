@@ -6,7 +6,7 @@ import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.j
 import type { SubmitOutcome } from '../dispatch/submit.js';
 import { requireScope } from './auth.js';
 import { readJsonBody } from './body.js';
-import { idempotencyKey, readBody, rejectQuery } from './command.js';
+import { readCommand, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 
 function submitter(ctx: RequestCtx) {
@@ -15,10 +15,8 @@ function submitter(ctx: RequestCtx) {
 }
 
 export async function submitTask(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:submit');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const body = await readBody(ctx, SubmitTaskBody);
+  // Its own receipts and transaction (server/dispatch/submit.ts), the same request checks.
+  const { key, body } = await readCommand(ctx, 'tasks:submit', SubmitTaskBody);
   const prepared = normalizeSubmit(body);
   const out = await submitter(ctx).submit({ credential: ctx.cred, key, prepared });
   if (!out.ok) throw out.error;

@@ -24,59 +24,56 @@ import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
 import { notOneOf, queueNotFound } from './hints.js';
-import { idempotencyKey, readBody, rejectQuery, runCommand } from './command.js';
+import { command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
 /** Non-retired subscriptions per namespace (paused ones count). */
 export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
 
-export async function createSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:manage');
-  rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
-  const b = await readBody(ctx, CreateSubscriptionBody);
-  // The filter is a set: order does not change the command.
-  const n = { name: b.name, queue_id: b.queue_id, event_types: EVENT_TYPES.filter((t) => b.event_types.includes(t)) };
-  const cred = ctx.cred;
-  // Queue authorization before the receipt lookup (as submit does): a replay never hands a
-  // subscription of a queue outside queue_ids to a limited credential.
-  if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
-    const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
-    if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
-    requireQueueAccess(cred, q.id);
-  }
-  return runCommand(ctx, key, {
-    operation: 'POST /v1/subscriptions',
-    targetId: '',
-    normalized: n,
-    status: 201,
-    effect: async (c) => {
-      // The namespace row serializes creations (the 64-slot quota); the queue row in share mode
-      // serializes with queue retirement (which takes it exclusively).
-      await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
-      const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
-      if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
+export const createSubscriptionRoute = command({
+  operation: 'POST /v1/subscriptions',
+  scope: 'events:manage',
+  body: CreateSubscriptionBody,
+  status: 201,
+  load: async (ctx, b) => {
+    // The filter is a set: order does not change the command.
+    const n = { name: b.name, queue_id: b.queue_id, event_types: EVENT_TYPES.filter((t) => b.event_types.includes(t)) };
+    const cred = ctx.cred;
+    // Queue authorization before the receipt lookup (as submit does): a replay never hands a
+    // subscription of a queue outside queue_ids to a limited credential.
+    if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
+      const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
+      if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
       requireQueueAccess(cred, q.id);
-      if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
-      const active = await countActiveSubscriptions(c, cred.namespaceId);
-      if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
-        throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired subscriptions (limit ${MAX_SUBSCRIPTIONS_PER_NAMESPACE}); retire one first`);
-      }
-      const wm = await committedWatermark(c, cred.namespaceId);
-      const id = newId();
-      try {
-        await insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm });
-      } catch (err) {
-        if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a subscription named ${n.name} exists or existed in this namespace`, { field: 'name' });
-        throw err;
-      }
-      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'subscription.create', targetType: 'subscription', targetId: id, details: n });
-      const row = (await getSubscription(c, cred.namespaceId, id))!;
-      return { data: { subscription: subscriptionView(row, 0) }, resourceId: id };
-    },
-  });
-}
+    }
+    return n;
+  },
+  effect: async (c, n, { cred }) => {
+    // The namespace row serializes creations (the 64-slot quota); the queue row in share mode
+    // serializes with queue retirement (which takes it exclusively).
+    await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
+    const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
+    if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
+    requireQueueAccess(cred, q.id);
+    if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
+    const active = await countActiveSubscriptions(c, cred.namespaceId);
+    if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
+      throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired subscriptions (limit ${MAX_SUBSCRIPTIONS_PER_NAMESPACE}); retire one first`);
+    }
+    const wm = await committedWatermark(c, cred.namespaceId);
+    const id = newId();
+    try {
+      await insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm });
+    } catch (err) {
+      if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a subscription named ${n.name} exists or existed in this namespace`, { field: 'name' });
+      throw err;
+    }
+    await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'subscription.create', targetType: 'subscription', targetId: id, details: n });
+    return subscriptionView((await getSubscription(c, cred.namespaceId, id))!, 0);
+  },
+  reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+});
 
 /** A subscription of the credential's namespace owned by it (404 otherwise), queue authorized (403). */
 export async function loadSubscription(ctx: RequestCtx, id: string): Promise<SubscriptionRow> {
@@ -105,32 +102,29 @@ export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
 }
 
 function pauseOrResume(paused: boolean) {
-  return async (ctx: RequestCtx): Promise<Reply> => {
-    requireScope(ctx.cred, 'events:manage');
-    rejectQuery(ctx);
-    const key = idempotencyKey(ctx);
-    const id = ctx.params.id!;
-    const b = await readBody(ctx, RevisionBody);
-    await loadSubscription(ctx, id);
-    const cred = ctx.cred;
-    const action = paused ? 'pause' : 'resume';
-    return runCommand(ctx, key, {
-      operation: `POST /v1/subscriptions/{id}:${action}`,
-      targetId: id,
-      normalized: b,
-      status: 200,
-      effect: async (c) => {
-        const s = (await getSubscription(c, cred.namespaceId, id, true))!;
-        if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
-        if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
-          throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });
-        }
-        await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `subscription.${action}`, targetType: 'subscription', targetId: id });
-        const row = (await getSubscription(c, cred.namespaceId, id))!;
-        return { data: { subscription: subscriptionView(row, await pendingCount(c, row)) }, resourceId: id };
-      },
-    });
-  };
+  const action = paused ? 'pause' : 'resume';
+  return command({
+    operation: `POST /v1/subscriptions/{id}:${action}`,
+    scope: 'events:manage',
+    body: RevisionBody,
+    status: 200,
+    load: async (ctx, b) => {
+      await loadSubscription(ctx, ctx.params.id!);
+      return b;
+    },
+    effect: async (c, b, { cred, params }) => {
+      const id = params.id!;
+      const s = (await getSubscription(c, cred.namespaceId, id, true))!;
+      if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
+      if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
+        throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });
+      }
+      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `subscription.${action}`, targetType: 'subscription', targetId: id });
+      const row = (await getSubscription(c, cred.namespaceId, id))!;
+      return subscriptionView(row, await pendingCount(c, row));
+    },
+    reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+  });
 }
 
 export const pauseSubscriptionRoute = pauseOrResume(true);

@@ -9,7 +9,7 @@ import { newId } from '../ids.js';
 import { reportInternal } from '../boundary.js';
 import { serveConsole } from '../console/serve.js';
 import { authenticate } from './auth.js';
-import { sendData, sendError } from './envelope.js';
+import { endSocketWithError, sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
 import { logRequestOnFinish } from './request-log.js';
@@ -25,12 +25,17 @@ export function createHttpServer(app: AppContext): http.Server {
   const server = http.createServer(
     { requestTimeout: 60_000, headersTimeout: 10_000, connectionsCheckingInterval: 1_000, maxHeaderSize: 16 * 1024 },
     (req, res) => {
+      const requestId = newId();
       // The request handler's last boundary: handle() answers every error itself, so this only
-      // catches a failure while writing that answer.
-      handle(app, router, req, res).catch((err: unknown) => {
-        reportInternal(app, 'http', err, { url_path: req.url?.split('?')[0] });
-        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json; charset=utf-8' });
-        res.end();
+      // catches a failure while writing that answer; the 500 goes out in the envelope when no
+      // header is out yet, else the response is cut short.
+      handle(app, router, req, res, requestId).catch((err: unknown) => {
+        reportInternal(app, 'http', err, { request_id: requestId, url_path: req.url?.split('?')[0] });
+        try {
+          sendError(res, requestId, new OrbitError('INTERNAL', `internal error (request ${requestId})`));
+        } catch {
+          res.destroy();
+        }
       });
     },
   );
@@ -47,20 +52,11 @@ export function createHttpServer(app: AppContext): http.Server {
     const error = timedOut
       ? new OrbitError('REQUEST_TIMEOUT', 'request not received in time (headers within 10 s, whole request within 60 s)')
       : new OrbitError('INVALID_ARGUMENT', err.code === 'HPE_HEADER_OVERFLOW' ? 'request headers too large' : 'malformed HTTP request');
-    const body = JSON.stringify({ request_id: requestId, error: error.toBody() });
     let replied = false;
     const reply = () => {
       if (replied) return;
       replied = true;
-      if (!socket.writable) {
-        socket.destroy();
-        return;
-      }
-      socket.end(
-        `HTTP/1.1 ${error.httpStatus} ${http.STATUS_CODES[error.httpStatus]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
-      );
-      app.metrics.httpRequests.inc({ route: 'unparsed', status: String(error.httpStatus) });
+      if (endSocketWithError(socket, requestId, error)) app.metrics.httpRequests.inc({ route: 'unparsed', status: String(error.httpStatus) });
     };
     // Garbage pipelined behind a complete, valid request: answer it only after that request's
     // response is complete, never in the middle of it. When the broken bytes are the body of the
@@ -73,8 +69,7 @@ export function createHttpServer(app: AppContext): http.Server {
   return server;
 }
 
-async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  const requestId = newId();
+async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, req: http.IncomingMessage, res: http.ServerResponse, requestId: string): Promise<void> {
   const log = app.log.child({ request_id: requestId });
   let routeName = 'unmatched';
   logRequestOnFinish(log, req, res, () => routeName);

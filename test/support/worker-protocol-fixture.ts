@@ -67,7 +67,7 @@ export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
 export function handshake(
   url: string,
   opts: { path?: string; token?: string | null; protocols?: string[]; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: any }> {
+): Promise<{ status: number; body: any; headers: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
@@ -83,12 +83,12 @@ export function handshake(
         } catch {
           body = text;
         }
-        resolve({ status: res.statusCode ?? 0, body });
+        resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
       });
     });
     ws.once('open', () => {
       ws.close(1000);
-      resolve({ status: 101, body: null });
+      resolve({ status: 101, body: null, headers: {} });
     });
     ws.once('error', reject);
   });
