@@ -1,0 +1,136 @@
+// SQL operations on the attempts table shared by the dispatcher, the gateway, the HTTP facade and
+// orbit-admin: the row and its wire view, single-attempt reads and writes, and the reads by id list
+// of the hello and the reconciler. (The batch statements of start/result frames are
+// attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+import type { Attempt } from '@orbit/protocol/http-views';
+import { isId } from '@orbit/protocol/ids';
+
+export interface AttemptRow extends RowDataPacket {
+  id: string;
+  task_id: string;
+  namespace_id: string;
+  application_id: string;
+  queue_id: string;
+  attempt_no: number;
+  state: string;
+  worker_id: string;
+  session_id: string;
+  concurrency_key: Buffer | null;
+  concurrency_token: string | null;
+  leased_at: string;
+  started_at: string | null;
+  lease_expires_at: string;
+  finished_at: string | null;
+  outcome: string | null;
+  output: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  result_fingerprint: string | null;
+  result_reply: string | null;
+  /** 1 when lease_expires_at > now (computed by the database clock in the query). */
+  lease_live: number;
+  /** The database clock when the row was read (lease times are computed from it). */
+  db_now: string;
+}
+
+export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
+  concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
+  error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
+
+/** getAttempt(namespace_id, id, lock) → row or null. */
+export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<AttemptRow | null> {
+  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  if (!isId(id)) return null;
+  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
+  return rows[0] ?? null;
+}
+
+/** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
+export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {
+  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`, [
+    taskId,
+    namespaceId,
+  ]);
+  return rows;
+}
+
+/** lockLiveAttemptsOfWorker(namespace_id, worker_id) → the LEASED and RUNNING attempts of one
+ * worker identity, locked FOR UPDATE in id order (the hello: resume or release each). */
+export async function lockLiveAttemptsOfWorker(c: Conn, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
+  const [live] = await c.execute<AttemptRow[]>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') ORDER BY id FOR UPDATE`,
+    [namespaceId, workerId],
+  );
+  return live;
+}
+
+/** readAttempts(ids) → the rows of these attempts in id order (no lock; the hello reads back the
+ * attempts it resumed, under the locks it already holds). */
+export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]> {
+  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id`, ids);
+  return rows;
+}
+
+export interface AttemptHolderRow extends RowDataPacket {
+  id: string;
+  state: string;
+  session_id: string;
+  error_code: string | null;
+  result_fingerprint: string | null;
+}
+
+/** attemptHolders(ids) → state, holding session and how each attempt ended (no lock; the
+ * reconciler compares them with what this node's sessions think they hold). */
+export async function attemptHolders(pool: Pool, ids: string[]): Promise<AttemptHolderRow[]> {
+  const [rows] = await pool.query<AttemptHolderRow[]>(
+    `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${ids.map(() => '?').join(',')})`,
+    ids,
+  );
+  return rows;
+}
+
+/** closeAttempt(id, state, outcome, output JSON, error code/message, fingerprint, reply): leaves a
+ * live attempt; the caller holds its row lock and has checked it is live. */
+export async function closeAttempt(
+  c: Conn,
+  id: string,
+  f: { state: string; outcome: string | null; output?: string | null; errorCode?: string | null; errorMessage?: string | null; fingerprint?: string | null; reply?: string | null; markStarted?: boolean },
+): Promise<void> {
+  await c.execute(
+    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
+            finished_at = UTC_TIMESTAMP(3)${f.markStarted ? ', started_at = COALESCE(started_at, UTC_TIMESTAMP(3))' : ''}
+      WHERE id = ?`,
+    [f.state, f.outcome, f.output ?? null, f.errorCode ?? null, f.errorMessage ?? null, f.fingerprint ?? null, f.reply ?? null, id],
+  );
+}
+
+/** The wire shape of an attempt (protocol/http-views.ts). */
+export type AttemptView = Attempt;
+
+export function attemptView(r: AttemptRow): AttemptView {
+  const v: AttemptView = {
+    id: r.id,
+    task_id: r.task_id,
+    attempt_no: r.attempt_no,
+    state: r.state,
+    worker_id: r.worker_id,
+    session_id: r.session_id,
+    leased_at: toIso(r.leased_at)!,
+    started_at: toIso(r.started_at),
+    lease_expires_at: toIso(r.lease_expires_at)!,
+    finished_at: toIso(r.finished_at),
+    outcome: r.outcome,
+    error: r.error_code ? { code: r.error_code, message: r.error_message ?? '' } : null,
+  };
+  if (r.concurrency_key !== null && r.concurrency_token !== null) {
+    const { id, task_id, attempt_no, state, worker_id, session_id, ...rest } = v;
+    return { id, task_id, attempt_no, state, worker_id, session_id, concurrency_token: String(r.concurrency_token), ...rest };
+  }
+  return v;
+}
