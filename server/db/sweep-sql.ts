@@ -1,7 +1,7 @@
 // The statements of the sweeper (server/dispatch/recovery.ts) and of the release of attempts
-// claimed for a session that closed before delivery, each with a named purpose. Every locking read takes its rows FOR UPDATE
-// SKIP LOCKED, so several nodes' sweepers share the work instead of waiting on each other; a row
-// another transaction holds is simply left for the next sweep.
+// claimed for a session that closed before delivery, each with a named purpose. Every locking read
+// takes its rows FOR UPDATE SKIP LOCKED, so several nodes' sweepers share the work instead of
+// waiting on each other; a row another transaction holds is simply left for the next sweep.
 //   applicationsDue (no lock, before the transactions) → per application, in one transaction:
 //   lockExpiredAttempts → lockLateLeasedAttempts → lockOverdueWaitingTasks.
 import type { RowDataPacket } from 'mysql2/promise';

@@ -1,7 +1,7 @@
 // Single-task state changes shared by results, cancels, resolves and the sweeper
 // (server/dispatch/lifecycle.ts, recovery.ts, task-commands.ts). Each runs in the caller's
-// transaction; the caller locks the task row first (lockTask) — after the attempt row, the lock
-// order of every transaction that changes both (docs/design.md, "Lock order").
+// transaction, which locks the task row (lockTask) before changing it — after the attempt row when
+// it changes both, the lock order of every transaction (docs/design.md, "Lock order").
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';

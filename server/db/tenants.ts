@@ -1,4 +1,5 @@
-// SQL operations on applications and namespaces (used by orbit-admin and the embedded bootstrap).
+// SQL operations on applications and namespaces (orbit-admin, the embedded bootstrap, and the
+// namespace lock of schedule creation).
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { newId } from '../ids.js';
