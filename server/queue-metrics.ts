@@ -2,8 +2,8 @@
 // sees the same numbers: the database is the only shared state). The query walks the WAITING rows
 // (index ix_tasks_deadline), so results are cached briefly to bound what frequent scrapes cost.
 import client from 'prom-client';
-import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './db/pool.js';
+import { waitingDepthByQueue } from './db/task-gauges.js';
 import type { Metrics } from './metrics.js';
 
 const CACHE_MS = 2_000;
@@ -19,15 +19,8 @@ export function registerQueueGauges(metrics: Metrics, pool: Pool): void {
   let cached: { at: number; rows: QueueDepth[] } | null = null;
   const read = async (): Promise<QueueDepth[]> => {
     if (cached && Date.now() - cached.at < CACHE_MS) return cached.rows;
-    // Age counts from when a task became due (not_before), not from its submission.
-    const [rows] = await pool.query<RowDataPacket[]>(
-      `SELECT t.queue_id, q.name, COUNT(*) AS depth,
-              TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN t.not_before IS NULL OR t.not_before <= UTC_TIMESTAMP(3)
-                THEN GREATEST(t.created_at, COALESCE(t.not_before, t.created_at)) END), UTC_TIMESTAMP(3)) AS age_us
-         FROM tasks t JOIN queues q ON q.id = t.queue_id
-        WHERE t.state = 'WAITING' GROUP BY t.queue_id, q.name`,
-    );
-    const out = rows.map((r) => ({ queue_id: r.queue_id as string, queue: r.name as string, depth: Number(r.depth), oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6) }));
+    const rows = await waitingDepthByQueue(pool);
+    const out = rows.map((r) => ({ queue_id: r.queue_id, queue: r.name, depth: Number(r.depth), oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6) }));
     cached = { at: Date.now(), rows: out };
     return out;
   };

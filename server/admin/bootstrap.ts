@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withTransaction, type Pool } from '../db/pool.js';
-import { findOrCreateApplication, findOrCreateNamespace, insertAudit } from '../db/tenants.js';
+import { findOrCreateApplication, findOrCreateNamespace, insertAudit, namespaceEnvironment } from '../db/tenants.js';
 import { findQueueByName, insertQueue } from '../db/queues.js';
 import { insertCredential } from '../db/credentials.js';
 import { hashToken, newToken, type Scope } from '../http/auth.js';
@@ -54,8 +54,7 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
     const applicationId = await findOrCreateApplication(c, input.application);
     const namespaceId = await findOrCreateNamespace(c, applicationId, input.namespace, input.environment);
     // A reused namespace keeps its environment; a file naming another one would be a lie.
-    const [envRows] = await c.execute('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
-    const existingEnv = (envRows as { environment: string }[])[0]?.environment;
+    const existingEnv = await namespaceEnvironment(c, namespaceId);
     if (existingEnv !== undefined && existingEnv !== input.environment) {
       throw new Error(`namespace ${input.namespace} exists with environment ${existingEnv}; pass --environment ${existingEnv}`);
     }

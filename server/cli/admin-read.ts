@@ -3,11 +3,11 @@
 //   tasks list --queue NAME|ID [--state S] [--limit N]
 //   task get ID                                  the task as GET /v1/tasks/{id} shows it, plus its attempts
 // Text columns by default, `--json` for one JSON document.
-import type { RowDataPacket } from 'mysql2/promise';
 import { TASK_STATES } from '@orbit/protocol/frames';
 import type { Pool } from '../db/pool.js';
-import { TASK_COLUMNS, taskView, type TaskRow } from '../db/tasks.js';
-import { ATTEMPT_COLUMNS, attemptView, type AttemptRow } from '../dispatch/attempts-sql.js';
+import { taskView } from '../db/tasks.js';
+import { attemptView } from '../db/attempts.js';
+import { attemptsOfTask, queuesByRef, queuesWithCounts, taskById, tasksOfQueue } from '../db/admin-reads.js';
 import { one, parseFlags } from './args.js';
 
 const ID_RE = /^[0-9a-f]{32}$/;
@@ -49,12 +49,7 @@ export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) |
 }
 
 async function queuesList(pool: Pool, json: boolean): Promise<string> {
-  const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state = 'WAITING') AS waiting,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state IN ('LEASED','RUNNING')) AS running
-       FROM queues q JOIN namespaces n ON n.id = q.namespace_id ORDER BY n.name, q.name`,
-  );
+  const rows = await queuesWithCounts(pool);
   const list = rows.map((r) => ({
     id: r.id as string,
     name: r.name as string,
@@ -72,23 +67,17 @@ async function queuesList(pool: Pool, json: boolean): Promise<string> {
 
 /** A queue by id, or by name when exactly one namespace has a queue of that name. */
 async function findQueue(pool: Pool, ref: string): Promise<{ id: string; namespace_id: string }> {
-  const [rows] = await pool.query<RowDataPacket[]>(
-    'SELECT q.id, q.namespace_id, n.name AS namespace FROM queues q JOIN namespaces n ON n.id = q.namespace_id WHERE q.id = ? OR q.name = ?',
-    [ref, ref],
-  );
+  const rows = await queuesByRef(pool, ref);
   if (rows.length === 0) throw new Error(`no queue with id or name ${JSON.stringify(ref)}; \`orbit-admin queues list\` shows them`);
   if (rows.length > 1) {
     throw new Error(`${rows.length} namespaces have a queue named ${ref}; pass its id instead: ${rows.map((r) => `${r.id} (namespace ${r.namespace})`).join(', ')}`);
   }
-  return { id: rows[0]!.id as string, namespace_id: rows[0]!.namespace_id as string };
+  return { id: rows[0]!.id, namespace_id: rows[0]!.namespace_id };
 }
 
 async function tasksList(pool: Pool, queueRef: string, state: string | undefined, limit: number, json: boolean): Promise<string> {
   const q = await findQueue(pool, queueRef);
-  const [rows] = await pool.query<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
-    state ? [q.id, state, limit] : [q.id, limit],
-  );
+  const rows = await tasksOfQueue(pool, q.id, state, limit);
   const tasks = rows.map((r) => taskView(r, true));
   if (json) return JSON.stringify({ queue_id: q.id, tasks }) + '\n';
   if (tasks.length === 0) return `no tasks${state ? ` in state ${state}` : ''} in queue ${q.id}\n`;
@@ -99,9 +88,9 @@ async function tasksList(pool: Pool, queueRef: string, state: string | undefined
 }
 
 async function taskGet(pool: Pool, id: string, json: boolean): Promise<string> {
-  const [rows] = await pool.query<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
-  if (rows.length === 0) throw new Error(`task ${id} not found`);
-  const [attempts] = await pool.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? ORDER BY attempt_no`, [id]);
-  const doc = { task: taskView(rows[0]!), attempts: attempts.map(attemptView) };
+  const task = await taskById(pool, id);
+  if (!task) throw new Error(`task ${id} not found`);
+  const attempts = await attemptsOfTask(pool, id);
+  const doc = { task: taskView(task), attempts: attempts.map(attemptView) };
   return JSON.stringify(doc, null, json ? undefined : 2) + '\n';
 }

@@ -3,11 +3,11 @@
 // tasks list | task get. The database: ORBIT_MYSQL_DSN, else the embedded one of `npm start`.
 // Every argument is checked before the database is touched; any error prints one line on stderr,
 // exits 1 and leaves the database and the file system as they were.
-import type { RowDataPacket } from 'mysql2/promise';
 import { createPool, withTransaction, type Pool } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
-import { insertCredential, revokeCredential } from '../db/credentials.js';
-import { insertAudit, setApplicationQuotas } from '../db/tenants.js';
+import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
+import { insertAudit, namespaceExists, setApplicationQuotas } from '../db/tenants.js';
+import { queueIdsInNamespace } from '../db/queues.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../http/auth.js';
 import { newId } from '../ids.js';
 import { one, parseFlags, runMain } from './args.js';
@@ -103,11 +103,9 @@ runMain('orbit-admin', async () => {
     const credId = newId();
     await withPool(dsn, (p) =>
       withTransaction(p, async (c) => {
-        const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
-        if (rows.length === 0) throw new Error(`namespace ${namespaceId} not found`);
+        if (!(await namespaceExists(c, namespaceId))) throw new Error(`namespace ${namespaceId} not found`);
         if (queueIds !== '*') {
-          const [qs] = await c.query<RowDataPacket[]>('SELECT id FROM queues WHERE namespace_id = ? AND id IN (?)', [namespaceId, queueIds]);
-          const found = new Set(qs.map((r) => r.id as string));
+          const found = await queueIdsInNamespace(c, namespaceId, queueIds);
           const missing = queueIds.find((q) => !found.has(q));
           if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
         }
@@ -125,10 +123,10 @@ runMain('orbit-admin', async () => {
     const dsn = dsnFromEnv();
     await withPool(dsn, (p) =>
       withTransaction(p, async (c) => {
-        const [rows] = await c.execute<RowDataPacket[]>('SELECT namespace_id FROM credentials WHERE id = ?', [credId]);
-        if (rows.length === 0) throw new Error(`credential ${credId} not found`);
+        const namespaceId = await credentialNamespace(c, credId);
+        if (namespaceId === null) throw new Error(`credential ${credId} not found`);
         if (!(await revokeCredential(c, credId))) throw new Error(`credential ${credId} is already revoked`);
-        await insertAudit(c, { namespaceId: rows[0]!.namespace_id as string, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
+        await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
       }),
     );
     process.stdout.write(`revoked ${credId}\n`);

@@ -1,5 +1,13 @@
 // SQL operations on the application quota counters.
+import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
+
+/** maxUnfinishedTasks(application_id) → the application's quota of unfinished tasks, or undefined
+ * when there is no such application (stated in the 429 that refuses a submit). */
+export async function maxUnfinishedTasks(c: Conn, applicationId: string): Promise<number | undefined> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT max_unfinished_tasks FROM applications WHERE id = ?', [applicationId]);
+  return rows[0] ? Number(rows[0].max_unfinished_tasks) : undefined;
+}
 
 /** reserveUnfinishedTask(application_id) → false when the quota of unfinished tasks is reached.
  * Conditional update: the check and the increment are one statement (no snapshot read). */

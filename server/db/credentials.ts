@@ -64,6 +64,19 @@ export async function revokeCredential(db: Pool | Conn, id: string): Promise<boo
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 
+/** revokedCredentialIds(ids) → those of the credentials that are revoked (no lock; the reconciler
+ * closes the sessions connected with them). */
+export async function revokedCredentialIds(pool: Pool, ids: string[]): Promise<string[]> {
+  const [revoked] = await pool.query<RowDataPacket[]>(`SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${ids.map(() => '?').join(',')})`, ids);
+  return revoked.map((r) => r.id as string);
+}
+
+/** credentialNamespace(id) → the namespace of the credential, or null when there is none. */
+export async function credentialNamespace(c: Conn, id: string): Promise<string | null> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT namespace_id FROM credentials WHERE id = ?', [id]);
+  return rows[0] ? (rows[0].namespace_id as string) : null;
+}
+
 /** lockLiveCredential(id): true when the credential exists and is not revoked, holding a shared
  * lock on its row to the end of the caller's transaction. Revocation (an UPDATE of that row) then
  * serializes with every claim, start and result that checked it: either the revocation commits

@@ -118,6 +118,18 @@ export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>):
   }
 }
 
+/** savepoint(name): marks a point of the running transaction that rollbackToSavepoint returns to
+ * (one item of a batched transaction undone alone). `name` is a constant identifier. */
+export async function savepoint(c: Conn, name: string): Promise<void> {
+  await c.query(`SAVEPOINT ${name}`);
+}
+
+/** rollbackToSavepoint(name): undoes what the transaction did since savepoint(name); the row locks
+ * it took meanwhile stay held to the end of the transaction (InnoDB). */
+export async function rollbackToSavepoint(c: Conn, name: string): Promise<void> {
+  await c.query(`ROLLBACK TO SAVEPOINT ${name}`);
+}
+
 /** One transaction on a pooled connection (see transactionOn). */
 export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T> {
   const conn = await pool.getConnection();

@@ -103,6 +103,33 @@ export async function setQueuePaused(c: Conn, id: string, paused: boolean, expec
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 
+/** markQueueRetired(id, reason): paused and retired for good (revision bumped). The caller holds
+ * the row FOR UPDATE and has found nothing that still holds the queue (queue-blockers.ts). */
+export async function markQueueRetired(c: Conn, id: string, reason: string): Promise<void> {
+  await c.execute(
+    `UPDATE queues SET paused = 1, retired_at = UTC_TIMESTAMP(3), retire_reason = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE id = ?`,
+    [reason, id],
+  );
+}
+
+/** readHelloQueues(namespace_id, ids) → id, lease_seconds and retired_at of the listed queues of
+ * the namespace (no lock; ids already checked against the id pattern). */
+export async function readHelloQueues(c: Conn, namespaceId: string, ids: string[]): Promise<{ id: string; lease_seconds: number; retired_at: string | null }[]> {
+  const [qrows] = await c.query<RowDataPacket[]>(`SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${ids.map(() => '?').join(',')})`, [
+    namespaceId,
+    ...ids,
+  ]);
+  return qrows as { id: string; lease_seconds: number; retired_at: string | null }[];
+}
+
+/** queueIdsInNamespace(namespace_id, ids) → those of the ids that name a queue of the namespace
+ * (orbit-admin's credential create checks its --queue-ids; `IN (?)` expands the array). */
+export async function queueIdsInNamespace(c: Conn, namespaceId: string, ids: string[]): Promise<Set<string>> {
+  const [qs] = await c.query<RowDataPacket[]>('SELECT id FROM queues WHERE namespace_id = ? AND id IN (?)', [namespaceId, ids]);
+  return new Set(qs.map((r) => r.id as string));
+}
+
 export interface SubmitQueueRow extends RowDataPacket {
   id: string;
   namespace_id: string;

@@ -1,4 +1,5 @@
-// SQL operations on tasks (submit and reads). Claim/result operations live in dispatch/.
+// SQL operations on tasks (submit and reads). Claim and result statements are claim-sql.ts and
+// attempt-batches.ts, single-task transitions task-transitions.ts.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';

@@ -1,4 +1,5 @@
-// SQL operations on applications and namespaces (used by orbit-admin and the embedded bootstrap).
+// SQL operations on applications and namespaces (orbit-admin, the embedded bootstrap, and the
+// namespace lock of schedule creation).
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { newId } from '../ids.js';
@@ -25,6 +26,25 @@ export async function findOrCreateNamespace(c: Conn, applicationId: string, name
     environment,
   ]);
   return id;
+}
+
+/** namespaceEnvironment(namespace_id) → its environment, or undefined when there is no such
+ * namespace. */
+export async function namespaceEnvironment(c: Conn, namespaceId: string): Promise<string | undefined> {
+  const [envRows] = await c.execute('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
+  return (envRows as { environment: string }[])[0]?.environment;
+}
+
+/** namespaceExists(namespace_id) → true when there is such a namespace (no lock). */
+export async function namespaceExists(c: Conn, namespaceId: string): Promise<boolean> {
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
+  return rows.length > 0;
+}
+
+/** lockNamespace(namespace_id): the namespace row FOR UPDATE to the end of the transaction — the
+ * per-namespace counts checked against a limit (schedules) then serialize with each other. */
+export async function lockNamespace(c: Conn, namespaceId: string): Promise<void> {
+  await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [namespaceId]);
 }
 
 /** setApplicationQuotas(application_id, max_active_attempts?, max_unfinished_tasks?). */

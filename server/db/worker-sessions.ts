@@ -1,18 +1,76 @@
-// Read model of connected worker sessions for GET /v1/workers, across every gateway node (the
-// sessions table is the shared record; a node only knows its own sockets).
+// SQL operations on worker sessions (the sessions table is the shared record across every gateway
+// node; a node only knows its own sockets): the session row a hello opens and a close marks, the
+// liveness refresh, and the read model of connected sessions for GET /v1/workers.
 //
 //   listConnectedSessions(db, namespace_id, queue_id?) → WorkerSession[] (all queues of each session)
 //     namespace_id  the credential's namespace
 //     queue_id      only sessions whose hello named this queue (already validated and authorized)
 //
 // "Connected" = not CLOSED and seen within SESSION_STALE_SECONDS: each node refreshes
-// last_seen_at of its own sessions every few seconds, so the row of a node killed with -9 (which
-// stays OPEN) drops out of the list once it goes stale.
+// last_seen_at of its own sessions every few seconds (touchSessions), so the row of a node killed
+// with -9 (which stays OPEN) drops out of the list once it goes stale.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkerSession } from '@orbit/protocol/http-views';
-import { SESSION_STALE_SECONDS } from '../gateway/capability-watch.js';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
+
+/** A session not seen for this long counts as gone (its node died without closing it). */
+export const SESSION_STALE_SECONDS = 30;
+
+/** closeSupersededSessions(namespace_id, worker_id): every session of the identity that is not
+ * CLOSED is closed with 4409 (a new hello of the same worker_id supersedes them). */
+export async function closeSupersededSessions(c: Conn, namespaceId: string, workerId: string): Promise<void> {
+  await c.execute(
+    `UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = 4409
+        WHERE namespace_id = ? AND worker_id = ? AND state <> 'CLOSED'`,
+    [namespaceId, workerId],
+  );
+}
+
+export interface NewWorkerSession {
+  id: string;
+  namespaceId: string;
+  workerId: string;
+  credentialId: string;
+  nodeId: string;
+  queueIds: string[];
+  capacity: number;
+  concurrencyKeys: boolean;
+  /** The hello's handlers filter, or null (any handler). */
+  handlers: unknown;
+}
+
+/** insertWorkerSession(id, namespace, worker, credential, node, queues, capacity, capability,
+ * handlers): the OPEN row of a session whose hello succeeded, connected and seen now. */
+export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise<void> {
+  await c.execute(
+    `INSERT INTO worker_sessions (id, namespace_id, worker_id, credential_id, node_id, queue_ids, capacity, concurrency_keys, handlers, state, connected_at, last_seen_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'OPEN', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    [s.id, s.namespaceId, s.workerId, s.credentialId, s.nodeId, JSON.stringify(s.queueIds), s.capacity, s.concurrencyKeys ? 1 : 0, s.handlers ? JSON.stringify(s.handlers) : null],
+  );
+}
+
+/** closeSessionRow(session_id, close_code): marks a session closed (socket gone). Releases
+ * nothing: attempts run on until result or expiry. */
+export async function closeSessionRow(pool: Pool, sessionId: string, code: number): Promise<void> {
+  await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [code, sessionId]);
+}
+
+/** touchSessions(session_ids): last_seen_at = now (the caller passes one application's sessions
+ * per call: every statement touches one application's rows). */
+export async function touchSessions(pool: Pool, ids: string[]): Promise<void> {
+  await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${ids.map(() => '?').join(',')})`, ids);
+}
+
+/** capableSessionQueues() → the queue_ids (JSON text) of every live session with the
+ * concurrency_keys capability, on any node (seen within SESSION_STALE_SECONDS). */
+export async function capableSessionQueues(pool: Pool): Promise<{ queue_ids: string }[]> {
+  const [sessions] = await pool.query<RowDataPacket[]>(
+    `SELECT queue_ids FROM worker_sessions
+        WHERE state <> 'CLOSED' AND concurrency_keys = 1 AND last_seen_at > UTC_TIMESTAMP(3) - INTERVAL ${SESSION_STALE_SECONDS} SECOND`,
+  );
+  return sessions as { queue_ids: string }[];
+}
 
 export async function listConnectedSessions(db: Pool | Conn, namespaceId: string, queueId?: string): Promise<WorkerSession[]> {
   const [rows] = await db.execute<RowDataPacket[]>(

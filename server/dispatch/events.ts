@@ -1,8 +1,9 @@
 // Result stream appends. The per-namespace head row is locked (FOR UPDATE) and bumped inside the
 // outcome's transaction and stays locked until commit, so sequences commit in increasing order and
 // the committed head value is the watermark: no reader can see sequence n+1 while n is uncommitted.
+// The statements are server/db/result-events.ts.
 import type { Conn } from '../db/pool.js';
-import { write } from '../db/pipeline.js';
+import { allocateSequences, insertResultEvents, readAllocatedHead } from '../db/result-events.js';
 
 export type EventType = 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'task.deadline_exceeded' | 'task.needs_review';
 
@@ -37,32 +38,15 @@ export async function appendResultEvents(
   for (const ns of [...byNs.keys()].sort()) {
     const list = byNs.get(ns)!;
     const k = list.length;
-    // Allocates k sequences: the head row is created on the namespace's first event, else bumped by
-    // k (its exclusive lock held to the commit). The new head goes to a session variable that the
-    // event INSERT reads — not LAST_INSERT_ID(), which an audit trigger's own insert may change,
-    // and not a read-back, which would cost the transaction a round trip.
-    await write(
-      c,
-      `INSERT INTO stream_heads (namespace_id, last_sequence, updated_at) VALUES (?, (@orbit_stream_head := ?), UTC_TIMESTAMP(3))
-         ON DUPLICATE KEY UPDATE last_sequence = (@orbit_stream_head := last_sequence + ?), updated_at = UTC_TIMESTAMP(3)`,
-      [ns, k, k],
-    );
-    let first: bigint | null = null;
+    await allocateSequences(c, ns, k);
     if (opts.sequences !== false) {
-      const [[row]] = (await c.query('SELECT @orbit_stream_head AS head')) as unknown as [[{ head: string | number }]];
-      first = BigInt(row.head) - BigInt(k) + 1n;
+      const first = (await readAllocatedHead(c)) - BigInt(k) + 1n;
+      list.forEach((e, i) => out.push({ namespaceId: ns, sequence: (first + BigInt(i)).toString(), taskId: e.taskId }));
     }
-    const values: unknown[] = [];
-    list.forEach((e, i) => {
-      values.push(ns, k - 1 - i, e.type, e.taskId, e.queueId, JSON.stringify(e.result));
-      if (first !== null) out.push({ namespaceId: ns, sequence: (first + BigInt(i)).toString(), taskId: e.taskId });
-    });
-    await write(
+    await insertResultEvents(
       c,
-      `INSERT INTO result_events (namespace_id, sequence, type, task_id, queue_id, occurred_at, result) VALUES ${list
-        .map(() => '(?, @orbit_stream_head - ?, ?, ?, ?, UTC_TIMESTAMP(3), ?)')
-        .join(', ')}`,
-      values,
+      ns,
+      list.map((e, i) => ({ fromHead: k - 1 - i, type: e.type, taskId: e.taskId, queueId: e.queueId, result: JSON.stringify(e.result) })),
     );
   }
   return out;

@@ -5,6 +5,7 @@ import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { markBroken, releaseConnection, type Conn, type Pool } from '../db/pool.js';
+import { getNamedLock, releaseNamedLock } from '../db/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
 /** SHA-256 of operation + target + normalized body, canonically serialized. */
@@ -38,8 +39,7 @@ export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c
   const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
   const conn = await pool.getConnection();
   try {
-    const [rows] = (await conn.query('SELECT GET_LOCK(?, ?) AS got', [name, KEY_LOCK_WAIT_SECONDS])) as unknown as [Array<{ got: number | null }>];
-    if (Number(rows[0]?.got) !== 1) {
+    if (!(await getNamedLock(conn, name, KEY_LOCK_WAIT_SECONDS))) {
       throw new OrbitError('UNAVAILABLE', 'another request with this Idempotency-Key is still running; retry with the same key');
     }
     try {
@@ -47,7 +47,7 @@ export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c
     } finally {
       // If the lock cannot be released, the connection must not go back to the pool holding it;
       // destroying it releases the lock on the server.
-      await conn.query('SELECT RELEASE_LOCK(?)', [name]).catch(() => markBroken(conn));
+      await releaseNamedLock(conn, name).catch(() => markBroken(conn));
     }
   } finally {
     releaseConnection(conn);

@@ -1,11 +1,12 @@
 // Revoking live attempts without a worker result: lease expiry (sweeper), deadlines, cancel, and
 // never-started attempts released at reconnect. Each batch is one transaction; rows are locked
 // with SKIP LOCKED so several nodes' sweepers share the work instead of waiting on each other.
-import type { RowDataPacket } from 'mysql2/promise';
 import { withTransaction, type Conn, type Pool } from '../db/pool.js';
-import { ATTEMPT_COLUMNS, closeAttempt, type AttemptRow } from './attempts-sql.js';
+import { closeAttempt, type AttemptRow } from '../db/attempts.js';
+import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLeasedAttemptsOfWorker, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
+import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
 import { PermitLedger } from './ledger.js';
-import { finishTask, lockTask } from './lifecycle.js';
+import { finishTask } from './lifecycle.js';
 
 export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
 
@@ -36,7 +37,7 @@ export async function revokeAttempt(
     case 'release-unlisted':
       await closeAttempt(c, a.id, { state: 'EXPIRED', outcome: null, errorCode: 'LEASE_EXPIRED', errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start' });
       // A never-started attempt does not consume max_attempts: back to WAITING as it was.
-      await c.execute(`UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`, [t.id, a.id]);
+      await requeueUnstartedTask(c, t.id, a.id);
       return 'LEASE_EXPIRED';
     case 'expire-running': {
       const error = { code: 'LEASE_EXPIRED', message: 'lease ran out while running; effect unknown' };
@@ -57,24 +58,6 @@ export async function revokeAttempt(
       return 'CANCELLED';
     }
   }
-}
-
-async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
-  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`, args);
-  return rows;
-}
-
-/** Applications with due sweep work: a non-locking read (each application is then swept in its
- * own transaction, which re-checks everything under lock). */
-async function applicationsDue(pool: Pool, limit: number): Promise<string[]> {
-  const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT DISTINCT application_id FROM (
-       (SELECT application_id FROM attempts WHERE state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
-       UNION ALL
-       (SELECT t.application_id FROM tasks t WHERE t.state IN ('WAITING','LEASED') AND t.deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
-     ) due`,
-  );
-  return rows.map((r) => r.application_id as string);
 }
 
 /** One sweep by database time: every application with due work, each in its own transaction
@@ -98,7 +81,7 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
     ledger = new PermitLedger(); // fresh on a deadlock retry
     report.revoked = [];
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 };
-    const expired = await lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [applicationId], limit);
+    const expired = await lockExpiredAttempts(c, applicationId, limit);
     for (const a of expired) {
       const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
       const reason = await revokeAttempt(c, ledger, a, kind);
@@ -107,24 +90,15 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
       else report.counts.runningExpired++;
     }
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
-    const late = await lockAttempts(
-      c,
-      `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)
-         AND task_id IN (SELECT id FROM tasks WHERE application_id = ? AND state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
-      [applicationId, applicationId],
-      limit,
-    );
+    const late = await lockLateLeasedAttempts(c, applicationId, limit);
     for (const a of late) {
       const reason = await revokeAttempt(c, ledger, a, 'deadline');
       report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
       report.counts.deadlineLeased++;
     }
-    const [waiting] = await c.query<RowDataPacket[]>(
-      `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
-      [applicationId],
-    );
+    const waiting = await lockOverdueWaitingTasks(c, applicationId, limit);
     for (const w of waiting) {
-      const t = await lockTask(c, w.namespace_id as string, w.id as string);
+      const t = await lockTask(c, w.namespace_id, w.id);
       await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' } });
       report.counts.deadlineWaiting++;
     }
@@ -140,12 +114,7 @@ export async function releaseAttempts(pool: Pool, who: { namespaceId: string; wo
   let ledger = new PermitLedger();
   await withTransaction(pool, async (c) => {
     ledger = new PermitLedger();
-    const rows = await lockAttempts(
-      c,
-      `id IN (${attemptIds.map(() => '?').join(',')}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,
-      [...attemptIds, who.namespaceId, who.workerId],
-      attemptIds.length,
-    );
+    const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
     for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
     await ledger.flush(c);
   });

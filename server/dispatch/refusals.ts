@@ -1,10 +1,10 @@
 // Refusals with a hint that the domain gives (the task-creation path and the HTTP routes): a queue
 // name where an id is expected names the id, a quota names its limit and how to raise it.
-import type { RowDataPacket } from 'mysql2/promise';
 import { OrbitError } from '@orbit/protocol/errors';
 import { ID_RE } from '@orbit/protocol/validation';
 import type { Conn, Pool } from '../db/pool.js';
 import { findQueueByName } from '../db/queues.js';
+import { maxUnfinishedTasks } from '../db/applications.js';
 
 const QUEUE_NAME_RE = /^[a-z0-9._-]{1,64}$/;
 
@@ -24,8 +24,7 @@ export async function queueNotFound(db: Pool | Conn, namespaceId: string, value:
 
 /** 429 for the application's unfinished-task quota, stating the limit and how to raise it. */
 export async function unfinishedTasksQuota(c: Conn, applicationId: string): Promise<OrbitError> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT max_unfinished_tasks FROM applications WHERE id = ?', [applicationId]);
-  const limit = rows[0] ? Number(rows[0].max_unfinished_tasks) : undefined;
+  const limit = await maxUnfinishedTasks(c, applicationId);
   return new OrbitError(
     'QUOTA_EXCEEDED',
     `application quota of unfinished tasks reached (limit ${limit ?? 'unknown'}): retry once tasks finish, or raise it with \`orbit-admin quota set --application-id ${applicationId} --max-unfinished-tasks N\``,

@@ -3,7 +3,8 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Conn } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
-import { getAttempt } from './attempts-sql.js';
+import { getAttempt } from '../db/attempts.js';
+import { reopenTaskForRetry } from '../db/task-transitions.js';
 import { PermitLedger } from './ledger.js';
 import { finishTask } from './lifecycle.js';
 import { revokeAttempt, type Revoked } from './recovery.js';
@@ -38,11 +39,7 @@ export async function resolveTask(c: Conn, namespaceId: string, taskId: string, 
   const note = { code: 'RESOLVED', message: reason ?? `resolved as ${resolution}` };
   if (resolution === 'retry') {
     // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
-    await c.execute(
-      `UPDATE tasks SET state = 'WAITING', not_before = NULL, result_outcome = NULL, result_output = NULL, result_error_code = NULL,
-              result_error_message = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
-      [t.id],
-    );
+    await reopenTaskForRetry(c, t.id);
     ledger.freedQueues.add(t.queue_id);
   } else {
     await finishTask(c, ledger, t, { state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED', outcome: resolution, error: resolution === 'failed' ? note : null });

@@ -6,7 +6,7 @@
 // item is answered only after the commit. A deadlock or lost connection fails the whole
 // transaction, which withTransaction retries from scratch (each item's work is re-run).
 import { OrbitError } from '@orbit/protocol/errors';
-import { withTransaction, isConnectionError, type Conn, type Pool } from '../db/pool.js';
+import { withTransaction, isConnectionError, rollbackToSavepoint, savepoint, type Conn, type Pool } from '../db/pool.js';
 import { PermitLedger } from './ledger.js';
 
 type ItemFn<T> = (c: Conn, ledger: PermitLedger) => Promise<T>;
@@ -74,7 +74,7 @@ export class TxBatcher {
         const merged = new PermitLedger();
         for (const item of batch) {
           const sp = this.savepoints && batch.length > 1;
-          if (sp) await c.query('SAVEPOINT item');
+          if (sp) await savepoint(c, 'item');
           const ledger = new PermitLedger();
           try {
             const value = await item.fn(c, ledger);
@@ -82,7 +82,7 @@ export class TxBatcher {
             outcomes.push({ ok: true, value, ledger });
           } catch (err) {
             if (mustAbortTransaction(err) || batch.length === 1) throw err;
-            if (sp) await c.query('ROLLBACK TO SAVEPOINT item');
+            if (sp) await rollbackToSavepoint(c, 'item');
             else if (!(err instanceof OrbitError)) throw err;
             outcomes.push({ ok: false, error: err });
           }

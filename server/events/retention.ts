@@ -6,9 +6,10 @@
 // Events referenced by a delivery that is not yet acknowledged are kept (a materialized delivery
 // must still be deliverable), so the prefix stops before the oldest unacknowledged delivery of
 // any non-retired subscription of the namespace.
-import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../db/pool.js';
 import { isConnectionError } from '../db/pool.js';
+import { deleteEventsUpTo, oldestUnackedSequence, pruneCandidates } from '../db/event-retention.js';
+import { releasePruneLock, tryPruneLock } from '../db/named-locks.js';
 import type { AppContext } from '../app-context.js';
 import { guarded } from '../boundary.js';
 
@@ -24,37 +25,26 @@ const BATCH = 5000;
 export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise<PruneReport> {
   const conn = await pool.getConnection();
   try {
-    const [lk] = await conn.query<RowDataPacket[]>(`SELECT GET_LOCK(CONCAT('orbit.prune-events.', DATABASE()), 0) AS ok`);
-    if (Number(lk[0]!.ok) !== 1) return { ran: false, deleted: 0 };
+    if (!(await tryPruneLock(conn))) return { ran: false, deleted: 0 };
     try {
       let deleted = 0;
       // Per namespace, the newest sequence older than the cutoff (occurred_at is taken under the
       // head lock, so it does not decrease along the stream; the prefix is by sequence anyway).
-      const [old] = await conn.query<RowDataPacket[]>(
-        `SELECT namespace_id, MAX(sequence) AS upto FROM result_events
-          WHERE occurred_at < UTC_TIMESTAMP(3) - INTERVAL ? SECOND GROUP BY namespace_id`,
-        [retentionSeconds],
-      );
+      const old = await pruneCandidates(conn, retentionSeconds);
       for (const r of old) {
-        const ns = r.namespace_id as string;
-        let upto = BigInt(r.upto as string);
-        const [keep] = await conn.query<RowDataPacket[]>(
-          `SELECT MIN(d.sequence) AS s FROM subscriptions s
-             JOIN deliveries d ON d.subscription_id = s.id AND d.state IN ('PENDING','LEASED','EXPIRED')
-            WHERE s.namespace_id = ? AND s.retired_at IS NULL`,
-          [ns],
-        );
-        if (keep[0]!.s !== null && BigInt(keep[0]!.s as string) - 1n < upto) upto = BigInt(keep[0]!.s as string) - 1n;
+        const ns = r.namespace_id;
+        let upto = BigInt(r.upto);
+        const keep = await oldestUnackedSequence(conn, ns);
+        if (keep !== null && BigInt(keep) - 1n < upto) upto = BigInt(keep) - 1n;
         for (;;) {
-          const [res] = await conn.query(`DELETE FROM result_events WHERE namespace_id = ? AND sequence <= ? ORDER BY sequence LIMIT ${BATCH}`, [ns, upto.toString()]);
-          const n = (res as { affectedRows: number }).affectedRows;
+          const n = await deleteEventsUpTo(conn, ns, upto.toString(), BATCH);
           deleted += n;
           if (n < BATCH) break;
         }
       }
       return { ran: true, deleted };
     } finally {
-      await conn.query(`SELECT RELEASE_LOCK(CONCAT('orbit.prune-events.', DATABASE()))`);
+      await releasePruneLock(conn);
     }
   } finally {
     conn.release();

@@ -11,12 +11,12 @@
 //   SHARE MODE, schedule creation/publish/resume LOCK IN SHARE MODE — so nothing can add work to
 //   the queue between the checks and the commit. A writer
 //   that is still in flight only makes the check more conservative (its work is seen as unfinished).
-import type { RowDataPacket } from 'mysql2/promise';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { getQueue, queueView, type QueueView } from '../db/queues.js';
+import { getQueue, markQueueRetired, queueView, type QueueView } from '../db/queues.js';
+import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedTaskCounts } from '../db/queue-blockers.js';
 import { countQueueSubscriptions, countUnacked, countUnmaterialized, getSubscription, lockWatermark, markSubscriptionRetired, subscriptionView, type SubscriptionView } from '../db/subscriptions.js';
 import { insertAudit } from '../db/tenants.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
@@ -76,10 +76,7 @@ export interface BusyReason {
  * queue row FOR UPDATE. */
 export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
   const out: BusyReason[] = [];
-  const [tasks] = await c.execute<RowDataPacket[]>(
-    `SELECT state, COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW') GROUP BY state ORDER BY state`,
-    [q.id],
-  );
+  const tasks = await unfinishedTaskCounts(c, q.id);
   const live = tasks.filter((r) => r.state !== 'NEEDS_REVIEW');
   const liveCount = live.reduce((n, r) => n + Number(r.n), 0);
   if (liveCount > 0) {
@@ -91,26 +88,20 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
   }
   const review = tasks.find((r) => r.state === 'NEEDS_REVIEW');
   if (review) {
-    const [ids] = await c.execute<RowDataPacket[]>(`SELECT id FROM tasks WHERE queue_id = ? AND state = 'NEEDS_REVIEW' ORDER BY seq LIMIT 20`, [q.id]);
+    const ids = await needsReviewTaskIds(c, q.id);
     out.push({
       reason: 'needs_review_tasks',
       count: Number(review.n),
-      message: `${review.n} tasks in NEEDS_REVIEW (resolve them first: ${ids.map((r) => r.id as string).join(', ')}${Number(review.n) > ids.length ? ', …' : ''})`,
-      task_ids: ids.map((r) => r.id as string),
+      message: `${review.n} tasks in NEEDS_REVIEW (resolve them first: ${ids.join(', ')}${Number(review.n) > ids.length ? ', …' : ''})`,
+      task_ids: ids,
     });
   }
-  const [att] = await c.execute<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM attempts WHERE state IN ('LEASED','RUNNING') AND queue_id = ?`, [q.id]);
-  const inFlight = Number(att[0]!.n);
+  const inFlight = await countLiveAttemptsOfQueue(c, q.id);
   if (inFlight > 0) out.push({ reason: 'in_flight_attempts', count: inFlight, message: `${inFlight} in-flight attempts (LEASED or RUNNING)` });
   if (q.active_attempts > 0) {
     out.push({ reason: 'unreleased_permits', count: q.active_attempts, message: `${q.active_attempts} queue permits not released (active_attempts)` });
   }
-  const [keys] = await c.execute<RowDataPacket[]>(
-    `SELECT COUNT(*) AS n FROM resource_keys rk JOIN attempts a ON a.id = rk.holder_attempt_id
-      WHERE rk.namespace_id = ? AND rk.holder_attempt_id IS NOT NULL AND a.queue_id = ?`,
-    [q.namespace_id, q.id],
-  );
-  const held = Number(keys[0]!.n);
+  const held = await countHeldKeysOfQueue(c, q.namespace_id, q.id);
   if (held > 0) out.push({ reason: 'held_resource_keys', count: held, message: `${held} resource-key permits held by attempts of this queue` });
   const subs = await countQueueSubscriptions(c, q.id);
   if (subs > 0) out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
@@ -142,11 +133,7 @@ export async function retireQueue(c: Conn, cred: Credential, id: string, b: Reti
       blockers: blockers.map(({ message: _m, ...rest }) => rest),
     });
   }
-  await c.execute(
-    `UPDATE queues SET paused = 1, retired_at = UTC_TIMESTAMP(3), retire_reason = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
-      WHERE id = ?`,
-    [b.reason, q.id],
-  );
+  await markQueueRetired(c, q.id, b.reason);
   await insertAudit(c, {
     namespaceId: cred.namespaceId,
     actor: cred.id,

@@ -4,10 +4,11 @@
 // exports the gauge and logs one line per queue when it starts waiting. Also refreshes
 // last_seen_at of this node's sessions: a session row of a node killed with -9 stays OPEN, and
 // only sessions seen in the last 30 s count as capable.
-import type { RowDataPacket } from 'mysql2/promise';
+import { capableSessionQueues, touchSessions } from '../db/worker-sessions.js';
+import { keyedWaitingByQueue } from '../db/task-gauges.js';
 import type { Gateway } from './ws-gateway.js';
 
-export const SESSION_STALE_SECONDS = 30;
+export { SESSION_STALE_SECONDS } from '../db/worker-sessions.js';
 
 export class CapabilityWatch {
   private readonly warned = new Set<string>();
@@ -25,20 +26,15 @@ export class CapabilityWatch {
       byApp.set(s.cred.applicationId, ids);
     }
     for (const ids of byApp.values()) {
-      await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${ids.map(() => '?').join(',')})`, ids);
+      await touchSessions(pool, ids);
     }
-    const [waiting] = await pool.query<RowDataPacket[]>(
-      `SELECT queue_id, COUNT(*) AS n FROM tasks WHERE state = 'WAITING' AND concurrency_key IS NOT NULL GROUP BY queue_id`,
-    );
+    const waiting = await keyedWaitingByQueue(pool);
     if (waiting.length === 0) {
       this.gw.app.metrics.keyedWaitingNoCapable.set(0);
       this.warned.clear();
       return;
     }
-    const [sessions] = await pool.query<RowDataPacket[]>(
-      `SELECT queue_ids FROM worker_sessions
-        WHERE state <> 'CLOSED' AND concurrency_keys = 1 AND last_seen_at > UTC_TIMESTAMP(3) - INTERVAL ${SESSION_STALE_SECONDS} SECOND`,
-    );
+    const sessions = await capableSessionQueues(pool);
     const capable = new Set<string>();
     for (const s of sessions) for (const q of JSON.parse(s.queue_ids as string) as string[]) capable.add(q);
     let total = 0;

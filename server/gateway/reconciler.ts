@@ -2,9 +2,11 @@
 // reconciliation of local sessions with changes other nodes made — attempts revoked elsewhere get
 // task.cancel here, and a session superseded by a newer session of its worker_id on another node
 // is closed with 4409.
-import type { RowDataPacket } from 'mysql2/promise';
 import { sweep } from '../dispatch/recovery.js';
 import { isConnectionError } from '../db/pool.js';
+import { attemptHolders } from '../db/attempts.js';
+import { revokedCredentialIds } from '../db/credentials.js';
+import { currentSessionsAmong } from '../db/worker-identities.js';
 import type { Gateway } from './ws-gateway.js';
 import { CapabilityWatch } from './capability-watch.js';
 import { guarded } from '../boundary.js';
@@ -61,10 +63,7 @@ export class Reconciler {
     const held = sessions.flatMap((s) => [...s.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
-      const [rows] = await pool.query<RowDataPacket[]>(
-        `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${chunk.map(() => '?').join(',')})`,
-        chunk.map((h) => h.id),
-      );
+      const rows = await attemptHolders(pool, chunk.map((h) => h.id));
       const byId = new Map(rows.map((r) => [r.id as string, r]));
       for (const { id, s } of chunk) {
         const r = byId.get(id);
@@ -80,11 +79,7 @@ export class Reconciler {
       }
     }
     // Sessions superseded on another node.
-    const [ids] = await pool.query<RowDataPacket[]>(
-      `SELECT namespace_id, worker_id, current_session_id FROM worker_identities WHERE current_session_id IN (${sessions.map(() => '?').join(',')})`,
-      sessions.map((s) => s.id),
-    );
-    const current = new Set(ids.map((r) => r.current_session_id as string));
+    const current = new Set(await currentSessionsAmong(pool, sessions.map((s) => s.id)));
     for (const s of sessions) {
       if (s.state === 'closed' || current.has(s.id)) continue;
       s.state = 'closed';
@@ -95,11 +90,7 @@ export class Reconciler {
     // Sessions whose credential was revoked after they connected: close 1008 (policy).
     const credIds = [...new Set(sessions.filter((s) => s.state !== 'closed').map((s) => s.cred.id))];
     if (credIds.length === 0) return;
-    const [revoked] = await pool.query<RowDataPacket[]>(
-      `SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${credIds.map(() => '?').join(',')})`,
-      credIds,
-    );
-    const gone = new Set(revoked.map((r) => r.id as string));
+    const gone = new Set(await revokedCredentialIds(pool, credIds));
     for (const s of sessions) {
       if (s.state === 'closed' || !gone.has(s.cred.id)) continue;
       s.revoked();

@@ -2,7 +2,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { CancelTaskBody, ResolveTaskBody } from '@orbit/protocol/http-schemas';
 import { ID_RE } from '@orbit/protocol/validation';
 import { taskView } from '../db/tasks.js';
-import { attemptView, getAttempt, listTaskAttempts } from '../dispatch/attempts-sql.js';
+import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
 import { requireQueueAccess, requireScope } from './auth.js';
 import { command } from './command.js';

@@ -10,6 +10,7 @@ import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
 import { isDuplicateKey, type Conn } from '../db/pool.js';
+import { dbNow } from '../db/clock.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
 import {
@@ -23,7 +24,7 @@ import {
   setSchedulePaused,
   type ScheduleRow,
 } from '../db/schedules.js';
-import { insertAudit } from '../db/tenants.js';
+import { insertAudit, lockNamespace } from '../db/tenants.js';
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../http/auth.js';
 import { newId } from '../ids.js';
@@ -53,11 +54,6 @@ export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): St
   if (t.business_key !== undefined) task.business_key = t.business_key;
   if (t.concurrency_key !== undefined) task.concurrency_key = t.concurrency_key;
   return { ...v, task };
-}
-
-async function dbNow(c: Conn): Promise<string> {
-  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
-  return r.now;
 }
 
 /** The version's queue, share-locked: absent → 404, outside queue_ids → 403, retired → 409. */
@@ -117,7 +113,7 @@ async function views(c: Conn, cred: Credential, id: string, number?: number) {
 }
 
 export async function createSchedule(c: Conn, cred: Credential, b: { name: string; paused: boolean; version: StoredVersion }) {
-  await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
+  await lockNamespace(c, cred.namespaceId);
   const q = await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
   const active = await countActiveSchedules(c, cred.namespaceId);
   if (active >= MAX_SCHEDULES_PER_NAMESPACE) {

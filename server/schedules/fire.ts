@@ -17,7 +17,7 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { FireOutcome } from '@orbit/protocol/http-views';
 import type { AppContext } from '../app-context.js';
-import { withTransaction, type Conn } from '../db/pool.js';
+import { rollbackToSavepoint, savepoint, withTransaction, type Conn } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
@@ -52,25 +52,25 @@ async function createTasks(app: App, c: Conn, items: SubmitCommand[]): Promise<{
       if (!o.ok) throw o.error;
       return o.data.task.id;
     });
-  await c.query('SAVEPOINT fire_tasks');
+  await savepoint(c, 'fire_tasks');
   try {
     const r = await createTasksInTransaction(app, c, items);
     afterCommit.push(r.afterCommit);
     return { taskIds: idsOf(r.outcomes), afterCommit };
   } catch (err) {
     if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-    await c.query('ROLLBACK TO SAVEPOINT fire_tasks');
+    await rollbackToSavepoint(c, 'fire_tasks');
   }
   const taskIds: (string | null)[] = [];
   for (const it of items) {
-    await c.query('SAVEPOINT fire_task');
+    await savepoint(c, 'fire_task');
     try {
       const r = await createTasksInTransaction(app, c, [it]);
       afterCommit.push(r.afterCommit);
       taskIds.push(idsOf(r.outcomes)[0]!);
     } catch (err) {
       if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-      await c.query('ROLLBACK TO SAVEPOINT fire_task');
+      await rollbackToSavepoint(c, 'fire_task');
       taskIds.push(null);
     }
   }

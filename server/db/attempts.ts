@@ -1,7 +1,10 @@
-// SQL operations on attempts shared by the dispatcher, the gateway and the HTTP facade.
+// SQL operations on the attempts table shared by the dispatcher, the gateway, the HTTP facade and
+// orbit-admin: the row and its wire view, single-attempt reads and writes, and the reads by id list
+// of the hello and the reconciler. (The batch statements of start/result frames are
+// attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from '../db/pool.js';
-import { toIso } from '../db/pool.js';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
 
@@ -37,12 +40,6 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
   concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
   error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
 
-export const LIVE_STATES = ['LEASED', 'RUNNING'];
-
-export function isLive(a: { state: string }): boolean {
-  return a.state === 'LEASED' || a.state === 'RUNNING';
-}
-
 /** getAttempt(namespace_id, id, lock) → row or null. */
 export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<AttemptRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
@@ -60,6 +57,41 @@ export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, tas
     taskId,
     namespaceId,
   ]);
+  return rows;
+}
+
+/** lockLiveAttemptsOfWorker(namespace_id, worker_id) → the LEASED and RUNNING attempts of one
+ * worker identity, locked FOR UPDATE in id order (the hello: resume or release each). */
+export async function lockLiveAttemptsOfWorker(c: Conn, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
+  const [live] = await c.execute<AttemptRow[]>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') ORDER BY id FOR UPDATE`,
+    [namespaceId, workerId],
+  );
+  return live;
+}
+
+/** readAttempts(ids) → the rows of these attempts in id order (no lock; the hello reads back the
+ * attempts it resumed, under the locks it already holds). */
+export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]> {
+  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id`, ids);
+  return rows;
+}
+
+export interface AttemptHolderRow extends RowDataPacket {
+  id: string;
+  state: string;
+  session_id: string;
+  error_code: string | null;
+  result_fingerprint: string | null;
+}
+
+/** attemptHolders(ids) → state, holding session and how each attempt ended (no lock; the
+ * reconciler compares them with what this node's sessions think they hold). */
+export async function attemptHolders(pool: Pool, ids: string[]): Promise<AttemptHolderRow[]> {
+  const [rows] = await pool.query<AttemptHolderRow[]>(
+    `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${ids.map(() => '?').join(',')})`,
+    ids,
+  );
   return rows;
 }
 

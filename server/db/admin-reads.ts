@@ -1,0 +1,62 @@
+// orbit-admin's reads (server/cli/admin-read.ts), straight from the database: no credential, every
+// namespace, no locks. Operator tools only; the API's reads are scoped by namespace elsewhere.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Pool } from './pool.js';
+import { TASK_COLUMNS, type TaskRow } from './tasks.js';
+import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
+
+export interface AdminQueueRow extends RowDataPacket {
+  id: string;
+  name: string;
+  namespace: string;
+  namespace_id: string;
+  paused: number;
+  retired_at: string | null;
+  max_active_attempts: number;
+  waiting: number | string;
+  running: number | string;
+}
+
+/** queuesWithCounts() → every queue with its namespace's name and its WAITING and LEASED+RUNNING
+ * task counts, by namespace name then queue name. */
+export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {
+  const [rows] = await pool.query<AdminQueueRow[]>(
+    `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
+            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state = 'WAITING') AS waiting,
+            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state IN ('LEASED','RUNNING')) AS running
+       FROM queues q JOIN namespaces n ON n.id = q.namespace_id ORDER BY n.name, q.name`,
+  );
+  return rows;
+}
+
+/** queuesByRef(ref) → the queues whose id or name is `ref` (in any namespace), with their
+ * namespace's name. */
+export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string; namespace_id: string; namespace: string }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT q.id, q.namespace_id, n.name AS namespace FROM queues q JOIN namespaces n ON n.id = q.namespace_id WHERE q.id = ? OR q.name = ?',
+    [ref, ref],
+  );
+  return rows as { id: string; namespace_id: string; namespace: string }[];
+}
+
+/** tasksOfQueue(queue_id, state?, limit) → the queue's newest tasks first (by seq), optionally of
+ * one state. */
+export async function tasksOfQueue(pool: Pool, queueId: string, state: string | undefined, limit: number): Promise<TaskRow[]> {
+  const [rows] = await pool.query<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
+    state ? [queueId, state, limit] : [queueId, limit],
+  );
+  return rows;
+}
+
+/** taskById(id) → the task in any namespace, or null. */
+export async function taskById(pool: Pool, id: string): Promise<TaskRow | null> {
+  const [rows] = await pool.query<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
+  return rows[0] ?? null;
+}
+
+/** attemptsOfTask(task_id) → the task's attempts by attempt_no, in any namespace. */
+export async function attemptsOfTask(pool: Pool, taskId: string): Promise<AttemptRow[]> {
+  const [attempts] = await pool.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? ORDER BY attempt_no`, [taskId]);
+  return attempts;
+}

@@ -1,0 +1,39 @@
+// The reads behind a queue retirement's refusal (server/events/retire.ts, queueBlockers): what
+// still holds the queue. The caller holds the queue row FOR UPDATE, so nothing can add work to the
+// queue between these plain reads and the commit.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn } from './pool.js';
+
+/** unfinishedTaskCounts(queue_id) → [state, count] of the queue's WAITING, LEASED, RUNNING and
+ * NEEDS_REVIEW tasks, by state name. */
+export async function unfinishedTaskCounts(c: Conn, queueId: string): Promise<{ state: string; n: number | string }[]> {
+  const [tasks] = await c.execute<RowDataPacket[]>(
+    `SELECT state, COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW') GROUP BY state ORDER BY state`,
+    [queueId],
+  );
+  return tasks as { state: string; n: number | string }[];
+}
+
+/** needsReviewTaskIds(queue_id) → the first 20 NEEDS_REVIEW task ids of the queue, oldest first
+ * (named in the refusal so the operator can resolve them). */
+export async function needsReviewTaskIds(c: Conn, queueId: string): Promise<string[]> {
+  const [ids] = await c.execute<RowDataPacket[]>(`SELECT id FROM tasks WHERE queue_id = ? AND state = 'NEEDS_REVIEW' ORDER BY seq LIMIT 20`, [queueId]);
+  return ids.map((r) => r.id as string);
+}
+
+/** countLiveAttemptsOfQueue(queue_id) → LEASED and RUNNING attempts of the queue. */
+export async function countLiveAttemptsOfQueue(c: Conn, queueId: string): Promise<number> {
+  const [att] = await c.execute<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM attempts WHERE state IN ('LEASED','RUNNING') AND queue_id = ?`, [queueId]);
+  return Number(att[0]!.n);
+}
+
+/** countHeldKeysOfQueue(namespace_id, queue_id) → resource keys of the namespace whose holder is
+ * an attempt of the queue. */
+export async function countHeldKeysOfQueue(c: Conn, namespaceId: string, queueId: string): Promise<number> {
+  const [keys] = await c.execute<RowDataPacket[]>(
+    `SELECT COUNT(*) AS n FROM resource_keys rk JOIN attempts a ON a.id = rk.holder_attempt_id
+      WHERE rk.namespace_id = ? AND rk.holder_attempt_id IS NOT NULL AND a.queue_id = ?`,
+    [namespaceId, queueId],
+  );
+  return Number(keys[0]!.n);
+}

@@ -1,0 +1,69 @@
+// The statements of the sweeper (server/dispatch/recovery.ts) and of the release of attempts
+// claimed for a session that closed before delivery, each with a named purpose. Every locking read
+// takes its rows FOR UPDATE SKIP LOCKED, so several nodes' sweepers share the work instead of
+// waiting on each other; a row another transaction holds is simply left for the next sweep.
+//   applicationsDue (no lock, before the transactions) → per application, in one transaction:
+//   lockExpiredAttempts → lockLateLeasedAttempts → lockOverdueWaitingTasks.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn, Pool } from './pool.js';
+import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
+
+/** The attempts matching `where`, soonest lease expiry first, at most `limit`, locked SKIP LOCKED. */
+async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
+  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`, args);
+  return rows;
+}
+
+/** applicationsDue(limit) → applications with due sweep work (an expired live attempt, or a
+ * WAITING or LEASED task past its deadline): a non-locking read, at most `limit` rows per kind;
+ * each application is then swept in its own transaction, which re-checks everything under lock. */
+export async function applicationsDue(pool: Pool, limit: number): Promise<string[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT DISTINCT application_id FROM (
+       (SELECT application_id FROM attempts WHERE state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+       UNION ALL
+       (SELECT t.application_id FROM tasks t WHERE t.state IN ('WAITING','LEASED') AND t.deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+     ) due`,
+  );
+  return rows.map((r) => r.application_id as string);
+}
+
+/** lockExpiredAttempts(application_id, limit) → LEASED and RUNNING attempts of the application
+ * whose lease ran out (database clock), locked SKIP LOCKED. */
+export async function lockExpiredAttempts(c: Conn, applicationId: string, limit: number): Promise<AttemptRow[]> {
+  return lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [applicationId], limit);
+}
+
+/** lockLateLeasedAttempts(application_id, limit) → LEASED (never started) attempts with a live
+ * lease whose task passed its deadline, locked SKIP LOCKED. RUNNING ones are left to finish. */
+export async function lockLateLeasedAttempts(c: Conn, applicationId: string, limit: number): Promise<AttemptRow[]> {
+  return lockAttempts(
+    c,
+    `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)
+         AND task_id IN (SELECT id FROM tasks WHERE application_id = ? AND state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
+    [applicationId, applicationId],
+    limit,
+  );
+}
+
+/** lockOverdueWaitingTasks(application_id, limit) → id and namespace of WAITING tasks past their
+ * deadline, soonest deadline first, locked SKIP LOCKED. */
+export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, limit: number): Promise<{ id: string; namespace_id: string }[]> {
+  const [waiting] = await c.query<RowDataPacket[]>(
+    `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    [applicationId],
+  );
+  return waiting.map((w) => ({ id: w.id as string, namespace_id: w.namespace_id as string }));
+}
+
+/** lockLeasedAttemptsOfWorker({namespace_id, worker_id}, ids) → those of the listed attempts that
+ * belong to this worker identity and are still LEASED (never started), locked SKIP LOCKED: claims
+ * whose session drained or closed before delivery, released at once. */
+export async function lockLeasedAttemptsOfWorker(c: Conn, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<AttemptRow[]> {
+  return lockAttempts(
+    c,
+    `id IN (${attemptIds.map(() => '?').join(',')}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,
+    [...attemptIds, who.namespaceId, who.workerId],
+    attemptIds.length,
+  );
+}
