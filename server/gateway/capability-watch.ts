@@ -5,21 +5,32 @@
 // last_seen_at of this node's sessions: a session row of a node killed with -9 stays OPEN, and
 // only sessions seen in the last 30 s count as capable.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Gateway } from './ws-gateway.js';
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool.js';
+import type { Metrics } from '../metrics.js';
+import type { Session } from './session.js';
 
 export const SESSION_STALE_SECONDS = 30;
+
+/** What the watch needs of its node (the gateway, through the reconciler). */
+export interface CapabilityWatchHost {
+  readonly pool: Pool;
+  readonly log: Logger;
+  readonly metrics: Pick<Metrics, 'keyedWaitingNoCapable'>;
+  readonly sessions: ReadonlyMap<string, Pick<Session, 'id' | 'cred'>>;
+}
 
 export class CapabilityWatch {
   private readonly warned = new Set<string>();
 
-  constructor(private readonly gw: Gateway) {}
+  constructor(private readonly host: CapabilityWatchHost) {}
 
   async tick(): Promise<void> {
-    const pool = this.gw.app.pool;
+    const pool = this.host.pool;
     // One statement per application (every transaction touches one application's rows:
     // dispatch.md, "Scale-out").
     const byApp = new Map<string, string[]>();
-    for (const s of this.gw.sessions.values()) {
+    for (const s of this.host.sessions.values()) {
       const ids = byApp.get(s.cred.applicationId) ?? [];
       ids.push(s.id);
       byApp.set(s.cred.applicationId, ids);
@@ -31,7 +42,7 @@ export class CapabilityWatch {
       `SELECT queue_id, COUNT(*) AS n FROM tasks WHERE state = 'WAITING' AND concurrency_key IS NOT NULL GROUP BY queue_id`,
     );
     if (waiting.length === 0) {
-      this.gw.app.metrics.keyedWaitingNoCapable.set(0);
+      this.host.metrics.keyedWaitingNoCapable.set(0);
       this.warned.clear();
       return;
     }
@@ -51,9 +62,9 @@ export class CapabilityWatch {
       total += Number(w.n);
       if (!this.warned.has(q)) {
         this.warned.add(q);
-        this.gw.app.log.warn({ queue_id: q, keyed_waiting: Number(w.n) }, 'keyed tasks are waiting and no session with concurrency_keys consumes their queue');
+        this.host.log.warn({ queue_id: q, keyed_waiting: Number(w.n) }, 'keyed tasks are waiting and no session with concurrency_keys consumes their queue');
       }
     }
-    this.gw.app.metrics.keyedWaitingNoCapable.set(total);
+    this.host.metrics.keyedWaitingNoCapable.set(total);
   }
 }

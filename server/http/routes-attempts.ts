@@ -29,8 +29,8 @@ function afterEffect(ctx: RequestCtx, effect: { current?: CommandEffect }) {
   return () => {
     const e = effect.current;
     if (!e) return;
-    ctx.app.gateway?.notifyRevoked(e.revoked);
-    ctx.app.gateway?.wake(e.freedQueues);
+    ctx.app.signals.revoked(e.revoked);
+    ctx.app.signals.wake(e.freedQueues);
   };
 }
 

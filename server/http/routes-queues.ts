@@ -98,7 +98,7 @@ function pauseOrResume(paused: boolean) {
         return { data: { queue: queueView(row) }, resourceId: id };
       },
       afterCommit: () => {
-        if (!paused) ctx.app.events.emit('work', id);
+        if (!paused) ctx.app.signals.wake([id]);
       },
     });
   };

@@ -36,7 +36,7 @@ async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
 }
 
 function wake(ctx: RequestCtx) {
-  return () => void ctx.app.events.emit('schedules');
+  return () => ctx.app.signals.schedulesChanged();
 }
 
 export async function createScheduleRoute(ctx: RequestCtx): Promise<Reply> {
