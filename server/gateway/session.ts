@@ -37,8 +37,7 @@ export interface SessionHost {
   readonly faults: Pick<Faults, 'hit'>;
   /** start and result frames, coalesced with other sessions' (server/dispatch/frame-batches.ts). */
   readonly frames: Pick<FrameCommitter, 'run'>;
-  /** After hello committed: the session takes claims and key hand-offs (it may supersede an older
-   * session of its worker_id, which the host terminates). */
+  /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
   register(s: Session): void;
   /** The session ended: no more claims or hand-offs for it. */
   unregister(s: Session): void;
@@ -153,10 +152,9 @@ export class Session {
   }
 
   /** The one way to end a session: with `error`, a fatal error frame of that code (message
-   * `reason`) first; then the close (the reason cut to 123 UTF-8 bytes by WorkerSocket). The
-   * session is closed at once — no frame of it is handled any more, it gets no claim or hand-off
-   * and leaves the host's registry. Its attempts are not released (they run on until their result
-   * on a new session, or their lease ends). A second call does nothing. */
+   * `reason`), then the close (reason cut to 123 UTF-8 bytes by WorkerSocket). Closed at once: no
+   * frame handled, no claim or hand-off, out of the host's registry. Its attempts are not released
+   * (they finish on a new session or expire). A second call does nothing. */
   terminate(code: number, reason: string, error?: keyof typeof ERROR_CODES): void {
     if (this.current === 'closed') return;
     this.ended();

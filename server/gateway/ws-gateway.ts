@@ -41,7 +41,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
   private pingTimer: NodeJS.Timeout;
-  private readonly unsubscribe: (() => void)[];
+  private readonly offWork: () => void;
+  private readonly offRevoked: () => void;
 
   constructor(
     private readonly app: GatewayApp,
@@ -81,7 +82,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     );
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.unsubscribe = [signals.onWork((q) => this.dispatcher.wake(q)), signals.onRevoked((list) => this.notifyRevoked(list))];
+    this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
+    this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {
         for (const s of this.sessions.values()) s.heartbeat();
@@ -230,7 +232,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
 
   async close(): Promise<void> {
     clearInterval(this.pingTimer);
-    for (const off of this.unsubscribe) off();
+    this.offWork();
     this.dispatcher.stop();
     this.reconciler.stop();
     for (const s of [...this.sessions.values(), ...this.pending]) {
@@ -240,6 +242,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     await this.dispatcher.idle();
     for (const s of [...this.sessions.values(), ...this.pending]) s.terminate(1001, 'going away');
     await Promise.allSettled([...this.inflight]);
+    // Cancels committed while the sessions drained were still delivered; none is open now.
+    this.offRevoked();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 }
