@@ -1,24 +1,26 @@
-import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
 import type { Faults } from './faults.js';
+import type { WorkSignals } from './work-signals.js';
+import type { TaskSubmitter } from './dispatch/submit.js';
+import type { TxBatcher } from './dispatch/tx-batcher.js';
 
-/** Everything a request, a session or a background loop needs; one per gateway process. */
+/** Everything a request or a background loop needs; one per gateway process. Nothing here names
+ * the worker gateway: commands reach local sessions through `signals` only. */
 export interface AppContext {
   config: Config;
   pool: Pool;
   log: Logger;
   metrics: Metrics;
-  /** In-process signals: 'work' (queueId) after a submit or a release commits. */
-  events: EventEmitter;
-  /** The node's worker gateway (set once started): HTTP commands use it to notify local sessions. */
-  gateway?: import('./gateway/ws-gateway.js').Gateway;
+  /** The one way to tell this node's loops about a commit: wake(queueIds) after new work or freed
+   * permits, revoked(attempts) after a cancel, schedulesChanged() (server/work-signals.ts). */
+  signals: WorkSignals;
   /** The one task-creation path (submit, batch submit, schedule fires). */
-  submitter?: import('./dispatch/submit.js').TaskSubmitter;
+  submitter?: TaskSubmitter;
   /** Coalesces receipt-bearing HTTP commands of this node into shared transactions. */
-  commandBatcher?: import('./dispatch/tx-batcher.js').TxBatcher;
+  commandBatcher?: TxBatcher;
   /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
   faults: Faults;
   /** True once SIGTERM arrived: new requests get 503. */

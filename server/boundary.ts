@@ -2,16 +2,21 @@
 // handler (HTTP request, WebSocket frame, upgrade) and every timer of a node runs inside one, so a
 // bug that input can reach ends one request (500 INTERNAL) or one session (1011) — logged with its
 // id and counted in orbit_internal_errors_total{where} — and the node keeps serving.
-import type { AppContext } from './app-context.js';
+import type { Logger } from 'pino';
+import type { Metrics } from './metrics.js';
+import type { Faults } from './faults.js';
 
 export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
 
-export function reportInternal(app: Pick<AppContext, 'log' | 'metrics'>, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
+/** What a boundary needs of the node (a slice of AppContext or of a gateway part's host). */
+type ReportApp = { log: Logger; metrics: Pick<Metrics, 'internalErrors'> };
+
+export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
   app.metrics.internalErrors.inc({ where });
   app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
 }
 
-type TimerApp = Pick<AppContext, 'log' | 'metrics' | 'faults'>;
+type TimerApp = ReportApp & { faults: Pick<Faults, 'hit'> };
 
 /** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
  * that re-arms itself after the tick keeps running whatever the tick did. */

@@ -1,5 +1,4 @@
 // Starts one gateway node: pool, schema check, HTTP + WebSocket server, background loops.
-import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { createPool } from './db/pool.js';
@@ -15,6 +14,7 @@ import { TaskSubmitter } from './dispatch/submit.js';
 import { Gateway } from './gateway/ws-gateway.js';
 import { EventPruner } from './events/retention.js';
 import { ScheduleFirer } from './schedules/firer.js';
+import { NodeSignals } from './work-signals.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -38,10 +38,10 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     throw err;
   }
   const metrics = createMetrics();
-  const app: AppContext = { config, pool, log, metrics, events: new EventEmitter(), shuttingDown: false, faults: new Faults(config.faultInjection) };
+  const signals = new NodeSignals();
+  const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
   registerQueueGauges(metrics, pool);
-  app.events.setMaxListeners(0);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);
     metrics.batchSize.observe(size);
@@ -51,10 +51,9 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const closers: (() => Promise<void>)[] = [];
   // The background parts of a node, each with its closer (run on shutdown, in this order): the
   // schedules' firing loop, the worker gateway (WebSocket, dispatcher, sweeper), the event pruner.
-  const gw = new Gateway(app, server);
-  app.gateway = gw;
+  const gw = new Gateway(app, server, signals);
   const pruner = new EventPruner(app);
-  const firer = new ScheduleFirer(app);
+  const firer = new ScheduleFirer(app, signals);
   closers.push(() => firer.stop(), () => gw.close(), () => pruner.stop());
   try {
     await new Promise<void>((resolve, reject) => {

@@ -19,9 +19,11 @@
 // (schedule, fire time), is its identity), so no receipt is written for it.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
-import type { AppContext } from '../app-context.js';
+import type { Logger } from 'pino';
 import type { Credential } from '../db/credentials.js';
-import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn } from '../db/pool.js';
+import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import type { Metrics } from '../metrics.js';
+import type { WorkSignals } from '../work-signals.js';
 import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
 import { lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
 import { reserveUnfinishedTasks } from '../db/applications.js';
@@ -33,6 +35,15 @@ import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
+
+/** What task creation needs of the node (a slice of AppContext; this module does not import it,
+ * since AppContext names the TaskSubmitter). */
+export interface SubmitDeps {
+  pool: Pool;
+  metrics: Metrics;
+  log: Logger;
+  signals: Pick<WorkSignals, 'wake'>;
+}
 
 /** One submit command: who sends it, its Idempotency-Key and its normalized content. */
 export interface SubmitCommand {
@@ -193,7 +204,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
  * unfinished-task quota would be passed); the caller rolls back (to a savepoint) and decides.
  * Call `afterCommit` once the caller's transaction committed (metrics, dispatcher wake-ups). */
 export async function createTasksInTransaction(
-  app: Pick<AppContext, 'metrics' | 'events' | 'log'>,
+  app: Omit<SubmitDeps, 'pool'>,
   c: Conn,
   items: SubmitCommand[],
 ): Promise<{ outcomes: SubmitOutcome[]; afterCommit: () => void }> {
@@ -204,21 +215,21 @@ export async function createTasksInTransaction(
   };
 }
 
-function afterCommitOf(app: Pick<AppContext, 'metrics' | 'events' | 'log'>, r: TxResult): void {
+function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {
   if (r.accepted > 0) {
     app.metrics.tasksAccepted.inc(r.accepted);
     if (app.log.isLevelEnabled('debug')) {
       for (const o of r.outcomes) if (typeof o === 'object' && o.ok && o.status === 201) app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
     }
   }
-  for (const q of r.queues) app.events.emit('work', q);
+  app.signals.wake(r.queues);
 }
 
 /** The node's task-creation path. */
 export class TaskSubmitter {
   private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
 
-  constructor(private readonly app: Pick<AppContext, 'pool' | 'metrics' | 'events' | 'log'>) {
+  constructor(private readonly app: SubmitDeps) {
     // 500 items: one full POST /v1/tasks:batch fits one transaction.
     this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2);
   }

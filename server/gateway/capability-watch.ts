@@ -6,21 +6,32 @@
 // only sessions seen in the last 30 s count as capable.
 import { capableSessionQueues, touchSessions } from '../db/worker-sessions.js';
 import { keyedWaitingByQueue } from '../db/task-gauges.js';
-import type { Gateway } from './ws-gateway.js';
+import type { Logger } from 'pino';
+import type { Pool } from '../db/pool.js';
+import type { Metrics } from '../metrics.js';
+import type { Session } from './session.js';
 
 export { SESSION_STALE_SECONDS } from '../db/worker-sessions.js';
+
+/** What the watch needs of its node (the gateway, through the reconciler). */
+export interface CapabilityWatchHost {
+  readonly pool: Pool;
+  readonly log: Logger;
+  readonly metrics: Pick<Metrics, 'keyedWaitingNoCapable'>;
+  readonly sessions: ReadonlyMap<string, Pick<Session, 'id' | 'cred'>>;
+}
 
 export class CapabilityWatch {
   private readonly warned = new Set<string>();
 
-  constructor(private readonly gw: Gateway) {}
+  constructor(private readonly host: CapabilityWatchHost) {}
 
   async tick(): Promise<void> {
-    const pool = this.gw.app.pool;
+    const pool = this.host.pool;
     // One statement per application (every transaction touches one application's rows:
     // dispatch.md, "Scale-out").
     const byApp = new Map<string, string[]>();
-    for (const s of this.gw.sessions.values()) {
+    for (const s of this.host.sessions.values()) {
       const ids = byApp.get(s.cred.applicationId) ?? [];
       ids.push(s.id);
       byApp.set(s.cred.applicationId, ids);
@@ -30,7 +41,7 @@ export class CapabilityWatch {
     }
     const waiting = await keyedWaitingByQueue(pool);
     if (waiting.length === 0) {
-      this.gw.app.metrics.keyedWaitingNoCapable.set(0);
+      this.host.metrics.keyedWaitingNoCapable.set(0);
       this.warned.clear();
       return;
     }
@@ -47,9 +58,9 @@ export class CapabilityWatch {
       total += Number(w.n);
       if (!this.warned.has(q)) {
         this.warned.add(q);
-        this.gw.app.log.warn({ queue_id: q, keyed_waiting: Number(w.n) }, 'keyed tasks are waiting and no session with concurrency_keys consumes their queue');
+        this.host.log.warn({ queue_id: q, keyed_waiting: Number(w.n) }, 'keyed tasks are waiting and no session with concurrency_keys consumes their queue');
       }
     }
-    this.gw.app.metrics.keyedWaitingNoCapable.set(total);
+    this.host.metrics.keyedWaitingNoCapable.set(total);
   }
 }

@@ -5,11 +5,24 @@
 // that application's due sessions in one transaction (server/dispatch/claim.ts). Wake-ups that
 // arrive while an application's round runs are folded into its next round, so a burst of commits
 // costs one round, not one per session per commit.
+import type { Logger } from 'pino';
 import { claimRound, type ClaimRequest } from '../dispatch/claim.js';
-import { isConnectionError } from '../db/pool.js';
-import type { Gateway } from './ws-gateway.js';
+import { isConnectionError, type Pool } from '../db/pool.js';
+import type { Metrics } from '../metrics.js';
+import type { Faults } from '../faults.js';
 import type { Session } from './session.js';
 import { guarded } from '../boundary.js';
+
+/** What the dispatcher needs of its node (the gateway implements it). */
+export interface DispatcherHost {
+  readonly pool: Pool;
+  readonly log: Logger;
+  readonly metrics: Pick<Metrics, 'claimSeconds' | 'claimRounds' | 'tasksAssigned' | 'tokenExhausted' | 'internalErrors'>;
+  readonly faults: Pick<Faults, 'hit'>;
+  /** The registered (open or draining) sessions of the node. */
+  readonly sessions: ReadonlyMap<string, Session>;
+  track<T>(p: Promise<T>): Promise<T>;
+}
 
 const MAX_BATCH = 64;
 /** Rounds in flight at once (different applications). */
@@ -26,15 +39,17 @@ export class Dispatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   private productive = false;
   private idleWaiters: (() => void)[] = [];
-  private readonly onWork = (queueId: string) => {
-    for (const s of this.gw.sessions.values()) if (s.claim?.queueIds.includes(queueId)) this.due.add(s);
+
+  constructor(private readonly host: DispatcherHost) {
+    this.schedulePoll();
+  }
+
+  /** A queue got new work or freed permits (WorkSignals.wake): its sessions are due. */
+  wake(queueId: string): void {
+    if (this.stopped) return;
+    for (const s of this.host.sessions.values()) if (s.claim?.queueIds.includes(queueId)) this.due.add(s);
     this.pollMs = MIN_POLL_MS;
     this.pump();
-  };
-
-  constructor(private readonly gw: Gateway) {
-    gw.app.events.on('work', this.onWork);
-    this.schedulePoll();
   }
 
   kick(s: Session): void {
@@ -46,10 +61,10 @@ export class Dispatcher {
   private schedulePoll(): void {
     if (this.stopped) return;
     this.pollTimer = setTimeout(() => {
-      void guarded(this.gw.app, 'dispatcher-poll', () => {
+      void guarded(this.host, 'dispatcher-poll', () => {
         this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
         this.productive = false;
-        for (const s of this.gw.sessions.values()) if (s.free > 0) this.due.add(s);
+        for (const s of this.host.sessions.values()) if (s.free > 0) this.due.add(s);
         this.pump();
       });
       this.schedulePoll();
@@ -76,7 +91,7 @@ export class Dispatcher {
       const a = app;
       this.running++;
       this.busyApps.add(a);
-      void this.gw.track(this.round(sessions)).finally(() => {
+      void this.host.track(this.round(sessions)).finally(() => {
         this.running--;
         this.busyApps.delete(a);
         if (this.running === 0 && this.due.size === 0) for (const w of this.idleWaiters.splice(0)) w();
@@ -87,20 +102,20 @@ export class Dispatcher {
 
   private async round(sessions: Session[]): Promise<void> {
     const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
-    const m = this.gw.app.metrics;
+    const m = this.host.metrics;
     const started = process.hrtime.bigint();
     // The slots this round may fill are reserved while it runs, so that a key hand-off committing
     // meanwhile (ws-gateway handoffHost) cannot fill them too: capacity is never exceeded and no
     // claimed attempt has to be given back (its attempt number and token burned).
-    sessions.forEach((s, i) => (s.reserved += reqs[i]!.free));
+    sessions.forEach((s, i) => s.reserve(reqs[i]!.free));
     let held = true;
     const unreserve = () => {
       if (!held) return;
       held = false;
-      sessions.forEach((s, i) => (s.reserved -= reqs[i]!.free));
+      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free));
     };
     try {
-      const r = await claimRound(this.gw.app.pool, reqs, this.gw.app.log, () => m.tokenExhausted.inc());
+      const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc());
       unreserve();
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
@@ -124,15 +139,14 @@ export class Dispatcher {
     } catch (err) {
       unreserve();
       m.claimRounds.inc({ result: 'failed' });
-      if (isConnectionError(err)) this.gw.app.log.warn({ err }, 'claim round failed: database unavailable');
-      else this.gw.app.log.error({ err }, 'claim round failed');
+      if (isConnectionError(err)) this.host.log.warn({ err }, 'claim round failed: database unavailable');
+      else this.host.log.error({ err }, 'claim round failed');
     }
   }
 
   stop(): void {
     this.stopped = true;
     if (this.pollTimer) clearTimeout(this.pollTimer);
-    this.gw.app.events.off('work', this.onWork);
   }
 
   idle(): Promise<void> {

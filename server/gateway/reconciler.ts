@@ -7,9 +7,24 @@ import { isConnectionError } from '../db/pool.js';
 import { attemptHolders } from '../db/attempts.js';
 import { revokedCredentialIds } from '../db/credentials.js';
 import { currentSessionsAmong } from '../db/worker-identities.js';
-import type { Gateway } from './ws-gateway.js';
-import { CapabilityWatch } from './capability-watch.js';
+import type { Config } from '../config.js';
+import type { Metrics } from '../metrics.js';
+import type { Faults } from '../faults.js';
+import type { WorkSignals } from '../work-signals.js';
+import { SUPERSEDED, type Session } from './session.js';
+import { CapabilityWatch, type CapabilityWatchHost } from './capability-watch.js';
 import { guarded } from '../boundary.js';
+
+/** What the reconciler needs of its node (the gateway implements it). */
+export interface ReconcilerHost extends CapabilityWatchHost {
+  readonly config: Pick<Config, 'sweepIntervalMs'>;
+  readonly metrics: Pick<Metrics, 'sweeperRecovered' | 'keyedWaitingNoCapable' | 'internalErrors'>;
+  readonly faults: Pick<Faults, 'hit'>;
+  readonly sessions: ReadonlyMap<string, Session>;
+  /** Revoked attempts and freed queues found by the sweeper go out like any other node's. */
+  readonly signals: Pick<WorkSignals, 'wake' | 'revoked'>;
+  track<T>(p: Promise<T>): Promise<T>;
+}
 
 /** The capability watch runs every this many ticks (about 5 s at the default 500 ms). */
 const WATCH_EVERY = 10;
@@ -21,23 +36,23 @@ export class Reconciler {
   private ticks = 0;
   private readonly watch: CapabilityWatch;
 
-  constructor(private readonly gw: Gateway) {
-    this.watch = new CapabilityWatch(gw);
+  constructor(private readonly host: ReconcilerHost) {
+    this.watch = new CapabilityWatch(host);
     this.schedule();
   }
 
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.gw.track(guarded(this.gw.app, 'sweep', () => this.tick())).finally(() => {
+      this.running = this.host.track(guarded(this.host, 'sweep', () => this.tick())).finally(() => {
         this.running = null;
         this.schedule();
       });
-    }, this.gw.app.config.sweepIntervalMs);
+    }, this.host.config.sweepIntervalMs);
   }
 
   async tick(): Promise<void> {
-    const app = this.gw.app;
+    const app = this.host;
     try {
       const r = await sweep(app.pool);
       const m = app.metrics.sweeperRecovered;
@@ -45,8 +60,8 @@ export class Reconciler {
       if (r.counts.runningExpired) m.inc({ kind: 'running_expired' }, r.counts.runningExpired);
       if (r.counts.deadlineLeased) m.inc({ kind: 'deadline_leased' }, r.counts.deadlineLeased);
       if (r.counts.deadlineWaiting) m.inc({ kind: 'deadline_waiting' }, r.counts.deadlineWaiting);
-      this.gw.notifyRevoked(r.revoked);
-      this.gw.wake(r.freedQueues);
+      app.signals.revoked(r.revoked);
+      app.signals.wake(r.freedQueues);
       await this.reconcileSessions();
       if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
     } catch (err) {
@@ -56,9 +71,9 @@ export class Reconciler {
   }
 
   private async reconcileSessions(): Promise<void> {
-    const sessions = [...this.gw.sessions.values()];
+    const sessions = [...this.host.sessions.values()];
     if (sessions.length === 0) return;
-    const pool = this.gw.app.pool;
+    const pool = this.host.pool;
     // Attempts this node thinks its sessions hold, but that are no longer theirs.
     const held = sessions.flatMap((s) => [...s.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
@@ -82,10 +97,7 @@ export class Reconciler {
     const current = new Set(await currentSessionsAmong(pool, sessions.map((s) => s.id)));
     for (const s of sessions) {
       if (s.state === 'closed' || current.has(s.id)) continue;
-      s.state = 'closed';
-      s.send({ type: 'error', code: 'STATE_CONFLICT', message: 'superseded by a newer session of this worker_id', fatal: true });
-      s.close(4409, 'superseded');
-      this.gw.unregister(s);
+      s.terminate(4409, SUPERSEDED, 'STATE_CONFLICT');
     }
     // Sessions whose credential was revoked after they connected: close 1008 (policy).
     const credIds = [...new Set(sessions.filter((s) => s.state !== 'closed').map((s) => s.cred.id))];
@@ -94,7 +106,6 @@ export class Reconciler {
     for (const s of sessions) {
       if (s.state === 'closed' || !gone.has(s.cred.id)) continue;
       s.revoked();
-      this.gw.unregister(s);
     }
   }
 

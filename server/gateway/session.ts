@@ -1,35 +1,67 @@
 // One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
 // each command runs as one transaction and is answered only after its commit. Frames about the
 // same attempt are handled in arrival order; frames about different attempts run concurrently.
+// A session sees the node only through its SessionHost (the gateway, or a test's host) and its
+// socket; it alone changes its state, and terminate() is the one way to end it from outside.
 import { isUtf8 } from 'node:buffer';
 import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
-import { isConnectionError } from '../db/pool.js';
+import { isConnectionError, type Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
+import type { FrameCommitter } from '../dispatch/frame-batches.js';
+import type { Config } from '../config.js';
+import type { Metrics } from '../metrics.js';
+import type { Faults } from '../faults.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
 import { helloTransaction, closeSessionRow } from './hello.js';
-import type { Gateway } from './ws-gateway.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { reportInternal } from '../boundary.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
+/** Why a session ends with STATE_CONFLICT, 4409: a newer session of its worker_id said hello. */
+export const SUPERSEDED = 'superseded by a newer session of this worker_id';
+
+/** What a session needs of its node (BullMQ's LockManagerWorkerContext idea): the gateway
+ * implements it; a test can implement it around a real pool without a WebSocket server. */
+export interface SessionHost {
+  readonly pool: Pool;
+  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs'>;
+  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors'>;
+  readonly log: Logger;
+  readonly faults: Pick<Faults, 'hit'>;
+  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-batches.ts). */
+  readonly frames: Pick<FrameCommitter, 'run'>;
+  /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
+  register(s: Session): void;
+  /** The session ended: no more claims or hand-offs for it. */
+  unregister(s: Session): void;
+  /** Work the host waits for before it shuts down (replies after their commit). */
+  track<T>(p: Promise<T>): Promise<T>;
+  /** Queues with freed permits (WorkSignals.wake). */
+  wake(queueIds: Iterable<string>): void;
+  /** The session may have free slots: due for a claim round. */
+  kick(s: Session): void;
+  /** Attempts claimed for this session that it will not deliver: back to WAITING now. */
+  releaseUndelivered(s: Session, attemptIds: string[]): void;
+}
+
 export class Session {
   readonly id = newId();
-  state: SessionState = 'hello';
+  private current: SessionState = 'hello';
   workerId = '';
   capacity = 0;
   claim!: ClaimSession;
   /** Attempts (LEASED/RUNNING) bound to this session, with their queue: capacity accounting,
    * cancel delivery, and the lease length of a start. */
   readonly held = new Map<string, string>();
-  /** Slots promised to key hand-offs of a result transaction that has not committed yet. */
-  reserved = 0;
+  /** Slots promised to claim rounds and key hand-offs whose transactions have not committed. */
+  private reserved = 0;
   readonly log: Logger;
   private readonly chains = new Map<string, Promise<void>>();
   private helloDone: Promise<void> | null = null;
@@ -41,14 +73,14 @@ export class Session {
   private mirrorChain: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly gw: Gateway,
+    private readonly host: SessionHost,
     readonly ws: WorkerSocket,
     readonly cred: Credential,
   ) {
-    this.log = gw.app.log.child({ session_id: this.id });
+    this.log = host.log.child({ session_id: this.id });
     this.helloTimer = setTimeout(
       () => this.boundary('timer', () => this.protocolError('hello not received within the time limit')),
-      gw.helloTimeoutMs,
+      host.config.helloTimeoutMs,
     );
     ws.on('message', (data, isBinary) => this.boundary('frame', () => this.onMessage(data, isBinary)));
     ws.on('pong', () => {
@@ -65,9 +97,25 @@ export class Session {
     try {
       fn();
     } catch (err) {
-      reportInternal(this.gw.app, where, err, { session_id: this.id });
+      reportInternal(this.host, where, err, { session_id: this.id });
       if (this.state !== 'closed') this.fatal('INTERNAL', 'internal error', 1011);
     }
+  }
+
+  /** 'hello' until hello committed, then 'open', 'draining' after a drain frame, 'closed' once
+   * terminated or its socket closed. */
+  get state(): SessionState {
+    return this.current;
+  }
+
+  /** Holds `n` slots for a claim round or a key hand-off until its transaction ends. */
+  reserve(n: number): void {
+    this.reserved += n;
+  }
+
+  /** Gives back slots of reserve() (an unused reservation, or one that became held attempts). */
+  unreserve(n: number): void {
+    this.reserved = Math.max(0, this.reserved - n);
   }
 
   /** Slots for new assignments. None while a ping is unanswered for more than 2 s: a worker
@@ -85,6 +133,8 @@ export class Session {
   heartbeat(): void {
     if (this.missedPongs >= 2) {
       this.log.info('two pongs missed; closing');
+      // No close handshake with a peer that does not answer: the socket is dropped (close 1006).
+      this.ended();
       this.ws.terminate();
       return;
     }
@@ -101,16 +151,26 @@ export class Session {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(frame));
   }
 
-  /** Closes the socket; the reason is cut to 123 UTF-8 bytes by WorkerSocket. */
-  close(code: number, reason: string): void {
+  /** The one way to end a session: with `error`, a fatal error frame of that code (message
+   * `reason`), then the close (reason cut to 123 UTF-8 bytes by WorkerSocket). Closed at once: no
+   * frame handled, no claim or hand-off, out of the host's registry. Its attempts are not released
+   * (they finish on a new session or expire). A second call does nothing. */
+  terminate(code: number, reason: string, error?: keyof typeof ERROR_CODES): void {
+    if (this.current === 'closed') return;
+    this.ended();
+    if (error) this.ws.sendFatal({ type: 'error', code: error, message: reason, fatal: true });
     if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
   }
 
-  /** A fatal error frame, then the close. */
-  fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
-    this.ws.sendFatal({ type: 'error', code, message, fatal: true });
-    this.close(closeCode, message);
-    this.state = 'closed';
+  /** State 'closed', hello timer off, out of the registry (terminate, a dropped or closed socket). */
+  private ended(): void {
+    this.current = 'closed';
+    if (this.helloTimer) clearTimeout(this.helloTimer);
+    this.host.unregister(this);
+  }
+
+  private fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
+    this.terminate(closeCode, message, code);
   }
 
   private protocolError(message: string, closeCode = 1002): void {
@@ -122,13 +182,13 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
-    this.gw.app.faults.hit('frame');
+    this.host.faults.hit('frame');
     const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
     // The socket accepts up to twice the limit so that an oversized frame still gets its error
     // frame before the 1009 close (beyond that, ws closes with 1009 by itself and WorkerSocket
     // sends the error frame).
-    if (buf.length > this.gw.app.config.maxFrameBytes) {
-      return this.protocolError(`frame over max_frame_bytes (${this.gw.app.config.maxFrameBytes})`, 1009);
+    if (buf.length > this.host.config.maxFrameBytes) {
+      return this.protocolError(`frame over max_frame_bytes (${this.host.config.maxFrameBytes})`, 1009);
     }
     // ws skips UTF-8 validation (skipUTF8Validation): invalid text is a protocol error with its
     // error frame and 1002 here, instead of ws's bare 1007.
@@ -154,11 +214,11 @@ export class Session {
   /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. */
   private mirror(update: () => Promise<void>): void {
     this.mirrorChain = this.mirrorChain.then(update).catch((err) => this.log.warn({ err }, 'session row not updated; GET /v1/workers may be stale'));
-    void this.gw.track(this.mirrorChain);
+    void this.host.track(this.mirrorChain);
   }
 
   private track(p: Promise<void>): Promise<void> {
-    return this.gw.track(
+    return this.host.track(
       p.catch((err) => this.onUnexpected(err)),
     );
   }
@@ -175,14 +235,14 @@ export class Session {
       this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
       return;
     }
-    reportInternal(this.gw.app, 'session', err, { session_id: this.id });
+    reportInternal(this.host, 'session', err, { session_id: this.id });
     this.fatal('INTERNAL', 'internal error', 1011);
   }
 
   private async onHello(h: HelloFrame): Promise<void> {
-    const res = await helloTransaction(this.gw.app.pool, this.cred, this.id, this.gw.app.config.nodeId, h);
+    const res = await helloTransaction(this.host.pool, this.cred, this.id, this.host.config.nodeId, h);
     if (this.state === 'closed') {
-      await closeSessionRow(this.gw.app.pool, this.id, 1006);
+      await closeSessionRow(this.host.pool, this.id, 1006);
       return;
     }
     this.workerId = h.worker_id;
@@ -198,21 +258,21 @@ export class Session {
       concurrencyKeys: h.concurrency_keys ?? false,
     };
     for (const r of res.resumed) this.held.set(r.attempt_id, r.queueId);
-    this.state = 'open';
-    this.gw.register(this);
+    this.current = 'open';
+    this.host.register(this);
     this.send({
       type: 'hello.ok',
       session_id: this.id,
       worker_id: h.worker_id,
       lease_ms: res.leaseMs,
       renew_ms: Math.max(1000, Math.floor(res.leaseMs / 3)),
-      max_frame_bytes: this.gw.app.config.maxFrameBytes,
+      max_frame_bytes: this.host.config.maxFrameBytes,
       resumed: res.resumed.map(({ queueId: _q, taskId: _t, ...r }) => r),
       lost: res.lost,
     });
     this.log.info({ worker_id: h.worker_id, resumed: res.resumed.length, lost: res.lost.length }, 'session open');
-    this.gw.wake(res.freedQueues);
-    this.gw.kick(this);
+    this.host.wake(res.freedQueues);
+    this.host.kick(this);
   }
 
   private dispatchFrame(f: Exclude<WorkerFrame, HelloFrame>): void {
@@ -226,12 +286,12 @@ export class Session {
         return;
       case 'capacity':
         this.capacity = f.capacity;
-        this.mirror(() => recordSessionCapacity(this.gw.app.pool, this.id, f.capacity));
-        this.gw.kick(this);
+        this.mirror(() => recordSessionCapacity(this.host.pool, this.id, f.capacity));
+        this.host.kick(this);
         return;
       case 'drain':
-        this.state = 'draining';
-        this.mirror(() => recordSessionDraining(this.gw.app.pool, this.id));
+        this.current = 'draining';
+        this.mirror(() => recordSessionDraining(this.host.pool, this.id));
         this.send({ type: 'drain.ok' });
         return;
     }
@@ -262,31 +322,31 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const r = await this.gw.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
+    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
     if (!r.ok) throw r.error;
     if (r.kind !== 'start') throw new Error('frame batch answered a start with a result');
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
 
   private async onRenew(ids: string[]): Promise<void> {
-    const r = await renewAttempts(this.gw.app.pool, this.who(), ids, this.held);
+    const r = await renewAttempts(this.host.pool, this.who(), ids, this.held);
     for (const id of r.lost) this.dropAttempt(id);
     this.send({ type: 'renew.ok', leases: r.leases, lost: r.lost });
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.gw.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
     if (!r.ok) throw r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     const wasFull = this.free === 0;
     this.held.delete(f.attempt_id);
     this.send(r.reply as GatewayFrame);
     this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
-    if (!r.reply.deduplicated) this.gw.app.metrics.tasksFinished.inc({ outcome: f.outcome });
-    this.gw.wake(r.freedQueues);
+    if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
+    this.host.wake(r.freedQueues);
     // After a hand-off, a session that had free slots was already offered everything claimable;
     // only one that was full has new room to fill.
-    if (!r.handedOff || wasFull) this.gw.kick(this);
+    if (!r.handedOff || wasFull) this.host.kick(this);
   }
 
   /** The session's credential was found revoked (by a claim, start or result transaction, or the
@@ -298,7 +358,7 @@ export class Session {
   }
 
   dropAttempt(attemptId: string): void {
-    if (this.held.delete(attemptId)) this.gw.kick(this);
+    if (this.held.delete(attemptId)) this.host.kick(this);
   }
 
   /** Sends task.assign frames for committed claims. */
@@ -306,7 +366,7 @@ export class Session {
     // A claim that committed after drain or close: the worker will never see these attempts, so
     // they go back to WAITING now instead of sitting out their lease.
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) {
-      this.gw.releaseUndelivered(this, assignments.map((a) => a.attemptId));
+      this.host.releaseUndelivered(this, assignments.map((a) => a.attemptId));
       return;
     }
     // Never more than the capacity: a capacity frame may have lowered it while the claim that
@@ -314,7 +374,7 @@ export class Session {
     // the excess goes back at once.
     const room = Math.max(0, this.capacity - this.held.size - this.reserved);
     if (assignments.length > room) {
-      this.gw.releaseUndelivered(this, assignments.slice(room).map((a) => a.attemptId));
+      this.host.releaseUndelivered(this, assignments.slice(room).map((a) => a.attemptId));
       assignments = assignments.slice(0, room);
     }
     for (const a of assignments) {
@@ -334,9 +394,7 @@ export class Session {
 
   private onClose(code: number): void {
     const wasOpen = this.state !== 'hello' && this.helloDone !== null;
-    this.state = 'closed';
-    if (this.helloTimer) clearTimeout(this.helloTimer);
-    this.gw.unregister(this);
-    if (wasOpen) void this.gw.track(closeSessionRow(this.gw.app.pool, this.id, code).catch(() => {}));
+    this.ended();
+    if (wasOpen) void this.host.track(closeSessionRow(this.host.pool, this.id, code).catch(() => {}));
   }
 }

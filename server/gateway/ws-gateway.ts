@@ -1,25 +1,38 @@
 // The worker gateway of one node: the WebSocket endpoint, the registry of local sessions, and the
-// background loops (dispatcher, sweeper, reconciliation with other nodes' changes).
+// background loops (dispatcher, sweeper, reconciliation with other nodes' changes). It is the host
+// of its parts (SessionHost, DispatcherHost, ReconcilerHost: each says what its part needs), and
+// hears the rest of the node only through its WorkSignals (wake-ups, revoked attempts).
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type Server as WsServer } from 'ws';
 import { OrbitError } from '@orbit/protocol/errors';
 import { SUBPROTOCOL } from '@orbit/protocol/frames';
+import type { Logger } from 'pino';
 import type { AppContext } from '../app-context.js';
+import type { WorkSignals, WorkSignalSource } from '../work-signals.js';
 import { authenticate, requireScope } from '../http/auth.js';
 import { endSocketWithError } from '../http/envelope.js';
 import { newId } from '../ids.js';
-import { isConnectionError } from '../db/pool.js';
-import { Session } from './session.js';
-import { Dispatcher } from './dispatcher.js';
-import { Reconciler } from './reconciler.js';
+import { isConnectionError, type Pool } from '../db/pool.js';
+import { Session, SUPERSEDED, type SessionHost } from './session.js';
+import { Dispatcher, type DispatcherHost } from './dispatcher.js';
+import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-batches.js';
 import type { HandoffHost } from '../dispatch/handoff.js';
-import { releaseAttempts } from '../dispatch/recovery.js';
+import { releaseAttempts, type Revoked } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
 import { guardTimer, reportInternal } from '../boundary.js';
 
-export class Gateway {
+/** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
+export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'shuttingDown'>;
+
+export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
+  readonly config: AppContext['config'];
+  readonly pool: Pool;
+  readonly log: Logger;
+  readonly metrics: AppContext['metrics'];
+  readonly faults: AppContext['faults'];
+  /** Registered sessions (hello committed, not ended). */
   readonly sessions = new Map<string, Session>();
   /** `${namespace}/${worker_id}` → the newest local session of that identity. */
   private readonly byWorker = new Map<string, Session>();
@@ -29,14 +42,17 @@ export class Gateway {
   readonly reconciler: Reconciler;
   /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
-  readonly helloTimeoutMs: number;
   private pingTimer: NodeJS.Timeout;
+  private readonly offWork: () => void;
+  private readonly offRevoked: () => void;
 
   constructor(
-    readonly app: AppContext,
+    private readonly app: GatewayApp,
     server: http.Server,
+    /** The node's signals (AppContext.signals and its subscriber side). */
+    readonly signals: WorkSignals & WorkSignalSource,
   ) {
-    this.helloTimeoutMs = app.config.helloTimeoutMs;
+    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults } = app);
     const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
       WebSocket: WorkerSocket,
@@ -68,6 +84,8 @@ export class Gateway {
     );
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
+    this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
+    this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {
         for (const s of this.sessions.values()) s.heartbeat();
@@ -90,24 +108,21 @@ export class Gateway {
           if (s.free <= 0 || !c || !c.concurrencyKeys || c.namespaceId !== t.namespaceId || !c.queueIds.includes(t.queueId)) continue;
           if (c.handlers && !c.handlers.some((h) => h.handler === t.handler && h.versions.includes(t.handlerVersion))) continue;
           turn = (turn + i + 1) % Math.max(1, all.length);
-          s.reserved++;
+          s.reserve(1);
           return c;
         }
         return null;
       },
-      unreserve: (sessionId) => {
-        const s = this.sessions.get(sessionId);
-        if (s && s.reserved > 0) s.reserved--;
-      },
+      unreserve: (sessionId) => this.sessions.get(sessionId)?.unreserve(1),
       deliver: (c, a) => {
         const s = this.sessions.get(c.sessionId);
-        if (s && s.reserved > 0) s.reserved--;
+        s?.unreserve(1);
         if (s) return s.deliver([a]);
         // The session closed since: released at once like any undelivered claim.
         void this.track(
-          releaseAttempts(this.app.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
+          releaseAttempts(this.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
             .then((freed) => this.wake(freed))
-            .catch((err) => this.app.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
+            .catch((err) => this.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
         );
       },
     };
@@ -129,7 +144,7 @@ export class Gateway {
         .split(',')
         .map((s) => s.trim());
       if (!offered.includes(SUBPROTOCOL)) return reject(new OrbitError('INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`));
-      const cred = await authenticate(this.app.pool, req);
+      const cred = await authenticate(this.pool, req);
       requireScope(cred, 'workers:connect');
       requireScope(cred, 'workers:consume');
       this.wss.handleUpgrade(req, socket, head, (ws) => {
@@ -149,7 +164,7 @@ export class Gateway {
     } catch (err) {
       if (err instanceof OrbitError) return reject(err);
       if (isConnectionError(err)) return reject(new OrbitError('UNAVAILABLE', 'database unavailable'));
-      this.app.log.error({ err, request_id: requestId }, 'upgrade failed');
+      this.log.error({ err, request_id: requestId }, 'upgrade failed');
       return reject(new OrbitError('INTERNAL', `internal error (request ${requestId})`));
     }
   }
@@ -158,13 +173,8 @@ export class Gateway {
     this.pending.delete(s);
     const key = `${s.cred.namespaceId}/${s.workerId}`;
     const older = this.byWorker.get(key);
-    if (older && older !== s) {
-      // A second live session of the same worker_id supersedes the first.
-      older.state = 'closed';
-      older.send({ type: 'error', code: 'STATE_CONFLICT', message: 'superseded by a newer session of this worker_id', fatal: true });
-      older.close(4409, 'superseded');
-      this.unregister(older);
-    }
+    // A second live session of the same worker_id supersedes the first (terminate unregisters it).
+    if (older && older !== s) older.terminate(4409, SUPERSEDED, 'STATE_CONFLICT');
     this.byWorker.set(key, s);
     this.sessions.set(s.id, s);
     this.app.metrics.liveSessions.set(this.sessions.size);
@@ -184,17 +194,19 @@ export class Gateway {
     return p;
   }
 
-  /** Queues whose permits were released or that got new work. */
+  /** Queues whose permits were released or that got new work: through the node's signals, like
+   * every other wake-up. */
   wake(queueIds: Iterable<string>): void {
-    for (const q of queueIds) this.app.events.emit('work', q);
+    this.signals.wake(queueIds);
   }
 
   kick(s: Session): void {
     this.dispatcher.kick(s);
   }
 
-  /** Delivers task.cancel for attempts revoked by this node (sweeper, HTTP cancel, hello). */
-  notifyRevoked(list: { attemptId: string; sessionId: string; reason: 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED' }[]): void {
+  /** Delivers task.cancel for attempts revoked by this node (WorkSignals.revoked: sweeper, HTTP
+   * cancel). */
+  private notifyRevoked(list: readonly Revoked[]): void {
     for (const r of list) {
       const s = this.sessions.get(r.sessionId);
       if (s && s.held.has(r.attemptId)) {
@@ -207,7 +219,7 @@ export class Gateway {
   /** Attempts claimed for a session that drained or closed before delivery: released at once
    * (attempt EXPIRED, task WAITING, permits back) in one transaction. */
   releaseUndelivered(s: Session, attemptIds: string[]): void {
-    const pool = this.app.pool;
+    const pool = this.pool;
     const who = { namespaceId: s.cred.namespaceId, workerId: s.workerId };
     void this.track(
       releaseAttempts(pool, who, attemptIds)
@@ -218,6 +230,7 @@ export class Gateway {
 
   async close(): Promise<void> {
     clearInterval(this.pingTimer);
+    this.offWork();
     this.dispatcher.stop();
     this.reconciler.stop();
     for (const s of [...this.sessions.values(), ...this.pending]) {
@@ -225,8 +238,10 @@ export class Gateway {
     }
     await Promise.allSettled([...this.inflight]);
     await this.dispatcher.idle();
-    for (const s of [...this.sessions.values(), ...this.pending]) s.close(1001, 'going away');
+    for (const s of [...this.sessions.values(), ...this.pending]) s.terminate(1001, 'going away');
     await Promise.allSettled([...this.inflight]);
+    // Cancels committed while the sessions drained were still delivered; none is open now.
+    this.offRevoked();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
   }
 }

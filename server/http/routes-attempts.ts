@@ -28,8 +28,8 @@ export async function getAttemptRoute(ctx: RequestCtx): Promise<Reply> {
 /** After the commit: task.cancel to the workers that held the revoked attempts, and wake-ups for
  * the queues whose permits came free. */
 function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
-  ctx.app.gateway?.notifyRevoked(e.revoked);
-  ctx.app.gateway?.wake(e.freedQueues);
+  ctx.app.signals.revoked(e.revoked);
+  ctx.app.signals.wake(e.freedQueues);
 }
 
 function taskReply(e: CommandEffect) {

@@ -90,7 +90,7 @@ function pauseOrResume(paused: boolean) {
     },
     reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
     afterCommit: (row, ctx) => {
-      if (!paused) ctx.app.events.emit('work', row.id);
+      if (!paused) ctx.app.signals.wake([row.id]);
     },
   });
 }

@@ -37,7 +37,7 @@ async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
 
 /** The scheduler re-reads its next fire times after a commit that may have moved them. */
 function wake(_result: unknown, ctx: RequestCtx): void {
-  ctx.app.events.emit('schedules');
+  ctx.app.signals.schedulesChanged();
 }
 
 /** The schedule's own commands return their frozen reply already. */

@@ -176,7 +176,7 @@ export async function retireSchedule(c: Conn, cred: Credential, id: string, b: {
 }
 
 /** One task now from the current version, paused or not, through the task-creation path. */
-export async function triggerSchedule(app: Pick<AppContext, 'metrics' | 'events' | 'log'>, c: Conn, cred: Credential, id: string, scheduledFor: string | undefined) {
+export async function triggerSchedule(app: Pick<AppContext, 'metrics' | 'signals' | 'log'>, c: Conn, cred: Credential, id: string, scheduledFor: string | undefined) {
   const s = await lockForCommand(c, cred, id, null);
   const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
   const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));

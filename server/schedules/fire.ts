@@ -40,7 +40,7 @@ export interface FireReport {
   catchingUp: boolean;
 }
 
-type App = Pick<AppContext, 'pool' | 'metrics' | 'events' | 'log'>;
+type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
 
 /** Tasks for `items`, all in this transaction; at the quota's edge each alone, the refused ones
  * marked (null). A retired queue is thrown: an enabled schedule never targets one (retirement and

@@ -8,6 +8,7 @@ import type { AppContext } from '../app-context.js';
 import { guarded, reportInternal } from '../boundary.js';
 import { isConnectionError } from '../db/pool.js';
 import { dueSchedules } from '../db/schedules.js';
+import type { WorkSignalSource } from '../work-signals.js';
 import { fireSchedules } from './fire.js';
 
 /** Longest sleep: how late a schedule created or resumed on another node is first seen. */
@@ -30,10 +31,13 @@ export class ScheduleFirer {
   private again = false;
   private nextDelay = IDLE_MS;
   private lastOutage = 0;
-  private readonly onWake = () => this.wake();
+  private readonly unsubscribe: () => void;
 
-  constructor(private readonly app: AppContext) {
-    app.events.on('schedules', this.onWake);
+  constructor(
+    private readonly app: AppContext,
+    signals: Pick<WorkSignalSource, 'onSchedulesChanged'>,
+  ) {
+    this.unsubscribe = signals.onSchedulesChanged(() => this.wake());
     this.arm(0);
   }
 
@@ -113,7 +117,7 @@ export class ScheduleFirer {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.app.events.off('schedules', this.onWake);
+    this.unsubscribe();
     if (this.timer) clearTimeout(this.timer);
     await this.running;
   }
