@@ -8,7 +8,7 @@
 // at the first error, so a failure surfaces at that later await and rolls the transaction back).
 // `execute` (prepared statements) cannot join a multi-statement text: queued writes go first.
 import type { FieldPacket, QueryResult } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { PoolConnection as Conn } from 'mysql2/promise';
 
 /** Process totals read by /metrics (orbit_db_transactions_total, orbit_db_transaction_round_trips_total):
  * round trips per transaction is the figure pipelining changes, and a noisy machine cannot blur it. */
