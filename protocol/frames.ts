@@ -2,14 +2,30 @@
 // rejected), shared by the gateway and the worker SDK. See ../shared/spec/worker-protocol.md.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { Id } from './ids.js';
+import {
+  AGENT_MAX,
+  ERROR_CODE_MAX,
+  ERROR_MESSAGE_MAX,
+  HANDLER_MAX,
+  MAX_BACKOFF_MS,
+  MAX_CAPACITY,
+  MAX_HANDLER_VERSIONS,
+  MAX_HELLO_HANDLERS,
+  MAX_HELLO_QUEUES,
+  MAX_IDS_PER_FRAME,
+  MAX_JSON_DEPTH,
+  PRIORITY_MAX,
+  VERSION_MAX,
+  WORKER_ID_MAX,
+} from './limits.js';
+import { Id, IdField, Name, Timestamp, tooDeep, Uint64 } from './primitives.js';
+import { LIVE_ATTEMPT_STATES, TASK_STATES } from './states.js';
 
 export const SUBPROTOCOL = 'orbit.worker.v1';
-export const DEFAULT_MAX_FRAME_BYTES = 1024 * 1024;
+/** Kept here for the SDK's imports; defined in limits.ts. */
+export { DEFAULT_MAX_FRAME_BYTES } from './limits.js';
+export { TASK_STATES } from './states.js';
 
-const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
-const Uint64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
-const Timestamp = Type.String();
 const strict = { additionalProperties: false } as const;
 
 // ---- worker → gateway -------------------------------------------------------------------------
@@ -18,51 +34,51 @@ export const HelloFrame = Type.Object(
   {
     type: Type.Literal('hello'),
     protocol: Type.Literal(1),
-    worker_id: Name(64),
-    queues: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 64 }),
-    capacity: Type.Integer({ minimum: 0, maximum: 1024 }),
+    worker_id: Name(WORKER_ID_MAX),
+    queues: Type.Array(IdField, { minItems: 1, maxItems: MAX_HELLO_QUEUES }),
+    capacity: Type.Integer({ minimum: 0, maximum: MAX_CAPACITY }),
     concurrency_keys: Type.Optional(Type.Boolean()),
     handlers: Type.Optional(
       Type.Array(
-        Type.Object({ handler: Name(128), versions: Type.Array(Name(64), { minItems: 1, maxItems: 64 }) }, strict),
-        { minItems: 1, maxItems: 256 },
+        Type.Object({ handler: Name(HANDLER_MAX), versions: Type.Array(Name(VERSION_MAX), { minItems: 1, maxItems: MAX_HANDLER_VERSIONS }) }, strict),
+        { minItems: 1, maxItems: MAX_HELLO_HANDLERS },
       ),
     ),
-    resume: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 1024 })),
-    agent: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    resume: Type.Optional(Type.Array(IdField, { maxItems: MAX_IDS_PER_FRAME })),
+    agent: Type.Optional(Type.String({ minLength: 1, maxLength: AGENT_MAX })),
   },
   strict,
 );
 export type HelloFrame = Static<typeof HelloFrame>;
 
-export const StartFrame = Type.Object({ type: Type.Literal('start'), attempt_id: Type.String({ minLength: 1, maxLength: 64 }) }, strict);
+export const StartFrame = Type.Object({ type: Type.Literal('start'), attempt_id: IdField }, strict);
 export type StartFrame = Static<typeof StartFrame>;
 
 export const RenewFrame = Type.Object(
-  { type: Type.Literal('renew'), attempt_ids: Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 1024 }) },
+  { type: Type.Literal('renew'), attempt_ids: Type.Array(IdField, { minItems: 1, maxItems: MAX_IDS_PER_FRAME }) },
   strict,
 );
 export type RenewFrame = Static<typeof RenewFrame>;
 
 export const ResultError = Type.Object(
-  { code: Type.String({ minLength: 1, maxLength: 128 }), message: Type.String({ maxLength: 4096 }) },
+  { code: Type.String({ minLength: 1, maxLength: ERROR_CODE_MAX }), message: Type.String({ maxLength: ERROR_MESSAGE_MAX }) },
   strict,
 );
 
 export const ResultFrame = Type.Object(
   {
     type: Type.Literal('result'),
-    attempt_id: Type.String({ minLength: 1, maxLength: 64 }),
+    attempt_id: IdField,
     outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('retry'), Type.Literal('unknown')]),
     output: Type.Optional(Type.Unknown()),
     error: Type.Optional(ResultError),
-    retry_after_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
+    retry_after_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_BACKOFF_MS })),
   },
   strict,
 );
 export type ResultFrame = Static<typeof ResultFrame>;
 
-export const CapacityFrame = Type.Object({ type: Type.Literal('capacity'), capacity: Type.Integer({ minimum: 0, maximum: 1024 }) }, strict);
+export const CapacityFrame = Type.Object({ type: Type.Literal('capacity'), capacity: Type.Integer({ minimum: 0, maximum: MAX_CAPACITY }) }, strict);
 export type CapacityFrame = Static<typeof CapacityFrame>;
 
 export const DrainFrame = Type.Object({ type: Type.Literal('drain') }, strict);
@@ -83,7 +99,7 @@ export type WorkerFrame = HelloFrame | StartFrame | RenewFrame | ResultFrame | C
 export const ResumedAttempt = Type.Object(
   {
     attempt_id: Id,
-    state: Type.Union([Type.Literal('LEASED'), Type.Literal('RUNNING')]),
+    state: Type.Union(LIVE_ATTEMPT_STATES.map((s) => Type.Literal(s))),
     lease_expires_at: Timestamp,
     concurrency_token: Type.Optional(Uint64),
   },
@@ -94,7 +110,7 @@ export const HelloOkFrame = Type.Object(
   {
     type: Type.Literal('hello.ok'),
     session_id: Id,
-    worker_id: Name(64),
+    worker_id: Name(WORKER_ID_MAX),
     lease_ms: Type.Integer({ minimum: 0 }),
     renew_ms: Type.Integer({ minimum: 0 }),
     max_frame_bytes: Type.Integer({ minimum: 1 }),
@@ -109,13 +125,13 @@ export const AssignedTask = Type.Object(
   {
     id: Id,
     queue_id: Id,
-    handler: Name(128),
-    handler_version: Name(64),
-    payload_version: Name(64),
+    handler: Name(HANDLER_MAX),
+    handler_version: Name(VERSION_MAX),
+    payload_version: Name(VERSION_MAX),
     payload: Type.Unknown(),
     business_key: Type.Optional(Type.String()),
     concurrency_key: Type.Optional(Type.String()),
-    priority: Type.Integer({ minimum: 0, maximum: 9 }),
+    priority: Type.Integer({ minimum: 0, maximum: PRIORITY_MAX }),
     deadline_at: Timestamp,
   },
   strict,
@@ -149,8 +165,6 @@ export const RenewOkFrame = Type.Object(
   strict,
 );
 export type RenewOkFrame = Static<typeof RenewOkFrame>;
-
-export const TASK_STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'] as const;
 
 export const ResultOkFrame = Type.Object(
   {
@@ -247,26 +261,14 @@ function parseWith<F>(checks: Map<string, ReturnType<typeof TypeCompiler.Compile
   return { ok: true, frame: v as F };
 }
 
-/** Deepest object/array nesting a worker frame may have (the frame itself is level 1), as for
- * HTTP bodies: deeper values overflow the stack of JSON.stringify and every recursive walk. */
-export const MAX_FRAME_DEPTH = 512;
-
-function tooDeep(root: unknown, cap: number): boolean {
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (d > cap) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
-    }
-  }
-  return false;
-}
+/** Deepest object/array nesting a worker frame may have (the frame itself is level 1): the same
+ * bound as for HTTP bodies (limits.ts MAX_JSON_DEPTH). */
+export const MAX_FRAME_DEPTH = MAX_JSON_DEPTH;
 
 /** Parses and validates a worker → gateway text frame. */
 export function parseWorkerFrame(text: string): ParseResult<WorkerFrame> {
   const r = parseWith<WorkerFrame>(workerChecks, text);
-  if (r.ok && tooDeep(r.frame, MAX_FRAME_DEPTH)) return { ok: false, message: `frame is nested deeper than ${MAX_FRAME_DEPTH} levels` };
+  if (r.ok && tooDeep(r.frame)) return { ok: false, message: `frame is nested deeper than ${MAX_FRAME_DEPTH} levels` };
   return r;
 }
 

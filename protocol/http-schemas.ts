@@ -2,24 +2,51 @@
 // client. Every object is strict (additionalProperties: false).
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
-import { Id } from './ids.js';
+import {
+  ACK_IDS_MAX,
+  CATCHUP_LIMIT_MAX,
+  CRON_MAX,
+  DEADLINE_SECONDS_MAX,
+  DELIVERY_LEASE_MAX,
+  DELIVERY_LEASE_SECONDS_MAX,
+  DELIVERY_LEASE_SECONDS_MIN,
+  EVERY_SECONDS_MAX,
+  HANDLER_MAX,
+  MAX_ACTIVE_ATTEMPTS_MAX,
+  MAX_ATTEMPTS_MAX,
+  MAX_BACKOFF_MS,
+  MAX_BATCH_ITEMS,
+  PRIORITY_MAX,
+  QUEUE_LEASE_SECONDS_MAX,
+  QUEUE_LEASE_SECONDS_MIN,
+  REASON_MAX,
+  RETRY_MULTIPLIER_MAX,
+  TIMESTAMP_INPUT_MAX,
+  TIMEZONE_MAX,
+  VERSION_MAX,
+} from './limits.js';
+import { Id, IdempotencyKey, IdField, Name, ResourceName, Uint64 } from './primitives.js';
 
-const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
-const Revision = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
+/** Kept here for existing imports; defined in limits.ts. */
+export { MAX_BATCH_ITEMS } from './limits.js';
+
+const Revision = Uint64;
+const Reason = Type.String({ minLength: 1, maxLength: REASON_MAX });
+const TimestampInput = Type.String({ minLength: 1, maxLength: TIMESTAMP_INPUT_MAX });
 
 export const SubmitTaskBody = Type.Object(
   {
-    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
-    handler: Name(128),
-    handler_version: Name(64),
-    payload_version: Name(64),
+    queue_id: IdField,
+    handler: Name(HANDLER_MAX),
+    handler_version: Name(VERSION_MAX),
+    payload_version: Name(VERSION_MAX),
     payload: Type.Unknown(),
     business_key: Type.Optional(Type.String()),
     concurrency_key: Type.Optional(Type.String()),
-    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: 9 })),
-    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-    deadline_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 2592000 })),
-    not_before: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+    priority: Type.Optional(Type.Integer({ minimum: 0, maximum: PRIORITY_MAX })),
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_MAX })),
+    deadline_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: DEADLINE_SECONDS_MAX })),
+    not_before: Type.Optional(TimestampInput),
   },
   { additionalProperties: false },
 );
@@ -27,7 +54,6 @@ export type SubmitTaskBody = Static<typeof SubmitTaskBody>;
 
 /** POST /v1/tasks:batch: the envelope. Items are checked one by one (SubmitBatchItem), so that a
  * bad item gets its own 400 in its slot instead of failing the batch. */
-export const MAX_BATCH_ITEMS = 500;
 export const SubmitBatchBody = Type.Object(
   { tasks: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BATCH_ITEMS }) },
   { additionalProperties: false },
@@ -37,17 +63,17 @@ export type SubmitBatchBody = Static<typeof SubmitBatchBody>;
 /** One item of POST /v1/tasks:batch: the body of POST /v1/tasks plus its own idempotency_key
  * (same rules as the Idempotency-Key header). */
 export const SubmitBatchItem = Type.Object(
-  { ...SubmitTaskBody.properties, idempotency_key: Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' }) },
+  { ...SubmitTaskBody.properties, idempotency_key: IdempotencyKey },
   { additionalProperties: false },
 );
 export type SubmitBatchItem = Static<typeof SubmitBatchItem>;
 
 export const RetryPolicy = Type.Object(
   {
-    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-    initial_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
-    max_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400_000 })),
-    multiplier: Type.Optional(Type.Number({ minimum: 1, maximum: 100 })),
+    max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_MAX })),
+    initial_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_BACKOFF_MS })),
+    max_backoff_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_BACKOFF_MS })),
+    multiplier: Type.Optional(Type.Number({ minimum: 1, maximum: RETRY_MULTIPLIER_MAX })),
   },
   { additionalProperties: false },
 );
@@ -55,9 +81,9 @@ export type RetryPolicy = Static<typeof RetryPolicy>;
 
 export const CreateQueueBody = Type.Object(
   {
-    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
-    max_active_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-    lease_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),
+    name: ResourceName,
+    max_active_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ACTIVE_ATTEMPTS_MAX })),
+    lease_seconds: Type.Optional(Type.Integer({ minimum: QUEUE_LEASE_SECONDS_MIN, maximum: QUEUE_LEASE_SECONDS_MAX })),
     retry: Type.Optional(RetryPolicy),
   },
   { additionalProperties: false },
@@ -68,13 +94,13 @@ export const RevisionBody = Type.Object({ expected_revision: Revision }, { addit
 export type RevisionBody = Static<typeof RevisionBody>;
 
 export const RetireBody = Type.Object(
-  { expected_revision: Revision, reason: Type.String({ minLength: 1, maxLength: 512 }) },
+  { expected_revision: Revision, reason: Reason },
   { additionalProperties: false },
 );
 export type RetireBody = Static<typeof RetireBody>;
 
 export const CancelTaskBody = Type.Object(
-  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })) },
+  { reason: Type.Optional(Reason) },
   { additionalProperties: false },
 );
 export type CancelTaskBody = Static<typeof CancelTaskBody>;
@@ -82,7 +108,7 @@ export type CancelTaskBody = Static<typeof CancelTaskBody>;
 export const ResolveTaskBody = Type.Object(
   {
     resolution: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('retry')]),
-    reason: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    reason: Type.Optional(Reason),
   },
   { additionalProperties: false },
 );
@@ -140,8 +166,8 @@ export const EVENT_TYPES = ['task.succeeded', 'task.failed', 'task.cancelled', '
 
 export const CreateSubscriptionBody = Type.Object(
   {
-    name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }),
-    queue_id: Type.String({ minLength: 1, maxLength: 64 }),
+    name: ResourceName,
+    queue_id: IdField,
     event_types: Type.Array(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t))), { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
   },
   { additionalProperties: false },
@@ -149,13 +175,16 @@ export const CreateSubscriptionBody = Type.Object(
 export type CreateSubscriptionBody = Static<typeof CreateSubscriptionBody>;
 
 export const LeaseDeliveriesBody = Type.Object(
-  { max: Type.Integer({ minimum: 1, maximum: 100 }), lease_seconds: Type.Integer({ minimum: 5, maximum: 600 }) },
+  {
+    max: Type.Integer({ minimum: 1, maximum: DELIVERY_LEASE_MAX }),
+    lease_seconds: Type.Integer({ minimum: DELIVERY_LEASE_SECONDS_MIN, maximum: DELIVERY_LEASE_SECONDS_MAX }),
+  },
   { additionalProperties: false },
 );
 export type LeaseDeliveriesBody = Static<typeof LeaseDeliveriesBody>;
 
 export const AckDeliveriesBody = Type.Object(
-  { delivery_ids: Type.Array(Id, { minItems: 1, maxItems: 1000 }) },
+  { delivery_ids: Type.Array(Id, { minItems: 1, maxItems: ACK_IDS_MAX }) },
   { additionalProperties: false },
 );
 export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;
@@ -166,9 +195,9 @@ export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;
  * every_seconds; cron syntax and time zone) by the server, which names the offending field. */
 export const ScheduleCalendarInput = Type.Object(
   {
-    cron: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    every_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 31_536_000 })),
+    cron: Type.Optional(Type.String({ minLength: 1, maxLength: CRON_MAX })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: TIMEZONE_MAX })),
+    every_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: EVERY_SECONDS_MAX })),
   },
   { additionalProperties: false },
 );
@@ -185,16 +214,16 @@ export const ScheduleVersionInput = Type.Object(
     task: ScheduleTaskInput,
     overlap: Type.Optional(Type.Union([Type.Literal('allow'), Type.Literal('skip')])),
     catchup: Type.Optional(Type.Union([Type.Literal('none'), Type.Literal('latest'), Type.Literal('all')])),
-    catchup_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-    starts_at: Type.Optional(Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 40 })])),
-    ends_at: Type.Optional(Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 40 })])),
+    catchup_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CATCHUP_LIMIT_MAX })),
+    starts_at: Type.Optional(Type.Union([Type.Null(), TimestampInput])),
+    ends_at: Type.Optional(Type.Union([Type.Null(), TimestampInput])),
   },
   { additionalProperties: false },
 );
 export type ScheduleVersionInput = Static<typeof ScheduleVersionInput>;
 
 export const CreateScheduleBody = Type.Object(
-  { name: Type.String({ pattern: '^[a-z0-9._-]{1,64}$' }), version: ScheduleVersionInput, paused: Type.Optional(Type.Boolean()) },
+  { name: ResourceName, version: ScheduleVersionInput, paused: Type.Optional(Type.Boolean()) },
   { additionalProperties: false },
 );
 export type CreateScheduleBody = Static<typeof CreateScheduleBody>;
@@ -202,5 +231,5 @@ export type CreateScheduleBody = Static<typeof CreateScheduleBody>;
 export const PublishVersionBody = Type.Object({ expected_revision: Revision, version: ScheduleVersionInput }, { additionalProperties: false });
 export type PublishVersionBody = Static<typeof PublishVersionBody>;
 
-export const TriggerScheduleBody = Type.Object({ scheduled_for: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })) }, { additionalProperties: false });
+export const TriggerScheduleBody = Type.Object({ scheduled_for: Type.Optional(TimestampInput) }, { additionalProperties: false });
 export type TriggerScheduleBody = Static<typeof TriggerScheduleBody>;

@@ -6,3 +6,6 @@ export * from './http-views.js';
 export * from './validation.js';
 export * from './ids.js';
 export * from './strings.js';
+export * from './limits.js';
+export * from './primitives.js';
+export * from './states.js';

@@ -21,5 +21,5 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   return s.slice(0, end);
 }
 
-/** The largest close reason RFC 6455 allows (125-byte control payload minus the 2-byte code). */
-export const MAX_CLOSE_REASON_BYTES = 123;
+/** The largest close reason RFC 6455 allows (defined in limits.ts). */
+export { MAX_CLOSE_REASON_BYTES } from './limits.js';

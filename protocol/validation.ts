@@ -1,5 +1,7 @@
 // Field rules that JSON Schema cannot state exactly (code points rather than UTF-16 units, Unicode
 // properties). Pure functions shared by the gateway and the SDK.
+import { KEY_MAX_CODE_POINTS, UINT64_MAX } from './limits.js';
+import { UINT64_RE } from './primitives.js';
 
 const CC = /\p{Cc}/u;
 const EDGE_WHITESPACE = /^\p{White_Space}|\p{White_Space}$/u;
@@ -16,17 +18,17 @@ export function codePointLength(s: string): number {
 export function concurrencyKeyProblem(key: string): string | null {
   if (!key.isWellFormed()) return 'must be valid UTF-8 (lone surrogate)';
   const n = codePointLength(key);
-  if (n < 1 || n > 191) return 'must be 1-191 Unicode code points';
+  if (n < 1 || n > KEY_MAX_CODE_POINTS) return `must be 1-${KEY_MAX_CODE_POINTS} Unicode code points`;
   if (CC.test(key)) return 'must not contain control characters';
   if (EDGE_WHITESPACE.test(key)) return 'must not start or end with whitespace';
   return null;
 }
 
-/** business_key: 1-191 code points, well-formed. */
+/** business_key: 1-191 code points (KEY_MAX_CODE_POINTS), well-formed. */
 export function businessKeyProblem(key: string): string | null {
   if (!key.isWellFormed()) return 'must be valid UTF-8 (lone surrogate)';
   const n = codePointLength(key);
-  if (n < 1 || n > 191) return 'must be 1-191 Unicode code points';
+  if (n < 1 || n > KEY_MAX_CODE_POINTS) return `must be 1-${KEY_MAX_CODE_POINTS} Unicode code points`;
   return null;
 }
 
@@ -44,15 +46,16 @@ export function parseRfc3339(s: string): number | null {
   return Number.isFinite(t) ? t : null;
 }
 
-/** Idempotency-Key: 1-255 visible ASCII characters (0x21-0x7E). */
-export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
+/** Idempotency-Key: 1-255 visible ASCII characters (0x21-0x7E); defined in primitives.ts. */
+export { IDEMPOTENCY_KEY_RE } from './primitives.js';
 
 /** 32 lowercase hex characters. */
 export { ID_RE, isId } from './ids.js';
 
-/** uint64 as a decimal string. */
-export const UINT64_RE = /^(0|[1-9][0-9]{0,19})$/;
-export const UINT64_MAX = 18446744073709551615n;
+/** uint64 as a decimal string (UINT64_RE of primitives.ts, UINT64_MAX of limits.ts, re-exported
+ * for existing imports). */
+export { UINT64_RE } from './primitives.js';
+export { UINT64_MAX } from './limits.js';
 export function isUint64String(s: string): boolean {
   return UINT64_RE.test(s) && BigInt(s) <= UINT64_MAX;
 }
