@@ -2,6 +2,7 @@
 // the SDK's HTTP client (which returns them). Types only: no I/O, nothing to validate at runtime.
 // uint64 values (revisions, tokens, sequences) are decimal strings; times are RFC 3339 UTC.
 import type { RetryPolicy } from './http-schemas.js';
+import type { AttemptState, DeliveryState, TaskState } from './states.js';
 
 export interface TaskResult {
   outcome: 'succeeded' | 'failed' | 'unknown' | 'cancelled' | 'deadline_exceeded';
@@ -20,7 +21,7 @@ export interface Task {
   business_key?: string;
   concurrency_key?: string;
   priority: number;
-  state: string;
+  state: TaskState;
   attempts_made: number;
   max_attempts: number;
   not_before: string | null;
@@ -39,7 +40,7 @@ export interface Attempt {
   id: string;
   task_id: string;
   attempt_no: number;
-  state: string;
+  state: AttemptState;
   worker_id: string;
   session_id: string;
   /** Decimal string; present exactly when the task has a concurrency_key. */
@@ -95,7 +96,7 @@ export interface ResultEvent {
 export interface Delivery {
   id: string;
   sequence: string;
-  state: string;
+  state: Extract<DeliveryState, 'LEASED'>;
   attempts: number;
   lease_expires_at: string;
   event: ResultEvent;
@@ -106,7 +107,7 @@ export interface Delivery {
 export interface DeliveryRecord {
   id: string;
   sequence: string;
-  state: 'PENDING' | 'LEASED' | 'EXPIRED' | 'ACKED';
+  state: DeliveryState;
   attempts: number;
   lease_expires_at: string | null;
   acked_at: string | null;

@@ -100,7 +100,7 @@ export const LIST_LIMIT_DEFAULT = 100;
 export const LIST_LIMIT_MAX = 500;
 /** Non-retired subscriptions per namespace (paused ones count); the next one is 429. */
 export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
-/** Non-retired schedules per namespace; the next one is 429. */
+/** Non-retired schedules per namespace (paused ones count); the next one is 429. */
 export const MAX_SCHEDULES_PER_NAMESPACE = 1000;
 
 // ---- uint64 -------------------------------------------------------------------------------------

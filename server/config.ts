@@ -1,6 +1,12 @@
+// Every environment variable the gateway and its CLIs read is parsed here, and nowhere else in
+// server/: README.md's configuration table lists each one with its default (test/unit-config.test.ts
+// checks both). A value that does not parse stops the process at start with one line naming the
+// variable, what it expects and what it got — never a NaN or a silently ignored setting.
 import os from 'node:os';
 import net from 'node:net';
+import path from 'node:path';
 import { nanoid } from 'nanoid';
+import { DEFAULT_MAX_BATCH_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
 import { parseDsn } from './db/pool.js';
 
 export interface Config {
@@ -27,14 +33,92 @@ export interface Config {
   faultInjection: boolean;
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The variables this module reads, for the documentation check (test/unit-config.test.ts). */
+export const ENV_VARS = [
+  'ORBIT_MYSQL_DSN',
+  'ORBIT_HTTP_ADDR',
+  'ORBIT_NODE_ID',
+  'ORBIT_LOG_LEVEL',
+  'ORBIT_HOME',
+  'ORBIT_URL',
+  'ORBIT_MAX_BODY_BYTES',
+  'ORBIT_MAX_BATCH_BODY_BYTES',
+  'ORBIT_MAX_FRAME_BYTES',
+  'ORBIT_SWEEP_INTERVAL_MS',
+  'ORBIT_HELLO_TIMEOUT_MS',
+  'ORBIT_PING_INTERVAL_MS',
+  'ORBIT_EVENT_RETENTION_SECONDS',
+  'ORBIT_FAULT_INJECTION',
+] as const;
+export type EnvVar = (typeof ENV_VARS)[number];
+type Env = Partial<Record<string, string | undefined>>;
 
-/** Reads the environment. Throws one line describing the first invalid variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const dsn = env.ORBIT_MYSQL_DSN;
-  if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (expected mysql://user:pass@host:port/db); `npm start` runs an embedded database');
-  parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
-  const addr = env.ORBIT_HTTP_ADDR ?? '127.0.0.1:8080';
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const DEFAULT_HTTP_ADDR = '127.0.0.1:8080';
+const MIB = 1024 * 1024;
+/** Smallest accepted body and frame limit: a payload (or output) of MAX_PAYLOAD_BYTES plus the
+ * rest of its body or frame, so the documented 256 KiB is always reachable. */
+const MIN_BODY_BYTES = MAX_PAYLOAD_BYTES + 44 * 1024;
+
+/** A variable's value, where unset and empty both mean "use the default" (numbers, flags, the
+ * DSN, paths). ORBIT_HTTP_ADDR, ORBIT_LOG_LEVEL and ORBIT_NODE_ID are read with `env[name]`
+ * instead: set to "" they are refused, as a value nobody means. */
+function raw(env: Env, name: EnvVar): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+/** An integer variable in min..max; anything else (a word, a fraction, `1e3`, out of range) is a
+ * start-up error. */
+export function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): number {
+  const v = raw(env, name);
+  if (v === undefined) return def;
+  // Number() alone would take '0x10', ' 12 ' and '1e3'; only plain decimal digits are a setting.
+  const n = /^-?[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** A flag variable: `1` on, `0` (or unset) off; any other value is a start-up error rather than a
+ * silent "off" (ORBIT_FAULT_INJECTION=true would otherwise look enabled and be off). */
+function flagVar(env: Env, name: EnvVar): boolean {
+  const v = raw(env, name);
+  if (v === undefined || v === '0') return false;
+  if (v === '1') return true;
+  throw new Error(`${name} must be 1 or 0, got ${JSON.stringify(v)}`);
+}
+
+/** ORBIT_MYSQL_DSN when set (checked), else undefined: `npm start` and the CLIs then use the
+ * embedded database. */
+export function configuredDsn(env: Env = process.env): string | undefined {
+  const dsn = raw(env, 'ORBIT_MYSQL_DSN');
+  if (dsn !== undefined) parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
+  return dsn;
+}
+
+/** ORBIT_HOME as an absolute path (default `.orbit` in the working directory): where `npm start`
+ * keeps the embedded database and the development credentials, and where the CLIs look for them. */
+export function orbitHome(env: Env = process.env): string {
+  return path.resolve(raw(env, 'ORBIT_HOME') ?? '.orbit');
+}
+
+/** The gateway URL written into credentials files by `orbit-admin bootstrap`: ORBIT_URL, else
+ * http:// + ORBIT_HTTP_ADDR (default 127.0.0.1:8080). */
+export function gatewayUrl(env: Env = process.env): string {
+  const url = raw(env, 'ORBIT_URL');
+  if (url === undefined) return `http://${env.ORBIT_HTTP_ADDR ?? DEFAULT_HTTP_ADDR}`;
+  let u: URL | null = null;
+  try {
+    u = new URL(url);
+  } catch {
+    /* reported below */
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new Error(`ORBIT_URL must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
+  return url;
+}
+
+function listenAddress(env: Env): { host: string; port: number } {
+  const addr = env.ORBIT_HTTP_ADDR ?? DEFAULT_HTTP_ADDR;
   const m = /^(.*):(\d{1,5})$/.exec(addr);
   if (!m || Number(m[2]) > 65535) throw new Error(`ORBIT_HTTP_ADDR must be host:port (port 0-65535), got ${JSON.stringify(addr)}`);
   const rawHost = m[1]!;
@@ -43,30 +127,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ? net.isIPv6(bracketed[1]!)
     : rawHost === '' || net.isIPv4(rawHost) || /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(rawHost);
   if (!hostOk) throw new Error(`ORBIT_HTTP_ADDR host must be an IPv4 address, [IPv6] or a host name, got ${JSON.stringify(addr)}`);
+  return { host: bracketed ? bracketed[1]! : rawHost || '127.0.0.1', port: Number(m[2]) };
+}
+
+/** Reads the gateway's configuration. Throws one line describing the first invalid variable.
+ * `overrides.mysqlDsn` stands in for ORBIT_MYSQL_DSN (`npm start` passes its embedded database). */
+export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: string } = {}): Config {
+  const dsn = overrides.mysqlDsn ?? raw(env, 'ORBIT_MYSQL_DSN');
+  if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (expected mysql://user:pass@host:port/db); `npm start` runs an embedded database');
+  parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
+  const { host, port } = listenAddress(env);
   const logLevel = env.ORBIT_LOG_LEVEL ?? 'info';
-  if (!LEVELS.includes(logLevel)) throw new Error(`ORBIT_LOG_LEVEL must be one of ${LEVELS.join(', ')}`);
+  if (!LEVELS.includes(logLevel)) throw new Error(`ORBIT_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
-  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error('ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-]');
-  const intVar = (name: string, def: number, min: number, max: number) => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return def;
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}`);
-    return n;
-  };
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error(`ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-], got ${JSON.stringify(nodeId)}`);
   return {
     mysqlDsn: dsn,
-    httpHost: bracketed ? bracketed[1]! : rawHost || '127.0.0.1',
-    httpPort: Number(m[2]),
+    httpHost: host,
+    httpPort: port,
     nodeId,
     logLevel,
-    maxBodyBytes: intVar('ORBIT_MAX_BODY_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
-    maxBatchBodyBytes: intVar('ORBIT_MAX_BATCH_BODY_BYTES', 16 * 1024 * 1024, 300 * 1024, 256 * 1024 * 1024),
-    maxFrameBytes: intVar('ORBIT_MAX_FRAME_BYTES', 1024 * 1024, 300 * 1024, 64 * 1024 * 1024),
-    sweepIntervalMs: intVar('ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
-    helloTimeoutMs: intVar('ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
-    pingIntervalMs: intVar('ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
-    eventRetentionSeconds: intVar('ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
-    faultInjection: env.ORBIT_FAULT_INJECTION === '1',
+    maxBodyBytes: intVar(env, 'ORBIT_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, MIN_BODY_BYTES, 64 * MIB),
+    maxBatchBodyBytes: intVar(env, 'ORBIT_MAX_BATCH_BODY_BYTES', DEFAULT_MAX_BATCH_BODY_BYTES, MIN_BODY_BYTES, 256 * MIB),
+    maxFrameBytes: intVar(env, 'ORBIT_MAX_FRAME_BYTES', DEFAULT_MAX_FRAME_BYTES, MIN_BODY_BYTES, 64 * MIB),
+    sweepIntervalMs: intVar(env, 'ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
+    helloTimeoutMs: intVar(env, 'ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
+    pingIntervalMs: intVar(env, 'ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
+    eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
+    faultInjection: flagVar(env, 'ORBIT_FAULT_INJECTION'),
   };
 }

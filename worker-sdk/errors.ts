@@ -11,6 +11,7 @@
 // RetryableError from that copy still means `retry`.
 import type { ErrorCode } from '@orbit/protocol/errors';
 import { ERROR_CODES, isErrorCode } from '@orbit/protocol/errors';
+import { ERROR_CODE_MAX } from '@orbit/protocol/limits';
 
 const BRAND = Symbol.for('@orbit/worker-sdk:error-kind');
 
@@ -60,7 +61,7 @@ export function describeError(err: unknown): string {
 /** Result error codes go on the wire: 1–128 characters (protocol/frames.ts ResultError). */
 function cleanCode(code: string | undefined, fallback: string): string {
   if (typeof code !== 'string' || code.length === 0) return fallback;
-  return code.length > 128 ? code.slice(0, 128) : code;
+  return code.length > ERROR_CODE_MAX ? code.slice(0, ERROR_CODE_MAX) : code;
 }
 
 /** Thrown by a handler when the effect certainly did not happen and trying again is safe. */

@@ -7,7 +7,7 @@
 // the caller's lease is still valid, and it replaces neither authentication nor idempotency
 // (hence the operation id).
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
-import { UINT64_MAX } from '@orbit/protocol/validation';
+import { UINT64_MAX } from '@orbit/protocol/limits';
 import { OperationConflictError, StaleTokenError } from './errors.js';
 
 export { OperationConflictError, StaleTokenError };

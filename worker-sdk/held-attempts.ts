@@ -2,6 +2,7 @@
 // times from the gateway, loss and refusal (which abort the handler), and the wait for all of them
 // to finish when the worker closes.
 import type { TaskAssignFrame } from '@orbit/protocol/frames';
+import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 import type { KnownAttempt, ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
 import type { Logger } from './task-context.js';
@@ -17,8 +18,6 @@ export interface Held {
   done: Promise<void>;
 }
 
-/** Most attempt ids in one hello.resume or renew frame. */
-const MAX_IDS_PER_FRAME = 1024;
 /** How many finished attempt ids are remembered to ignore a repeated task.assign. */
 const FINISHED_MEMORY = 10_000;
 

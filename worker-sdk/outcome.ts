@@ -1,12 +1,13 @@
 // Turns what a handler did (returned a value, threw) into the `result` frame the worker sends.
 // Kept apart from worker.ts so the mapping (worker-protocol.md, SDK obligations) is in one place.
+import { ERROR_CODE_MAX, ERROR_MESSAGE_MAX, MAX_BACKOFF_MS, MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import type { ResultInput } from './connection.js';
 import { RetryableError, UnknownOutcomeError } from './errors.js';
 
-/** `output` ≤ 256 KiB of JSON (worker-protocol.md `result`). */
-export const MAX_OUTPUT_BYTES = 256 * 1024;
-const MAX_MESSAGE = 4096; // ResultError.message maxLength
-const MAX_RETRY_AFTER_MS = 86_400_000;
+/** `output` ≤ 256 KiB of JSON (worker-protocol.md `result`; protocol/limits.ts). */
+export { MAX_OUTPUT_BYTES };
+const MAX_MESSAGE = ERROR_MESSAGE_MAX; // ResultError.message maxLength
+const MAX_RETRY_AFTER_MS = MAX_BACKOFF_MS;
 
 /** Cuts a string to at most `max` UTF-16 units without splitting a surrogate pair. */
 function clip(s: string, max: number): string {
@@ -28,7 +29,7 @@ function messageOf(err: unknown): string {
 
 function codeOf(err: unknown, fallback: string): string {
   const c = (err as { code?: unknown } | null)?.code;
-  return typeof c === 'string' && c.length > 0 ? clip(c, 128) : fallback;
+  return typeof c === 'string' && c.length > 0 ? clip(c, ERROR_CODE_MAX) : fallback;
 }
 
 /** The result for a handler's return value. The output is frozen as parsed JSON so a re-send

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { SUBPROTOCOL, parseWorkerFrame, type HelloFrame, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
+import { DEFAULT_MAX_FRAME_BYTES, SUBPROTOCOL, parseWorkerFrame, type HelloFrame, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
 
 export const hexId = (): string => randomBytes(16).toString('hex');
 
@@ -60,7 +60,7 @@ export class FakeSession {
       worker_id: this.hello.worker_id,
       lease_ms: this.gateway.opts.leaseMs ?? 30_000,
       renew_ms: this.gateway.opts.renewMs ?? 10_000,
-      max_frame_bytes: 1024 * 1024,
+      max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
       resumed: resumed.map((id) => {
         const l = this.gateway.leases.get(id)!;
         return { attempt_id: id, state: l.state, lease_expires_at: future(), ...(l.token ? { concurrency_token: l.token } : {}) };

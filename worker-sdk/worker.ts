@@ -2,6 +2,7 @@
 // createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
 // periodic renewal, results re-sent until acknowledged, and a draining close().
 import { EventEmitter } from 'node:events';
+import { ERROR_MESSAGE_MAX } from '@orbit/protocol/limits';
 import { WorkerConnection, helloFrame, type ConnectionEvent, type Registration, type ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
 import { HeldAttempts, type Held } from './held-attempts.js';
@@ -340,7 +341,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         const code = (err as { code?: unknown }).code;
         if ((code === 'PAYLOAD_TOO_LARGE' || code === 'INVALID_ARGUMENT') && !(err instanceof GatewayError)) {
           // Our own frame was refused locally (too big / invalid): report that instead.
-          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: (err as Error).message.slice(0, 4096) } };
+          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: (err as Error).message.slice(0, ERROR_MESSAGE_MAX) } };
           continue;
         }
         if (this.held.refused(h, err)) {

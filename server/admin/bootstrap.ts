@@ -2,6 +2,7 @@
 // new credential with queue_ids "*". Shared by the CLI, `npm start` and the test setup.
 import fs from 'node:fs';
 import path from 'node:path';
+import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { findOrCreateApplication, findOrCreateNamespace, insertAudit, namespaceEnvironment } from '../db/tenants.js';
 import { findQueueByName, insertQueue } from '../db/queues.js';
@@ -38,7 +39,7 @@ export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
 /** Throws one line naming the first invalid field (before anything is written). */
 export function validateBootstrapInput(input: BootstrapInput): void {
   if (input.queues.length === 0) throw new Error('bootstrap needs at least one --queue');
-  for (const q of input.queues) if (!/^[a-z0-9._-]{1,64}$/.test(q)) throw new Error(`queue name ${JSON.stringify(q)} must be 1-64 of [a-z0-9._-]`);
+  for (const q of input.queues) if (!RESOURCE_NAME_RE.test(q)) throw new Error(`queue name ${JSON.stringify(q)} must be 1-64 of [a-z0-9._-]`);
   if (new Set(input.queues).size !== input.queues.length) throw new Error('--queue names must be distinct');
   for (const [flag, v] of [['--application', input.application], ['--namespace', input.namespace]] as const) {
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(v)) throw new Error(`${flag} must be 1-64 of [A-Za-z0-9._-]`);

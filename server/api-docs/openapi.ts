@@ -2,6 +2,7 @@
 // validates request bodies with (protocol/http-schemas.ts) and from routes-meta.ts. Written to
 // dist/api/openapi.json by `npm run build` and served at GET /v1/openapi.json.
 import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
+import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
 import { ROUTE_META, type RouteMeta } from './routes-meta.js';
 
@@ -54,7 +55,7 @@ function operation(key: string, meta: RouteMeta) {
     parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string', pattern: ID_RE.source } });
   }
   if (meta.idempotent) {
-    parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, description: 'identity of this command: the same key and content replay the receipt', schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' } });
+    parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, description: 'identity of this command: the same key and content replay the receipt', schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN } });
   }
   for (const q of meta.query ?? []) {
     const schema = q.enum ? { type: 'string', enum: [...q.enum] } : q.integer ? { type: 'integer', ...q.integer } : { type: 'string' };

@@ -4,6 +4,8 @@
 // has an entry here and that the scopes are the ones the handlers enforce.
 import type { TSchema } from '@sinclair/typebox';
 import type { ErrorCode } from '@orbit/protocol/errors';
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, MAX_BATCH_ITEMS } from '@orbit/protocol/limits';
+import { DELIVERY_STATES, TASK_STATES } from '@orbit/protocol/states';
 import {
   AckDeliveriesBody,
   CancelTaskBody,
@@ -44,9 +46,7 @@ export interface RouteMeta {
   errors: ErrorCode[];
 }
 
-const TASK_STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'] as const;
-const DELIVERY_STATES = ['PENDING', 'LEASED', 'EXPIRED', 'ACKED'] as const;
-const limit: QueryParam = { name: 'limit', description: 'page size (default 100)', integer: { minimum: 1, maximum: 500 } };
+const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
 
 const revisionCmd = (summary: string, scope: string, returns: string): RouteMeta => ({
@@ -64,7 +64,7 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     errors: ['NOT_FOUND', 'PERMISSION_DENIED', 'RESOURCE_RETIRED', 'IDEMPOTENCY_CONFLICT', 'PAYLOAD_TOO_LARGE', 'QUOTA_EXCEEDED'],
   },
   'POST /v1/tasks:batch': {
-    summary: 'submit 1-500 tasks, each item its own command with its own idempotency_key (not atomic)', scope: 'tasks:submit', body: SubmitBatchBody,
+    summary: `submit 1-${MAX_BATCH_ITEMS} tasks, each item its own command with its own idempotency_key (not atomic)`, scope: 'tasks:submit', body: SubmitBatchBody,
     status: 200, returns: '{results: [{status, data: {task, deduplicated}} | {status, error}]} in item order; per-item refusals are slots, not errors',
     errors: ['PAYLOAD_TOO_LARGE'],
   },

@@ -3,7 +3,7 @@
 //   tasks list --queue NAME|ID [--state S] [--limit N]
 //   task get ID                                  the task as GET /v1/tasks/{id} shows it, plus its attempts
 // Text columns by default, `--json` for one JSON document.
-import { TASK_STATES } from '@orbit/protocol/frames';
+import { isTaskState, TASK_STATES, type TaskState } from '@orbit/protocol/states';
 import type { Pool } from '../db/pool.js';
 import { taskView } from '../db/tasks.js';
 import { attemptView } from '../db/attempts.js';
@@ -35,7 +35,7 @@ export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) |
     const flags = parseFlags(argv.slice(2), ['json'], ['queue', 'state', 'limit']);
     const queue = one(flags, 'queue')!;
     const state = one(flags, 'state', false);
-    if (state !== undefined && !(TASK_STATES as readonly string[]).includes(state)) throw new Error(`--state ${state} is not one of ${TASK_STATES.join(', ')}`);
+    if (state !== undefined && !isTaskState(state)) throw new Error(`--state ${state} is not one of ${TASK_STATES.join(', ')}`);
     const rawLimit = one(flags, 'limit', false) ?? '50';
     if (!/^[1-9][0-9]{0,3}$/.test(rawLimit) || Number(rawLimit) > 1000) throw new Error('--limit must be an integer in 1..1000');
     return (pool) => tasksList(pool, queue, state, Number(rawLimit), flags.has('json'));
@@ -75,7 +75,7 @@ async function findQueue(pool: Pool, ref: string): Promise<{ id: string; namespa
   return { id: rows[0]!.id, namespace_id: rows[0]!.namespace_id };
 }
 
-async function tasksList(pool: Pool, queueRef: string, state: string | undefined, limit: number, json: boolean): Promise<string> {
+async function tasksList(pool: Pool, queueRef: string, state: TaskState | undefined, limit: number, json: boolean): Promise<string> {
   const q = await findQueue(pool, queueRef);
   const rows = await tasksOfQueue(pool, q.id, state, limit);
   const tasks = rows.map((r) => taskView(r, true));

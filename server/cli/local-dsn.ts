@@ -3,6 +3,7 @@
 // say which one they use, with the password hidden, before they touch it.
 import fs from 'node:fs';
 import path from 'node:path';
+import { configuredDsn, orbitHome } from '../config.js';
 import { parseDsn } from '../db/pool.js';
 
 export interface ResolvedDsn {
@@ -32,11 +33,9 @@ function alive(pid: number): boolean {
 }
 
 export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
-  if (env.ORBIT_MYSQL_DSN) {
-    parseDsn(env.ORBIT_MYSQL_DSN);
-    return { dsn: env.ORBIT_MYSQL_DSN, source: 'ORBIT_MYSQL_DSN' };
-  }
-  const home = path.resolve(env.ORBIT_HOME ?? '.orbit');
+  const configured = configuredDsn(env);
+  if (configured !== undefined) return { dsn: configured, source: 'ORBIT_MYSQL_DSN' };
+  const home = orbitHome(env);
   const file = path.join(home, 'dev.credentials.json');
   const hint = `ORBIT_MYSQL_DSN is not set and no running \`npm start\` database was found in ${home}: start one with \`npm start\` (in the folder that holds .orbit, or with ORBIT_HOME set), or set ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db`;
   let dsn: unknown;

@@ -13,6 +13,7 @@ import { newId } from '../ids.js';
 import { one, parseFlags, runMain } from './args.js';
 import { READ_USAGE, readCommand } from './admin-read.js';
 import { announceDsn } from './local-dsn.js';
+import { gatewayUrl } from '../config.js';
 
 const USAGE = `usage:
   orbit-admin bootstrap --application NAME --namespace NAME --environment ENV --queue NAME [--queue NAME...] [--worker-access] --output FILE
@@ -67,7 +68,7 @@ runMain('orbit-admin', async () => {
       environment: one(flags, 'environment')!,
       queues: flags.get('queue') ?? [],
       workerAccess: flags.has('worker-access'),
-      url: process.env.ORBIT_URL ?? `http://${process.env.ORBIT_HTTP_ADDR ?? '127.0.0.1:8080'}`,
+      url: gatewayUrl(),
     };
     const output = one(flags, 'output')!;
     validateBootstrapInput(input);

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { loadConfig, type Config } from '../config.js';
+import { configuredDsn, loadConfig, orbitHome, type Config } from '../config.js';
 import { startGateway, type GatewayHandle } from '../gateway-main.js';
 import { lifecycleLogger } from '../logger.js';
 import { createPool } from '../db/pool.js';
@@ -24,7 +24,7 @@ import { lockHome } from './home-lock.js';
 class Stopped extends Error {}
 
 async function main(): Promise<void> {
-  const home = path.resolve(process.env.ORBIT_HOME ?? '.orbit');
+  const home = orbitHome();
   const credFile = path.join(home, 'dev.credentials.json');
   // The wrapper's own lines are start-up and shutdown lines: printed whatever ORBIT_LOG_LEVEL says
   // (which governs the gateway's logger).
@@ -52,22 +52,20 @@ async function main(): Promise<void> {
   });
 
   startup = (async () => {
-    const env = { ...process.env };
     let config: Config;
-    if (env.ORBIT_MYSQL_DSN) {
-      config = loadConfig(env);
+    if (configuredDsn() !== undefined) {
+      config = loadConfig();
     } else {
       // Check the rest of the configuration before starting (or installing) anything.
-      loadConfig({ ...env, ORBIT_MYSQL_DSN: 'mysql://check@127.0.0.1:3306/orbit' });
+      loadConfig(process.env, { mysqlDsn: 'mysql://check@127.0.0.1:3306/orbit' });
       // One `npm start` per ORBIT_HOME: the lock is taken before the database starts, so a second
       // one stops here in seconds instead of running a second server on the same files.
       unlock = await lockHome(home);
       db = await startEmbeddedMariaDb({ dataDir: path.join(home, 'mysql'), log: (l) => log.info(l) });
       checkpoint();
       await ensureDatabase(db, 'orbit');
-      env.ORBIT_MYSQL_DSN = db.dsn('orbit');
-      config = loadConfig(env);
-      log.info({ dsn: env.ORBIT_MYSQL_DSN, data_dir: path.join(home, 'mysql') }, `embedded database: ${env.ORBIT_MYSQL_DSN}`);
+      config = loadConfig(process.env, { mysqlDsn: db.dsn('orbit') });
+      log.info({ dsn: config.mysqlDsn, data_dir: path.join(home, 'mysql') }, `embedded database: ${config.mysqlDsn}`);
     }
     const pool = createPool(config.mysqlDsn, { connectionLimit: 2 });
     try {

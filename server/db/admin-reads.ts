@@ -2,6 +2,7 @@
 // namespace, no locks. Operator tools only; the API's reads are scoped by namespace elsewhere.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './pool.js';
+import type { TaskState } from '@orbit/protocol/states';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
 
@@ -41,7 +42,7 @@ export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string
 
 /** tasksOfQueue(queue_id, state?, limit) → the queue's newest tasks first (by seq), optionally of
  * one state. */
-export async function tasksOfQueue(pool: Pool, queueId: string, state: string | undefined, limit: number): Promise<TaskRow[]> {
+export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState | undefined, limit: number): Promise<TaskRow[]> {
   const [rows] = await pool.query<TaskRow[]>(
     `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
     state ? [queueId, state, limit] : [queueId, limit],

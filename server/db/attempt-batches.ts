@@ -4,6 +4,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
+import type { AttemptState, TaskState } from '@orbit/protocol/states';
 
 const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
@@ -70,7 +71,7 @@ export interface StartStateRow extends RowDataPacket {
   id: string;
   namespace_id: string;
   worker_id: string;
-  state: string;
+  state: AttemptState;
   started_at: string | null;
   lease_expires_at: string;
   /** 1 when lease_expires_at > now. */
@@ -94,14 +95,14 @@ export interface ResultRow extends RowDataPacket {
   namespace_id: string;
   application_id: string;
   queue_id: string;
-  state: string;
+  state: AttemptState;
   worker_id: string;
   concurrency_key: Buffer | null;
   lease_expires_at: string;
   result_fingerprint: string | null;
   result_reply: string | null;
   live: number;
-  t_state: string;
+  t_state: TaskState;
   t_attempts_made: number;
   t_max_attempts: number;
   t_deadline_at: string;
@@ -127,7 +128,7 @@ export async function lockResultRows(c: Conn, ids: string[], namespaces: string[
 
 export interface ClosedAttempt {
   id: string;
-  state: string;
+  state: AttemptState;
   outcome: string;
   output: string | null;
   errorCode: string | null;
@@ -169,7 +170,7 @@ export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string)
 
 export interface TaskAfterResult {
   id: string;
-  state: string;
+  state: TaskState;
   attemptsMade: number;
   /** WAITING (retry): the new not_before; else null. */
   notBefore: string | null;

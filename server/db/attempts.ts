@@ -7,6 +7,7 @@ import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
+import type { AttemptState } from '@orbit/protocol/states';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;
@@ -15,7 +16,7 @@ export interface AttemptRow extends RowDataPacket {
   application_id: string;
   queue_id: string;
   attempt_no: number;
-  state: string;
+  state: AttemptState;
   worker_id: string;
   session_id: string;
   concurrency_key: Buffer | null;
@@ -79,7 +80,7 @@ export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]
 
 export interface AttemptHolderRow extends RowDataPacket {
   id: string;
-  state: string;
+  state: AttemptState;
   session_id: string;
   error_code: string | null;
   result_fingerprint: string | null;
@@ -100,7 +101,7 @@ export async function attemptHolders(pool: Pool, ids: string[]): Promise<Attempt
 export async function closeAttempt(
   c: Conn,
   id: string,
-  f: { state: string; outcome: string | null; output?: string | null; errorCode?: string | null; errorMessage?: string | null; fingerprint?: string | null; reply?: string | null; markStarted?: boolean },
+  f: { state: AttemptState; outcome: string | null; output?: string | null; errorCode?: string | null; errorMessage?: string | null; fingerprint?: string | null; reply?: string | null; markStarted?: boolean },
 ): Promise<void> {
   await c.execute(
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,

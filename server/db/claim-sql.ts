@@ -9,9 +9,12 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
 import { write } from './pipeline.js';
+import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
 
-export const TOKEN_MAX = '18446744073709551615';
+/** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
+ * compare highest_token with (a BIGINT UNSIGNED column). */
+export const TOKEN_MAX = TOKEN_MAX_BIGINT.toString();
 
 const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
 

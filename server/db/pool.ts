@@ -25,7 +25,11 @@ export function parseDsn(dsn: string): mysql.PoolOptions {
   const socketPath = u.searchParams.get('socket');
   if (socketPath) opts.socketPath = socketPath;
   const limit = u.searchParams.get('connectionLimit');
-  if (limit) opts.connectionLimit = Number(limit);
+  if (limit !== null) {
+    // A typo here would otherwise reach mysql2 as connectionLimit NaN instead of stopping the start.
+    if (!/^[1-9][0-9]{0,3}$/.test(limit)) throw new Error(`ORBIT_MYSQL_DSN connectionLimit must be an integer in 1..9999, got ${JSON.stringify(limit)}`);
+    opts.connectionLimit = Number(limit);
+  }
   return opts;
 }
 

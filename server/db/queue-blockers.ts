@@ -2,16 +2,17 @@
 // still holds the queue. The caller holds the queue row FOR UPDATE, so nothing can add work to the
 // queue between these plain reads and the commit.
 import type { RowDataPacket } from 'mysql2/promise';
+import type { UnfinishedTaskState } from '@orbit/protocol/states';
 import type { Conn } from './pool.js';
 
 /** unfinishedTaskCounts(queue_id) → [state, count] of the queue's WAITING, LEASED, RUNNING and
  * NEEDS_REVIEW tasks, by state name. */
-export async function unfinishedTaskCounts(c: Conn, queueId: string): Promise<{ state: string; n: number | string }[]> {
+export async function unfinishedTaskCounts(c: Conn, queueId: string): Promise<{ state: UnfinishedTaskState; n: number | string }[]> {
   const [tasks] = await c.execute<RowDataPacket[]>(
     `SELECT state, COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW') GROUP BY state ORDER BY state`,
     [queueId],
   );
-  return tasks as { state: string; n: number | string }[];
+  return tasks as { state: UnfinishedTaskState; n: number | string }[];
 }
 
 /** needsReviewTaskIds(queue_id) → the first 20 NEEDS_REVIEW task ids of the queue, oldest first

@@ -7,6 +7,7 @@
 //                   active_attempts / max_active_attempts are reported as they are
 import type { RowDataPacket } from 'mysql2/promise';
 import type { MinuteBucket, QueueStats } from '@orbit/protocol/http-views';
+import type { UnfinishedTaskState } from '@orbit/protocol/states';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { QueueRow } from './queues.js';
@@ -30,8 +31,8 @@ export async function queueStats(db: Pool | Conn, namespaceId: string, queue: Qu
       GROUP BY state`,
     [queue.id, namespaceId],
   );
-  const byState = new Map(counts.map((r) => [r.state as string, r]));
-  const n = (s: string) => Number(byState.get(s)?.n ?? 0);
+  const byState = new Map(counts.map((r) => [r.state as UnfinishedTaskState, r]));
+  const n = (s: UnfinishedTaskState) => Number(byState.get(s)?.n ?? 0);
 
   // The window comes from the database clock (like every lease time), not this node's clock: two
   // nodes answer with the same buckets. `first` is the start of the oldest minute.

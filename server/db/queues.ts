@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
+import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
 
@@ -94,13 +95,8 @@ export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
 }
 
 /** setQueuePaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
-export async function setQueuePaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
-  const [res] = await c.execute(
-    `UPDATE queues SET paused = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
-      WHERE id = ? AND revision = ? AND retired_at IS NULL`,
-    [paused ? 1 : 0, id, expectedRevision],
-  );
-  return (res as { affectedRows: number }).affectedRows === 1;
+export function setQueuePaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
+  return setPausedAtRevision(c, 'queues', id, paused, expectedRevision);
 }
 
 /** markQueueRetired(id, reason): paused and retired for good (revision bumped). The caller holds

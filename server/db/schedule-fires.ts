@@ -4,6 +4,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { FireOutcome, ScheduleFire } from '@orbit/protocol/http-views';
+import type { TaskState } from '@orbit/protocol/states';
 
 export interface FireRow extends RowDataPacket {
   scheduled_for: string;
@@ -52,8 +53,8 @@ export async function listFires(db: Pool | Conn, scheduleId: string, before: str
 }
 
 /** taskStates(task_ids) → state by task id (overlap=skip: is the previous task unfinished?). */
-export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, string>> {
+export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, TaskState>> {
   if (taskIds.length === 0) return new Map();
   const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')})`, taskIds);
-  return new Map(rows.map((r) => [r.id as string, r.state as string]));
+  return new Map(rows.map((r) => [r.id as string, r.state as TaskState]));
 }

@@ -3,8 +3,10 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
-import type { ResultEvent, Subscription } from '@orbit/protocol/http-views';
+import { setPausedAtRevision } from './paused.js';
+import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
+import type { DeliveryState } from '@orbit/protocol/states';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -106,13 +108,8 @@ export async function insertSubscription(c: Conn, s: NewSubscription): Promise<v
 }
 
 /** setSubscriptionPaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
-export async function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
-  const [res] = await c.execute(
-    `UPDATE subscriptions SET paused = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
-      WHERE id = ? AND revision = ? AND retired_at IS NULL`,
-    [paused ? 1 : 0, id, expectedRevision],
-  );
-  return (res as { affectedRows: number }).affectedRows === 1;
+export function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
+  return setPausedAtRevision(c, 'subscriptions', id, paused, expectedRevision);
 }
 
 /** markSubscriptionRetired(id, watermark): enabled=0, retired_at, retired_sequence = cursor = watermark, revision + 1. */
@@ -226,7 +223,7 @@ export async function eventsBySequence(db: Pool | Conn, namespaceId: string, seq
 export interface DeliveryRow extends RowDataPacket {
   id: string;
   sequence: string;
-  state: string;
+  state: DeliveryState;
   attempts: number;
   lease_expires_at: string | null;
   acked_at: string | null;
@@ -311,7 +308,7 @@ export async function countUnacked(db: Pool | Conn, subscriptionId: string): Pro
 export async function listDeliveryRows(
   db: Pool | Conn,
   subscriptionId: string,
-  q: { state?: string; afterSequence?: string; limit: number },
+  q: { state?: DeliveryState; afterSequence?: string; limit: number },
 ): Promise<DeliveryRow[]> {
   const where = ['subscription_id = ?'];
   const args: unknown[] = [subscriptionId];
@@ -332,7 +329,7 @@ export async function listDeliveryRows(
   return rows;
 }
 
-export function deliveryView(r: DeliveryRow, event: EventRow | undefined) {
+export function deliveryView(r: DeliveryRow, event: EventRow | undefined): DeliveryRecord {
   return {
     id: r.id,
     sequence: String(r.sequence),

@@ -3,6 +3,7 @@
 // transaction, which locks the task row (lockTask) before changing it — after the attempt row when
 // it changes both, the lock order of every transaction (docs/design.md, "Lock order").
 import type { RowDataPacket } from 'mysql2/promise';
+import type { TerminalTaskState } from '@orbit/protocol/states';
 import type { Conn } from './pool.js';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
 
@@ -22,7 +23,7 @@ export async function requeueUnstartedTask(c: Conn, taskId: string, attemptId: s
 
 export interface FinishedTask {
   /** Terminal state or NEEDS_REVIEW. */
-  state: string;
+  state: TerminalTaskState | 'NEEDS_REVIEW';
   attemptsMade: number;
   outcome: string;
   /** JSON text or null. */

@@ -5,6 +5,7 @@ import type { Pool, Conn } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import { toIso } from './pool.js';
 import { isId } from '@orbit/protocol/ids';
+import type { TaskState } from '@orbit/protocol/states';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -19,7 +20,7 @@ export interface TaskRow extends RowDataPacket {
   business_key: string | null;
   concurrency_key: Buffer | null;
   priority: number;
-  state: string;
+  state: TaskState;
   attempts_made: number;
   attempts_created: number;
   max_attempts: number;
@@ -220,7 +221,7 @@ export interface TaskFilter {
   namespaceId: string;
   queueIds: '*' | string[];
   queueId?: string;
-  state?: string;
+  state?: TaskState;
   concurrencyKey?: Buffer;
   businessKey?: string;
   beforeSeq?: string;

@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ResultFrame } from '@orbit/protocol/frames';
 import { isId } from '@orbit/protocol/ids';
+import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
@@ -55,8 +56,6 @@ export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
   | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[]; /** its key went straight to the next task */ handedOff?: boolean }
   | { ok: false; error: OrbitError };
-
-export const MAX_OUTPUT_BYTES = 256 * 1024;
 
 const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string, attemptId: string): FrameOutcome => ({
   ok: false,

@@ -1,6 +1,7 @@
 // renew, and the task transitions shared by results, cancels and the sweeper. start and result
 // frames are applied in batches by frame-batches.ts; what a result decides is outcome.ts.
 import { OrbitError } from '@orbit/protocol/errors';
+import type { TerminalTaskState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Conn, type Pool } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
@@ -43,7 +44,7 @@ export async function finishTask(
   c: Conn,
   ledger: PermitLedger,
   t: TaskRow,
-  r: { state: string; outcome: string; output?: string | null; error?: { code: string; message: string } | null; attemptsMade?: number },
+  r: { state: TerminalTaskState | 'NEEDS_REVIEW'; outcome: string; output?: string | null; error?: { code: string; message: string } | null; attemptsMade?: number },
 ): Promise<void> {
   const terminal = r.state !== 'NEEDS_REVIEW';
   await finishTaskRow(c, t.id, {

@@ -2,6 +2,7 @@
 // so every branch is unit-testable: the caller reads the locked rows, asks decideOutcome(), then
 // writes what it says.
 import type { ResultFrame } from '@orbit/protocol/frames';
+import type { LiveAttemptState } from '@orbit/protocol/states';
 
 export interface RetryPolicyValues {
   initial: number;
@@ -13,7 +14,7 @@ export interface OutcomeInput {
   outcome: ResultFrame['outcome'];
   retryAfterMs?: number;
   /** The attempt's state before the result (a result for a never-started attempt counts it as started). */
-  attemptState: 'LEASED' | 'RUNNING';
+  attemptState: LiveAttemptState;
   attemptsMade: number;
   maxAttempts: number;
   /** Database clock and the task's deadline, in epoch ms. */

@@ -1,12 +1,11 @@
 // Refusals with a hint that the domain gives (the task-creation path and the HTTP routes): a queue
 // name where an id is expected names the id, a quota names its limit and how to raise it.
 import { OrbitError } from '@orbit/protocol/errors';
+import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
 import type { Conn, Pool } from '../db/pool.js';
 import { findQueueByName } from '../db/queues.js';
 import { maxUnfinishedTasks } from '../db/applications.js';
-
-const QUEUE_NAME_RE = /^[a-z0-9._-]{1,64}$/;
 
 /** 404 for a queue_id that names no queue of the namespace. When the value is not an id but the
  * name of a queue of this namespace, the message gives that queue's id (same namespace only, so
@@ -15,7 +14,7 @@ export async function queueNotFound(db: Pool | Conn, namespaceId: string, value:
   if (ID_RE.test(value)) return new OrbitError('NOT_FOUND', 'queue not found', { field });
   // Only a value that could be a queue name is looked up (names are ASCII: a non-ASCII parameter
   // compared with the ascii_bin column is a collation error, not a miss).
-  const byName = QUEUE_NAME_RE.test(value) ? await findQueueByName(db, namespaceId, value) : null;
+  const byName = RESOURCE_NAME_RE.test(value) ? await findQueueByName(db, namespaceId, value) : null;
   if (byName) {
     return new OrbitError('NOT_FOUND', `${field} expects a queue id, not a name: the queue named ${JSON.stringify(value)} has id ${byName.id}`, { field, queue_id: byName.id });
   }

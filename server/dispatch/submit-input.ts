@@ -3,9 +3,8 @@
 // defaults applied, "" key dropped — into the command that is fingerprinted and executed.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import { DEFAULT_DEADLINE_SECONDS, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
 import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '@orbit/protocol/validation';
-
-export const MAX_PAYLOAD_BYTES = 256 * 1024;
 
 /**
  * JSON numbers are parsed into doubles, so an integer beyond 2^53 (a 64-bit id, say) would be
@@ -65,7 +64,7 @@ export function normalizeSubmit(b: SubmitTaskBody) {
       concurrency_key: key,
       priority: b.priority ?? 0,
       max_attempts: b.max_attempts,
-      deadline_seconds: b.deadline_seconds ?? 86400,
+      deadline_seconds: b.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
       not_before: notBeforeMs === undefined ? undefined : new Date(notBeforeMs).toISOString(),
     },
     payloadJson,

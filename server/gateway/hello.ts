@@ -2,6 +2,7 @@
 // attempts, and immediate release of unlisted never-started attempts of this identity.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { HelloFrame } from '@orbit/protocol/frames';
+import type { LiveAttemptState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
@@ -15,7 +16,7 @@ import { revokeAttempt } from '../dispatch/recovery.js';
 import { queueConfigs } from '../db/queue-config.js';
 
 export interface HelloResult {
-  resumed: { attempt_id: string; state: 'LEASED' | 'RUNNING'; lease_expires_at: string; concurrency_token?: string; queueId: string; taskId: string }[];
+  resumed: { attempt_id: string; state: LiveAttemptState; lease_expires_at: string; concurrency_token?: string; queueId: string; taskId: string }[];
   lost: string[];
   leaseMs: number;
   freedQueues: string[];
@@ -91,7 +92,7 @@ export async function helloTransaction(
       for (const a of rows) {
         const r: HelloResult['resumed'][number] = {
           attempt_id: a.id,
-          state: a.state as 'LEASED' | 'RUNNING',
+          state: a.state as LiveAttemptState,
           lease_expires_at: toIso(a.lease_expires_at)!,
           queueId: a.queue_id,
           taskId: a.task_id,

@@ -1,5 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { OrbitError } from '@orbit/protocol/errors';
+import { MAX_JSON_DEPTH } from '@orbit/protocol/limits';
+import { tooDeep } from '@orbit/protocol/primitives';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
@@ -49,30 +51,12 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   } catch {
     throw new OrbitError('INVALID_ARGUMENT', 'body is not valid JSON');
   }
-  if (nestingDepth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-    // Deeper values overflow the stack of JSON.stringify and every recursive walk (500 otherwise).
+  if (tooDeep(value)) {
+    // Deeper values overflow the stack of JSON.stringify and every recursive walk (500 otherwise);
+    // the same bound as for worker frames (protocol/primitives.ts).
     throw new OrbitError('INVALID_ARGUMENT', `body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return value;
-}
-
-/** Deepest object/array nesting a request body may have (the body itself is level 1). */
-export const MAX_JSON_DEPTH = 512;
-
-/** Nesting depth of a parsed JSON value, computed without recursion; stops counting past `cap`. */
-export function nestingDepth(root: unknown, cap: number): number {
-  let max = 0;
-  const stack: Array<[unknown, number]> = [[root, 1]];
-  while (stack.length > 0) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d > max) max = d;
-    if (max > cap) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)) {
-      if (child !== null && typeof child === 'object') stack.push([child, d + 1]);
-    }
-  }
-  return max;
 }
 
 async function drain(req: IncomingMessage): Promise<void> {

@@ -1,6 +1,7 @@
 // Query parameters of list endpoints: unknown or repeated parameters are 400, `limit` is 1-500
 // (default 100), and cursors are opaque (base64url of a one-letter kind + a decimal position).
 import { OrbitError } from '@orbit/protocol/errors';
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import type { RequestCtx } from './context.js';
 
 export interface ListQuery {
@@ -20,11 +21,11 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
     if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
     return all[0];
   };
-  let limit = 100;
+  let limit = LIST_LIMIT_DEFAULT;
   const rawLimit = one('limit');
   if (rawLimit !== undefined) {
-    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > 500) {
-      throw new OrbitError('INVALID_ARGUMENT', 'limit: must be an integer 1-500', { field: 'limit' });
+    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > LIST_LIMIT_MAX) {
+      throw new OrbitError('INVALID_ARGUMENT', `limit: must be an integer 1-${LIST_LIMIT_MAX}`, { field: 'limit' });
     }
     limit = Number(rawLimit);
   }

@@ -2,6 +2,8 @@
 // pause/resume (receipt-bearing commands), delivery history, lease and ack (not receipt-bearing).
 import { OrbitError } from '@orbit/protocol/errors';
 import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
+import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { isDuplicateKey } from '../db/pool.js';
@@ -27,9 +29,6 @@ import { notOneOf, queueNotFound } from './hints.js';
 import { command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
-
-/** Non-retired subscriptions per namespace (paused ones count). */
-export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
 
 export const createSubscriptionRoute = command({
   operation: 'POST /v1/subscriptions',
@@ -130,7 +129,6 @@ function pauseOrResume(paused: boolean) {
 export const pauseSubscriptionRoute = pauseOrResume(true);
 export const resumeSubscriptionRoute = pauseOrResume(false);
 
-const DELIVERY_STATES = ['PENDING', 'LEASED', 'EXPIRED', 'ACKED'];
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 
 export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
@@ -138,7 +136,7 @@ export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
   const s = await loadSubscription(ctx, ctx.params.id!);
   const state = one('state');
-  if (state !== undefined && !DELIVERY_STATES.includes(state)) throw notOneOf('state', state, DELIVERY_STATES);
+  if (state !== undefined && !isDeliveryState(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
   const page = rows.slice(0, limit);
   const events = await eventsBySequence(ctx.app.pool, s.namespace_id, page.map((r) => String(r.sequence)));

@@ -1,4 +1,5 @@
 import { OrbitError } from '@orbit/protocol/errors';
+import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
 import { ID_RE, concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
@@ -6,8 +7,6 @@ import { requireQueueAccess, requireScope } from './auth.js';
 import { notOneOf, queueNotFound } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
-
-const STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'];
 
 /** Loads a task of the credential's namespace; 404 outside it, 403 outside queue_ids. */
 export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
@@ -28,7 +27,7 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:read');
   const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
-  if (state !== undefined && !STATES.includes(state)) throw notOneOf('state', state, STATES);
+  if (state !== undefined && !isTaskState(state)) throw notOneOf('state', state, TASK_STATES);
   const queueId = one('queue_id');
   if (queueId !== undefined) {
     const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;

@@ -7,6 +7,7 @@
 // enabled schedules targeting the queue) → the task-creation path's own locks (trigger).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
+import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
 import { isDuplicateKey, type Conn } from '../db/pool.js';
@@ -31,9 +32,6 @@ import { newId } from '../ids.js';
 import { compileCalendar } from './calendar.js';
 import { dbMs, loadReadyVersion, msDb } from './versions.js';
 import type { NormalizedVersion } from './version-input.js';
-
-/** Non-retired schedules per namespace (paused ones count). */
-export const MAX_SCHEDULES_PER_NAMESPACE = 1000;
 
 /** A version as stored and fingerprinted: the template's max_attempts resolved from the queue. */
 export type StoredVersion = Omit<NormalizedVersion, 'task'> & { task: ScheduleTaskTemplate };

@@ -16,6 +16,8 @@
 // the previous fire's durable commit.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { FireOutcome } from '@orbit/protocol/http-views';
+import { CATCHUP_LIMIT_MAX } from '@orbit/protocol/limits';
+import { UNFINISHED_TASK_STATES } from '@orbit/protocol/states';
 import type { AppContext } from '../app-context.js';
 import { rollbackToSavepoint, savepoint, withTransaction, type Conn } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
@@ -28,9 +30,9 @@ import { dbMs, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
 export const CATCHUP_GRACE_MS = 5_000;
 /** Fire times one catch-up transaction settles (the rest in the next ones). ≥ the largest
  * catchup_limit, so `all` creates its tasks in the first transaction of a catch-up. */
-const CHUNK = 1000;
+const CHUNK = CATCHUP_LIMIT_MAX;
 
-const UNFINISHED = new Set(['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW']);
+const UNFINISHED: ReadonlySet<string> = new Set(UNFINISHED_TASK_STATES);
 
 export interface FireReport {
   scheduleId: string;

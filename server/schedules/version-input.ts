@@ -5,6 +5,7 @@
 // queue's existence and its max_attempts default are resolved by the caller.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ScheduleVersionInput } from '@orbit/protocol/http-schemas';
+import { DEFAULT_CATCHUP_LIMIT } from '@orbit/protocol/limits';
 import { parseRfc3339 } from '@orbit/protocol/validation';
 import { normalizeSubmit } from '../dispatch/submit-input.js';
 import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './calendar.js';
@@ -68,7 +69,7 @@ export function normalizeVersion(v: ScheduleVersionInput, prefix = 'version'): N
     task,
     overlap: v.overlap ?? 'allow',
     catchup: v.catchup ?? 'latest',
-    catchup_limit: v.catchup_limit ?? 100,
+    catchup_limit: v.catchup_limit ?? DEFAULT_CATCHUP_LIMIT,
     starts_at: startsAt === null ? null : new Date(startsAt).toISOString(),
     ends_at: endsAt === null ? null : new Date(endsAt).toISOString(),
   };

@@ -2,6 +2,7 @@
 // Filters live in the route (#/tasks?state=…), so a filtered view can be linked and reloaded.
 import { useState } from 'preact/hooks';
 import type { Task } from '../../../../protocol/http-views.js';
+import { TASK_STATES } from '../../../../protocol/states.js';
 import { get, withQuery } from '../api.js';
 import { usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
@@ -9,7 +10,6 @@ import type { SessionInfo } from '../session.js';
 import { ErrorBox, Loading, PagerBar, Section } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
-export const TASK_STATES = ['WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED', 'CANCELLED', 'DEADLINE_EXCEEDED'];
 const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as const;
 
 export function TasksPage({ query, session }: { query: URLSearchParams; session: SessionInfo }) {
