@@ -1,0 +1,185 @@
+// Configuration parsing (server/config.ts), without a database or a process: defaults, every
+// number variable refusing non-numbers and out-of-range values with a line naming it, the flag,
+// the listen address, the DSN, the CLI helpers; and the documentation check — every variable the
+// server reads is read in config.ts only and is listed in README.md with the default it has.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_MAX_BATCH_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES } from '../protocol/limits.js';
+import { configuredDsn, ENV_VARS, gatewayUrl, loadConfig, orbitHome, type Config } from '../server/config.js';
+import { parseDsn } from '../server/db/pool.js';
+import { packageRoot } from '../server/paths.js';
+
+const DSN = 'mysql://u:p@127.0.0.1:3306/d';
+
+/** The message `fn` throws (the test fails when it does not throw). */
+function errorOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error('did not throw');
+}
+const env = { ORBIT_MYSQL_DSN: DSN };
+
+/** Every integer variable: its Config field, default, range. */
+const INTS: [string, keyof Config, number, number, number][] = [
+  ['ORBIT_MAX_BODY_BYTES', 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES, 300 * 1024, 64 * 1024 * 1024],
+  ['ORBIT_MAX_BATCH_BODY_BYTES', 'maxBatchBodyBytes', DEFAULT_MAX_BATCH_BODY_BYTES, 300 * 1024, 256 * 1024 * 1024],
+  ['ORBIT_MAX_FRAME_BYTES', 'maxFrameBytes', DEFAULT_MAX_FRAME_BYTES, 300 * 1024, 64 * 1024 * 1024],
+  ['ORBIT_SWEEP_INTERVAL_MS', 'sweepIntervalMs', 500, 50, 1000],
+  ['ORBIT_HELLO_TIMEOUT_MS', 'helloTimeoutMs', 10_000, 100, 600_000],
+  ['ORBIT_PING_INTERVAL_MS', 'pingIntervalMs', 15_000, 100, 600_000],
+  ['ORBIT_EVENT_RETENTION_SECONDS', 'eventRetentionSeconds', 604_800, 60, 31_536_000],
+];
+
+describe('loadConfig', () => {
+  it('applies the defaults', () => {
+    const c = loadConfig(env);
+    expect(c).toMatchObject({ mysqlDsn: DSN, httpHost: '127.0.0.1', httpPort: 8080, logLevel: 'info', faultInjection: false });
+    for (const [, field, def] of INTS) expect(c[field], field).toBe(def);
+    expect(c.nodeId).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
+  });
+
+  it.each(INTS)('%s: an integer in range is taken, empty is the default, the bounds are inclusive', (name, field, def, min, max) => {
+    expect(loadConfig({ ...env, [name]: String(min) })[field]).toBe(min);
+    expect(loadConfig({ ...env, [name]: String(max) })[field]).toBe(max);
+    expect(loadConfig({ ...env, [name]: '' })[field]).toBe(def);
+    expect(() => loadConfig({ ...env, [name]: String(min - 1) })).toThrow(new RegExp(`^${name} must be an integer in ${min}\\.\\.${max}, got "${min - 1}"$`));
+    expect(() => loadConfig({ ...env, [name]: String(max + 1) })).toThrow(new RegExp(`^${name} must be an integer in`));
+  });
+
+  it.each(INTS)('%s: anything but plain decimal digits stops the start, never NaN', (name, _field, _def, min, max) => {
+    for (const bad of ['soon', 'NaN', 'Infinity', '1e3', '0x400', '12.5', ' 600', '600 ', '+600', '1_000', '99999999999999999999']) {
+      expect(errorOf(() => loadConfig({ ...env, [name]: bad })), bad).toBe(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(bad)}`);
+    }
+  });
+
+  it('ORBIT_FAULT_INJECTION is 1 or 0; another value is an error, not a silent "off"', () => {
+    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '1' }).faultInjection).toBe(true);
+    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '0' }).faultInjection).toBe(false);
+    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '' }).faultInjection).toBe(false);
+    for (const bad of ['true', 'yes', 'on', '2']) expect(() => loadConfig({ ...env, ORBIT_FAULT_INJECTION: bad })).toThrow(/^ORBIT_FAULT_INJECTION must be 1 or 0/);
+  });
+
+  it('ORBIT_HTTP_ADDR: host:port, [IPv6]:port, :port; anything else names the variable', () => {
+    expect(loadConfig({ ...env, ORBIT_HTTP_ADDR: '0.0.0.0:9000' })).toMatchObject({ httpHost: '0.0.0.0', httpPort: 9000 });
+    expect(loadConfig({ ...env, ORBIT_HTTP_ADDR: '[::1]:0' })).toMatchObject({ httpHost: '::1', httpPort: 0 });
+    expect(loadConfig({ ...env, ORBIT_HTTP_ADDR: ':8081' })).toMatchObject({ httpHost: '127.0.0.1', httpPort: 8081 });
+    for (const bad of ['', 'localhost', '127.0.0.1:65536', '127.0.0.1:http', 'local host:80', '[nope]:80']) {
+      expect(() => loadConfig({ ...env, ORBIT_HTTP_ADDR: bad }), bad).toThrow(/^ORBIT_HTTP_ADDR /);
+    }
+  });
+
+  it('ORBIT_LOG_LEVEL and ORBIT_NODE_ID are checked (empty is refused, not defaulted)', () => {
+    expect(loadConfig({ ...env, ORBIT_LOG_LEVEL: 'debug', ORBIT_NODE_ID: 'node-a' })).toMatchObject({ logLevel: 'debug', nodeId: 'node-a' });
+    for (const bad of ['', 'verbose']) expect(() => loadConfig({ ...env, ORBIT_LOG_LEVEL: bad })).toThrow(/^ORBIT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got/);
+    for (const bad of ['', 'node one', 'x'.repeat(129)]) expect(() => loadConfig({ ...env, ORBIT_NODE_ID: bad })).toThrow(/^ORBIT_NODE_ID must be/);
+  });
+
+  it('ORBIT_MYSQL_DSN: required (unless overridden), checked, connectionLimit a number', () => {
+    expect(() => loadConfig({})).toThrow(/^ORBIT_MYSQL_DSN is not set/);
+    expect(() => loadConfig({ ORBIT_MYSQL_DSN: '' })).toThrow(/^ORBIT_MYSQL_DSN is not set/);
+    expect(loadConfig({}, { mysqlDsn: DSN }).mysqlDsn).toBe(DSN);
+    expect(loadConfig(env, { mysqlDsn: 'mysql://o:p@127.0.0.1:1/other' }).mysqlDsn).toBe('mysql://o:p@127.0.0.1:1/other');
+    for (const bad of ['garbage', 'postgres://u:p@h:5432/db', 'mysql://u:p@127.0.0.1:3306/']) expect(() => loadConfig({ ORBIT_MYSQL_DSN: bad })).toThrow(/ORBIT_MYSQL_DSN/);
+    expect(parseDsn(`${DSN}?connectionLimit=4`).connectionLimit).toBe(4);
+    for (const bad of ['', 'four', '0', '4.5', '1e2']) {
+      expect(() => loadConfig({ ORBIT_MYSQL_DSN: `${DSN}?connectionLimit=${bad}` }), bad).toThrow(/^ORBIT_MYSQL_DSN connectionLimit must be an integer/);
+    }
+  });
+});
+
+describe('CLI variables', () => {
+  it('configuredDsn: unset or empty → undefined (embedded database); set → checked', () => {
+    expect(configuredDsn({})).toBeUndefined();
+    expect(configuredDsn({ ORBIT_MYSQL_DSN: '' })).toBeUndefined();
+    expect(configuredDsn(env)).toBe(DSN);
+    expect(() => configuredDsn({ ORBIT_MYSQL_DSN: 'garbage' })).toThrow(/ORBIT_MYSQL_DSN/);
+  });
+
+  it('orbitHome: ORBIT_HOME as an absolute path, .orbit by default', () => {
+    expect(orbitHome({})).toBe(path.resolve('.orbit'));
+    expect(orbitHome({ ORBIT_HOME: '' })).toBe(path.resolve('.orbit'));
+    expect(orbitHome({ ORBIT_HOME: '/srv/orbit' })).toBe('/srv/orbit');
+    expect(orbitHome({ ORBIT_HOME: 'rel/dir' })).toBe(path.resolve('rel/dir'));
+  });
+
+  it('gatewayUrl: ORBIT_URL, else http:// + ORBIT_HTTP_ADDR; a non-http URL is refused', () => {
+    expect(gatewayUrl({})).toBe('http://127.0.0.1:8080');
+    expect(gatewayUrl({ ORBIT_HTTP_ADDR: '10.0.0.5:9000' })).toBe('http://10.0.0.5:9000');
+    expect(gatewayUrl({ ORBIT_URL: 'https://orbit.example.com', ORBIT_HTTP_ADDR: '10.0.0.5:9000' })).toBe('https://orbit.example.com');
+    for (const bad of ['orbit.example.com', 'ftp://orbit.example.com', 'http//x']) expect(() => gatewayUrl({ ORBIT_URL: bad }), bad).toThrow(/^ORBIT_URL must be an http:\/\/ or https:\/\/ URL/);
+  });
+});
+
+// ---- documentation ------------------------------------------------------------------------------
+
+const root = packageRoot();
+
+function sources(dir: string): string[] {
+  return fs.readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.tsx?$/.test(f))
+    .map((f) => path.join(dir, f));
+}
+
+/** README.md's Configuration section. */
+function readmeSection(): string {
+  const text = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  return text.slice(text.indexOf('## Configuration'), text.indexOf('## Command-line tools'));
+}
+
+/** `| \`NAME\` | default | meaning |` rows of the section (both tables): name → default. */
+function readmeRows(): Map<string, string> {
+  const rows = new Map<string, string>();
+  for (const m of readmeSection().matchAll(/^\|\s*`(ORBIT_[A-Z0-9_]+)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
+  return rows;
+}
+
+/** Names of ORBIT_ variables a source reads from an environment object. */
+function envReads(text: string): string[] {
+  const re = /\benv(?:\.|\[['"]|\s*,\s*['"])(ORBIT_[A-Z0-9_]+)|process\.env\.(ORBIT_[A-Z0-9_]+)|env(?:Int)?\(\s*['"](ORBIT_[A-Z0-9_]+)/g;
+  return [...text.matchAll(re)].map((m) => (m[1] ?? m[2] ?? m[3])!);
+}
+
+describe('configuration documentation', () => {
+  const rows = readmeRows();
+
+  it('README lists every variable config.ts reads, with the default it applies', () => {
+    const c = loadConfig(env);
+    for (const name of ENV_VARS) expect(rows.has(name), `${name} missing from README.md's configuration table`).toBe(true);
+    for (const [name, field, def] of INTS) {
+      expect(Number(rows.get(name)), `${name}'s documented default`).toBe(def);
+      expect(c[field]).toBe(def);
+    }
+    expect(rows.get('ORBIT_HTTP_ADDR')).toBe(`\`${c.httpHost}:${c.httpPort}\``);
+    expect(rows.get('ORBIT_LOG_LEVEL')).toBe(`\`${c.logLevel}\``);
+    expect(rows.get('ORBIT_HOME')).toBe('`.orbit`');
+  });
+
+  it('no server file but config.ts reads an ORBIT_ variable, and config.ts reads only the listed ones', () => {
+    const listed = new Set<string>(ENV_VARS);
+    const config = fs.readFileSync(path.join(root, 'server/config.ts'), 'utf8');
+    const readInConfig = [...config.matchAll(/['"`.](ORBIT_[A-Z0-9_]+)\b/g)].map((m) => m[1]!);
+    expect(readInConfig.length).toBeGreaterThan(ENV_VARS.length);
+    for (const name of readInConfig) expect(listed.has(name), `${name} is used in config.ts but not in ENV_VARS`).toBe(true);
+    // The console (server/console/app) runs in a browser: the ORBIT_ names there are shell and SDK
+    // snippets it shows, not reads.
+    const outside = sources('server')
+      .filter((f) => f !== path.join('server', 'config.ts') && !f.startsWith(path.join('server', 'console', 'app')))
+      .flatMap((f) => envReads(fs.readFileSync(path.join(root, f), 'utf8')).map((name) => `${f}: ${name}`));
+    expect(outside).toEqual([]);
+  });
+
+  it('README names every variable the test suite reads (test-only ones in their own table)', () => {
+    const section = readmeSection();
+    const read = new Set(sources('test').flatMap((f) => envReads(fs.readFileSync(path.join(root, f), 'utf8'))));
+    for (const name of ['ORBIT_FUZZ_SEED', 'ORBIT_FUZZ_RUNS', 'ORBIT_CHROMIUM', 'ORBIT_CONSOLE_SCREENSHOTS']) {
+      expect(read.has(name), `the scan finds ${name}`).toBe(true);
+      expect(rows.has(name), `${name} has a row`).toBe(true);
+    }
+    // The rest are the examples' variables (an SDK worker the tests run), named in the section's text.
+    for (const name of read) expect(section.includes(`\`${name}\``), `${name} (read by the tests) missing from README.md's configuration section`).toBe(true);
+  });
+});
