@@ -56,11 +56,12 @@ export interface CandidateSpec {
 }
 
 /** candidateIds(specs, now) → WAITING, due, undeadlined task ids of each queue in claim order
- * (index ix_tasks_claim: priority DESC, seq), one UNION ALL statement for all queues; no locks. */
-export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint }[]> {
+ * (index ix_tasks_claim: priority DESC, seq), one UNION ALL statement for all queues; no locks.
+ * `spec` is the index of the spec a row was read for. */
+export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint; spec: number }[]> {
   const parts: string[] = [];
   const args: unknown[] = [];
-  for (const s of specs) {
+  for (const [i, s] of specs.entries()) {
     let handlerFilter = '';
     if (s.handlers) {
       handlerFilter = ' AND (' + s.handlers.map((h) => `(t.handler = ? AND t.handler_version IN (${list(h.versions.length)}))`).join(' OR ') + ')';
@@ -71,7 +72,7 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
              WHERE r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key
                AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
       : ' AND t.concurrency_key IS NULL';
-    parts.push(`(SELECT t.id, t.priority, t.seq FROM tasks t
+    parts.push(`(SELECT t.id, t.priority, t.seq, ${i} AS spec FROM tasks t
         WHERE t.queue_id = ? AND t.state = 'WAITING' AND t.namespace_id = ?
           AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ?${handlerFilter}${keyFilter}
         ORDER BY t.priority DESC, t.seq ASC LIMIT ${s.limit})`);
@@ -79,7 +80,7 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
     for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
   }
   const [rows] = await c.query<RowDataPacket[]>(parts.join(' UNION ALL '), args);
-  return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string) }));
+  return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
 }
 
 /** The task columns a claim reads. */

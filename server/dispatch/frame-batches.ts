@@ -4,6 +4,8 @@
 //   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
 //   did not apply), 1 locking read of the results' attempts and tasks, 1 UPDATE of attempts,
 //   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
+// Results hand a released key to its next task (handoff.ts) and an unkeyed attempt's slot to the
+// next task of its queue for the same session (refill.ts) in the same transaction.
 // Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
 // PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
 // savepoint; any other failure fails the transaction, which is retried whole on a deadlock.
@@ -30,9 +32,9 @@ import { GroupCommitter } from './group-commit.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './outcome.js';
-import { completeHandoffs, planHandoffs, type HandoffHost, type ReleasedKey } from './handoff.js';
+import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type ReleasedKey, type Reservation } from './handoff.js';
+import { planRefills, type FreedSlot } from './refill.js';
 import { HandoffRefused } from './ledger.js';
-import type { Assignment, ClaimSession } from './claim.js';
 
 export interface Identity {
   namespaceId: string;
@@ -50,11 +52,20 @@ export interface ResultReply {
 
 export type FrameCommand =
   | { kind: 'start'; who: Identity; attemptId: string; /** the attempt's queue when the session holds it */ queueId: string | null }
-  | { kind: 'result'; who: Identity; frame: ResultFrame };
+  | { kind: 'result'; who: Identity; frame: ResultFrame; /** the sending session: its freed slot may be refilled (refill.ts) */ sessionId?: string };
 
 export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
-  | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[]; /** its key went straight to the next task */ handedOff?: boolean }
+  | {
+      ok: true;
+      kind: 'result';
+      reply: ResultReply;
+      freedQueues: string[];
+      /** its key went straight to the next task */
+      handedOff?: boolean;
+      /** its slot went straight to the next task of its queue, for the same session */
+      refilled?: boolean;
+    }
   | { ok: false; error: OrbitError };
 
 const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string, attemptId: string): FrameOutcome => ({
@@ -112,6 +123,7 @@ async function results(
   now: string,
   out: FrameOutcome[],
   released: ReleasedKey[],
+  freed: FreedSlot[],
 ): Promise<void> {
   if (items.length === 0) return;
   const namespaces = [...new Set(items.map((x) => x.cmd.who.namespaceId))];
@@ -165,6 +177,7 @@ async function results(
     closed.push({ id: a.id, state: d.attemptState, outcome: f.outcome, output, errorCode: err?.code ?? null, errorMessage: err?.message ?? null, fingerprint: fp, reply: JSON.stringify(reply) });
     ledger.releaseAttempt(a);
     if (a.concurrency_key) released.push({ namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, key: a.concurrency_key, attemptId: a.id });
+    else if (cmd.sessionId) freed.push({ sessionId: cmd.sessionId, namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, attemptId: a.id });
     if (d.taskState === 'WAITING') {
       tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore: plusMs(now, d.backoffMs), result: null, terminal: false });
     } else {
@@ -192,26 +205,37 @@ async function results(
 
 export interface FrameBatchResult {
   outcomes: FrameOutcome[];
-  /** Key hand-offs to deliver after the commit. */
-  handoffs: { session: ClaimSession; a: Assignment }[];
+  /** Key hand-offs and refills to deliver after the commit. */
+  handoffs: Delivery[];
 }
+
+/** Queues a hand-off or refill was refused on (paused or retired): not tried again for this long,
+ * so a paused queue with attempts still running does not run every result batch twice. */
+const REFUSED_COOLDOWN_MS = 1_000;
 
 /** One transaction for a batch of one application's frames; with a host, released keys are
  * handed to their next task in the same transaction (handoff.ts). */
-export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost): Promise<FrameBatchResult> {
-  const reserved: string[] = [];
+export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, refused: Map<string, number> = new Map()): Promise<FrameBatchResult> {
+  const reserved: Reservation[] = [];
+  const tried = new Set<string>();
+  const nowMs = Date.now();
+  for (const [q, until] of refused) if (until <= nowMs) refused.delete(q);
   const undo = () => {
-    for (const id of reserved.splice(0)) host!.unreserve(id);
+    for (const r of reserved.splice(0)) {
+      if (r.attemptId) host!.unreserveFreed(r.sessionId, r.attemptId);
+      else host!.unreserve(r.sessionId);
+    }
   };
   try {
     const r = await withTransaction(pool, (c) => {
       undo(); // a deadlock retry starts over
-      return batchInTx(c, cmds, host, reserved);
+      tried.clear();
+      return batchInTx(c, cmds, host, reserved, new Set(refused.keys()), tried);
     });
     // Reservations not used by an applied hand-off (its key was exhausted, or the session's
     // credential revoked) are given back; the used ones become held attempts at delivery.
     for (const h of r.handoffs) {
-      const i = reserved.indexOf(h.session.sessionId);
+      const i = reserved.findIndex((x) => x.sessionId === h.session.sessionId && x.attemptId === h.replaces);
       if (i >= 0) reserved.splice(i, 1);
     }
     undo();
@@ -219,16 +243,26 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
   } catch (err) {
     undo();
     if (!(err instanceof HandoffRefused)) throw err;
-    // A queue of a hand-off was paused or retired meanwhile: the same batch without hand-offs.
-    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved));
+    // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
+    // limit): the same batch without them.
+    for (const q of tried) refused.set(q, Date.now() + REFUSED_COOLDOWN_MS);
+    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved, new Set(), new Set()));
   }
 }
 
-async function batchInTx(c: Conn, cmds: FrameCommand[], host: HandoffHost | undefined, reserved: string[]): Promise<FrameBatchResult> {
+async function batchInTx(
+  c: Conn,
+  cmds: FrameCommand[],
+  host: HandoffHost | undefined,
+  reserved: Reservation[],
+  skipQueues: ReadonlySet<string>,
+  tried: Set<string>,
+): Promise<FrameBatchResult> {
   {
     const out: FrameOutcome[] = new Array(cmds.length);
     const ledger = new PermitLedger();
     const released: ReleasedKey[] = [];
+    const freed: FreedSlot[] = [];
     const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
     const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
     const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
@@ -242,16 +276,24 @@ async function batchInTx(c: Conn, cmds: FrameCommand[], host: HandoffHost | unde
       } else resultItems.push({ i, cmd });
     });
     await starts(c, startItems, now, out);
-    await results(c, ledger, resultItems, now, out, released);
-    const plans = host ? await planHandoffs(c, host, ledger, released, now, live, reserved) : [];
+    await results(c, ledger, resultItems, now, out, released, freed);
+    const plans = host ? await planHandoffs(c, host, ledger, released.filter((r) => !skipQueues.has(r.queueId)), now, live, reserved) : [];
+    const refills = host ? await planRefills(c, host, ledger, freed, now, reserved, skipQueues) : [];
+    plans.push(...refills);
     // Keys first, then the hand-off attempts, then the hot rows to the commit (lock order).
     await ledger.flushKeys(c);
     const handoffs = await completeHandoffs(c, ledger, plans, now);
+    for (const q of ledger.takenBackQueues) tried.add(q);
     await ledger.flushCounters(c);
     // A result whose key was handed off freed no permit (the successor took it back): no claim
     // round needs waking for its queue (measured: 0.64 rounds per task on ten hot keys, 99 % empty).
-    const handed = new Set(plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));
-    for (const o of out) if (o?.ok && o.kind === 'result' && handed.has(o.reply.attempt_id) && !o.reply.deduplicated) Object.assign(o, { freedQueues: [], handedOff: true });
+    const handed = new Set(plans.filter((p) => p.keyed && ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));
+    const refilled = new Set(refills.map((p) => p.oldAttemptId));
+    for (const o of out) {
+      if (!o?.ok || o.kind !== 'result' || o.reply.deduplicated) continue;
+      if (handed.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], handedOff: true });
+      else if (refilled.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], refilled: true });
+    }
     return { outcomes: out, handoffs };
   }
 }
@@ -260,13 +302,17 @@ async function batchInTx(c: Conn, cmds: FrameCommand[], host: HandoffHost | unde
 export class FrameCommitter {
   private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
 
-  constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number) => void, host?: HandoffHost) {
+  /** Queues recently refused for hand-offs and refills → until when (ms). */
+  private readonly refused = new Map<string, number>();
+
+  constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number, refills: number) => void, host?: HandoffHost) {
     this.committer = new GroupCommitter(
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
-        const r = await runFrameBatch(pool, cmds, host);
-        for (const h of r.handoffs) host!.deliver(h.session, h.a);
-        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length);
+        const r = await runFrameBatch(pool, cmds, host, this.refused);
+        for (const h of r.handoffs) host!.deliver(h.session, h.a, h.replaces);
+        const refills = r.handoffs.filter((h) => h.replaces).length;
+        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length - refills, refills);
         return r.outcomes;
       },
       256,

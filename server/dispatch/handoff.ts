@@ -23,8 +23,16 @@ export interface HandoffHost {
   reserve(t: { namespaceId: string; queueId: string; handler: string; handlerVersion: string }): ClaimSession | null;
   /** A reservation that was not used (the transaction is retried, rolled back, or the swap failed). */
   unreserve(sessionId: string): void;
-  /** After the commit: the task.assign frame (the slot reservation becomes the held attempt). */
-  deliver(session: ClaimSession, a: Assignment): void;
+  /** The slot of the session's attempt `attemptId`, whose result is committing in this batch,
+   * promised to a refill (refill.ts): the session's descriptor when it takes new work now and is
+   * within its capacity; null otherwise. The slot stays counted as held until the refill's
+   * delivery swaps the attempts, so no claim round can take it meanwhile. */
+  reserveFreed(sessionId: string, attemptId: string): ClaimSession | null;
+  /** A reserveFreed promise that was not used. */
+  unreserveFreed(sessionId: string, attemptId: string): void;
+  /** After the commit: the task.assign frame (the slot reservation becomes the held attempt).
+   * `replaces`: the session's attempt whose slot a refill took (already finished). */
+  deliver(session: ClaimSession, a: Assignment, replaces?: string): void;
 }
 
 export interface ReleasedKey {
@@ -40,6 +48,22 @@ export interface HandoffPlan {
   newAttemptId: string;
   row: CandidateRow;
   session: ClaimSession;
+  /** true: a key hand-off (applied only when its swap did); false: an unkeyed refill of the slot
+   * `oldAttemptId` freed in the same session (refill.ts), always applied. */
+  keyed: boolean;
+}
+
+/** A slot promised while a batch runs: a key hand-off's (sessionId) or a refill's (attemptId too). */
+export interface Reservation {
+  sessionId: string;
+  attemptId?: string;
+}
+
+export interface Delivery {
+  session: ClaimSession;
+  a: Assignment;
+  /** A refill: the attempt whose slot it took. */
+  replaces?: string;
 }
 
 /** Picks the successor of each released key (before the ledger flush) and records the swaps in
@@ -51,7 +75,7 @@ export async function planHandoffs(
   released: ReleasedKey[],
   now: string,
   liveCredentials: Set<string>,
-  reserved: string[],
+  reserved: Reservation[],
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
   // The next due WAITING tasks of each key in its queue (index ix_tasks_ns_key), a few per key so
@@ -72,9 +96,9 @@ export async function planHandoffs(
     if (!next) continue;
     const s = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version });
     if (!s) continue;
-    reserved.push(s.sessionId);
+    reserved.push({ sessionId: s.sessionId });
     taken.add(next.id);
-    plans.push({ oldAttemptId: r.attemptId, newAttemptId: newId(), row: next, session: s });
+    plans.push({ oldAttemptId: r.attemptId, newAttemptId: newId(), row: next, session: s, keyed: true });
   }
   // A session of another credential than the batch's: its credential is checked like a claim's.
   const others = [...new Set(plans.map((p) => p.session.credentialId).filter((id) => !liveCredentials.has(id)))];
@@ -84,10 +108,10 @@ export async function planHandoffs(
   return kept;
 }
 
-/** After the ledger flush: the attempts of the hand-offs whose swap applied, and their tasks
- * LEASED. Returns what to deliver after the commit. */
-export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<{ session: ClaimSession; a: Assignment }[]> {
-  const applied = plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId));
+/** After the ledger's key phase: the attempts of the hand-offs whose swap applied and of the
+ * refills, and their tasks LEASED. Returns what to deliver after the commit. */
+export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
+  const applied = plans.filter((p) => !p.keyed || ledger.handoffTokens.has(p.newAttemptId));
   if (applied.length === 0) return [];
   const lease = await queueConfigs(c, applied.map((p) => p.row.queue_id));
   const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
@@ -101,7 +125,7 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     workerId: p.session.workerId,
     sessionId: p.session.sessionId,
     concurrencyKey: p.row.concurrency_key,
-    token: ledger.handoffTokens.get(p.newAttemptId)!,
+    token: p.keyed ? ledger.handoffTokens.get(p.newAttemptId)! : null,
     leasedAt: now,
     leaseExpiresAt: new Date(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000).toISOString().replace('T', ' ').replace('Z', ''),
   }));
@@ -118,9 +142,10 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
       payload: JSON.parse(p.row.payload),
       priority: p.row.priority,
       deadline_at: toIso(p.row.deadline_at)!,
-      concurrency_key: p.row.concurrency_key!.toString('utf8'),
     };
+    if (p.row.concurrency_key) task.concurrency_key = p.row.concurrency_key.toString('utf8');
     if (p.row.business_key !== null) task.business_key = p.row.business_key;
-    return { session: p.session, a: { attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: a.token, task } };
+    const a2 = { attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: a.token, task };
+    return p.keyed ? { session: p.session, a: a2 } : { session: p.session, a: a2, replaces: p.oldAttemptId };
   });
 }

@@ -50,6 +50,20 @@ export class PermitLedger {
     this.swaps.set(oldAttemptId, { newAttemptId, queueId, applicationId });
   }
 
+  /** An unkeyed released attempt's slot goes straight to `newAttemptId` of the same queue, for the
+   * same session (server/dispatch/refill.ts): the new attempt takes back the queue and application
+   * permits the released one gave up, and the queue is checked under its lock at the flush. */
+  refill(queueId: string, applicationId: string): void {
+    this.handoffQueues.add(queueId);
+    add(this.queueActive, queueId, 1);
+    add(this.appActive, applicationId, 1);
+  }
+
+  /** Queues whose permits a hand-off or refill took back (checked at the flush). */
+  get takenBackQueues(): ReadonlySet<string> {
+    return this.handoffQueues;
+  }
+
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
   taskFinished(applicationId: string): void {
     add(this.appUnfinished, applicationId, -1);
@@ -142,9 +156,14 @@ export class PermitLedger {
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
     if (q.length > 0) {
       const ho = [...this.handoffQueues];
-      const sql = `UPDATE queues SET active_attempts = active_attempts + CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END
-          WHERE id IN (${q.map(() => '?').join(',')})${ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL))` : ''}`;
-      const args = [...q.flat(), ...q.map(([id]) => id), ...ho];
+      // A queue whose permits a hand-off or refill took back must still dispatch: not paused, not
+      // retired, and within its limit (a lowered max_active_attempts is not kept exceeded).
+      const delta = `CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+      const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
+          WHERE id IN (${q.map(() => '?').join(',')})${
+            ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))` : ''
+          }`;
+      const args = [...q.flat(), ...q.map(([id]) => id), ...(ho.length ? [...ho, ...q.flat()] : [])];
       if (ho.length === 0) await write(c, sql, args);
       else {
         // A hand-off's queue is checked by the row count: paused or retired meanwhile → refused.

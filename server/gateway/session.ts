@@ -62,6 +62,8 @@ export class Session {
   readonly held = new Map<string, string>();
   /** Slots promised to claim rounds and key hand-offs whose transactions have not committed. */
   private reserved = 0;
+  /** Held attempts whose slot a committing refill takes over (reuseSlot / swap). */
+  private readonly reusing = new Set<string>();
   readonly log: Logger;
   private readonly chains = new Map<string, Promise<void>>();
   private helloDone: Promise<void> | null = null;
@@ -122,11 +124,38 @@ export class Session {
    * process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep receiving
    * tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
   get free(): number {
+    if (!this.takesWork()) return 0;
+    return Math.max(0, this.capacity - this.held.size - this.reserved);
+  }
+
+  private takesWork(): boolean {
     // A socket that is closing gets nothing: an attempt claimed for it would only be released
     // again (its token burned).
-    if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return 0;
-    if (this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000) return 0;
-    return Math.max(0, this.capacity - this.held.size - this.reserved);
+    if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return false;
+    return !(this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000);
+  }
+
+  /** Promises the slot of held attempt `attemptId` (its result is committing) to a refill
+   * (dispatch/refill.ts): true when the session takes new work now and is within its capacity.
+   * The attempt stays in `held` — its slot counted — until swap(), so no claim round or hand-off
+   * can fill that slot in between. */
+  reuseSlot(attemptId: string): boolean {
+    if (!this.takesWork() || !this.held.has(attemptId) || this.reusing.has(attemptId)) return false;
+    if (this.held.size + this.reserved > this.capacity) return false;
+    this.reusing.add(attemptId);
+    return true;
+  }
+
+  /** A reuseSlot() promise that was not used (no candidate, or the transaction failed). */
+  releaseSlot(attemptId: string): void {
+    this.reusing.delete(attemptId);
+  }
+
+  /** A refill committed: `old` (finished) leaves its slot and `a` takes it. */
+  swap(old: string, a: Assignment): void {
+    this.reusing.delete(old);
+    this.held.delete(old);
+    this.deliver([a]);
   }
 
   /** Called by the gateway's ping timer. */
@@ -335,17 +364,21 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, sessionId: this.id });
     if (!r.ok) throw r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     const wasFull = this.free === 0;
-    this.held.delete(f.attempt_id);
+    // A refilled slot stays held until the refill's delivery swaps the attempts (right after this
+    // reply is sent): freeing it here would let a claim round take it in between.
+    if (!r.refilled) this.held.delete(f.attempt_id);
     this.send(r.reply as GatewayFrame);
     this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
     this.host.wake(r.freedQueues);
     // After a hand-off, a session that had free slots was already offered everything claimable;
     // only one that was full has new room to fill.
+    // After a refill, the slot is taken again: nothing to claim for it.
+    if (r.refilled) return;
     if (!r.handedOff || wasFull) this.host.kick(this);
   }
 

@@ -19,6 +19,7 @@ import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-batches.js';
 import type { HandoffHost } from '../dispatch/handoff.js';
+import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { releaseAttempts, type Revoked } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
 import { guardTimer, reportInternal } from '../boundary.js';
@@ -72,13 +73,12 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     });
     this.frames = new FrameCommitter(
       app.pool,
-      (size, seconds, handoffs) => {
+      (size, seconds, handoffs, refills) => {
         app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
         app.metrics.batchSize.observe(size);
-        if (handoffs > 0) {
-          app.metrics.keyHandoffs.inc(handoffs);
-          app.metrics.tasksAssigned.inc(handoffs);
-        }
+        if (handoffs > 0) app.metrics.keyHandoffs.inc(handoffs);
+        if (refills > 0) app.metrics.slotRefills.inc(refills);
+        if (handoffs + refills > 0) app.metrics.tasksAssigned.inc(handoffs + refills);
       },
       this.handoffHost(),
     );
@@ -113,19 +113,37 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
         }
         return null;
       },
+      reserveFreed: (sessionId, attemptId) => {
+        const s = this.sessions.get(sessionId);
+        return s && s.reuseSlot(attemptId) ? s.claim : null;
+      },
+      unreserveFreed: (sessionId, attemptId) => this.sessions.get(sessionId)?.releaseSlot(attemptId),
       unreserve: (sessionId) => this.sessions.get(sessionId)?.unreserve(1),
-      deliver: (c, a) => {
-        const s = this.sessions.get(c.sessionId);
-        s?.unreserve(1);
-        if (s) return s.deliver([a]);
-        // The session closed since: released at once like any undelivered claim.
-        void this.track(
-          releaseAttempts(this.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
-            .then((freed) => this.wake(freed))
-            .catch((err) => this.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
-        );
+      deliver: (c, a, replaces) => {
+        // A refill's task.assign goes after the result.ok of the attempt whose slot it took (the
+        // session sends that reply when the batch's outcomes resolve, before the next macrotask),
+        // so a worker never sees more assignments than its capacity.
+        if (!replaces) return this.deliverHandoff(c, a);
+        const later = guardTimer(this.app, 'refill delivery', () => this.deliverHandoff(c, a, replaces));
+        void this.track(new Promise<void>((resolve) => setImmediate(() => (later(), resolve()))));
       },
     };
+  }
+
+  /** A committed hand-off or refill to its session, or back to WAITING when the session is gone. */
+  private deliverHandoff(c: ClaimSession, a: Assignment, replaces?: string): void {
+    const s = this.sessions.get(c.sessionId);
+    // A refill swaps the finished attempt for the new one in the same slot; a hand-off's slot was
+    // reserved.
+    if (s && replaces) return s.swap(replaces, a);
+    s?.unreserve(1);
+    if (s) return s.deliver([a]);
+    // The session closed since: released at once like any undelivered claim.
+    void this.track(
+      releaseAttempts(this.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
+        .then((freed) => this.wake(freed))
+        .catch((err) => this.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
+    );
   }
 
   /** Sessions that have not finished hello yet (for heartbeats and shutdown). */
@@ -141,25 +159,25 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
       if (path !== '/v1/workers/connect') return reject(new OrbitError('NOT_FOUND', 'no WebSocket endpoint here'));
       if (this.app.shuttingDown) return reject(new OrbitError('UNAVAILABLE', 'gateway is shutting down'));
       const offered = String(req.headers['sec-websocket-protocol'] ?? '')
-        .split(',')
-        .map((s) => s.trim());
+    .split(',')
+    .map((s) => s.trim());
       if (!offered.includes(SUBPROTOCOL)) return reject(new OrbitError('INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`));
       const cred = await authenticate(this.pool, req);
       requireScope(cred, 'workers:connect');
       requireScope(cred, 'workers:consume');
       this.wss.handleUpgrade(req, socket, head, (ws) => {
-        // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
-        // with 1011 instead of answering HTTP.
-        try {
-          this.app.faults.hit('upgrade');
-          const s = new Session(this, ws, cred);
-          this.pending.add(s);
-          ws.once('close', () => this.pending.delete(s));
-        } catch (err) {
-          reportInternal(this.app, 'upgrade', err);
-          ws.sendFatal({ type: 'error', code: 'INTERNAL', message: 'internal error', fatal: true });
-          ws.close(1011, 'internal error');
-        }
+    // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
+    // with 1011 instead of answering HTTP.
+    try {
+      this.app.faults.hit('upgrade');
+      const s = new Session(this, ws, cred);
+      this.pending.add(s);
+      ws.once('close', () => this.pending.delete(s));
+    } catch (err) {
+      reportInternal(this.app, 'upgrade', err);
+      ws.sendFatal({ type: 'error', code: 'INTERNAL', message: 'internal error', fatal: true });
+      ws.close(1011, 'internal error');
+    }
       });
     } catch (err) {
       if (err instanceof OrbitError) return reject(err);

@@ -1,0 +1,117 @@
+// Refill in the result transaction (server/dispatch/refill.ts): a result that frees an unkeyed
+// attempt's slot claims the next task of the same queue for the same session in that transaction
+// — in claim order, never past a keyed task whose key is free, never for a paused queue, only what
+// the session's handlers accept — and the worker gets result.ok before the new task.assign.
+import { describe, expect, it } from 'vitest';
+import { newTenant } from './support/db.js';
+import { useGatewayFixture } from './support/fixture.js';
+import { call, ikey } from './support/http.js';
+import { assertPermitInvariants } from './support/invariants.js';
+import { metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+
+const f = useGatewayFixture({ tenant: false });
+const url = () => f.gw.url;
+
+describe('refill of a freed slot in the result transaction', () => {
+  it('each result of a full session refills its slot with the next task in priority order; result.ok comes first', async () => {
+    const t = await newTenant(f.db);
+    const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
+    const kinds: string[] = [];
+    w.ws.on('message', (data) => {
+      const type = (JSON.parse(data.toString()) as { type: string }).type;
+      if (type === 'result.ok' || type === 'task.assign') kinds.push(type);
+    });
+    const first = await submitTask(url(), t, { priority: 9 });
+    let a = await w.next('task.assign');
+    expect(a.task.id).toBe(first.id);
+    const rest = [];
+    for (const priority of [0, 5, 1, 8]) rest.push(await submitTask(url(), t, { priority }));
+    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
+    const order: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      await startAndFinish(w, a.attempt_id);
+      a = await w.next('task.assign');
+      order.push(a.task.priority);
+    }
+    await startAndFinish(w, a.attempt_id);
+    expect(order).toEqual([8, 5, 1, 0]);
+    // The session was full at every result, so no claim round could take its slot: every turnover
+    // was a refill.
+    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(4);
+    // Each task.assign after the first follows the result.ok of the attempt whose slot it took.
+    expect(kinds).toEqual(['task.assign', ...Array.from({ length: 4 }, () => ['result.ok', 'task.assign']).flat(), 'result.ok']);
+    for (const x of [first, ...rest]) expect(await taskState(f.db.pool, x.id)).toBe('SUCCEEDED');
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it('never passes over a keyed task whose key is free: that slot goes to the claim round', async () => {
+    const t = await newTenant(f.db);
+    await submitTask(url(), t);
+    const w = await session(url(), t, { capacity: 1 });
+    const a = await w.next('task.assign');
+    const keyed = await submitTask(url(), t, { priority: 5, concurrency_key: 'refill/k' });
+    const plain = await submitTask(url(), t, { priority: 0 });
+    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
+    await startAndFinish(w, a.attempt_id);
+    const b = await w.next('task.assign');
+    expect(b.task.id).toBe(keyed.id);
+    expect(b.concurrency_token).toBeDefined();
+    await startAndFinish(w, b.attempt_id);
+    const c = await w.next('task.assign');
+    expect(c.task.id).toBe(plain.id);
+    await startAndFinish(w, c.attempt_id);
+    // The first turnover stopped at the keyed task; the second was a key release (no refill of a
+    // keyed result's slot).
+    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(0);
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it('a paused queue is not refilled: the next task waits, and runs after resume', async () => {
+    const t = await newTenant(f.db);
+    await submitTask(url(), t);
+    const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
+    const a = await w.next('task.assign');
+    const second = await submitTask(url(), t);
+    w.send({ type: 'start', attempt_id: a.attempt_id });
+    await w.next('start.ok');
+    const q = (await call(url(), 'GET', `/v1/queues/${t.queue_id}`, { token: t.token })).body.data.queue;
+    const p = await call(url(), 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey(), body: { expected_revision: q.revision } });
+    expect(p.status, p.text).toBe(200);
+    w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
+    expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
+    await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+    expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
+    await assertPermitInvariants(f.db.pool);
+    const r = await call(url(), 'POST', `/v1/queues/${t.queue_id}:resume`, { token: t.token, key: ikey(), body: { expected_revision: p.body.data.queue.revision } });
+    expect(r.status, r.text).toBe(200);
+    const b = await w.next('task.assign');
+    expect(b.task.id).toBe(second.id);
+    await startAndFinish(w, b.attempt_id);
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it("refills only with tasks the session's handlers accept", async () => {
+    const t = await newTenant(f.db);
+    await submitTask(url(), t, { handler: 'a' });
+    const w = await session(url(), t, { capacity: 1, concurrency_keys: false, handlers: [{ handler: 'a', versions: ['v1'] }] });
+    const a = await w.next('task.assign');
+    const other = await submitTask(url(), t, { handler: 'b', priority: 9 });
+    const mine = await submitTask(url(), t, { handler: 'a', priority: 0 });
+    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
+    await startAndFinish(w, a.attempt_id);
+    const b = await w.next('task.assign');
+    expect(b.task.id).toBe(mine.id);
+    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(1);
+    await startAndFinish(w, b.attempt_id);
+    expect(await taskState(f.db.pool, other.id)).toBe('WAITING');
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
+});
