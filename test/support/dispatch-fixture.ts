@@ -8,6 +8,7 @@ import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
+import { submitTask } from './submit.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
@@ -29,14 +30,9 @@ export async function createQueue(f: Fixture, over: Record<string, unknown> = {}
   return r.body.data.queue;
 }
 
-export async function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
-  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-    token: tenant.token,
-    key: ikey('t'),
-    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
-  });
-  if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
-  return r.body.data.task;
+/** submitTask (support/submit.ts) on `queueId` of the file's gateway. */
+export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+  return submitTask(f.gw.url, tenant, { queue_id: queueId, ...over }, ikey('t'));
 }
 
 /** Opens a raw worker, says hello, returns it with the hello.ok frame. */
