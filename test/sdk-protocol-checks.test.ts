@@ -3,6 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, assignFrame, hexId, type AssignOptions } from '../worker-sdk/testing.js';
+import { pollUntil } from './support/wait.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
@@ -259,9 +260,5 @@ describe('valid keyed assign', () => {
 });
 
 async function vi_waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 });
 }
