@@ -44,6 +44,7 @@ function worker(fn: (e: TaskContext) => unknown) {
 }
 
 const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => void (await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 }));
+/** A fixed wait, only to show that something does NOT happen (no renewal, no result, no reconnect). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('outcomes', () => {
