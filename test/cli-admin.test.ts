@@ -1,4 +1,6 @@
-// orbit-admin as a real process against a test database, checked through a real gateway.
+// orbit-admin against a test database, checked through a real gateway: its main() in-process for
+// most cases, the built bin as a real process for the first bootstrap, --help and a few bad
+// arguments (the entry point, exit codes and streams of the real program).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +9,8 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { lines, runBin } from './support/cli.js';
+import { lines, runBin, runMain } from './support/cli.js';
+import { main as orbitAdmin } from '../server/cli/orbit-admin.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -27,6 +30,9 @@ afterAll(async () => {
 });
 
 const admin = (args: string[], env: Record<string, string | undefined> = {}) =>
+  runMain(orbitAdmin, args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
+/** The same through the built bin, a real process. */
+const adminProcess = (args: string[], env: Record<string, string | undefined> = {}) =>
   runBin('orbit-admin', args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
 
 const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
@@ -44,11 +50,11 @@ interface Creds {
 }
 
 let n = 0;
-async function bootstrapFile(extra: string[], names: { app?: string; ns?: string; queues?: string[] } = {}, env: Record<string, string> = {}) {
+async function bootstrapFile(extra: string[], names: { app?: string; ns?: string; queues?: string[] } = {}, env: Record<string, string> = {}, run = admin) {
   n++;
   const file = path.join(dir, `creds-${n}.json`);
   const queueArgs = (names.queues ?? ['alpha', 'beta']).flatMap((q) => ['--queue', q]);
-  const r = await admin(
+  const r = await run(
     ['bootstrap', '--application', names.app ?? `app${n}`, '--namespace', names.ns ?? 'main', '--environment', 'test', ...queueArgs, ...extra, '--output', file],
     env,
   );
@@ -80,8 +86,8 @@ async function counts(): Promise<Record<string, number>> {
 }
 
 describe('orbit-admin bootstrap', () => {
-  it('writes the credentials file in the documented shape, mode 0600, queue_id = first queue', async () => {
-    const { file, creds, result } = await bootstrapFile([], { queues: ['alpha', 'beta'] }, { ORBIT_URL: gw.url });
+  it('writes the credentials file in the documented shape, mode 0600, queue_id = first queue (the bin, a real process)', async () => {
+    const { file, creds, result } = await bootstrapFile([], { queues: ['alpha', 'beta'] }, { ORBIT_URL: gw.url }, adminProcess);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(Object.keys(creds).sort()).toEqual(['application_id', 'environment', 'namespace_id', 'queue_id', 'queues', 'scopes', 'token', 'url']);
     expect(creds.url).toBe(gw.url);
@@ -308,10 +314,20 @@ describe('orbit-admin bad arguments', () => {
     ['quota set for an unknown application', () => ['quota', 'set', '--application-id', 'd'.repeat(32), '--max-unfinished-tasks', '5']],
   ];
 
-  for (const [name, args, env] of cases) {
-    it(`${name}: exit 1, one line on stderr, nothing written`, async () => {
+  // Every case in-process; these few also through the real process.
+  const AS_PROCESS = new Set(['no arguments', 'bootstrap with --output in a path that cannot be written', 'bootstrap against a closed port', 'credential create for an unknown namespace']);
+  const runs = [
+    ...cases.map((c) => ({ label: c[0], c, run: admin })),
+    ...cases.filter((c) => AS_PROCESS.has(c[0])).map((c) => ({ label: `${c[0]} (the bin, a real process)`, c, run: adminProcess })),
+  ];
+  it('names only known cases to run as a process', () => {
+    expect(runs.filter((r) => r.run === adminProcess)).toHaveLength(AS_PROCESS.size);
+  });
+
+  for (const { label, c: [, args, env], run } of runs) {
+    it(`${label}: exit 1, one line on stderr, nothing written`, async () => {
       const before = await counts();
-      const r = await admin(args(), env ?? {});
+      const r = await run(args(), env ?? {});
       onTestFinished(() => fs.rmSync(out(), { force: true }));
       expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 1, stdout: '' });
       const errLines = lines(r.stderr);
@@ -323,10 +339,12 @@ describe('orbit-admin bad arguments', () => {
     });
   }
 
-  it('--help prints the usage on stdout and exits 0', async () => {
-    const r = await admin(['--help']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain('orbit-admin bootstrap');
-    expect(r.stderr).toBe('');
-  });
+  for (const [how, run] of [['in-process', admin], ['the bin, a real process', adminProcess]] as const) {
+    it(`--help prints the usage on stdout and exits 0 (${how})`, async () => {
+      const r = await run(['--help']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('orbit-admin bootstrap');
+      expect(r.stderr).toBe('');
+    });
+  }
 });

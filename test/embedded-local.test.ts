@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { binPath, childEnv, runBin, lines } from './support/cli.js';
+import { binPath, childEnv, runBin, runMain, lines } from './support/cli.js';
+import { main as orbitAdmin } from '../server/cli/orbit-admin.js';
 import { call, ikey } from './support/http.js';
 import { alive, serversUnder, waitUntil } from './support/embedded.js';
 
@@ -76,7 +77,8 @@ describe('CLIs on the embedded database of npm start', () => {
   let s: Start;
   let url: string;
   let creds: { token: string; queue_id: string; mysql_dsn: string };
-  const admin = (args: string[]) => runBin('orbit-admin', args, { ORBIT_HOME: home });
+  // orbit-admin's main() in-process; the bins run as real processes in the first test.
+  const admin = (args: string[]) => runMain(orbitAdmin, args, { ORBIT_HOME: home });
 
   beforeAll(async () => {
     home = path.join(base, 'cli', '.orbit');
@@ -87,7 +89,7 @@ describe('CLIs on the embedded database of npm start', () => {
 
   it('orbit-admin and orbit-migrate find it without ORBIT_MYSQL_DSN and name it (password hidden)', async () => {
     const port = /:(\d+)\/orbit$/.exec(creds.mysql_dsn)![1];
-    const r = await admin(['queues', 'list']);
+    const r = await runBin('orbit-admin', ['queues', 'list'], { ORBIT_HOME: home });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toBe(`orbit-admin: using mysql://orbit:***@127.0.0.1:${port}/orbit (the embedded database of npm start (${path.join(home, 'dev.credentials.json')}))\n`);
     expect(r.stdout).toMatch(new RegExp(`^${creds.queue_id}\\s+initial\\s+dev\\s+active\\s+0\\s+0$`, 'm'));
@@ -141,7 +143,7 @@ describe('CLIs on the embedded database of npm start', () => {
     expect(r.code).toBe(1);
     expect(lines(r.stderr)).toHaveLength(1);
     expect(r.stderr).toMatch(/the embedded database of .* is not running: start it with `npm start`/);
-    const none = await runBin('orbit-admin', ['queues', 'list'], { ORBIT_HOME: path.join(base, 'nothing-here') });
+    const none = await runMain(orbitAdmin, ['queues', 'list'], { ORBIT_HOME: path.join(base, 'nothing-here') });
     expect(none.stderr).toMatch(/ORBIT_MYSQL_DSN is not set and no running `npm start` database was found/);
   });
 });

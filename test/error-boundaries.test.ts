@@ -10,6 +10,7 @@ import { expectServing as expectNodeServing } from './support/serving.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
+import { pollValue } from './support/wait.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1' } });
 
@@ -76,8 +77,8 @@ describe('an unexpected exception ends one request or session, never the node', 
   it('timer → counted, and every loop (dispatcher, sweeper, pings) keeps running', async () => {
     const before = await internalErrors('timer');
     await arm('timer');
-    const until = Date.now() + 5_000;
-    while ((await internalErrors('timer')) === before && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    // Until the counter moves (or 5 s), then exactly one more.
+    await pollValue(() => internalErrors('timer'), (n) => n !== before, { timeout: 5_000, interval: 50 });
     expect(await internalErrors('timer')).toBe(before + 1);
     await expectServing();
   });

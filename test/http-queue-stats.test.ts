@@ -8,6 +8,7 @@ import { closeWorkers, cmd, connect, createQueue, nextOf, result, start, submit 
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
+import { pollValue } from './support/wait.js';
 
 const f = useGatewayFixture();
 afterEach(() => closeWorkers(f));
@@ -120,13 +121,8 @@ describe('GET /v1/queues/{id}/stats', () => {
     const q = await createQueue(f);
     const t = await submit(f, q.id, { deadline_seconds: 1, not_before: new Date(Date.now() + 500).toISOString() });
     await f.db.pool.query(`UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?`, [t.id]);
-    let s;
-    for (let i = 0; i < 100; i++) {
-      s = await statsOf(q.id);
-      // The counts and the buckets are two reads (not one snapshot): wait until both show it.
-      if (s.minutes.some((m: any) => m.deadline_exceeded === 1) && s.waiting === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // The counts and the buckets are two reads (not one snapshot): wait until both show it.
+    const s = await pollValue(() => statsOf(q.id), (v) => v.minutes.some((m: any) => m.deadline_exceeded === 1) && v.waiting === 0, { timeout: 10_000, interval: 100 });
     expect(s.minutes.reduce((n: number, m: any) => n + m.deadline_exceeded, 0)).toBe(1);
     expect(s.waiting).toBe(0);
   });

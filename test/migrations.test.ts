@@ -1,13 +1,16 @@
-// orbit-migrate and the gateway's start-up checks, as real processes against real databases.
+// orbit-migrate and the gateway's start-up checks against real databases: orbit-migrate's main()
+// in-process for most cases, its bin as real processes for concurrent `up`s and a few bad usages;
+// the gateway (`orbit`) always as a real process.
 import http from 'node:http';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import mysql from 'mysql2/promise';
 import { nanoid } from 'nanoid';
 import WebSocket from 'ws';
 import { createTestDb, newTenant, serverDsn, type TestDb } from './support/db.js';
-import { binPath, childEnv, lines, runBin } from './support/cli.js';
+import { binPath, childEnv, lines, runBin, runMain } from './support/cli.js';
+import { main as orbitMigrate } from '../server/cli/orbit-migrate.js';
 import { listMigrations } from '../server/db/migrations.js';
 
 const port = inject('mysqlPort');
@@ -39,7 +42,9 @@ async function q<T = Record<string, unknown>>(sql: string, params: unknown[] = [
   }
 }
 
-const migrate = (dsn: string, cmd: string) => runBin('orbit-migrate', [cmd], { ORBIT_MYSQL_DSN: dsn });
+const migrate = (dsn: string, cmd: string) => runMain(orbitMigrate, [cmd], { ORBIT_MYSQL_DSN: dsn });
+/** The same through the built bin, a real process. */
+const migrateProcess = (dsn: string, cmd: string) => runBin('orbit-migrate', [cmd], { ORBIT_MYSQL_DSN: dsn });
 const gateway = (env: Record<string, string | undefined>) =>
   runBin('orbit', [], { ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'info', ...env }, 20_000);
 
@@ -98,6 +103,8 @@ describe('orbit-migrate', () => {
 
   it('bad usage and configuration: exit 1 with one line', async () => {
     const db = await emptyDb();
+    // Every case in-process; the first two also through the bin (a real process).
+    const run = (args: string[], env: Record<string, string>) => runMain(orbitMigrate, args, env);
     for (const [args, env] of [
       [[], { ORBIT_MYSQL_DSN: db.dsn }],
       [['down'], { ORBIT_MYSQL_DSN: db.dsn }],
@@ -105,8 +112,16 @@ describe('orbit-migrate', () => {
       [['up'], { ORBIT_MYSQL_DSN: 'garbage' }],
       [['up'], { ORBIT_MYSQL_DSN: 'mysql://orbit:orbit-local@127.0.0.1:1/x' }],
     ] as [string[], Record<string, string>][]) {
-      const r = await runBin('orbit-migrate', args, env);
+      const r = await run(args, env);
       expect(r.code, JSON.stringify(args)).toBe(1);
+      expect(lines(r.stderr), r.stderr).toHaveLength(1);
+    }
+    for (const [args, env] of [
+      [[], { ORBIT_MYSQL_DSN: db.dsn }],
+      [['up'], {}],
+    ] as [string[], Record<string, string>][]) {
+      const r = await runBin('orbit-migrate', args, env);
+      expect(r.code, `${JSON.stringify(args)} (process)`).toBe(1);
       expect(lines(r.stderr), r.stderr).toHaveLength(1);
     }
     expect(await q(`SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?`, [db.name])).toEqual([]);
@@ -114,7 +129,7 @@ describe('orbit-migrate', () => {
 
   it('three `up` processes at once on one empty database all succeed and apply each migration once', async () => {
     const db = await emptyDb();
-    const results = await Promise.all([0, 1, 2].map(() => migrate(db.dsn, 'up')));
+    const results = await Promise.all([0, 1, 2].map(() => migrateProcess(db.dsn, 'up')));
     for (const r of results) {
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
@@ -326,11 +341,14 @@ describe('gateway shutdown', () => {
       ws.once('error', rej);
     });
     ws.send(JSON.stringify({ type: 'hello', protocol: 1, worker_id: `w-${nanoid(6).replace(/[^A-Za-z0-9]/g, 'x')}`, queues: [t.queue_id], capacity: 1 }));
-    const until = Date.now() + 10_000;
-    while (!frames.some((f) => f.type === 'hello.ok') && Date.now() < until) {
-      if (frames.some((f) => f.type === 'error')) throw new Error(JSON.stringify(frames));
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    // Until hello.ok; an error frame before it ends the wait (and fails the test) at once.
+    await vi.waitFor(
+      () => {
+        if (!frames.some((f) => f.type === 'hello.ok' || f.type === 'error')) throw new Error(`no hello.ok within 10 s: ${JSON.stringify(frames)}`);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    if (!frames.some((f) => f.type === 'hello.ok') && frames.some((f) => f.type === 'error')) throw new Error(JSON.stringify(frames));
     expect(frames.map((f) => f.type)).toContain('hello.ok');
     const t0 = Date.now();
     g.child.kill('SIGTERM');

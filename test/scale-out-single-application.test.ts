@@ -16,6 +16,7 @@ import { newTenant } from './support/db.js';
 import { ack, createSub, lease } from './support/events.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
+import { pollUntil } from './support/wait.js';
 
 // A short sweep interval: the lease/deadline expiry phase waits for one sweep round, not 500 ms.
 const f = useGatewayFixture({ tenant: false, gatewayEnv: { ORBIT_SWEEP_INTERVAL_MS: '100' } });
@@ -75,11 +76,7 @@ async function sqlRows(sql: string, args: unknown[]): Promise<RowDataPacket[]> {
 }
 
 async function until(what: string, fn: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await pollUntil(what, fn, { timeout: ms, interval: 50 });
 }
 
 beforeAll(async () => {

@@ -5,19 +5,19 @@ import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { createClient, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
 import { createFencedResource } from '../worker-sdk/fenced-resource.js';
+import { pollUntil } from './support/wait.js';
 
 const silent = { info() {}, warn() {}, error() {} };
 
 const f = useGatewayFixture();
 
+/** `f`'s first defined value (vi.waitUntil wants truthy: the value is boxed). */
 async function until<T>(f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+  const box = await pollUntil('a value', async () => {
     const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return v === undefined ? undefined : { v };
+  }, { timeout: timeoutMs, interval: 50 });
+  return box.v;
 }
 
 describe('SDK against a real gateway', () => {

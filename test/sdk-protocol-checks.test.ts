@@ -1,8 +1,9 @@
 // The SDK's own protocol checks (worker-protocol.md, "Worker SDK obligations"), against an
 // in-process hostile gateway (worker-sdk/testing.ts, a raw `ws` server). No real gateway needed.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, assignFrame, hexId, type AssignOptions } from '../worker-sdk/testing.js';
+import { pollUntil } from './support/wait.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
@@ -97,7 +98,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       // The worker reconnects; the offending attempt was never accepted, so it is not resumed.
       const s2 = await gw.nextSession();
       expect(s2.hello.resume).toBeUndefined();
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called late
       expect(calls).toBe(0);
       expect(s.received.filter((x) => x.type === 'start' || x.type === 'result')).toEqual([]);
       expect(s.invalid).toEqual([]);
@@ -127,7 +128,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       expect(await s2.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
       s2.send({ type: 'error', code: 'LEASE_LOST', message: 'gone', attempt_id: first.attempt_id, fatal: false });
       await vi_waitFor(() => w.inFlight === 0);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called late
       expect(calls).toBe(0);
     });
   }
@@ -142,7 +143,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
     s.assign({}); // unkeyed: fine
     s.assign({ key: 'object/1', token: '9' });
     expect((await s.closed).code).toBe(1002);
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() => expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']), { timeout: 5000, interval: 10 });
     expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']);
   });
 
@@ -259,9 +260,5 @@ describe('valid keyed assign', () => {
 });
 
 async function vi_waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 });
 }

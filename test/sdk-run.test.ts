@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
+import { submitTask } from './support/submit.js';
 import { waitFor } from './support/workers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
@@ -93,15 +94,7 @@ describe('bounded reconnect', () => {
 
 describe('handler filter', () => {
   it('a task for a handler the worker lacks is never assigned to it; its own handler runs', async () => {
-    const submit = async (handler: string) => {
-      const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-        token: f.t.token,
-        key: ikey('filter'),
-        body: { queue_id: f.t.queue_id, handler, handler_version: 'v1', payload_version: 'v1', payload: {} },
-      });
-      expect(r.status).toBe(201);
-      return r.body.data.task.id as string;
-    };
+    const submit = async (handler: string) => (await submitTask(f.gw.url, f.t, { handler, payload: {} }, ikey('filter'))).id as string;
     const typo = await submit('object.updat3');
     const good = await submit('object.update');
     const ran: string[] = [];

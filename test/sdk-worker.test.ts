@@ -11,6 +11,7 @@ import {
   type Worker,
 } from '../worker-sdk/index.js';
 import { FakeGateway, hexId, type FakeGatewayOptions } from '../worker-sdk/testing.js';
+import { pollUntil } from './support/wait.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
@@ -42,13 +43,8 @@ function worker(fn: (e: TaskContext) => unknown) {
   return w;
 }
 
-async function waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => void (await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 }));
+/** A fixed wait, only to show that something does NOT happen (no renewal, no result, no reconnect). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('outcomes', () => {

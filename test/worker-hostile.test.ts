@@ -13,6 +13,7 @@ import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { expectServing, submitNoop } from './support/serving.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
+import { pollValue } from './support/wait.js';
 
 const HELLO_TIMEOUT_MS = 1000;
 
@@ -268,13 +269,8 @@ describe('hostile input', () => {
       else ws.close(1000);
       await new Promise((r) => ws.once('close', r));
     });
-    const deadline = Date.now() + 10_000;
-    let open: RowDataPacket[] = [];
-    do {
-      [open] = await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`);
-      if (open.length === 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    } while (Date.now() < deadline);
+    const openSessions = async () => (await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`))[0];
+    const open = await pollValue(openSessions, (rows) => rows.length === 0, { timeout: 10_000, interval: 50 });
     expect(open).toEqual([]);
     await expectHealthy();
   });

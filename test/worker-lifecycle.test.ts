@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
-import { call, ikey } from './support/http.js';
+import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
+import { submitTask } from './support/submit.js';
 
 const f = useGatewayFixture();
 
-async function submit(over: Record<string, unknown> = {}) {
-  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-    token: f.t.token,
-    key: ikey(),
-    body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
-  });
-  expect(r.status).toBe(201);
-  return r.body.data.task;
-}
+const submit = (over: Record<string, unknown> = {}) => submitTask(f.gw.url, f.t, over);
 
 describe('worker lifecycle over a raw socket', () => {
   it('hello → assign → start → result succeeded', async () => {

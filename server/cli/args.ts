@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
 /** Minimal `--flag value` / `--switch` parser for the CLIs; repeated flags accumulate. When
  * `allowed` is given, any other flag is an error (a typo never silently does nothing). */
 export function parseArgs(
@@ -57,13 +60,46 @@ export function oneLine(err: unknown): string {
   return msg.replace(/\s+/g, ' ').trim();
 }
 
-/** Runs a CLI main: errors print one line (`prog: message`) on stderr and exit 1. */
-export function runMain(prog: string, main: () => Promise<void>): void {
-  main().then(
-    () => process.exit(process.exitCode ?? 0),
-    (err: unknown) => {
-      process.stderr.write(`${prog}: ${oneLine(err)}\n`);
-      process.exit(1);
-    },
-  );
+/** Where a CLI writes: process.stdout and process.stderr when it runs as a script; a test calling
+ * its main() in-process passes collectors instead. */
+export interface CliIo {
+  stdout: { write(chunk: string): unknown };
+  stderr: { write(chunk: string): unknown };
+}
+
+/** A CLI's entry: arguments (without node and the script), environment, output streams; resolves
+ * with the exit code. */
+export type CliMain = (argv: string[], env?: NodeJS.ProcessEnv, io?: CliIo) => Promise<number>;
+
+/** Runs a CLI body and resolves with its exit code: the body's (0 when it returns none), or 1 after
+ * one line (`prog: message`) on stderr for any error. */
+export async function runCli(prog: string, io: CliIo, body: () => Promise<number | void>): Promise<number> {
+  try {
+    return (await body()) ?? 0;
+  } catch (err) {
+    io.stderr.write(`${prog}: ${oneLine(err)}\n`);
+    return 1;
+  }
+}
+
+/** Whether the module at `moduleUrl` is the script node was started with: directly, through an npm
+ * bin link (node_modules/.bin/x is a symlink), or named without its .js. */
+export function isScript(moduleUrl: string, script: string | undefined = process.argv[1]): boolean {
+  if (!script) return false;
+  const self = fileURLToPath(moduleUrl);
+  return [script, `${script}.js`].some((p) => {
+    try {
+      return fs.realpathSync(p) === self;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The bin guard: runs `main` with the process's arguments, environment and streams and exits
+ * with its code, but only when the module is the script being run; imported (by a test that
+ * calls main() itself), it does nothing. */
+export function runIfScript(moduleUrl: string, main: CliMain): void {
+  if (!isScript(moduleUrl)) return;
+  void main(process.argv.slice(2), process.env, process).then((code) => process.exit(code));
 }

@@ -61,8 +61,8 @@ export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
 
 /** Resolves the DSN; a database found by itself (not named by ORBIT_MYSQL_DSN) is named on stderr
  * (stdout stays the command's output), so nobody changes the wrong database unawares. */
-export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env): string {
+export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, stderr: { write(s: string): unknown } = process.stderr): string {
   const r = resolveDsn(env);
-  if (r.source !== 'ORBIT_MYSQL_DSN') process.stderr.write(`${prog}: using ${redactDsn(r.dsn)} (${r.source})\n`);
+  if (r.source !== 'ORBIT_MYSQL_DSN') stderr.write(`${prog}: using ${redactDsn(r.dsn)} (${r.source})\n`);
   return r.dsn;
 }

@@ -10,7 +10,7 @@ import { insertAudit, namespaceExists, setApplicationQuotas } from '../db/tenant
 import { queueIdsInNamespace } from '../db/queues.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../http/auth.js';
 import { newId } from '../ids.js';
-import { one, parseFlags, runMain } from './args.js';
+import { one, parseFlags, runCli, runIfScript, type CliIo } from './args.js';
 import { READ_USAGE, readCommand } from './admin-read.js';
 import { announceDsn } from './local-dsn.js';
 import { gatewayUrl } from '../config.js';
@@ -25,9 +25,6 @@ environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (default: the embedd
 \`npm start\`, found through ORBIT_HOME, default .orbit), ORBIT_URL (written into the credentials file)`;
 
 const ID_RE = /^[0-9a-f]{32}$/;
-
-/** The DSN (checked, and named on stderr) once the arguments are known to be valid. */
-const dsnFromEnv = (): string => announceDsn('orbit-admin');
 
 async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
   const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
@@ -50,12 +47,19 @@ function id(flags: Map<string, string[]>, name: string): string {
   return v;
 }
 
-runMain('orbit-admin', async () => {
-  const argv = process.argv.slice(2);
+/** orbit-admin with `argv` (the arguments after the program name); resolves with the exit code.
+ * The bin runs it with the process's own; tests call it in-process with collectors for `io`. */
+export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: CliIo = process): Promise<number> {
+  return runCli('orbit-admin', io, () => command(argv, env, io));
+}
+
+async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<void> {
+  /** The DSN (checked, and named on stderr) once the arguments are known to be valid. */
+  const dsnFromEnv = (): string => announceDsn('orbit-admin', env, io.stderr);
   const [cmd, sub] = argv;
   if (argv.length === 0) throw new Error('no command given; run `orbit-admin --help` for usage');
   if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE + '\n');
+    io.stdout.write(USAGE + '\n');
     return;
   }
 
@@ -68,7 +72,7 @@ runMain('orbit-admin', async () => {
       environment: one(flags, 'environment')!,
       queues: flags.get('queue') ?? [],
       workerAccess: flags.has('worker-access'),
-      url: gatewayUrl(),
+      url: gatewayUrl(env),
     };
     const output = one(flags, 'output')!;
     validateBootstrapInput(input);
@@ -78,7 +82,7 @@ runMain('orbit-admin', async () => {
     try {
       const creds = await withPool(dsn, (p) => bootstrap(p, input));
       file.commit(creds);
-      process.stdout.write(`wrote ${output} (application ${creds.application_id}, namespace ${creds.namespace_id}, queue ${creds.queue_id})\n`);
+      io.stdout.write(`wrote ${output} (application ${creds.application_id}, namespace ${creds.namespace_id}, queue ${creds.queue_id})\n`);
     } catch (err) {
       file.abort();
       throw err;
@@ -114,7 +118,7 @@ runMain('orbit-admin', async () => {
         await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.create', targetType: 'credential', targetId: credId, details: { scopes, queueIds } });
       }),
     );
-    process.stdout.write(JSON.stringify({ id: credId, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
+    io.stdout.write(JSON.stringify({ id: credId, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
     return;
   }
 
@@ -130,7 +134,7 @@ runMain('orbit-admin', async () => {
         await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
       }),
     );
-    process.stdout.write(`revoked ${credId}\n`);
+    io.stdout.write(`revoked ${credId}\n`);
     return;
   }
 
@@ -151,17 +155,19 @@ runMain('orbit-admin', async () => {
         await insertAudit(c, { namespaceId: null, actor: 'orbit-admin', action: 'quota.set', targetType: 'application', targetId: applicationId, details: q });
       }),
     );
-    process.stdout.write(`quota updated for ${applicationId}\n`);
+    io.stdout.write(`quota updated for ${applicationId}\n`);
     return;
   }
 
   const read = readCommand(argv);
   if (read) {
     const out = await withPool(dsnFromEnv(), read);
-    process.stdout.write(out);
+    io.stdout.write(out);
     return;
   }
 
   const what = ['credential', 'quota', 'queues', 'tasks', 'task'].includes(cmd!) ? `${cmd} ${sub ?? ''}`.trim() : cmd;
   throw new Error(`unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set, queues list, tasks list, task get (--help for usage)`);
-});
+}
+
+runIfScript(import.meta.url, main);

@@ -3,24 +3,30 @@
 // embedded database of a running `npm start`).
 import { createPool } from '../db/pool.js';
 import { migrateUp, schemaStatus } from '../db/migrations.js';
-import { runMain } from './args.js';
+import { runCli, runIfScript, type CliIo } from './args.js';
 import { announceDsn } from './local-dsn.js';
 
-runMain('orbit-migrate', async () => {
-  const cmd = process.argv[2];
-  if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
-  const dsn = announceDsn('orbit-migrate');
-  const pool = createPool(dsn, { connectionLimit: 2 });
-  try {
-    if (cmd === 'up') {
-      const applied = await migrateUp(pool, (l) => process.stdout.write(l + '\n'));
-      process.stdout.write(applied.length ? `applied ${applied.length} migration(s)\n` : 'schema is current\n');
-    } else {
+/** orbit-migrate with `argv` (the arguments after the program name); resolves with the exit code:
+ * 0, 1 on any error, 3 when `status` finds pending or unknown migrations. */
+export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: CliIo = process): Promise<number> {
+  return runCli('orbit-migrate', io, async () => {
+    const cmd = argv[0];
+    if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
+    const dsn = announceDsn('orbit-migrate', env, io.stderr);
+    const pool = createPool(dsn, { connectionLimit: 2 });
+    try {
+      if (cmd === 'up') {
+        const applied = await migrateUp(pool, (l) => io.stdout.write(l + '\n'));
+        io.stdout.write(applied.length ? `applied ${applied.length} migration(s)\n` : 'schema is current\n');
+        return 0;
+      }
       const s = await schemaStatus(pool);
-      process.stdout.write(`current=${s.current} expected=${s.expected} pending=[${s.pending.join(',')}] unknown=[${s.unknown.join(',')}]\n`);
-      if (s.pending.length || s.unknown.length) process.exitCode = 3;
+      io.stdout.write(`current=${s.current} expected=${s.expected} pending=[${s.pending.join(',')}] unknown=[${s.unknown.join(',')}]\n`);
+      return s.pending.length || s.unknown.length ? 3 : 0;
+    } finally {
+      await pool.end();
     }
-  } finally {
-    await pool.end();
-  }
-});
+  });
+}
+
+runIfScript(import.meta.url, main);

@@ -1,7 +1,10 @@
-// Runs the built package bins (node dist/server/cli/<name>.js) as real child processes.
+// Runs the built package bins (node dist/server/cli/<name>.js) as real child processes, or a
+// CLI's main() in-process with the same inputs and the same result shape (no process start: the
+// bulk of the CLI cases; a few per binary still go through the real process).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { packageRoot } from '../../server/paths.js';
+import type { CliMain } from '../../server/cli/args.js';
 
 export interface BinResult {
   code: number | null;
@@ -42,6 +45,16 @@ export function runBin(
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/** Calls a CLI's main() in-process as runBin would run its bin: the same environment (childEnv),
+ * stdout and stderr collected, the exit code main resolves with. */
+export async function runMain(main: CliMain, args: string[], env: Record<string, string | undefined> = {}): Promise<BinResult> {
+  let stdout = '';
+  let stderr = '';
+  const io = { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } };
+  const code = await main(args, childEnv(env), io);
+  return { code, signal: null, stdout, stderr };
 }
 
 /** The non-empty lines of a stream. */

@@ -8,6 +8,8 @@ import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
+import { submitTask } from './submit.js';
+import { pollUntil } from './wait.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
@@ -29,14 +31,9 @@ export async function createQueue(f: Fixture, over: Record<string, unknown> = {}
   return r.body.data.queue;
 }
 
-export async function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
-  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-    token: tenant.token,
-    key: ikey('t'),
-    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
-  });
-  if (r.status !== 201) throw new Error(`submit: ${r.status} ${r.text}`);
-  return r.body.data.task;
+/** submitTask (support/submit.ts) on `queueId` of the file's gateway. */
+export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+  return submitTask(f.gw.url, tenant, { queue_id: queueId, ...over }, ikey('t'));
 }
 
 /** Opens a raw worker, says hello, returns it with the hello.ok frame. */
@@ -116,16 +113,9 @@ export async function makeDue(f: Fixture, taskId: string): Promise<void> {
   await f.db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [taskId]);
 }
 
-/** Polls `fn` until it returns a truthy value (returned), or fails after `ms`. */
+/** Polls `fn` until it returns a truthy value (returned), or fails after `ms` (pollUntil, support/wait.ts). */
 export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    last = await fn();
-    if (last) return last as T;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return (await pollUntil(what, fn, { timeout: ms, interval: 50 })) as T;
 }
 
 export async function waitTaskState(f: Fixture, id: string, state: string, ms = 5000): Promise<RowDataPacket> {
@@ -148,13 +138,13 @@ export async function start(w: RawWorker, attemptId: string): Promise<any> {
 
 /** The next frame whose type is one of `types` (other frames are kept). */
 export async function nextOf(w: RawWorker, types: string[], ms = 10_000): Promise<any> {
-  const end = Date.now() + ms;
-  for (;;) {
+  const take = () => {
     const i = w.frames.findIndex((fr) => types.includes(fr.type));
-    if (i >= 0) return w.frames.splice(i, 1)[0];
-    if (Date.now() > end) throw new Error(`no ${types.join('|')} within ${ms} ms; have ${JSON.stringify(w.frames).slice(0, 500)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return i >= 0 ? w.frames.splice(i, 1)[0] : undefined;
+  };
+  return pollUntil(`${types.join('|')}`, take, { timeout: ms, interval: 20 }).catch((err: Error) => {
+    throw new Error(`no ${types.join('|')} within ${ms} ms; have ${JSON.stringify(w.frames).slice(0, 500)} (${err.message})`);
+  });
 }
 
 /** Sends a result and returns the reply (result.ok or error). */

@@ -7,6 +7,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { GatewayFixture } from './fixture.js';
 import { startGateway, type GatewayProcess } from './gateway.js';
+import { pollValue } from './wait.js';
 
 function envInt(name: string): number | undefined {
   const v = process.env[name];
@@ -204,12 +205,11 @@ export class FuzzLog {
 /** Every worker_sessions row is closed again once every socket closed (fatal errors end sessions). */
 export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
   if (log.crashes > 0) return; // a dead process leaves its rows OPEN; already reported
-  let open = 0;
-  for (let i = 0; i < 50; i++) {
+  const count = async () => {
     const [[row]] = (await pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM worker_sessions WHERE state <> 'CLOSED'`)) as unknown as [[{ n: number }]];
-    open = Number(row!.n);
-    if (open === 0) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return Number(row!.n);
+  };
+  const open = await pollValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
+  if (open === 0) return;
   log.fail(`${open} worker_sessions rows still OPEN after every socket closed`);
 }

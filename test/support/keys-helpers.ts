@@ -1,19 +1,14 @@
 // Small helpers shared by the keys-*.test.ts files: submitting tasks, raw sessions, key rows.
-import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
+import { submitTask as submit } from './submit.js';
 
-export async function submitTask(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(url, 'POST', '/v1/tasks', {
-    token: t.token,
-    key: ikey('keys'),
-    body: { queue_id: t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
-  });
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.task;
+/** submitTask (support/submit.ts) with the keys suites' empty payload. */
+export function submitTask(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<any> {
+  return submit(url, t, { payload: {}, ...over }, ikey('keys'));
 }
 
 /** A raw session after hello.ok. */
@@ -77,6 +72,8 @@ export async function metric(url: string, name: string): Promise<number> {
   return sum;
 }
 
+/** A fixed wait, only to show that something does NOT happen within `ms` (no poller can show an
+ * absence); to wait for something, poll (waitFor, support/workers.ts). */
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Frames of a type received so far (kept in the raw worker's buffer). */

@@ -1,6 +1,7 @@
 // A raw WebSocket worker for protocol tests: no SDK, frames as plain objects.
 import WebSocket from 'ws';
 import { expect } from 'vitest';
+import { pollValue } from './wait.js';
 
 /** Every socket openRaw opened in this file that has not closed yet, with the test that opened it. */
 const openSockets = new Map<WebSocket, string>();
@@ -74,8 +75,7 @@ export function hello(queueIds: string[], over: Record<string, unknown> = {}) {
  */
 export async function assertNoOpenRawSockets(graceMs = 2000): Promise<void> {
   const closing = [...openSockets.keys()].filter((ws) => ws.readyState === WebSocket.CLOSING);
-  const until = Date.now() + graceMs;
-  while (closing.some((ws) => ws.readyState !== WebSocket.CLOSED) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  await pollValue(async () => closing.every((ws) => ws.readyState === WebSocket.CLOSED), (done) => done, { timeout: graceMs, interval: 20 });
   const leaked = [...openSockets].filter(([ws]) => ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING);
   const all = [...openSockets.keys()];
   await Promise.all(

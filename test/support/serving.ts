@@ -2,18 +2,13 @@
 import { expect } from 'vitest';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import type { GatewayProcess } from './gateway.js';
-import { call, ikey } from './http.js';
+import { call } from './http.js';
 import { hello, openRaw } from './raw-worker.js';
+import { submitTask } from './submit.js';
 
 /** Submits one no-op task to the tenant's queue; expects 201. */
-export async function submitNoop(url: string, tenant: CredentialsFile, payload: unknown = { n: 1 }): Promise<{ id: string }> {
-  const r = await call(url, 'POST', '/v1/tasks', {
-    token: tenant.token,
-    key: ikey(),
-    body: { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload },
-  });
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.task as { id: string };
+export function submitNoop(url: string, tenant: CredentialsFile, payload: unknown = { n: 1 }): Promise<{ id: string }> {
+  return submitTask(url, tenant, { payload });
 }
 
 /** The gateway survived: process alive, /healthz 200, a normal worker of `probe` (a tenant no

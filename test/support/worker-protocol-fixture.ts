@@ -6,8 +6,9 @@ import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TestDb } from './db.js';
 import type { GatewayProcess } from './gateway.js';
-import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
+import { submitTask } from './submit.js';
+import { pollValue } from './wait.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken, type Scope } from '../../server/http/auth.js';
@@ -25,14 +26,8 @@ export const FAST_ENV = { ORBIT_HELLO_TIMEOUT_MS: String(HELLO_TIMEOUT_MS), ORBI
 /** Helpers bound to a test file's database and default gateway (read when called, so they can be
  * created before beforeAll has run). */
 export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
-  async function submit(tenant: CredentialsFile, over: Record<string, unknown> = {}) {
-    const r = await call(env().gw.url, 'POST', '/v1/tasks', {
-      token: tenant.token,
-      key: ikey(),
-      body: { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over },
-    });
-    expect(r.status, r.text).toBe(201);
-    return r.body.data.task as { id: string };
+  async function submit(tenant: CredentialsFile, over: Record<string, unknown> = {}): Promise<{ id: string }> {
+    return submitTask(env().gw.url, tenant, over);
   }
 
   async function credential(tenant: CredentialsFile, scopes: Scope[], queueIds: '*' | string[] = '*') {
@@ -117,13 +112,9 @@ export async function expectNothing(w: RawWorker, type: string, ms = 500) {
   await expect(w.next(type, ms)).rejects.toThrow(/no .* within/);
 }
 
-export async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** `fn`'s value once `ok` holds, or its last value after `ms`, for the caller to assert on (pollValue). */
+export function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
+  return pollValue(fn, ok, { timeout: ms, interval: 25 });
 }
 
 export const hex32 = () => newId();

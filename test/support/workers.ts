@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { packageRoot } from '../../server/paths.js';
+import { pollUntil } from './wait.js';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -76,15 +77,8 @@ export async function assertNoWorkersRunning(): Promise<void> {
   if (alive.length > 0) throw new Error(`${alive.length} SDK worker process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
 }
 
-/** Polls `fn` until it returns a truthy value or `ms` passes. */
-/** Polls `fn` until it returns a truthy value, which is returned (typed without null/undefined/false). */
-export async function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
-  const until = Date.now() + ms;
-  let last: T;
-  for (;;) {
-    last = await fn();
-    if (last) return last as Exclude<T, null | undefined | false | 0 | ''>;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
+/** Polls `fn` until it returns a truthy value, which is returned (typed without null/undefined/false);
+ * fails after `ms` (pollUntil, support/wait.ts). */
+export function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
+  return pollUntil(what, fn, { timeout: ms, interval: every });
 }
