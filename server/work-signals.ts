@@ -5,10 +5,15 @@
 import { EventEmitter } from 'node:events';
 import type { Revoked } from './dispatch/recovery.js';
 
+/** Why a queue is woken: `work` — it may have new WAITING tasks (a submit, a retry, a resume, a
+ * task back from an expired lease); `released` — only permits came free (a result that finished
+ * its task), no new task. */
+export type WakeCause = 'work' | 'released';
+
 /** What callers use (see AppContext.signals). Every method is called after the commit. */
 export interface WorkSignals {
   /** Queues that got new work or freed permits: their local sessions are due for a claim round. */
-  wake(queueIds: Iterable<string>): void;
+  wake(queueIds: Iterable<string>, cause?: WakeCause): void;
   /** Attempts revoked by this node (cancel, sweeper, hello): their sessions get task.cancel. */
   revoked(attempts: readonly Revoked[]): void;
   /** A schedule was created, published or resumed: the firer looks at once. */
@@ -17,7 +22,7 @@ export interface WorkSignals {
 
 /** The subscriber side, for the node's loops. Each `on…` returns its unsubscribe. */
 export interface WorkSignalSource {
-  onWork(fn: (queueId: string) => void): () => void;
+  onWork(fn: (queueId: string, cause: WakeCause) => void): () => void;
   onRevoked(fn: (attempts: readonly Revoked[]) => void): () => void;
   onSchedulesChanged(fn: () => void): () => void;
 }
@@ -27,8 +32,8 @@ export interface WorkSignalSource {
 export class NodeSignals implements WorkSignals, WorkSignalSource {
   private readonly events = new EventEmitter().setMaxListeners(0);
 
-  wake(queueIds: Iterable<string>): void {
-    for (const q of queueIds) this.events.emit('work', q);
+  wake(queueIds: Iterable<string>, cause: WakeCause = 'work'): void {
+    for (const q of queueIds) this.events.emit('work', q, cause);
   }
 
   revoked(attempts: readonly Revoked[]): void {
@@ -39,7 +44,7 @@ export class NodeSignals implements WorkSignals, WorkSignalSource {
     this.events.emit('schedules');
   }
 
-  onWork(fn: (queueId: string) => void): () => void {
+  onWork(fn: (queueId: string, cause: WakeCause) => void): () => void {
     this.events.on('work', fn);
     return () => void this.events.off('work', fn);
   }

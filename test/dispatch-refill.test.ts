@@ -114,4 +114,25 @@ describe('refill of a freed slot in the result transaction', () => {
     await w.closed;
     await assertPermitInvariants(f.db.pool);
   });
+
+  it('a queue found empty is refilled again once new work is submitted (the drained hint ends)', async () => {
+    const t = await newTenant(f.db);
+    const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
+    await submitTask(url(), t);
+    const a = await w.next('task.assign');
+    // Its result finds the queue empty: the queue is marked drained on this node.
+    await startAndFinish(w, a.attempt_id);
+    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
+    await submitTask(url(), t);
+    const second = await submitTask(url(), t);
+    const b = await w.next('task.assign'); // through a claim round: the session had a free slot
+    await startAndFinish(w, b.attempt_id);
+    const c = await w.next('task.assign');
+    expect(c.task.id).toBe(second.id);
+    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(1);
+    await startAndFinish(w, c.attempt_id);
+    w.close();
+    await w.closed;
+    await assertPermitInvariants(f.db.pool);
+  });
 });

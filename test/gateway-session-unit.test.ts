@@ -21,7 +21,7 @@ let cred: Credential;
 let host: InProcessHost;
 let url: string;
 const workers: RawWorker[] = [];
-const QUEUES = ['flow', 'terminate', 'no-work', 'undelivered', 'drain', 'peer-close', 'hello-timer'];
+const QUEUES = ['flow', 'terminate', 'no-work', 'undelivered', 'drain', 'peer-close', 'hello-timer', 'reuse'];
 
 beforeAll(async () => {
   db = await createTestDb();
@@ -123,6 +123,30 @@ describe('Session on an in-process host', () => {
     // The released permit woke the queue through the same signals as the submit.
     expect(host.woken.slice(before)).toContain(q);
     expect(await taskState(taskId)).toBe('SUCCEEDED');
+  });
+
+  it('a slot promised to a refill stays held until the swap: a drop (the reconciler found the attempt finished) does not free it', async () => {
+    const { w, s } = await connect('reuse', { capacity: 1 });
+    await submit('reuse', 'reuse-1');
+    const a = await w.next('task.assign');
+    await host.dispatcher.idle();
+    expect(s.reuseSlot(a.attempt_id)).toBe(true);
+    expect(s.reuseSlot(a.attempt_id)).toBe(false); // one promise per slot
+    expect(s.reuseSlot('f'.repeat(32))).toBe(false); // not held
+    s.dropAttempt(a.attempt_id);
+    expect(s.held.has(a.attempt_id)).toBe(true);
+    expect(s.free).toBe(0);
+    const next = { ...a, attempt_id: 'e'.repeat(32) };
+    s.swap(a.attempt_id, { attemptId: next.attempt_id, attemptNo: 1, leaseExpiresAt: a.lease_expires_at, queueId: t.queues.reuse!, concurrencyToken: null, task: a.task });
+    expect((await w.next('task.assign')).attempt_id).toBe(next.attempt_id);
+    expect([...s.held.keys()]).toEqual([next.attempt_id]);
+    // An unused promise is given back; the drop then frees the slot.
+    expect(s.reuseSlot(next.attempt_id)).toBe(true);
+    s.releaseSlot(next.attempt_id);
+    s.dropAttempt(next.attempt_id);
+    expect(s.held.size).toBe(0);
+    await host.dispatcher.idle();
+    expect(s.free).toBe(1);
   });
 
   it('terminate(): fatal error frame, then the close; closed and unregistered at once; a second call does nothing', async () => {

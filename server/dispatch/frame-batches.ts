@@ -209,17 +209,53 @@ export interface FrameBatchResult {
   handoffs: Delivery[];
 }
 
-/** Queues a hand-off or refill was refused on (paused or retired): not tried again for this long,
- * so a paused queue with attempts still running does not run every result batch twice. */
-const REFUSED_COOLDOWN_MS = 1_000;
+/** What recent batches learned about queues, so later ones skip work that would be wasted:
+ * `refused` — a hand-off or refill was refused (paused, retired, over a lowered limit): not tried
+ * again for a second, so a paused queue with attempts still running does not run every result
+ * batch twice; `drained` — a refill's candidate read found nothing: no refill read for that queue
+ * until new work is signalled on this node (noteWork) or a second passed (work submitted on another
+ * node), so an idle queue's results cost no extra round trip. Hints only: a skipped refill leaves
+ * the slot to the claim round the result wakes. */
+export class QueueHints {
+  static readonly TTL_MS = 1_000;
+  private readonly refused = new Map<string, number>();
+  private readonly drained = new Map<string, number>();
+
+  refusedQueues(now = Date.now()): Set<string> {
+    return live(this.refused, now);
+  }
+
+  /** Queues refills skip now: refused or drained. */
+  refillSkips(now = Date.now()): Set<string> {
+    return new Set([...live(this.refused, now), ...live(this.drained, now)]);
+  }
+
+  markRefused(queueIds: Iterable<string>): void {
+    for (const q of queueIds) this.refused.set(q, Date.now() + QueueHints.TTL_MS);
+  }
+
+  markDrained(queueId: string): void {
+    this.drained.set(queueId, Date.now() + QueueHints.TTL_MS);
+  }
+
+  /** New work or freed permits on the queue (a submit, a release) were signalled on this node. */
+  noteWork(queueId: string): void {
+    this.drained.delete(queueId);
+  }
+}
+
+function live(m: Map<string, number>, now: number): Set<string> {
+  for (const [q, until] of m) if (until <= now) m.delete(q);
+  return new Set(m.keys());
+}
 
 /** One transaction for a batch of one application's frames; with a host, released keys are
  * handed to their next task in the same transaction (handoff.ts). */
-export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, refused: Map<string, number> = new Map()): Promise<FrameBatchResult> {
+export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, hints: QueueHints = new QueueHints()): Promise<FrameBatchResult> {
   const reserved: Reservation[] = [];
   const tried = new Set<string>();
-  const nowMs = Date.now();
-  for (const [q, until] of refused) if (until <= nowMs) refused.delete(q);
+  const refused = hints.refusedQueues();
+  const refillSkips = hints.refillSkips();
   const undo = () => {
     for (const r of reserved.splice(0)) {
       if (r.attemptId) host!.unreserveFreed(r.sessionId, r.attemptId);
@@ -230,7 +266,7 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
     const r = await withTransaction(pool, (c) => {
       undo(); // a deadlock retry starts over
       tried.clear();
-      return batchInTx(c, cmds, host, reserved, new Set(refused.keys()), tried);
+      return batchInTx(c, cmds, host, reserved, { refused, refillSkips, drained: (q) => hints.markDrained(q) }, tried);
     });
     // Reservations not used by an applied hand-off (its key was exhausted, or the session's
     // credential revoked) are given back; the used ones become held attempts at delivery.
@@ -245,17 +281,28 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
     if (!(err instanceof HandoffRefused)) throw err;
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
     // limit): the same batch without them.
-    for (const q of tried) refused.set(q, Date.now() + REFUSED_COOLDOWN_MS);
-    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved, new Set(), new Set()));
+    hints.markRefused(tried);
+    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved, NO_SKIPS, new Set()));
   }
 }
+
+interface BatchSkips {
+  /** Queues hand-offs and refills skip (recently refused). */
+  refused: ReadonlySet<string>;
+  /** Queues refills skip (refused or drained). */
+  refillSkips: ReadonlySet<string>;
+  /** A refill read found no candidate in this queue. */
+  drained(queueId: string): void;
+}
+
+const NO_SKIPS: BatchSkips = { refused: new Set(), refillSkips: new Set(), drained: () => {} };
 
 async function batchInTx(
   c: Conn,
   cmds: FrameCommand[],
   host: HandoffHost | undefined,
   reserved: Reservation[],
-  skipQueues: ReadonlySet<string>,
+  skip: BatchSkips,
   tried: Set<string>,
 ): Promise<FrameBatchResult> {
   {
@@ -277,8 +324,8 @@ async function batchInTx(
     });
     await starts(c, startItems, now, out);
     await results(c, ledger, resultItems, now, out, released, freed);
-    const plans = host ? await planHandoffs(c, host, ledger, released.filter((r) => !skipQueues.has(r.queueId)), now, live, reserved) : [];
-    const refills = host ? await planRefills(c, host, ledger, freed, now, reserved, skipQueues) : [];
+    const plans = host ? await planHandoffs(c, host, ledger, released.filter((r) => !skip.refused.has(r.queueId)), now, live, reserved) : [];
+    const refills = host ? await planRefills(c, host, ledger, freed, now, reserved, skip.refillSkips, skip.drained) : [];
     plans.push(...refills);
     // Keys first, then the hand-off attempts, then the hot rows to the commit (lock order).
     await ledger.flushKeys(c);
@@ -302,14 +349,14 @@ async function batchInTx(
 export class FrameCommitter {
   private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
 
-  /** Queues recently refused for hand-offs and refills → until when (ms). */
-  private readonly refused = new Map<string, number>();
+  /** What recent batches learned about queues (refused, drained). */
+  readonly hints = new QueueHints();
 
   constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number, refills: number) => void, host?: HandoffHost) {
     this.committer = new GroupCommitter(
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
-        const r = await runFrameBatch(pool, cmds, host, this.refused);
+        const r = await runFrameBatch(pool, cmds, host, this.hints);
         for (const h of r.handoffs) host!.deliver(h.session, h.a, h.replaces);
         const refills = r.handoffs.filter((h) => h.replaces).length;
         onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length - refills, refills);

@@ -43,6 +43,8 @@ export async function planRefills(
   now: string,
   reserved: Reservation[],
   skipQueues: ReadonlySet<string> = new Set(),
+  /** Called for a queue whose candidate read found nothing (QueueHints.markDrained). */
+  drained: (queueId: string) => void = () => {},
 ): Promise<HandoffPlan[]> {
   // Per session and queue, the slots its results free whose reuse the session accepts now.
   const groups = new Map<string, { slot: FreedSlot; olds: string[]; session: ClaimSession }>();
@@ -68,6 +70,7 @@ export async function planRefills(
     keyed: w.session.concurrencyKeys,
   }));
   const ids = await candidateIds(c, specs, now);
+  for (const [i, s] of specs.entries()) if (!ids.some((x) => x.spec === i)) drained(s.queueId);
   if (ids.length === 0) return [];
   const rows = new Map((await lockCandidates(c, [...new Set(ids.map((x) => x.id))])).map((r) => [r.id, r]));
   const plans: HandoffPlan[] = [];

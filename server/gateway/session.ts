@@ -12,6 +12,7 @@ import { isConnectionError, type Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
+import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-batches.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
@@ -44,7 +45,7 @@ export interface SessionHost {
   /** Work the host waits for before it shuts down (replies after their commit). */
   track<T>(p: Promise<T>): Promise<T>;
   /** Queues with freed permits (WorkSignals.wake). */
-  wake(queueIds: Iterable<string>): void;
+  wake(queueIds: Iterable<string>, cause?: WakeCause): void;
   /** The session may have free slots: due for a claim round. */
   kick(s: Session): void;
   /** Attempts claimed for this session that it will not deliver: back to WAITING now. */
@@ -374,7 +375,8 @@ export class Session {
     this.send(r.reply as GatewayFrame);
     this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
-    this.host.wake(r.freedQueues);
+    // A finished task only freed its permits; a retried one is WAITING again (new work).
+    this.host.wake(r.freedQueues, r.reply.task_state === 'WAITING' ? 'work' : 'released');
     // After a hand-off, a session that had free slots was already offered everything claimable;
     // only one that was full has new room to fill.
     // After a refill, the slot is taken again: nothing to claim for it.
@@ -391,6 +393,10 @@ export class Session {
   }
 
   dropAttempt(attemptId: string): void {
+    // An attempt whose slot a committed refill takes over leaves at the swap, not before: freed
+    // here (the reconciler sees it finished in the database first), its slot could go to a claim
+    // round and the refill's task would find no room.
+    if (this.reusing.has(attemptId)) return;
     if (this.held.delete(attemptId)) this.host.kick(this);
   }
 

@@ -9,7 +9,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { SUBPROTOCOL } from '@orbit/protocol/frames';
 import type { Logger } from 'pino';
 import type { AppContext } from '../app-context.js';
-import type { WorkSignals, WorkSignalSource } from '../work-signals.js';
+import type { WakeCause, WorkSignals, WorkSignalSource } from '../work-signals.js';
 import { authenticate, requireScope } from '../http/auth.js';
 import { endSocketWithError } from '../http/envelope.js';
 import { newId } from '../ids.js';
@@ -84,7 +84,11 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     );
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
+    this.offWork = signals.onWork((q, cause) => {
+      // Only new work ends a queue's "drained" hint: a result's released permits bring no task.
+      if (cause === 'work') this.frames.hints.noteWork(q);
+      this.dispatcher.wake(q);
+    });
     this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {
@@ -214,8 +218,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
 
   /** Queues whose permits were released or that got new work: through the node's signals, like
    * every other wake-up. */
-  wake(queueIds: Iterable<string>): void {
-    this.signals.wake(queueIds);
+  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
+    this.signals.wake(queueIds, cause);
   }
 
   kick(s: Session): void {
