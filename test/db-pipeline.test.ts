@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { withTransaction } from '../server/db/pool.js';
-import { pipelined, rawConnection, write } from '../server/db/pipeline.js';
+import { commitWith, isCommitted, pipelined, rawConnection, write } from '../server/db/pipeline.js';
 
 let db: TestDb;
 beforeAll(async () => {
@@ -78,5 +78,25 @@ describe('pipelined transactions', () => {
     } finally {
       conn.release();
     }
+  });
+
+  it('commitWith sends the last statement with the COMMIT: its result comes back, and a later failure cannot undo it', async () => {
+    await db.pool.query('DELETE FROM pipe_t');
+    await db.pool.query("INSERT INTO pipe_t VALUES (40, 'a'), (41, 'b')");
+    let changed = -1;
+    const err = await withTransaction(db.pool, async (c) => {
+      await write(c, "INSERT INTO pipe_t VALUES (42, 'queued')");
+      const [r] = await commitWith(c, 'UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]);
+      changed = (r as { affectedRows: number }).affectedRows;
+      expect(isCommitted(c)).toBe(true);
+      throw new Error('after the commit');
+    }).catch((e: unknown) => e as Error);
+    expect(err?.message).toBe('after the commit');
+    expect(changed).toBe(2);
+    expect(await rows()).toEqual([
+      [40, 'z'],
+      [41, 'z'],
+      [42, 'queued'],
+    ]);
   });
 });

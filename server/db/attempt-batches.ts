@@ -3,7 +3,7 @@
 // Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
-import { write } from './pipeline.js';
+import { commitWith, write } from './pipeline.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
 
 const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
@@ -18,15 +18,17 @@ export interface StartItem {
  * transaction), lease seconds per queue): LEASED → RUNNING for each attempt that is LEASED, owned
  * by that worker identity, unexpired, with its task still current and before its deadline; the
  * task goes RUNNING with attempts_made + 1 and the lease restarts at now + the queue's lease.
- * Returns the changed rows (2 per started attempt: the attempt and its task). */
-export async function startAttempts(c: Conn, items: StartItem[], now: string, leaseByQueue: Map<string, number>): Promise<number> {
+ * Returns the changed rows (2 per started attempt: the attempt and its task). `commit`: the
+ * statement is the transaction's last and carries its COMMIT (db/pipeline.ts commitWith). */
+export async function startAttempts(c: Conn, items: StartItem[], now: string, leaseByQueue: Map<string, number>, commit = false): Promise<number> {
   const queues = [...leaseByQueue];
   if (queues.length === 0) return 0;
   // Lease lengths as literals (the caller read them from the cached queue configuration): the
   // statement reads no queue row, so it takes no lock on one — a subquery on queues here took
   // shared locks that deadlocked with the counter updates at the end of the batch (measured: 85
   // deadlocks in one 3-node chaos run).
-  const [res] = await c.query(
+  const run = (sql: string, values: unknown[]) => (commit ? commitWith(c, sql, values) : c.query(sql, values));
+  const [res] = await run(
     `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
         SET a.state = 'RUNNING', a.started_at = ?,
             a.lease_expires_at = CAST(? AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,

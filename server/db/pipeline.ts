@@ -15,6 +15,8 @@ import type { PoolConnection as Conn } from 'mysql2/promise';
 export const transactionStats = { transactions: 0, roundTrips: 0 };
 
 const queues = new WeakMap<object, string[]>();
+/** Pipelined connections whose transaction commitWith() already committed. */
+const committed = new WeakSet<object>();
 const targets = new WeakMap<object, Conn>();
 
 /** The raw connection behind a pipelined one (itself when it is not pipelined). */
@@ -59,6 +61,28 @@ export function pipelined(conn: Conn): Conn {
   queues.set(proxy, pending);
   targets.set(proxy, conn);
   return proxy;
+}
+
+/** commitWith(c, sql, values): the transaction's last statement and its COMMIT in one round trip
+ * (with any queued writes before them); returns the statement's result. For a transaction whose
+ * outcome no later statement can change — e.g. a batch of starts: its UPDATE's row count only
+ * decides how the frames are answered, and a read-back for that may run after the commit. On a
+ * connection that is not pipelined it only runs the statement (the caller commits as usual). */
+export async function commitWith(c: Conn, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
+  const pending = queues.get(c);
+  if (!pending) return c.query(sql, values);
+  const conn = rawConnection(c);
+  const n = pending.length + 2;
+  const text = [...pending.splice(0), conn.format(sql, values), 'COMMIT'].join(';\n');
+  transactionStats.roundTrips++;
+  const [results, fields] = (await conn.query(text)) as unknown as [QueryResult[], FieldPacket[][]];
+  committed.add(c);
+  return [results[n - 2]!, fields[n - 2]!];
+}
+
+/** True when commitWith() committed this (pipelined) connection's transaction. */
+export function isCommitted(c: Conn): boolean {
+  return committed.has(c);
 }
 
 /** write(c, sql, values): a statement whose result is not read. On a pipelined connection it is

@@ -1,5 +1,5 @@
 import mysql from 'mysql2/promise';
-import { pipelined, rawConnection, transactionStats, write } from './pipeline.js';
+import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
 
 export type Pool = mysql.Pool;
 export type Conn = mysql.PoolConnection;
@@ -104,7 +104,7 @@ export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>):
       transactionStats.transactions++;
       await write(tx, 'START TRANSACTION');
       const out = await fn(tx);
-      await tx.query('COMMIT');
+      if (!isCommitted(tx)) await tx.query('COMMIT');
       return out;
     } catch (err) {
       let broken = false;
