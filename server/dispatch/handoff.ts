@@ -78,8 +78,9 @@ export async function planHandoffs(
   reserved: Reservation[],
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
-  // The next due WAITING tasks of each key in its queue (index ix_tasks_ns_key), a few per key so
-  // that rows a claim holds can be skipped; no lock here.
+  // The next due WAITING tasks of each key in its queue, a few per key so that rows a claim holds
+  // can be skipped; no lock here. Index ix_tasks_ns_key (key, state, queue, priority DESC, seq):
+  // the read stops after a few rows whatever the key's backlog (migration 000004).
   const parts = released.map(
     () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
               AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
