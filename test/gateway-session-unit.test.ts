@@ -10,6 +10,7 @@ import type { Credential } from '../server/db/credentials.js';
 import { findCredentialByTokenHash } from '../server/db/credentials.js';
 import { hashToken } from '../server/http/auth.js';
 import { claimRound } from '../server/dispatch/claim.js';
+import { runFrameBatch } from '../server/dispatch/frame-batches.js';
 import type { Session } from '../server/gateway/session.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { assertNoOpenRawSockets, hello, openRaw, type RawWorker } from './support/raw-worker.js';
@@ -21,7 +22,7 @@ let cred: Credential;
 let host: InProcessHost;
 let url: string;
 const workers: RawWorker[] = [];
-const QUEUES = ['flow', 'terminate', 'no-work', 'undelivered', 'drain', 'peer-close', 'hello-timer', 'reuse'];
+const QUEUES = ['flow', 'terminate', 'no-work', 'undelivered', 'drain', 'peer-close', 'hello-timer', 'reuse', 'dup-start'];
 
 beforeAll(async () => {
   db = await createTestDb();
@@ -147,6 +148,23 @@ describe('Session on an in-process host', () => {
     expect(s.held.size).toBe(0);
     await host.dispatcher.idle();
     expect(s.free).toBe(1);
+  });
+
+  it('two identities starting one attempt in the same frame batch: only the owner\'s start applies', async () => {
+    const { w, s } = await connect('dup-start', { capacity: 1 });
+    await submit('dup-start', 'dup-start-1');
+    const a = await w.next('task.assign');
+    const who = (workerId: string) => ({ namespaceId: t.namespace_id, workerId, credentialId: cred.id });
+    const r = await runFrameBatch(db.pool, [
+      { kind: 'start', who: who(s.workerId), attemptId: a.attempt_id, queueId: null },
+      { kind: 'start', who: who('intruder-worker'), attemptId: a.attempt_id, queueId: null },
+      { kind: 'start', who: who(s.workerId), attemptId: a.attempt_id, queueId: null },
+    ]);
+    expect(r.outcomes[0]).toMatchObject({ ok: true, kind: 'start' });
+    expect(r.outcomes[1]).toMatchObject({ ok: false, error: { code: 'LEASE_LOST' } });
+    expect(r.outcomes[2]).toMatchObject({ ok: true, kind: 'start' });
+    const [rows] = await db.pool.query<RowDataPacket[]>('SELECT state, worker_id FROM attempts WHERE id = ?', [a.attempt_id]);
+    expect(rows[0]).toMatchObject({ state: 'RUNNING', worker_id: s.workerId });
   });
 
   it('terminate(): fatal error frame, then the close; closed and unregistered at once; a second call does nothing', async () => {

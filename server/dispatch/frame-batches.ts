@@ -87,9 +87,13 @@ function resultFingerprint(f: ResultFrame): string {
  * start did not apply, then reads committed state — the rows it reads were not changed by it. */
 async function starts(c: Conn, items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[], now: string, out: FrameOutcome[], last = false): Promise<void> {
   if (items.length === 0) return;
-  const unique = new Map(items.map((x) => [x.cmd.attemptId, x]));
+  // One entry per (attempt, identity): two workers naming the same attempt in one batch are two
+  // starts (only the owner's applies; the other is answered LEASE_LOST by the read-back), while a
+  // repeated start of one worker is one.
+  const unique = new Map(items.map((x) => [`${x.cmd.attemptId}/${x.cmd.who.namespaceId}/${x.cmd.who.workerId}`, x]));
+  const attemptIds = [...new Set(items.map((x) => x.cmd.attemptId))];
   const known = new Map([...unique.values()].filter((x) => x.cmd.queueId !== null).map((x) => [x.cmd.attemptId, x.cmd.queueId!]));
-  const queueOf = await attemptQueues(c, [...unique.keys()], known);
+  const queueOf = await attemptQueues(c, attemptIds, known);
   const cfg = await queueConfigs(c, queueOf.values());
   const lease = new Map([...cfg].map(([q, v]) => [q, v.leaseSeconds]));
   const changed = await startAttempts(
@@ -108,7 +112,7 @@ async function starts(c: Conn, items: { i: number; cmd: Extract<FrameCommand, { 
     return;
   }
   // Some start did not apply: read every attempt of the batch back for its exact answer.
-  const rows = new Map((await readStartStates(c, [...unique.keys()], now)).map((r) => [r.id, r]));
+  const rows = new Map((await readStartStates(c, attemptIds, now)).map((r) => [r.id, r]));
   for (const { i, cmd } of items) {
     const a = rows.get(cmd.attemptId);
     if (!a || a.namespace_id !== cmd.who.namespaceId) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
