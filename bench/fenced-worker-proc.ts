@@ -66,5 +66,5 @@ worker.on('fatal', (err) => {
   process.exit(3);
 });
 process.on('SIGTERM', () => {
-  worker.close({ timeoutMs: 5000 }).finally(() => pool.end().finally(() => process.exit(0)));
+  void worker.close({ timeoutMs: 5000 }).finally(() => pool.end().finally(() => process.exit(0)));
 });

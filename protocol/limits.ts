@@ -80,6 +80,12 @@ export const MAX_ACTIVE_ATTEMPTS_MAX = 1_000_000;
 /** A queue's lease_seconds. */
 export const QUEUE_LEASE_SECONDS_MIN = 5;
 export const QUEUE_LEASE_SECONDS_MAX = 3600;
+/** What POST /v1/queues (and `orbit-admin bootstrap`) give a queue for an omitted field. */
+export const QUEUE_DEFAULTS = {
+  max_active_attempts: 1000,
+  lease_seconds: 30,
+  retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000, multiplier: 2 },
+};
 /** deliveries:lease `max` and `lease_seconds`; deliveries:ack ids. */
 export const DELIVERY_LEASE_MAX = 100;
 export const DELIVERY_LEASE_SECONDS_MIN = 5;

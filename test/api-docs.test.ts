@@ -15,7 +15,7 @@ import type { AppContext } from '../server/app-context.js';
 import { asyncApiDocument } from '../server/api-docs/asyncapi.js';
 import { openApiDocument } from '../server/api-docs/openapi.js';
 import { ROUTE_META } from '../server/api-docs/routes-meta.js';
-import { ALL_SCOPES, hashToken, newToken } from '../server/http/auth.js';
+import { ALL_SCOPES, hashToken, newToken } from '../server/admin/access.js';
 import { buildRoutes } from '../server/http/routes.js';
 import { insertCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';

@@ -8,7 +8,7 @@ import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newTenant } from './support/db.js';
 import { expectServing as expectNodeServing } from './support/serving.js';
 import { useGatewayFixture } from './support/fixture.js';
-import { call, ikey } from './support/http.js';
+import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { pollValue } from './support/wait.js';
 

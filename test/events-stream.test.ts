@@ -168,7 +168,6 @@ describe('queue retirement racing submits', () => {
         expect(refused).toBe(30);
       }
     }
-    // eslint-disable-next-line no-console
     console.log(`retire races: ${outcomes.join(' ')}`);
     expect(outcomes).toContain('retired');
   });

@@ -290,7 +290,10 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
         CONCURRENCY,
         async (c) => {
           const r = await call(target.url, c.method, c.path, { token: f.t.token, ...(c.noKey ? {} : { key: ikey('fz') }), ...(c.body === undefined ? {} : { rawBody: c.body }) });
-          if (r.status < 300) accepted.push({ c, r }), log.accepted++;
+          if (r.status < 300) {
+            accepted.push({ c, r });
+            log.accepted++;
+          }
           return problem(c, r);
         },
         (c) => c.body ?? null,

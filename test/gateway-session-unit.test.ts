@@ -8,7 +8,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import type { Credential } from '../server/db/credentials.js';
 import { findCredentialByTokenHash } from '../server/db/credentials.js';
-import { hashToken } from '../server/http/auth.js';
+import { hashToken } from '../server/admin/access.js';
 import { claimRound } from '../server/dispatch/claim.js';
 import { runFrameBatch } from '../server/dispatch/frame-batches.js';
 import type { Session } from '../server/gateway/session.js';

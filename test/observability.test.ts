@@ -24,7 +24,7 @@ function metric(text: string, name: string, labels: Record<string, string> = {})
 const records = () => f.gw.output.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('metrics', () => {
-  let taskIds: string[] = [];
+  const taskIds: string[] = [];
 
   it('queue depth and the oldest due task\'s age, per queue', async () => {
     for (let i = 0; i < 3; i++) {

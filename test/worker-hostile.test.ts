@@ -8,7 +8,6 @@ import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
-import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { expectServing, submitNoop } from './support/serving.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';

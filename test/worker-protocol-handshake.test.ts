@@ -22,7 +22,7 @@ import {
   until,
 } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
-import { newToken, type Scope } from '../server/http/auth.js';
+import { newToken, type Scope } from '../server/admin/access.js';
 
 /** Short hello timeout and ping interval (f.gw: default timings, small frame limit). */
 let fast: GatewayProcess;

@@ -51,7 +51,7 @@ type EventMap = {
   close: [code: number, reason: string];
 };
 
-type Pending = { kind: 'start' | 'result'; resolve: (f: any) => void; reject: (e: Error) => void };
+type Pending = { kind: 'start' | 'result'; resolve: (f: StartOkFrame | ResultOkFrame) => void; reject: (e: Error) => void };
 type Waiter<T> = { resolve: (v: T) => void; reject: (e: Error) => void };
 
 /** Opens a session: handshake
@@ -60,7 +60,8 @@ export function connect(opts: ConnectOptions): Promise<WorkerConnection> {
   try {
     return new WorkerConnection(opts).opened;
   } catch (err) {
-    return Promise.reject(err); // a bad registration is a rejection like any other failure
+    // A bad registration is a rejection like any other failure (the constructor throws Errors only).
+    return Promise.reject(err as Error);
   }
 }
 
@@ -191,12 +192,14 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.ws.send(text);
   }
 
-  private request<T>(kind: 'start' | 'result', attemptId: string, frame: WorkerFrame): Promise<T> {
+  private request<T extends StartOkFrame | ResultOkFrame>(kind: 'start' | 'result', attemptId: string, frame: WorkerFrame): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.state !== 'open') return reject(this.closedError());
       this.sendFrame(frame); // throws synchronously → rejects this promise
       const list = this.pending.get(attemptId) ?? [];
-      list.push({ kind, resolve, reject });
+      // settle() hands a 'start' entry the start.ok frame and a 'result' entry the result.ok frame,
+      // which is what the caller named as T.
+      list.push({ kind, resolve: resolve as Pending['resolve'], reject });
       this.pending.set(attemptId, list);
     });
   }

@@ -37,6 +37,8 @@ export interface TaskContext<P = unknown> {
   workerId: string;
 }
 
+/* eslint-disable @typescript-eslint/no-explicit-any -- the SDK's public typing: a worker without a
+   task map gets `any` payloads (HandlerMap), so plain JavaScript-style handlers compile. */
 /** A handler: its return value is the task's output (`succeeded`); what it throws decides the
  * outcome (errors.ts). */
 export type HandlerFn<P = any, O = unknown> = (e: TaskContext<P>) => O | Promise<O>;
@@ -62,6 +64,7 @@ type OutputOf<X> = X extends { output: infer O } ? O : unknown;
 export type HandlerMap<T = Record<string, TaskType>> = string extends keyof T
   ? Record<string, Handler<any, unknown>>
   : { [K in keyof T]: Handler<PayloadOf<T[K]>, OutputOf<T[K]>> };
+/* eslint-enable @typescript-eslint/no-explicit-any */
 
 /** The versions a bare function handles unless the worker says otherwise. */
 export const DEFAULT_HANDLER_VERSIONS = ['v1'];

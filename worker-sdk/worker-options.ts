@@ -33,6 +33,6 @@ export type WorkerEvents = {
   leaseLost: [attemptId: string, reason: string];
   result: [{ attemptId: string; outcome: string; taskState?: string; deduplicated?: boolean; error?: string }];
   fatal: [Error];
-  newListener: [event: string | symbol, listener: (...args: any[]) => void];
+  newListener: [event: string | symbol, listener: (...args: unknown[]) => void];
 };
 

@@ -43,7 +43,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private settleFinished!: { resolve: () => void; reject: (e: Error) => void };
   /** Someone will see a fatal error (run(), start(), ready or a 'fatal' listener). */
   private observed = false;
-  private readonly opts: WorkerOptions<any>;
+  // Untyped inside: createWorker<T> checked the handlers against T; they are read as Record<string, Handler>.
+  private readonly opts: WorkerOptions<unknown>;
   private readonly handlers: Record<string, Handler>;
   private readonly defaultVersions: string[];
   private readonly log: Logger;
@@ -60,7 +61,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private loop?: Promise<void>;
   private closing?: Promise<void>;
 
-  constructor(opts: WorkerOptions<any>) {
+  constructor(opts: WorkerOptions<unknown>) {
     super();
     this.opts = opts;
     this.log = opts.logger ?? consoleLogger;

@@ -2,13 +2,13 @@
 // new credential with queue_ids "*". Shared by the CLI, `npm start` and the test setup.
 import fs from 'node:fs';
 import path from 'node:path';
+import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { withTransaction, type Pool } from '../db/pool.js';
 import { findOrCreateApplication, findOrCreateNamespace, insertAudit, namespaceEnvironment } from '../db/tenants.js';
 import { findQueueByName, insertQueue } from '../db/queues.js';
 import { insertCredential } from '../db/credentials.js';
-import { hashToken, newToken, type Scope } from '../http/auth.js';
-import { QUEUE_DEFAULTS } from '../http/routes-queues.js';
+import { hashToken, newToken, type Scope } from './access.js';
 import { newId } from '../ids.js';
 
 export interface BootstrapInput {

@@ -8,7 +8,7 @@ import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../ad
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, namespaceExists, setApplicationQuotas } from '../db/tenants.js';
 import { queueIdsInNamespace } from '../db/queues.js';
-import { ALL_SCOPES, hashToken, newToken, type Scope } from '../http/auth.js';
+import { ALL_SCOPES, hashToken, newToken, type Scope } from '../admin/access.js';
 import { newId } from '../ids.js';
 import { one, parseFlags, runCli, runIfScript, type CliIo } from './args.js';
 import { READ_USAGE, readCommand } from './admin-read.js';

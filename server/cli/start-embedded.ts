@@ -16,7 +16,7 @@ import { migrateUp } from '../db/migrations.js';
 import { ensureDatabase, startEmbeddedMariaDb, type EmbeddedServer } from '../db/embedded-mariadb.js';
 import { bootstrap, writeCredentialsFile, type CredentialsFile } from '../admin/bootstrap.js';
 import { findCredentialByTokenHash } from '../db/credentials.js';
-import { hashToken } from '../http/auth.js';
+import { hashToken } from '../admin/access.js';
 import { installSignalHandlers } from './signals.js';
 import { oneLine } from './args.js';
 import { lockHome } from './home-lock.js';

@@ -20,7 +20,7 @@ import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unf
 import { countQueueSubscriptions, countUnacked, countUnmaterialized, getSubscription, lockWatermark, markSubscriptionRetired, subscriptionView, type SubscriptionView } from '../db/subscriptions.js';
 import { insertAudit } from '../db/tenants.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
-import { requireQueueAccess } from '../http/auth.js';
+import { requireQueueAccess } from '../admin/access.js';
 import { assertNoGap, filterOf } from './stream.js';
 
 function revisionConflict(expected: string, current: string): OrbitError {

@@ -8,7 +8,7 @@ import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
-import { requireScope, type Scope } from './auth.js';
+import { requireScope, type Scope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
 

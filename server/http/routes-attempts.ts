@@ -4,7 +4,7 @@ import { ID_RE } from '@orbit/protocol/validation';
 import { taskView } from '../db/tasks.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
-import { requireQueueAccess, requireScope } from './auth.js';
+import { requireQueueAccess, requireScope } from '../admin/access.js';
 import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadTask } from './routes-tasks.js';

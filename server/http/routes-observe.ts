@@ -6,7 +6,7 @@ import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
-import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadQueue } from './routes-queues.js';
 

@@ -1,19 +1,14 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { insertAudit } from '../db/tenants.js';
 import { isDuplicateKey } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
-
-export const QUEUE_DEFAULTS = {
-  max_active_attempts: 1000,
-  lease_seconds: 30,
-  retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000, multiplier: 2 },
-};
 
 export const createQueueRoute = command({
   operation: 'POST /v1/queues',

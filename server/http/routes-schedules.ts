@@ -12,7 +12,7 @@ import { fireView, listFires } from '../db/schedule-fires.js';
 import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSchedule, withTemplate, type StoredVersion } from '../schedules/commands.js';
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
-import { requireAnyScope, requireQueueAccess } from './auth.js';
+import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
 import { command, type CommandReply } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';

@@ -4,7 +4,7 @@ import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 import { SubmitBatchBody, SubmitBatchItem, SubmitTaskBody, firstViolation } from '@orbit/protocol/http-schemas';
 import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
 import type { SubmitOutcome } from '../dispatch/submit.js';
-import { requireScope } from './auth.js';
+import { requireScope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
 import { readCommand, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';

@@ -24,7 +24,7 @@ import {
 import { insertAudit } from '../db/tenants.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from './auth.js';
+import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { notOneOf, queueNotFound } from './hints.js';
 import { command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';

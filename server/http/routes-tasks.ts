@@ -3,7 +3,7 @@ import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
 import { ID_RE, concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
-import { requireQueueAccess, requireScope } from './auth.js';
+import { requireQueueAccess, requireScope } from '../admin/access.js';
 import { notOneOf, queueNotFound } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';

@@ -27,7 +27,7 @@ import {
 } from '../db/schedules.js';
 import { insertAudit, lockNamespace } from '../db/tenants.js';
 import { createTasksInTransaction } from '../dispatch/submit.js';
-import { requireQueueAccess } from '../http/auth.js';
+import { requireQueueAccess } from '../admin/access.js';
 import { newId } from '../ids.js';
 import { compileCalendar } from './calendar.js';
 import { dbMs, loadReadyVersion, msDb } from './versions.js';

@@ -3,7 +3,7 @@
 import net from 'node:net';
 import { expect } from 'vitest';
 import { insertCredential } from '../../server/db/credentials.js';
-import { hashToken, newToken, type Scope } from '../../server/http/auth.js';
+import { hashToken, newToken, type Scope } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';
 import type { TestDb } from './db.js';
 import type { RawResponse } from './http.js';

@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { withTransaction, type Pool } from '../../server/db/pool.js';
 import { appendResultEvents, type EventType } from '../../server/dispatch/events.js';
 import { insertCredential } from '../../server/db/credentials.js';
-import { hashToken, newToken } from '../../server/http/auth.js';
+import { hashToken, newToken } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { call, ikey } from './http.js';

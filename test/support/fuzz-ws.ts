@@ -80,8 +80,15 @@ export async function wsPeer(url: string, token: string): Promise<Peer> {
 function frame(opcode: number, payload: Buffer): Buffer {
   const n = payload.length;
   const head = n < 126 ? Buffer.from([0x80 | opcode, 0x80 | n]) : n < 65536 ? Buffer.alloc(4) : Buffer.alloc(10);
-  if (n >= 126 && n < 65536) (head[0] = 0x80 | opcode), (head[1] = 0x80 | 126), head.writeUInt16BE(n, 2);
-  else if (n >= 65536) (head[0] = 0x80 | opcode), (head[1] = 0x80 | 127), head.writeBigUInt64BE(BigInt(n), 2);
+  if (n >= 126 && n < 65536) {
+    head[0] = 0x80 | opcode;
+    head[1] = 0x80 | 126;
+    head.writeUInt16BE(n, 2);
+  } else if (n >= 65536) {
+    head[0] = 0x80 | opcode;
+    head[1] = 0x80 | 127;
+    head.writeBigUInt64BE(BigInt(n), 2);
+  }
   const mask = crypto.randomBytes(4);
   const body = Buffer.from(payload);
   for (let i = 0; i < n; i++) body[i]! ^= mask[i & 3]!;
@@ -115,8 +122,13 @@ export async function rawPeer(url: string, token: string): Promise<Peer> {
       const op = buf[0]! & 0x0f;
       let len = buf[1]! & 0x7f;
       let off = 2;
-      if (len === 126) (len = buf.length >= 4 ? buf.readUInt16BE(2) : Infinity), (off = 4);
-      else if (len === 127) (len = buf.length >= 10 ? Number(buf.readBigUInt64BE(2)) : Infinity), (off = 10);
+      if (len === 126) {
+        len = buf.length >= 4 ? buf.readUInt16BE(2) : Infinity;
+        off = 4;
+      } else if (len === 127) {
+        len = buf.length >= 10 ? Number(buf.readBigUInt64BE(2)) : Infinity;
+        off = 10;
+      }
       if (buf.length < off + len) return;
       const payload = buf.subarray(off, off + len);
       buf = buf.subarray(off + len);

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { WebSocketServer, type Server as WsServer } from 'ws';
 import type { Pool } from '../../server/db/pool.js';
 import { findCredentialByTokenHash } from '../../server/db/credentials.js';
-import { hashToken } from '../../server/http/auth.js';
+import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { Faults } from '../../server/faults.js';
 import { NodeSignals } from '../../server/work-signals.js';

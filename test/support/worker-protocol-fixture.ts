@@ -11,7 +11,7 @@ import { submitTask } from './submit.js';
 import { pollValue } from './wait.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { insertCredential } from '../../server/db/credentials.js';
-import { hashToken, newToken, type Scope } from '../../server/http/auth.js';
+import { hashToken, newToken, type Scope } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';
 
 export const MAX_FRAME = 310_000;

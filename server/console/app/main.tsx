@@ -47,7 +47,7 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: SessionInfo) => void; 
   };
   return (
     <main class="signin">
-      <form class="card" onSubmit={submit}>
+      <form class="card" onSubmit={(e) => void submit(e)}>
         <h1>Orbit console</h1>
         <p class="muted">Paste a credential token. It stays in this tab only (sessionStorage) and is sent to this gateway's /v1 API.</p>
         <label>

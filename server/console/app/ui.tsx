@@ -112,7 +112,7 @@ export function Id({ id }: { id: string }) {
 export function Copy({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [ok, setOk] = useState(false);
   return (
-    <button type="button" class="btn small" onClick={() => navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}>
+    <button type="button" class="btn small" onClick={() => void navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}>
       {ok ? 'Copied' : label}
     </button>
   );

@@ -1,0 +1,48 @@
+// Who may do what: the credential scopes, bearer token issue and hashing, and the scope and queue
+// checks every command and read makes. Domain rules, not HTTP: the HTTP routes, the worker
+// gateway, the domain commands (schedules, event retirement) and the CLIs share them. Reading the
+// token from a request is the edges' part (server/http/auth.ts).
+import crypto from 'node:crypto';
+import { OrbitError } from '@orbit/protocol/errors';
+import type { Credential } from '../db/credentials.js';
+
+export type Scope =
+  | 'tasks:submit'
+  | 'tasks:read'
+  | 'queues:manage'
+  | 'events:manage'
+  | 'events:read'
+  | 'workers:connect'
+  | 'workers:consume'
+  | 'schedules:manage';
+
+export const ALL_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'workers:connect', 'workers:consume', 'schedules:manage'];
+
+export function hashToken(token: string): Buffer {
+  return crypto.createHash('sha256').update(token, 'utf8').digest();
+}
+
+/** A new bearer token: 256 random bits, base64url, with a recognisable prefix. */
+export function newToken(): string {
+  return 'orb_' + crypto.randomBytes(32).toString('base64url');
+}
+
+export function requireScope(cred: Credential, scope: Scope): void {
+  if (!cred.scopes.includes(scope)) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scope}`);
+}
+
+/** 403 unless the credential has one of the scopes. */
+export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
+  if (!scopes.some((s) => cred.scopes.includes(s))) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scopes.join(' or ')}`);
+}
+
+/** 403 when the queue (already known to be in the credential's namespace) is outside queue_ids. */
+export function requireQueueAccess(cred: Credential, queueId: string): void {
+  if (cred.queueIds !== '*' && !cred.queueIds.includes(queueId)) {
+    throw new OrbitError('PERMISSION_DENIED', 'credential is not authorized for this queue');
+  }
+}
+
+export function canUseQueue(cred: Credential, queueId: string): boolean {
+  return cred.queueIds === '*' || cred.queueIds.includes(queueId);
+}
