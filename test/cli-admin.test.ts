@@ -72,9 +72,12 @@ const task = (queueId: string, over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-async function counts(): Promise<Record<string, number>> {
-  const out: Record<string, number> = {};
-  for (const t of ['applications', 'namespaces', 'queues', 'credentials', 'audit_log', 'tasks']) {
+const COUNTED = ['applications', 'namespaces', 'queues', 'credentials', 'audit_log', 'tasks'] as const;
+type Counts = Record<(typeof COUNTED)[number] | 'quotas_hash' | 'revoked', number>;
+
+async function counts(): Promise<Counts> {
+  const out: Partial<Counts> = {};
+  for (const t of COUNTED) {
     const [rows] = await db.pool.query(`SELECT COUNT(*) AS c FROM ${t}`);
     out[t] = Number((rows as { c: number }[])[0]!.c);
   }
@@ -82,7 +85,7 @@ async function counts(): Promise<Record<string, number>> {
   out.quotas_hash = (String((q as { s: string | null }[])[0]!.s ?? '').length);
   const [r] = await db.pool.query('SELECT COUNT(*) AS c FROM credentials WHERE revoked_at IS NOT NULL');
   out.revoked = Number((r as { c: number }[])[0]!.c);
-  return out;
+  return out as Counts; // every key is set above
 }
 
 describe('orbit-admin bootstrap', () => {

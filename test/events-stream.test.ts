@@ -132,7 +132,8 @@ describe('queue retirement racing submits', () => {
       const q = await createQueue(f.gw.url, f.t.token, `race-${round}`);
       // Submits spread over `spread` ms from `start`; the retirement fires at 0. Early rounds let
       // submits land first, the last one lets the retirement win.
-      const [start, spread] = [[0, 0], [0, 20], [5, 40], [10, 10], [20, 60], [300, 50]][round]!;
+      const rounds: [start: number, spread: number][] = [[0, 0], [0, 20], [5, 40], [10, 10], [20, 60], [300, 50]];
+      const [start, spread] = rounds[round]!;
       const submits = Array.from({ length: 30 }, (_, i) =>
         new Promise((r) => setTimeout(r, start + (spread * i) / 30)).then(() => submit(q.id)),
       );

@@ -107,7 +107,7 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     });
     this.closed = new Promise((resolve) => this.ws.once('close', () => resolve()));
     this.helloTimer = setTimeout(() => this.fail(new GatewayError('UNAVAILABLE', 'no hello.ok in time', { fatal: true }), 1001), helloMs);
-    this.ws.on('unexpected-response', (req, res) => this.refused(res));
+    this.ws.on('unexpected-response', (_req, res) => this.refused(res));
     this.ws.on('error', (err) => (this.failure ??= err));
     this.ws.on('open', () => {
       this.touch();

@@ -32,7 +32,6 @@ const WATCH_EVERY = 10;
 export class Reconciler {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
-  private running: Promise<void> | null = null;
   private ticks = 0;
   private readonly watch: CapabilityWatch;
 
@@ -44,10 +43,8 @@ export class Reconciler {
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.host.track(guarded(this.host, 'sweep', () => this.tick())).finally(() => {
-        this.running = null;
-        this.schedule();
-      });
+      // guarded() logs and swallows a failed tick; the next one is scheduled either way.
+      void this.host.track(guarded(this.host, 'sweep', () => this.tick())).finally(() => this.schedule());
     }, this.host.config.sweepIntervalMs);
   }
 
