@@ -113,9 +113,13 @@ export default tseslint.config(
     name: 'orbit/typescript',
     files: ['**/*.{ts,tsx}'],
     languageOptions: {
-      // Type information for the type-aware rules below: the test config covers server/, bench/,
-      // examples/ and test/ (and protocol/ and worker-sdk/ through their imports).
-      parserOptions: { project: ['./tsconfig.test.json', './protocol/tsconfig.json', './worker-sdk/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+      // Type information for the type-aware rules below, from the TypeScript projects (each file
+      // from the one that includes it). Imports across projects read the referenced project's
+      // declarations, so the lint expects a build (`npm run build`), as the tests do.
+      parserOptions: {
+        project: ['./tsconfig.json', './tsconfig.test.json', './protocol/tsconfig.json', './worker-sdk/tsconfig.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       // Type-aware, chosen for cost and yield: a promise nobody awaits or catches, or one handed
