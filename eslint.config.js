@@ -55,7 +55,9 @@ const inDir = (dirs) => dirs.map((d) => `server/${d}/**/*.{ts,tsx}`);
 const topLevel = (mods) => mods.map((m) => `server/${m}.ts`);
 
 const layerBlocks = [
-  layer('store', inDir(['db']), [[[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, faults, logger']]),
+  layer('store', inDir(['db']), [
+    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, faults, logger'],
+  ]),
   layer('dispatch', inDir(['dispatch']), [
     [[...EDGES, ...ROOT], 1, 'the domain does not import the edges'],
     [['events', 'schedules', 'admin'], 1, 'dispatch is the core the other domain modules build on: it does not import them'],
@@ -67,11 +69,15 @@ const layerBlocks = [
   layer('console-server', ['server/console/*.ts'], [[['cli', ...ROOT], 1, 'only the CLIs start a process']]),
   layer('cli', inDir(['cli']), []),
   // The console's browser bundle: protocol/ (relative, bundled by esbuild) and preact only.
-  layer('console-app', ['server/console/app/**/*.{ts,tsx}'], [
-    [[...EDGES, ...DOMAIN, 'db', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only'],
-  ]),
+  layer(
+    'console-app',
+    ['server/console/app/**/*.{ts,tsx}'],
+    [[[...EDGES, ...DOMAIN, 'db', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only']],
+  ),
   layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths, faults and logger import nothing from server/ (${DOC})` }]),
-  layer('shared', topLevel(SHARED), [[[...EDGES, ...ROOT, 'events', 'schedules', 'admin'], 0, 'shared infrastructure does not import the edges or the domain beyond dispatch types']]),
+  layer('shared', topLevel(SHARED), [
+    [[...EDGES, ...ROOT, 'events', 'schedules', 'admin'], 0, 'shared infrastructure does not import the edges or the domain beyond dispatch types'],
+  ]),
   layer('root', topLevel(ROOT), [[['cli'], 0, 'only the CLIs start a process']]),
   {
     name: 'orbit/layers/protocol',
@@ -152,7 +158,12 @@ export default tseslint.config(
     // The layer rules read import declarations; a dynamic import() would pass unchecked.
     name: 'orbit/layers/static-imports',
     files: ['server/**/*.{ts,tsx}', 'protocol/**/*.ts', 'worker-sdk/**/*.ts'],
-    rules: { 'no-restricted-syntax': ['error', { selector: 'ImportExpression', message: `static imports only: the layer rules do not see a dynamic import() (${DOC})` }] },
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ImportExpression', message: `static imports only: the layer rules do not see a dynamic import() (${DOC})` },
+      ],
+    },
   },
   ...layerBlocks,
 );

@@ -99,7 +99,8 @@ async function run(job: ProducerJob): Promise<number> {
       }
       if (r.status !== 200) throw new Error(`POST /v1/tasks:batch: ${r.status} ${JSON.stringify(r.json?.error)}`);
       const results = (r.json?.data?.results ?? r.json?.results) as { status: number; error?: unknown }[] | undefined;
-      if (!Array.isArray(results) || results.length !== pending.length) throw new Error(`POST /v1/tasks:batch: ${pending.length} items, reply ${JSON.stringify(r.json).slice(0, 300)}`);
+      if (!Array.isArray(results) || results.length !== pending.length)
+        throw new Error(`POST /v1/tasks:batch: ${pending.length} items, reply ${JSON.stringify(r.json).slice(0, 300)}`);
       const retry: number[] = [];
       results.forEach((x, k) => {
         if (x.status === 503) retry.push(pending[k]!);

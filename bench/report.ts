@@ -5,7 +5,6 @@ import type { ScheduledLoadResult } from './scheduled-load.js';
 import type { ScenarioResult, ScenarioSpec } from './scenario.js';
 import { fmt, round } from './stats.js';
 
-
 export interface Skipped {
   spec: ScenarioSpec;
   reason: string;
@@ -125,7 +124,8 @@ export function reportJson(x: ReportInput) {
     },
     counting: {
       ratio: 'tasks_per_s / baseline_autocommit_per_s',
-      statements: 'SHOW GLOBAL STATUS Questions delta (client statements; each statement of a multi-statement query counts, statements inside stored programs are in stored_program_statements = Queries - Questions - Com_stmt_prepare); breakdown from Com_* (which also count statements inside stored programs); the bench subtracts its own status reads',
+      statements:
+        'SHOW GLOBAL STATUS Questions delta (client statements; each statement of a multi-statement query counts, statements inside stored programs are in stored_program_statements = Queries - Questions - Com_stmt_prepare); breakdown from Com_* (which also count statements inside stored programs); the bench subtracts its own status reads',
       commits:
         'explicit COMMITs (Com_commit) + autocommit writes, where autocommit writes = max(0, InnoDB commits - Com_commit) and InnoDB commits = INNODB_METRICS trx_rw_commits + trx_ro_commits - trx_rollbacks (every committed transaction that read or wrote InnoDB rows, explicit or autocommit, except plain autocommit SELECTs); write_commits = trx_commits_insert_update (transactions that changed rows: each commit of one needs a durable redo write; rolled-back ones with changes count too)',
       row_lock_waits: 'Innodb_row_lock_waits delta (row_lock_wait_ms: Innodb_row_lock_time delta)',

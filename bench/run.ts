@@ -113,7 +113,9 @@ async function main(): Promise<void> {
     say(`baseline: single-row INSERTs over ${POOL_CONNECTIONS} connections, autocommit and in transactions (${baselineHow}, rounds alternated)`);
     const { autocommit, transaction } = await baselines(parseDsn(dsn), bo, overhead);
     say(`baseline: autocommit ${fmt(autocommit.medianPerSec)} commits/s (rounds ${autocommit.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
-    say(`baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
+    say(
+      `baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`,
+    );
 
     gw = await startGateway(dsn);
     say(`gateway ready at ${gw.url}`);
@@ -144,7 +146,9 @@ async function main(): Promise<void> {
         spec = { ...spec, submit: 'single' };
       }
       const r = await runScenario(setup, spec, progress);
-      say(`${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline)`);
+      say(
+        `${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline)`,
+      );
       results.push(r);
       return r;
     };
@@ -175,7 +179,9 @@ async function main(): Promise<void> {
 
     progress(`idle sessions: opening ${n.idle}`);
     const idle = await idleSessions(gw.url, creds.token, creds.queue_id, n.idle, gw.gc);
-    say(`idle sessions: ${fmt(idle.sessions)} → ${fmt(idle.mbPer1000, 1)} MB of gateway RSS (${fmt(idle.heapMbPer1000, 1)} MB of JS heap + external) per 1 000`);
+    say(
+      `idle sessions: ${fmt(idle.sessions)} → ${fmt(idle.mbPer1000, 1)} MB of gateway RSS (${fmt(idle.heapMbPer1000, 1)} MB of JS heap + external) per 1 000`,
+    );
 
     const input = {
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memory_gib: Math.round(os.totalmem() / 2 ** 30), node: process.version },

@@ -187,7 +187,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
         producing.catch(reject);
         for (const w of workers) void w.exited.then(() => reject(new Error(`worker process ${w.child.pid} exited during the run`)));
         stall = setInterval(() => {
-          if (Date.now() - lastChange > s.stallMs) reject(new Error(`${spec.name}: no progress for ${s.stallMs / 1000} s (submitted ${submitted()}, results ${completed()})`));
+          if (Date.now() - lastChange > s.stallMs)
+            reject(new Error(`${spec.name}: no progress for ${s.stallMs / 1000} s (submitted ${submitted()}, results ${completed()})`));
         }, 1000);
         onAdvance = () => {
           if (completed() >= spec.count) resolve();

@@ -67,9 +67,11 @@ async function api(url: string, token: string, p: string, body: unknown, key: st
 /** Runs `fn(i)` for i in [0, n) with at most `parallel` in flight. */
 async function inParallel(n: number, parallel: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(n, parallel) }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(n, parallel) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 function spawnWorkers(url: string, token: string, queueId: string, n: number, capacity: number): Promise<ChildProcess[]> {
@@ -91,7 +93,11 @@ function spawnWorkers(url: string, token: string, queueId: string, n: number, ca
 
 const ms = (v: string) => Date.parse(String(v).replace(' ', 'T') + 'Z');
 
-export async function runScheduledLoad(setup: ScheduledLoadSetup, o: ScheduledLoadOptions = {}, progress: (l: string) => void = () => {}): Promise<ScheduledLoadResult> {
+export async function runScheduledLoad(
+  setup: ScheduledLoadSetup,
+  o: ScheduledLoadOptions = {},
+  progress: (l: string) => void = () => {},
+): Promise<ScheduledLoadResult> {
   const n = o.schedules ?? 200;
   const seconds = o.seconds ?? 60;
   const { url, token, pool } = setup;
@@ -117,11 +123,20 @@ export async function runScheduledLoad(setup: ScheduledLoadSetup, o: ScheduledLo
     const producing = inParallel(o.producers ?? 8, o.producers ?? 8, async () => {
       while (Date.now() < until) {
         const i = seq++;
-        await api(url, token, '/v1/tasks', { queue_id: queue.id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i } }, `scheduled-load-task-${run}-${i}`);
+        await api(
+          url,
+          token,
+          '/v1/tasks',
+          { queue_id: queue.id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i } },
+          `scheduled-load-task-${run}-${i}`,
+        );
         ordinary++;
       }
     });
-    const ticker = setInterval(() => progress(`scheduled load: ${Math.max(0, Math.round((until - Date.now()) / 1000))} s left, ${ordinary} ordinary tasks`), 1000);
+    const ticker = setInterval(
+      () => progress(`scheduled load: ${Math.max(0, Math.round((until - Date.now()) / 1000))} s left, ${ordinary} ordinary tasks`),
+      1000,
+    );
     await producing;
     clearInterval(ticker);
     const to = from + seconds * 1000;

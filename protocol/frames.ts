@@ -54,10 +54,7 @@ export type HelloFrame = Static<typeof HelloFrame>;
 export const StartFrame = Type.Object({ type: Type.Literal('start'), attempt_id: IdField }, strict);
 export type StartFrame = Static<typeof StartFrame>;
 
-export const RenewFrame = Type.Object(
-  { type: Type.Literal('renew'), attempt_ids: Type.Array(IdField, { minItems: 1, maxItems: MAX_IDS_PER_FRAME }) },
-  strict,
-);
+export const RenewFrame = Type.Object({ type: Type.Literal('renew'), attempt_ids: Type.Array(IdField, { minItems: 1, maxItems: MAX_IDS_PER_FRAME }) }, strict);
 export type RenewFrame = Static<typeof RenewFrame>;
 
 export const ResultError = Type.Object(
@@ -217,15 +214,7 @@ export const GATEWAY_FRAMES = {
   goaway: GoawayFrame,
 } as const;
 export type GatewayFrame =
-  | HelloOkFrame
-  | TaskAssignFrame
-  | StartOkFrame
-  | RenewOkFrame
-  | ResultOkFrame
-  | TaskCancelFrame
-  | ErrorFrame
-  | DrainOkFrame
-  | GoawayFrame;
+  HelloOkFrame | TaskAssignFrame | StartOkFrame | RenewOkFrame | ResultOkFrame | TaskCancelFrame | ErrorFrame | DrainOkFrame | GoawayFrame;
 
 // ---- parsing ----------------------------------------------------------------------------------
 

@@ -54,18 +54,12 @@ export type SubmitTaskBody = Static<typeof SubmitTaskBody>;
 
 /** POST /v1/tasks:batch: the envelope. Items are checked one by one (SubmitBatchItem), so that a
  * bad item gets its own 400 in its slot instead of failing the batch. */
-export const SubmitBatchBody = Type.Object(
-  { tasks: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BATCH_ITEMS }) },
-  { additionalProperties: false },
-);
+export const SubmitBatchBody = Type.Object({ tasks: Type.Array(Type.Unknown(), { minItems: 1, maxItems: MAX_BATCH_ITEMS }) }, { additionalProperties: false });
 export type SubmitBatchBody = Static<typeof SubmitBatchBody>;
 
 /** One item of POST /v1/tasks:batch: the body of POST /v1/tasks plus its own idempotency_key
  * (same rules as the Idempotency-Key header). */
-export const SubmitBatchItem = Type.Object(
-  { ...SubmitTaskBody.properties, idempotency_key: IdempotencyKey },
-  { additionalProperties: false },
-);
+export const SubmitBatchItem = Type.Object({ ...SubmitTaskBody.properties, idempotency_key: IdempotencyKey }, { additionalProperties: false });
 export type SubmitBatchItem = Static<typeof SubmitBatchItem>;
 
 export const RetryPolicy = Type.Object(
@@ -93,16 +87,10 @@ export type CreateQueueBody = Static<typeof CreateQueueBody>;
 export const RevisionBody = Type.Object({ expected_revision: Revision }, { additionalProperties: false });
 export type RevisionBody = Static<typeof RevisionBody>;
 
-export const RetireBody = Type.Object(
-  { expected_revision: Revision, reason: Reason },
-  { additionalProperties: false },
-);
+export const RetireBody = Type.Object({ expected_revision: Revision, reason: Reason }, { additionalProperties: false });
 export type RetireBody = Static<typeof RetireBody>;
 
-export const CancelTaskBody = Type.Object(
-  { reason: Type.Optional(Reason) },
-  { additionalProperties: false },
-);
+export const CancelTaskBody = Type.Object({ reason: Type.Optional(Reason) }, { additionalProperties: false });
 export type CancelTaskBody = Static<typeof CancelTaskBody>;
 
 export const ResolveTaskBody = Type.Object(
@@ -183,10 +171,7 @@ export const LeaseDeliveriesBody = Type.Object(
 );
 export type LeaseDeliveriesBody = Static<typeof LeaseDeliveriesBody>;
 
-export const AckDeliveriesBody = Type.Object(
-  { delivery_ids: Type.Array(Id, { minItems: 1, maxItems: ACK_IDS_MAX }) },
-  { additionalProperties: false },
-);
+export const AckDeliveriesBody = Type.Object({ delivery_ids: Type.Array(Id, { minItems: 1, maxItems: ACK_IDS_MAX }) }, { additionalProperties: false });
 export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;
 
 // ---- schedules (schedules.md) ----

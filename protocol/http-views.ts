@@ -115,7 +115,6 @@ export interface DeliveryRecord {
   event: ResultEvent | null;
 }
 
-
 /** One slot of the POST /v1/tasks:batch response, in item order. */
 export type BatchSubmitResult =
   | { status: 200 | 201; data: { task: Task; deduplicated: boolean } }

@@ -125,7 +125,9 @@ function listenAddress(env: Env): { host: string; port: number } {
   const bracketed = /^\[(.*)\]$/.exec(rawHost);
   const hostOk = bracketed
     ? net.isIPv6(bracketed[1]!)
-    : rawHost === '' || net.isIPv4(rawHost) || /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(rawHost);
+    : rawHost === '' ||
+      net.isIPv4(rawHost) ||
+      /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(rawHost);
   if (!hostOk) throw new Error(`ORBIT_HTTP_ADDR host must be an IPv4 address, [IPv6] or a host name, got ${JSON.stringify(addr)}`);
   return { host: bracketed ? bracketed[1]! : rawHost || '127.0.0.1', port: Number(m[2]) };
 }

@@ -56,7 +56,11 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const gw = new Gateway(app, server, signals);
   const pruner = new EventPruner(app);
   const firer = new ScheduleFirer(app, signals);
-  closers.push(() => firer.stop(), () => gw.close(), () => pruner.stop());
+  closers.push(
+    () => firer.stop(),
+    () => gw.close(),
+    () => pruner.stop(),
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

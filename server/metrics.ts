@@ -86,7 +86,11 @@ export function createMetrics() {
         this.inc(transactionStats.roundTrips);
       },
     }),
-    tokenExhausted: new client.Counter({ name: 'orbit_token_exhaustion_refusals_total', help: 'claims refused because a key token is at 2^64-1', registers: [registry] }),
+    tokenExhausted: new client.Counter({
+      name: 'orbit_token_exhaustion_refusals_total',
+      help: 'claims refused because a key token is at 2^64-1',
+      registers: [registry],
+    }),
     internalErrors: new client.Counter({
       name: 'orbit_internal_errors_total',
       help: 'unexpected exceptions caught by an error boundary (the request or session ended; the node kept serving), by where',

@@ -20,7 +20,12 @@ export function registerQueueGauges(metrics: Metrics, pool: Pool): void {
   const read = async (): Promise<QueueDepth[]> => {
     if (cached && Date.now() - cached.at < CACHE_MS) return cached.rows;
     const rows = await waitingDepthByQueue(pool);
-    const out = rows.map((r) => ({ queue_id: r.queue_id, queue: r.name, depth: Number(r.depth), oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6) }));
+    const out = rows.map((r) => ({
+      queue_id: r.queue_id,
+      queue: r.name,
+      depth: Number(r.depth),
+      oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6),
+    }));
     cached = { at: Date.now(), rows: out };
     return out;
   };

@@ -28,7 +28,12 @@ const f = useGatewayFixture();
 // The router only keeps the AppContext for its handlers; listing its routes never touches it.
 const routes = buildRoutes({} as AppContext).list();
 
-type Op = { security: Record<string, string[]>[]; 'x-orbit-scopes': string[]; 'x-orbit-error-codes': string[]; responses: Record<string, { content?: Record<string, { schema: any }> }> };
+type Op = {
+  security: Record<string, string[]>[];
+  'x-orbit-scopes': string[];
+  'x-orbit-error-codes': string[];
+  responses: Record<string, { content?: Record<string, { schema: any }> }>;
+};
 
 describe('OpenAPI', () => {
   it('is served at GET /v1/openapi.json exactly as the build wrote it, and is valid OpenAPI 3.1', async () => {
@@ -75,8 +80,17 @@ describe('OpenAPI', () => {
       const scope = meta.scope!;
       const granting = [scope, ...(meta.orScopes ?? [])];
       const p = route.template.replace(/\{id\}/g, id);
-      const send = async (token: string) => (await call(f.gw.url, route.method, p, { token, key: route.method === 'POST' ? ikey('docs') : undefined, body: route.method === 'POST' ? {} : undefined })).body?.error?.code;
-      expect(await send(await cred(ALL_SCOPES.filter((s) => !granting.includes(s)))), `${route.method} ${route.template} without ${granting.join('/')}`).toBe('PERMISSION_DENIED');
+      const send = async (token: string) =>
+        (
+          await call(f.gw.url, route.method, p, {
+            token,
+            key: route.method === 'POST' ? ikey('docs') : undefined,
+            body: route.method === 'POST' ? {} : undefined,
+          })
+        ).body?.error?.code;
+      expect(await send(await cred(ALL_SCOPES.filter((s) => !granting.includes(s)))), `${route.method} ${route.template} without ${granting.join('/')}`).toBe(
+        'PERMISSION_DENIED',
+      );
       for (const g of granting) expect(await send(await cred([g])), `${route.method} ${route.template} with only ${g}`).not.toBe('PERMISSION_DENIED');
     }
   });

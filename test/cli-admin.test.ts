@@ -29,11 +29,9 @@ afterAll(async () => {
   }
 });
 
-const admin = (args: string[], env: Record<string, string | undefined> = {}) =>
-  runMain(orbitAdmin, args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
+const admin = (args: string[], env: Record<string, string | undefined> = {}) => runMain(orbitAdmin, args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
 /** The same through the built bin, a real process. */
-const adminProcess = (args: string[], env: Record<string, string | undefined> = {}) =>
-  runBin('orbit-admin', args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
+const adminProcess = (args: string[], env: Record<string, string | undefined> = {}) => runBin('orbit-admin', args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
 
 const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
 const WORKER = ['workers:connect', 'workers:consume'];
@@ -55,7 +53,19 @@ async function bootstrapFile(extra: string[], names: { app?: string; ns?: string
   const file = path.join(dir, `creds-${n}.json`);
   const queueArgs = (names.queues ?? ['alpha', 'beta']).flatMap((q) => ['--queue', q]);
   const r = await run(
-    ['bootstrap', '--application', names.app ?? `app${n}`, '--namespace', names.ns ?? 'main', '--environment', 'test', ...queueArgs, ...extra, '--output', file],
+    [
+      'bootstrap',
+      '--application',
+      names.app ?? `app${n}`,
+      '--namespace',
+      names.ns ?? 'main',
+      '--environment',
+      'test',
+      ...queueArgs,
+      ...extra,
+      '--output',
+      file,
+    ],
     env,
   );
   expect(r.stderr).toBe('');
@@ -82,7 +92,7 @@ async function counts(): Promise<Counts> {
     out[t] = Number((rows as { c: number }[])[0]!.c);
   }
   const [q] = await db.pool.query('SELECT GROUP_CONCAT(CONCAT(id, max_unfinished_tasks, max_active_attempts) ORDER BY id) AS s FROM applications');
-  out.quotas_hash = (String((q as { s: string | null }[])[0]!.s ?? '').length);
+  out.quotas_hash = String((q as { s: string | null }[])[0]!.s ?? '').length;
   const [r] = await db.pool.query('SELECT COUNT(*) AS c FROM credentials WHERE revoked_at IS NOT NULL');
   out.revoked = Number((r as { c: number }[])[0]!.c);
   return out as Counts; // every key is set above
@@ -119,7 +129,11 @@ describe('orbit-admin bootstrap', () => {
     expect([...creds.scopes].sort()).toEqual([...BASE, ...WORKER].sort());
     expect(creds.queue_id).toBe(creds.queues.only);
     const [rows] = await db.pool.query('SELECT scopes FROM credentials WHERE namespace_id = ?', [creds.namespace_id]);
-    expect(String((rows as { scopes: string }[])[0]!.scopes).split(' ').sort()).toEqual([...BASE, ...WORKER].sort());
+    expect(
+      String((rows as { scopes: string }[])[0]!.scopes)
+        .split(' ')
+        .sort(),
+    ).toEqual([...BASE, ...WORKER].sort());
   });
 
   it('reuses the application, namespace and queues by name and issues a new working token', async () => {
@@ -291,12 +305,18 @@ describe('orbit-admin bad arguments', () => {
     ['bootstrap without --queue', () => boot('--output', out())],
     ['bootstrap without --application', () => ['bootstrap', '--namespace', 'n', '--environment', 'test', '--queue', 'a', '--output', out()]],
     ['bootstrap with a bad queue name', () => boot('--queue', 'Bad Name', '--output', out())],
-    ['bootstrap with a bad environment', () => ['bootstrap', '--application', 'x', '--namespace', 'n', '--environment', 'no spaces', '--queue', 'a', '--output', out()]],
+    [
+      'bootstrap with a bad environment',
+      () => ['bootstrap', '--application', 'x', '--namespace', 'n', '--environment', 'no spaces', '--queue', 'a', '--output', out()],
+    ],
     ['bootstrap with an unknown flag', () => boot('--queue', 'a', '--wroker-access', '--output', out())],
     ['bootstrap with a stray positional argument', () => boot('--queue', 'a', 'extra', '--output', out())],
     ['bootstrap with --output in a path that cannot be written', () => boot('--queue', 'a', '--output', path.join(notADir, 'creds.json'))],
     ['bootstrap with --output naming a directory', () => boot('--queue', 'a', '--output', dir)],
-    ['bootstrap reusing a namespace with another environment', () => ['bootstrap', '--application', 'bad-app', '--namespace', 'main', '--environment', 'prod', '--queue', 'alpha', '--output', out()]],
+    [
+      'bootstrap reusing a namespace with another environment',
+      () => ['bootstrap', '--application', 'bad-app', '--namespace', 'main', '--environment', 'prod', '--queue', 'alpha', '--output', out()],
+    ],
     ['bootstrap with --application twice', () => [...boot('--queue', 'a', '--output', out()), '--application', 'y']],
     ['bootstrap without ORBIT_MYSQL_DSN', () => boot('--queue', 'a', '--output', out()), { ORBIT_MYSQL_DSN: undefined }],
     ['bootstrap with a garbage ORBIT_MYSQL_DSN', () => boot('--queue', 'a', '--output', out()), { ORBIT_MYSQL_DSN: 'not a dsn' }],
@@ -305,9 +325,18 @@ describe('orbit-admin bad arguments', () => {
     ['credential create with no scopes', () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', ' ']],
     ['credential create without --scopes', () => ['credential', 'create', '--namespace-id', base.namespace_id]],
     ['credential create for an unknown namespace', () => ['credential', 'create', '--namespace-id', '0'.repeat(32), '--scopes', 'tasks:read']],
-    ['credential create with a malformed queue id', () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', 'abc']],
-    ['credential create with a queue of another namespace', () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', otherNsQueue]],
-    ['credential create with an unknown queue', () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', 'f'.repeat(32)]],
+    [
+      'credential create with a malformed queue id',
+      () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', 'abc'],
+    ],
+    [
+      'credential create with a queue of another namespace',
+      () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', otherNsQueue],
+    ],
+    [
+      'credential create with an unknown queue',
+      () => ['credential', 'create', '--namespace-id', base.namespace_id, '--scopes', 'tasks:read', '--queue-ids', 'f'.repeat(32)],
+    ],
     ['credential revoke of an unknown id', () => ['credential', 'revoke', '--id', 'e'.repeat(32)]],
     ['credential revoke without --id', () => ['credential', 'revoke']],
     ['quota set with no limit', () => ['quota', 'set', '--application-id', base.application_id]],
@@ -318,7 +347,12 @@ describe('orbit-admin bad arguments', () => {
   ];
 
   // Every case in-process; these few also through the real process.
-  const AS_PROCESS = new Set(['no arguments', 'bootstrap with --output in a path that cannot be written', 'bootstrap against a closed port', 'credential create for an unknown namespace']);
+  const AS_PROCESS = new Set([
+    'no arguments',
+    'bootstrap with --output in a path that cannot be written',
+    'bootstrap against a closed port',
+    'credential create for an unknown namespace',
+  ]);
   const runs = [
     ...cases.map((c) => ({ label: c[0], c, run: admin })),
     ...cases.filter((c) => AS_PROCESS.has(c[0])).map((c) => ({ label: `${c[0]} (the bin, a real process)`, c, run: adminProcess })),
@@ -327,7 +361,11 @@ describe('orbit-admin bad arguments', () => {
     expect(runs.filter((r) => r.run === adminProcess)).toHaveLength(AS_PROCESS.size);
   });
 
-  for (const { label, c: [, args, env], run } of runs) {
+  for (const {
+    label,
+    c: [, args, env],
+    run,
+  } of runs) {
     it(`${label}: exit 1, one line on stderr, nothing written`, async () => {
       const before = await counts();
       const r = await run(args(), env ?? {});
@@ -342,7 +380,10 @@ describe('orbit-admin bad arguments', () => {
     });
   }
 
-  for (const [how, run] of [['in-process', admin], ['the bin, a real process', adminProcess]] as const) {
+  for (const [how, run] of [
+    ['in-process', admin],
+    ['the bin, a real process', adminProcess],
+  ] as const) {
     it(`--help prints the usage on stdout and exits 0 (${how})`, async () => {
       const r = await run(['--help']);
       expect(r.code).toBe(0);

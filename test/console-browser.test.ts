@@ -174,8 +174,22 @@ describe('console in Chromium', () => {
 
   // Task commands from the Task page: cancel (WAITING) and resolve (NEEDS_REVIEW).
   const TASK_COMMANDS = [
-    { name: 'cancels a task', task: () => d.cancelTarget, input: (p: Page) => p.fill('input[name=reason]', 'no longer needed'), act: 'cancel', done: 'Cancel: done', state: 'CANCELLED' },
-    { name: 'resolves a task in review', task: () => d.review, input: (p: Page) => p.selectOption('select[name=resolution]', 'failed'), act: 'resolve', done: 'Resolve: done', state: 'FAILED' },
+    {
+      name: 'cancels a task',
+      task: () => d.cancelTarget,
+      input: (p: Page) => p.fill('input[name=reason]', 'no longer needed'),
+      act: 'cancel',
+      done: 'Cancel: done',
+      state: 'CANCELLED',
+    },
+    {
+      name: 'resolves a task in review',
+      task: () => d.review,
+      input: (p: Page) => p.selectOption('select[name=resolution]', 'failed'),
+      act: 'resolve',
+      done: 'Resolve: done',
+      state: 'FAILED',
+    },
   ];
   for (const c of TASK_COMMANDS) {
     it(c.name, async () => {
@@ -274,7 +288,8 @@ describe('console in Chromium', () => {
   });
 
   it('Tasks: filters by queue and state, pages with the cursor', async () => {
-    const archive = (await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: `archive-${d.orders.id}`, body: { name: 'archive' } })).body.data.queue;
+    const archive = (await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: `archive-${d.orders.id}`, body: { name: 'archive' } })).body.data
+      .queue;
     await makeEvents(f.db.pool, f.t, archive.id, 60, 'task.succeeded');
     const { page } = await open();
     await signIn(page);

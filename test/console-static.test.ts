@@ -49,7 +49,10 @@ describe('GET /console/', () => {
     }
     expect(total).toBeLessThanOrEqual(CONSOLE_BUDGET_GZIP_BYTES);
     const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      import('node:http').then((http) => http.get(`${f.gw.url}/console/app.js`, { headers: { 'accept-encoding': 'gzip' } }, resolve).on('error', reject), reject);
+      import('node:http').then(
+        (http) => http.get(`${f.gw.url}/console/app.js`, { headers: { 'accept-encoding': 'gzip' } }, resolve).on('error', reject),
+        reject,
+      );
     });
     res.resume();
     expect(res.headers['content-encoding']).toBe('gzip');

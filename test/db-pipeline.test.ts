@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.drop());
 
-const rows = async () => ((await db.pool.query<RowDataPacket[]>('SELECT id, v FROM pipe_t ORDER BY id'))[0]).map((r) => [r.id, r.v]);
+const rows = async () => (await db.pool.query<RowDataPacket[]>('SELECT id, v FROM pipe_t ORDER BY id'))[0].map((r) => [r.id, r.v]);
 
 describe('pipelined transactions', () => {
   it('sends queued writes with the next query and returns that query its own result', async () => {

@@ -5,17 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { call, ikey } from './support/http.js';
 import { newTenant } from './support/db.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import {
-  closeWorkers,
-  connect,
-  createQueue,
-  expectNoFrame,
-  makeDue,
-  result,
-  sqlTask,
-  start,
-  submit,
-} from './support/dispatch-fixture.js';
+import { closeWorkers, connect, createQueue, expectNoFrame, makeDue, result, sqlTask, start, submit } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
 
 const f = useGatewayFixture();
@@ -26,7 +16,11 @@ afterEach(async () => {
 
 async function pause(queueId: string, verb: 'pause' | 'resume') {
   const q = await call(f.gw.url, 'GET', `/v1/queues/${queueId}`, { token: f.t.token });
-  const r = await call(f.gw.url, 'POST', `/v1/queues/${queueId}:${verb}`, { token: f.t.token, key: ikey(verb), body: { expected_revision: q.body.data.queue.revision } });
+  const r = await call(f.gw.url, 'POST', `/v1/queues/${queueId}:${verb}`, {
+    token: f.t.token,
+    key: ikey(verb),
+    body: { expected_revision: q.body.data.queue.revision },
+  });
   expect(r.status).toBe(200);
   return r.body.data.queue;
 }

@@ -165,7 +165,9 @@ describe('reconnect and resume', () => {
     const { w: w2, ok } = await connect(f, [task.queue_id], { worker_id: workerId, concurrency_keys: true, capacity: 1, resume: [attemptId] });
     expect(ok.lost).toEqual([]);
     expect(ok).toMatchObject({ worker_id: workerId, lease_ms: 5000 });
-    expect(ok.resumed).toEqual([{ attempt_id: attemptId, state: 'RUNNING', lease_expires_at: expect.any(String), concurrency_token: assign.concurrency_token }]);
+    expect(ok.resumed).toEqual([
+      { attempt_id: attemptId, state: 'RUNNING', lease_expires_at: expect.any(String), concurrency_token: assign.concurrency_token },
+    ]);
     const after = await sqlAttempt(f, attemptId);
     expect(after).toMatchObject({ state: 'RUNNING', session_id: ok.session_id, concurrency_token: before.concurrency_token });
     expect(new Date(ok.resumed[0].lease_expires_at).getTime()).toBeGreaterThanOrEqual(new Date(before.lease_expires_at.replace(' ', 'T') + 'Z').getTime());

@@ -86,7 +86,11 @@ describe('refill of a freed slot in the result transaction', () => {
     await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
     expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
     await assertPermitInvariants(f.db.pool);
-    const r = await call(url(), 'POST', `/v1/queues/${t.queue_id}:resume`, { token: t.token, key: ikey(), body: { expected_revision: p.body.data.queue.revision } });
+    const r = await call(url(), 'POST', `/v1/queues/${t.queue_id}:resume`, {
+      token: t.token,
+      key: ikey(),
+      body: { expected_revision: p.body.data.queue.revision },
+    });
     expect(r.status, r.text).toBe(200);
     const b = await w.next('task.assign');
     expect(b.task.id).toBe(second.id);

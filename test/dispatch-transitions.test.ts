@@ -367,9 +367,10 @@ describe('renew', () => {
     expect(new Set(ok.lost)).toEqual(new Set([x2.attempt_id, unknown]));
     const row = await sqlAttempt(f, x1.attempt_id);
     expect(new Date(ok.leases[0].lease_expires_at).getTime()).toBe(dbMs(row.lease_expires_at));
-    const [[{ left }]] = (await f.db.pool.query('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lease_expires_at) / 1000 AS `left` FROM attempts WHERE id = ?', [
-      x1.attempt_id,
-    ])) as any;
+    const [[{ left }]] = (await f.db.pool.query(
+      'SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lease_expires_at) / 1000 AS `left` FROM attempts WHERE id = ?',
+      [x1.attempt_id],
+    )) as any;
     expect(Number(left)).toBeGreaterThan(4000);
     expect(Number(left)).toBeLessThanOrEqual(5000);
     expect(row.state).toBe('RUNNING');
@@ -389,7 +390,9 @@ describe('renew', () => {
 
 describe('result stream', () => {
   it('each terminal transition and NEEDS_REVIEW appends exactly one event; sequences strictly increase; the head is the highest', async () => {
-    const [[{ before }]] = (await f.db.pool.query('SELECT COALESCE(MAX(sequence), 0) AS `before` FROM result_events WHERE namespace_id = ?', [f.t.namespace_id])) as any;
+    const [[{ before }]] = (await f.db.pool.query('SELECT COALESCE(MAX(sequence), 0) AS `before` FROM result_events WHERE namespace_id = ?', [
+      f.t.namespace_id,
+    ])) as any;
     const q = await createQueue(f);
     const { w } = await connect(f, [q.id], { capacity: 1 });
     const tasks = [];

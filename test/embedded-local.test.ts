@@ -91,7 +91,9 @@ describe('CLIs on the embedded database of npm start', () => {
     const port = /:(\d+)\/orbit$/.exec(creds.mysql_dsn)![1];
     const r = await runBin('orbit-admin', ['queues', 'list'], { ORBIT_HOME: home });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toBe(`orbit-admin: using mysql://orbit:***@127.0.0.1:${port}/orbit (the embedded database of npm start (${path.join(home, 'dev.credentials.json')}))\n`);
+    expect(r.stderr).toBe(
+      `orbit-admin: using mysql://orbit:***@127.0.0.1:${port}/orbit (the embedded database of npm start (${path.join(home, 'dev.credentials.json')}))\n`,
+    );
     expect(r.stdout).toMatch(new RegExp(`^${creds.queue_id}\\s+initial\\s+dev\\s+active\\s+0\\s+0$`, 'm'));
     const m = await runBin('orbit-migrate', ['status'], { ORBIT_HOME: home });
     expect(m.code, m.stderr).toBe(0);
@@ -100,7 +102,20 @@ describe('CLIs on the embedded database of npm start', () => {
 
   it('the README bootstrap line with its placeholders works as written', async () => {
     const out = path.join(base, 'emails.credentials.json');
-    const r = await admin(['bootstrap', '--application', 'shop', '--namespace', 'shop', '--environment', 'dev', '--queue', 'emails', '--worker-access', '--output', out]);
+    const r = await admin([
+      'bootstrap',
+      '--application',
+      'shop',
+      '--namespace',
+      'shop',
+      '--environment',
+      'dev',
+      '--queue',
+      'emails',
+      '--worker-access',
+      '--output',
+      out,
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(fs.readFileSync(out, 'utf8')).queues.emails).toMatch(/^[0-9a-f]{32}$/);
   });
@@ -109,7 +124,14 @@ describe('CLIs on the embedded database of npm start', () => {
     const sub = await call(url, 'POST', '/v1/tasks', {
       token: creds.token,
       key: ikey('cli'),
-      body: { queue_id: creds.queue_id, handler: 'object.update', handler_version: 'v1', payload_version: 'v1', payload: { object_ref: 'objects/1' }, concurrency_key: 'object/1' },
+      body: {
+        queue_id: creds.queue_id,
+        handler: 'object.update',
+        handler_version: 'v1',
+        payload_version: 'v1',
+        payload: { object_ref: 'objects/1' },
+        concurrency_key: 'object/1',
+      },
     });
     expect(sub.status).toBe(201);
     const id = sub.body.data.task.id as string;

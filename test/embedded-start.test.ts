@@ -29,9 +29,7 @@ async function startEmbedded(port: number): Promise<Started> {
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
-    child.once('exit', (code, signal) => res({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
   let dead = false;
   void exited.then(() => (dead = true));
   const url = `http://127.0.0.1:${port}`;
@@ -102,7 +100,11 @@ describe('npm start (embedded)', () => {
     expect(first.mysql_dsn).toMatch(/^mysql:\/\/orbit:[^@]+@127\.0\.0\.1:\d+\/orbit$/);
     // Every line is a pino JSON record (no plain "orbit: …" lines); the start-up lines say how to
     // connect (the DSN) and where the credentials are.
-    const records = s.output().trim().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string });
+    const records = s
+      .output()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string });
     expect(records.find((r) => r.msg.startsWith('embedded database: '))?.msg).toBe(`embedded database: ${first.mysql_dsn}`);
     expect(records.some((r) => r.msg === `gateway listening on ${s.url}`)).toBe(true);
     expect(first.url).toBe(s.url);

@@ -78,7 +78,11 @@ describe('an unexpected exception ends one request or session, never the node', 
     const before = await internalErrors('timer');
     await arm('timer');
     // Until the counter moves (or 5 s), then exactly one more.
-    await pollValue(() => internalErrors('timer'), (n) => n !== before, { timeout: 5_000, interval: 50 });
+    await pollValue(
+      () => internalErrors('timer'),
+      (n) => n !== before,
+      { timeout: 5_000, interval: 50 },
+    );
     expect(await internalErrors('timer')).toBe(before + 1);
     await expectServing();
   });

@@ -31,7 +31,11 @@ const retireSub = (id: string, body: unknown, key: string | null = ikey(), token
 const retireQ = (id: string, body: unknown, key: string | null = ikey(), token = f.t.token) =>
   call(f.gw.url, 'POST', `/v1/queues/${id}:retire`, { token, key: key ?? undefined, body });
 const submit = (queueId: string, over: Record<string, unknown> = {}) =>
-  call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey('task'), body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over } });
+  call(f.gw.url, 'POST', '/v1/tasks', {
+    token: f.t.token,
+    key: ikey('task'),
+    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
+  });
 
 describe('POST /v1/subscriptions/{id}:retire', () => {
   it('refuses while anything is unconsumed (RESOURCE_BUSY naming it) and changes nothing; then retires', async () => {
@@ -52,7 +56,15 @@ describe('POST /v1/subscriptions/{id}:retire', () => {
     await expectRefused({ expected_revision: 1, reason: 'x' }, 400, 'INVALID_ARGUMENT');
     await expectRefused({ expected_revision: '1' }, 400, 'INVALID_ARGUMENT');
     expect((await retireSub(s.id, { expected_revision: '1', reason: 'x' }, null)).status).toBe(400);
-    expect((await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:retire?force=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '1', reason: 'x' } })).status).toBe(400);
+    expect(
+      (
+        await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:retire?force=1`, {
+          token: f.t.token,
+          key: ikey(),
+          body: { expected_revision: '1', reason: 'x' },
+        })
+      ).status,
+    ).toBe(400);
     const readOnly = await extraCredential(f.db.pool, f.t, ['events:read']);
     expect((await retireSub(s.id, { expected_revision: '1', reason: 'x' }, ikey(), readOnly.token)).status).toBe(403);
     // Unmaterialized matching events up to the watermark.
@@ -65,7 +77,14 @@ describe('POST /v1/subscriptions/{id}:retire', () => {
     await f.db.pool.query('UPDATE deliveries SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [ds[0].id]);
     const more = await lease(f.gw.url, f.t.token, s.id, 100, 5);
     expect(more).toHaveLength(3);
-    expect(await ack(f.gw.url, f.t.token, s.id, more.slice(0, 2).map((d) => d.id))).toBe(2);
+    expect(
+      await ack(
+        f.gw.url,
+        f.t.token,
+        s.id,
+        more.slice(0, 2).map((d) => d.id),
+      ),
+    ).toBe(2);
     await expectRefused({ expected_revision: '1', reason: 'done' }, 409, 'RESOURCE_BUSY', /1 deliveries not acknowledged/);
     expect(await ack(f.gw.url, f.t.token, s.id, [more[2].id])).toBe(1);
     // Stale revision.
@@ -79,7 +98,15 @@ describe('POST /v1/subscriptions/{id}:retire', () => {
     expect(ok.status, ok.text).toBe(200);
     const v = ok.body.data.subscription;
     expect(ok.body.data.deduplicated).toBe(false);
-    expect(v).toMatchObject({ id: s.id, enabled: false, paused: true, revision: '3', pending_count: 0, cursor: String(head.last_sequence), retired_sequence: String(head.last_sequence) });
+    expect(v).toMatchObject({
+      id: s.id,
+      enabled: false,
+      paused: true,
+      revision: '3',
+      pending_count: 0,
+      cursor: String(head.last_sequence),
+      retired_sequence: String(head.last_sequence),
+    });
     expect(Date.parse(v.retired_at)).toBeGreaterThan(0);
     const au = await audits(s.id, 'subscription.retire');
     expect(au).toHaveLength(1);
@@ -243,7 +270,11 @@ describe('POST /v1/queues/{id}:retire', () => {
     const s = await submit(q.id);
     expect(s.status).toBe(409);
     expect(s.body.error.code).toBe('RESOURCE_RETIRED');
-    const sub = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name: 'on-retired', queue_id: q.id, event_types: ['task.failed'] } });
+    const sub = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key: ikey(),
+      body: { name: 'on-retired', queue_id: q.id, event_types: ['task.failed'] },
+    });
     expect(sub.status).toBe(409);
     expect(sub.body.error.code).toBe('RESOURCE_RETIRED');
     const w = await openRaw(f.gw.url, f.t.token);
@@ -252,7 +283,11 @@ describe('POST /v1/queues/{id}:retire', () => {
     expect(err.code).toBe('RESOURCE_RETIRED');
     w.close();
     for (const action of ['pause', 'resume', 'retire']) {
-      const x = await call(f.gw.url, 'POST', `/v1/queues/${q.id}:${action}`, { token: f.t.token, key: ikey(), body: action === 'retire' ? { expected_revision: '2', reason: 'x' } : { expected_revision: '2' } });
+      const x = await call(f.gw.url, 'POST', `/v1/queues/${q.id}:${action}`, {
+        token: f.t.token,
+        key: ikey(),
+        body: action === 'retire' ? { expected_revision: '2', reason: 'x' } : { expected_revision: '2' },
+      });
       expect(x.status, action).toBe(409);
       expect(x.body.error.code).toBe('STATE_CONFLICT');
     }

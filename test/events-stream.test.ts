@@ -15,7 +15,11 @@ import { appendResultEvents } from '../server/dispatch/events.js';
 const f = useGatewayFixture();
 
 const submit = (queueId: string, over: Record<string, unknown> = {}, key = ikey('task')) =>
-  call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key, body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over } });
+  call(f.gw.url, 'POST', '/v1/tasks', {
+    token: f.t.token,
+    key,
+    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
+  });
 
 async function eventsOf(taskId: string): Promise<RowDataPacket[]> {
   const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT sequence, type, result FROM result_events WHERE task_id = ? ORDER BY sequence', [taskId]);
@@ -26,8 +30,16 @@ describe('one event per outcome transition', () => {
   it('SUCCEEDED, FAILED, NEEDS_REVIEW (and its resolution), retry, CANCELLED, DEADLINE_EXCEEDED', async () => {
     const q = await createQueue(f.gw.url, f.t.token, 'transitions');
     const idle = await createQueue(f.gw.url, f.t.token, 'transitions-idle');
-    const s = await createSub(f.gw.url, f.t.token, { name: 'all-transitions', queue_id: q.id, event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'] });
-    const sIdle = await createSub(f.gw.url, f.t.token, { name: 'idle-transitions', queue_id: idle.id, event_types: ['task.cancelled', 'task.deadline_exceeded'] });
+    const s = await createSub(f.gw.url, f.t.token, {
+      name: 'all-transitions',
+      queue_id: q.id,
+      event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'],
+    });
+    const sIdle = await createSub(f.gw.url, f.t.token, {
+      name: 'idle-transitions',
+      queue_id: idle.id,
+      event_types: ['task.cancelled', 'task.deadline_exceeded'],
+    });
     const w = await openRaw(f.gw.url, f.t.token);
     w.send(hello([q.id]));
     await w.next('hello.ok');
@@ -48,7 +60,9 @@ describe('one event per outcome transition', () => {
     expect(retried.ok.task_state).toBe('FAILED');
     expect((await eventsOf(succ.task)).map((e) => [e.type, JSON.parse(e.result)])).toEqual([['task.succeeded', { outcome: 'succeeded', output: { n: 1 } }]]);
     expect((await eventsOf(fail.task)).map((e) => e.type)).toEqual(['task.failed']);
-    expect((await eventsOf(review.task)).map((e) => [e.type, JSON.parse(e.result)])).toEqual([['task.needs_review', { outcome: 'unknown', error: { code: 'T', message: 'timeout' } }]]);
+    expect((await eventsOf(review.task)).map((e) => [e.type, JSON.parse(e.result)])).toEqual([
+      ['task.needs_review', { outcome: 'unknown', error: { code: 'T', message: 'timeout' } }],
+    ]);
     expect((await eventsOf(retried.task)).map((e) => e.type)).toEqual(['task.failed']);
     // a retry that goes back to WAITING emits nothing
     const back = await submit(q.id, { max_attempts: 3 });
@@ -64,7 +78,9 @@ describe('one event per outcome transition', () => {
     expect((await eventsOf(review.task)).map((e) => e.type)).toEqual(['task.needs_review', 'task.succeeded']);
     // cancel and deadline on a queue nobody serves
     const c = await submit(idle.id);
-    expect((await call(f.gw.url, 'POST', `/v1/tasks/${c.body.data.task.id}:cancel`, { token: f.t.token, key: ikey(), body: { reason: 'no' } })).status).toBe(200);
+    expect((await call(f.gw.url, 'POST', `/v1/tasks/${c.body.data.task.id}:cancel`, { token: f.t.token, key: ikey(), body: { reason: 'no' } })).status).toBe(
+      200,
+    );
     const d = await submit(idle.id, { deadline_seconds: 3600 });
     await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [d.body.data.task.id]);
     await waitFor(async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000, 'deadline sweep');
@@ -93,7 +109,13 @@ describe('committed watermark', () => {
     const conns = await Promise.all([mysql.createConnection(parseDsn(f.db.dsn)), mysql.createConnection(parseDsn(f.db.dsn))]);
     const [a, b] = conns as [mysql.Connection, mysql.Connection];
     try {
-      const ev = (taskId: string) => ({ namespaceId: f.t.namespace_id, type: 'task.succeeded' as const, taskId, queueId: q.id, result: { outcome: 'succeeded' } });
+      const ev = (taskId: string) => ({
+        namespaceId: f.t.namespace_id,
+        type: 'task.succeeded' as const,
+        taskId,
+        queueId: q.id,
+        result: { outcome: 'succeeded' },
+      });
       await a.query('START TRANSACTION');
       const [seqA] = await appendResultEvents(a as any, [ev('a'.repeat(32))]);
       await b.query('START TRANSACTION');
@@ -118,7 +140,14 @@ describe('committed watermark', () => {
       await b.query('COMMIT');
       const l3 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
       expect(l3.map((d) => d.sequence)).toEqual([seqB!.sequence]);
-      expect(await ack(f.gw.url, f.t.token, s.id, [...l1, ...l2, ...l3].map((d) => d.id))).toBe(3);
+      expect(
+        await ack(
+          f.gw.url,
+          f.t.token,
+          s.id,
+          [...l1, ...l2, ...l3].map((d) => d.id),
+        ),
+      ).toBe(3);
     } finally {
       await Promise.all(conns.map((c) => c.end().catch(() => {})));
     }
@@ -132,11 +161,16 @@ describe('queue retirement racing submits', () => {
       const q = await createQueue(f.gw.url, f.t.token, `race-${round}`);
       // Submits spread over `spread` ms from `start`; the retirement fires at 0. Early rounds let
       // submits land first, the last one lets the retirement win.
-      const rounds: [start: number, spread: number][] = [[0, 0], [0, 20], [5, 40], [10, 10], [20, 60], [300, 50]];
+      const rounds: [start: number, spread: number][] = [
+        [0, 0],
+        [0, 20],
+        [5, 40],
+        [10, 10],
+        [20, 60],
+        [300, 50],
+      ];
       const [start, spread] = rounds[round]!;
-      const submits = Array.from({ length: 30 }, (_, i) =>
-        new Promise((r) => setTimeout(r, start + (spread * i) / 30)).then(() => submit(q.id)),
-      );
+      const submits = Array.from({ length: 30 }, (_, i) => new Promise((r) => setTimeout(r, start + (spread * i) / 30)).then(() => submit(q.id)));
       const retire = Promise.resolve().then(() =>
         call(f.gw.url, 'POST', `/v1/queues/${q.id}:retire`, { token: f.t.token, key: ikey('retire'), body: { expected_revision: '1', reason: 'race' } }),
       );
@@ -145,7 +179,10 @@ describe('queue retirement racing submits', () => {
       const refused = ss.filter((x) => x.status === 409 && x.body.error.code === 'RESOURCE_RETIRED').length;
       expect(accepted + refused, JSON.stringify(ss.map((x) => x.status))).toBe(30);
       const [[qr]] = (await f.db.pool.query('SELECT retired_at FROM queues WHERE id = ?', [q.id])) as any;
-      const [[after]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND created_at >= ?', [q.id, qr.retired_at ?? '9999-01-01'])) as any;
+      const [[after]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ? AND created_at >= ?', [
+        q.id,
+        qr.retired_at ?? '9999-01-01',
+      ])) as any;
       const [[all]] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM tasks WHERE queue_id = ?', [q.id])) as any;
       if (rr.status === 200) {
         // retirement won: it saw an empty queue, so nothing may have been accepted at all
@@ -200,7 +237,12 @@ describe('10 000 events, a consumer that crashes and re-leases', () => {
           crashedLeases += ds.length;
           continue; // leased, never acked
         }
-        const n = await ack(f.gw.url, f.t.token, s.id, ds.map((d) => d.id));
+        const n = await ack(
+          f.gw.url,
+          f.t.token,
+          s.id,
+          ds.map((d) => d.id),
+        );
         expect(n).toBe(ds.length);
         ackedTotal += n;
         for (const d of ds) ackedIds.add(d.id);
@@ -209,7 +251,9 @@ describe('10 000 events, a consumer that crashes and re-leases', () => {
     expect(crashedLeases).toBeGreaterThan(0);
     expect((await getSub(f.gw.url, f.t.token, s.id)).pending_count).toBe(10_000 - ackedTotal);
     // The dropped leases run out (backdated instead of slept).
-    await f.db.pool.query(`UPDATE deliveries SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE subscription_id = ? AND state = 'LEASED'`, [s.id]);
+    await f.db.pool.query(`UPDATE deliveries SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE subscription_id = ? AND state = 'LEASED'`, [
+      s.id,
+    ]);
     // Consumer 2 drains everything.
     let redelivered = 0;
     for (;;) {
@@ -217,7 +261,12 @@ describe('10 000 events, a consumer that crashes and re-leases', () => {
       if (ds.length === 0) break;
       for (let i = 1; i < ds.length; i++) expect(BigInt(ds[i]!.sequence) > BigInt(ds[i - 1]!.sequence)).toBe(true);
       redelivered += ds.filter((d) => d.attempts > 1).length;
-      const n = await ack(f.gw.url, f.t.token, s.id, ds.map((d) => d.id));
+      const n = await ack(
+        f.gw.url,
+        f.t.token,
+        s.id,
+        ds.map((d) => d.id),
+      );
       expect(n).toBe(ds.length);
       ackedTotal += n;
       for (const d of ds) {
@@ -228,14 +277,20 @@ describe('10 000 events, a consumer that crashes and re-leases', () => {
     expect(redelivered).toBe(crashedLeases);
     expect(ackedTotal).toBe(10_000);
     expect(ackedIds.size).toBe(10_000);
-    const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT sequence, state, attempts FROM deliveries WHERE subscription_id = ? ORDER BY sequence`, [s.id]);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT sequence, state, attempts FROM deliveries WHERE subscription_id = ? ORDER BY sequence`, [
+      s.id,
+    ]);
     expect(rows.map((r) => String(r.sequence))).toEqual(expected);
     expect(rows.every((r) => r.state === 'ACKED')).toBe(true);
     expect(rows.filter((r) => r.attempts === 2).length).toBe(crashedLeases);
     const sub = await getSub(f.gw.url, f.t.token, s.id);
     expect(sub.pending_count).toBe(0);
     // Settled: the subscription can now be retired.
-    const r = await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:retire`, { token: f.t.token, key: ikey(), body: { expected_revision: sub.revision, reason: 'consumed' } });
+    const r = await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:retire`, {
+      token: f.t.token,
+      key: ikey(),
+      body: { expected_revision: sub.revision, reason: 'consumed' },
+    });
     expect(r.status, r.text).toBe(200);
   }, 120_000);
 });

@@ -26,13 +26,25 @@ describe('POST /v1/subscriptions', () => {
     expect(first.status, first.text).toBe(201);
     const s = first.body.data.subscription;
     expect(first.body.data.deduplicated).toBe(false);
-    expect(s).toMatchObject({ name: 'consumer-a', queue_id: q.id, event_types: ['task.succeeded', 'task.failed'], enabled: true, paused: false, pending_count: 0, revision: '1' });
+    expect(s).toMatchObject({
+      name: 'consumer-a',
+      queue_id: q.id,
+      event_types: ['task.succeeded', 'task.failed'],
+      enabled: true,
+      paused: false,
+      pending_count: 0,
+      revision: '1',
+    });
     expect(s.cursor).toBe(String(head.last_sequence));
     expect(s.retired_at).toBeUndefined();
     expect(s.retired_sequence).toBeUndefined();
     expect(s.id).toMatch(/^[0-9a-f]{32}$/);
     // Key order and the order of event_types do not matter.
-    const again = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key, body: { event_types: ['task.succeeded', 'task.failed'], queue_id: q.id, name: 'consumer-a' } });
+    const again = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key,
+      body: { event_types: ['task.succeeded', 'task.failed'], queue_id: q.id, name: 'consumer-a' },
+    });
     expect(again.status).toBe(200);
     expect(again.body.data).toEqual({ subscription: s, deduplicated: true });
     const other = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key, body: { ...body, name: 'consumer-b' } });
@@ -62,31 +74,62 @@ describe('POST /v1/subscriptions', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.error.code).toBe('INVALID_ARGUMENT');
     }
-    const noKey = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, body: { name: 'x', queue_id: f.t.queue_id, event_types: ['task.failed'] } });
+    const noKey = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      body: { name: 'x', queue_id: f.t.queue_id, event_types: ['task.failed'] },
+    });
     expect(noKey.status).toBe(400);
-    const withQuery = await call(f.gw.url, 'POST', '/v1/subscriptions?x=1', { token: f.t.token, key, body: { name: 'x', queue_id: f.t.queue_id, event_types: ['task.failed'] } });
+    const withQuery = await call(f.gw.url, 'POST', '/v1/subscriptions?x=1', {
+      token: f.t.token,
+      key,
+      body: { name: 'x', queue_id: f.t.queue_id, event_types: ['task.failed'] },
+    });
     expect(withQuery.status).toBe(400);
     // The key was never spent on a failed validation.
-    const ok = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key, body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.failed'] } });
+    const ok = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key,
+      body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.failed'] },
+    });
     expect(ok.status).toBe(201);
-    const dup = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.succeeded'] } });
+    const dup = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key: ikey(),
+      body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.succeeded'] },
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.error.code).toBe('STATE_CONFLICT');
   });
 
   it('authorization: scope 403, queue outside queue_ids 403, other namespace / unknown queue 404', async () => {
     const readOnly = await extraCredential(f.db.pool, f.t, ['events:read']);
-    const r1 = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: readOnly.token, key: ikey(), body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] } });
+    const r1 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: readOnly.token,
+      key: ikey(),
+      body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] },
+    });
     expect(r1.status).toBe(403);
     expect(r1.body.error.code).toBe('PERMISSION_DENIED');
     const q2 = await createQueue(f.gw.url, f.t.token, 'limited-other');
     const limited = await extraCredential(f.db.pool, f.t, ['events:manage', 'events:read'], [f.t.queue_id]);
-    const r2 = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: limited.token, key: ikey(), body: { name: 'nope', queue_id: q2.id, event_types: ['task.failed'] } });
+    const r2 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: limited.token,
+      key: ikey(),
+      body: { name: 'nope', queue_id: q2.id, event_types: ['task.failed'] },
+    });
     expect(r2.status).toBe(403);
-    const r3 = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name: 'nope', queue_id: 'f'.repeat(32), event_types: ['task.failed'] } });
+    const r3 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key: ikey(),
+      body: { name: 'nope', queue_id: 'f'.repeat(32), event_types: ['task.failed'] },
+    });
     expect(r3.status).toBe(404);
     const t2 = await newTenant(f.db);
-    const r4 = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: t2.token, key: ikey(), body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] } });
+    const r4 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: t2.token,
+      key: ikey(),
+      body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] },
+    });
     expect(r4.status).toBe(404);
     expect(await count(`SELECT COUNT(*) AS n FROM subscriptions WHERE name = 'nope'`)).toBe(0);
   });
@@ -98,18 +141,34 @@ describe('POST /v1/subscriptions', () => {
     // paused ones count
     const p = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:pause`, { token: tq.token, key: ikey(), body: { expected_revision: '1' } });
     expect(p.status).toBe(200);
-    const over = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: tq.token, key: ikey(), body: { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] } });
+    const over = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: tq.token,
+      key: ikey(),
+      body: { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
+    });
     expect(over.status).toBe(429);
     expect(over.body.error.code).toBe('QUOTA_EXCEEDED');
     expect(await count('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ?', [tq.namespace_id])).toBe(64);
-    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:retire`, { token: tq.token, key: ikey(), body: { expected_revision: '2', reason: 'free a slot' } });
+    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:retire`, {
+      token: tq.token,
+      key: ikey(),
+      body: { expected_revision: '2', reason: 'free a slot' },
+    });
     expect(ret.status, ret.text).toBe(200);
     // The retired name is still taken, even with a free slot.
-    const reuse = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: tq.token, key: ikey(), body: { name: 'quota-0', queue_id: tq.queue_id, event_types: ['task.succeeded'] } });
+    const reuse = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: tq.token,
+      key: ikey(),
+      body: { name: 'quota-0', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
+    });
     expect(reuse.status).toBe(409);
     expect(reuse.body.error.code).toBe('STATE_CONFLICT');
     await createSub(f.gw.url, tq.token, { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
-    const full = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: tq.token, key: ikey(), body: { name: 'quota-65', queue_id: tq.queue_id, event_types: ['task.succeeded'] } });
+    const full = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: tq.token,
+      key: ikey(),
+      body: { name: 'quota-65', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
+    });
     expect(full.status).toBe(429);
   });
 });
@@ -227,7 +286,14 @@ describe('lease, ack, history', () => {
   it('lease and ack validate their bodies and take no Idempotency-Key; a delivery never leased cannot be acked', async () => {
     const q = await createQueue(f.gw.url, f.t.token, 'lease-validate');
     const s = await createSub(f.gw.url, f.t.token, { name: 'validator', queue_id: q.id, event_types: ALL_TYPES });
-    for (const body of [{ max: 0, lease_seconds: 5 }, { max: 101, lease_seconds: 5 }, { max: 1, lease_seconds: 4 }, { max: 1, lease_seconds: 601 }, { max: 1 }, { max: 1, lease_seconds: 5, x: 1 }]) {
+    for (const body of [
+      { max: 0, lease_seconds: 5 },
+      { max: 101, lease_seconds: 5 },
+      { max: 1, lease_seconds: 4 },
+      { max: 1, lease_seconds: 601 },
+      { max: 1 },
+      { max: 1, lease_seconds: 5, x: 1 },
+    ]) {
       const r = await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}/deliveries:lease`, { token: f.t.token, body });
       expect(r.status, JSON.stringify(body)).toBe(400);
     }
@@ -243,7 +309,9 @@ describe('lease, ack, history', () => {
     const [[st]] = (await f.db.pool.query('SELECT state FROM deliveries WHERE id = ?', [pending.id])) as any;
     expect(st.state).toBe('PENDING');
     const noScope = await extraCredential(f.db.pool, f.t, ['events:manage']);
-    expect((await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}/deliveries:lease`, { token: noScope.token, body: { max: 1, lease_seconds: 5 } })).status).toBe(403);
+    expect(
+      (await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}/deliveries:lease`, { token: noScope.token, body: { max: 1, lease_seconds: 5 } })).status,
+    ).toBe(403);
   });
 });
 
@@ -257,7 +325,14 @@ describe('retention', () => {
     // 'held' materializes and leases the newer events, acks the first 2.
     const ds = await lease(f.gw.url, tr.token, held.id, 100, 60);
     expect(ds.map((d) => d.sequence)).toEqual(later);
-    expect(await ack(f.gw.url, tr.token, held.id, ds.slice(0, 2).map((d) => d.id))).toBe(2);
+    expect(
+      await ack(
+        f.gw.url,
+        tr.token,
+        held.id,
+        ds.slice(0, 2).map((d) => d.id),
+      ),
+    ).toBe(2);
     // All 15 events are older than retention.
     await f.db.pool.query('UPDATE result_events SET occurred_at = UTC_TIMESTAMP(3) - INTERVAL 8 DAY WHERE namespace_id = ?', [tr.namespace_id]);
     // Another node holds the pruning lock: this round skips.
@@ -279,7 +354,11 @@ describe('retention', () => {
     const l = await call(f.gw.url, 'POST', `/v1/subscriptions/${gap.id}/deliveries:lease`, { token: tr.token, body: { max: 10, lease_seconds: 5 } });
     expect(l.status).toBe(410);
     expect(l.body.error.code).toBe('EVENT_HISTORY_EXPIRED');
-    const rt = await call(f.gw.url, 'POST', `/v1/subscriptions/${gap.id}:retire`, { token: tr.token, key: ikey(), body: { expected_revision: '1', reason: 'gone' } });
+    const rt = await call(f.gw.url, 'POST', `/v1/subscriptions/${gap.id}:retire`, {
+      token: tr.token,
+      key: ikey(),
+      body: { expected_revision: '1', reason: 'gone' },
+    });
     expect(rt.status).toBe(410);
     expect(rt.body.error.code).toBe('EVENT_HISTORY_EXPIRED');
     expect(await f.db.pool.query('SELECT cursor_sequence, revision FROM subscriptions WHERE id = ?', [gap.id])).toEqual(before);

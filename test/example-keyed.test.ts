@@ -13,7 +13,11 @@ const fx = useExampleFixture();
 describe('examples/keyed-concurrency', () => {
   it('prints the two lines exactly and exits 0 (twice: queue names are unique per run)', async () => {
     for (let i = 0; i < 2; i++) {
-      const r = await runExample('keyed-concurrency', fx.dir, { ORBIT_URL: fx.gw.url, ORBIT_CREDENTIALS_FILE: fx.credFile, ORBIT_EXAMPLE_MYSQL_DSN: fx.db.dsn });
+      const r = await runExample('keyed-concurrency', fx.dir, {
+        ORBIT_URL: fx.gw.url,
+        ORBIT_CREDENTIALS_FILE: fx.credFile,
+        ORBIT_EXAMPLE_MYSQL_DSN: fx.db.dsn,
+      });
       expect(r.stdout, r.stderr).toBe('queues=2 completed=2 tokens_increasing=true\nresource_writes=2 stale_write_rejected=true worker_drained=true\n');
       expect(r.code, r.stderr).toBe(0);
       expect(r.ms).toBeLessThan(20_000);
@@ -37,7 +41,11 @@ describe('examples/keyed-concurrency', () => {
   });
 
   it('exits non-zero when the gateway is unreachable', async () => {
-    const r = await runExample('keyed-concurrency', fx.dir, { ORBIT_URL: 'http://127.0.0.1:9', ORBIT_CREDENTIALS_FILE: fx.credFile, ORBIT_EXAMPLE_MYSQL_DSN: fx.db.dsn });
+    const r = await runExample('keyed-concurrency', fx.dir, {
+      ORBIT_URL: 'http://127.0.0.1:9',
+      ORBIT_CREDENTIALS_FILE: fx.credFile,
+      ORBIT_EXAMPLE_MYSQL_DSN: fx.db.dsn,
+    });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
   });

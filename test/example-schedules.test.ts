@@ -24,7 +24,7 @@ describe('examples/schedules', () => {
     expect(Number(s[0]!.paused)).toBe(1);
     expect(s[0]!.retired_at).not.toBeNull();
     const [fires] = await fx.db.pool.query<RowDataPacket[]>(
-      "SELECT f.scheduled_for, f.outcome, t.state FROM schedule_fires f JOIN tasks t ON t.id = f.task_id WHERE f.schedule_id = ? ORDER BY f.scheduled_for LIMIT 3",
+      'SELECT f.scheduled_for, f.outcome, t.state FROM schedule_fires f JOIN tasks t ON t.id = f.task_id WHERE f.schedule_id = ? ORDER BY f.scheduled_for LIMIT 3',
       [s[0]!.id],
     );
     expect(fires.map((f) => [f.outcome, f.state])).toEqual([

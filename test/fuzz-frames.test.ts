@@ -64,10 +64,13 @@ const closeOf = (code: ErrorCode) => ERROR_CODES[code].close ?? 1008;
 /** The documented outcome of a text frame, from the schemas (worker-protocol.md). */
 function expectFor(phase: Phase, text: string): Expect {
   if (Buffer.byteLength(text) > MAX_FRAME) return protocolError('over max_frame_bytes', 1009);
-  const v = judge(text, (o) => (typeof o.type === 'string' && Object.hasOwn(WORKER_FRAMES, o.type) ? WORKER_FRAMES[o.type as keyof typeof WORKER_FRAMES] : 'unknown type'));
+  const v = judge(text, (o) =>
+    typeof o.type === 'string' && Object.hasOwn(WORKER_FRAMES, o.type) ? WORKER_FRAMES[o.type as keyof typeof WORKER_FRAMES] : 'unknown type',
+  );
   if (!v.ok) return protocolError(v.why);
   const fr = v.value;
-  if (phase === 'pre') return fr.type === 'hello' ? { kind: 'hello', mustRefuse: fr.queues.some((q: string) => q !== queue) } : protocolError('first frame is not hello');
+  if (phase === 'pre')
+    return fr.type === 'hello' ? { kind: 'hello', mustRefuse: fr.queues.some((q: string) => q !== queue) } : protocolError('first frame is not hello');
   switch (fr.type) {
     case 'hello':
       return protocolError('second hello');
@@ -95,7 +98,14 @@ const replies = (p: Peer) => p.inbox.filter((m) => m.type !== 'task.assign');
 async function fatal(p: Peer, codes: ErrorCode[], close: (c: ErrorCode) => number, why: string): Promise<string | null> {
   await p.until(() => false);
   const [e, ...more] = replies(p);
-  const ok = e && more.length === 0 && e.type === 'error' && codes.includes(e.code) && e.fatal === true && typeof e.message === 'string' && p.closed?.code === close(e.code);
+  const ok =
+    e &&
+    more.length === 0 &&
+    e.type === 'error' &&
+    codes.includes(e.code) &&
+    e.fatal === true &&
+    typeof e.message === 'string' &&
+    p.closed?.code === close(e.code);
   return ok ? null : `expected error ${codes.join('/')} (fatal), then close ${[...new Set(codes.map(close))].join('/')} (${why}); got ${seen(p)}`;
 }
 
@@ -114,7 +124,7 @@ async function outcome(p: Peer, c: FrameCase, stats: Stats): Promise<string | nu
       return fatal(p, [x.code], () => x.close, x.why);
     case 'hello': {
       await p.until((i) => i.length > 0);
-      if (p.inbox[0]?.type === 'hello.ok' && !x.mustRefuse) return stats.helloOk++, null;
+      if (p.inbox[0]?.type === 'hello.ok' && !x.mustRefuse) return (stats.helloOk++, null);
       return fatal(p, x.mustRefuse ? ['NOT_FOUND'] : HELLO_REFUSALS, closeOf, x.mustRefuse ? 'hello naming a queue that does not exist' : 'a valid hello');
     }
     case 'reply': {
@@ -193,11 +203,20 @@ async function runCases(log: FuzzLog, cases: FrameCase[]): Promise<void> {
   const units: Unit[] = [...cases.filter((c) => !shared.includes(c)).map((solo) => ({ solo })), ...lanes.map((lane) => ({ lane }))];
   const stats: Stats = { helloOk: 0, sessions: 0, replied: 0 };
   const before = await dbState(f.db.pool, [...STATIC_TABLES, 'worker_sessions']);
-  const ok = await log.batch(units, CONCURRENCY, (u) => runUnit(u, stats), (u) => ('solo' in u ? u.solo.data : null), cases.length);
+  const ok = await log.batch(
+    units,
+    CONCURRENCY,
+    (u) => runUnit(u, stats),
+    (u) => ('solo' in u ? u.solo.data : null),
+    cases.length,
+  );
   log.accepted += stats.helloOk + stats.replied;
   if (!ok) return;
   const after = await dbState(f.db.pool, [...STATIC_TABLES, 'worker_sessions']);
-  const diff = [...dbDiff(before, after, Object.fromEntries(STATIC_TABLES.map((t) => [t, 0]))), ...dbDiff(before, after, { worker_sessions: stats.helloOk + stats.sessions })];
+  const diff = [
+    ...dbDiff(before, after, Object.fromEntries(STATIC_TABLES.map((t) => [t, 0]))),
+    ...dbDiff(before, after, { worker_sessions: stats.helloOk + stats.sessions }),
+  ];
   for (const t of STATIC_TABLES) if (before.sums[t] !== after.sums[t]) diff.push(`${t}: content changed`);
   if (diff.length) log.fail(`database changed by a batch of frames: ${diff.join('; ')}`);
 }
@@ -238,13 +257,27 @@ function transportCases(): FrameCase[] {
     const [head, tail] = phase === 'pre' ? [valid.slice(0, -1) + ',"agent":"a', '"}'] : ['{"type":"start","attempt_id":"', '"}'];
     const unknownField = phase === 'pre' ? { ...hello([queue]), ['é'.repeat(60)]: 1 } : { type: 'capacity', capacity: 1, ['é'.repeat(60)]: 1 };
     return [
-      ...notUtf8.map((b) => ({ phase, raw: true, data: Buffer.concat([Buffer.from(head), Buffer.from(b), Buffer.from(tail)]), expect: protocolError('text frame is not UTF-8') })),
+      ...notUtf8.map((b) => ({
+        phase,
+        raw: true,
+        data: Buffer.concat([Buffer.from(head), Buffer.from(b), Buffer.from(tail)]),
+        expect: protocolError('text frame is not UTF-8'),
+      })),
       { phase, raw: true, data: Buffer.from([0xfe, 0xff]), expect: protocolError('text frame is not UTF-8') },
       { phase, data: Buffer.from(valid), binary: true, expect: protocolError('binary frame', 1003) },
       { phase, data: 'x'.repeat(MAX_FRAME + 1), expect: protocolError('over max_frame_bytes', 1009) },
-      { phase, data: JSON.stringify({ type: 'result', attempt_id: 'a', outcome: 'unknown', output: '😀'.repeat(MAX_FRAME / 4) }), expect: protocolError('over max_frame_bytes', 1009) },
+      {
+        phase,
+        data: JSON.stringify({ type: 'result', attempt_id: 'a', outcome: 'unknown', output: '😀'.repeat(MAX_FRAME / 4) }),
+        expect: protocolError('over max_frame_bytes', 1009),
+      },
       { phase, data: 'x'.repeat(2 * MAX_FRAME + 1), expect: protocolError('over twice max_frame_bytes', 1009) },
-      { phase, raw: true, data: `{"type":"renew","attempt_ids":[${Array.from({ length: 20_000 }, () => `"${crypto.randomBytes(16).toString('hex')}"`).join(',')}]}`, expect: protocolError('a renew of 20 000 ids, over twice max_frame_bytes', 1009) },
+      {
+        phase,
+        raw: true,
+        data: `{"type":"renew","attempt_ids":[${Array.from({ length: 20_000 }, () => `"${crypto.randomBytes(16).toString('hex')}"`).join(',')}]}`,
+        expect: protocolError('a renew of 20 000 ids, over twice max_frame_bytes', 1009),
+      },
       { phase, data: `{"type":"${'😀'.repeat(40)}"}`, expect: protocolError('type of 40 emoji') },
       { phase, data: JSON.stringify(unknownField), expect: protocolError('unknown field named 60 × é') },
       { phase, data: `{"type":"${'é'.repeat(200)}","${'中'.repeat(100)}":1}`, expect: protocolError('long non-ASCII type and key') },
@@ -282,7 +315,14 @@ async function fuzzRealAttempts(runs: number): Promise<void> {
     for (const l of ok.lost as string[]) held.splice(held.indexOf(l), 1);
     return q;
   };
-  const stateOf = async (a: string) => JSON.stringify((await f.db.pool.query<RowDataPacket[]>('SELECT a.state, t.state AS ts, t.updated_at FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?', [a]))[0]);
+  const stateOf = async (a: string) =>
+    JSON.stringify(
+      (
+        await f.db.pool.query<RowDataPacket[]>('SELECT a.state, t.state AS ts, t.updated_at FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?', [
+          a,
+        ])
+      )[0],
+    );
   const id = fc.oneof({ arbitrary: fc.constant(PLACEHOLDER), weight: 8 }, hex32, fc.constantFrom(...BAD_IDS));
   const arb = fc
     .constantFrom('result' as const, 'result' as const, 'start' as const)
@@ -291,7 +331,9 @@ async function fuzzRealAttempts(runs: number): Promise<void> {
   await fc.assert(
     fc.asyncProperty(fc.array(arb, { minLength: BATCH, maxLength: BATCH }), async (texts) => {
       if (log.stopped) return;
-      const subs = await Promise.all(texts.map(() => call(target.url, 'POST', '/v1/tasks', { token: tn.token, key: ikey('real'), body: taskBody(tn.queue_id) })));
+      const subs = await Promise.all(
+        texts.map(() => call(target.url, 'POST', '/v1/tasks', { token: tn.token, key: ikey('real'), body: taskBody(tn.queue_id) })),
+      );
       if (subs.some((r) => r.status !== 201)) return log.fail(`could not submit tasks: ${subs.map((r) => r.status).join(',')}`);
       p ??= await open();
       await p.until(() => p!.inbox.filter((m) => m.type === 'task.assign').length >= BATCH, 10_000);

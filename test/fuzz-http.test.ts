@@ -17,7 +17,19 @@ import * as S from '../protocol/http-schemas.js';
 import { taskBody } from './support/contract.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import { BAD_IDS, HOSTILE_KEYS, HOSTILE_NUMBERS, HOSTILE_STRINGS, hex32, isId, judge, mutantArb, validArb, violation, type Overrides } from './support/fuzz-schema.js';
+import {
+  BAD_IDS,
+  HOSTILE_KEYS,
+  HOSTILE_NUMBERS,
+  HOSTILE_STRINGS,
+  hex32,
+  isId,
+  judge,
+  mutantArb,
+  validArb,
+  violation,
+  type Overrides,
+} from './support/fuzz-schema.js';
 import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, type Probe } from './support/fuzz-harness.js';
 
 const BATCH = 25;
@@ -37,7 +49,11 @@ beforeAll(async () => {
   expect(t.status, t.text).toBe(201);
   real.task = t.body.data.task.id;
   const sub = async (name: string, queue: string) => {
-    const s = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name, queue_id: queue, event_types: ['task.succeeded'] } });
+    const s = await call(f.gw.url, 'POST', '/v1/subscriptions', {
+      token: f.t.token,
+      key: ikey(),
+      body: { name, queue_id: queue, event_types: ['task.succeeded'] },
+    });
     expect(s.status, s.text).toBe(201);
     return s.body.data.subscription.id as string;
   };
@@ -77,7 +93,11 @@ interface HttpCase {
 type Refusal = NonNullable<HttpCase['refuse']>;
 
 const idArb = (realId?: string): fc.Arbitrary<string> =>
-  fc.oneof(...(realId ? [{ arbitrary: fc.constant(realId), weight: 3 }] : []), { arbitrary: hex32, weight: 1 }, { arbitrary: fc.constantFrom(...BAD_IDS), weight: 3 });
+  fc.oneof(
+    ...(realId ? [{ arbitrary: fc.constant(realId), weight: 3 }] : []),
+    { arbitrary: hex32, weight: 1 },
+    { arbitrary: fc.constantFrom(...BAD_IDS), weight: 3 },
+  );
 
 interface BodyEndpoint {
   path: string;
@@ -114,7 +134,10 @@ function overrides(): Overrides {
     delivery_ids: fc.array(idArb(), { minLength: 1, maxLength: 3 }),
     expected_revision: fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/)),
     // Mostly values the field rules beyond the schema accept, so that valid bodies reach the database.
-    not_before: fc.oneof(fc.date({ min: new Date('2000-01-01'), max: new Date('2025-01-01'), noInvalidDate: true }).map((d) => d.toISOString()), fc.string({ maxLength: 40 })),
+    not_before: fc.oneof(
+      fc.date({ min: new Date('2000-01-01'), max: new Date('2025-01-01'), noInvalidDate: true }).map((d) => d.toISOString()),
+      fc.string({ maxLength: 40 }),
+    ),
     business_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
     concurrency_key: fc.oneof(fc.constantFrom('', 'object/42', 'é/😀/中'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 })),
     idempotency_key: fc.stringMatching(/^[\x21-\x7e]{1,40}$/),
@@ -127,7 +150,9 @@ function bodyCase() {
     fc
       .record({
         id: ep.id ? idArb(ep.id()) : fc.constant(''),
-        text: validArb(ep.schema, over).chain((v) => fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 })),
+        text: validArb(ep.schema, over).chain((v) =>
+          fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 }),
+        ),
         bytes: fc.oneof({ arbitrary: fc.constant(null), weight: 12 }, fc.constantFrom(...BAD_UTF8)),
         query: fc.oneof({ arbitrary: fc.constant(''), weight: 15 }, fc.constantFrom('?queue_id=%C3%A9', '?x=1', '?', '?%F0%9F%98%80=%ED%A0%80')),
       })
@@ -156,13 +181,19 @@ function bodyCase() {
 function batchCase() {
   const item = validArb(S.SubmitBatchItem, overrides());
   return fc
-    .record({ items: fc.array(item, { minLength: 1, maxLength: 4 }), mutate: fc.boolean(), header: fc.oneof({ arbitrary: fc.constant(false), weight: 15 }, fc.constant(true)) })
-    .chain(({ items, mutate, header }) => (mutate ? mutantArb({ tasks: items }) : fc.constant({ text: JSON.stringify({ tasks: items }), how: 'valid' })).map((m) => ({ ...m, header })))
+    .record({
+      items: fc.array(item, { minLength: 1, maxLength: 4 }),
+      mutate: fc.boolean(),
+      header: fc.oneof({ arbitrary: fc.constant(false), weight: 15 }, fc.constant(true)),
+    })
+    .chain(({ items, mutate, header }) =>
+      (mutate ? mutantArb({ tasks: items }) : fc.constant({ text: JSON.stringify({ tasks: items }), how: 'valid' })).map((m) => ({ ...m, header })),
+    )
     .map(({ text, how, header }): HttpCase => {
       const c: HttpCase = { method: 'POST', path: '/v1/tasks:batch', body: text, how, refuse: null, receipt: false, noKey: !header };
-      if (header) return (c.refuse = { why: 'Idempotency-Key header on a batch', codes: ['INVALID_ARGUMENT'] }), c;
+      if (header) return ((c.refuse = { why: 'Idempotency-Key header on a batch', codes: ['INVALID_ARGUMENT'] }), c);
       const v = judge(text === '' ? '{}' : text, () => S.SubmitBatchBody);
-      if (!v.ok) return (c.refuse = { why: v.why, codes: ['INVALID_ARGUMENT'] }), c;
+      if (!v.ok) return ((c.refuse = { why: v.why, codes: ['INVALID_ARGUMENT'] }), c);
       c.items = (v.value.tasks as unknown[]).map((it): Refusal | null => {
         const why = it === null || typeof it !== 'object' || Array.isArray(it) ? 'item is not an object' : violation(it, S.SubmitBatchItem);
         if (why) return { why, codes: ['INVALID_ARGUMENT'] };
@@ -204,9 +235,16 @@ const LISTS: [string, string[]][] = [
 const STATES = ['WAITING', 'SUCCEEDED', 'PENDING', 'ACKED', 'waiting', 'é'];
 
 function readCase() {
-  const value = fc.oneof(idArb(), fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'), fc.string({ unit: 'binary', maxLength: 10 }));
+  const value = fc.oneof(
+    idArb(),
+    fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'),
+    fc.string({ unit: 'binary', maxLength: 10 }),
+  );
   const listParam = fc.tuple(
-    fc.oneof({ arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 6 }, fc.constantFrom(...HOSTILE_KEYS)),
+    fc.oneof(
+      { arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 6 },
+      fc.constantFrom(...HOSTILE_KEYS),
+    ),
     fc.oneof({ arbitrary: idArb(real.queue), weight: 1 }, { arbitrary: value, weight: 2 }),
   );
   const list = fc
@@ -220,7 +258,8 @@ function readCase() {
       if (bad !== undefined) c.refuse = { why: `unknown parameter ${JSON.stringify(bad)}`, codes: ['INVALID_ARGUMENT'] };
       // Past the names, the checks run parameter by parameter: a repeat and a missing queue both refuse.
       else if (new Set(names).size < names.length) c.refuse = { why: 'repeated parameter', codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
-      else if (q !== undefined && q !== real.queue) c.refuse = { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
+      else if (q !== undefined && q !== real.queue)
+        c.refuse = { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
       return c;
     });
   const byId = fc
@@ -229,7 +268,11 @@ function readCase() {
     .map(([tpl, realId, id]): HttpCase => ({
       method: 'GET',
       path: tpl.replace('{id}', enc(id)),
-      refuse: !isId(id) ? { why: `id ${JSON.stringify(id)} cannot exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] } : id !== realId ? { why: 'no such id', codes: ['NOT_FOUND'] } : null,
+      refuse: !isId(id)
+        ? { why: `id ${JSON.stringify(id)} cannot exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] }
+        : id !== realId
+          ? { why: 'no such id', codes: ['NOT_FOUND'] }
+          : null,
       receipt: false,
     }));
   return fc.oneof(list, byId);
@@ -244,7 +287,8 @@ function describeResponse(r: RawResponse): string {
 function problem(c: HttpCase, r: RawResponse): string | null {
   const head = `${c.method} ${c.path.slice(0, 200)}${c.how ? ` [${c.how}]` : ''} → ${describeResponse(r)}`;
   if (r.status >= 500) return `${head}; expected no 5xx${c.refuse ? ` (a refusal: ${c.refuse.why})` : ''}`;
-  if (r.body === undefined || typeof r.body.request_id !== 'string' || r.headers.get('x-request-id') !== r.body.request_id) return `${head}; no envelope with X-Request-Id`;
+  if (r.body === undefined || typeof r.body.request_id !== 'string' || r.headers.get('x-request-id') !== r.body.request_id)
+    return `${head}; no envelope with X-Request-Id`;
   if (r.status >= 400) {
     const code = r.body.error?.code;
     if (!isErrorCode(code)) return `${head}; undocumented error code`;
@@ -265,7 +309,10 @@ function problem(c: HttpCase, r: RawResponse): string | null {
 
 function probes(): Probe[] {
   return [
-    { name: 'tasks', sql: "SELECT COUNT(*) AS n, BIT_XOR(CRC32(CONCAT_WS('|', id, queue_id, handler, handler_version, payload_version, payload, business_key, HEX(concurrency_key), priority, max_attempts, not_before))) AS x FROM tasks" },
+    {
+      name: 'tasks',
+      sql: "SELECT COUNT(*) AS n, BIT_XOR(CRC32(CONCAT_WS('|', id, queue_id, handler, handler_version, payload_version, payload, business_key, HEX(concurrency_key), priority, max_attempts, not_before))) AS x FROM tasks",
+    },
     { name: 'target_task', sql: `SELECT COUNT(*) AS n, BIT_XOR(CRC32(CONCAT_WS('|', state, updated_at))) AS x FROM tasks WHERE id = '${real.task}'` },
     'receipts',
     'queues',
@@ -289,7 +336,11 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
         cases,
         CONCURRENCY,
         async (c) => {
-          const r = await call(target.url, c.method, c.path, { token: f.t.token, ...(c.noKey ? {} : { key: ikey('fz') }), ...(c.body === undefined ? {} : { rawBody: c.body }) });
+          const r = await call(target.url, c.method, c.path, {
+            token: f.t.token,
+            ...(c.noKey ? {} : { key: ikey('fz') }),
+            ...(c.body === undefined ? {} : { rawBody: c.body }),
+          });
           if (r.status < 300) {
             accepted.push({ c, r });
             log.accepted++;
@@ -309,7 +360,10 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
         delta.receipts! += created;
       }
       const diff = dbDiff(before, after, accepted.length === 0 ? 'none' : delta);
-      if (diff.length) log.fail(`database changed wrongly by a batch (${accepted.length} accepted): ${diff.join('; ')}; batch paths: ${cases.map((c) => c.path.slice(0, 60)).join(' ')}`);
+      if (diff.length)
+        log.fail(
+          `database changed wrongly by a batch (${accepted.length} accepted): ${diff.join('; ')}; batch paths: ${cases.map((c) => c.path.slice(0, 60)).join(' ')}`,
+        );
     }),
     fcParams(runs),
   );
@@ -328,13 +382,30 @@ describe('HTTP fuzz (real gateway)', () => {
   it('the exact inputs of issue 9 are refused with 404/400, not 500', async () => {
     const log = new FuzzLog('fuzz-http issue 9', target);
     const cases = ['é', '😀', '\ud800', '\u00a0nbsp', '0123456789abcdef0123456789abcdef0'].flatMap((q): HttpCase[] => [
-      { method: 'POST', path: '/v1/tasks', body: JSON.stringify(taskBody(q)), refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: true },
-      { method: 'POST', path: '/v1/subscriptions', body: JSON.stringify({ name: 'n', queue_id: q, event_types: ['task.failed'] }), refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: true },
+      {
+        method: 'POST',
+        path: '/v1/tasks',
+        body: JSON.stringify(taskBody(q)),
+        refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] },
+        receipt: true,
+      },
+      {
+        method: 'POST',
+        path: '/v1/subscriptions',
+        body: JSON.stringify({ name: 'n', queue_id: q, event_types: ['task.failed'] }),
+        refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] },
+        receipt: true,
+      },
       { method: 'GET', path: `/v1/tasks?queue_id=${enc(q)}`, refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: false },
       { method: 'GET', path: `/v1/queues/${enc(q)}`, refuse: { why: 'no such queue', codes: ['NOT_FOUND', 'INVALID_ARGUMENT'] }, receipt: false },
     ]);
     const before = await dbState(f.db.pool, probes());
-    await log.batch(cases, 4, async (c) => problem(c, await call(target.url, c.method, c.path, { token: f.t.token, key: ikey('i9'), ...(c.body ? { rawBody: c.body } : {}) })), (c) => c.body ?? null);
+    await log.batch(
+      cases,
+      4,
+      async (c) => problem(c, await call(target.url, c.method, c.path, { token: f.t.token, key: ikey('i9'), ...(c.body ? { rawBody: c.body } : {}) })),
+      (c) => c.body ?? null,
+    );
     const diff = dbDiff(before, await dbState(f.db.pool, probes()), 'none');
     if (diff.length) log.fail(`database changed by refused inputs: ${diff.join('; ')}`);
     log.finish();

@@ -138,7 +138,14 @@ describe('Session on an in-process host', () => {
     expect(s.held.has(a.attempt_id)).toBe(true);
     expect(s.free).toBe(0);
     const next = { ...a, attempt_id: 'e'.repeat(32) };
-    s.swap(a.attempt_id, { attemptId: next.attempt_id, attemptNo: 1, leaseExpiresAt: a.lease_expires_at, queueId: t.queues.reuse!, concurrencyToken: null, task: a.task });
+    s.swap(a.attempt_id, {
+      attemptId: next.attempt_id,
+      attemptNo: 1,
+      leaseExpiresAt: a.lease_expires_at,
+      queueId: t.queues.reuse!,
+      concurrencyToken: null,
+      task: a.task,
+    });
     expect((await w.next('task.assign')).attempt_id).toBe(next.attempt_id);
     expect([...s.held.keys()]).toEqual([next.attempt_id]);
     // An unused promise is given back; the drop then frees the slot.
@@ -150,7 +157,7 @@ describe('Session on an in-process host', () => {
     expect(s.free).toBe(1);
   });
 
-  it('two identities starting one attempt in the same frame batch: only the owner\'s start applies', async () => {
+  it("two identities starting one attempt in the same frame batch: only the owner's start applies", async () => {
     const { w, s } = await connect('dup-start', { capacity: 1 });
     await submit('dup-start', 'dup-start-1');
     const a = await w.next('task.assign');
@@ -180,7 +187,10 @@ describe('Session on an in-process host', () => {
     expect(closed.code).toBe(4409);
     expect(w.frames.filter((f) => f.type === 'error')).toEqual([]);
     // The socket's close records the code on the session row.
-    const row = await until(() => sessionRow(s.id), (r) => r?.state === 'CLOSED');
+    const row = await until(
+      () => sessionRow(s.id),
+      (r) => r?.state === 'CLOSED',
+    );
     expect(row).toMatchObject({ state: 'CLOSED', close_code: 4409 });
   });
 
@@ -262,10 +272,16 @@ describe('Session on an in-process host', () => {
     const { w, s } = await connect('peer-close');
     w.ws.close(4001, 'worker leaving');
     await w.closed;
-    await until(() => s.state, (v) => v === 'closed');
+    await until(
+      () => s.state,
+      (v) => v === 'closed',
+    );
     expect(s.state).toBe('closed');
     expect(host.sessions.has(s.id)).toBe(false);
-    const row = await until(() => sessionRow(s.id), (r) => r?.state === 'CLOSED');
+    const row = await until(
+      () => sessionRow(s.id),
+      (r) => r?.state === 'CLOSED',
+    );
     expect(row).toMatchObject({ state: 'CLOSED', close_code: 4001 });
   });
 

@@ -153,7 +153,11 @@ describe('authentication', () => {
     const tasks = await countTasks();
     const receipts = await countReceipts();
     expectError(await call(gw.url, 'POST', '/v1/tasks', { token: 'orb_' + 'A'.repeat(43), key: ikey(), body: taskBody(a.queue_id) }), 401, 'UNAUTHENTICATED');
-    expectError(await call(gw.url, 'GET', `/v1/tasks/${taskA1.id}`, { token: a.token.slice(0, -1) + (a.token.endsWith('A') ? 'B' : 'A') }), 401, 'UNAUTHENTICATED');
+    expectError(
+      await call(gw.url, 'GET', `/v1/tasks/${taskA1.id}`, { token: a.token.slice(0, -1) + (a.token.endsWith('A') ? 'B' : 'A') }),
+      401,
+      'UNAUTHENTICATED',
+    );
     expect(await countTasks()).toBe(tasks);
     expect(await countReceipts()).toBe(receipts);
   });
@@ -204,8 +208,16 @@ describe('authorization: scopes', () => {
     expectError(await call(gw.url, 'GET', '/v1/queues', { token: c.token }), 403, 'PERMISSION_DENIED');
     expectError(await call(gw.url, 'GET', `/v1/queues/${a.queue_id}`, { token: c.token }), 403, 'PERMISSION_DENIED');
     expectError(await call(gw.url, 'POST', '/v1/queues', { token: c.token, key: ikey(), body: { name: 'nope' } }), 403, 'PERMISSION_DENIED');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${a.queue_id}:pause`, { token: c.token, key: ikey(), body: { expected_revision: '1' } }), 403, 'PERMISSION_DENIED');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${a.queue_id}:resume`, { token: c.token, key: ikey(), body: { expected_revision: '1' } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await call(gw.url, 'POST', `/v1/queues/${a.queue_id}:pause`, { token: c.token, key: ikey(), body: { expected_revision: '1' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
+    expectError(
+      await call(gw.url, 'POST', `/v1/queues/${a.queue_id}:resume`, { token: c.token, key: ikey(), body: { expected_revision: '1' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     const [rows] = (await db.pool.query('SELECT COUNT(*) AS n FROM queues WHERE name = ?', ['nope'])) as any;
     expect(Number(rows[0].n)).toBe(0);
   });
@@ -252,7 +264,11 @@ describe('authorization: queue_ids', () => {
 
   it('queue get/pause outside queue_ids → 403; list shows only permitted queues', async () => {
     expectError(await call(gw.url, 'GET', `/v1/queues/${a.queues.q2}`, { token: q1Only.token }), 403, 'PERMISSION_DENIED');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${a.queues.q2}:pause`, { token: q1Only.token, key: ikey(), body: { expected_revision: '1' } }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await call(gw.url, 'POST', `/v1/queues/${a.queues.q2}:pause`, { token: q1Only.token, key: ikey(), body: { expected_revision: '1' } }),
+      403,
+      'PERMISSION_DENIED',
+    );
     const list = expectData(await call(gw.url, 'GET', '/v1/queues', { token: q1Only.token }), 200);
     expect(list.queues.map((q: any) => q.id)).toEqual([a.queues.q1]);
     expectData(await call(gw.url, 'GET', `/v1/queues/${a.queues.q1}`, { token: q1Only.token }), 200);
@@ -274,7 +290,7 @@ describe('authorization: queue_ids', () => {
 });
 
 describe('authorization: other namespaces are invisible (404)', () => {
-  it('another namespace\'s task → 404, same as a nonexistent one', async () => {
+  it("another namespace's task → 404, same as a nonexistent one", async () => {
     const other = expectError(await call(gw.url, 'GET', `/v1/tasks/${taskB.id}`, { token: a.token }), 404, 'NOT_FOUND');
     const absent = expectError(await call(gw.url, 'GET', `/v1/tasks/${'0'.repeat(32)}`, { token: a.token }), 404, 'NOT_FOUND');
     expect(other.message).toBe(absent.message);
@@ -282,7 +298,7 @@ describe('authorization: other namespaces are invisible (404)', () => {
     expectError(await call(gw.url, 'GET', `/v1/tasks/${taskA1.id.toUpperCase()}`, { token: a.token }), 404, 'NOT_FOUND');
   });
 
-  it('another namespace\'s queue → 404 for submit, get, pause, resume and list filter', async () => {
+  it("another namespace's queue → 404 for submit, get, pause, resume and list filter", async () => {
     const tasks = await countTasks();
     const bq = b.queue_id;
     const absent = 'f'.repeat(32);
@@ -299,14 +315,14 @@ describe('authorization: other namespaces are invisible (404)', () => {
     expect(Number(rows[0].paused)).toBe(0);
   });
 
-  it('a limited credential gets 404 (not 403) for another namespace\'s queue', async () => {
+  it("a limited credential gets 404 (not 403) for another namespace's queue", async () => {
     const c = await limitedCredential(db, a.namespace_id, ['tasks:submit', 'queues:manage'], [a.queues.q1!]);
     expectError(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, key: ikey(), body: taskBody(b.queue_id) }), 404, 'NOT_FOUND');
     expectError(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, key: ikey(), body: taskBody('e'.repeat(32)) }), 404, 'NOT_FOUND');
     expectError(await call(gw.url, 'GET', `/v1/queues/${b.queue_id}`, { token: c.token }), 404, 'NOT_FOUND');
   });
 
-  it('listings never show another namespace\'s tasks or queues', async () => {
+  it("listings never show another namespace's tasks or queues", async () => {
     const tasks = expectData(await call(gw.url, 'GET', '/v1/tasks?limit=500', { token: a.token }), 200).tasks;
     expect(tasks.length).toBeGreaterThan(0);
     for (const t of tasks) expect(t.namespace_id).toBe(a.namespace_id);

@@ -11,7 +11,14 @@ import { call, ikey } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
 
 const f = useGatewayFixture();
-const task = (queue_id: string, extra: Record<string, unknown> = {}) => ({ queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...extra });
+const task = (queue_id: string, extra: Record<string, unknown> = {}) => ({
+  queue_id,
+  handler: 'h',
+  handler_version: 'v1',
+  payload_version: 'v1',
+  payload: {},
+  ...extra,
+});
 
 describe('a queue name where an id is expected', () => {
   it('submit with the name of an existing queue: 404 naming its id', async () => {
@@ -25,11 +32,15 @@ describe('a queue name where an id is expected', () => {
     expect(err.message).toMatch(/queue_id is a 32-hex queue id \(GET \/v1\/queues lists them\), not a name/);
   });
 
-  it('list and subscription creation give the same hint; another namespace\'s queue names stay hidden', async () => {
+  it("list and subscription creation give the same hint; another namespace's queue names stay hidden", async () => {
     const list = expectError(await call(f.gw.url, 'GET', '/v1/tasks?queue_id=initial', { token: f.t.token }), 404, 'NOT_FOUND');
     expect(list.message).toContain(f.t.queue_id);
     const sub = expectError(
-      await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key: ikey(), body: { name: 'hint-sub', queue_id: 'initial', event_types: ['task.failed'] } }),
+      await call(f.gw.url, 'POST', '/v1/subscriptions', {
+        token: f.t.token,
+        key: ikey(),
+        body: { name: 'hint-sub', queue_id: 'initial', event_types: ['task.failed'] },
+      }),
       404,
       'NOT_FOUND',
     );

@@ -26,7 +26,9 @@ async function stillServing(): Promise<void> {
 }
 
 function head(method: string, path: string, extra: string[] = []): string {
-  return [`${method} ${path} HTTP/1.1`, `Host: ${host}`, `Authorization: Bearer ${f.t.token}`, `Idempotency-Key: ${ikey('raw')}`, ...extra].join('\r\n') + '\r\n';
+  return (
+    [`${method} ${path} HTTP/1.1`, `Host: ${host}`, `Authorization: Bearer ${f.t.token}`, `Idempotency-Key: ${ikey('raw')}`, ...extra].join('\r\n') + '\r\n'
+  );
 }
 
 /** A response written on a raw socket carries the envelope and X-Request-Id. */
@@ -152,7 +154,11 @@ describe('broken HTTP', () => {
     const before = await taskCount();
     const body = JSON.stringify(taskBody(f.t.queue_id));
     for (const cut of [0, 1, Math.floor(body.length / 2), body.length - 1]) {
-      const r = await rawRequest(f.gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', `Content-Length: ${body.length}`]) + '\r\n' + body.slice(0, cut), { end: true });
+      const r = await rawRequest(
+        f.gw.url,
+        head('POST', '/v1/tasks', ['Content-Type: application/json', `Content-Length: ${body.length}`]) + '\r\n' + body.slice(0, cut),
+        { end: true },
+      );
       // The client went away: whatever the server wrote, if anything, is not a 5xx.
       if (r.status !== null) expect(r.status).toBeLessThan(500);
     }
@@ -165,7 +171,11 @@ describe('broken HTTP', () => {
     const body = JSON.stringify(taskBody(f.t.queue_id));
     const r = await rawRequest(
       f.gw.url,
-      head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked']) + '\r\n' + body.length.toString(16) + '\r\n' + body.slice(0, 20),
+      head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked']) +
+        '\r\n' +
+        body.length.toString(16) +
+        '\r\n' +
+        body.slice(0, 20),
       { end: true },
     );
     if (r.status !== null) expect(r.status).toBeLessThan(500);
@@ -174,7 +184,10 @@ describe('broken HTTP', () => {
   });
 
   it('malformed chunked encoding → 400 envelope', async () => {
-    const r = await rawRequest(f.gw.url, head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked', 'Connection: close']) + '\r\nzz\r\n{}\r\n0\r\n\r\n');
+    const r = await rawRequest(
+      f.gw.url,
+      head('POST', '/v1/tasks', ['Content-Type: application/json', 'Transfer-Encoding: chunked', 'Connection: close']) + '\r\nzz\r\n{}\r\n0\r\n\r\n',
+    );
     expectRawEnvelope(r, 400, 'INVALID_ARGUMENT');
     await stillServing();
   });
@@ -237,7 +250,15 @@ describe('broken HTTP', () => {
   });
 
   it('odd paths are 404 envelopes', async () => {
-    for (const p of ['/v1/tasks/../queues', '//v1/tasks', '/v1/tasks/%2e%2e', `/v1/tasks/${'a'.repeat(8000)}`, '/v1/tasks/%00', '/%ff', '/v1/queues/x:pause:pause']) {
+    for (const p of [
+      '/v1/tasks/../queues',
+      '//v1/tasks',
+      '/v1/tasks/%2e%2e',
+      `/v1/tasks/${'a'.repeat(8000)}`,
+      '/v1/tasks/%00',
+      '/%ff',
+      '/v1/queues/x:pause:pause',
+    ]) {
       const r = await call(f.gw.url, 'GET', p, { token: f.t.token });
       expect(r.status).toBeLessThan(500);
       expect(r.headers.get('x-request-id')).toBe(r.body.request_id);

@@ -29,10 +29,10 @@ const submit = (body: unknown, key: string, opts: { token?: string; url?: string
 const submitRaw = (rawBody: string, key: string) => call(gw.url, 'POST', '/v1/tasks', { token: t.token, key, rawBody });
 
 async function tasksWithKey(key: string, namespaceId = t.namespace_id): Promise<string[]> {
-  const [rows] = (await db.pool.query(
-    `SELECT t.id FROM tasks t JOIN receipts r ON r.resource_id = t.id WHERE r.namespace_id = ? AND r.idempotency_key = ?`,
-    [namespaceId, key],
-  )) as any;
+  const [rows] = (await db.pool.query(`SELECT t.id FROM tasks t JOIN receipts r ON r.resource_id = t.id WHERE r.namespace_id = ? AND r.idempotency_key = ?`, [
+    namespaceId,
+    key,
+  ])) as any;
   return rows.map((r: any) => r.id);
 }
 async function taskCount(): Promise<number> {
@@ -122,8 +122,11 @@ describe('normalization', () => {
     expect(expectData(await submit(taskBody(t.queue_id), k2), 200)).toEqual({ ...second, deduplicated: true });
   });
 
-  it('max_attempts written as the queue\'s retry.max_attempts equals omitting it', async () => {
-    const q = expectData(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'five-tries', retry: { max_attempts: 5 } } }), 201).queue;
+  it("max_attempts written as the queue's retry.max_attempts equals omitting it", async () => {
+    const q = expectData(
+      await call(gw.url, 'POST', '/v1/queues', { token: t.token, key: ikey(), body: { name: 'five-tries', retry: { max_attempts: 5 } } }),
+      201,
+    ).queue;
     const k1 = ikey();
     const first = expectData(await submit(taskBody(q.id), k1), 201);
     expect(first.task.max_attempts).toBe(5);
@@ -177,7 +180,11 @@ describe('conflicts', () => {
     const key = ikey();
     expectData(await submit(taskBody(t.queue_id), key), 201);
     expectError(await call(gw.url, 'POST', '/v1/queues', { token: t.token, key, body: { name: 'conflicting-op' } }), 409, 'IDEMPOTENCY_CONFLICT');
-    expectError(await call(gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key, body: { expected_revision: '1' } }), 409, 'IDEMPOTENCY_CONFLICT');
+    expectError(
+      await call(gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key, body: { expected_revision: '1' } }),
+      409,
+      'IDEMPOTENCY_CONFLICT',
+    );
     const [rows] = (await db.pool.query('SELECT id FROM queues WHERE name = ?', ['conflicting-op'])) as any;
     expect(rows).toEqual([]);
     const [[q]] = (await db.pool.query('SELECT paused FROM queues WHERE id = ?', [t.queue_id])) as any;
@@ -220,10 +227,10 @@ describe('concurrency', () => {
     const ids = new Set(results.map((r) => r.body.data.task.id));
     expect(ids.size).toBe(1);
     for (const r of results) expect(r.body.data.deduplicated).toBe(r.status === 200);
-    const [[row]] = (await db.pool.query(
-      `SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND concurrency_key = ?`,
-      [t.namespace_id, Buffer.from('burst/1')],
-    )) as any;
+    const [[row]] = (await db.pool.query(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND concurrency_key = ?`, [
+      t.namespace_id,
+      Buffer.from('burst/1'),
+    ])) as any;
     expect(Number(row.n)).toBe(1);
     expect(await taskCount()).toBe(before + 1);
     const [[rc]] = (await db.pool.query('SELECT COUNT(*) AS n, MIN(http_status) AS s FROM receipts WHERE idempotency_key = ?', [key])) as any;

@@ -36,12 +36,17 @@ beforeAll(async () => {
     `UPDATE tasks SET state = 'SUCCEEDED', finished_at = UTC_TIMESTAMP(3), result_outcome = 'succeeded', result_output = '{"big":"output"}' WHERE id = ?`,
     [made[0].id],
   );
-  await db.pool.query(`UPDATE tasks SET state = 'NEEDS_REVIEW', result_outcome = 'unknown', result_error_code = 'LEASE_EXPIRED', result_error_message = 'worker vanished' WHERE id = ?`, [made[4].id]);
+  await db.pool.query(
+    `UPDATE tasks SET state = 'NEEDS_REVIEW', result_outcome = 'unknown', result_error_code = 'LEASE_EXPIRED', result_error_message = 'worker vanished' WHERE id = ?`,
+    [made[4].id],
+  );
   // 250 tasks for the pagination tests, submitted in parallel batches.
   for (let b = 0; b < 10; b++) {
     await Promise.all(
       Array.from({ length: 25 }, (_, i) =>
-        call(gw.url, 'POST', '/v1/tasks', { token: big.token, key: ikey('big'), body: taskBody(big.queue_id, { payload: { n: b * 25 + i } }) }).then((r) => expectData(r, 201)),
+        call(gw.url, 'POST', '/v1/tasks', { token: big.token, key: ikey('big'), body: taskBody(big.queue_id, { payload: { n: b * 25 + i } }) }).then((r) =>
+          expectData(r, 201),
+        ),
       ),
     );
   }
@@ -120,8 +125,14 @@ describe('GET /v1/tasks filters', () => {
   });
 
   it('business_key matching is exact about trailing spaces', async () => {
-    const plain = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x' }) }), 201).task;
-    const padded = expectData(await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x ' }) }), 201).task;
+    const plain = expectData(
+      await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x' }) }),
+      201,
+    ).task;
+    const padded = expectData(
+      await call(gw.url, 'POST', '/v1/tasks', { token: t.token, key: ikey(), body: taskBody(t.queues.alpha!, { business_key: 'pad-x ' }) }),
+      201,
+    ).task;
     expect(padded.business_key).toBe('pad-x ');
     expect(ids(expectData(await list('?business_key=pad-x'), 200))).toEqual([plain.id]);
     expect(ids(expectData(await list('?business_key=pad-x%20'), 200))).toEqual([padded.id]);

@@ -122,7 +122,11 @@ describe('GET /v1/queues/{id}/stats', () => {
     const t = await submit(f, q.id, { deadline_seconds: 1, not_before: new Date(Date.now() + 500).toISOString() });
     await f.db.pool.query(`UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?`, [t.id]);
     // The counts and the buckets are two reads (not one snapshot): wait until both show it.
-    const s = await pollValue(() => statsOf(q.id), (v) => v.minutes.some((m: any) => m.deadline_exceeded === 1) && v.waiting === 0, { timeout: 10_000, interval: 100 });
+    const s = await pollValue(
+      () => statsOf(q.id),
+      (v) => v.minutes.some((m: any) => m.deadline_exceeded === 1) && v.waiting === 0,
+      { timeout: 10_000, interval: 100 },
+    );
     expect(s.minutes.reduce((n: number, m: any) => n + m.deadline_exceeded, 0)).toBe(1);
     expect(s.waiting).toBe(0);
   });
@@ -155,7 +159,11 @@ describe('GET /v1/queues/{id}/stats', () => {
 
   it('a retired queue still answers (history stays readable)', async () => {
     const q = await createQueue(f);
-    const r = await call(f.gw.url, 'POST', `/v1/queues/${q.id}:retire`, { token: f.t.token, key: `retire-${q.id}`, body: { expected_revision: q.revision, reason: 'done' } });
+    const r = await call(f.gw.url, 'POST', `/v1/queues/${q.id}:retire`, {
+      token: f.t.token,
+      key: `retire-${q.id}`,
+      body: { expected_revision: q.revision, reason: 'done' },
+    });
     expectData(r, 200);
     expect((await statsOf(q.id)).minutes).toHaveLength(15);
   });

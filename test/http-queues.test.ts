@@ -27,7 +27,19 @@ describe('POST /v1/queues', () => {
     expect(data.deduplicated).toBe(false);
     const q = data.queue;
     expect(Object.keys(q).sort()).toEqual(
-      ['id', 'namespace_id', 'name', 'revision', 'paused', 'max_active_attempts', 'lease_seconds', 'retry', 'active_attempts', 'created_at', 'updated_at'].sort(),
+      [
+        'id',
+        'namespace_id',
+        'name',
+        'revision',
+        'paused',
+        'max_active_attempts',
+        'lease_seconds',
+        'retry',
+        'active_attempts',
+        'created_at',
+        'updated_at',
+      ].sort(),
     );
     expectHexId(q.id);
     expect(q).toMatchObject({
@@ -46,7 +58,12 @@ describe('POST /v1/queues', () => {
   });
 
   it('creates with a full body', async () => {
-    const body = { name: 'full.body_1-x', max_active_attempts: 7, lease_seconds: 3600, retry: { max_attempts: 100, initial_backoff_ms: 0, max_backoff_ms: 5, multiplier: 1.5 } };
+    const body = {
+      name: 'full.body_1-x',
+      max_active_attempts: 7,
+      lease_seconds: 3600,
+      retry: { max_attempts: 100, initial_backoff_ms: 0, max_backoff_ms: 5, multiplier: 1.5 },
+    };
     const q = expectData(await create(body), 201).queue;
     expect(q).toMatchObject({ ...body, revision: '1', paused: false });
     expect(await getQ(q.id)).toEqual(q);
@@ -116,7 +133,7 @@ describe('POST /v1/queues', () => {
     expect(rows).toHaveLength(1);
   });
 
-  it('a retired queue\'s name is never reused', async () => {
+  it("a retired queue's name is never reused", async () => {
     const name = uniq('retired');
     const q = expectData(await create({ name }), 201).queue;
     await f.db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3), paused = 1 WHERE id = ?', [q.id]);
@@ -155,7 +172,7 @@ describe('POST /v1/queues', () => {
 });
 
 describe('GET /v1/queues', () => {
-  it('lists the namespace\'s queues (retired ones included) and nothing else', async () => {
+  it("lists the namespace's queues (retired ones included) and nothing else", async () => {
     const other = await newTenant(f.db, { queues: ['zzz-other'] });
     const queues = expectData(await call(f.gw.url, 'GET', '/v1/queues', { token: f.t.token }), 200).queues;
     const [rows] = (await f.db.pool.query('SELECT id FROM queues WHERE namespace_id = ?', [f.t.namespace_id])) as any;
@@ -204,11 +221,26 @@ describe('pause and resume', () => {
 
   it('expected_revision must be a decimal string', async () => {
     const q = expectData(await create({ name: uniq('rev') }), 201).queue;
-    for (const body of [{}, { expected_revision: 1 }, { expected_revision: null }, { expected_revision: '' }, { expected_revision: '01' }, { expected_revision: 'one' }, { expected_revision: '-1' }, { expected_revision: '1.0' }, { expected_revision: ' 1' }, { expected_revision: '1', extra: true }]) {
+    for (const body of [
+      {},
+      { expected_revision: 1 },
+      { expected_revision: null },
+      { expected_revision: '' },
+      { expected_revision: '01' },
+      { expected_revision: 'one' },
+      { expected_revision: '-1' },
+      { expected_revision: '1.0' },
+      { expected_revision: ' 1' },
+      { expected_revision: '1', extra: true },
+    ]) {
       expectError(await pause(q.id, body), 400, 'INVALID_ARGUMENT');
       expectError(await resume(q.id, body), 400, 'INVALID_ARGUMENT');
     }
-    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: ikey(), rawBody: '{"expected_revision":1}' }), 400, 'INVALID_ARGUMENT');
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: ikey(), rawBody: '{"expected_revision":1}' }),
+      400,
+      'INVALID_ARGUMENT',
+    );
     expect(await getQ(q.id)).toEqual(q);
   });
 
@@ -271,13 +303,25 @@ describe('pause and resume', () => {
   it('pause requires Idempotency-Key and takes no query parameters', async () => {
     const q = expectData(await create({ name: uniq('hdr') }), 201).queue;
     expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause?force=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: 'bad key', body: { expected_revision: '1' } }), 400, 'INVALID_ARGUMENT');
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause?force=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }),
+      400,
+      'INVALID_ARGUMENT',
+    );
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/queues/${q.id}:pause`, { token: f.t.token, key: 'bad key', body: { expected_revision: '1' } }),
+      400,
+      'INVALID_ARGUMENT',
+    );
     expect(await getQ(q.id)).toEqual(q);
   });
 
   it('unknown verbs on a queue are 404; a known verb with the wrong method is 405', async () => {
-    expectError(await call(f.gw.url, 'POST', `/v1/queues/${f.t.queue_id}:delete`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }), 404, 'NOT_FOUND');
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/queues/${f.t.queue_id}:delete`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } }),
+      404,
+      'NOT_FOUND',
+    );
     expectError(await call(f.gw.url, 'GET', `/v1/queues/${f.t.queue_id}:pause`, { token: f.t.token }), 405, 'METHOD_NOT_ALLOWED');
   });
 });

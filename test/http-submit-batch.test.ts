@@ -69,7 +69,12 @@ describe('POST /v1/tasks:batch', () => {
     const r = await batch([it1, it1, { ...it1, priority: 5 }]);
     const res = r.body.data.results;
     // Which of the two identical items executes first is not specified; the other replays it.
-    expect(res.slice(0, 2).map((s: any) => s.status).sort()).toEqual([200, 201]);
+    expect(
+      res
+        .slice(0, 2)
+        .map((s: any) => s.status)
+        .sort(),
+    ).toEqual([200, 201]);
     expect(res[2].status).toBe(409);
     expect(res[1].data.task.id).toBe(res[0].data.task.id);
     const [rows] = await f.db.pool.query('SELECT COUNT(*) AS n FROM receipts WHERE idempotency_key = ?', [it1.idempotency_key]);
@@ -142,7 +147,14 @@ describe('POST /v1/tasks:batch', () => {
   it('concurrent batches at the quota edge: never one task over, the rest 429 in their slots', async () => {
     const t = await newTenant(f.db);
     await f.db.pool.query('UPDATE applications SET max_unfinished_tasks = 250 WHERE id = ?', [t.application_id]);
-    const rs = await Promise.all(Array.from({ length: 6 }, () => batch(Array.from({ length: 60 }, () => item(t.queue_id)), t.token)));
+    const rs = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        batch(
+          Array.from({ length: 60 }, () => item(t.queue_id)),
+          t.token,
+        ),
+      ),
+    );
     const slots = rs.flatMap((r) => r.body.data.results);
     const accepted = slots.filter((s: any) => s.status === 201).length;
     expect(accepted).toBe(250);

@@ -36,23 +36,46 @@ describe('body rules', () => {
   it('invalid UTF-8 bytes are 400', async () => {
     const json = JSON.stringify(taskBody(f.t.queue_id, { concurrency_key: 'XX' }));
     const at = Buffer.from(json).indexOf('XX');
-    for (const bad of [[0xff, 0x41], [0xc0, 0xaf], [0xed, 0xa0], [0xe2, 0x82], [0x80, 0x41]]) {
+    for (const bad of [
+      [0xff, 0x41],
+      [0xc0, 0xaf],
+      [0xed, 0xa0],
+      [0xe2, 0x82],
+      [0x80, 0x41],
+    ]) {
       const buf = Buffer.from(json);
       buf[at] = bad[0]!;
       buf[at + 1] = bad[1]!;
       await rejected(submitRaw(buf));
     }
     // Encoded surrogate (CESU-8 style) is not UTF-8 either.
-    const cesu = Buffer.concat([Buffer.from(json.slice(0, json.indexOf('XX'))), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(json.slice(json.indexOf('XX') + 2))]);
+    const cesu = Buffer.concat([
+      Buffer.from(json.slice(0, json.indexOf('XX'))),
+      Buffer.from([0xed, 0xa0, 0x80]),
+      Buffer.from(json.slice(json.indexOf('XX') + 2)),
+    ]);
     await rejected(submitRaw(cesu));
   });
 
   it('a non-JSON Content-Type is 400; application/json with charset=utf-8 is fine', async () => {
     const raw = JSON.stringify(taskBody(f.t.queue_id));
-    for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/json; charset=latin1', 'text/json']) {
+    for (const ct of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/jsonx',
+      'application/json; charset=latin1',
+      'text/json',
+    ]) {
       await rejected(submitRaw(raw, ikey(), { 'content-type': ct }), 'Content-Type');
     }
-    for (const ct of ['application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON', 'application/json; charset="utf-8"']) {
+    for (const ct of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'Application/JSON',
+      'application/json; charset="utf-8"',
+    ]) {
       expectData(await submitRaw(raw, ikey(), { 'content-type': ct }), 201);
     }
   });
@@ -138,7 +161,9 @@ describe('quota and retirement', () => {
   it('concurrent submits never overshoot the quota; the counter matches the unfinished tasks', async () => {
     const q = await newTenant(f.db);
     await f.db.pool.query('UPDATE applications SET max_unfinished_tasks = 5 WHERE id = ?', [q.application_id]);
-    const results = await Promise.all(Array.from({ length: 20 }, () => call(f.gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => call(f.gw.url, 'POST', '/v1/tasks', { token: q.token, key: ikey(), body: taskBody(q.queue_id) })),
+    );
     expect(results.filter((r) => r.status === 201)).toHaveLength(5);
     for (const r of results.filter((r) => r.status !== 201)) expectError(r, 429, 'QUOTA_EXCEEDED');
     const [[row]] = (await f.db.pool.query(

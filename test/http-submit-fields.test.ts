@@ -23,9 +23,25 @@ describe('task object', () => {
     const task = data.task;
     expect(Object.keys(task).sort()).toEqual(
       [
-        'id', 'namespace_id', 'queue_id', 'handler', 'handler_version', 'payload_version', 'payload', 'business_key',
-        'concurrency_key', 'priority', 'state', 'attempts_made', 'max_attempts', 'not_before', 'deadline_at', 'created_at',
-        'updated_at', 'finished_at', 'result',
+        'id',
+        'namespace_id',
+        'queue_id',
+        'handler',
+        'handler_version',
+        'payload_version',
+        'payload',
+        'business_key',
+        'concurrency_key',
+        'priority',
+        'state',
+        'attempts_made',
+        'max_attempts',
+        'not_before',
+        'deadline_at',
+        'created_at',
+        'updated_at',
+        'finished_at',
+        'result',
       ].sort(),
     );
     expectHexId(task.id);
@@ -147,7 +163,10 @@ describe('queue_id and payload', () => {
     const head =
       `POST /v1/tasks HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${f.t.token}\r\nIdempotency-Key: ${ikey()}\r\n` +
       `Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
-    const r = await rawRequest(f.gw.url, Buffer.concat([Buffer.from(head), Buffer.from(body.length.toString(16) + '\r\n'), body, Buffer.from('\r\n0\r\n\r\n')]));
+    const r = await rawRequest(
+      f.gw.url,
+      Buffer.concat([Buffer.from(head), Buffer.from(body.length.toString(16) + '\r\n'), body, Buffer.from('\r\n0\r\n\r\n')]),
+    );
     expect(r.status).toBe(413);
     const parsed = JSON.parse(r.body);
     expect(parsed.error.code).toBe('PAYLOAD_TOO_LARGE');
@@ -253,10 +272,13 @@ describe('priority, max_attempts, deadline_seconds', () => {
     for (const p of [-1, 10, 1.5, '1', null, true, 1e10]) await rejectsBody(taskBody(f.t.queue_id, { priority: p }), 'priority');
   });
 
-  it('max_attempts is an integer 1-100 and defaults to the queue\'s retry.max_attempts', async () => {
+  it("max_attempts is an integer 1-100 and defaults to the queue's retry.max_attempts", async () => {
     for (const m of [1, 100]) expect((await accepted(taskBody(f.t.queue_id, { max_attempts: m }))).max_attempts).toBe(m);
     for (const m of [0, 101, -1, 2.5, '3', null]) await rejectsBody(taskBody(f.t.queue_id, { max_attempts: m }), 'max_attempts');
-    const q = expectData(await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey(), body: { name: 'seven-tries', retry: { max_attempts: 7 } } }), 201).queue;
+    const q = expectData(
+      await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey(), body: { name: 'seven-tries', retry: { max_attempts: 7 } } }),
+      201,
+    ).queue;
     expect((await accepted(taskBody(q.id))).max_attempts).toBe(7);
     expect((await accepted(taskBody(q.id, { max_attempts: 2 }))).max_attempts).toBe(2);
   });
@@ -283,7 +305,19 @@ describe('not_before', () => {
   });
 
   it('rejects anything that is not an RFC 3339 timestamp', async () => {
-    for (const v of ['', 'tomorrow', '2026-01-01', '2026-01-01 00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-32T00:00:00Z', '2026-01-01T25:00:00Z', '2026-01-01T00:00:00', 1767225600, null, {}]) {
+    for (const v of [
+      '',
+      'tomorrow',
+      '2026-01-01',
+      '2026-01-01 00:00:00Z',
+      '2026-13-01T00:00:00Z',
+      '2026-01-32T00:00:00Z',
+      '2026-01-01T25:00:00Z',
+      '2026-01-01T00:00:00',
+      1767225600,
+      null,
+      {},
+    ]) {
       await rejectsBody(taskBody(f.t.queue_id, { not_before: v }), 'not_before');
     }
   });
@@ -296,7 +330,14 @@ describe('not_before', () => {
   });
 
   it('far past timestamps are answered with 201 or 400, never 5xx', async () => {
-    for (const v of ['0000-01-01T00:00:00Z', '0001-01-01T00:00:00Z', '0999-12-31T23:59:59.999Z', '1000-01-01T00:00:00Z', '1969-12-31T23:59:59.999Z', '1970-01-01T00:00:00Z']) {
+    for (const v of [
+      '0000-01-01T00:00:00Z',
+      '0001-01-01T00:00:00Z',
+      '0999-12-31T23:59:59.999Z',
+      '1000-01-01T00:00:00Z',
+      '1969-12-31T23:59:59.999Z',
+      '1970-01-01T00:00:00Z',
+    ]) {
       const r = await submit(taskBody(f.t.queue_id, { not_before: v }));
       if (r.status === 201) expect(Date.parse(r.body.data.task.not_before)).toBe(Date.parse(v));
       else expect(expectError(r, 400, 'INVALID_ARGUMENT').details?.field).toBe('not_before');

@@ -58,7 +58,12 @@ describe('GET /v1/workers', () => {
     const b = await wb.next('hello.ok');
     for (const url of [f.gw.url, nodeB.url]) {
       const all = await list(`?queue_id=${q1.id}`, url);
-      expect(all.map((x) => [x.session_id, x.node_id]).sort()).toEqual([[a.session_id, 'node-a'], [b.session_id, 'node-b']].sort());
+      expect(all.map((x) => [x.session_id, x.node_id]).sort()).toEqual(
+        [
+          [a.session_id, 'node-a'],
+          [b.session_id, 'node-b'],
+        ].sort(),
+      );
       expect((await list(`?queue_id=${q2.id}`, url)).map((x) => x.session_id)).toEqual([b.session_id]);
       expect((await list('', url)).map((x) => x.session_id)).toEqual(expect.arrayContaining([a.session_id, b.session_id]));
     }

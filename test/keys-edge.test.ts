@@ -41,7 +41,10 @@ describe('resource keys at the edges', () => {
     const a0 = await w.next('task.assign');
     expect(a0.task.id).toBe(t0.id);
     await startAndFinish(w, a0.attempt_id);
-    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551614 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from(key)]);
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551614 WHERE namespace_id = ? AND concurrency_key = ?', [
+      t.namespace_id,
+      Buffer.from(key),
+    ]);
 
     const before = await metric(f.gw.url, 'orbit_token_exhaustion_refusals_total');
     await submitTask(f.gw.url, t, { concurrency_key: key });
@@ -124,7 +127,11 @@ describe('resource keys at the edges', () => {
     expect(att.body.data.attempt).toMatchObject({ state: 'UNKNOWN', concurrency_token: a2.concurrency_token });
 
     // Resolve retry: the task waits again and its new attempt gets a larger token.
-    const res = await call(f.gw.url, 'POST', `/v1/tasks/${ta.id}:resolve`, { token: t.token, key: ikey('resolve'), body: { resolution: 'retry', reason: 'checked' } });
+    const res = await call(f.gw.url, 'POST', `/v1/tasks/${ta.id}:resolve`, {
+      token: t.token,
+      key: ikey('resolve'),
+      body: { resolution: 'retry', reason: 'checked' },
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data.task.state).toBe('WAITING');
     w.send({ type: 'capacity', capacity: 1 });
@@ -150,7 +157,11 @@ describe('resource keys at the edges', () => {
     expect(Number(qv[0]!.active_attempts)).toBe(1);
 
     const q = await call(f.gw.url, 'GET', `/v1/queues/${t.queue_id}`, { token: t.token });
-    const paused = await call(f.gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey('pause'), body: { expected_revision: q.body.data.queue.revision } });
+    const paused = await call(f.gw.url, 'POST', `/v1/queues/${t.queue_id}:pause`, {
+      token: t.token,
+      key: ikey('pause'),
+      body: { expected_revision: q.body.data.queue.revision },
+    });
     expect(paused.status, paused.text).toBe(200);
     await sleep(300);
     expect(await keyRow(f.db.pool, t.namespace_id, key)).toEqual(held);

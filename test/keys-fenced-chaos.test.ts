@@ -56,14 +56,21 @@ describe('fenced resource under chaos', () => {
     const workers = [0, 1, 2, 3].map((i) => spawnFenced(url(i)));
     await Promise.all(workers.map((w) => w.ready));
     const N = 200;
-    const tasks = Array.from({ length: N }, (_, i) => ({ queue_id: t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i }, concurrency_key: `fenced/${i % 10}` }));
+    const tasks = Array.from({ length: N }, (_, i) => ({
+      queue_id: t.queue_id,
+      handler: 'h',
+      handler_version: 'v1',
+      payload_version: 'v1',
+      payload: { i },
+      concurrency_key: `fenced/${i % 10}`,
+    }));
     let rr = 0;
     const submitting = submitMany(() => url(rr++), t.token, tasks, { concurrency: 8 });
     const done = async () => {
       const [r] = await db.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('SUCCEEDED','NEEDS_REVIEW')");
       return Number(r[0]!.n);
     };
-    await waitFor(async () => (await done()) >= 40, 60_000, "40 tasks done");
+    await waitFor(async () => (await done()) >= 40, 60_000, '40 tasks done');
     // Freeze worker 0 (its in-flight handlers become zombies), kill worker 1 and replace it.
     workers[0]!.child.kill('SIGSTOP');
     workers[1]!.child.kill('SIGKILL');
@@ -84,7 +91,9 @@ describe('fenced resource under chaos', () => {
     expect((final.SUCCEEDED ?? 0) + (final.NEEDS_REVIEW ?? 0)).toBe(N);
 
     // The fence accepted no stale write: per key, tokens strictly increase in commit order.
-    const [writes] = await db.pool.query<RowDataPacket[]>('SELECT id, HEX(resource_key) AS k, CAST(token AS CHAR) AS token, attempt_id, task_id FROM chaos_writes ORDER BY id');
+    const [writes] = await db.pool.query<RowDataPacket[]>(
+      'SELECT id, HEX(resource_key) AS k, CAST(token AS CHAR) AS token, attempt_id, task_id FROM chaos_writes ORDER BY id',
+    );
     const lastByKey = new Map<string, bigint>();
     const stale: string[] = [];
     for (const w of writes) {

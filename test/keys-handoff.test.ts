@@ -69,7 +69,10 @@ describe('key hand-off in the result transaction', () => {
     await submitTask(url(), t, { concurrency_key: 'cap/1' });
     const a = await keyed.next('task.assign');
     // The key is at the last token but one: the next grant is 2^64-1, the one after is refused.
-    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from('cap/1')]);
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [
+      t.namespace_id,
+      Buffer.from('cap/1'),
+    ]);
     await startAndFinish(keyed, a.attempt_id);
     await expect(keyed.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
     expect(plain.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
@@ -86,7 +89,10 @@ describe('key hand-off in the result transaction', () => {
     await submitTask(url(), t, { concurrency_key: 'exhausted/1' });
     const waiting = await submitTask(url(), t, { concurrency_key: 'exhausted/1' });
     const a = await w.next('task.assign');
-    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [t.namespace_id, Buffer.from('exhausted/1')]);
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [
+      t.namespace_id,
+      Buffer.from('exhausted/1'),
+    ]);
     await startAndFinish(w, a.attempt_id);
     await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
     expect(await taskState(f.db.pool, waiting.id)).toBe('WAITING');

@@ -59,10 +59,23 @@ describe('dispatch.md invariants over a real gateway', () => {
       inHandler--;
       return { ok: true };
     };
-    const workers: Worker[] = [0, 1].map(() => createWorker({ url: url(), token: t.token, queues: [t.queue_id], capacity: 4, handlers: { h: handler }, logger: quiet }));
+    const workers: Worker[] = [0, 1].map(() =>
+      createWorker({ url: url(), token: t.token, queues: [t.queue_id], capacity: 4, handlers: { h: handler }, logger: quiet }),
+    );
     await Promise.all(workers.map((w) => w.ready));
     const N = 40;
-    await submitMany(url(), t.token, Array.from({ length: N }, (_, i) => ({ queue_id: t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i }, concurrency_key: key })));
+    await submitMany(
+      url(),
+      t.token,
+      Array.from({ length: N }, (_, i) => ({
+        queue_id: t.queue_id,
+        handler: 'h',
+        handler_version: 'v1',
+        payload_version: 'v1',
+        payload: { i },
+        concurrency_key: key,
+      })),
+    );
     await waitFor(async () => tokens.length >= N && (await liveOfNamespace(t.namespace_id)) === 0, 30_000, 'all tasks run');
     await Promise.all(workers.map((w) => w.close({ timeoutMs: 5000 })));
     expect(maxInHandler).toBe(1);
@@ -233,12 +246,17 @@ describe('dispatch.md invariants over a real gateway', () => {
 
     // Leases run out (backdated): LEASED → WAITING, RUNNING → NEEDS_REVIEW, every permit back.
     const [live] = await db.pool.query<RowDataPacket[]>("SELECT id FROM attempts WHERE namespace_id = ? AND state IN ('LEASED','RUNNING')", [t.namespace_id]);
-    await backdateLeases(db.pool, live.map((r) => r.id as string));
+    await backdateLeases(
+      db.pool,
+      live.map((r) => r.id as string),
+    );
     await waitFor(async () => (await liveOfNamespace(t.namespace_id)) === 0, 5000, 'sweeper recovery');
     await assertPermitInvariants(db.pool);
     const [q] = await db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [t.queue_id]);
     expect(Number(q[0]!.active_attempts)).toBe(0);
-    const [held] = await db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM resource_keys WHERE namespace_id = ? AND holder_attempt_id IS NOT NULL', [t.namespace_id]);
+    const [held] = await db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM resource_keys WHERE namespace_id = ? AND holder_attempt_id IS NOT NULL', [
+      t.namespace_id,
+    ]);
     expect(Number(held[0]!.n)).toBe(0);
     // The waiting ones finish normally on a fresh worker.
     const wc = await session(url(), t, { capacity: 4 });
@@ -265,9 +283,7 @@ describe('dispatch.md invariants over a real gateway', () => {
     const rows: string[] = [];
     const args: unknown[] = [];
     for (let i = 0; i < N; i++) {
-      rows.push(
-        `(?, ?, ?, ?, 'h', 'v1', 'v1', '{}', ?, 9, 'WAITING', 3, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
-      );
+      rows.push(`(?, ?, ?, ?, 'h', 'v1', 'v1', '{}', ?, 9, 'WAITING', 3, UTC_TIMESTAMP(3) + INTERVAL 1 HOUR, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`);
       args.push(`b${String(i).padStart(8, '0')}${t.namespace_id.slice(0, 23)}`, t.namespace_id, t.application_id, t.queue_id, Buffer.from(busy));
     }
     for (let i = 0; i < N; i += 2000) {
@@ -289,7 +305,9 @@ describe('dispatch.md invariants over a real gateway', () => {
     expect(a.concurrency_token).toBe('1');
     await startAndFinish(free, a.attempt_id);
     // Clean up the synthetic backlog before the key is released (else one of it is claimed).
-    const [res] = await db.pool.query("UPDATE tasks SET state = 'CANCELLED', finished_at = UTC_TIMESTAMP(3) WHERE namespace_id = ? AND state = 'WAITING'", [t.namespace_id]);
+    const [res] = await db.pool.query("UPDATE tasks SET state = 'CANCELLED', finished_at = UTC_TIMESTAMP(3) WHERE namespace_id = ? AND state = 'WAITING'", [
+      t.namespace_id,
+    ]);
     expect((res as { affectedRows: number }).affectedRows).toBe(N);
     await db.pool.query('UPDATE applications SET unfinished_tasks = unfinished_tasks - ? WHERE id = ?', [N, t.application_id]);
     await startAndFinish(holder, held.attempt_id);
@@ -364,7 +382,16 @@ describe('dispatch.md invariants over a real gateway', () => {
       await sleep(Math.random() * 15);
       return { ok: true };
     };
-    const mk = () => createWorker({ url: url(), token: t.token, queues: [t.queue_id], capacity: 4, handlers: { h: handler }, logger: quiet, reconnect: { initialDelayMs: 50, maxDelayMs: 500 } });
+    const mk = () =>
+      createWorker({
+        url: url(),
+        token: t.token,
+        queues: [t.queue_id],
+        capacity: 4,
+        handlers: { h: handler },
+        logger: quiet,
+        reconnect: { initialDelayMs: 50, maxDelayMs: 500 },
+      });
     const workers = [mk(), mk(), mk()];
     await Promise.all(workers.map((w) => w.ready));
     const N = 300;
@@ -377,10 +404,14 @@ describe('dispatch.md invariants over a real gateway', () => {
     await flaky.next('start.ok');
     flaky.ws.terminate();
     // A worker killed (no drain), a gateway killed, a fresh worker.
-    await waitFor(async () => {
-      const [r] = await db.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'SUCCEEDED'", [t.namespace_id]);
-      return Number(r[0]!.n) >= 60;
-    }, 30_000, 'some progress');
+    await waitFor(
+      async () => {
+        const [r] = await db.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'SUCCEEDED'", [t.namespace_id]);
+        return Number(r[0]!.n) >= 60;
+      },
+      30_000,
+      'some progress',
+    );
     await workers[0]!.close({ timeoutMs: 0 });
     await restartGateway(true);
     workers.push(mk());
@@ -399,7 +430,10 @@ describe('dispatch.md invariants over a real gateway', () => {
     );
     await Promise.all(workers.map((w) => w.close({ timeoutMs: 3000 })));
     expect((settled.SUCCEEDED ?? 0) + (settled.NEEDS_REVIEW ?? 0)).toBe(N);
-    const [orphans] = await db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks t WHERE t.namespace_id = ? AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = t.id)', [t.namespace_id]);
+    const [orphans] = await db.pool.query<RowDataPacket[]>(
+      'SELECT COUNT(*) AS n FROM tasks t WHERE t.namespace_id = ? AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.task_id = t.id)',
+      [t.namespace_id],
+    );
     expect(Number(orphans[0]!.n)).toBe(0);
     // Every task's attempt numbers are 1..n with no hole.
     const [holes] = await db.pool.query<RowDataPacket[]>(
@@ -412,4 +446,3 @@ describe('dispatch.md invariants over a real gateway', () => {
     await assertPermitInvariants(db.pool);
   }, 120_000);
 });
-

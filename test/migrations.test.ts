@@ -45,8 +45,7 @@ async function q<T = Record<string, unknown>>(sql: string, params: unknown[] = [
 const migrate = (dsn: string, cmd: string) => runMain(orbitMigrate, [cmd], { ORBIT_MYSQL_DSN: dsn });
 /** The same through the built bin, a real process. */
 const migrateProcess = (dsn: string, cmd: string) => runBin('orbit-migrate', [cmd], { ORBIT_MYSQL_DSN: dsn });
-const gateway = (env: Record<string, string | undefined>) =>
-  runBin('orbit', [], { ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'info', ...env }, 20_000);
+const gateway = (env: Record<string, string | undefined>) => runBin('orbit', [], { ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'info', ...env }, 20_000);
 
 const KNOWN = listMigrations();
 const LATEST = Math.max(...KNOWN.map((m) => m.version));
@@ -75,7 +74,9 @@ describe('orbit-migrate', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toContain('applying migration 000001_');
     expect(first.stdout).toContain(`applied ${KNOWN.length} migration(s)`);
-    const rows = await q<{ version: number; name: string; checksum: string }>(`SELECT version, name, checksum FROM \`${db.name}\`.schema_migrations ORDER BY version`);
+    const rows = await q<{ version: number; name: string; checksum: string }>(
+      `SELECT version, name, checksum FROM \`${db.name}\`.schema_migrations ORDER BY version`,
+    );
     expect(rows.map((r) => Number(r.version))).toEqual(KNOWN.map((m) => m.version));
     expect(rows.map((r) => r.checksum)).toEqual(KNOWN.map((m) => m.checksum));
     const second = await migrate(db.dsn, 'up');
@@ -95,7 +96,9 @@ describe('orbit-migrate', () => {
     const after = await migrate(db.dsn, 'status');
     expect(after.code).toBe(0);
     expect(lines(after.stdout)).toEqual([`current=${LATEST} expected=${LATEST} pending=[] unknown=[]`]);
-    await q(`INSERT INTO \`${db.name}\`.schema_migrations (version, name, checksum, applied_at) VALUES (999999, 'from_the_future', REPEAT('0', 64), UTC_TIMESTAMP(3))`);
+    await q(
+      `INSERT INTO \`${db.name}\`.schema_migrations (version, name, checksum, applied_at) VALUES (999999, 'from_the_future', REPEAT('0', 64), UTC_TIMESTAMP(3))`,
+    );
     const newer = await migrate(db.dsn, 'status');
     expect(newer.code).toBe(3);
     expect(lines(newer.stdout)).toEqual([`current=999999 expected=${LATEST} pending=[] unknown=[999999]`]);
@@ -167,15 +170,13 @@ describe('schema', () => {
   it('has no foreign keys', async () => {
     const fks = await q(`SELECT CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ?`, [migrated.name]);
     expect(fks).toEqual([]);
-    const tc = await q(
-      `SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = ? AND CONSTRAINT_TYPE = 'FOREIGN KEY'`,
-      [migrated.name],
-    );
+    const tc = await q(`SELECT CONSTRAINT_NAME FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = ? AND CONSTRAINT_TYPE = 'FOREIGN KEY'`, [
+      migrated.name,
+    ]);
     expect(tc).toEqual([]);
-    const refs = await q(
-      `SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND REFERENCED_TABLE_NAME IS NOT NULL`,
-      [migrated.name],
-    );
+    const refs = await q(`SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND REFERENCED_TABLE_NAME IS NOT NULL`, [
+      migrated.name,
+    ]);
     expect(refs).toEqual([]);
   });
 });
@@ -195,7 +196,9 @@ describe('gateway start-up checks', () => {
     if (KNOWN.length < 2) {
       // With one migration, "older" is the same as "unmigrated" above plus an empty record table.
       const db = await emptyDb();
-      await q(`CREATE TABLE \`${db.name}\`.schema_migrations (version INT UNSIGNED NOT NULL PRIMARY KEY, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL, applied_at DATETIME(3) NOT NULL)`);
+      await q(
+        `CREATE TABLE \`${db.name}\`.schema_migrations (version INT UNSIGNED NOT NULL PRIMARY KEY, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL, applied_at DATETIME(3) NOT NULL)`,
+      );
       const r = await gateway({ ORBIT_MYSQL_DSN: db.dsn });
       expect(r.code).not.toBe(0);
       expect(lines(r.stderr), r.stderr).toHaveLength(1);
@@ -207,7 +210,10 @@ describe('gateway start-up checks', () => {
   it('refuses a database with an unknown (newer) migration row', async () => {
     const db = await emptyDb();
     expect((await migrate(db.dsn, 'up')).code).toBe(0);
-    await q(`INSERT INTO \`${db.name}\`.schema_migrations (version, name, checksum, applied_at) VALUES (?, 'from_the_future', REPEAT('0', 64), UTC_TIMESTAMP(3))`, [LATEST + 1]);
+    await q(
+      `INSERT INTO \`${db.name}\`.schema_migrations (version, name, checksum, applied_at) VALUES (?, 'from_the_future', REPEAT('0', 64), UTC_TIMESTAMP(3))`,
+      [LATEST + 1],
+    );
     const r = await gateway({ ORBIT_MYSQL_DSN: db.dsn });
     expect(r.code).not.toBe(0);
     expect(r.code).not.toBeNull();
@@ -309,10 +315,12 @@ describe('gateway shutdown', () => {
       const g = await start();
       const agent = new http.Agent({ keepAlive: true });
       const status = await new Promise<number>((resolve, reject) => {
-        http.get(`${g.url}/healthz`, { agent }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        }).on('error', reject);
+        http
+          .get(`${g.url}/healthz`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          })
+          .on('error', reject);
       });
       expect(status).toBe(200);
       const t0 = Date.now();

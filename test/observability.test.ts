@@ -26,7 +26,7 @@ const records = () => f.gw.output.map((l) => JSON.parse(l) as Record<string, unk
 describe('metrics', () => {
   const taskIds: string[] = [];
 
-  it('queue depth and the oldest due task\'s age, per queue', async () => {
+  it("queue depth and the oldest due task's age, per queue", async () => {
     for (let i = 0; i < 3; i++) {
       const r = await call(f.gw.url, 'POST', '/v1/tasks', {
         token: f.t.token,
@@ -38,26 +38,45 @@ describe('metrics', () => {
     }
     await f.db.pool.query('UPDATE tasks SET created_at = UTC_TIMESTAMP(3) - INTERVAL 120 SECOND WHERE id = ?', [taskIds[0]]);
     const labels = { queue_id: f.t.queue_id, queue: 'initial' };
-    const text = await waitFor(async () => {
-      const t = (await call(f.gw.url, 'GET', '/metrics')).text;
-      return metric(t, 'orbit_queue_depth', labels) === 3 ? t : null;
-    }, 10_000, 'depth 3');
+    const text = await waitFor(
+      async () => {
+        const t = (await call(f.gw.url, 'GET', '/metrics')).text;
+        return metric(t, 'orbit_queue_depth', labels) === 3 ? t : null;
+      },
+      10_000,
+      'depth 3',
+    );
     const age = metric(text, 'orbit_queue_oldest_waiting_seconds', labels)!;
     expect(age).toBeGreaterThanOrEqual(120);
     expect(age).toBeLessThan(180);
   });
 
   it('claim and commit histograms fill as a worker runs the tasks; depth goes back to 0', async () => {
-    const w = createWorker({ url: f.gw.url, token: f.t.token, queues: [f.t.queue_id], capacity: 4, logger: silent, handlers: { 'object.update': () => ({ ok: true }) } });
-    await waitFor(async () => {
-      const r = await call(f.gw.url, 'GET', `/v1/tasks?queue_id=${f.t.queue_id}&state=SUCCEEDED`, { token: f.t.token });
-      return r.body.data.tasks.length === 3;
-    }, 15_000, 'all SUCCEEDED');
+    const w = createWorker({
+      url: f.gw.url,
+      token: f.t.token,
+      queues: [f.t.queue_id],
+      capacity: 4,
+      logger: silent,
+      handlers: { 'object.update': () => ({ ok: true }) },
+    });
+    await waitFor(
+      async () => {
+        const r = await call(f.gw.url, 'GET', `/v1/tasks?queue_id=${f.t.queue_id}&state=SUCCEEDED`, { token: f.t.token });
+        return r.body.data.tasks.length === 3;
+      },
+      15_000,
+      'all SUCCEEDED',
+    );
     await w.close();
-    const text = await waitFor(async () => {
-      const t = (await call(f.gw.url, 'GET', '/metrics')).text;
-      return metric(t, 'orbit_queue_depth', { queue_id: f.t.queue_id }) === undefined ? t : null;
-    }, 10_000, 'no waiting tasks');
+    const text = await waitFor(
+      async () => {
+        const t = (await call(f.gw.url, 'GET', '/metrics')).text;
+        return metric(t, 'orbit_queue_depth', { queue_id: f.t.queue_id }) === undefined ? t : null;
+      },
+      10_000,
+      'no waiting tasks',
+    );
     expect(metric(text, 'orbit_claim_seconds_count')).toBeGreaterThan(0);
     expect(metric(text, 'orbit_commit_seconds_count', { op: 'frames' })).toBeGreaterThan(0);
     expect(metric(text, 'orbit_commit_seconds_count', { op: 'POST /v1/tasks' })).toBeGreaterThanOrEqual(3);
@@ -105,7 +124,10 @@ describe('README', () => {
     const { registerQueueGauges } = await import('../server/queue-metrics.js');
     const m = createMetrics();
     registerQueueGauges(m, f.db.pool);
-    const names = m.registry.getMetricsAsArray().map((x) => x.name).filter((n) => n.startsWith('orbit_'));
+    const names = m.registry
+      .getMetricsAsArray()
+      .map((x) => x.name)
+      .filter((n) => n.startsWith('orbit_'));
     expect(names.length).toBeGreaterThan(10);
     const missing = names.filter((n) => !readme.includes(`\`${n}\``) && !readme.includes(`\`${n}{`)); // `name` or `name{labels}`
     expect(missing).toEqual([]);

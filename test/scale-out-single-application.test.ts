@@ -41,11 +41,19 @@ const names = new Map<string, string>();
 const MAIN: { mode: Mode; key?: string }[] = [
   ...Array.from({ length: 6 }, () => ({ mode: 'ok' as const })),
   ...Array.from({ length: 4 }, (_, i) => ({ mode: 'ok' as const, key: `k${i % 2}` })),
-  { mode: 'fail' }, { mode: 'fail' }, { mode: 'fail', key: 'k0' },
-  { mode: 'retry' }, { mode: 'retry' }, { mode: 'retry', key: 'k1' },
-  { mode: 'unknown' }, { mode: 'unknown' },
-  { mode: 'direct' }, { mode: 'direct' },
-  { mode: 'park-leased' }, { mode: 'park-running' }, { mode: 'park-cancel' },
+  { mode: 'fail' },
+  { mode: 'fail' },
+  { mode: 'fail', key: 'k0' },
+  { mode: 'retry' },
+  { mode: 'retry' },
+  { mode: 'retry', key: 'k1' },
+  { mode: 'unknown' },
+  { mode: 'unknown' },
+  { mode: 'direct' },
+  { mode: 'direct' },
+  { mode: 'park-leased' },
+  { mode: 'park-running' },
+  { mode: 'park-cancel' },
 ];
 // Submitted through POST /v1/tasks:batch, as two concurrent requests of three per tenant.
 const BATCH: Mode[] = ['ok', 'fail', 'retry', 'ok', 'direct', 'unknown'];
@@ -124,7 +132,10 @@ describe('scale-out: every transaction touches the rows of one application', () 
     expect(new Set(txs.flatMap((t) => [...t.apps])).size).toBe(tenants.length);
     expect(coalescedCommands.length, summary).toBeGreaterThan(0);
     expect(coalescedFrames.length, summary).toBeGreaterThan(0);
-    expect(unattributed.map((t) => describeTrx(t, names)), 'rows whose application is unknown').toEqual([]);
+    expect(
+      unattributed.map((t) => describeTrx(t, names)),
+      'rows whose application is unknown',
+    ).toEqual([]);
     expect(mixed.length, `${summary}\n${report(mixed)}`).toBe(0);
   });
 });
@@ -141,7 +152,11 @@ async function workload(): Promise<number[]> {
     tn.hold = h!.body.data.queue.id;
     const [paused, sub] = await Promise.all([
       post(tn, `/v1/queues/${tn.hold}:pause`, { expected_revision: '1' }).then((r) => ok(r, 'pause')),
-      createSub(f.gw.url, tn.t.token, { name: `all-${tn.label}`, queue_id: tn.main, event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'] }),
+      createSub(f.gw.url, tn.t.token, {
+        name: `all-${tn.label}`,
+        queue_id: tn.main,
+        event_types: ['task.succeeded', 'task.failed', 'task.cancelled', 'task.deadline_exceeded', 'task.needs_review'],
+      }),
     ]);
     tn.holdRevision = String(paused.body.data.queue.revision);
     tn.sub = sub.id;
@@ -152,16 +167,34 @@ async function workload(): Promise<number[]> {
   // Submissions, all applications at once: single submits and batch submits side by side.
   await all(async (tn) => {
     const batches = [0, 3].map((from) =>
-      post(tn, '/v1/tasks:batch', { tasks: BATCH.slice(from, from + 3).map((m, i) => ({ ...body(tn.main, m), idempotency_key: `${tn.label}-b${from + i}` })) }, null),
+      post(
+        tn,
+        '/v1/tasks:batch',
+        { tasks: BATCH.slice(from, from + 3).map((m, i) => ({ ...body(tn.main, m), idempotency_key: `${tn.label}-b${from + i}` })) },
+        null,
+      ),
     );
     const [replies, , hold] = await Promise.all([
       Promise.all(batches),
-      submitMany(f.gw.url, tn.t.token, MAIN.map((x) => body(tn.main, x.mode, x.key)), { concurrency: 6, keyPrefix: `${tn.label}-m` }),
-      submitMany(f.gw.url, tn.t.token, Array.from({ length: HOLD_TASKS }, () => body(tn.hold, 'ok')), { concurrency: 3, keyPrefix: `${tn.label}-h` }),
+      submitMany(
+        f.gw.url,
+        tn.t.token,
+        MAIN.map((x) => body(tn.main, x.mode, x.key)),
+        { concurrency: 6, keyPrefix: `${tn.label}-m` },
+      ),
+      submitMany(
+        f.gw.url,
+        tn.t.token,
+        Array.from({ length: HOLD_TASKS }, () => body(tn.hold, 'ok')),
+        { concurrency: 3, keyPrefix: `${tn.label}-h` },
+      ),
     ]);
     for (const b of replies) {
       ok(b, 'batch submit');
-      expect(b.body.data.results.map((x: { status: number }) => x.status), b.text).toEqual([201, 201, 201]);
+      expect(
+        b.body.data.results.map((x: { status: number }) => x.status),
+        b.text,
+      ).toEqual([201, 201, 201]);
     }
     tn.holdTasks = hold;
   });
@@ -174,14 +207,21 @@ async function workload(): Promise<number[]> {
       if (parked.length < 3) return false;
       // park-running sent start: wait until it committed, or the later backdate would be
       // overwritten by the lease that start grants.
-      const rows = await sqlRows(`SELECT state FROM attempts WHERE id IN (?) AND state = 'RUNNING'`, [parked.filter((p) => p.mode === 'park-running').map((p) => p.attemptId)]);
+      const rows = await sqlRows(`SELECT state FROM attempts WHERE id IN (?) AND state = 'RUNNING'`, [
+        parked.filter((p) => p.mode === 'park-running').map((p) => p.attemptId),
+      ]);
       return rows.length === 1;
     });
   });
 
   // Cancel the parked LEASED attempts (a live attempt revoked inside a command transaction).
   await all((tn) =>
-    Promise.all(tn.workers.flatMap((w) => w.parked).filter((p) => p.mode === 'park-cancel').map((p) => post(tn, `/v1/tasks/${p.taskId}:cancel`, {}).then((r) => ok(r, 'cancel live')))),
+    Promise.all(
+      tn.workers
+        .flatMap((w) => w.parked)
+        .filter((p) => p.mode === 'park-cancel')
+        .map((p) => post(tn, `/v1/tasks/${p.taskId}:cancel`, {}).then((r) => ok(r, 'cancel live'))),
+    ),
   );
 
   // Lease and deadline expiry: every tenant's rows expire at the same database instant T, so one
@@ -197,7 +237,10 @@ async function workload(): Promise<number[]> {
   await all((tn) =>
     until(`${tn.label}: expired by the sweeper`, async () => {
       const rows = await sqlRows(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'DEADLINE_EXCEEDED'`, [tn.t.namespace_id]);
-      const live = await sqlRows(`SELECT COUNT(*) AS n FROM attempts WHERE namespace_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [tn.t.namespace_id]);
+      const live = await sqlRows(
+        `SELECT COUNT(*) AS n FROM attempts WHERE namespace_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`,
+        [tn.t.namespace_id],
+      );
       return Number(rows[0]!.n) === 2 && Number(live[0]!.n) === 0;
     }),
   );
@@ -215,7 +258,9 @@ async function workload(): Promise<number[]> {
   await all(async (tn) => {
     const review = await sqlRows(`SELECT id FROM tasks WHERE namespace_id = ? AND state = 'NEEDS_REVIEW'`, [tn.t.namespace_id]);
     expect(review.length).toBe(4);
-    await Promise.all(review.map((r, i) => post(tn, `/v1/tasks/${r.id}:resolve`, { resolution: i % 2 ? 'failed' : 'succeeded' }).then((x) => ok(x, 'resolve'))));
+    await Promise.all(
+      review.map((r, i) => post(tn, `/v1/tasks/${r.id}:resolve`, { resolution: i % 2 ? 'failed' : 'succeeded' }).then((x) => ok(x, 'resolve'))),
+    );
   });
 
   // Consume the result streams: lease and ack until nothing is left.
@@ -224,7 +269,12 @@ async function workload(): Promise<number[]> {
     for (let round = 0; round < 50; round++) {
       const ds = await lease(f.gw.url, tn.t.token, tn.sub, 10, 30);
       if (ds.length === 0) break;
-      n += await ack(f.gw.url, tn.t.token, tn.sub, ds.map((d: { id: string }) => d.id));
+      n += await ack(
+        f.gw.url,
+        tn.t.token,
+        tn.sub,
+        ds.map((d: { id: string }) => d.id),
+      );
     }
     return n;
   });
@@ -250,6 +300,12 @@ function report(mixed: AuditTrx[]): string {
     bySignature.set(sig, [...(bySignature.get(sig) ?? []), t]);
   }
   return [...bySignature]
-    .map(([sig, ts]) => `${ts.length} transaction(s) writing {${sig}}, e.g.\n  ${ts.slice(0, 3).map((t) => describeTrx(t, names)).join('\n  ')}`)
+    .map(
+      ([sig, ts]) =>
+        `${ts.length} transaction(s) writing {${sig}}, e.g.\n  ${ts
+          .slice(0, 3)
+          .map((t) => describeTrx(t, names))
+          .join('\n  ')}`,
+    )
     .join('\n');
 }

@@ -63,7 +63,11 @@ describe('daylight saving: a repeated local time fires once, at its first occurr
   });
 
   it('America/New_York hourly skips the repeated 01:00 EST', () => {
-    expect(fires(newYork('0 * * * *'), '2026-11-01T04:30:00Z', 3)).toEqual(['2026-11-01T05:00:00.000Z', '2026-11-01T07:00:00.000Z', '2026-11-01T08:00:00.000Z']);
+    expect(fires(newYork('0 * * * *'), '2026-11-01T04:30:00Z', 3)).toEqual([
+      '2026-11-01T05:00:00.000Z',
+      '2026-11-01T07:00:00.000Z',
+      '2026-11-01T08:00:00.000Z',
+    ]);
   });
 
   it('a fire time computed from inside the repeated hour is the next day', () => {
@@ -84,7 +88,7 @@ describe('calendar fields', () => {
     expect(fires(utc('0 12 29 2 *'), '2026-01-01T00:00:00Z', 2)).toEqual(['2028-02-29T12:00:00.000Z', '2032-02-29T12:00:00.000Z']);
   });
 
-  it('@yearly is midnight of January 1st in the schedule\'s zone', () => {
+  it("@yearly is midnight of January 1st in the schedule's zone", () => {
     expect(fires(utc('@yearly'), '2026-06-01T00:00:00Z', 2)).toEqual(['2027-01-01T00:00:00.000Z', '2028-01-01T00:00:00.000Z']);
     expect(fires(berlin('@yearly'), '2026-06-01T00:00:00Z', 1)).toEqual(['2026-12-31T23:00:00.000Z']);
     expect(fires(utc('@hourly'), '2026-06-01T00:00:00Z', 1)).toEqual(['2026-06-01T01:00:00.000Z']);

@@ -94,7 +94,11 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
     ];
     const made: { id: string; version: any }[] = [];
     for (const s of specs) {
-      const d = await command('/v1/schedules', { name: scheduleName('chaos'), version: versionBody(t.queue_id, s, { handler: 'h', concurrency_key: `chaos/${made.length}` }) }, 201);
+      const d = await command(
+        '/v1/schedules',
+        { name: scheduleName('chaos'), version: versionBody(t.queue_id, s, { handler: 'h', concurrency_key: `chaos/${made.length}` }) },
+        201,
+      );
       made.push({ id: d.schedule.id, version: d.version });
     }
 
@@ -131,19 +135,18 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
 
     for (const [i, m] of made.entries()) {
       const v = m.version;
-      const cal = compileCalendar(
-        'cron' in v.calendar ? v.calendar : { every_seconds: v.calendar.every_seconds },
-        Date.parse(v.created_at),
-        null,
-        null,
-      );
+      const cal = compileCalendar('cron' in v.calendar ? v.calendar : { every_seconds: v.calendar.every_seconds }, Date.parse(v.created_at), null, null);
       const recs = await fireRecords(pool, m.id);
       expect(recs.length, `schedule ${i} fired`).toBeGreaterThan(0);
       // The calendar's times from the first fire after publication up to the last record: each has
       // exactly one record (the primary key forbids two), none is missing.
       const expected: number[] = [];
-      for (let at = cal.nextAfter(Date.parse(v.created_at)); at !== null && at <= recs[recs.length - 1]!.scheduled_for; at = cal.nextAfter(at)) expected.push(at);
-      expect(recs.map((r) => r.scheduled_for), `schedule ${i} fire times`).toEqual(expected);
+      for (let at = cal.nextAfter(Date.parse(v.created_at)); at !== null && at <= recs[recs.length - 1]!.scheduled_for; at = cal.nextAfter(at))
+        expected.push(at);
+      expect(
+        recs.map((r) => r.scheduled_for),
+        `schedule ${i} fire times`,
+      ).toEqual(expected);
       // Nothing due before the pause was left unfired (a fire a second after its time is still on time).
       const lastDue = (() => {
         let last = 0;
@@ -154,7 +157,10 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
       const [rows] = await pool.query<RowDataPacket[]>('SELECT id, scheduled_for FROM tasks WHERE schedule_id = ? ORDER BY scheduled_for', [m.id]);
       const tasks = rows.map((r) => ({ id: r.id as string, at: Date.parse(String(r.scheduled_for).replace(' ', 'T') + 'Z') }));
       const created = recs.filter((r) => r.outcome === 'created');
-      expect(tasks.map((x) => x.at), `schedule ${i}: one task per created fire, none twice`).toEqual(created.map((r) => r.scheduled_for));
+      expect(
+        tasks.map((x) => x.at),
+        `schedule ${i}: one task per created fire, none twice`,
+      ).toEqual(created.map((r) => r.scheduled_for));
       expect(tasks.map((x) => x.id)).toEqual(created.map((r) => r.task_id));
       expect(recs.filter((r) => r.outcome !== 'created').every((r) => r.task_id === null)).toBe(true);
       expect(recs.every((r) => ['created', 'skipped_catchup', 'skipped_overlap'].includes(r.outcome))).toBe(true);

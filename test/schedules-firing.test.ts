@@ -25,22 +25,30 @@ async function whileStopped(change: () => Promise<void>): Promise<void> {
 
 /** Waits until the schedule's next fire is in the future (its due times are settled). */
 async function settled(scheduleId: string, ms = 10_000): Promise<void> {
-  await waitFor(`schedule ${scheduleId} settled`, async () => {
-    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT next_fire_at > UTC_TIMESTAMP(3) AS ok FROM schedules WHERE id = ?', [scheduleId]);
-    return Number(rows[0]!.ok) === 1;
-  }, ms);
+  await waitFor(
+    `schedule ${scheduleId} settled`,
+    async () => {
+      const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT next_fire_at > UTC_TIMESTAMP(3) AS ok FROM schedules WHERE id = ?', [scheduleId]);
+      return Number(rows[0]!.ok) === 1;
+    },
+    ms,
+  );
 }
 
 const outcomes = async (id: string) => (await fireRecords(f.db.pool, id)).map((r) => r.outcome);
 
 describe('on time', () => {
-  it('every_seconds: 1 creates exactly one task per fire time, within 1 s of it, with the version\'s exact key', async () => {
+  it("every_seconds: 1 creates exactly one task per fire time, within 1 s of it, with the version's exact key", async () => {
     const key = 'report/{{date}}';
     const { schedule } = await newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 1 } }, { concurrency_key: key });
-    const recs = await waitFor('6 fires', async () => {
-      const r = await fireRecords(f.db.pool, schedule.id);
-      return r.length >= 6 ? r : null;
-    }, 15_000);
+    const recs = await waitFor(
+      '6 fires',
+      async () => {
+        const r = await fireRecords(f.db.pool, schedule.id);
+        return r.length >= 6 ? r : null;
+      },
+      15_000,
+    );
     expectData200(await scheduleCommand(api(), schedule.id, 'pause', { expected_revision: '1' }));
     const all = await fireRecords(f.db.pool, schedule.id);
     expect(all.every((r) => r.outcome === 'created')).toBe(true);
@@ -52,7 +60,9 @@ describe('on time', () => {
     const lags = tasks.map((t) => t.created_at - t.scheduled_for).sort((a, b) => a - b);
     expect(lags[0]).toBeGreaterThanOrEqual(0);
     expect(lags[Math.ceil(lags.length * 0.99) - 1]).toBeLessThan(1000);
-    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT DISTINCT HEX(concurrency_key) AS k, schedule_version FROM tasks WHERE schedule_id = ?', [schedule.id]);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT DISTINCT HEX(concurrency_key) AS k, schedule_version FROM tasks WHERE schedule_id = ?', [
+      schedule.id,
+    ]);
     expect(rows.map((r) => [r.k, Number(r.schedule_version)])).toEqual([[Buffer.from(key).toString('hex').toUpperCase(), 1]]);
     // History through the API, newest first, paged.
     const page = (await call(url(), 'GET', `/v1/schedules/${schedule.id}/fires?limit=2`, { token: f.t.token })).body.data;
@@ -71,15 +81,24 @@ describe('on time', () => {
   it('a new version is used by the fires after its commit', async () => {
     const { schedule } = await newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 1 } }, { payload: { v: 1 } });
     await waitFor('a fire of version 1', async () => (await fireRecords(f.db.pool, schedule.id)).length >= 1, 5000);
-    const pub = await scheduleCommand(api(), schedule.id, 'versions', { expected_revision: '1', version: versionBody(f.t.queue_id, { calendar: { every_seconds: 1 } }, { payload: { v: 2 } }) });
+    const pub = await scheduleCommand(api(), schedule.id, 'versions', {
+      expected_revision: '1',
+      version: versionBody(f.t.queue_id, { calendar: { every_seconds: 1 } }, { payload: { v: 2 } }),
+    });
     expect(pub.status).toBe(201);
     const publishedAt = Date.parse(pub.body.data.version.created_at);
-    await waitFor('two fires of version 2', async () => {
-      const [r] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks WHERE schedule_id = ? AND schedule_version = 2', [schedule.id]);
-      return Number(r[0]!.n) >= 2;
-    }, 6000);
+    await waitFor(
+      'two fires of version 2',
+      async () => {
+        const [r] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks WHERE schedule_id = ? AND schedule_version = 2', [schedule.id]);
+        return Number(r[0]!.n) >= 2;
+      },
+      6000,
+    );
     expectData200(await scheduleCommand(api(), schedule.id, 'pause', { expected_revision: '2' }));
-    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT schedule_version AS v, payload, scheduled_for FROM tasks WHERE schedule_id = ?', [schedule.id]);
+    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT schedule_version AS v, payload, scheduled_for FROM tasks WHERE schedule_id = ?', [
+      schedule.id,
+    ]);
     for (const r of rows) {
       const at = Date.parse(String(r.scheduled_for).replace(' ', 'T') + 'Z');
       expect(Number(r.v)).toBe(at > publishedAt ? 2 : 1);
@@ -122,7 +141,8 @@ describe('on time', () => {
 describe('every gateway stopped across several fire times, then one started', () => {
   it('catchup none / latest / all (limit) and overlap skip decide each missed fire time, exactly one record each', async () => {
     const P = 60_000;
-    const mk = (over: Record<string, unknown>) => newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 60 }, ...over }).then((d) => d.schedule.id as string);
+    const mk = (over: Record<string, unknown>) =>
+      newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 60 }, ...over }).then((d) => d.schedule.id as string);
     const none = await mk({ catchup: 'none' });
     const latest = await mk({});
     const all = await mk({ catchup: 'all', catchup_limit: 3 });
@@ -156,7 +176,8 @@ describe('every gateway stopped across several fire times, then one started', ()
   });
 
   it('a long catch-up is settled in chunks; catchup_limit holds across them', async () => {
-    const mk = (over: Record<string, unknown>) => newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 1 }, ...over }).then((d) => d.schedule.id as string);
+    const mk = (over: Record<string, unknown>) =>
+      newSchedule(api(), f.t.queue_id, { calendar: { every_seconds: 1 }, ...over }).then((d) => d.schedule.id as string);
     const all = await mk({ catchup: 'all', catchup_limit: 10 });
     const latest = await mk({ catchup: 'latest' });
     const missed = new Map<string, number[]>();

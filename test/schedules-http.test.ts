@@ -22,13 +22,27 @@ async function count(table: string): Promise<number> {
 describe('POST /v1/schedules', () => {
   it('creates: 201 {schedule, version, deduplicated}; the version shows every default', async () => {
     const name = scheduleName();
-    const body = { name, version: versionBody(f.t.queue_id, { calendar: { cron: '0 3 * * *', timezone: 'Europe/Berlin' } }, { concurrency_key: 'index/main' }) };
+    const body = {
+      name,
+      version: versionBody(f.t.queue_id, { calendar: { cron: '0 3 * * *', timezone: 'Europe/Berlin' } }, { concurrency_key: 'index/main' }),
+    };
     const key = ikey();
     const data = expectData(await createSchedule(api(), body, key), 201);
     expect(Object.keys(data).sort()).toEqual(['deduplicated', 'schedule', 'version']);
     const s = data.schedule;
     expectHexId(s.id);
-    expect(Object.keys(s).sort()).toEqual(['created_at', 'current_version', 'id', 'last_fire_at', 'name', 'namespace_id', 'next_fire_at', 'paused', 'revision', 'updated_at']);
+    expect(Object.keys(s).sort()).toEqual([
+      'created_at',
+      'current_version',
+      'id',
+      'last_fire_at',
+      'name',
+      'namespace_id',
+      'next_fire_at',
+      'paused',
+      'revision',
+      'updated_at',
+    ]);
     expect(s).toMatchObject({ namespace_id: f.t.namespace_id, name, revision: '1', paused: false, current_version: 1, last_fire_at: null });
     expect(s.next_fire_at).toMatch(ISO_MS);
     // 03:00 in Berlin is 01:00 or 02:00 UTC.
@@ -91,29 +105,137 @@ describe('POST /v1/schedules', () => {
     ['unknown field', () => ({ name: scheduleName(), version: versionBody(q()), extra: 1 }), 400, 'INVALID_ARGUMENT', undefined],
     ['no version', () => ({ name: scheduleName() }), 400, 'INVALID_ARGUMENT', undefined],
     ['paused not boolean', () => ({ name: scheduleName(), paused: 'no', version: versionBody(q()) }), 400, 'INVALID_ARGUMENT', 'paused'],
-    ['cron and every_seconds', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '* * * * *', every_seconds: 5 } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar'],
+    [
+      'cron and every_seconds',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '* * * * *', every_seconds: 5 } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar',
+    ],
     ['empty calendar', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: {} }) }), 400, 'INVALID_ARGUMENT', 'version.calendar'],
-    ['invalid cron', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '61 * * * *' } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.cron'],
-    ['six-field cron', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 * * * * *' } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.cron'],
-    ['cron that never fires', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 0 30 2 *' } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.cron'],
-    ['unknown zone', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 3 * * *', timezone: 'Europe/Atlantis' } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.timezone'],
-    ['zone with every_seconds', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 5, timezone: 'UTC' } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.timezone'],
-    ['every_seconds 0', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 0 } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.every_seconds'],
-    ['every_seconds over a year', () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 31_536_001 } }) }), 400, 'INVALID_ARGUMENT', 'version.calendar.every_seconds'],
+    [
+      'invalid cron',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '61 * * * *' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.cron',
+    ],
+    [
+      'six-field cron',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 * * * * *' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.cron',
+    ],
+    [
+      'cron that never fires',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 0 30 2 *' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.cron',
+    ],
+    [
+      'unknown zone',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { cron: '0 3 * * *', timezone: 'Europe/Atlantis' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.timezone',
+    ],
+    [
+      'zone with every_seconds',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 5, timezone: 'UTC' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.timezone',
+    ],
+    [
+      'every_seconds 0',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 0 } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.every_seconds',
+    ],
+    [
+      'every_seconds over a year',
+      () => ({ name: scheduleName(), version: versionBody(q(), { calendar: { every_seconds: 31_536_001 } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.calendar.every_seconds',
+    ],
     ['overlap', () => ({ name: scheduleName(), version: versionBody(q(), { overlap: 'queue' }) }), 400, 'INVALID_ARGUMENT', 'version.overlap'],
     ['catchup', () => ({ name: scheduleName(), version: versionBody(q(), { catchup: 'some' }) }), 400, 'INVALID_ARGUMENT', 'version.catchup'],
     ['catchup_limit 0', () => ({ name: scheduleName(), version: versionBody(q(), { catchup_limit: 0 }) }), 400, 'INVALID_ARGUMENT', 'version.catchup_limit'],
-    ['catchup_limit 1001', () => ({ name: scheduleName(), version: versionBody(q(), { catchup_limit: 1001 }) }), 400, 'INVALID_ARGUMENT', 'version.catchup_limit'],
-    ['starts_at not RFC 3339', () => ({ name: scheduleName(), version: versionBody(q(), { starts_at: '2026-13-01T00:00:00Z' }) }), 400, 'INVALID_ARGUMENT', 'version.starts_at'],
-    ['ends_at before starts_at', () => ({ name: scheduleName(), version: versionBody(q(), { starts_at: '2026-01-02T00:00:00Z', ends_at: '2026-01-01T00:00:00Z' }) }), 400, 'INVALID_ARGUMENT', 'version.ends_at'],
-    ['task.not_before', () => ({ name: scheduleName(), version: versionBody(q(), {}, { not_before: '2026-01-01T00:00:00Z' }) }), 400, 'INVALID_ARGUMENT', 'version.task.not_before'],
-    ['task.handler', () => ({ name: scheduleName(), version: versionBody(q(), {}, { handler: 'bad handler' }) }), 400, 'INVALID_ARGUMENT', 'version.task.handler'],
-    ['task.concurrency_key null', () => ({ name: scheduleName(), version: versionBody(q(), {}, { concurrency_key: null }) }), 400, 'INVALID_ARGUMENT', 'version.task.concurrency_key'],
-    ['task.concurrency_key whitespace', () => ({ name: scheduleName(), version: versionBody(q(), {}, { concurrency_key: ' k' }) }), 400, 'INVALID_ARGUMENT', 'version.task.concurrency_key'],
-    ['task.business_key empty', () => ({ name: scheduleName(), version: versionBody(q(), {}, { business_key: '' }) }), 400, 'INVALID_ARGUMENT', 'version.task.business_key'],
+    [
+      'catchup_limit 1001',
+      () => ({ name: scheduleName(), version: versionBody(q(), { catchup_limit: 1001 }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.catchup_limit',
+    ],
+    [
+      'starts_at not RFC 3339',
+      () => ({ name: scheduleName(), version: versionBody(q(), { starts_at: '2026-13-01T00:00:00Z' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.starts_at',
+    ],
+    [
+      'ends_at before starts_at',
+      () => ({ name: scheduleName(), version: versionBody(q(), { starts_at: '2026-01-02T00:00:00Z', ends_at: '2026-01-01T00:00:00Z' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.ends_at',
+    ],
+    [
+      'task.not_before',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { not_before: '2026-01-01T00:00:00Z' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.not_before',
+    ],
+    [
+      'task.handler',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { handler: 'bad handler' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.handler',
+    ],
+    [
+      'task.concurrency_key null',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { concurrency_key: null }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.concurrency_key',
+    ],
+    [
+      'task.concurrency_key whitespace',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { concurrency_key: ' k' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.concurrency_key',
+    ],
+    [
+      'task.business_key empty',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { business_key: '' }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.business_key',
+    ],
     ['task.priority 10', () => ({ name: scheduleName(), version: versionBody(q(), {}, { priority: 10 }) }), 400, 'INVALID_ARGUMENT', 'version.task.priority'],
-    ['task.payload too large', () => ({ name: scheduleName(), version: versionBody(q(), {}, { payload: 'x'.repeat(262_200) }) }), 413, 'PAYLOAD_TOO_LARGE', 'version.task.payload'],
-    ['task.payload lossy number', () => ({ name: scheduleName(), version: versionBody(q(), {}, { payload: { n: 2 ** 60 } }) }), 400, 'INVALID_ARGUMENT', 'version.task.payload.n'],
+    [
+      'task.payload too large',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { payload: 'x'.repeat(262_200) }) }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+      'version.task.payload',
+    ],
+    [
+      'task.payload lossy number',
+      () => ({ name: scheduleName(), version: versionBody(q(), {}, { payload: { n: 2 ** 60 } }) }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.task.payload.n',
+    ],
     ['unknown queue', () => ({ name: scheduleName(), version: versionBody('0'.repeat(32)) }), 404, 'NOT_FOUND', 'version.task.queue_id'],
     ['malformed queue id', () => ({ name: scheduleName(), version: versionBody('nope') }), 404, 'NOT_FOUND', 'version.task.queue_id'],
   ];
@@ -132,12 +254,20 @@ describe('POST /v1/schedules', () => {
     expectError(await createSchedule(api(), { name: schedule.name, version: versionBody(f.t.queue_id) }), 409, 'STATE_CONFLICT');
   });
 
-  it('authorization: scope schedules:manage for commands, queue_ids for the version\'s queue; another namespace\'s queue is 404', async () => {
+  it("authorization: scope schedules:manage for commands, queue_ids for the version's queue; another namespace's queue is 404", async () => {
     const reader = await limitedCredential(f.db, f.t.namespace_id, ['tasks:read']);
-    expectError(await createSchedule({ url: f.gw.url, token: reader.token }, { name: scheduleName(), version: versionBody(f.t.queue_id) }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await createSchedule({ url: f.gw.url, token: reader.token }, { name: scheduleName(), version: versionBody(f.t.queue_id) }),
+      403,
+      'PERMISSION_DENIED',
+    );
     const other = await createQueue(f, { name: 'other-queue' });
     const limited = await limitedCredential(f.db, f.t.namespace_id, ['schedules:manage'], [other.id]);
-    expectError(await createSchedule({ url: f.gw.url, token: limited.token }, { name: scheduleName(), version: versionBody(f.t.queue_id) }), 403, 'PERMISSION_DENIED');
+    expectError(
+      await createSchedule({ url: f.gw.url, token: limited.token }, { name: scheduleName(), version: versionBody(f.t.queue_id) }),
+      403,
+      'PERMISSION_DENIED',
+    );
     const foreign = await newTenant(f.db);
     expectError(await createSchedule(api(), { name: scheduleName(), version: versionBody(foreign.queue_id) }), 404, 'NOT_FOUND');
     // Reads: tasks:read is enough; a limited credential does not see schedules of other queues.
@@ -155,7 +285,11 @@ describe('POST /v1/schedules', () => {
     const a = { url: f.gw.url, token: t.token };
     const first = await newSchedule(a, t.queue_id, {}, {}, true);
     // 999 more rows straight in SQL (the quota counts rows, however they got there).
-    const values = Array.from({ length: 999 }, (_, i) => `(LPAD(HEX(${i + 1}), 32, 'f'), '${t.namespace_id}', '${t.application_id}', 'bulk-${i}', 1, 1, 1, '${t.queue_id}', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`);
+    const values = Array.from(
+      { length: 999 },
+      (_, i) =>
+        `(LPAD(HEX(${i + 1}), 32, 'f'), '${t.namespace_id}', '${t.application_id}', 'bulk-${i}', 1, 1, 1, '${t.queue_id}', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    );
     await f.db.pool.query(
       `INSERT INTO schedules (id, namespace_id, application_id, name, revision, paused, current_version, queue_id, created_at, updated_at) VALUES ${values.join(',')}`,
     );
@@ -178,12 +312,17 @@ describe('versions, pause, resume, retire', () => {
     const stale = expectError(await scheduleCommand(api(), schedule.id, 'versions', body), 409, 'STATE_CONFLICT');
     expect(stale.details?.field).toBe('expected_revision');
     expectError(await scheduleCommand(api(), schedule.id, 'versions', { expected_revision: 2, version: body.version }), 400, 'INVALID_ARGUMENT');
-    const bad = expectError(await scheduleCommand(api(), schedule.id, 'versions', { expected_revision: '2', version: versionBody(f.t.queue_id, { calendar: { cron: 'nope' } }) }), 400, 'INVALID_ARGUMENT');
+    const bad = expectError(
+      await scheduleCommand(api(), schedule.id, 'versions', { expected_revision: '2', version: versionBody(f.t.queue_id, { calendar: { cron: 'nope' } }) }),
+      400,
+      'INVALID_ARGUMENT',
+    );
     expect(bad.details?.field).toBe('version.calendar.cron');
     const list = expectData(await call(f.gw.url, 'GET', `/v1/schedules/${schedule.id}/versions`, { token: f.t.token }), 200).versions;
     expect(list).toEqual([version, data.version]);
     expect(expectData(await call(f.gw.url, 'GET', `/v1/schedules/${schedule.id}/versions/1`, { token: f.t.token }), 200).version).toEqual(version);
-    for (const n of ['3', '0', 'x', '01']) expectError(await call(f.gw.url, 'GET', `/v1/schedules/${schedule.id}/versions/${n}`, { token: f.t.token }), 404, 'NOT_FOUND');
+    for (const n of ['3', '0', 'x', '01'])
+      expectError(await call(f.gw.url, 'GET', `/v1/schedules/${schedule.id}/versions/${n}`, { token: f.t.token }), 404, 'NOT_FOUND');
   });
 
   it('pause clears the next fire; resume computes it from now; every change bumps the revision', async () => {
@@ -198,8 +337,16 @@ describe('versions, pause, resume, retire', () => {
     expect(Date.parse(r.next_fire_at)).toBeGreaterThan(before - 1000);
     expect(Date.parse(r.next_fire_at)).toBeLessThanOrEqual(Date.now() + 30_000 + 1000);
     expectError(await scheduleCommand(api(), schedule.id, 'pause', {}), 400, 'INVALID_ARGUMENT');
-    expectError(await call(f.gw.url, 'POST', `/v1/schedules/${schedule.id}:pause?x=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '3' } }), 400, 'INVALID_ARGUMENT');
-    expectError(await call(f.gw.url, 'POST', `/v1/schedules/${schedule.id}:pause`, { token: f.t.token, body: { expected_revision: '3' } }), 400, 'INVALID_ARGUMENT');
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/schedules/${schedule.id}:pause?x=1`, { token: f.t.token, key: ikey(), body: { expected_revision: '3' } }),
+      400,
+      'INVALID_ARGUMENT',
+    );
+    expectError(
+      await call(f.gw.url, 'POST', `/v1/schedules/${schedule.id}:pause`, { token: f.t.token, body: { expected_revision: '3' } }),
+      400,
+      'INVALID_ARGUMENT',
+    );
   });
 
   it('retire only when paused; afterwards every command is 409 RESOURCE_RETIRED and history stays', async () => {
@@ -235,19 +382,37 @@ describe('POST /v1/schedules/{id}:trigger', () => {
     const data = expectData(await scheduleCommand(api(), schedule.id, 'trigger', { scheduled_for: '2026-05-01T00:00:00+02:00' }, k), 201);
     expect(Object.keys(data).sort()).toEqual(['deduplicated', 'task']);
     const t = data.task;
-    expect(t).toMatchObject({ queue_id: f.t.queue_id, handler: 'report.build', concurrency_key: key, business_key: 'nightly', priority: 4, max_attempts: 3, state: 'WAITING' });
+    expect(t).toMatchObject({
+      queue_id: f.t.queue_id,
+      handler: 'report.build',
+      concurrency_key: key,
+      business_key: 'nightly',
+      priority: 4,
+      max_attempts: 3,
+      state: 'WAITING',
+    });
     expect(t).toMatchObject({ schedule_id: schedule.id, schedule_version: 1, scheduled_for: '2026-04-30T22:00:00.000Z' });
     const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT HEX(concurrency_key) AS k FROM tasks WHERE id = ?', [t.id]);
     expect(rows[0]!.k).toBe(Buffer.from(key, 'utf8').toString('hex').toUpperCase());
     expect(expectData(await call(f.gw.url, 'GET', `/v1/tasks/${t.id}`, { token: f.t.token }), 200).task).toEqual(t);
     // The Idempotency-Key dedupes it.
-    expect(expectData(await scheduleCommand(api(), schedule.id, 'trigger', { scheduled_for: '2026-04-30T22:00:00Z' }, k), 200)).toEqual({ ...data, deduplicated: true });
+    expect(expectData(await scheduleCommand(api(), schedule.id, 'trigger', { scheduled_for: '2026-04-30T22:00:00Z' }, k), 200)).toEqual({
+      ...data,
+      deduplicated: true,
+    });
     const [n] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks WHERE schedule_id = ?', [schedule.id]);
     expect(Number(n[0]!.n)).toBe(1);
     // Without scheduled_for: now. Submitted tasks carry no schedule fields.
     const now = expectData(await scheduleCommand(api(), schedule.id, 'trigger', {}), 201).task;
     expect(Math.abs(Date.parse(now.scheduled_for) - Date.now())).toBeLessThan(5000);
-    const submitted = expectData(await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} } }), 201).task;
+    const submitted = expectData(
+      await call(f.gw.url, 'POST', '/v1/tasks', {
+        token: f.t.token,
+        key: ikey(),
+        body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} },
+      }),
+      201,
+    ).task;
     expect(Object.keys(submitted)).not.toContain('schedule_id');
     expectError(await scheduleCommand(api(), schedule.id, 'trigger', { scheduled_for: 'yesterday' }), 400, 'INVALID_ARGUMENT');
     expectError(await scheduleCommand(api(), schedule.id, 'trigger', { at: 1 }), 400, 'INVALID_ARGUMENT');
@@ -269,7 +434,8 @@ describe('queue retirement and schedules', () => {
     const queue = await createQueue(f, { name: 'sched-target' });
     const a = await newSchedule(api(), queue.id);
     const b = await newSchedule(api(), queue.id);
-    const retire = (rev: string) => call(f.gw.url, 'POST', `/v1/queues/${queue.id}:retire`, { token: f.t.token, key: ikey(), body: { expected_revision: rev, reason: 'gone' } });
+    const retire = (rev: string) =>
+      call(f.gw.url, 'POST', `/v1/queues/${queue.id}:retire`, { token: f.t.token, key: ikey(), body: { expected_revision: rev, reason: 'gone' } });
     const busy = expectError(await retire(queue.revision), 409, 'RESOURCE_BUSY');
     expect(busy.details?.reasons).toEqual(['schedules']);
     expect(busy.message).toContain(a.schedule.id);
@@ -281,7 +447,11 @@ describe('queue retirement and schedules', () => {
     expectError(await scheduleCommand(api(), a.schedule.id, 'trigger', {}), 409, 'RESOURCE_RETIRED');
     expectError(await createSchedule(api(), { name: scheduleName(), paused: true, version: versionBody(queue.id) }), 409, 'RESOURCE_RETIRED');
     const other = await newSchedule(api(), f.t.queue_id);
-    expectError(await scheduleCommand(api(), other.schedule.id, 'versions', { expected_revision: '1', version: versionBody(queue.id) }), 409, 'RESOURCE_RETIRED');
+    expectError(
+      await scheduleCommand(api(), other.schedule.id, 'versions', { expected_revision: '1', version: versionBody(queue.id) }),
+      409,
+      'RESOURCE_RETIRED',
+    );
     // Moving the paused schedule to a live queue by a new version makes it resumable again.
     expectData(await scheduleCommand(api(), a.schedule.id, 'versions', { expected_revision: '2', version: versionBody(f.t.queue_id) }), 201);
     expectData(await scheduleCommand(api(), a.schedule.id, 'resume', { expected_revision: '3' }), 200);
@@ -295,9 +465,19 @@ describe('reads', () => {
     const made = [];
     for (let i = 0; i < 5; i++) made.push((await newSchedule(a, t.queue_id, {}, {}, true)).schedule);
     const p1 = expectData(await call(f.gw.url, 'GET', '/v1/schedules?limit=3', { token: t.token }), 200);
-    expect(p1.schedules.map((s: any) => s.name)).toEqual(made.map((s) => s.name).sort().slice(0, 3));
+    expect(p1.schedules.map((s: any) => s.name)).toEqual(
+      made
+        .map((s) => s.name)
+        .sort()
+        .slice(0, 3),
+    );
     const p2 = expectData(await call(f.gw.url, 'GET', `/v1/schedules?limit=3&cursor=${p1.next_cursor}`, { token: t.token }), 200);
-    expect(p2.schedules.map((s: any) => s.name)).toEqual(made.map((s) => s.name).sort().slice(3));
+    expect(p2.schedules.map((s: any) => s.name)).toEqual(
+      made
+        .map((s) => s.name)
+        .sort()
+        .slice(3),
+    );
     expect(p2.next_cursor).toBeNull();
     expectError(await call(f.gw.url, 'GET', '/v1/schedules?limit=0', { token: t.token }), 400, 'INVALID_ARGUMENT');
     expectError(await call(f.gw.url, 'GET', '/v1/schedules?cursor=zzz', { token: t.token }), 400, 'INVALID_ARGUMENT');
@@ -315,7 +495,10 @@ describe('SDK client', () => {
   it('has a typed method for every endpoint', async () => {
     const c = createClient({ url: f.gw.url, token: f.t.token });
     const k = () => ({ idempotencyKey: ikey('sdk') });
-    const version = { calendar: { cron: '0 3 * * *', timezone: 'Europe/Berlin' }, task: { queue_id: f.t.queue_id, handler: 'index.rebuild', handler_version: 'v1', payload_version: 'v1', payload: {} } };
+    const version = {
+      calendar: { cron: '0 3 * * *', timezone: 'Europe/Berlin' },
+      task: { queue_id: f.t.queue_id, handler: 'index.rebuild', handler_version: 'v1', payload_version: 'v1', payload: {} },
+    };
     const created = await c.createSchedule({ name: scheduleName('sdk'), version }, k());
     expect(created.deduplicated).toBe(false);
     const id = created.schedule.id;

@@ -13,10 +13,14 @@ const f = useGatewayFixture();
 
 /** `f`'s first defined value (vi.waitUntil wants truthy: the value is boxed). */
 async function until<T>(f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const box = await pollUntil('a value', async () => {
-    const v = await f();
-    return v === undefined ? undefined : { v };
-  }, { timeout: timeoutMs, interval: 50 });
+  const box = await pollUntil(
+    'a value',
+    async () => {
+      const v = await f();
+      return v === undefined ? undefined : { v };
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
   return box.v;
 }
 
@@ -42,7 +46,13 @@ describe('SDK against a real gateway', () => {
               failOnce = false;
               throw new RetryableError('first try fails', { retryAfterMs: 0 });
             }
-            const r = await fence.write({ namespace: f.t.namespace_id, key: e.task.concurrencyKey!, token: e.concurrencyToken!, operationId: e.task.payload.op, apply: async () => {} });
+            const r = await fence.write({
+              namespace: f.t.namespace_id,
+              key: e.task.concurrencyKey!,
+              token: e.concurrencyToken!,
+              operationId: e.task.payload.op,
+              apply: async () => {},
+            });
             return { applied: r.applied };
           },
         },
@@ -50,7 +60,15 @@ describe('SDK against a real gateway', () => {
     });
     await w.ready;
     const sub = await client.submitTask(
-      { queue_id: f.t.queue_id, handler: 'object.update', handler_version: 'v1', payload_version: 'v1', payload: { op: 'op-1' }, concurrency_key: 'object/e2e', max_attempts: 3 },
+      {
+        queue_id: f.t.queue_id,
+        handler: 'object.update',
+        handler_version: 'v1',
+        payload_version: 'v1',
+        payload: { op: 'op-1' },
+        concurrency_key: 'object/e2e',
+        max_attempts: 3,
+      },
       { idempotencyKey: `e2e-${Date.now()}` },
     );
     expect(sub.deduplicated).toBe(false);

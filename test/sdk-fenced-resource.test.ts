@@ -133,7 +133,13 @@ describe('fenced resource', () => {
     const key = 'object/eq';
     const max = 18446744073709551615n;
     const w = (op: string, token: bigint) =>
-      fence.write({ namespace: 'ns-1', key, token, operationId: op, apply: (c) => c.query('INSERT INTO effects (resource_key, operation_id, token) VALUES (?, ?, ?)', [key, op, token.toString()]).then(() => {}) });
+      fence.write({
+        namespace: 'ns-1',
+        key,
+        token,
+        operationId: op,
+        apply: (c) => c.query('INSERT INTO effects (resource_key, operation_id, token) VALUES (?, ?, ?)', [key, op, token.toString()]).then(() => {}),
+      });
     expect(await w('a', 7n)).toEqual({ applied: true, duplicate: false, highestToken: 7n });
     expect(await w('b', 7n)).toEqual({ applied: true, duplicate: false, highestToken: 7n });
     expect(await w('a', 7n)).toEqual({ applied: false, duplicate: true, highestToken: 7n });
@@ -146,7 +152,15 @@ describe('fenced resource', () => {
     const key = 'object/rollback';
     await fence.write({ namespace: 'ns-1', key, token: 2n, operationId: 'r1', apply: async () => {} });
     await expect(
-      fence.write({ namespace: 'ns-1', key, token: 9n, operationId: 'r2', apply: async () => { throw new Error('boom'); } }),
+      fence.write({
+        namespace: 'ns-1',
+        key,
+        token: 9n,
+        operationId: 'r2',
+        apply: async () => {
+          throw new Error('boom');
+        },
+      }),
     ).rejects.toThrow('boom');
     expect(await fence.highestToken('ns-1', key)).toBe(2n);
     // The same operation may be retried (it was never recorded).
@@ -156,7 +170,12 @@ describe('fenced resource', () => {
   it('keys and namespaces are independent and compared as exact bytes', async () => {
     await fence.write({ namespace: 'ns-A', key: 'object/A', token: 50n, operationId: 'x1', apply: async () => {} });
     // Different case, different namespace, decomposed accent: all different fences.
-    for (const [ns, key] of [['ns-A', 'object/a'], ['ns-B', 'object/A'], ['ns-A', 'caf\u00e9'], ['ns-A', 'cafe\u0301']] as const) {
+    for (const [ns, key] of [
+      ['ns-A', 'object/a'],
+      ['ns-B', 'object/A'],
+      ['ns-A', 'caf\u00e9'],
+      ['ns-A', 'cafe\u0301'],
+    ] as const) {
       expect(await fence.write({ namespace: ns, key, token: 1n, operationId: `x-${ns}-${key}`, apply: async () => {} })).toMatchObject({ applied: true });
     }
     expect(await fence.highestToken('ns-A', 'object/A')).toBe(50n);

@@ -33,7 +33,9 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-const ok = (data: unknown, status = 200) => () => ({ status, body: JSON.stringify({ request_id: 'req-1', data }) });
+const ok =
+  (data: unknown, status = 200) =>
+  () => ({ status, body: JSON.stringify({ request_id: 'req-1', data }) });
 const client = () => createClient({ url: base, token: 'tok' });
 const Q = '11111111111111111111111111111111';
 
@@ -122,7 +124,9 @@ describe('http client', () => {
       status: 409,
       body: JSON.stringify({ request_id: 'req-9', error: { code: 'STATE_CONFLICT', message: 'revision mismatch', details: { current_revision: '4' } } }),
     });
-    const err = await client().pauseQueue(Q, { expected_revision: '3' }, { idempotencyKey: 'k' }).catch((e) => e);
+    const err = await client()
+      .pauseQueue(Q, { expected_revision: '3' }, { idempotencyKey: 'k' })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(OrbitApiError);
     expect(err).toMatchObject({ code: 'STATE_CONFLICT', status: 409, requestId: 'req-9', details: { current_revision: '4' }, message: 'revision mismatch' });
     expect(err.retryable).toBe(false);

@@ -78,7 +78,18 @@ beforeAll(async () => {
   run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, '@types/node@^20'], app);
   fs.writeFileSync(
     path.join(app, 'tsconfig.json'),
-    JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist', skipLibCheck: false, types: ['node'] }, include: ['worker.ts'] }),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        outDir: 'dist',
+        skipLibCheck: false,
+        types: ['node'],
+      },
+      include: ['worker.ts'],
+    }),
   );
   fs.writeFileSync(path.join(app, 'worker.ts'), WORKER);
 }, 240_000);
@@ -129,10 +140,14 @@ describe('npm pack → install in another project → typed worker → SUCCEEDED
     const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
     expect(code, out).toBe(0);
     expect(out).toContain('{"done":true,"ok":true,"bad":"function"}');
-    const task = await waitFor(async () => {
-      const r = await call(f.gw.url, 'GET', `/v1/tasks/${sub.body.data.task.id}`, { token: f.t.token });
-      return r.body.data.task.state === 'SUCCEEDED' ? r.body.data.task : null;
-    }, 10_000, 'SUCCEEDED');
+    const task = await waitFor(
+      async () => {
+        const r = await call(f.gw.url, 'GET', `/v1/tasks/${sub.body.data.task.id}`, { token: f.t.token });
+        return r.body.data.task.state === 'SUCCEEDED' ? r.body.data.task : null;
+      },
+      10_000,
+      'SUCCEEDED',
+    );
     expect(task.result).toMatchObject({ outcome: 'succeeded', output: { updated: 'objects/7' } });
   });
 });

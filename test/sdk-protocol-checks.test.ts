@@ -118,7 +118,11 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       const first = s.assign({ key: 'object/42', token: '5' });
       expect(await s.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
       // No start.ok yet; the gateway re-sends the same attempt with a changed key or token.
-      s.send({ ...first, concurrency_token: change === 'token' ? '6' : '5', task: { ...first.task, concurrency_key: change === 'key' ? 'object/43' : 'object/42' } });
+      s.send({
+        ...first,
+        concurrency_token: change === 'token' ? '6' : '5',
+        task: { ...first.task, concurrency_key: change === 'key' ? 'object/43' : 'object/42' },
+      });
       expect((await s.closed).code).toBe(1002);
       expect(violations.map((v) => v.attemptId)).toEqual([first.attempt_id]);
       // The first (valid) assign is still held: it is resumed on the next session.
@@ -134,7 +138,11 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
   }
 
   it('a keyed task on a session that did not declare concurrency_keys (low-level API)', async () => {
-    const conn = await connect({ url: gw.url, token: 'secret-token', registration: { workerId: 'w-nokeys', queues: [hexId()], capacity: 1, concurrencyKeys: false } });
+    const conn = await connect({
+      url: gw.url,
+      token: 'secret-token',
+      registration: { workerId: 'w-nokeys', queues: [hexId()], capacity: 1, concurrencyKeys: false },
+    });
     const s = await gw.nextSession();
     expect(s.hello.concurrency_keys).toBe(false);
     const seen: string[] = [];
@@ -143,7 +151,10 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
     s.assign({}); // unkeyed: fine
     s.assign({ key: 'object/1', token: '9' });
     expect((await s.closed).code).toBe(1002);
-    await vi.waitFor(() => expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']), { timeout: 5000, interval: 10 });
+    await vi.waitFor(() => expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']), {
+      timeout: 5000,
+      interval: 10,
+    });
     expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']);
   });
 
@@ -156,7 +167,11 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       [Buffer.from('{}'), 1003],
     ];
     for (const [data, code] of cases) {
-      const conn = await connect({ url: gw.url, token: 'secret-token', registration: { workerId: 'w-x', queues: [hexId()], capacity: 1, concurrencyKeys: true } });
+      const conn = await connect({
+        url: gw.url,
+        token: 'secret-token',
+        registration: { workerId: 'w-x', queues: [hexId()], capacity: 1, concurrencyKeys: true },
+      });
       const s = await gw.nextSession();
       const events = conn.events();
       if (typeof data === 'string') s.send(data);
@@ -218,7 +233,17 @@ describe('valid keyed assign', () => {
     expect(result).toEqual({ type: 'result', attempt_id: f.attempt_id, outcome: 'succeeded', output: { wrote: true } });
     expect(typeof ctx!.concurrencyToken).toBe('bigint');
     expect(ctx!.concurrencyToken).toBe(18446744073709551615n);
-    expect(ctx!.task).toMatchObject({ id: f.task.id, queueId: f.task.queue_id, handler: 'object.update', handlerVersion: 'v1', payloadVersion: 'v1', payload: { n: 1 }, concurrencyKey: 'object/42', priority: 0, deadlineAt: f.task.deadline_at });
+    expect(ctx!.task).toMatchObject({
+      id: f.task.id,
+      queueId: f.task.queue_id,
+      handler: 'object.update',
+      handlerVersion: 'v1',
+      payloadVersion: 'v1',
+      payload: { n: 1 },
+      concurrencyKey: 'object/42',
+      priority: 0,
+      deadlineAt: f.task.deadline_at,
+    });
     expect(ctx!.attemptId).toBe(f.attempt_id);
     expect(ctx!.attemptNo).toBe(1);
     s.send({ type: 'result.ok', attempt_id: f.attempt_id, deduplicated: false, task_state: 'SUCCEEDED' });

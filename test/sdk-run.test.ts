@@ -21,7 +21,11 @@ const f = useGatewayFixture();
 const root = packageRoot();
 const silent = { info() {}, warn() {}, error() {} };
 
-function runNode(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+function runNode(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const t0 = Date.now();
   const child = spawn(process.execPath, args, { cwd: root, env: { PATH: process.env.PATH, HOME: os.tmpdir(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -44,7 +48,12 @@ describe('the README worker', () => {
 
 describe('exit codes', () => {
   it('the README worker with a refused token exits 1 within seconds, one line saying why', async () => {
-    const r = await runNode([example], { ORBIT_URL: f.gw.url, ORBIT_TOKEN: 'orb_not-a-real-token-at-all', ORBIT_QUEUE: f.t.queue_id, ORBIT_CREDENTIALS_FILE: '/nonexistent' });
+    const r = await runNode([example], {
+      ORBIT_URL: f.gw.url,
+      ORBIT_TOKEN: 'orb_not-a-real-token-at-all',
+      ORBIT_QUEUE: f.t.queue_id,
+      ORBIT_CREDENTIALS_FILE: '/nonexistent',
+    });
     expect(r.code, r.stderr).toBe(1);
     expect(r.ms).toBeLessThan(10_000);
     expect(r.stderr).toMatch(/^worker: .*(unknown or revoked credential|UNAUTHENTICATED)/m);
@@ -77,8 +86,18 @@ describe('bounded reconnect', () => {
     process.stderr.write = ((chunk: string | Uint8Array) => (lines.push(String(chunk)), true)) as typeof process.stderr.write;
     let err: unknown;
     try {
-      const w = createWorker({ url: `http://127.0.0.1:${port}`, token: 'x'.repeat(20), queues: ['q'], capacity: 1, handlers: { h: () => 1 }, reconnect: { initialDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 } });
-      err = await w.run().then(() => null, (e) => e);
+      const w = createWorker({
+        url: `http://127.0.0.1:${port}`,
+        token: 'x'.repeat(20),
+        queues: ['q'],
+        capacity: 1,
+        handlers: { h: () => 1 },
+        reconnect: { initialDelayMs: 5, maxDelayMs: 20, maxAttempts: 3 },
+      });
+      err = await w.run().then(
+        () => null,
+        (e) => e,
+      );
     } finally {
       process.stderr.write = write;
     }
@@ -88,7 +107,9 @@ describe('bounded reconnect', () => {
     const warns = lines.filter((l) => l.includes('connect failed, retrying'));
     expect(warns).toHaveLength(2);
     for (const l of lines) expect(l.endsWith('\n') && l.indexOf('\n') === l.length - 1).toBe(true); // one line per record
-    expect(warns[0]).toMatch(/WARN orbit worker: connect failed, retrying \{.*"err":"[^"]*connect ECONNREFUSED 127\.0\.0\.1:\d+\)?","attempt":1,"max_attempts":3/);
+    expect(warns[0]).toMatch(
+      /WARN orbit worker: connect failed, retrying \{.*"err":"[^"]*connect ECONNREFUSED 127\.0\.0\.1:\d+\)?","attempt":1,"max_attempts":3/,
+    );
   });
 });
 
@@ -98,7 +119,14 @@ describe('handler filter', () => {
     const typo = await submit('object.updat3');
     const good = await submit('object.update');
     const ran: string[] = [];
-    const w = createWorker({ url: f.gw.url, token: f.t.token, queues: [f.t.queue_id], capacity: 4, logger: silent, handlers: { 'object.update': (e) => void ran.push(e.task.id) } });
+    const w = createWorker({
+      url: f.gw.url,
+      token: f.t.token,
+      queues: [f.t.queue_id],
+      capacity: 4,
+      logger: silent,
+      handlers: { 'object.update': (e) => void ran.push(e.task.id) },
+    });
     const get = async (id: string) => (await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: f.t.token })).body.data.task;
     await waitFor(async () => (await get(good)).state === 'SUCCEEDED', 10_000, 'own task SUCCEEDED');
     await new Promise((r) => setTimeout(r, 300)); // a claim round after the worker went idle
@@ -106,7 +134,14 @@ describe('handler filter', () => {
     expect(ran).toEqual([good]);
     await w.close();
     // The typo'd task is still there for a worker that has the handler.
-    const w2 = createWorker({ url: f.gw.url, token: f.t.token, queues: [f.t.queue_id], capacity: 4, logger: silent, handlers: { 'object.updat3': () => 'ok' } });
+    const w2 = createWorker({
+      url: f.gw.url,
+      token: f.t.token,
+      queues: [f.t.queue_id],
+      capacity: 4,
+      logger: silent,
+      handlers: { 'object.updat3': () => 'ok' },
+    });
     await waitFor(async () => (await get(typo)).state === 'SUCCEEDED', 10_000, 'typo task SUCCEEDED by its own worker');
     await w2.close();
   });
@@ -114,9 +149,20 @@ describe('handler filter', () => {
   it('sends every handler with its versions in hello (bare functions: defaultVersions)', async () => {
     const gw = await FakeGateway.start();
     try {
-      const w = createWorker({ url: gw.url, token: 't'.repeat(20), queues: ['q'], capacity: 1, logger: silent, defaultVersions: ['v1', 'v2'], handlers: { a: () => 1, b: { versions: ['v9'], fn: () => 2 } } });
+      const w = createWorker({
+        url: gw.url,
+        token: 't'.repeat(20),
+        queues: ['q'],
+        capacity: 1,
+        logger: silent,
+        defaultVersions: ['v1', 'v2'],
+        handlers: { a: () => 1, b: { versions: ['v9'], fn: () => 2 } },
+      });
       const s = await gw.nextSession();
-      expect(s.hello.handlers).toEqual([{ handler: 'a', versions: ['v1', 'v2'] }, { handler: 'b', versions: ['v9'] }]);
+      expect(s.hello.handlers).toEqual([
+        { handler: 'a', versions: ['v1', 'v2'] },
+        { handler: 'b', versions: ['v9'] },
+      ]);
       await w.close();
     } finally {
       await gw.close();
@@ -128,11 +174,18 @@ describe('errors', () => {
   it('ConnectionClosedError carries the close code', async () => {
     const gw = await FakeGateway.start();
     try {
-      const conn = await connect({ url: gw.url, token: 't'.repeat(20), registration: { workerId: 'w-close', queues: ['q'], capacity: 1, concurrencyKeys: false } });
+      const conn = await connect({
+        url: gw.url,
+        token: 't'.repeat(20),
+        registration: { workerId: 'w-close', queues: ['q'], capacity: 1, concurrencyKeys: false },
+      });
       const s = await gw.nextSession();
       const pending = conn.start('a'.repeat(32));
       s.close(4000, 'bye');
-      const err = await pending.then(() => null, (e) => e);
+      const err = await pending.then(
+        () => null,
+        (e) => e,
+      );
       expect(err).toBeInstanceOf(ConnectionClosedError);
       expect(err).toMatchObject({ closeCode: 4000, code: 'CONNECTION_CLOSED', reason: 'bye' });
     } finally {

@@ -1,15 +1,7 @@
 // createWorker behaviour against the in-process fake gateway: outcomes, renewal, cancel, lost
 // leases, reconnect + resume, re-sent results, goaway, draining close, fatal hello errors.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createWorker,
-  LeaseLostError,
-  PermanentError,
-  RetryableError,
-  UnknownOutcomeError,
-  type TaskContext,
-  type Worker,
-} from '../worker-sdk/index.js';
+import { createWorker, LeaseLostError, PermanentError, RetryableError, UnknownOutcomeError, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, hexId, type FakeGatewayOptions } from '../worker-sdk/testing.js';
 import { pollUntil } from './support/wait.js';
 
@@ -43,17 +35,42 @@ function worker(fn: (e: TaskContext) => unknown) {
   return w;
 }
 
-const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => void (await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 }));
+const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> =>
+  void (await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 }));
 /** A fixed wait, only to show that something does NOT happen (no renewal, no result, no reconnect). */
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('outcomes', () => {
   const cases: [string, () => unknown, object][] = [
     ['return value → succeeded', () => ({ n: 1 }), { outcome: 'succeeded', output: { n: 1 } }],
-    ['RetryableError → retry', () => { throw new RetryableError('upstream 503', { retryAfterMs: 5000, code: 'UPSTREAM_503' }); }, { outcome: 'retry', error: { code: 'UPSTREAM_503', message: 'upstream 503' }, retry_after_ms: 5000 }],
-    ['UnknownOutcomeError → unknown', () => { throw new UnknownOutcomeError('timed out after send'); }, { outcome: 'unknown', error: { code: 'UNKNOWN_OUTCOME', message: 'timed out after send' } }],
-    ['PermanentError → failed', () => { throw new PermanentError('bad payload', { code: 'BAD_PAYLOAD' }); }, { outcome: 'failed', error: { code: 'BAD_PAYLOAD', message: 'bad payload' } }],
-    ['any other throw → failed', async () => { throw new Error('boom'); }, { outcome: 'failed', error: { code: 'HANDLER_ERROR', message: 'boom' } }],
+    [
+      'RetryableError → retry',
+      () => {
+        throw new RetryableError('upstream 503', { retryAfterMs: 5000, code: 'UPSTREAM_503' });
+      },
+      { outcome: 'retry', error: { code: 'UPSTREAM_503', message: 'upstream 503' }, retry_after_ms: 5000 },
+    ],
+    [
+      'UnknownOutcomeError → unknown',
+      () => {
+        throw new UnknownOutcomeError('timed out after send');
+      },
+      { outcome: 'unknown', error: { code: 'UNKNOWN_OUTCOME', message: 'timed out after send' } },
+    ],
+    [
+      'PermanentError → failed',
+      () => {
+        throw new PermanentError('bad payload', { code: 'BAD_PAYLOAD' });
+      },
+      { outcome: 'failed', error: { code: 'BAD_PAYLOAD', message: 'bad payload' } },
+    ],
+    [
+      'any other throw → failed',
+      async () => {
+        throw new Error('boom');
+      },
+      { outcome: 'failed', error: { code: 'HANDLER_ERROR', message: 'boom' } },
+    ],
     ['output over 256 KiB → failed', () => ({ big: 'x'.repeat(300 * 1024) }), { outcome: 'failed', error: { code: 'OUTPUT_TOO_LARGE' } }],
   ];
   for (const [name, fn, expected] of cases) {

@@ -52,7 +52,10 @@ describe('loadConfig', () => {
 
   it.each(INTS)('%s: anything but plain decimal digits stops the start, never NaN', (name, _field, _def, min, max) => {
     for (const bad of ['soon', 'NaN', 'Infinity', '1e3', '0x400', '12.5', ' 600', '600 ', '+600', '1_000', '99999999999999999999']) {
-      expect(errorOf(() => loadConfig({ ...env, [name]: bad })), bad).toBe(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(bad)}`);
+      expect(
+        errorOf(() => loadConfig({ ...env, [name]: bad })),
+        bad,
+      ).toBe(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(bad)}`);
     }
   });
 
@@ -60,7 +63,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '1' }).faultInjection).toBe(true);
     expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '0' }).faultInjection).toBe(false);
     expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '' }).faultInjection).toBe(false);
-    for (const bad of ['true', 'yes', 'on', '2']) expect(() => loadConfig({ ...env, ORBIT_FAULT_INJECTION: bad })).toThrow(/^ORBIT_FAULT_INJECTION must be 1 or 0/);
+    for (const bad of ['true', 'yes', 'on', '2'])
+      expect(() => loadConfig({ ...env, ORBIT_FAULT_INJECTION: bad })).toThrow(/^ORBIT_FAULT_INJECTION must be 1 or 0/);
   });
 
   it('ORBIT_HTTP_ADDR: host:port, [IPv6]:port, :port; anything else names the variable', () => {
@@ -74,7 +78,8 @@ describe('loadConfig', () => {
 
   it('ORBIT_LOG_LEVEL and ORBIT_NODE_ID are checked (empty is refused, not defaulted)', () => {
     expect(loadConfig({ ...env, ORBIT_LOG_LEVEL: 'debug', ORBIT_NODE_ID: 'node-a' })).toMatchObject({ logLevel: 'debug', nodeId: 'node-a' });
-    for (const bad of ['', 'verbose']) expect(() => loadConfig({ ...env, ORBIT_LOG_LEVEL: bad })).toThrow(/^ORBIT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got/);
+    for (const bad of ['', 'verbose'])
+      expect(() => loadConfig({ ...env, ORBIT_LOG_LEVEL: bad })).toThrow(/^ORBIT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got/);
     for (const bad of ['', 'node one', 'x'.repeat(129)]) expect(() => loadConfig({ ...env, ORBIT_NODE_ID: bad })).toThrow(/^ORBIT_NODE_ID must be/);
   });
 
@@ -83,7 +88,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ORBIT_MYSQL_DSN: '' })).toThrow(/^ORBIT_MYSQL_DSN is not set/);
     expect(loadConfig({}, { mysqlDsn: DSN }).mysqlDsn).toBe(DSN);
     expect(loadConfig(env, { mysqlDsn: 'mysql://o:p@127.0.0.1:1/other' }).mysqlDsn).toBe('mysql://o:p@127.0.0.1:1/other');
-    for (const bad of ['garbage', 'postgres://u:p@h:5432/db', 'mysql://u:p@127.0.0.1:3306/']) expect(() => loadConfig({ ORBIT_MYSQL_DSN: bad })).toThrow(/ORBIT_MYSQL_DSN/);
+    for (const bad of ['garbage', 'postgres://u:p@h:5432/db', 'mysql://u:p@127.0.0.1:3306/'])
+      expect(() => loadConfig({ ORBIT_MYSQL_DSN: bad })).toThrow(/ORBIT_MYSQL_DSN/);
     expect(parseDsn(`${DSN}?connectionLimit=4`).connectionLimit).toBe(4);
     for (const bad of ['', 'four', '0', '4.5', '1e2']) {
       expect(() => loadConfig({ ORBIT_MYSQL_DSN: `${DSN}?connectionLimit=${bad}` }), bad).toThrow(/^ORBIT_MYSQL_DSN connectionLimit must be an integer/);
@@ -110,7 +116,8 @@ describe('CLI variables', () => {
     expect(gatewayUrl({})).toBe('http://127.0.0.1:8080');
     expect(gatewayUrl({ ORBIT_HTTP_ADDR: '10.0.0.5:9000' })).toBe('http://10.0.0.5:9000');
     expect(gatewayUrl({ ORBIT_URL: 'https://orbit.example.com', ORBIT_HTTP_ADDR: '10.0.0.5:9000' })).toBe('https://orbit.example.com');
-    for (const bad of ['orbit.example.com', 'ftp://orbit.example.com', 'http//x']) expect(() => gatewayUrl({ ORBIT_URL: bad }), bad).toThrow(/^ORBIT_URL must be an http:\/\/ or https:\/\/ URL/);
+    for (const bad of ['orbit.example.com', 'ftp://orbit.example.com', 'http//x'])
+      expect(() => gatewayUrl({ ORBIT_URL: bad }), bad).toThrow(/^ORBIT_URL must be an http:\/\/ or https:\/\/ URL/);
   });
 });
 
@@ -119,7 +126,8 @@ describe('CLI variables', () => {
 const root = packageRoot();
 
 function sources(dir: string): string[] {
-  return fs.readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+  return fs
+    .readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
     .filter((f) => /\.tsx?$/.test(f))
     .map((f) => path.join(dir, f));
 }

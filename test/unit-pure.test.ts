@@ -43,7 +43,13 @@ describe('decideOutcome', () => {
   });
 
   it('retry with attempts left and time before the deadline → WAITING with the backoff', () => {
-    expect(decideOutcome({ ...base, outcome: 'retry' })).toEqual({ attemptState: 'RETRY', taskState: 'WAITING', taskOutcome: null, attemptsMade: 1, backoffMs: 1000 });
+    expect(decideOutcome({ ...base, outcome: 'retry' })).toEqual({
+      attemptState: 'RETRY',
+      taskState: 'WAITING',
+      taskOutcome: null,
+      attemptsMade: 1,
+      backoffMs: 1000,
+    });
   });
 
   it("retry uses the worker's retry_after_ms when given", () => {
@@ -98,7 +104,8 @@ describe('truncateUtf8', () => {
 describe('isId', () => {
   it('accepts exactly 32 lowercase hex characters', () => {
     expect(isId('0123456789abcdef0123456789abcdef')).toBe(true);
-    for (const bad of ['0123456789ABCDEF0123456789ABCDEF', 'é', '😀', '\ud800', ' nbsp', 'a'.repeat(31), 'a'.repeat(33), 42, null]) expect(isId(bad)).toBe(false);
+    for (const bad of ['0123456789ABCDEF0123456789ABCDEF', 'é', '😀', '\ud800', ' nbsp', 'a'.repeat(31), 'a'.repeat(33), 42, null])
+      expect(isId(bad)).toBe(false);
   });
 });
 
@@ -183,7 +190,10 @@ describe('protocol states', () => {
   function enumOf(table: string): string[] {
     const dir = path.join(packageRoot(), 'migrations');
     let values: string[] | null = null;
-    for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.sql')).sort()) {
+    for (const f of fs
+      .readdirSync(dir)
+      .filter((x) => x.endsWith('.sql'))
+      .sort()) {
       const sql = fs.readFileSync(path.join(dir, f), 'utf8');
       // A CREATE TABLE block (up to its closing parenthesis line), or an ALTER TABLE statement (comments
       // may hold semicolons, so a block is not cut at one).

@@ -49,24 +49,28 @@ describe('hostile input', () => {
 
   it('200 random-byte text frames on fresh connections (before and after hello)', async () => {
     const codes = new Map<number, number>();
-    await inBatches(Array.from({ length: 200 }, (_, i) => i), 25, async (i) => {
-      const w = await openRaw(f.gw.url, f.t.token);
-      if (i % 2 === 1) {
-        w.send(hello([f.t.queue_id], { capacity: 0 }));
-        await w.next('hello.ok');
-      }
-      const bytes = crypto.randomBytes(1 + crypto.randomInt(4096));
-      // Half raw bytes (mostly invalid UTF-8), half printable JSON-ish noise (valid UTF-8).
-      const data = i % 4 < 2 ? bytes : Buffer.from([...bytes].map((b) => '{}[]":,0123456789abcdefnulltrue \\'.charCodeAt(b % 31)));
-      w.sendRaw(data, false);
-      const { code, frames } = await drainUntilClosed(w);
-      codes.set(code, (codes.get(code) ?? 0) + 1);
-      // Invalid UTF-8 is refused by the WebSocket layer (1007); anything else is a protocol error.
-      expect([1002, 1007], `frame ${i}`).toContain(code);
-      const errors = frames.filter((f) => f.type === 'error');
-      if (code === 1002) expect(errors).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);
-      expect(frames.filter((f) => f.type !== 'error')).toEqual([]);
-    });
+    await inBatches(
+      Array.from({ length: 200 }, (_, i) => i),
+      25,
+      async (i) => {
+        const w = await openRaw(f.gw.url, f.t.token);
+        if (i % 2 === 1) {
+          w.send(hello([f.t.queue_id], { capacity: 0 }));
+          await w.next('hello.ok');
+        }
+        const bytes = crypto.randomBytes(1 + crypto.randomInt(4096));
+        // Half raw bytes (mostly invalid UTF-8), half printable JSON-ish noise (valid UTF-8).
+        const data = i % 4 < 2 ? bytes : Buffer.from([...bytes].map((b) => '{}[]":,0123456789abcdefnulltrue \\'.charCodeAt(b % 31)));
+        w.sendRaw(data, false);
+        const { code, frames } = await drainUntilClosed(w);
+        codes.set(code, (codes.get(code) ?? 0) + 1);
+        // Invalid UTF-8 is refused by the WebSocket layer (1007); anything else is a protocol error.
+        expect([1002, 1007], `frame ${i}`).toContain(code);
+        const errors = frames.filter((f) => f.type === 'error');
+        if (code === 1002) expect(errors).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);
+        expect(frames.filter((f) => f.type !== 'error')).toEqual([]);
+      },
+    );
     expect(codes.get(1002)).toBeGreaterThanOrEqual(100);
     await expectHealthy();
   });
@@ -75,7 +79,10 @@ describe('hostile input', () => {
     const junk: unknown[] = [null, -1, 1e308, '', 'x'.repeat(100), [], [null], {}, { a: { b: [1] } }, true, 'true'];
     const fields = ['type', 'protocol', 'worker_id', 'queues', 'capacity', 'concurrency_keys', 'handlers', 'resume', 'agent'];
     // Combinations that happen to be valid.
-    const valid = (f: string, v: unknown) => (f === 'concurrency_keys' && v === true) || (f === 'resume' && Array.isArray(v) && v.length === 0) || ((f === 'worker_id' || f === 'agent') && v === 'true');
+    const valid = (f: string, v: unknown) =>
+      (f === 'concurrency_keys' && v === true) ||
+      (f === 'resume' && Array.isArray(v) && v.length === 0) ||
+      ((f === 'worker_id' || f === 'agent') && v === 'true');
     const cases = fields.flatMap((f) => junk.filter((v) => !valid(f, v)).map((v) => [f, v] as const));
     expect(cases.length).toBeGreaterThan(90);
     await inBatches(cases, 20, async ([field, v]) => {
@@ -131,7 +138,8 @@ describe('hostile input', () => {
     w.send({ type: 'start', attempt_id: a.attempt_id });
     await w.next('start.ok');
     // The frame is level 1, output level 2: 511 levels of output is the deepest accepted frame.
-    const result = (depth: number) => `{"type":"result","attempt_id":"${a.attempt_id}","outcome":"succeeded","output":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    const result = (depth: number) =>
+      `{"type":"result","attempt_id":"${a.attempt_id}","outcome":"succeeded","output":${'['.repeat(depth)}${']'.repeat(depth)}}`;
     w.sendRaw(result(512));
     expect(await w.next('error')).toMatchObject({ type: 'error', code: 'PROTOCOL_ERROR', fatal: true });
     expect((await w.closed).code).toBe(1002);
@@ -221,12 +229,16 @@ describe('hostile input', () => {
   });
 
   it('connection storm: 100 sockets opened and dropped without hello', async () => {
-    await inBatches(Array.from({ length: 100 }, (_, i) => i), 50, async (i) => {
-      const w = await openRaw(f.gw.url, f.t.token);
-      if (i % 2) w.ws.terminate();
-      else w.close();
-      await w.closed;
-    });
+    await inBatches(
+      Array.from({ length: 100 }, (_, i) => i),
+      50,
+      async (i) => {
+        const w = await openRaw(f.gw.url, f.t.token);
+        if (i % 2) w.ws.terminate();
+        else w.close();
+        await w.closed;
+      },
+    );
     await expectHealthy();
   });
 
@@ -242,19 +254,23 @@ describe('hostile input', () => {
 
   it('connection storm: 100 handshakes aborted mid-upgrade (raw TCP)', async () => {
     const { hostname, port } = new URL(f.gw.url);
-    await inBatches(Array.from({ length: 100 }, (_, i) => i), 50, async (i) => {
-      const sock = net.connect(Number(port), hostname);
-      await new Promise<void>((r, j) => sock.once('connect', () => r()).once('error', j));
-      const token = i % 3 === 0 ? 'orb_' + 'x'.repeat(43) : f.t.token; // some with an unknown token
-      sock.write(
-        `GET /v1/workers/connect HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-          `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n` +
-          `Sec-WebSocket-Protocol: orbit.worker.v1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
-      );
-      sock.on('error', () => {});
-      if (i % 2) sock.destroy();
-      else sock.end();
-    });
+    await inBatches(
+      Array.from({ length: 100 }, (_, i) => i),
+      50,
+      async (i) => {
+        const sock = net.connect(Number(port), hostname);
+        await new Promise<void>((r, j) => sock.once('connect', () => r()).once('error', j));
+        const token = i % 3 === 0 ? 'orb_' + 'x'.repeat(43) : f.t.token; // some with an unknown token
+        sock.write(
+          `GET /v1/workers/connect HTTP/1.1\r\nHost: ${hostname}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+            `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n` +
+            `Sec-WebSocket-Protocol: orbit.worker.v1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+        );
+        sock.on('error', () => {});
+        if (i % 2) sock.destroy();
+        else sock.end();
+      },
+    );
     await expectHealthy();
   });
 
@@ -268,7 +284,8 @@ describe('hostile input', () => {
       else ws.close(1000);
       await new Promise((r) => ws.once('close', r));
     });
-    const openSessions = async () => (await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`))[0];
+    const openSessions = async () =>
+      (await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`))[0];
     const open = await pollValue(openSessions, (rows) => rows.length === 0, { timeout: 10_000, interval: 50 });
     expect(open).toEqual([]);
     await expectHealthy();

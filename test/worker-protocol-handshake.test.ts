@@ -40,7 +40,9 @@ describe('handshake', () => {
   it('accepts the subprotocol with a worker credential', async () => {
     expect((await handshake(f.gw.url, { token: f.t.token })).status).toBe(101);
     // Offered among others, the right one is selected.
-    const ws = new WebSocket(f.gw.url.replace(/^http/, 'ws') + '/v1/workers/connect', ['x.other', 'orbit.worker.v1'], { headers: { authorization: `Bearer ${f.t.token}` } });
+    const ws = new WebSocket(f.gw.url.replace(/^http/, 'ws') + '/v1/workers/connect', ['x.other', 'orbit.worker.v1'], {
+      headers: { authorization: `Bearer ${f.t.token}` },
+    });
     await new Promise((r) => ws.once('open', r));
     expect(ws.protocol).toBe('orbit.worker.v1');
     ws.close();
@@ -149,7 +151,10 @@ describe('hello', () => {
     expect(row).toMatchObject({ state: 'OPEN', worker_id: 'billing-7f3a-18233-Xk2p', capacity: 4 });
     w.close();
     await w.closed;
-    const closed = await until(() => sessionRow(ok.session_id), (r) => r?.state === 'CLOSED');
+    const closed = await until(
+      () => sessionRow(ok.session_id),
+      (r) => r?.state === 'CLOSED',
+    );
     expect(closed).toMatchObject({ state: 'CLOSED', close_code: 1000 });
   });
 
@@ -169,7 +174,12 @@ describe('hello', () => {
   });
 
   it('a first frame other than hello → PROTOCOL_ERROR, 1002', async () => {
-    for (const frame of [{ type: 'start', attempt_id: hex32() }, { type: 'drain' }, { type: 'capacity', capacity: 1 }, { type: 'renew', attempt_ids: [hex32()] }]) {
+    for (const frame of [
+      { type: 'start', attempt_id: hex32() },
+      { type: 'drain' },
+      { type: 'capacity', capacity: 1 },
+      { type: 'renew', attempt_ids: [hex32()] },
+    ]) {
       const w = await openRaw(f.gw.url, f.t.token);
       w.send(frame);
       await expectFatal(w, 'PROTOCOL_ERROR', 1002);
@@ -214,14 +224,28 @@ describe('hello', () => {
   const badHellos: [string, (q: string) => Record<string, unknown>][] = [
     ['protocol 2', (q) => hello([q], { protocol: 2 })],
     ['protocol "1"', (q) => hello([q], { protocol: '1' })],
-    ['protocol missing', (q) => { const h: Record<string, unknown> = hello([q]); delete h.protocol; return h; }],
+    [
+      'protocol missing',
+      (q) => {
+        const h: Record<string, unknown> = hello([q]);
+        delete h.protocol;
+        return h;
+      },
+    ],
     ['worker_id empty', (q) => hello([q], { worker_id: '' })],
     ['worker_id 65 chars', (q) => hello([q], { worker_id: 'w'.repeat(65) })],
     ['worker_id with a space', (q) => hello([q], { worker_id: 'bad id' })],
     ['worker_id with a slash', (q) => hello([q], { worker_id: 'a/b' })],
     ['worker_id non-ASCII', (q) => hello([q], { worker_id: 'wörker' })],
     ['worker_id a number', (q) => hello([q], { worker_id: 7 })],
-    ['worker_id missing', (q) => { const h: Record<string, unknown> = hello([q]); delete h.worker_id; return h; }],
+    [
+      'worker_id missing',
+      (q) => {
+        const h: Record<string, unknown> = hello([q]);
+        delete h.worker_id;
+        return h;
+      },
+    ],
     ['0 queues', () => hello([])],
     ['65 queues', (q) => hello(Array.from({ length: 65 }, (_, i) => (i === 0 ? q : hex32())))],
     ['queues not an array', (q) => hello([q], { queues: q })],
@@ -232,7 +256,14 @@ describe('hello', () => {
     ['capacity 1.5', (q) => hello([q], { capacity: 1.5 })],
     ['capacity "4"', (q) => hello([q], { capacity: '4' })],
     ['capacity null', (q) => hello([q], { capacity: null })],
-    ['capacity missing', (q) => { const h: Record<string, unknown> = hello([q]); delete h.capacity; return h; }],
+    [
+      'capacity missing',
+      (q) => {
+        const h: Record<string, unknown> = hello([q]);
+        delete h.capacity;
+        return h;
+      },
+    ],
     ['unknown field', (q) => hello([q], { extra: true })],
     ['concurrency_keys "true"', (q) => hello([q], { concurrency_keys: 'true' })],
     ['concurrency_keys 1', (q) => hello([q], { concurrency_keys: 1 })],

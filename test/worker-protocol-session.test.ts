@@ -9,18 +9,7 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import {
-  FAST_ENV,
-  GW_ENV,
-  MAX_FRAME,
-  PING_MS,
-  expectFatal,
-  expectNothing,
-  hex32,
-  protocolHelpers,
-  session,
-  until,
-} from './support/worker-protocol-fixture.js';
+import { FAST_ENV, GW_ENV, MAX_FRAME, PING_MS, expectFatal, expectNothing, hex32, protocolHelpers, session, until } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';
 
@@ -62,7 +51,10 @@ describe('frame validation after hello', () => {
     ['result unknown outcome', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'done' })],
     ['result without outcome', JSON.stringify({ type: 'result', attempt_id: 'x' })],
     ['result error without message', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'failed', error: { code: 'X' } })],
-    ['result error with an unknown field', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'failed', error: { code: 'X', message: 'm', stack: 's' } })],
+    [
+      'result error with an unknown field',
+      JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'failed', error: { code: 'X', message: 'm', stack: 's' } }),
+    ],
     ['result retry_after_ms -1', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'retry', retry_after_ms: -1 })],
     ['result retry_after_ms 1.5', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'retry', retry_after_ms: 1.5 })],
     ['result with an unknown field', JSON.stringify({ type: 'result', attempt_id: 'x', outcome: 'succeeded', task_state: 'SUCCEEDED' })],
@@ -177,7 +169,10 @@ describe('per-attempt errors are not fatal', () => {
 
     w.send({ type: 'result', attempt_id: running.attempt_id, outcome: 'succeeded', surprise: 1 });
     await expectFatal(w, 'PROTOCOL_ERROR', 1002);
-    const row = await until(() => sessionRow(ok.session_id), (r) => r?.state === 'CLOSED');
+    const row = await until(
+      () => sessionRow(ok.session_id),
+      (r) => r?.state === 'CLOSED',
+    );
     expect(row).toMatchObject({ state: 'CLOSED', close_code: 1002 });
     expect([await attemptRow(running.attempt_id), await attemptRow(leased.attempt_id)]).toEqual(before);
     expect(await taskState(t1.id)).toBe('RUNNING');
@@ -242,7 +237,12 @@ describe('intake', () => {
     expect(await taskState(t2.id)).toBe('WAITING');
     w.close();
     expect((await w.closed).code).toBe(1000);
-    expect(await until(() => sessionRow(ok.session_id), (r) => r?.state === 'CLOSED')).toMatchObject({ close_code: 1000 });
+    expect(
+      await until(
+        () => sessionRow(ok.session_id),
+        (r) => r?.state === 'CLOSED',
+      ),
+    ).toMatchObject({ close_code: 1000 });
     // Another worker takes the waiting task.
     const { w: w2 } = await session(f.gw.url, tn);
     expect((await w2.next('task.assign')).task.id).toBe(t2.id);
@@ -255,7 +255,13 @@ describe('intake', () => {
     const b2 = await submit(tn, { handler: 'b', handler_version: 'v2' });
     const a2 = await submit(tn, { handler: 'a', handler_version: 'v2' });
     const c3 = await submit(tn, { handler: 'c', handler_version: 'v3' });
-    const { w } = await session(f.gw.url, tn, { capacity: 10, handlers: [{ handler: 'a', versions: ['v2'] }, { handler: 'c', versions: ['v1', 'v3'] }] });
+    const { w } = await session(f.gw.url, tn, {
+      capacity: 10,
+      handlers: [
+        { handler: 'a', versions: ['v2'] },
+        { handler: 'c', versions: ['v1', 'v3'] },
+      ],
+    });
     const got = [await w.next('task.assign'), await w.next('task.assign')].map((f) => f.task);
     expect(got.map((x) => x.id).sort()).toEqual([a2.id, c3.id].sort());
     for (const x of got) expect(`${x.handler}@${x.handler_version}`).toMatch(/^(a@v2|c@v3)$/);
@@ -316,7 +322,12 @@ describe('credential revoked while connected', () => {
     const err = await w.next('error', 5000);
     expect(err).toMatchObject({ type: 'error', code: 'UNAUTHENTICATED', fatal: true });
     expect((await w.closed).code).toBe(1008);
-    expect(await until(() => sessionRow(ok.session_id), (r) => r?.state === 'CLOSED')).toMatchObject({ close_code: 1008 });
+    expect(
+      await until(
+        () => sessionRow(ok.session_id),
+        (r) => r?.state === 'CLOSED',
+      ),
+    ).toMatchObject({ close_code: 1008 });
     expect(await attemptRow(a.attempt_id)).toEqual(before);
     // Sessions of other credentials are not affected.
     expect(bystander.ws.readyState).toBe(WebSocket.OPEN);
@@ -345,7 +356,12 @@ describe('pings', () => {
     let pings = 0;
     ws.on('ping', () => pings++);
     const closed = new Promise<{ code: number; at: number }>((r) => ws.once('close', (code) => r({ code, at: Date.now() })));
-    const helloOk = new Promise<any>((r) => ws.on('message', (d) => { const f = JSON.parse(d.toString()); if (f.type === 'hello.ok') r(f); }));
+    const helloOk = new Promise<any>((r) =>
+      ws.on('message', (d) => {
+        const f = JSON.parse(d.toString());
+        if (f.type === 'hello.ok') r(f);
+      }),
+    );
     await new Promise((r) => ws.once('open', r));
     ws.send(JSON.stringify(hello([f.t.queue_id], { capacity: 0 })));
     await helloOk;

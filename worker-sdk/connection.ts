@@ -311,7 +311,11 @@ export class WorkerConnection extends EventEmitter<EventMap> {
       // Errors about one attempt answer the oldest request for it (the gateway answers in order).
       const p = list.shift()!;
       if (list.length === 0) this.pending.delete(f.attempt_id!);
-      p.reject(f.code === 'LEASE_LOST' ? new LeaseLostError(f.attempt_id!, 'LEASE_LOST', f.message) : new GatewayError(f.code, f.message, { fatal: f.fatal, attemptId: f.attempt_id }));
+      p.reject(
+        f.code === 'LEASE_LOST'
+          ? new LeaseLostError(f.attempt_id!, 'LEASE_LOST', f.message)
+          : new GatewayError(f.code, f.message, { fatal: f.fatal, attemptId: f.attempt_id }),
+      );
     } else {
       this.deliver({ type: 'error', frame: f });
     }
@@ -328,7 +332,13 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.settleOpen.reject(v);
     this.deliver({ type: 'protocol_error', error: v });
     // Close reasons are limited to 123 bytes.
-    this.ws.close(v.closeCode, Buffer.from(v.message).subarray(0, 120).toString('utf8').replace(/\uFFFD$/, ''));
+    this.ws.close(
+      v.closeCode,
+      Buffer.from(v.message)
+        .subarray(0, 120)
+        .toString('utf8')
+        .replace(/\uFFFD$/, ''),
+    );
     setTimeout(() => this.ws.terminate(), 5000).unref();
   }
 
@@ -351,7 +361,14 @@ export class WorkerConnection extends EventEmitter<EventMap> {
       if (size <= 65536) chunks.push(c);
     });
     res.on('end', () => {
-      let code: string = res.statusCode === 401 ? 'UNAUTHENTICATED' : res.statusCode === 403 ? 'PERMISSION_DENIED' : (res.statusCode ?? 0) >= 500 ? 'UNAVAILABLE' : 'INVALID_ARGUMENT';
+      let code: string =
+        res.statusCode === 401
+          ? 'UNAUTHENTICATED'
+          : res.statusCode === 403
+            ? 'PERMISSION_DENIED'
+            : (res.statusCode ?? 0) >= 500
+              ? 'UNAVAILABLE'
+              : 'INVALID_ARGUMENT';
       let message = `handshake refused with HTTP ${res.statusCode}`;
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: { code?: unknown; message?: unknown } };
@@ -362,7 +379,9 @@ export class WorkerConnection extends EventEmitter<EventMap> {
       }
       this.fail(new GatewayError(code, message, { fatal: true, status: res.statusCode }), 1006);
     });
-    res.on('error', () => this.fail(new GatewayError('UNAVAILABLE', `handshake refused with HTTP ${res.statusCode}`, { fatal: true, status: res.statusCode }), 1006));
+    res.on('error', () =>
+      this.fail(new GatewayError('UNAVAILABLE', `handshake refused with HTTP ${res.statusCode}`, { fatal: true, status: res.statusCode }), 1006),
+    );
   }
 
   private touch(): void {
@@ -384,7 +403,10 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.closeReason = reason;
     clearTimeout(this.helloTimer);
     clearTimeout(this.idleTimer);
-    const err = this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError ? this.failure : new ConnectionClosedError(code, reason || (this.failure ? describeError(this.failure) : ''));
+    const err =
+      this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError
+        ? this.failure
+        : new ConnectionClosedError(code, reason || (this.failure ? describeError(this.failure) : ''));
     this.settleOpen.reject(err);
     for (const list of this.pending.values()) for (const p of list) p.reject(err);
     this.pending.clear();

@@ -112,19 +112,28 @@ export function createFencedResource(pool: Pool, opts: FencedResourceOptions = {
         // Equal token = the same permit writing again: allowed. A larger one raises the fence.
         const next = w.token > highest ? w.token : highest;
         if (w.token > highest) {
-          await conn.query(`UPDATE \`${table}\` SET highest_token = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace = ? AND resource_key = ?`, [tok, w.namespace, w.key]);
+          await conn.query(`UPDATE \`${table}\` SET highest_token = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace = ? AND resource_key = ?`, [
+            tok,
+            w.namespace,
+            w.key,
+          ]);
         }
-        const [ops] = await conn.query<RowDataPacket[]>(
-          `SELECT resource_key FROM \`${opsTable}\` WHERE namespace = ? AND operation_id = ? FOR UPDATE`,
-          [w.namespace, w.operationId],
-        );
+        const [ops] = await conn.query<RowDataPacket[]>(`SELECT resource_key FROM \`${opsTable}\` WHERE namespace = ? AND operation_id = ? FOR UPDATE`, [
+          w.namespace,
+          w.operationId,
+        ]);
         if (ops.length > 0) {
           const storedKey = Buffer.from(ops[0]!.resource_key as Buffer).toString('utf8');
           if (storedKey !== w.key) throw new OperationConflictError(`operation ${w.operationId} was already applied to another key`);
           await conn.commit(); // keeps the raised fence: a legitimate token was seen
           return { applied: false, duplicate: true, highestToken: next };
         }
-        await conn.query(`INSERT INTO \`${opsTable}\` (namespace, operation_id, resource_key, token) VALUES (?, ?, ?, ?)`, [w.namespace, w.operationId, w.key, tok]);
+        await conn.query(`INSERT INTO \`${opsTable}\` (namespace, operation_id, resource_key, token) VALUES (?, ?, ?, ?)`, [
+          w.namespace,
+          w.operationId,
+          w.key,
+          tok,
+        ]);
         await w.apply(conn);
         await conn.commit();
         return { applied: true, duplicate: false, highestToken: next };

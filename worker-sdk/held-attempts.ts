@@ -100,7 +100,10 @@ export class HeldAttempts {
   refused(h: Held, err: unknown): boolean {
     if (err instanceof ConnectionClosedError || err instanceof ProtocolViolation) return false;
     if (err instanceof GatewayError && (err.fatal || err.attemptId === undefined)) return false;
-    this.log.warn({ worker_id: this.workerId, attempt_id: h.id, code: (err as { code?: unknown }).code, err: String(err) }, 'orbit worker: attempt refused by the gateway');
+    this.log.warn(
+      { worker_id: this.workerId, attempt_id: h.id, code: (err as { code?: unknown }).code, err: String(err) },
+      'orbit worker: attempt refused by the gateway',
+    );
     if (h.phase !== 'reporting') {
       h.lost = true;
       h.controller.abort(err);

@@ -3,7 +3,15 @@
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
 // client never invents one.
-import type { CancelTaskBody, CreateQueueBody, CreateScheduleBody, ResolveTaskBody, ScheduleVersionInput, SubmitBatchItem, SubmitTaskBody } from '@orbit/protocol/http-schemas';
+import type {
+  CancelTaskBody,
+  CreateQueueBody,
+  CreateScheduleBody,
+  ResolveTaskBody,
+  ScheduleVersionInput,
+  SubmitBatchItem,
+  SubmitTaskBody,
+} from '@orbit/protocol/http-schemas';
 import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
 import { OrbitApiError } from './errors.js';
@@ -39,7 +47,18 @@ export type {
   ScheduleTaskTemplate,
   FireOutcome,
 } from '@orbit/protocol/http-views';
-import type { Task, Attempt, Queue, Subscription, Delivery, DeliveryRecord, BatchSubmitResult, Schedule, ScheduleVersion, ScheduleFire } from '@orbit/protocol/http-views';
+import type {
+  Task,
+  Attempt,
+  Queue,
+  Subscription,
+  Delivery,
+  DeliveryRecord,
+  BatchSubmitResult,
+  Schedule,
+  ScheduleVersion,
+  ScheduleFire,
+} from '@orbit/protocol/http-views';
 export type { SubmitBatchItem, CreateScheduleBody, ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 
 export type Revision = string | bigint;
@@ -65,11 +84,18 @@ export function createClient(opts: ClientOptions) {
   const seg = (id: string) => encodeURIComponent(id);
   const rev = (r: Revision) => (typeof r === 'bigint' ? r.toString() : r);
 
-  async function call<T>(method: 'GET' | 'POST', path: string, o: { body?: unknown; key?: string; query?: Record<string, unknown>; signal?: AbortSignal } = {}): Promise<T> {
+  async function call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    o: { body?: unknown; key?: string; query?: Record<string, unknown>; signal?: AbortSignal } = {},
+  ): Promise<T> {
     const headers: Record<string, string> = { ...opts.headers, authorization: `Bearer ${opts.token}`, accept: 'application/json' };
     if (o.key !== undefined) {
       if (typeof o.key !== 'string' || !IDEMPOTENCY_KEY_RE.test(o.key)) {
-        throw new OrbitApiError('INVALID_ARGUMENT', 'idempotencyKey must be 1-255 visible ASCII characters', { status: 0, details: { field: 'Idempotency-Key' } });
+        throw new OrbitApiError('INVALID_ARGUMENT', 'idempotencyKey must be 1-255 visible ASCII characters', {
+          status: 0,
+          details: { field: 'Idempotency-Key' },
+        });
       }
       headers['idempotency-key'] = o.key;
     }
@@ -110,7 +136,24 @@ export function createClient(opts: ClientOptions) {
       });
     }
     // Not an envelope (a proxy page, a truncated body): classify by status.
-    const code: ErrorCode = res.status === 401 ? 'UNAUTHENTICATED' : res.status === 403 ? 'PERMISSION_DENIED' : res.status === 404 ? 'NOT_FOUND' : res.status === 405 ? 'METHOD_NOT_ALLOWED' : res.status === 413 ? 'PAYLOAD_TOO_LARGE' : res.status === 429 ? 'QUOTA_EXCEEDED' : [502, 503, 504].includes(res.status) ? 'UNAVAILABLE' : res.status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT';
+    const code: ErrorCode =
+      res.status === 401
+        ? 'UNAUTHENTICATED'
+        : res.status === 403
+          ? 'PERMISSION_DENIED'
+          : res.status === 404
+            ? 'NOT_FOUND'
+            : res.status === 405
+              ? 'METHOD_NOT_ALLOWED'
+              : res.status === 413
+                ? 'PAYLOAD_TOO_LARGE'
+                : res.status === 429
+                  ? 'QUOTA_EXCEEDED'
+                  : [502, 503, 504].includes(res.status)
+                    ? 'UNAVAILABLE'
+                    : res.status >= 500
+                      ? 'INTERNAL'
+                      : 'INVALID_ARGUMENT';
     throw new OrbitApiError(code, `unexpected HTTP ${res.status} response: ${raw.slice(0, 200)}`, { status: res.status, requestId });
   }
 
@@ -144,7 +187,8 @@ export function createClient(opts: ClientOptions) {
       cmd<{ queue: Queue; deduplicated: boolean }>(`/v1/queues/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
 
     // ---- subscriptions and deliveries ----
-    createSubscription: (body: CreateSubscriptionBody, c: CommandOptions) => cmd<{ subscription: Subscription; deduplicated: boolean }>('/v1/subscriptions', body, c),
+    createSubscription: (body: CreateSubscriptionBody, c: CommandOptions) =>
+      cmd<{ subscription: Subscription; deduplicated: boolean }>('/v1/subscriptions', body, c),
     getSubscription: (id: string) => call<{ subscription: Subscription }>('GET', `/v1/subscriptions/${seg(id)}`).then((d) => d.subscription),
     listSubscriptions: () => call<{ subscriptions: Subscription[] }>('GET', '/v1/subscriptions').then((d) => d.subscriptions),
     listDeliveries: (id: string, query: { state?: string; limit?: number; cursor?: string } = {}) =>
@@ -161,26 +205,41 @@ export function createClient(opts: ClientOptions) {
     resumeSubscription: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
       cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
     retireSubscription: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
-      cmd<{ subscription: Subscription; deduplicated: boolean }>(`/v1/subscriptions/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+      cmd<{ subscription: Subscription; deduplicated: boolean }>(
+        `/v1/subscriptions/${seg(id)}:retire`,
+        { expected_revision: rev(body.expected_revision), reason: body.reason },
+        c,
+      ),
 
     // ---- schedules (schedules.md) ----
     /** 201 {schedule, version}; a replay answers the frozen receipt with `deduplicated: true`. */
-    createSchedule: (body: CreateScheduleBody, c: CommandOptions) => cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>('/v1/schedules', body, c),
+    createSchedule: (body: CreateScheduleBody, c: CommandOptions) =>
+      cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>('/v1/schedules', body, c),
     /** Publishes version n+1 (fires after the commit use it). */
     publishScheduleVersion: (id: string, body: { expected_revision: Revision; version: ScheduleVersionInput }, c: CommandOptions) =>
-      cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>(`/v1/schedules/${seg(id)}/versions`, { expected_revision: rev(body.expected_revision), version: body.version }, c),
+      cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>(
+        `/v1/schedules/${seg(id)}/versions`,
+        { expected_revision: rev(body.expected_revision), version: body.version },
+        c,
+      ),
     pauseSchedule: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
       cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:pause`, { expected_revision: rev(body.expected_revision) }, c),
     /** Resumes from now: the paused period is never caught up. */
     resumeSchedule: (id: string, body: { expected_revision: Revision }, c: CommandOptions) =>
       cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:resume`, { expected_revision: rev(body.expected_revision) }, c),
     /** One task now from the current version (paused or not); the idempotencyKey dedupes it. */
-    triggerSchedule: (id: string, body: { scheduled_for?: string }, c: CommandOptions) => cmd<{ task: Task; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:trigger`, body, c),
+    triggerSchedule: (id: string, body: { scheduled_for?: string }, c: CommandOptions) =>
+      cmd<{ task: Task; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:trigger`, body, c),
     /** Only a paused schedule; irreversible. */
     retireSchedule: (id: string, body: { expected_revision: Revision; reason: string }, c: CommandOptions) =>
-      cmd<{ schedule: Schedule; deduplicated: boolean }>(`/v1/schedules/${seg(id)}:retire`, { expected_revision: rev(body.expected_revision), reason: body.reason }, c),
+      cmd<{ schedule: Schedule; deduplicated: boolean }>(
+        `/v1/schedules/${seg(id)}:retire`,
+        { expected_revision: rev(body.expected_revision), reason: body.reason },
+        c,
+      ),
     getSchedule: (id: string) => call<{ schedule: Schedule }>('GET', `/v1/schedules/${seg(id)}`).then((d) => d.schedule),
-    listSchedules: (query: { limit?: number; cursor?: string } = {}) => call<{ schedules: Schedule[]; next_cursor: string | null }>('GET', '/v1/schedules', { query: { ...query } }),
+    listSchedules: (query: { limit?: number; cursor?: string } = {}) =>
+      call<{ schedules: Schedule[]; next_cursor: string | null }>('GET', '/v1/schedules', { query: { ...query } }),
     listScheduleVersions: (id: string) => call<{ versions: ScheduleVersion[] }>('GET', `/v1/schedules/${seg(id)}/versions`).then((d) => d.versions),
     getScheduleVersion: (id: string, n: number) => call<{ version: ScheduleVersion }>('GET', `/v1/schedules/${seg(id)}/versions/${n}`).then((d) => d.version),
     /** Fire history, newest first. */
@@ -191,7 +250,10 @@ export function createClient(opts: ClientOptions) {
 
 function requireKey(c: CommandOptions | undefined): string {
   if (!c || typeof c.idempotencyKey !== 'string') {
-    throw new OrbitApiError('INVALID_ARGUMENT', 'an explicit idempotencyKey is required for every command', { status: 0, details: { field: 'Idempotency-Key' } });
+    throw new OrbitApiError('INVALID_ARGUMENT', 'an explicit idempotencyKey is required for every command', {
+      status: 0,
+      details: { field: 'Idempotency-Key' },
+    });
   }
   return c.idempotencyKey;
 }

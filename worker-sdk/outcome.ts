@@ -21,7 +21,7 @@ function clip(s: string, max: number): string {
 function messageOf(err: unknown): string {
   if (err instanceof Error) return clip(err.message || err.name, MAX_MESSAGE);
   try {
-    return clip(typeof err === 'string' ? err : JSON.stringify(err) ?? String(err), MAX_MESSAGE);
+    return clip(typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err)), MAX_MESSAGE);
   } catch {
     return clip(String(err), MAX_MESSAGE);
   }
@@ -58,7 +58,8 @@ export function successResult(attemptId: string, value: unknown): ResultInput {
 /** The result for a thrown error: RetryableError → retry, UnknownOutcomeError → unknown,
  * anything else → failed (permanent). */
 export function errorResult(attemptId: string, err: unknown): ResultInput {
-  if (err instanceof RetryableError) { // brand check: works across SDK copies (errors.ts)
+  if (err instanceof RetryableError) {
+    // brand check: works across SDK copies (errors.ts)
     const r: ResultInput = { attemptId, outcome: 'retry', error: { code: err.code, message: messageOf(err) } };
     if (err.retryAfterMs !== undefined) r.retryAfterMs = Math.min(err.retryAfterMs, MAX_RETRY_AFTER_MS);
     return r;

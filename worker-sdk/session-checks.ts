@@ -57,7 +57,6 @@ export interface ConnectOptions {
   maxIncomingFrameBytes?: number;
 }
 
-
 export type ConnectionEvent =
   | { type: 'task.assign'; frame: TaskAssignFrame }
   | { type: 'task.cancel'; frame: TaskCancelFrame }
@@ -73,7 +72,6 @@ export interface ResultInput {
   error?: { code: string; message: string };
   retryAfterMs?: number;
 }
-
 
 const outgoingChecks = new Map(Object.entries(WORKER_FRAMES).map(([k, s]) => [k, TypeCompiler.Compile(s)]));
 
@@ -111,7 +109,6 @@ export function helloFrame(r: Registration): HelloFrame {
   }
   return hello;
 }
-
 
 /** The SDK's own checks on task.assign (worker-protocol.md, SDK obligations): the message of the
  * violation, or null. `prev` is what this process already knows about the attempt id. */

@@ -128,6 +128,10 @@ export const consoleLogger: Logger = { info: line('INFO'), warn: line('WARN'), e
 /** A fresh identity per worker: `${hostname}-${pid}-${random}`, within ^[A-Za-z0-9._:-]{1,64}$.
  * The capability flag is frozen per worker_id, so it is never reused across processes. */
 export function defaultWorkerId(): string {
-  const host = os.hostname().replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 32) || 'worker';
+  const host =
+    os
+      .hostname()
+      .replace(/[^A-Za-z0-9._:-]/g, '-')
+      .slice(0, 32) || 'worker';
   return `${host}-${process.pid}-${nanoid(12)}`;
 }

@@ -4,7 +4,15 @@
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { DEFAULT_MAX_FRAME_BYTES, SUBPROTOCOL, parseWorkerFrame, type HelloFrame, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
+import {
+  DEFAULT_MAX_FRAME_BYTES,
+  SUBPROTOCOL,
+  parseWorkerFrame,
+  type HelloFrame,
+  type HelloOkFrame,
+  type TaskAssignFrame,
+  type WorkerFrame,
+} from '@orbit/protocol/frames';
 
 export const hexId = (): string => randomBytes(16).toString('hex');
 
@@ -87,7 +95,10 @@ export class FakeSession {
       }
     }
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`no ${type ?? 'frame'} within ${timeoutMs} ms; got ${JSON.stringify(this.received.map((f) => f.type))}`)), timeoutMs);
+      const t = setTimeout(
+        () => reject(new Error(`no ${type ?? 'frame'} within ${timeoutMs} ms; got ${JSON.stringify(this.received.map((f) => f.type))}`)),
+        timeoutMs,
+      );
       this.waiters.push({
         type,
         resolve: (f) => {
@@ -120,7 +131,11 @@ export class FakeSession {
     else if (f.type === 'start' && o.autoStart) {
       const l = this.gateway.leases.get(f.attempt_id);
       if (l) l.state = 'RUNNING';
-      this.send(l ? { type: 'start.ok', attempt_id: f.attempt_id, lease_expires_at: future() } : { type: 'error', code: 'LEASE_LOST', message: 'lost', attempt_id: f.attempt_id, fatal: false });
+      this.send(
+        l
+          ? { type: 'start.ok', attempt_id: f.attempt_id, lease_expires_at: future() }
+          : { type: 'error', code: 'LEASE_LOST', message: 'lost', attempt_id: f.attempt_id, fatal: false },
+      );
     } else if (f.type === 'result' && o.autoResult) {
       const first = !this.gateway.results.has(f.attempt_id);
       this.gateway.results.set(f.attempt_id, f);

@@ -35,4 +35,3 @@ export type WorkerEvents = {
   fatal: [Error];
   newListener: [event: string | symbol, listener: (...args: unknown[]) => void];
 };
-

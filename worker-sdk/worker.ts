@@ -182,10 +182,15 @@ export class Worker extends EventEmitter<WorkerEvents> {
         if (this.isFatal(err)) return this.fail(err as Error);
         failures++;
         if (failures >= limit) {
-          return this.fail(new GatewayError('UNAVAILABLE', `cannot connect to ${this.opts.url} after ${failures} attempts: ${describeError(err)}`, { fatal: true }));
+          return this.fail(
+            new GatewayError('UNAVAILABLE', `cannot connect to ${this.opts.url} after ${failures} attempts: ${describeError(err)}`, { fatal: true }),
+          );
         }
         const delay = backoffMs(this.opts.reconnect, failures);
-        this.log.warn({ worker_id: this.workerId, url: this.opts.url, err: describeError(err), attempt: failures, max_attempts: limit, retry_in_ms: delay }, 'orbit worker: connect failed, retrying');
+        this.log.warn(
+          { worker_id: this.workerId, url: this.opts.url, err: describeError(err), attempt: failures, max_attempts: limit, retry_in_ms: delay },
+          'orbit worker: connect failed, retrying',
+        );
         await this.sleep(delay);
         continue;
       }
@@ -198,7 +203,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
       const code = conn.closeCode ?? 1006;
       this.emit('disconnected', code, conn.closeReason ?? '');
       if (this.stopped) return;
-      if (code === 1008 || code === 4409) return this.fail(new GatewayError(code === 4409 ? 'STATE_CONFLICT' : 'UNAUTHENTICATED', `session closed with ${code}: ${conn.closeReason ?? ''}`, { fatal: true }));
+      if (code === 1008 || code === 4409)
+        return this.fail(
+          new GatewayError(code === 4409 ? 'STATE_CONFLICT' : 'UNAUTHENTICATED', `session closed with ${code}: ${conn.closeReason ?? ''}`, { fatal: true }),
+        );
       if (Date.now() - openedAt >= STABLE_SESSION_MS || goaway) failures = 0;
       else failures++;
       this.log.info({ worker_id: this.workerId, code, goaway }, 'orbit worker: disconnected, reconnecting');
@@ -251,7 +259,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   private onEvent(conn: WorkerConnection, ev: ConnectionEvent): void {
     if (ev.type === 'protocol_error') {
-      this.log.error({ worker_id: this.workerId, attempt_id: ev.error.attemptId, err: ev.error.message }, 'orbit worker: gateway protocol violation, closing with 1002');
+      this.log.error(
+        { worker_id: this.workerId, attempt_id: ev.error.attemptId, err: ev.error.message },
+        'orbit worker: gateway protocol violation, closing with 1002',
+      );
       this.emit('protocolError', ev.error);
       return;
     }
@@ -291,9 +302,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     const fn = handlerFor(this.handlers, h.frame, this.defaultVersions);
     if (!fn) {
       // Not ours to run (the filter should have prevented it): fail it without starting, loudly.
-      this.log.error({ worker_id: this.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version }, 'orbit worker: no handler for this task; failing it');
+      this.log.error(
+        { worker_id: this.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version },
+        'orbit worker: no handler for this task; failing it',
+      );
       h.phase = 'reporting';
-      h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${h.frame.task.handler}@${h.frame.task.handler_version}` } };
+      h.result = {
+        attemptId: h.id,
+        outcome: 'failed',
+        error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${h.frame.task.handler}@${h.frame.task.handler_version}` },
+      };
       return this.report(h);
     }
     // Handler code must not run before start.ok; a start lost with the socket is re-sent (a

@@ -49,7 +49,9 @@ function readCredentials(): { url: string; token: string; namespaceId: string; f
   try {
     creds = JSON.parse(fs.readFileSync(file, 'utf8')) as Credentials;
   } catch (err) {
-    fail(`cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`);
+    fail(
+      `cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`,
+    );
   }
   const url = process.env.ORBIT_URL ?? creds.url;
   const token = process.env.ORBIT_TOKEN ?? creds.token;
@@ -179,7 +181,8 @@ async function main(): Promise<void> {
     attempts.sort((a, b) => (a.leased_at < b.leased_at ? -1 : a.leased_at > b.leased_at ? 1 : 0));
     const [first, second] = attempts as [Attempt, Attempt];
     if (first.concurrency_token === undefined || second.concurrency_token === undefined) fail('attempts of a keyed task must carry a concurrency_token');
-    const tokensIncreasing = BigInt(second.concurrency_token) > BigInt(first.concurrency_token) && first.finished_at !== null && first.finished_at <= second.leased_at;
+    const tokensIncreasing =
+      BigInt(second.concurrency_token) > BigInt(first.concurrency_token) && first.finished_at !== null && first.finished_at <= second.leased_at;
 
     // The resource saw both writes, in token order.
     const [rows] = await pool.query<mysql.RowDataPacket[]>('SELECT CAST(token AS CHAR) AS token FROM orbit_example_writes WHERE run_id = ? ORDER BY id', [run]);
@@ -196,7 +199,12 @@ async function main(): Promise<void> {
         token: BigInt(first.concurrency_token),
         operationId: `late-replay-${run}`,
         apply: async (conn) => {
-          await conn.query('INSERT INTO orbit_example_writes (run_id, resource_key, token, task_id) VALUES (?, ?, ?, ?)', [run, key, first.concurrency_token, first.task_id]);
+          await conn.query('INSERT INTO orbit_example_writes (run_id, resource_key, token, task_id) VALUES (?, ?, ?, ?)', [
+            run,
+            key,
+            first.concurrency_token,
+            first.task_id,
+          ]);
         },
       });
     } catch (err) {
@@ -231,7 +239,7 @@ main().then(
   },
   (err) => {
     clearTimeout(deadline);
-    console.error(`keyed-concurrency: ${err instanceof ExampleFailure ? err.message : (err as Error).stack ?? String(err)}`);
+    console.error(`keyed-concurrency: ${err instanceof ExampleFailure ? err.message : ((err as Error).stack ?? String(err))}`);
     process.exit(1);
   },
 );

@@ -44,7 +44,11 @@ async function main(): Promise<number> {
   // delivery consumed and acknowledged, then the subscription, then the queue.
   try {
     const sub = await client.getSubscription(subscription.id);
-    const r = await client.retireSubscription(subscription.id, { expected_revision: sub.revision, reason: 'resource-lifecycle example finished' }, { idempotencyKey: key('retire-subscription') });
+    const r = await client.retireSubscription(
+      subscription.id,
+      { expected_revision: sub.revision, reason: 'resource-lifecycle example finished' },
+      { idempotencyKey: key('retire-subscription') },
+    );
     console.log(`subscription_retired=true retired_sequence=${r.subscription.retired_sequence}`);
   } catch (err) {
     report('subscription', subscription.id, err);
@@ -52,7 +56,11 @@ async function main(): Promise<number> {
   }
   try {
     const q = await client.getQueue(queue.id);
-    const r = await client.retireQueue(queue.id, { expected_revision: q.revision, reason: 'resource-lifecycle example finished' }, { idempotencyKey: key('retire-queue') });
+    const r = await client.retireQueue(
+      queue.id,
+      { expected_revision: q.revision, reason: 'resource-lifecycle example finished' },
+      { idempotencyKey: key('retire-queue') },
+    );
     console.log(`queue_retired=true retired_at=${r.queue.retired_at}`);
   } catch (err) {
     report('queue', queue.id, err);

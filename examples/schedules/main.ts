@@ -35,7 +35,9 @@ function readCredentials(): { url: string; token: string } {
   try {
     creds = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof creds;
   } catch (err) {
-    fail(`cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`);
+    fail(
+      `cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`,
+    );
   }
   const url = process.env.ORBIT_URL ?? creds.url;
   const token = process.env.ORBIT_TOKEN ?? creds.token;
@@ -74,7 +76,14 @@ async function main(): Promise<void> {
         name: `every-second-${run}`,
         version: {
           calendar: { every_seconds: 1 },
-          task: { queue_id: queue.id, handler: HANDLER, handler_version: 'v1', payload_version: 'v1', payload: { report: 'daily' }, concurrency_key: `report/${run}` },
+          task: {
+            queue_id: queue.id,
+            handler: HANDLER,
+            handler_version: 'v1',
+            payload_version: 'v1',
+            payload: { report: 'daily' },
+            concurrency_key: `report/${run}`,
+          },
         },
       },
       { idempotencyKey: `schedules-example-create-${run}` },
@@ -133,7 +142,7 @@ main().then(
   },
   (err) => {
     clearTimeout(deadline);
-    console.error(`schedules: ${err instanceof ExampleFailure ? err.message : (err as Error).stack ?? String(err)}`);
+    console.error(`schedules: ${err instanceof ExampleFailure ? err.message : ((err as Error).stack ?? String(err))}`);
     process.exit(1);
   },
 );

@@ -20,14 +20,17 @@ interface Tasks {
 }
 
 const worker = createWorker<Tasks>({
-  url, token, queues: [queue], capacity: 4,
+  url,
+  token,
+  queues: [queue],
+  capacity: 4,
   handlers: {
     // Only the handlers named here are assigned to this worker (version v1 unless told otherwise).
     'object.update': async (e) => {
       // e.concurrencyToken (bigint) fences keyed tasks: hand it to the resource with the write.
       console.log(`attempt ${e.attemptId} task ${e.task.id} key=${e.task.concurrencyKey ?? '-'} token=${e.concurrencyToken ?? '-'}`);
       if (e.signal.aborted) throw new RetryableError('lease lost before the write'); // → retried later
-      return { updated: e.task.payload.object_ref };                                   // → SUCCEEDED
+      return { updated: e.task.payload.object_ref }; // → SUCCEEDED
     },
   },
 });

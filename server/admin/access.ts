@@ -7,16 +7,18 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 
 export type Scope =
-  | 'tasks:submit'
-  | 'tasks:read'
-  | 'queues:manage'
-  | 'events:manage'
-  | 'events:read'
-  | 'workers:connect'
-  | 'workers:consume'
-  | 'schedules:manage';
+  'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'workers:connect' | 'workers:consume' | 'schedules:manage';
 
-export const ALL_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'workers:connect', 'workers:consume', 'schedules:manage'];
+export const ALL_SCOPES: Scope[] = [
+  'tasks:submit',
+  'tasks:read',
+  'queues:manage',
+  'events:manage',
+  'events:read',
+  'workers:connect',
+  'workers:consume',
+  'schedules:manage',
+];
 
 export function hashToken(token: string): Buffer {
   return crypto.createHash('sha256').update(token, 'utf8').digest();

@@ -41,7 +41,10 @@ export function validateBootstrapInput(input: BootstrapInput): void {
   if (input.queues.length === 0) throw new Error('bootstrap needs at least one --queue');
   for (const q of input.queues) if (!RESOURCE_NAME_RE.test(q)) throw new Error(`queue name ${JSON.stringify(q)} must be 1-64 of [a-z0-9._-]`);
   if (new Set(input.queues).size !== input.queues.length) throw new Error('--queue names must be distinct');
-  for (const [flag, v] of [['--application', input.application], ['--namespace', input.namespace]] as const) {
+  for (const [flag, v] of [
+    ['--application', input.application],
+    ['--namespace', input.namespace],
+  ] as const) {
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(v)) throw new Error(`${flag} must be 1-64 of [A-Za-z0-9._-]`);
   }
   if (!/^[A-Za-z0-9._-]{1,32}$/.test(input.environment)) throw new Error('--environment must be 1-32 of [A-Za-z0-9._-]');
@@ -82,7 +85,14 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
     }
     const credentialId = newId();
     await insertCredential(c, { id: credentialId, namespaceId, name: `bootstrap ${input.environment}`, tokenHash: hashToken(token), scopes, queueIds: '*' });
-    await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.create', targetType: 'credential', targetId: credentialId, details: { scopes } });
+    await insertAudit(c, {
+      namespaceId,
+      actor: 'orbit-admin',
+      action: 'credential.create',
+      targetType: 'credential',
+      targetId: credentialId,
+      details: { scopes },
+    });
     return {
       url: input.url,
       token,

@@ -55,7 +55,13 @@ function operation(key: string, meta: RouteMeta) {
     parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string', pattern: ID_RE.source } });
   }
   if (meta.idempotent) {
-    parameters.push({ name: 'Idempotency-Key', in: 'header', required: true, description: 'identity of this command: the same key and content replay the receipt', schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN } });
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: true,
+      description: 'identity of this command: the same key and content replay the receipt',
+      schema: { type: 'string', pattern: IDEMPOTENCY_KEY_PATTERN },
+    });
   }
   for (const q of meta.query ?? []) {
     const schema = q.enum ? { type: 'string', enum: [...q.enum] } : q.integer ? { type: 'integer', ...q.integer } : { type: 'string' };
@@ -67,9 +73,10 @@ function operation(key: string, meta: RouteMeta) {
     [String(meta.status)]: {
       description: meta.returns,
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
-      content: key === 'GET /metrics'
-        ? { 'text/plain': { schema: { type: 'string' } } }
-        : { 'application/json': { schema: meta.scope ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
+      content:
+        key === 'GET /metrics'
+          ? { 'text/plain': { schema: { type: 'string' } } }
+          : { 'application/json': { schema: meta.scope ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
     },
   };
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(codes);
@@ -98,7 +105,8 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: 'Orbit HTTP API',
       version: API_VERSION,
-      description: 'Tasks, attempts, queues, result-stream subscriptions. Every response is an envelope {request_id, data} or {request_id, error:{code, message, details?}}; uint64 values are decimal strings. Workers use the WebSocket protocol described by /v1/asyncapi.json.',
+      description:
+        'Tasks, attempts, queues, result-stream subscriptions. Every response is an envelope {request_id, data} or {request_id, error:{code, message, details?}}; uint64 values are decimal strings. Workers use the WebSocket protocol described by /v1/asyncapi.json.',
     },
     servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start' }],
     components: {

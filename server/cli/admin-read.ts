@@ -41,7 +41,14 @@ export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) |
     return (pool) => tasksList(pool, queue, state, Number(rawLimit), flags.has('json'));
   }
   if (cmd === 'task' && sub === 'get') {
-    const { positional, flags } = { positional: argv.slice(2).filter((a) => !a.startsWith('--')), flags: parseFlags(argv.slice(2).filter((a) => a.startsWith('--')), ['json'], []) };
+    const { positional, flags } = {
+      positional: argv.slice(2).filter((a) => !a.startsWith('--')),
+      flags: parseFlags(
+        argv.slice(2).filter((a) => a.startsWith('--')),
+        ['json'],
+        [],
+      ),
+    };
     if (positional.length !== 1 || !ID_RE.test(positional[0]!)) throw new Error('usage: orbit-admin task get ID (a 32-hex task id)');
     return (pool) => taskGet(pool, positional[0]!, flags.has('json'));
   }
@@ -62,7 +69,10 @@ async function queuesList(pool: Pool, json: boolean): Promise<string> {
   }));
   if (json) return JSON.stringify({ queues: list }) + '\n';
   if (list.length === 0) return 'no queues\n';
-  return table(['ID', 'NAME', 'NAMESPACE', 'STATE', 'WAITING', 'RUNNING'], list.map((q) => [q.id, q.name, q.namespace, q.state, String(q.waiting), String(q.running)]));
+  return table(
+    ['ID', 'NAME', 'NAMESPACE', 'STATE', 'WAITING', 'RUNNING'],
+    list.map((q) => [q.id, q.name, q.namespace, q.state, String(q.waiting), String(q.running)]),
+  );
 }
 
 /** A queue by id, or by name when exactly one namespace has a queue of that name. */
@@ -70,7 +80,9 @@ async function findQueue(pool: Pool, ref: string): Promise<{ id: string; namespa
   const rows = await queuesByRef(pool, ref);
   if (rows.length === 0) throw new Error(`no queue with id or name ${JSON.stringify(ref)}; \`orbit-admin queues list\` shows them`);
   if (rows.length > 1) {
-    throw new Error(`${rows.length} namespaces have a queue named ${ref}; pass its id instead: ${rows.map((r) => `${r.id} (namespace ${r.namespace})`).join(', ')}`);
+    throw new Error(
+      `${rows.length} namespaces have a queue named ${ref}; pass its id instead: ${rows.map((r) => `${r.id} (namespace ${r.namespace})`).join(', ')}`,
+    );
   }
   return { id: rows[0]!.id, namespace_id: rows[0]!.namespace_id };
 }

@@ -3,11 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /** Minimal `--flag value` / `--switch` parser for the CLIs; repeated flags accumulate. When
  * `allowed` is given, any other flag is an error (a typo never silently does nothing). */
-export function parseArgs(
-  argv: string[],
-  switches: string[],
-  allowed?: string[],
-): { positional: string[]; flags: Map<string, string[]> } {
+export function parseArgs(argv: string[], switches: string[], allowed?: string[]): { positional: string[]; flags: Map<string, string[]> } {
   const positional: string[] = [];
   const flags = new Map<string, string[]>();
   for (let i = 0; i < argv.length; i++) {

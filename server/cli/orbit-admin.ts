@@ -93,7 +93,13 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
   if (cmd === 'credential' && sub === 'create') {
     const flags = parseFlags(argv.slice(2), [], ['namespace-id', 'scopes', 'queue-ids', 'name']);
     const namespaceId = id(flags, 'namespace-id');
-    const scopes = [...new Set(one(flags, 'scopes')!.split(/[\s,]+/).filter(Boolean))];
+    const scopes = [
+      ...new Set(
+        one(flags, 'scopes')!
+          .split(/[\s,]+/)
+          .filter(Boolean),
+      ),
+    ];
     if (scopes.length === 0) throw new Error(`--scopes names no scope; known: ${ALL_SCOPES.join(' ')}`);
     for (const s of scopes) if (!ALL_SCOPES.includes(s as Scope)) throw new Error(`unknown scope ${s}; known: ${ALL_SCOPES.join(' ')}`);
     const rawQueues = (one(flags, 'queue-ids', false) ?? '*').trim();
@@ -115,7 +121,14 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
           if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
         }
         await insertCredential(c, { id: credId, namespaceId, name, tokenHash: hashToken(token), scopes, queueIds });
-        await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.create', targetType: 'credential', targetId: credId, details: { scopes, queueIds } });
+        await insertAudit(c, {
+          namespaceId,
+          actor: 'orbit-admin',
+          action: 'credential.create',
+          targetType: 'credential',
+          targetId: credId,
+          details: { scopes, queueIds },
+        });
       }),
     );
     io.stdout.write(JSON.stringify({ id: credId, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
@@ -167,7 +180,9 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
   }
 
   const what = ['credential', 'quota', 'queues', 'tasks', 'task'].includes(cmd!) ? `${cmd} ${sub ?? ''}`.trim() : cmd;
-  throw new Error(`unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set, queues list, tasks list, task get (--help for usage)`);
+  throw new Error(
+    `unknown command ${JSON.stringify(what)}; commands: bootstrap, credential create, credential revoke, quota set, queues list, tasks list, task get (--help for usage)`,
+  );
 }
 
 runIfScript(import.meta.url, main);

@@ -67,7 +67,8 @@ export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse
   };
   const text = (status: number, msg: string) => send(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' }, msg + '\n');
   if (pathname === '/console') return send(308, { Location: '/console/', 'Cache-Control': 'no-store' }, '');
-  if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }, 'method not allowed\n');
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    return send(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8' }, 'method not allowed\n');
   const files = load();
   if (!files) return text(404, 'the console is not built on this node: run `npm run build`');
   const name = pathname === '/console/' ? 'index.html' : pathname.slice('/console/'.length);

@@ -12,10 +12,9 @@ export async function maxUnfinishedTasks(c: Conn, applicationId: string): Promis
 /** reserveUnfinishedTask(application_id) → false when the quota of unfinished tasks is reached.
  * Conditional update: the check and the increment are one statement (no snapshot read). */
 export async function reserveUnfinishedTask(c: Conn, applicationId: string): Promise<boolean> {
-  const [res] = await c.execute(
-    'UPDATE applications SET unfinished_tasks = unfinished_tasks + 1 WHERE id = ? AND unfinished_tasks < max_unfinished_tasks',
-    [applicationId],
-  );
+  const [res] = await c.execute('UPDATE applications SET unfinished_tasks = unfinished_tasks + 1 WHERE id = ? AND unfinished_tasks < max_unfinished_tasks', [
+    applicationId,
+  ]);
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 

@@ -154,13 +154,48 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
 export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string): Promise<void> {
   if (rows.length === 0) return;
   const cols = [
-    caseOf(rows, (r) => r.id, (r) => r.state, 'state'),
-    caseOf(rows, (r) => r.id, (r) => r.outcome, 'outcome'),
-    caseOf(rows, (r) => r.id, (r) => r.output, 'output'),
-    caseOf(rows, (r) => r.id, (r) => r.errorCode, 'error_code'),
-    caseOf(rows, (r) => r.id, (r) => r.errorMessage, 'error_message'),
-    caseOf(rows, (r) => r.id, (r) => r.fingerprint, 'result_fingerprint'),
-    caseOf(rows, (r) => r.id, (r) => r.reply, 'result_reply'),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.state,
+      'state',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.outcome,
+      'outcome',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.output,
+      'output',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.errorCode,
+      'error_code',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.errorMessage,
+      'error_message',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.fingerprint,
+      'result_fingerprint',
+    ),
+    caseOf(
+      rows,
+      (r) => r.id,
+      (r) => r.reply,
+      'result_reply',
+    ),
   ];
   await write(
     c,

@@ -25,7 +25,11 @@ export async function renewLeases(c: Conn, who: { namespaceId: string; workerId:
 /** readLiveLeases({namespace_id, worker_id}, ids) → id and lease_expires_at of the listed attempts
  * of this worker identity that are LEASED or RUNNING and unexpired (after renewLeases: the ones
  * renewed; the others are lost). */
-export async function readLiveLeases(c: Conn, who: { namespaceId: string; workerId: string }, valid: string[]): Promise<{ id: string; lease_expires_at: string }[]> {
+export async function readLiveLeases(
+  c: Conn,
+  who: { namespaceId: string; workerId: string },
+  valid: string[],
+): Promise<{ id: string; lease_expires_at: string }[]> {
   const placeholders = valid.map(() => '?').join(',');
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, lease_expires_at FROM attempts

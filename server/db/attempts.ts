@@ -101,7 +101,16 @@ export async function attemptHolders(pool: Pool, ids: string[]): Promise<Attempt
 export async function closeAttempt(
   c: Conn,
   id: string,
-  f: { state: AttemptState; outcome: string | null; output?: string | null; errorCode?: string | null; errorMessage?: string | null; fingerprint?: string | null; reply?: string | null; markStarted?: boolean },
+  f: {
+    state: AttemptState;
+    outcome: string | null;
+    output?: string | null;
+    errorCode?: string | null;
+    errorMessage?: string | null;
+    fingerprint?: string | null;
+    reply?: string | null;
+    markStarted?: boolean;
+  },
 ): Promise<void> {
   await c.execute(
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,

@@ -86,7 +86,19 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
 /** The task columns a claim reads. */
 export type CandidateRow = Pick<
   TaskRow,
-  'id' | 'namespace_id' | 'queue_id' | 'seq' | 'handler' | 'handler_version' | 'payload_version' | 'payload' | 'business_key' | 'concurrency_key' | 'priority' | 'deadline_at' | 'attempts_created'
+  | 'id'
+  | 'namespace_id'
+  | 'queue_id'
+  | 'seq'
+  | 'handler'
+  | 'handler_version'
+  | 'payload_version'
+  | 'payload'
+  | 'business_key'
+  | 'concurrency_key'
+  | 'priority'
+  | 'deadline_at'
+  | 'attempts_created'
 >;
 
 /** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key
@@ -110,7 +122,12 @@ export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateR
  * UPDATE takes every free, unexhausted key (holder ← attempt, highest_token + 1), then one read
  * returns the tokens. Keys are the first rows of the round's lock order (keys, queues,
  * application — the order of every ledger flush). */
-export async function grantKeys(c: Conn, namespaceId: string, keys: { key: Buffer; attemptId: string }[], now: string): Promise<Map<string, { token: string | null; exhausted: boolean }>> {
+export async function grantKeys(
+  c: Conn,
+  namespaceId: string,
+  keys: { key: Buffer; attemptId: string }[],
+  now: string,
+): Promise<Map<string, { token: string | null; exhausted: boolean }>> {
   const out = new Map<string, { token: string | null; exhausted: boolean }>();
   if (keys.length === 0) return out;
   // The two writes travel with the read of the tokens (db/pipeline.ts): one round trip.
@@ -166,7 +183,20 @@ export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void>
     `INSERT INTO attempts (id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
         concurrency_key, concurrency_token, leased_at, lease_expires_at)
      VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?, 'LEASED', ?, ?, ?, ?, ?, ?)").join(', ')}`,
-    rows.flatMap((a) => [a.id, a.taskId, a.namespaceId, a.applicationId, a.queueId, a.attemptNo, a.workerId, a.sessionId, a.concurrencyKey, a.token, a.leasedAt, a.leaseExpiresAt]),
+    rows.flatMap((a) => [
+      a.id,
+      a.taskId,
+      a.namespaceId,
+      a.applicationId,
+      a.queueId,
+      a.attemptNo,
+      a.workerId,
+      a.sessionId,
+      a.concurrencyKey,
+      a.token,
+      a.leasedAt,
+      a.leaseExpiresAt,
+    ]),
   );
 }
 

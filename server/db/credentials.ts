@@ -67,7 +67,10 @@ export async function revokeCredential(db: Pool | Conn, id: string): Promise<boo
 /** revokedCredentialIds(ids) → those of the credentials that are revoked (no lock; the reconciler
  * closes the sessions connected with them). */
 export async function revokedCredentialIds(pool: Pool, ids: string[]): Promise<string[]> {
-  const [revoked] = await pool.query<RowDataPacket[]>(`SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${ids.map(() => '?').join(',')})`, ids);
+  const [revoked] = await pool.query<RowDataPacket[]>(
+    `SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${ids.map(() => '?').join(',')})`,
+    ids,
+  );
   return revoked.map((r) => r.id as string);
 }
 

@@ -61,9 +61,7 @@ function installMariaDb(log: (l: string) => void): void {
   const apt = which(['apt-get']);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!apt || !isRoot) {
-    throw new Error(
-      'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)',
-    );
+    throw new Error('no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
   }
   log('installing mariadb-server with apt-get (one time, about a minute)...');
   // policy-rc.d exit 101 stops the package from starting the system-wide service (we run our own
@@ -126,10 +124,17 @@ function initDataDir(binary: string, dataDir: string, log: (l: string) => void):
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
     // --auth-root-socket-user: the OS user running this gets a socket-authenticated admin account
     // (root@localhost only works for the OS user root).
-    const args = ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=socket', `--auth-root-socket-user=${socketUser()}`, '--skip-test-db', '--skip-name-resolve',
+    const args = [
+      '--no-defaults',
+      `--datadir=${dataDir}`,
+      '--auth-root-authentication-method=socket',
+      `--auth-root-socket-user=${socketUser()}`,
+      '--skip-test-db',
+      '--skip-name-resolve',
       // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
       // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
-      '--force'];
+      '--force',
+    ];
     if (isRoot) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
     if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {

@@ -74,7 +74,8 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
     // The lock is per database (named locks are server-wide): runners of other databases on the
     // same server do not wait for each other.
     const [lockRows] = await conn.query(LOCK_SQL);
-    if ((lockRows as { got: number }[])[0]?.got !== 1) throw new Error('could not take the migration lock within 120 s (another `orbit-migrate up` is running)');
+    if ((lockRows as { got: number }[])[0]?.got !== 1)
+      throw new Error('could not take the migration lock within 120 s (another `orbit-migrate up` is running)');
     try {
       await conn.query(CREATE_TABLE);
       const done = await appliedVersions(pool);

@@ -152,6 +152,10 @@ export function isDuplicateKey(err: unknown): boolean {
 export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; errno?: number; fatal?: boolean };
   if (e.fatal) return true;
-  return ['ECONNREFUSED', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ETIMEDOUT', 'EPIPE', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR'].includes(e.code ?? '')
-    || e.errno === 1053 || e.errno === 2006 || e.errno === 2013;
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'PROTOCOL_CONNECTION_LOST', 'ETIMEDOUT', 'EPIPE', 'ER_SERVER_SHUTDOWN', 'ER_CON_COUNT_ERROR'].includes(e.code ?? '') ||
+    e.errno === 1053 ||
+    e.errno === 2006 ||
+    e.errno === 2013
+  );
 }

@@ -36,9 +36,7 @@ export async function queueStats(db: Pool | Conn, namespaceId: string, queue: Qu
 
   // The window comes from the database clock (like every lease time), not this node's clock: two
   // nodes answer with the same buckets. `first` is the start of the oldest minute.
-  const [[clock]] = await db.query<RowDataPacket[]>(
-    `SELECT DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL ${STATS_MINUTES - 1} MINUTE, '%Y-%m-%d %H:%i:00') AS first`,
-  );
+  const [[clock]] = await db.query<RowDataPacket[]>(`SELECT DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL ${STATS_MINUTES - 1} MINUTE, '%Y-%m-%d %H:%i:00') AS first`);
   const first = clock!.first as string;
   const startMs = Date.parse(first.replace(' ', 'T') + 'Z');
   const minutes: MinuteBucket[] = Array.from({ length: STATS_MINUTES }, (_, i) => ({

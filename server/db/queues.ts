@@ -90,7 +90,17 @@ export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
     `INSERT INTO queues (id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
        retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at)
      VALUES (?, ?, ?, 1, 0, ?, 0, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
-    [q.id, q.namespaceId, q.name, q.maxActiveAttempts, q.leaseSeconds, q.retry.max_attempts, q.retry.initial_backoff_ms, q.retry.max_backoff_ms, q.retry.multiplier],
+    [
+      q.id,
+      q.namespaceId,
+      q.name,
+      q.maxActiveAttempts,
+      q.leaseSeconds,
+      q.retry.max_attempts,
+      q.retry.initial_backoff_ms,
+      q.retry.max_backoff_ms,
+      q.retry.multiplier,
+    ],
   );
 }
 
@@ -111,11 +121,15 @@ export async function markQueueRetired(c: Conn, id: string, reason: string): Pro
 
 /** readHelloQueues(namespace_id, ids) → id, lease_seconds and retired_at of the listed queues of
  * the namespace (no lock; ids already checked against the id pattern). */
-export async function readHelloQueues(c: Conn, namespaceId: string, ids: string[]): Promise<{ id: string; lease_seconds: number; retired_at: string | null }[]> {
-  const [qrows] = await c.query<RowDataPacket[]>(`SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${ids.map(() => '?').join(',')})`, [
-    namespaceId,
-    ...ids,
-  ]);
+export async function readHelloQueues(
+  c: Conn,
+  namespaceId: string,
+  ids: string[],
+): Promise<{ id: string; lease_seconds: number; retired_at: string | null }[]> {
+  const [qrows] = await c.query<RowDataPacket[]>(
+    `SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${ids.map(() => '?').join(',')})`,
+    [namespaceId, ...ids],
+  );
   return qrows as { id: string; lease_seconds: number; retired_at: string | null }[];
 }
 

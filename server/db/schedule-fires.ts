@@ -31,7 +31,11 @@ export interface NewFire {
 /** insertFires(namespace_id, application_id, fired_at, fires: schedule_id, scheduled_for,
  * version, outcome, task_id): one multi-row INSERT for the fire times of one transaction; a fire
  * time already recorded fails the whole statement with ER_DUP_ENTRY. */
-export async function insertFires(c: Conn, s: { namespaceOf: (scheduleId: string) => string; applicationId: string; firedAt: string }, fires: NewFire[]): Promise<void> {
+export async function insertFires(
+  c: Conn,
+  s: { namespaceOf: (scheduleId: string) => string; applicationId: string; firedAt: string },
+  fires: NewFire[],
+): Promise<void> {
   if (fires.length === 0) return;
   const args: unknown[] = [];
   for (const f of fires) args.push(f.scheduleId, f.scheduledFor, s.namespaceOf(f.scheduleId), s.applicationId, f.version, s.firedAt, f.outcome, f.taskId);

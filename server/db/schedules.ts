@@ -47,16 +47,22 @@ export function scheduleView(r: ScheduleRow): Schedule {
 /** getSchedule(namespace_id, id, lock?) → row or null; 'update' locks it (commands, fires). */
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
   if (!isId(id)) return null;
-  const [rows] = await db.execute<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE id = ? AND namespace_id = ?${lock === 'update' ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
+  const [rows] = await db.execute<ScheduleRow[]>(
+    `SELECT ${COLUMNS} FROM schedules WHERE id = ? AND namespace_id = ?${lock === 'update' ? ' FOR UPDATE' : ''}`,
+    [id, namespaceId],
+  );
   return rows[0] ?? null;
 }
 
 /** listSchedules(namespace_id, queue_ids, after_name?, limit) → rows by name, at most limit + 1;
  * a credential limited to some queues sees the schedules whose current version targets them. */
-export async function listSchedules(db: Pool | Conn, namespaceId: string, queueIds: '*' | string[], afterName: string | undefined, limit: number): Promise<ScheduleRow[]> {
+export async function listSchedules(
+  db: Pool | Conn,
+  namespaceId: string,
+  queueIds: '*' | string[],
+  afterName: string | undefined,
+  limit: number,
+): Promise<ScheduleRow[]> {
   const where = ['namespace_id = ?'];
   const args: unknown[] = [namespaceId];
   if (queueIds !== '*') {
@@ -198,9 +204,6 @@ export async function dueSchedules(pool: Pool, horizonMs: number, limit: number)
 /** enabledSchedulesOnQueue(queue_id) → ids of non-paused, non-retired schedules whose current
  * version targets the queue (queue retirement; the caller holds the queue row FOR UPDATE). */
 export async function enabledSchedulesOnQueue(c: Conn, queueId: string): Promise<string[]> {
-  const [rows] = await c.execute<RowDataPacket[]>(
-    'SELECT id FROM schedules WHERE queue_id = ? AND paused = 0 AND retired_at IS NULL ORDER BY id',
-    [queueId],
-  );
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM schedules WHERE queue_id = ? AND paused = 0 AND retired_at IS NULL ORDER BY id', [queueId]);
   return rows.map((r) => r.id as string);
 }

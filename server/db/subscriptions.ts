@@ -158,7 +158,12 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 const typeList = (types: string[]) => types.map(() => '?').join(',');
 
 /** countUnmaterialized(namespace_id, queue_id, types, cursor, watermark) → matching events in (cursor, watermark]. */
-export async function countUnmaterialized(db: Pool | Conn, s: { namespaceId: string; queueId: string; types: string[] }, cursor: string, watermark: string): Promise<number> {
+export async function countUnmaterialized(
+  db: Pool | Conn,
+  s: { namespaceId: string; queueId: string; types: string[] },
+  cursor: string,
+  watermark: string,
+): Promise<number> {
   if (BigInt(cursor) >= BigInt(watermark)) return 0;
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT COUNT(*) AS n FROM result_events
@@ -279,7 +284,10 @@ const DELIVERY_COLUMNS = `id, sequence,
 /** deliveriesByIds(ids) → rows by sequence. */
 export async function deliveriesByIds(c: Conn, ids: string[]): Promise<DeliveryRow[]> {
   if (ids.length === 0) return [];
-  const [rows] = await c.query<DeliveryRow[]>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY sequence`, ids);
+  const [rows] = await c.query<DeliveryRow[]>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY sequence`,
+    ids,
+  );
   return rows;
 }
 

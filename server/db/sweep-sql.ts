@@ -10,7 +10,10 @@ import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
 
 /** The attempts matching `where`, soonest lease expiry first, at most `limit`, locked SKIP LOCKED. */
 async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
-  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`, args);
+  const [rows] = await c.query<AttemptRow[]>(
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    args,
+  );
   return rows;
 }
 

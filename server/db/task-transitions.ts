@@ -10,7 +10,10 @@ import { TASK_COLUMNS, type TaskRow } from './tasks.js';
 /** lockTask(namespace_id, task_id) → the task row, locked FOR UPDATE. The caller knows it exists
  * (it holds an attempt of it, or read it under lock). */
 export async function lockTask(c: Conn, namespaceId: string, taskId: string): Promise<TaskRow> {
-  const [rows] = await c.execute<(TaskRow & RowDataPacket)[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ? FOR UPDATE`, [taskId, namespaceId]);
+  const [rows] = await c.execute<(TaskRow & RowDataPacket)[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ? FOR UPDATE`, [
+    taskId,
+    namespaceId,
+  ]);
   return rows[0]!;
 }
 
@@ -18,7 +21,10 @@ export async function lockTask(c: Conn, namespaceId: string, taskId: string): Pr
  * revoked, if that attempt is still its current one (such an attempt does not count against
  * max_attempts, so attempts_made stays). */
 export async function requeueUnstartedTask(c: Conn, taskId: string, attemptId: string): Promise<void> {
-  await c.execute(`UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`, [taskId, attemptId]);
+  await c.execute(`UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`, [
+    taskId,
+    attemptId,
+  ]);
 }
 
 export interface FinishedTask {

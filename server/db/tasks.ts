@@ -210,10 +210,10 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;
-  const [rows] = await db.execute<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`,
-    [id, namespaceId],
-  );
+  const [rows] = await db.execute<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
   return rows[0] ?? null;
 }
 

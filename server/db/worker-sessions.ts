@@ -46,14 +46,27 @@ export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise
   await c.execute(
     `INSERT INTO worker_sessions (id, namespace_id, worker_id, credential_id, node_id, queue_ids, capacity, concurrency_keys, handlers, state, connected_at, last_seen_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'OPEN', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
-    [s.id, s.namespaceId, s.workerId, s.credentialId, s.nodeId, JSON.stringify(s.queueIds), s.capacity, s.concurrencyKeys ? 1 : 0, s.handlers ? JSON.stringify(s.handlers) : null],
+    [
+      s.id,
+      s.namespaceId,
+      s.workerId,
+      s.credentialId,
+      s.nodeId,
+      JSON.stringify(s.queueIds),
+      s.capacity,
+      s.concurrencyKeys ? 1 : 0,
+      s.handlers ? JSON.stringify(s.handlers) : null,
+    ],
   );
 }
 
 /** closeSessionRow(session_id, close_code): marks a session closed (socket gone). Releases
  * nothing: attempts run on until result or expiry. */
 export async function closeSessionRow(pool: Pool, sessionId: string, code: number): Promise<void> {
-  await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [code, sessionId]);
+  await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [
+    code,
+    sessionId,
+  ]);
 }
 
 /** touchSessions(session_ids): last_seen_at = now (the caller passes one application's sessions

@@ -92,11 +92,16 @@ function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
   const specs: CandidateSpec[] = [];
   for (const q of hints) {
     const on = reqs.filter((r) => r.session.queueIds.includes(q.id) && r.session.namespaceId === q.namespace_id);
-    const demand = Math.min(q.free, on.reduce((n, r) => n + r.free, 0));
+    const demand = Math.min(
+      q.free,
+      on.reduce((n, r) => n + r.free, 0),
+    );
     if (demand <= 0) continue;
     const anyFilterless = on.some((r) => r.session.handlers === null);
     const handlers = new Map<string, Set<string>>();
-    if (!anyFilterless) for (const r of on) for (const h of r.session.handlers!) for (const v of h.versions) handlers.set(h.handler, (handlers.get(h.handler) ?? new Set()).add(v));
+    if (!anyFilterless)
+      for (const r of on)
+        for (const h of r.session.handlers!) for (const v of h.versions) handlers.set(h.handler, (handlers.get(h.handler) ?? new Set()).add(v));
     specs.push({
       queueId: q.id,
       namespaceId: q.namespace_id,
@@ -116,7 +121,10 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
   const exhausted: { ns: string; key: string; last: boolean }[] = [];
   const reportExhausted = () => {
     for (const e of exhausted) {
-      log.error({ namespace_id: e.ns, concurrency_key: e.key }, e.last ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused');
+      log.error(
+        { namespace_id: e.ns, concurrency_key: e.key },
+        e.last ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused',
+      );
       onExhausted();
     }
   };
@@ -139,7 +147,12 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         if (ids.length === 0) return;
         ids.sort((a, b) => b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
         const order = new Map(ids.map((x, i) => [x.id, i]));
-        const rows = (await lockCandidates(c, ids.slice(0, 512).map((x) => x.id))).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+        const rows = (
+          await lockCandidates(
+            c,
+            ids.slice(0, 512).map((x) => x.id),
+          )
+        ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 
         // Step 2: candidates to sessions within the hinted permits.
         const queueFree = new Map(queues.map((q) => [q.id, q.free]));
@@ -170,7 +183,12 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
         for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
           list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
-          const got = await grantKeys(c, ns, list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })), now);
+          const got = await grantKeys(
+            c,
+            ns,
+            list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
+            now,
+          );
           for (const x of list) {
             const g = got.get(x.attemptId)!;
             // The last token was granted, or a key is exhausted: reported after the commit only
@@ -205,7 +223,11 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           leaseExpiresAt: dbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
         }));
         await insertAttempts(c, attempts);
-        await markTasksLeased(c, granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })), grantedAt);
+        await markTasksLeased(
+          c,
+          granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })),
+          grantedAt,
+        );
 
         // Step 5: the hot rows, last.
         const perQueue = new Map<string, number>();

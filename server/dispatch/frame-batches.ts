@@ -79,13 +79,22 @@ function plusMs(dbTime: string, ms: number): string {
 }
 
 function resultFingerprint(f: ResultFrame): string {
-  return crypto.createHash('sha256').update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms })).digest('hex');
+  return crypto
+    .createHash('sha256')
+    .update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms }))
+    .digest('hex');
 }
 
 /** `last`: nothing else in the transaction writes (a batch of starts only), so the UPDATE carries
  * the COMMIT (one round trip less on every start of a hot key's turnover); the read-back, when a
  * start did not apply, then reads committed state — the rows it reads were not changed by it. */
-async function starts(c: Conn, items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[], now: string, out: FrameOutcome[], last = false): Promise<void> {
+async function starts(
+  c: Conn,
+  items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[],
+  now: string,
+  out: FrameOutcome[],
+  last = false,
+): Promise<void> {
   if (items.length === 0) return;
   // One entry per (attempt, identity): two workers naming the same attempt in one batch are two
   // starts (only the owner's applies; the other is answered LEASE_LOST by the read-back), while a
@@ -136,7 +145,10 @@ async function results(
   if (items.length === 0) return;
   const namespaces = [...new Set(items.map((x) => x.cmd.who.namespaceId))];
   const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], namespaces, now)).map((r) => [r.id, r]));
-  const retryQueues = items.filter((x) => x.cmd.frame.outcome === 'retry').map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id).filter((q): q is string => !!q);
+  const retryQueues = items
+    .filter((x) => x.cmd.frame.outcome === 'retry')
+    .map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id)
+    .filter((q): q is string => !!q);
   const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
   const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
   const closed: ClosedAttempt[] = [];
@@ -159,7 +171,8 @@ async function results(
     const storedFp = earlier?.fp ?? a.result_fingerprint;
     const storedReply = earlier ? JSON.stringify(earlier.reply) : a.result_reply;
     if (earlier || (a.state !== 'LEASED' && a.state !== 'RUNNING')) {
-      if (storedFp === fp && storedReply) out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultReply), deduplicated: true }, freedQueues: [] };
+      if (storedFp === fp && storedReply)
+        out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultReply), deduplicated: true }, freedQueues: [] };
       else if (storedFp) out[i] = fail('STATE_CONFLICT', 'a different result was already accepted for this attempt', f.attempt_id);
       else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, f.attempt_id);
       continue;
@@ -182,10 +195,21 @@ async function results(
     const output = f.output === undefined ? null : JSON.stringify(f.output);
     const err = f.error ?? null;
     const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
-    closed.push({ id: a.id, state: d.attemptState, outcome: f.outcome, output, errorCode: err?.code ?? null, errorMessage: err?.message ?? null, fingerprint: fp, reply: JSON.stringify(reply) });
+    closed.push({
+      id: a.id,
+      state: d.attemptState,
+      outcome: f.outcome,
+      output,
+      errorCode: err?.code ?? null,
+      errorMessage: err?.message ?? null,
+      fingerprint: fp,
+      reply: JSON.stringify(reply),
+    });
     ledger.releaseAttempt(a);
-    if (a.concurrency_key) released.push({ namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, key: a.concurrency_key, attemptId: a.id });
-    else if (cmd.sessionId) freed.push({ sessionId: cmd.sessionId, namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, attemptId: a.id });
+    if (a.concurrency_key)
+      released.push({ namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, key: a.concurrency_key, attemptId: a.id });
+    else if (cmd.sessionId)
+      freed.push({ sessionId: cmd.sessionId, namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, attemptId: a.id });
     if (d.taskState === 'WAITING') {
       tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore: plusMs(now, d.backoffMs), result: null, terminal: false });
     } else {
@@ -332,7 +356,17 @@ async function batchInTx(
     });
     await starts(c, startItems, now, out, resultItems.length === 0);
     await results(c, ledger, resultItems, now, out, released, freed);
-    const plans = host ? await planHandoffs(c, host, ledger, released.filter((r) => !skip.refused.has(r.queueId)), now, live, reserved) : [];
+    const plans = host
+      ? await planHandoffs(
+          c,
+          host,
+          ledger,
+          released.filter((r) => !skip.refused.has(r.queueId)),
+          now,
+          live,
+          reserved,
+        )
+      : [];
     const refills = host ? await planRefills(c, host, ledger, freed, now, reserved, skip.refillSkips, skip.drained) : [];
     plans.push(...refills);
     // Keys first, then the hand-off attempts, then the hot rows to the commit (lock order).

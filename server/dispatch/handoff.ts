@@ -85,7 +85,10 @@ export async function planHandoffs(
     () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
               AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
   );
-  const [idRows] = await c.query<RowDataPacket[]>(parts.join(' UNION ALL '), released.flatMap((r) => [r.namespaceId, r.key, r.queueId, now, now]));
+  const [idRows] = await c.query<RowDataPacket[]>(
+    parts.join(' UNION ALL '),
+    released.flatMap((r) => [r.namespaceId, r.key, r.queueId, now, now]),
+  );
   if (idRows.length === 0) return [];
   const rows = await lockCandidates(c, [...new Set(idRows.map((r) => r.id as string))]);
   const plans: HandoffPlan[] = [];
@@ -114,7 +117,10 @@ export async function planHandoffs(
 export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
   const applied = plans.filter((p) => !p.keyed || ledger.handoffTokens.has(p.newAttemptId));
   if (applied.length === 0) return [];
-  const lease = await queueConfigs(c, applied.map((p) => p.row.queue_id));
+  const lease = await queueConfigs(
+    c,
+    applied.map((p) => p.row.queue_id),
+  );
   const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
   const attempts: NewAttempt[] = applied.map((p) => ({
     id: p.newAttemptId,
@@ -131,7 +137,11 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     leaseExpiresAt: new Date(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000).toISOString().replace('T', ' ').replace('Z', ''),
   }));
   await insertAttempts(c, attempts);
-  await markTasksLeased(c, applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId })), now);
+  await markTasksLeased(
+    c,
+    applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId })),
+    now,
+  );
   return applied.map((p, i) => {
     const a = attempts[i]!;
     const task: Assignment['task'] = {

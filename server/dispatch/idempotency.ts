@@ -10,7 +10,10 @@ import type { ReceiptRow } from '../db/receipts.js';
 
 /** SHA-256 of operation + target + normalized body, canonically serialized. */
 export function commandFingerprint(operation: string, targetId: string, normalized: unknown): string {
-  return crypto.createHash('sha256').update(canonicalJson({ operation, target: targetId, body: normalized })).digest('hex');
+  return crypto
+    .createHash('sha256')
+    .update(canonicalJson({ operation, target: targetId, body: normalized }))
+    .digest('hex');
 }
 
 /** The stored reply of a committed receipt (200, `deduplicated: true`), or 409 when the key was

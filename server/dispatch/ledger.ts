@@ -116,7 +116,12 @@ export class PermitLedger {
                   highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
             WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})
               AND holder_attempt_id IN (${swapped.map(() => '?').join(',')}) AND highest_token < ${TOKEN_MAX}`,
-          [...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!.newAttemptId]), ns, ...swapped.map((k) => k.key), ...swapped.map((k) => k.attemptId)],
+          [
+            ...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!.newAttemptId]),
+            ns,
+            ...swapped.map((k) => k.key),
+            ...swapped.map((k) => k.attemptId),
+          ],
         );
         const [rows] = await c.query(
           `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})`,
@@ -161,7 +166,9 @@ export class PermitLedger {
       const delta = `CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END`;
       const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
           WHERE id IN (${q.map(() => '?').join(',')})${
-            ho.length ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))` : ''
+            ho.length
+              ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
+              : ''
           }`;
       const args = [...q.flat(), ...q.map(([id]) => id), ...(ho.length ? [...ho, ...q.flat()] : [])];
       if (ho.length === 0) await write(c, sql, args);

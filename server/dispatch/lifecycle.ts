@@ -17,7 +17,12 @@ import type { Identity } from './frame-batches.js';
 export type { Identity } from './frame-batches.js';
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
-export async function renewAttempts(pool: Pool, who: Identity, ids: string[], knownQueues: ReadonlyMap<string, string> = new Map()): Promise<{ leases: { attempt_id: string; lease_expires_at: string }[]; lost: string[] }> {
+export async function renewAttempts(
+  pool: Pool,
+  who: Identity,
+  ids: string[],
+  knownQueues: ReadonlyMap<string, string> = new Map(),
+): Promise<{ leases: { attempt_id: string; lease_expires_at: string }[]; lost: string[] }> {
   const valid = [...new Set(ids.filter((id) => ID_RE.test(id)))];
   if (valid.length === 0) return { leases: [], lost: ids };
   return withTransaction(pool, async (c) => {
@@ -44,7 +49,13 @@ export async function finishTask(
   c: Conn,
   ledger: PermitLedger,
   t: TaskRow,
-  r: { state: TerminalTaskState | 'NEEDS_REVIEW'; outcome: string; output?: string | null; error?: { code: string; message: string } | null; attemptsMade?: number },
+  r: {
+    state: TerminalTaskState | 'NEEDS_REVIEW';
+    outcome: string;
+    output?: string | null;
+    error?: { code: string; message: string } | null;
+    attemptsMade?: number;
+  },
 ): Promise<void> {
   const terminal = r.state !== 'NEEDS_REVIEW';
   await finishTaskRow(c, t.id, {

@@ -35,7 +35,12 @@ export async function revokeAttempt(
   switch (kind) {
     case 'expire-leased':
     case 'release-unlisted':
-      await closeAttempt(c, a.id, { state: 'EXPIRED', outcome: null, errorCode: 'LEASE_EXPIRED', errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start' });
+      await closeAttempt(c, a.id, {
+        state: 'EXPIRED',
+        outcome: null,
+        errorCode: 'LEASE_EXPIRED',
+        errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start',
+      });
       // A never-started attempt does not consume max_attempts: back to WAITING as it was.
       await requeueUnstartedTask(c, t.id, a.id);
       return 'LEASE_EXPIRED';
@@ -99,7 +104,11 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
     const waiting = await lockOverdueWaitingTasks(c, applicationId, limit);
     for (const w of waiting) {
       const t = await lockTask(c, w.namespace_id, w.id);
-      await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' } });
+      await finishTask(c, ledger, t, {
+        state: 'DEADLINE_EXCEEDED',
+        outcome: 'deadline_exceeded',
+        error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' },
+      });
       report.counts.deadlineWaiting++;
     }
     await ledger.flush(c);

@@ -16,7 +16,10 @@ export async function queueNotFound(db: Pool | Conn, namespaceId: string, value:
   // compared with the ascii_bin column is a collation error, not a miss).
   const byName = RESOURCE_NAME_RE.test(value) ? await findQueueByName(db, namespaceId, value) : null;
   if (byName) {
-    return new OrbitError('NOT_FOUND', `${field} expects a queue id, not a name: the queue named ${JSON.stringify(value)} has id ${byName.id}`, { field, queue_id: byName.id });
+    return new OrbitError('NOT_FOUND', `${field} expects a queue id, not a name: the queue named ${JSON.stringify(value)} has id ${byName.id}`, {
+      field,
+      queue_id: byName.id,
+    });
   }
   return new OrbitError('NOT_FOUND', `queue not found: ${field} is a 32-hex queue id (GET /v1/queues lists them), not a name`, { field });
 }
@@ -30,4 +33,3 @@ export async function unfinishedTasksQuota(c: Conn, applicationId: string): Prom
     { quota: 'max_unfinished_tasks', limit },
   );
 }
-

@@ -55,9 +55,7 @@ export interface SubmitCommand {
   origin?: TaskOrigin;
 }
 
-export type SubmitOutcome =
-  | { ok: true; status: 201 | 200; data: { task: Task; deduplicated: boolean } }
-  | { ok: false; error: OrbitError };
+export type SubmitOutcome = { ok: true; status: 201 | 200; data: { task: Task; deduplicated: boolean } } | { ok: false; error: OrbitError };
 
 /** Rolls the batch back; its items then run one by one. */
 class EdgeOfBatch extends Error {}
@@ -80,7 +78,10 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
  * under its key lock, where the edge conditions are that item's answer. */
 async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
   const outcomes: Slot[] = new Array(items.length);
-  const { rows, now } = await readSubmitQueues(c, items.map((i) => i.prepared.normalized.queue_id));
+  const { rows, now } = await readSubmitQueues(
+    c,
+    items.map((i) => i.prepared.normalized.queue_id),
+  );
   const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
   const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
   const createdAt = now.length === 19 ? `${now}.000` : now;
@@ -94,7 +95,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     const q = queues.get(n.queue_id);
     if (!q || q.namespace_id !== it.credential.namespaceId) return (outcomes[i] = 'not-found');
     if (it.credential.queueIds !== '*' && !it.credential.queueIds.includes(q.id)) {
-      return (outcomes[i] = refused('PERMISSION_DENIED', 'queue is outside the credential\'s queue_ids', 'queue_id'));
+      return (outcomes[i] = refused('PERMISSION_DENIED', "queue is outside the credential's queue_ids", 'queue_id'));
     }
     // max_attempts defaults to the queue's before fingerprinting, so that writing the default
     // out is the same command as omitting it.
@@ -105,7 +106,10 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
 
   const stored = new Map<string, ReceiptRow>();
   const keyed = live.filter((i) => items[i]!.key !== null);
-  for (const r of await findReceipts(c, keyed.map((i) => [items[i]!.credential.namespaceId, items[i]!.key!]))) {
+  for (const r of await findReceipts(
+    c,
+    keyed.map((i) => [items[i]!.credential.namespaceId, items[i]!.key!]),
+  )) {
     stored.set(`${r.namespace_id}\n${r.idempotency_key}`, r);
   }
   const keysInBatch = new Set<string>();
@@ -162,25 +166,27 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     };
     const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
     tasks.push(t);
-    if (it.key !== null) receipts.push({
-      namespaceId: t.namespaceId,
-      key: it.key,
-      operation: SUBMIT_OPERATION,
-      targetId: '',
-      fingerprint: fingerprints[i]!,
-      httpStatus: 201,
-      data,
-      resourceId: t.id,
-      credentialId: it.credential.id,
-      createdAt,
-    });
+    if (it.key !== null)
+      receipts.push({
+        namespaceId: t.namespaceId,
+        key: it.key,
+        operation: SUBMIT_OPERATION,
+        targetId: '',
+        fingerprint: fingerprints[i]!,
+        httpStatus: 201,
+        data,
+        resourceId: t.id,
+        credentialId: it.credential.id,
+        createdAt,
+      });
     byQueue.add(q.id);
     outcomes[i] = { ok: true, status: 201, data };
   }
   // A queue_id that names no queue: the refusal says so, and names the id when a queue *name* was
   // given (rare: the extra lookup is paid by refused items only).
   for (let i = 0; i < items.length; i++) {
-    if (outcomes[i] === 'not-found') outcomes[i] = { ok: false, error: await queueNotFound(c, items[i]!.credential.namespaceId, items[i]!.prepared.normalized.queue_id) };
+    if (outcomes[i] === 'not-found')
+      outcomes[i] = { ok: false, error: await queueNotFound(c, items[i]!.credential.namespaceId, items[i]!.prepared.normalized.queue_id) };
   }
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
@@ -219,7 +225,8 @@ function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {
   if (r.accepted > 0) {
     app.metrics.tasksAccepted.inc(r.accepted);
     if (app.log.isLevelEnabled('debug')) {
-      for (const o of r.outcomes) if (typeof o === 'object' && o.ok && o.status === 201) app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
+      for (const o of r.outcomes)
+        if (typeof o === 'object' && o.ok && o.status === 201) app.log.debug({ task_id: o.data.task.id, queue_id: o.data.task.queue_id }, 'task accepted');
     }
   }
   app.signals.wake(r.queues);

@@ -32,7 +32,13 @@ export async function cancelTask(c: Conn, namespaceId: string, taskId: string, r
   return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...ledger.freedQueues] };
 }
 
-export async function resolveTask(c: Conn, namespaceId: string, taskId: string, resolution: 'succeeded' | 'failed' | 'retry', reason: string | undefined): Promise<CommandEffect> {
+export async function resolveTask(
+  c: Conn,
+  namespaceId: string,
+  taskId: string,
+  resolution: 'succeeded' | 'failed' | 'retry',
+  reason: string | undefined,
+): Promise<CommandEffect> {
   const t = (await getTask(c, namespaceId, taskId, true))!;
   if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
   const ledger = new PermitLedger();
@@ -42,7 +48,11 @@ export async function resolveTask(c: Conn, namespaceId: string, taskId: string, 
     await reopenTaskForRetry(c, t.id);
     ledger.freedQueues.add(t.queue_id);
   } else {
-    await finishTask(c, ledger, t, { state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED', outcome: resolution, error: resolution === 'failed' ? note : null });
+    await finishTask(c, ledger, t, {
+      state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED',
+      outcome: resolution,
+      error: resolution === 'failed' ? note : null,
+    });
   }
   await ledger.flush(c);
   return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...ledger.freedQueues] };

@@ -17,7 +17,16 @@ import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { getQueue, markQueueRetired, queueView, type QueueView } from '../db/queues.js';
 import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedTaskCounts } from '../db/queue-blockers.js';
-import { countQueueSubscriptions, countUnacked, countUnmaterialized, getSubscription, lockWatermark, markSubscriptionRetired, subscriptionView, type SubscriptionView } from '../db/subscriptions.js';
+import {
+  countQueueSubscriptions,
+  countUnacked,
+  countUnmaterialized,
+  getSubscription,
+  lockWatermark,
+  markSubscriptionRetired,
+  subscriptionView,
+  type SubscriptionView,
+} from '../db/subscriptions.js';
 import { insertAudit } from '../db/tenants.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
 import { requireQueueAccess } from '../admin/access.js';
@@ -104,7 +113,8 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
   const held = await countHeldKeysOfQueue(c, q.namespace_id, q.id);
   if (held > 0) out.push({ reason: 'held_resource_keys', count: held, message: `${held} resource-key permits held by attempts of this queue` });
   const subs = await countQueueSubscriptions(c, q.id);
-  if (subs > 0) out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
+  if (subs > 0)
+    out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
   // Schedules: a resume or publish toward this queue share-locks its row, so none can be enabled
   // between this read and the commit.
   const schedules = await enabledSchedulesOnQueue(c, q.id);

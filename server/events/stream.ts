@@ -86,7 +86,11 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
     const ids = chosen.map((d) => d.id);
     await leaseDeliveryRows(c, ids, leaseSeconds);
     const rows = await deliveriesByIds(c, ids);
-    const events = await eventsBySequence(c, namespaceId, rows.map((r) => String(r.sequence)));
+    const events = await eventsBySequence(
+      c,
+      namespaceId,
+      rows.map((r) => String(r.sequence)),
+    );
     const missing = rows.find((r) => !events.has(String(r.sequence)));
     if (missing) {
       throw new OrbitError('EVENT_HISTORY_EXPIRED', `event ${missing.sequence} of delivery ${missing.id} is no longer retained`, {

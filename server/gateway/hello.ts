@@ -22,13 +22,7 @@ export interface HelloResult {
   freedQueues: string[];
 }
 
-export async function helloTransaction(
-  pool: Pool,
-  cred: Credential,
-  sessionId: string,
-  nodeId: string,
-  h: HelloFrame,
-): Promise<HelloResult> {
+export async function helloTransaction(pool: Pool, cred: Credential, sessionId: string, nodeId: string, h: HelloFrame): Promise<HelloResult> {
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
   let ledger = new PermitLedger();
@@ -50,7 +44,10 @@ export async function helloTransaction(
     const identity = await lockWorkerIdentity(c, cred.namespaceId, h.worker_id);
     if (identity) {
       if (identity.concurrency_keys !== (keys ? 1 : 0)) {
-        throw new OrbitError('STATE_CONFLICT', 'concurrency_keys differs from the first hello of this worker_id; a process that upgrades must use a new worker_id');
+        throw new OrbitError(
+          'STATE_CONFLICT',
+          'concurrency_keys differs from the first hello of this worker_id; a process that upgrades must use a new worker_id',
+        );
       }
       await setCurrentSession(c, cred.namespaceId, h.worker_id, sessionId, h.agent ?? null);
     } else {
@@ -86,7 +83,12 @@ export async function helloTransaction(
       // Lease lengths as literals from the cached configuration (a join with queues would take a
       // shared lock on the queue row: see startAttempts).
       const byId = new Map(live.map((a) => [a.id, a.queue_id]));
-      const lease = [...(await queueConfigs(c, resumedIds.map((id) => byId.get(id)!)))].map(([q, v]) => [q, v.leaseSeconds] as const);
+      const lease = [
+        ...(await queueConfigs(
+          c,
+          resumedIds.map((id) => byId.get(id)!),
+        )),
+      ].map(([q, v]) => [q, v.leaseSeconds] as const);
       await rebindAttempts(c, sessionId, lease, resumedIds);
       const rows = await readAttempts(c, resumedIds);
       for (const a of rows) {

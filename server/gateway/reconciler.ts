@@ -75,7 +75,10 @@ export class Reconciler {
     const held = sessions.flatMap((s) => [...s.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
-      const rows = await attemptHolders(pool, chunk.map((h) => h.id));
+      const rows = await attemptHolders(
+        pool,
+        chunk.map((h) => h.id),
+      );
       const byId = new Map(rows.map((r) => [r.id as string, r]));
       for (const { id, s } of chunk) {
         const r = byId.get(id);
@@ -91,7 +94,12 @@ export class Reconciler {
       }
     }
     // Sessions superseded on another node.
-    const current = new Set(await currentSessionsAmong(pool, sessions.map((s) => s.id)));
+    const current = new Set(
+      await currentSessionsAmong(
+        pool,
+        sessions.map((s) => s.id),
+      ),
+    );
     for (const s of sessions) {
       if (s.state === 'closed' || current.has(s.id)) continue;
       s.terminate(4409, SUPERSEDED, 'STATE_CONFLICT');

@@ -248,9 +248,7 @@ export class Session {
   }
 
   private track(p: Promise<void>): Promise<void> {
-    return this.host.track(
-      p.catch((err) => this.onUnexpected(err)),
-    );
+    return this.host.track(p.catch((err) => this.onUnexpected(err)));
   }
 
   private onUnexpected(err: unknown): void {
@@ -405,7 +403,10 @@ export class Session {
     // A claim that committed after drain or close: the worker will never see these attempts, so
     // they go back to WAITING now instead of sitting out their lease.
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) {
-      this.host.releaseUndelivered(this, assignments.map((a) => a.attemptId));
+      this.host.releaseUndelivered(
+        this,
+        assignments.map((a) => a.attemptId),
+      );
       return;
     }
     // Never more than the capacity: a capacity frame may have lowered it while the claim that
@@ -413,7 +414,10 @@ export class Session {
     // the excess goes back at once.
     const room = Math.max(0, this.capacity - this.held.size - this.reserved);
     if (assignments.length > room) {
-      this.host.releaseUndelivered(this, assignments.slice(room).map((a) => a.attemptId));
+      this.host.releaseUndelivered(
+        this,
+        assignments.slice(room).map((a) => a.attemptId),
+      );
       assignments = assignments.slice(0, room);
     }
     for (const a of assignments) {
@@ -426,7 +430,10 @@ export class Session {
         task: a.task,
       };
       if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
-      this.log.debug({ task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined }, 'task assigned');
+      this.log.debug(
+        { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },
+        'task assigned',
+      );
       this.send(frame);
     }
   }

@@ -164,25 +164,25 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
       if (path !== '/v1/workers/connect') return reject(new OrbitError('NOT_FOUND', 'no WebSocket endpoint here'));
       if (this.app.shuttingDown) return reject(new OrbitError('UNAVAILABLE', 'gateway is shutting down'));
       const offered = String(req.headers['sec-websocket-protocol'] ?? '')
-    .split(',')
-    .map((s) => s.trim());
+        .split(',')
+        .map((s) => s.trim());
       if (!offered.includes(SUBPROTOCOL)) return reject(new OrbitError('INVALID_ARGUMENT', `subprotocol ${SUBPROTOCOL} is required`));
       const cred = await authenticate(this.pool, req);
       requireScope(cred, 'workers:connect');
       requireScope(cred, 'workers:consume');
       this.wss.handleUpgrade(req, socket, head, (ws) => {
-    // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
-    // with 1011 instead of answering HTTP.
-    try {
-      this.app.faults.hit('upgrade');
-      const s = new Session(this, ws, cred);
-      this.pending.add(s);
-      ws.once('close', () => this.pending.delete(s));
-    } catch (err) {
-      reportInternal(this.app, 'upgrade', err);
-      ws.sendFatal({ type: 'error', code: 'INTERNAL', message: 'internal error', fatal: true });
-      ws.close(1011, 'internal error');
-    }
+        // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
+        // with 1011 instead of answering HTTP.
+        try {
+          this.app.faults.hit('upgrade');
+          const s = new Session(this, ws, cred);
+          this.pending.add(s);
+          ws.once('close', () => this.pending.delete(s));
+        } catch (err) {
+          reportInternal(this.app, 'upgrade', err);
+          ws.sendFatal({ type: 'error', code: 'INTERNAL', message: 'internal error', fatal: true });
+          ws.close(1011, 'internal error');
+        }
       });
     } catch (err) {
       if (err instanceof OrbitError) return reject(err);

@@ -8,7 +8,10 @@ import { OrbitError } from '@orbit/protocol/errors';
 
 /** 400 for a value outside a fixed set, naming every valid value. */
 export function notOneOf(field: string, value: string, allowed: readonly string[]): OrbitError {
-  return new OrbitError('INVALID_ARGUMENT', `${field}: ${JSON.stringify(value.slice(0, 64))} is not one of ${allowed.join(', ')}`, { field, allowed: [...allowed] });
+  return new OrbitError('INVALID_ARGUMENT', `${field}: ${JSON.stringify(value.slice(0, 64))} is not one of ${allowed.join(', ')}`, {
+    field,
+    allowed: [...allowed],
+  });
 }
 
 /** 405 for a path that exists under other methods; sets the Allow header (RFC 9110 §15.5.6). */

@@ -10,7 +10,10 @@ export function logRequestOnFinish(log: Logger, req: IncomingMessage, res: Serve
   const done = () => {
     res.off('finish', done).off('close', done);
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    log.info({ method: req.method, route: route(), status: res.statusCode, duration_ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined }, 'request');
+    log.info(
+      { method: req.method, route: route(), status: res.statusCode, duration_ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+      'request',
+    );
   };
   res.once('finish', done).once('close', done);
 }

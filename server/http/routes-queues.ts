@@ -30,7 +30,14 @@ export const createQueueRoute = command({
   effect: async (c, n, { cred }) => {
     const id = newId();
     try {
-      await insertQueue(c, { id, namespaceId: cred.namespaceId, name: n.name, maxActiveAttempts: n.max_active_attempts, leaseSeconds: n.lease_seconds, retry: n.retry });
+      await insertQueue(c, {
+        id,
+        namespaceId: cred.namespaceId,
+        name: n.name,
+        maxActiveAttempts: n.max_active_attempts,
+        leaseSeconds: n.lease_seconds,
+        retry: n.retry,
+      });
     } catch (err) {
       if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a queue named ${n.name} exists or existed in this namespace`, { field: 'name' });
       throw err;

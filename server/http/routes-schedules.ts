@@ -111,7 +111,8 @@ export const triggerScheduleRoute = command({
     if (b.scheduled_for !== undefined) {
       const t = parseRfc3339(b.scheduled_for);
       if (t === null) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: must be an RFC 3339 timestamp', { field: 'scheduled_for' });
-      if (t < Date.UTC(1970, 0, 2) || t >= Date.UTC(9999, 0, 1)) throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: out of range', { field: 'scheduled_for' });
+      if (t < Date.UTC(1970, 0, 2) || t >= Date.UTC(9999, 0, 1))
+        throw new OrbitError('INVALID_ARGUMENT', 'scheduled_for: out of range', { field: 'scheduled_for' });
       scheduledFor = new Date(t).toISOString();
     }
     await loadSchedule(ctx);

@@ -32,7 +32,8 @@ function errorSlot(e: OrbitError): BatchSlot {
 
 /** One item: its own validation, exactly as POST /v1/tasks would validate that body. */
 function prepareItem(raw: unknown, index: number): { key: string; prepared: PreparedSubmit } | OrbitError {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return new OrbitError('INVALID_ARGUMENT', `tasks.${index}: must be a JSON object`, { field: `tasks.${index}` });
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return new OrbitError('INVALID_ARGUMENT', `tasks.${index}: must be a JSON object`, { field: `tasks.${index}` });
   const v = firstViolation(SubmitBatchItem, raw);
   if (v) return new OrbitError('INVALID_ARGUMENT', `${v.field || 'item'}: ${v.message}`, { field: v.field });
   const { idempotency_key: key, ...body } = raw as SubmitBatchItem;

@@ -68,7 +68,14 @@ export const createSubscriptionRoute = command({
       if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a subscription named ${n.name} exists or existed in this namespace`, { field: 'name' });
       throw err;
     }
-    await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'subscription.create', targetType: 'subscription', targetId: id, details: n });
+    await insertAudit(c, {
+      namespaceId: cred.namespaceId,
+      actor: cred.id,
+      action: 'subscription.create',
+      targetType: 'subscription',
+      targetId: id,
+      details: n,
+    });
     return subscriptionView((await getSubscription(c, cred.namespaceId, id))!, 0);
   },
   reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
@@ -91,7 +98,8 @@ export async function getSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
 
 export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
-  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
+  if ([...ctx.url.searchParams.keys()].length > 0)
+    throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
   const pool = ctx.app.pool;
   const rows = (await listSubscriptions(pool, ctx.cred.namespaceId, ctx.cred.id)).filter((r) => canUseQueue(ctx.cred, r.queue_id));
   const wm = await committedWatermark(pool, ctx.cred.namespaceId);
@@ -139,7 +147,11 @@ export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   if (state !== undefined && !isDeliveryState(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
   const page = rows.slice(0, limit);
-  const events = await eventsBySequence(ctx.app.pool, s.namespace_id, page.map((r) => String(r.sequence)));
+  const events = await eventsBySequence(
+    ctx.app.pool,
+    s.namespace_id,
+    page.map((r) => String(r.sequence)),
+  );
   const next = rows.length > limit ? encodeCursor('d', String(page[page.length - 1]!.sequence)) : null;
   return { status: 200, data: { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next } };
 }

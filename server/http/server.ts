@@ -69,7 +69,13 @@ export function createHttpServer(app: AppContext): http.Server {
   return server;
 }
 
-async function handle(app: AppContext, router: ReturnType<typeof buildRoutes>, req: http.IncomingMessage, res: http.ServerResponse, requestId: string): Promise<void> {
+async function handle(
+  app: AppContext,
+  router: ReturnType<typeof buildRoutes>,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  requestId: string,
+): Promise<void> {
   const log = app.log.child({ request_id: requestId });
   let routeName = 'unmatched';
   logRequestOnFinish(log, req, res, () => routeName);

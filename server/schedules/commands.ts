@@ -135,7 +135,14 @@ export async function createSchedule(c: Conn, cred: Credential, b: { name: strin
     throw err;
   }
   await publish(c, cred, id, 1, b.version, now);
-  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.create', targetType: 'schedule', targetId: id, details: { name: b.name } });
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'schedule.create',
+    targetType: 'schedule',
+    targetId: id,
+    details: { name: b.name },
+  });
   return { data: await views(c, cred, id, 1), resourceId: id };
 }
 
@@ -146,7 +153,14 @@ export async function publishVersion(c: Conn, cred: Credential, id: string, b: {
   const number = Number(s.current_version) + 1;
   await publish(c, cred, id, number, b.version, now);
   await setCurrentVersion(c, id, number, b.version.task.queue_id, firstFire(b.version, now, Number(s.paused) === 1));
-  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.publish', targetType: 'schedule', targetId: id, details: { number } });
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'schedule.publish',
+    targetType: 'schedule',
+    targetId: id,
+    details: { number },
+  });
   return { data: await views(c, cred, id, number), resourceId: id };
 }
 
@@ -161,7 +175,13 @@ export async function setPaused(c: Conn, cred: Credential, id: string, paused: b
     next = t === null ? null : msDb(t);
   }
   await setSchedulePaused(c, id, paused, next);
-  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: paused ? 'schedule.pause' : 'schedule.resume', targetType: 'schedule', targetId: id });
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: paused ? 'schedule.pause' : 'schedule.resume',
+    targetType: 'schedule',
+    targetId: id,
+  });
   return { data: await views(c, cred, id), resourceId: id };
 }
 
@@ -174,7 +194,13 @@ export async function retireSchedule(c: Conn, cred: Credential, id: string, b: {
 }
 
 /** One task now from the current version, paused or not, through the task-creation path. */
-export async function triggerSchedule(app: Pick<AppContext, 'metrics' | 'signals' | 'log'>, c: Conn, cred: Credential, id: string, scheduledFor: string | undefined) {
+export async function triggerSchedule(
+  app: Pick<AppContext, 'metrics' | 'signals' | 'log'>,
+  c: Conn,
+  cred: Credential,
+  id: string,
+  scheduledFor: string | undefined,
+) {
   const s = await lockForCommand(c, cred, id, null);
   const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
   const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));

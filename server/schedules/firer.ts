@@ -91,7 +91,7 @@ export class ScheduleFirer {
         const [applicationId, ids] = groups[next++]!;
         try {
           // A long catch-up settles its fire times a chunk per transaction, one after the other.
-          for (let pending = ids; pending.length > 0 && !this.stopped; ) {
+          for (let pending = ids; pending.length > 0 && !this.stopped;) {
             const reports = await fireSchedules(this.app, applicationId, pending);
             fired += reports.length;
             pending = reports.filter((r) => r.more).map((r) => r.scheduleId);

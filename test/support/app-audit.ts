@@ -79,7 +79,11 @@ export async function installAppAudit(pool: Pool): Promise<void> {
     PRIMARY KEY (id)
   ) ENGINE=InnoDB WITH SYSTEM VERSIONING`);
   for (const [table, how] of Object.entries(SCOPED_TABLES)) {
-    for (const [event, row, op] of [['INSERT', 'NEW', 'I'], ['UPDATE', 'NEW', 'U'], ['DELETE', 'OLD', 'D']] as const) {
+    for (const [event, row, op] of [
+      ['INSERT', 'NEW', 'I'],
+      ['UPDATE', 'NEW', 'U'],
+      ['DELETE', 'OLD', 'D'],
+    ] as const) {
       const expr = (e: string | undefined) => (e ? e.replaceAll('R.', `${row}.`) : 'NULL');
       await pool.query(
         `CREATE TRIGGER ${AUDIT_TABLE}_${table}_${op} AFTER ${event} ON ${table} FOR EACH ROW

@@ -39,6 +39,13 @@ export async function submitMany(
 export function taskBodies(queueId: string, n: number, keyOf: (i: number) => string | undefined = () => undefined): Record<string, unknown>[] {
   return Array.from({ length: n }, (_, i) => {
     const key = keyOf(i);
-    return { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { i }, ...(key === undefined ? {} : { concurrency_key: key }) };
+    return {
+      queue_id: queueId,
+      handler: 'h',
+      handler_version: 'v1',
+      payload_version: 'v1',
+      payload: { i },
+      ...(key === undefined ? {} : { concurrency_key: key }),
+    };
   });
 }

@@ -26,12 +26,7 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
 }
 
 /** Runs a bin to completion (killed after `timeoutMs`). */
-export function runBin(
-  name: string,
-  args: string[],
-  env: Record<string, string | undefined> = {},
-  timeoutMs = 30_000,
-): Promise<BinResult> {
+export function runBin(name: string, args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 30_000): Promise<BinResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [binPath(name), ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

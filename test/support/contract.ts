@@ -41,7 +41,12 @@ export function expectHexId(v: unknown): void {
 }
 
 /** A credential in `namespaceId` with the given scopes and queues; returns its token and id. */
-export async function limitedCredential(db: TestDb, namespaceId: string, scopes: Scope[], queueIds: '*' | string[] = '*'): Promise<{ id: string; token: string }> {
+export async function limitedCredential(
+  db: TestDb,
+  namespaceId: string,
+  scopes: Scope[],
+  queueIds: '*' | string[] = '*',
+): Promise<{ id: string; token: string }> {
   const token = newToken();
   const id = newId();
   await insertCredential(db.pool, { id, namespaceId, name: 'contract-test', tokenHash: hashToken(token), scopes, queueIds });

@@ -119,10 +119,14 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | null | unde
 }
 
 export async function waitTaskState(f: Fixture, id: string, state: string, ms = 5000): Promise<RowDataPacket> {
-  return waitFor(`task ${id} ${state}`, async () => {
-    const r = await sqlTask(f, id);
-    return r.state === state ? r : null;
-  }, ms);
+  return waitFor(
+    `task ${id} ${state}`,
+    async () => {
+      const r = await sqlTask(f, id);
+      return r.state === state ? r : null;
+    },
+    ms,
+  );
 }
 
 /** Asserts that no frame of `type` arrives within `ms`. */

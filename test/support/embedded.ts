@@ -34,6 +34,9 @@ export function alive(pid: number): boolean {
 
 /** Whether `cond` holds within `ms` (checked every 100 ms, and once more at the end); never throws for time. */
 export async function waitUntil(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  return pollValue(async () => cond(), (v) => v, { timeout: ms, interval: 100 });
+  return pollValue(
+    async () => cond(),
+    (v) => v,
+    { timeout: ms, interval: 100 },
+  );
 }
-

@@ -44,7 +44,12 @@ export async function makeEvents(pool: Pool, t: CredentialsFile, queueId: string
 }
 
 /** A new credential in `t`'s namespace. */
-export async function extraCredential(pool: Pool, t: CredentialsFile, scopes: string[], queueIds: '*' | string[] = '*'): Promise<{ id: string; token: string }> {
+export async function extraCredential(
+  pool: Pool,
+  t: CredentialsFile,
+  scopes: string[],
+  queueIds: '*' | string[] = '*',
+): Promise<{ id: string; token: string }> {
   const token = newToken();
   const id = newId();
   await insertCredential(pool, { id, namespaceId: t.namespace_id, name: 'test extra', tokenHash: hashToken(token), scopes, queueIds });

@@ -57,7 +57,9 @@ export async function dbState(pool: Pool, probes: Probe[]): Promise<DbState> {
   const tables = probes.filter((p): p is string => typeof p === 'string');
   if (tables.length) {
     const [sums] = await pool.query<RowDataPacket[]>(`CHECKSUM TABLE ${tables.join(', ')}`);
-    const [[counts]] = (await pool.query<RowDataPacket[]>(`SELECT ${tables.map((t) => `(SELECT COUNT(*) FROM ${t}) AS ${t}`).join(', ')}`)) as unknown as [[Record<string, number>]];
+    const [[counts]] = (await pool.query<RowDataPacket[]>(`SELECT ${tables.map((t) => `(SELECT COUNT(*) FROM ${t}) AS ${t}`).join(', ')}`)) as unknown as [
+      [Record<string, number>],
+    ];
     tables.forEach((t, i) => ((st.counts[t] = Number(counts![t])), (st.sums[t] = String(sums[i]!.Checksum))));
   }
   for (const p of probes) {
@@ -127,7 +129,10 @@ export class FuzzTarget {
   /** Exit code and the last error lines the process printed. */
   exitInfo(): string {
     const c = this.gw.child;
-    const errs = this.gw.output.filter((l) => /Error|error|throw/.test(l)).slice(-2).map((l) => l.slice(0, 240));
+    const errs = this.gw.output
+      .filter((l) => /Error|error|throw/.test(l))
+      .slice(-2)
+      .map((l) => l.slice(0, 240));
     return `exit ${c.exitCode ?? c.signalCode}${errs.length ? `: ${errs.join(' | ')}` : ''}`;
   }
   async restart(): Promise<void> {
@@ -161,7 +166,13 @@ export class FuzzLog {
    * it is restarted and the batch replayed one case at a time: the case after which the process
    * is gone is reported as the crash. Returns false when the gateway died (skip the DB check).
    */
-  async batch<C>(cases: C[], limit: number, run: (c: C) => Promise<string | null>, input: (c: C) => string | Buffer | null, count = cases.length): Promise<boolean> {
+  async batch<C>(
+    cases: C[],
+    limit: number,
+    run: (c: C) => Promise<string | null>,
+    input: (c: C) => string | Buffer | null,
+    count = cases.length,
+  ): Promise<boolean> {
     this.cases += count;
     const safe = (c: C) => run(c).catch((e: Error) => `test harness error: ${e.message}`);
     const at = (c: C) => {

@@ -53,14 +53,45 @@ export const HOSTILE_STRINGS = [
 
 /** Raw JSON number spellings (JSON.parse turns 1e400 into Infinity, -0 stays -0). */
 export const HOSTILE_NUMBERS = [
-  '1e308', '-1e308', '1e400', '-1e400', '-0', '-0.0', '0', '-1', '1.5', '1E3', '1e-400', '5e-324', '2147483648',
-  '-2147483649', '9007199254740993', '-9007199254740993', '18446744073709551616', '100000000000000000000000', '1025', '2592001',
+  '1e308',
+  '-1e308',
+  '1e400',
+  '-1e400',
+  '-0',
+  '-0.0',
+  '0',
+  '-1',
+  '1.5',
+  '1E3',
+  '1e-400',
+  '5e-324',
+  '2147483648',
+  '-2147483649',
+  '9007199254740993',
+  '-9007199254740993',
+  '18446744073709551616',
+  '100000000000000000000000',
+  '1025',
+  '2592001',
 ];
 
 export const WRONG_TYPES = ['null', 'true', 'false', '[]', '{}', '[null]', '{"a":{"b":[1]}}', '"1"', '[[[[["é"]]]]]', '{"😀":"😀"}'];
 
 export const HOSTILE_KEYS = [
-  'é'.repeat(60), '😀'.repeat(40), 'é', '😀', '中文', '\ud800', '', ' ', '__proto__', 'constructor', 'type\u0000', 'TYPE', '\u00a0', 'x'.repeat(200),
+  'é'.repeat(60),
+  '😀'.repeat(40),
+  'é',
+  '😀',
+  '中文',
+  '\ud800',
+  '',
+  ' ',
+  '__proto__',
+  'constructor',
+  'type\u0000',
+  'TYPE',
+  '\u00a0',
+  'x'.repeat(200),
 ];
 
 const CHARS = fc.oneof(
@@ -119,7 +150,12 @@ export type JNode = { raw: string } | { obj: [string, JNode][] } | { arr: JNode[
 
 export function toNode(v: unknown): JNode {
   if (Array.isArray(v)) return { arr: v.map(toNode) };
-  if (v !== null && typeof v === 'object') return { obj: Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, toNode(x)]) };
+  if (v !== null && typeof v === 'object')
+    return {
+      obj: Object.entries(v)
+        .filter(([, x]) => x !== undefined)
+        .map(([k, x]) => [k, toNode(x)]),
+    };
   return { raw: JSON.stringify(v) ?? 'null' };
 }
 
@@ -183,13 +219,24 @@ export function mutantArb(value: unknown): fc.Arbitrary<Mutant> {
   const objs = count(root, (n) => 'obj' in n);
   const m = (how: string, n: JNode): Mutant => ({ text: serialize(n), how });
   const ops: fc.Arbitrary<Mutant>[] = [
-    fc.tuple(fc.nat(nodes - 1), hostileToken).map(([i, t]) => m(`node ${i} := ${t.slice(0, 60)}`, mapNodes(root, (_, j) => (j === i ? { raw: t } : undefined)))),
+    fc.tuple(fc.nat(nodes - 1), hostileToken).map(([i, t]) =>
+      m(
+        `node ${i} := ${t.slice(0, 60)}`,
+        mapNodes(root, (_, j) => (j === i ? { raw: t } : undefined)),
+      ),
+    ),
     fc.tuple(fc.nat(nodes - 1), fc.constantFrom(510, 511, 512, 513, 600, 20_000), fc.boolean()).map(([i, d, o]) =>
-      m(`node ${i} nested ${d} ${o ? 'objects' : 'arrays'} deeper`, mapNodes(root, (n, j) => (j === i ? { raw: wrap(d, o, serialize(n)) } : undefined))),
+      m(
+        `node ${i} nested ${d} ${o ? 'objects' : 'arrays'} deeper`,
+        mapNodes(root, (n, j) => (j === i ? { raw: wrap(d, o, serialize(n)) } : undefined)),
+      ),
     ),
     // Every string value and key gets multi-byte and astral characters.
     fc.constantFrom('é', '😀', '中文', '\ud800').map((sfx) =>
-      m(`every string value +${str(sfx)}`, mapNodes(root, (n) => ('raw' in n && n.raw.startsWith('"') ? { raw: str(JSON.parse(n.raw) + sfx) } : undefined))),
+      m(
+        `every string value +${str(sfx)}`,
+        mapNodes(root, (n) => ('raw' in n && n.raw.startsWith('"') ? { raw: str(JSON.parse(n.raw) + sfx) } : undefined)),
+      ),
     ),
     fc.constant(m('the whole value nested 600 levels deeper', { raw: wrap(600, false, serialize(root)) })),
     fc.constantFrom('[]', 'null', '"x"', '42', '{', '{"a":1,}', '{}{}', '{"a":1}x', "{'a':1}", 'NaN', '-0').map((t) => m(`whole text := ${t}`, { raw: t })),
@@ -201,22 +248,40 @@ export function mutantArb(value: unknown): fc.Arbitrary<Mutant> {
       return len === 0 ? fc.constant(null) : fc.tuple(fc.constant(k), fc.nat(len - 1));
     });
     ops.push(
-      fc.constantFrom('é', '😀', '中文', '\ud800').map((sfx) =>
-        m(`every key +${str(sfx)}`, renameAll(root, sfx)),
+      fc.constantFrom('é', '😀', '中文', '\ud800').map((sfx) => m(`every key +${str(sfx)}`, renameAll(root, sfx))),
+      fc.tuple(fc.nat(objs - 1), hostileKey, hostileToken).map(([k, key, t]) =>
+        m(
+          `object ${k} += ${str(key)}: ${t.slice(0, 40)}`,
+          mapObject(root, k, (e) => [...e, [key, { raw: t }]]),
+        ),
       ),
-      fc.tuple(fc.nat(objs - 1), hostileKey, hostileToken).map(([k, key, t]) => m(`object ${k} += ${str(key)}: ${t.slice(0, 40)}`, mapObject(root, k, (e) => [...e, [key, { raw: t }]]))),
       fc.tuple(entryPick, hostileKey).map(([p, key]) =>
-        p ? m(`object ${p[0]} key ${p[1]} renamed ${str(key)}`, mapObject(root, p[0], (e) => e.map((x, i) => (i === p[1] ? [key, x[1]] : x)))) : m('unchanged', root),
+        p
+          ? m(
+              `object ${p[0]} key ${p[1]} renamed ${str(key)}`,
+              mapObject(root, p[0], (e) => e.map((x, i) => (i === p[1] ? [key, x[1]] : x))),
+            )
+          : m('unchanged', root),
       ),
       fc.tuple(entryPick, hostileToken, fc.boolean()).map(([p, t, after]) =>
         p
-          ? m(`object ${p[0]} key ${p[1]} duplicated ${after ? 'after' : 'before'} with ${t.slice(0, 40)}`, mapObject(root, p[0], (e) => {
-              const dup: [string, JNode] = [e[p[1]]![0], { raw: t }];
-              return after ? [...e, dup] : [dup, ...e];
-            }))
+          ? m(
+              `object ${p[0]} key ${p[1]} duplicated ${after ? 'after' : 'before'} with ${t.slice(0, 40)}`,
+              mapObject(root, p[0], (e) => {
+                const dup: [string, JNode] = [e[p[1]]![0], { raw: t }];
+                return after ? [...e, dup] : [dup, ...e];
+              }),
+            )
           : m('unchanged', root),
       ),
-      entryPick.map((p) => (p ? m(`object ${p[0]} key ${p[1]} removed`, mapObject(root, p[0], (e) => e.filter((_, i) => i !== p[1]))) : m('unchanged', root))),
+      entryPick.map((p) =>
+        p
+          ? m(
+              `object ${p[0]} key ${p[1]} removed`,
+              mapObject(root, p[0], (e) => e.filter((_, i) => i !== p[1])),
+            )
+          : m('unchanged', root),
+      ),
     );
   }
   return fc.oneof(...ops);

@@ -74,5 +74,6 @@ export async function stopAllGateways(): Promise<void> {
 export async function assertNoGatewaysRunning(): Promise<void> {
   const alive = [...spawned].filter((c) => c.exitCode === null && c.signalCode === null);
   await Promise.all(alive.map((c) => new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')))));
-  if (alive.length > 0) throw new Error(`${alive.length} gateway process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
+  if (alive.length > 0)
+    throw new Error(`${alive.length} gateway process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
 }

@@ -34,7 +34,8 @@ export async function checkHistory(pool: Pool, namespaceId?: string): Promise<Hi
   let prev: RowDataPacket | null = null;
   for (const r of rows) {
     if (prev && prev.namespace_id === r.namespace_id && prev.k === r.k) {
-      if (BigInt(r.concurrency_token) <= BigInt(prev.concurrency_token)) violations.push(`key ${r.k}: token ${r.concurrency_token} not above ${prev.concurrency_token}`);
+      if (BigInt(r.concurrency_token) <= BigInt(prev.concurrency_token))
+        violations.push(`key ${r.k}: token ${r.concurrency_token} not above ${prev.concurrency_token}`);
       if (prev.finished_at === null) violations.push(`key ${r.k}: attempt ${r.id} (token ${r.concurrency_token}) granted while ${prev.id} still live`);
       else if (String(r.leased_at) < String(prev.finished_at)) {
         violations.push(`key ${r.k}: attempt ${r.id} leased at ${r.leased_at} before ${prev.id} finished at ${prev.finished_at}`);

@@ -51,14 +51,20 @@ export async function assertPermitInvariants(pool: Pool): Promise<void> {
         FROM resource_keys r LEFT JOIN attempts a ON a.id = r.holder_attempt_id
        WHERE r.holder_attempt_id IS NOT NULL
          AND (a.id IS NULL OR a.state NOT IN ('LEASED','RUNNING') OR a.namespace_id <> r.namespace_id OR a.concurrency_key <> r.concurrency_key)`);
-    expect(badHolders.map((r) => ({ key: r.k, holder: r.holder, state: r.state ?? null })), 'resource key held only by a live attempt of that key').toEqual([]);
+    expect(
+      badHolders.map((r) => ({ key: r.k, holder: r.holder, state: r.state ?? null })),
+      'resource key held only by a live attempt of that key',
+    ).toEqual([]);
 
     // Every live keyed attempt holds its key.
     const unheld = await q(`
       SELECT a.id, a.state, HEX(a.concurrency_key) AS k, r.holder_attempt_id AS holder
         FROM attempts a LEFT JOIN resource_keys r ON r.namespace_id = a.namespace_id AND r.concurrency_key = a.concurrency_key
        WHERE a.state IN ('LEASED','RUNNING') AND a.concurrency_key IS NOT NULL AND (r.holder_attempt_id IS NULL OR r.holder_attempt_id <> a.id)`);
-    expect(unheld.map((r) => ({ attempt: r.id, state: r.state, key: r.k, holder: r.holder ?? null })), 'live keyed attempts hold their key').toEqual([]);
+    expect(
+      unheld.map((r) => ({ attempt: r.id, state: r.state, key: r.k, holder: r.holder ?? null })),
+      'live keyed attempts hold their key',
+    ).toEqual([]);
 
     const twoLivePerKey = await q(`
       SELECT namespace_id, HEX(concurrency_key) AS k, COUNT(*) AS n FROM attempts

@@ -75,7 +75,11 @@ export function hello(queueIds: string[], over: Record<string, unknown> = {}) {
  */
 export async function assertNoOpenRawSockets(graceMs = 2000): Promise<void> {
   const closing = [...openSockets.keys()].filter((ws) => ws.readyState === WebSocket.CLOSING);
-  await pollValue(async () => closing.every((ws) => ws.readyState === WebSocket.CLOSED), (done) => done, { timeout: graceMs, interval: 20 });
+  await pollValue(
+    async () => closing.every((ws) => ws.readyState === WebSocket.CLOSED),
+    (done) => done,
+    { timeout: graceMs, interval: 20 },
+  );
   const leaked = [...openSockets].filter(([ws]) => ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING);
   const all = [...openSockets.keys()];
   await Promise.all(

@@ -20,7 +20,8 @@ export interface Api {
 let n = 0;
 export const scheduleName = (p = 's') => `${p}-${process.pid}-${++n}`;
 
-export const createSchedule = (a: Api, body: unknown, key = ikey('sc')): Promise<RawResponse> => call(a.url, 'POST', '/v1/schedules', { token: a.token, key, body });
+export const createSchedule = (a: Api, body: unknown, key = ikey('sc')): Promise<RawResponse> =>
+  call(a.url, 'POST', '/v1/schedules', { token: a.token, key, body });
 
 export const scheduleCommand = (a: Api, id: string, action: string, body: unknown, key = ikey('sc')): Promise<RawResponse> =>
   call(a.url, 'POST', action === 'versions' ? `/v1/schedules/${id}/versions` : `/v1/schedules/${id}:${action}`, { token: a.token, key, body });
@@ -32,7 +33,13 @@ export async function getSchedule(a: Api, id: string): Promise<any> {
 }
 
 /** Creates a schedule and returns {schedule, version}; throws on anything but 201. */
-export async function newSchedule(a: Api, queueId: string, over: Record<string, unknown> = {}, task: Record<string, unknown> = {}, paused = false): Promise<{ schedule: any; version: any }> {
+export async function newSchedule(
+  a: Api,
+  queueId: string,
+  over: Record<string, unknown> = {},
+  task: Record<string, unknown> = {},
+  paused = false,
+): Promise<{ schedule: any; version: any }> {
   const r = await createSchedule(a, { name: scheduleName(), paused, version: versionBody(queueId, over, task) });
   if (r.status !== 201) throw new Error(r.text);
   return r.body.data;
@@ -49,13 +56,18 @@ const ms = (v: string) => Date.parse(v.replace(' ', 'T') + 'Z');
 
 /** Every fire record of a schedule, oldest first (times as epoch ms). */
 export async function fireRecords(pool: Pool, scheduleId: string): Promise<FireRecord[]> {
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT scheduled_for, outcome, task_id, fired_at FROM schedule_fires WHERE schedule_id = ? ORDER BY scheduled_for', [scheduleId]);
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT scheduled_for, outcome, task_id, fired_at FROM schedule_fires WHERE schedule_id = ? ORDER BY scheduled_for',
+    [scheduleId],
+  );
   return rows.map((r) => ({ scheduled_for: ms(r.scheduled_for), outcome: r.outcome, task_id: r.task_id, fired_at: ms(r.fired_at) }));
 }
 
 /** Tasks of a schedule: id, scheduled_for (ms), state, created_at (ms). */
 export async function scheduleTasks(pool: Pool, scheduleId: string): Promise<{ id: string; scheduled_for: number; state: string; created_at: number }[]> {
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT id, scheduled_for, state, created_at FROM tasks WHERE schedule_id = ? ORDER BY scheduled_for', [scheduleId]);
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT id, scheduled_for, state, created_at FROM tasks WHERE schedule_id = ? ORDER BY scheduled_for', [
+    scheduleId,
+  ]);
   return rows.map((r) => ({ id: r.id, scheduled_for: ms(r.scheduled_for), state: r.state, created_at: ms(r.created_at) }));
 }
 

@@ -73,7 +73,11 @@ export class InProcessHost implements SessionHost, DispatcherHost {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  async submit(cred: { id: string; namespaceId: string; applicationId: string; queueIds: string[] | '*' }, queueId: string, key: string): Promise<SubmitOutcome> {
+  async submit(
+    cred: { id: string; namespaceId: string; applicationId: string; queueIds: string[] | '*' },
+    queueId: string,
+    key: string,
+  ): Promise<SubmitOutcome> {
     const prepared = normalizeSubmit({ queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { key } });
     return this.submitter.submit({ credential: cred, key, prepared });
   }

@@ -7,7 +7,12 @@ import { call, ikey } from './http.js';
 
 /** Submits one task as `tenant`: handler h@v1, payload {n: 1}, on `tenant.queue_id`; `over` replaces
  * any field (queue_id too). Expects 201; returns the task. */
-export async function submitTask(url: string, tenant: { token: string; queue_id: string }, over: Record<string, unknown> = {}, key: string = ikey()): Promise<any> {
+export async function submitTask(
+  url: string,
+  tenant: { token: string; queue_id: string },
+  over: Record<string, unknown> = {},
+  key: string = ikey(),
+): Promise<any> {
   const body = { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over };
   const r = await call(url, 'POST', '/v1/tasks', { token: tenant.token, key, body });
   expect(r.status, r.text).toBe(201);

@@ -33,7 +33,14 @@ export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
   async function credential(tenant: CredentialsFile, scopes: Scope[], queueIds: '*' | string[] = '*') {
     const token = newToken();
     const id = newId();
-    await insertCredential(env().db.pool, { id, namespaceId: tenant.namespace_id, name: `test ${id.slice(0, 6)}`, tokenHash: hashToken(token), scopes, queueIds });
+    await insertCredential(env().db.pool, {
+      id,
+      namespaceId: tenant.namespace_id,
+      name: `test ${id.slice(0, 6)}`,
+      tokenHash: hashToken(token),
+      scopes,
+      queueIds,
+    });
     return { id, token };
   }
 
@@ -51,7 +58,10 @@ export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
   }
 
   async function sessionRow(id: string) {
-    const [rows] = await env().db.pool.query<RowDataPacket[]>('SELECT state, close_code, worker_id, capacity, concurrency_keys FROM worker_sessions WHERE id = ?', [id]);
+    const [rows] = await env().db.pool.query<RowDataPacket[]>(
+      'SELECT state, close_code, worker_id, capacity, concurrency_keys FROM worker_sessions WHERE id = ?',
+      [id],
+    );
     return rows[0];
   }
 

@@ -74,7 +74,8 @@ export async function killAllWorkers(): Promise<void> {
 export async function assertNoWorkersRunning(): Promise<void> {
   const alive = [...spawned].filter((c) => c.exitCode === null && c.signalCode === null);
   await Promise.all(alive.map((c) => new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')))));
-  if (alive.length > 0) throw new Error(`${alive.length} SDK worker process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
+  if (alive.length > 0)
+    throw new Error(`${alive.length} SDK worker process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
 }
 
 /** Polls `fn` until it returns a truthy value, which is returned (typed without null/undefined/false);

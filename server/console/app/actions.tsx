@@ -9,7 +9,12 @@ import { Button, ErrorBox } from './ui.js';
 
 export function ActionStatus<B>({ action, body, what }: { action: Action<B>; body: B; what: string }) {
   if (action.busy) return <span class="muted">{what}…</span>;
-  if (action.done) return <span class="ok-text" role="status">{what}: done</span>;
+  if (action.done)
+    return (
+      <span class="ok-text" role="status">
+        {what}: done
+      </span>
+    );
   if (!action.error) return null;
   return (
     <div>

@@ -101,11 +101,16 @@ function App() {
     setSession(null);
     setNotice(why);
   }, []);
-  useEffect(() => onUnauthenticated(() => signOut(new ApiError(401, 'UNAUTHENTICATED', 'the credential was rejected (unknown or revoked); sign in again', null))), [signOut]);
+  useEffect(
+    () => onUnauthenticated(() => signOut(new ApiError(401, 'UNAUTHENTICATED', 'the credential was rejected (unknown or revoked); sign in again', null))),
+    [signOut],
+  );
   useEffect(() => {
     const token = getToken();
     if (!token) return;
-    loadSession(token).then(setSession, (e) => signOut(toApiError(e))).finally(() => setRestoring(false));
+    loadSession(token)
+      .then(setSession, (e) => signOut(toApiError(e)))
+      .finally(() => setRestoring(false));
   }, []);
   useEffect(() => {
     localStorage.setItem(REFRESH_PREF, auto ? 'on' : 'off');
@@ -119,7 +124,9 @@ function App() {
   return (
     <RefreshTick.Provider value={refresh}>
       <header class="top">
-        <a class="brand" href={href('overview')}>Orbit</a>
+        <a class="brand" href={href('overview')}>
+          Orbit
+        </a>
         <nav>
           {NAV.map(([page, label]) => (
             <a key={page} href={href(page)} class={route.page === page || (page === 'overview' && route.page === 'queues') ? 'on' : ''}>
@@ -131,8 +138,12 @@ function App() {
           <label class="toggle" title="reload every 2 s">
             <input type="checkbox" name="autorefresh" checked={auto} onChange={(e) => setAuto(e.currentTarget.checked)} /> auto-refresh
           </label>
-          <button type="button" class="btn small" onClick={bump}>Refresh</button>
-          <button type="button" class="btn small" onClick={() => signOut()} data-act="sign-out">Sign out</button>
+          <button type="button" class="btn small" onClick={bump}>
+            Refresh
+          </button>
+          <button type="button" class="btn small" onClick={() => signOut()} data-act="sign-out">
+            Sign out
+          </button>
         </div>
       </header>
       <main class="page" key={location.hash}>

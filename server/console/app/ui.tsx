@@ -6,9 +6,23 @@ import type { MinuteBucket } from '../../../protocol/http-views.js';
 import type { ApiError } from './api.js';
 
 const STATE_CLASS: Record<string, string> = {
-  WAITING: 'wait', LEASED: 'lease', RUNNING: 'run', NEEDS_REVIEW: 'review',
-  SUCCEEDED: 'ok', FAILED: 'bad', CANCELLED: 'off', DEADLINE_EXCEEDED: 'bad', RETRY: 'wait', UNKNOWN: 'review', EXPIRED: 'off',
-  PENDING: 'wait', ACKED: 'ok', paused: 'review', retired: 'off', active: 'ok', draining: 'review',
+  WAITING: 'wait',
+  LEASED: 'lease',
+  RUNNING: 'run',
+  NEEDS_REVIEW: 'review',
+  SUCCEEDED: 'ok',
+  FAILED: 'bad',
+  CANCELLED: 'off',
+  DEADLINE_EXCEEDED: 'bad',
+  RETRY: 'wait',
+  UNKNOWN: 'review',
+  EXPIRED: 'off',
+  PENDING: 'wait',
+  ACKED: 'ok',
+  paused: 'review',
+  retired: 'off',
+  active: 'ok',
+  draining: 'review',
 };
 
 export function Badge({ state }: { state: string }) {
@@ -33,8 +47,14 @@ export function ErrorBox({ error, title }: { error: ApiError | undefined; title?
           ))}
         </ul>
       )}
-      {error.details?.field !== undefined && <div class="muted">field: <code>{String(error.details.field)}</code></div>}
-      <div class="muted">request_id: <code>{error.requestId ?? '—'}</code></div>
+      {error.details?.field !== undefined && (
+        <div class="muted">
+          field: <code>{String(error.details.field)}</code>
+        </div>
+      )}
+      <div class="muted">
+        request_id: <code>{error.requestId ?? '—'}</code>
+      </div>
     </div>
   );
 }
@@ -52,13 +72,21 @@ export function Table<T>({ rows, cols, empty, rowKey }: { rows: T[]; cols: Colum
   return (
     <table class="grid">
       <thead>
-        <tr>{cols.map((c) => <th key={c.label} class={c.class}>{c.label}</th>)}</tr>
+        <tr>
+          {cols.map((c) => (
+            <th key={c.label} class={c.class}>
+              {c.label}
+            </th>
+          ))}
+        </tr>
       </thead>
       <tbody>
         {rows.map((r) => (
           <tr key={rowKey(r)}>
             {cols.map((c) => (
-              <td key={c.label} data-label={c.label} class={c.class}>{c.cell(r)}</td>
+              <td key={c.label} data-label={c.label} class={c.class}>
+                {c.cell(r)}
+              </td>
             ))}
           </tr>
         ))}
@@ -102,17 +130,29 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   const d = (Date.parse(iso) - Date.now()) / 1000;
   const a = Math.abs(d);
   const txt = a < 60 ? `${Math.round(a)}s` : a < 3600 ? `${Math.round(a / 60)}m` : a < 86400 ? `${Math.round(a / 3600)}h` : `${Math.round(a / 86400)}d`;
-  return <time dateTime={iso} title={iso}>{d < 0 ? `${txt} ago` : `in ${txt}`}</time>;
+  return (
+    <time dateTime={iso} title={iso}>
+      {d < 0 ? `${txt} ago` : `in ${txt}`}
+    </time>
+  );
 }
 
 export function Id({ id }: { id: string }) {
-  return <code class="id" title={id}>{id.slice(0, 8)}…</code>;
+  return (
+    <code class="id" title={id}>
+      {id.slice(0, 8)}…
+    </code>
+  );
 }
 
 export function Copy({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [ok, setOk] = useState(false);
   return (
-    <button type="button" class="btn small" onClick={() => void navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}>
+    <button
+      type="button"
+      class="btn small"
+      onClick={() => void navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}
+    >
       {ok ? 'Copied' : label}
     </button>
   );
@@ -167,10 +207,16 @@ export function Button(props: ButtonHTMLAttributes<HTMLButtonElement> & { why?: 
 export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pager; nextCursor: string | null | undefined }) {
   return (
     <div class="row pager">
-      <Button disabled={pager.page === 1} onClick={pager.first}>First</Button>
-      <Button disabled={pager.page === 1} onClick={pager.prev}>Previous</Button>
+      <Button disabled={pager.page === 1} onClick={pager.first}>
+        First
+      </Button>
+      <Button disabled={pager.page === 1} onClick={pager.prev}>
+        Previous
+      </Button>
       <span class="muted">page {pager.page}</span>
-      <Button disabled={!nextCursor} onClick={() => pager.next(nextCursor)} data-act="next-page">Next</Button>
+      <Button disabled={!nextCursor} onClick={() => pager.next(nextCursor)} data-act="next-page">
+        Next
+      </Button>
     </div>
   );
 }

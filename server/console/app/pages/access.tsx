@@ -78,15 +78,24 @@ export function AccessPage({ session }: { session: SessionInfo }) {
       {queue ? (
         <>
           <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
-            <Fields items={[['queue id', <code data-selected-queue>{queue.id}</code>], ['details', <a href={href('queues', queue.id)}>Queue page →</a>]]} />
+            <Fields
+              items={[
+                ['queue id', <code data-selected-queue>{queue.id}</code>],
+                ['details', <a href={href('queues', queue.id)}>Queue page →</a>],
+              ]}
+            />
             {queue.retired_at && <p class="notice">This queue is retired: submits and workers naming it are refused.</p>}
             {queue.paused && !queue.retired_at && <p class="notice">This queue is paused: it accepts tasks but dispatches none.</p>}
           </Section>
           <Section title="Producer (curl)" actions={<Copy text={curlSnippet(location.origin, queue.id)} />}>
-            <pre class="snippet" data-snippet="curl">{curlSnippet(location.origin, queue.id)}</pre>
+            <pre class="snippet" data-snippet="curl">
+              {curlSnippet(location.origin, queue.id)}
+            </pre>
           </Section>
           <Section title="Worker (SDK)" actions={<Copy text={workerSnippet(location.origin, queue.id)} />}>
-            <pre class="snippet" data-snippet="sdk">{workerSnippet(location.origin, queue.id)}</pre>
+            <pre class="snippet" data-snippet="sdk">
+              {workerSnippet(location.origin, queue.id)}
+            </pre>
           </Section>
           <Section title="Retire the selected queue">
             <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />

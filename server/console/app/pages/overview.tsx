@@ -30,7 +30,9 @@ export function Overview({ session }: { session: SessionInfo }) {
         <dl class="fields">
           <div>
             <dt>namespace</dt>
-            <dd><code>{session.namespaceId ?? 'unknown (no readable queue or task yet)'}</code></dd>
+            <dd>
+              <code>{session.namespaceId ?? 'unknown (no readable queue or task yet)'}</code>
+            </dd>
           </div>
           <div>
             <dt>scopes</dt>
@@ -63,7 +65,11 @@ export function Overview({ session }: { session: SessionInfo }) {
               { label: 'waiting', class: 'num', cell: (r) => r.stats?.waiting ?? '—' },
               { label: 'leased', class: 'num', cell: (r) => r.stats?.leased ?? '—' },
               { label: 'running', class: 'num', cell: (r) => r.stats?.running ?? '—' },
-              { label: 'review', class: 'num', cell: (r) => (r.stats?.needs_review ? <strong class="warn-text">{r.stats.needs_review}</strong> : r.stats?.needs_review ?? '—') },
+              {
+                label: 'review',
+                class: 'num',
+                cell: (r) => (r.stats?.needs_review ? <strong class="warn-text">{r.stats.needs_review}</strong> : (r.stats?.needs_review ?? '—')),
+              },
               { label: 'active / limit', class: 'num', cell: (r) => `${r.queue.active_attempts} / ${r.queue.max_active_attempts}` },
               { label: 'oldest waiting', cell: (r) => <Time iso={r.stats?.oldest_waiting_at} /> },
               { label: 'last 15 min', cell: (r) => (r.stats ? <OutcomeChart minutes={r.stats.minutes} /> : '—') },
@@ -76,8 +82,8 @@ export function Overview({ session }: { session: SessionInfo }) {
         {!canQueues && <p class="muted">Listing workers needs the queues:manage scope.</p>}
         {workers.data && (
           <p>
-            <strong class="big">{workers.data.workers.length}</strong> sessions, capacity{' '}
-            {workers.data.workers.reduce((n, w) => n + w.capacity, 0)}, in flight {workers.data.workers.reduce((n, w) => n + w.in_flight, 0)}
+            <strong class="big">{workers.data.workers.length}</strong> sessions, capacity {workers.data.workers.reduce((n, w) => n + w.capacity, 0)}, in flight{' '}
+            {workers.data.workers.reduce((n, w) => n + w.in_flight, 0)}
           </p>
         )}
       </Section>

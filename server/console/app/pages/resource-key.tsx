@@ -20,7 +20,9 @@ interface KeyView {
 async function loadKey(key: string): Promise<KeyView> {
   const { tasks } = await get<{ tasks: Task[] }>(withQuery('/v1/tasks', { concurrency_key: key, limit: String(RECENT) }));
   const withAttempts = tasks.filter((t) => t.state !== 'WAITING' || t.attempts_made > 0);
-  const lists = await Promise.all(withAttempts.map(async (t) => (await get<{ attempts: Attempt[] }>(`/v1/tasks/${enc(t.id)}/attempts`)).attempts.map((a) => ({ ...a, task: t }))));
+  const lists = await Promise.all(
+    withAttempts.map(async (t) => (await get<{ attempts: Attempt[] }>(`/v1/tasks/${enc(t.id)}/attempts`)).attempts.map((a) => ({ ...a, task: t }))),
+  );
   const attempts = lists.flat().sort((a, b) => (BigInt(b.concurrency_token ?? '0') > BigInt(a.concurrency_token ?? '0') ? 1 : -1));
   return { tasks, attempts };
 }
@@ -43,9 +45,15 @@ export function ResourceKeyPage({ id }: { id: string | undefined }) {
             Concurrency key
             <input name="key" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
           </label>
-          <button class="btn" type="submit">Show</button>
+          <button class="btn" type="submit">
+            Show
+          </button>
         </form>
-        {id && <p>Key <code class="key">{id}</code></p>}
+        {id && (
+          <p>
+            Key <code class="key">{id}</code>
+          </p>
+        )}
       </Section>
       {id && <ErrorBox error={view.error} />}
       {id && !view.data && !view.error && <Loading />}
@@ -56,10 +64,16 @@ export function ResourceKeyPage({ id }: { id: string | undefined }) {
               <div class="holder">
                 <div class="token-box">
                   <span class="muted">fencing token</span>
-                  <strong class="token big" data-holder-token>{holder.concurrency_token}</strong>
+                  <strong class="token big" data-holder-token>
+                    {holder.concurrency_token}
+                  </strong>
                 </div>
                 <div>
-                  attempt {holder.attempt_no} of task <a href={href('task', holder.task.id)}><Id id={holder.task.id} /></a> <Badge state={holder.state} />
+                  attempt {holder.attempt_no} of task{' '}
+                  <a href={href('task', holder.task.id)}>
+                    <Id id={holder.task.id} />
+                  </a>{' '}
+                  <Badge state={holder.state} />
                   <br />
                   worker {holder.worker_id}, lease expires <Time iso={holder.lease_expires_at} />
                 </div>

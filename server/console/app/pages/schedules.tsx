@@ -9,7 +9,11 @@ import { href } from '../router.js';
 import { Badge, Button, ErrorBox, Fields, Json, Loading, PagerBar, Section, Table, Time } from '../ui.js';
 import type { Fire, Schedule, ScheduleVersion } from './schedules-api.js';
 
-const UNAVAILABLE = <p class="notice" data-unavailable>Schedules are not available on this server (it has no /v1/schedules API).</p>;
+const UNAVAILABLE = (
+  <p class="notice" data-unavailable>
+    Schedules are not available on this server (it has no /v1/schedules API).
+  </p>
+);
 
 function unavailable(e: ApiError | undefined): boolean {
   return e?.status === 404 && e.code === 'NOT_FOUND';
@@ -25,7 +29,10 @@ function scheduleState(s: Schedule): string {
 
 function ScheduleList() {
   const pager = usePager();
-  const list = useResource(() => get<{ schedules: Schedule[]; next_cursor: string | null }>(withQuery('/v1/schedules', { limit: '50', cursor: pager.cursor })), [pager.cursor]);
+  const list = useResource(
+    () => get<{ schedules: Schedule[]; next_cursor: string | null }>(withQuery('/v1/schedules', { limit: '50', cursor: pager.cursor })),
+    [pager.cursor],
+  );
   return (
     <Section title="Schedules">
       {unavailable(list.error) ? UNAVAILABLE : <ErrorBox error={list.error} />}
@@ -61,7 +68,10 @@ function ScheduleDetail({ id }: { id: string }) {
   const sch = useResource(() => get<{ schedule: Schedule }>(`/v1/schedules/${enc(id)}`), [id]);
   const versions = useResource(() => get<{ versions: ScheduleVersion[] }>(`/v1/schedules/${enc(id)}/versions`), [id]);
   const pager = usePager();
-  const fires = useResource(() => get<{ fires: Fire[]; next_cursor: string | null }>(withQuery(`/v1/schedules/${enc(id)}/fires`, { limit: '50', cursor: pager.cursor })), [id, pager.cursor]);
+  const fires = useResource(
+    () => get<{ fires: Fire[]; next_cursor: string | null }>(withQuery(`/v1/schedules/${enc(id)}/fires`, { limit: '50', cursor: pager.cursor })),
+    [id, pager.cursor],
+  );
   const trigger = useAction<Record<string, never>>(`/v1/schedules/${enc(id)}:trigger`);
   const publish = useAction<{ expected_revision: string; version: unknown }>(`/v1/schedules/${enc(id)}/versions`);
   const [text, setText] = useState<string | null>(null);
@@ -103,7 +113,13 @@ function ScheduleDetail({ id }: { id: string }) {
         <ActionStatus action={trigger} body={{}} what="Trigger" />
       </Section>
       <Section title="Publish a new version">
-        <textarea class={`editor${fieldError || parseError ? ' invalid' : ''}`} rows={16} spellcheck={false} value={editorText} onInput={(e) => (setText(e.currentTarget.value), setParseError(null))} />
+        <textarea
+          class={`editor${fieldError || parseError ? ' invalid' : ''}`}
+          rows={16}
+          spellcheck={false}
+          value={editorText}
+          onInput={(e) => (setText(e.currentTarget.value), setParseError(null))}
+        />
         {parseError && <p class="error">JSON: {parseError}</p>}
         {fieldError !== undefined && (
           <p class="field-error">

@@ -62,7 +62,10 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
   const [state, setState] = useState('');
   const pager = usePager();
   const deliveries = useResource(
-    () => get<{ deliveries: DeliveryRecord[]; next_cursor: string | null }>(withQuery(`/v1/subscriptions/${enc(id)}/deliveries`, { state, limit: '50', cursor: pager.cursor })),
+    () =>
+      get<{ deliveries: DeliveryRecord[]; next_cursor: string | null }>(
+        withQuery(`/v1/subscriptions/${enc(id)}/deliveries`, { state, limit: '50', cursor: pager.cursor }),
+      ),
     [id, state, pager.cursor],
   );
   const s = sub.data?.subscription;
@@ -99,7 +102,9 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
           <select name="delivery_state" value={state} onChange={(e) => (setState(e.currentTarget.value), pager.first())}>
             <option value="">any state</option>
             {['PENDING', 'LEASED', 'EXPIRED', 'ACKED'].map((x) => (
-              <option key={x} value={x}>{x}</option>
+              <option key={x} value={x}>
+                {x}
+              </option>
             ))}
           </select>
         }

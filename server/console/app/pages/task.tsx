@@ -48,7 +48,14 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             ['queue', <a href={href('queues', t.queue_id)}>{queueName ?? t.queue_id}</a>],
             ['handler', `${t.handler}@${t.handler_version}`],
             ['payload version', t.payload_version],
-            ['concurrency key', t.concurrency_key !== undefined ? <a class="key" href={href('key', t.concurrency_key)}>{t.concurrency_key}</a> : null],
+            [
+              'concurrency key',
+              t.concurrency_key !== undefined ? (
+                <a class="key" href={href('key', t.concurrency_key)}>
+                  {t.concurrency_key}
+                </a>
+              ) : null,
+            ],
             ['business key', t.business_key],
             ['priority', String(t.priority)],
             ['attempts', `${t.attempts_made} / ${t.max_attempts}`],
@@ -75,7 +82,12 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             >
               Cancel task
             </button>
-            <select name="resolution" value={resolution} onChange={(e) => setResolution(e.currentTarget.value as Resolution)} disabled={t.state !== 'NEEDS_REVIEW'}>
+            <select
+              name="resolution"
+              value={resolution}
+              onChange={(e) => setResolution(e.currentTarget.value as Resolution)}
+              disabled={t.state !== 'NEEDS_REVIEW'}
+            >
               <option value="retry">retry</option>
               <option value="succeeded">succeeded</option>
               <option value="failed">failed</option>
@@ -113,14 +125,18 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             cols={[
               { label: '#', class: 'num', cell: (a) => a.attempt_no },
               { label: 'state', cell: (a) => <Badge state={a.state} /> },
-              { label: 'token', class: 'num', cell: (a) => (a.concurrency_token !== undefined ? <strong class="token">{a.concurrency_token}</strong> : <span class="muted">—</span>) },
+              {
+                label: 'token',
+                class: 'num',
+                cell: (a) => (a.concurrency_token !== undefined ? <strong class="token">{a.concurrency_token}</strong> : <span class="muted">—</span>),
+              },
               { label: 'worker', cell: (a) => a.worker_id },
               { label: 'session', cell: (a) => <Id id={a.session_id} /> },
               { label: 'leased', cell: (a) => <Time iso={a.leased_at} /> },
               { label: 'started', cell: (a) => <Time iso={a.started_at} /> },
               { label: 'lease expires', cell: (a) => <Time iso={a.lease_expires_at} /> },
               { label: 'finished', cell: (a) => <Time iso={a.finished_at} /> },
-              { label: 'outcome', cell: (a) => (a.error ? `${a.outcome ?? ''} ${a.error.code}: ${a.error.message}` : a.outcome ?? '—') },
+              { label: 'outcome', cell: (a) => (a.error ? `${a.outcome ?? ''} ${a.error.code}: ${a.error.message}` : (a.outcome ?? '—')) },
             ]}
           />
         )}

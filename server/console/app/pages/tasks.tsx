@@ -17,7 +17,10 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
   const [draft, setDraft] = useState(filters);
   const pager = usePager();
   const cursor = pager.cursor;
-  const page = useResource(() => get<{ tasks: Task[]; next_cursor: string | null }>(withQuery('/v1/tasks', { ...filters, limit: '50', cursor })), [filters, cursor]);
+  const page = useResource(
+    () => get<{ tasks: Task[]; next_cursor: string | null }>(withQuery('/v1/tasks', { ...filters, limit: '50', cursor })),
+    [filters, cursor],
+  );
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
   const apply = (e: Event) => {
     e.preventDefault();
@@ -33,7 +36,9 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
           <select name="queue_id" value={draft.queue_id} onChange={field('queue_id')}>
             <option value="">any</option>
             {session.queues.map((q) => (
-              <option key={q.id} value={q.id}>{q.name}</option>
+              <option key={q.id} value={q.id}>
+                {q.name}
+              </option>
             ))}
           </select>
         </label>
@@ -42,7 +47,9 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
           <select name="state" value={draft.state} onChange={field('state')}>
             <option value="">any</option>
             {TASK_STATES.map((s) => (
-              <option key={s} value={s}>{s}</option>
+              <option key={s} value={s}>
+                {s}
+              </option>
             ))}
           </select>
         </label>
@@ -54,7 +61,9 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
           Business key
           <input name="business_key" value={draft.business_key} onInput={field('business_key')} />
         </label>
-        <button type="submit" class="btn">Apply</button>
+        <button type="submit" class="btn">
+          Apply
+        </button>
       </form>
       <ErrorBox error={page.error} />
       {!page.data && !page.error && <Loading what="tasks" />}
