@@ -83,6 +83,22 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
   return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
 }
 
+/** keySuccessorIds([namespace, key, queue], now) → ids of the next due WAITING tasks of each key in
+ * its queue, a few per key (so that rows a claim holds can be skipped when locking), in one UNION
+ * ALL; no lock. Index ix_tasks_ns_key (key, state, queue, priority DESC, seq): each part stops
+ * after a few rows whatever the key's backlog (migration 000004). For a key hand-off. */
+export async function keySuccessorIds(c: Conn, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<string[]> {
+  const parts = keys.map(
+    () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
+              AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
+  );
+  const [rows] = await c.query<RowDataPacket[]>(
+    parts.join(' UNION ALL '),
+    keys.flatMap((k) => [k.namespaceId, k.key, k.queueId, now, now]),
+  );
+  return rows.map((r) => r.id as string);
+}
+
 /** The task columns a claim reads. */
 export type CandidateRow = Pick<
   TaskRow,

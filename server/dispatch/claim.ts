@@ -18,7 +18,8 @@
 import type { Logger } from 'pino';
 import type { AssignedTask } from '@orbit/protocol/frames';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { dbNow } from '../db/clock.js';
+import { toIso, withTransaction, type Pool } from '../db/pool.js';
 import {
   candidateIds,
   grantKeys,
@@ -72,11 +73,6 @@ export interface ClaimRoundResult {
 
 /** Rolls the round back: a conditional permit update did not apply. */
 class PermitsMoved extends Error {}
-
-async function databaseNow(c: Conn): Promise<string> {
-  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
-  return r.now;
-}
 
 function dbTime(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
@@ -206,7 +202,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         // keys were granted when the round took any: the grant may have waited for the previous
         // holder's release to commit, and a lease must not start before that (the clock read at
         // the round's start could be earlier than the previous holder's finished_at).
-        const grantedAt = byNs.size > 0 ? await databaseNow(c) : now;
+        const grantedAt = byNs.size > 0 ? await dbNow(c) : now;
         const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
         const attempts: NewAttempt[] = granted.map((x) => ({
           id: x.attemptId,

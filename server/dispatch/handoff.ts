@@ -8,9 +8,8 @@
 // its lock (not paused, not retired) at the end of the transaction (HandoffRefused otherwise).
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
-import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn } from '../db/pool.js';
-import { insertAttempts, lockCandidates, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
+import { insertAttempts, keySuccessorIds, lockCandidates, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
@@ -78,19 +77,9 @@ export async function planHandoffs(
   reserved: Reservation[],
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
-  // The next due WAITING tasks of each key in its queue, a few per key so that rows a claim holds
-  // can be skipped; no lock here. Index ix_tasks_ns_key (key, state, queue, priority DESC, seq):
-  // the read stops after a few rows whatever the key's backlog (migration 000004).
-  const parts = released.map(
-    () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
-              AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
-  );
-  const [idRows] = await c.query<RowDataPacket[]>(
-    parts.join(' UNION ALL '),
-    released.flatMap((r) => [r.namespaceId, r.key, r.queueId, now, now]),
-  );
+  const idRows = await keySuccessorIds(c, released, now);
   if (idRows.length === 0) return [];
-  const rows = await lockCandidates(c, [...new Set(idRows.map((r) => r.id as string))]);
+  const rows = await lockCandidates(c, [...new Set(idRows)]);
   const plans: HandoffPlan[] = [];
   const taken = new Set<string>();
   for (const r of released) {

@@ -4,8 +4,7 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import type { Conn } from '../db/pool.js';
-import { TOKEN_MAX } from '../db/claim-sql.js';
-import { write } from '../db/pipeline.js';
+import { addApplicationCounts, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
@@ -107,27 +106,19 @@ export class PermitLedger {
       let release = all;
       const swapped = all.filter((k) => this.swaps.has(k.attemptId));
       if (swapped.length > 0) {
-        // Hand-offs first, in the same statement shape as a claim's grant: holder swapped from the
-        // released attempt to its successor, token + 1, only while not exhausted.
-        // Not read back by its row count: the read below returns the tokens (one round trip).
-        await write(
+        // Hand-offs first, in the same statement shape as a claim's grant; the read returns the
+        // tokens (the swap travels with it: one round trip).
+        await swapKeyHolders(
           c,
-          `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swapped.map(() => 'WHEN ? THEN ?').join(' ')} END,
-                  highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-            WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})
-              AND holder_attempt_id IN (${swapped.map(() => '?').join(',')}) AND highest_token < ${TOKEN_MAX}`,
-          [
-            ...swapped.flatMap((k) => [k.attemptId, this.swaps.get(k.attemptId)!.newAttemptId]),
-            ns,
-            ...swapped.map((k) => k.key),
-            ...swapped.map((k) => k.attemptId),
-          ],
+          ns,
+          swapped.map((k) => ({ key: k.key, from: k.attemptId, to: this.swaps.get(k.attemptId)!.newAttemptId })),
         );
-        const [rows] = await c.query(
-          `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${swapped.map(() => '?').join(',')})`,
-          [ns, ...swapped.map((k) => k.key)],
+        const rows = await readKeyHolders(
+          c,
+          ns,
+          swapped.map((k) => k.key),
         );
-        for (const r of rows as { holder_attempt_id: string | null; highest_token: string }[]) {
+        for (const r of rows) {
           if (r.holder_attempt_id) this.handoffTokens.set(r.holder_attempt_id, String(r.highest_token));
         }
         for (const k of swapped) {
@@ -142,14 +133,10 @@ export class PermitLedger {
         release = all.filter((k) => !this.handoffTokens.has(this.swaps.get(k.attemptId)?.newAttemptId ?? ''));
       }
       if (release.length === 0) continue;
-      // Conditional on the holder: a duplicate or late release never frees a later attempt's
-      // permit. An attempt holds one key, so "key in the list and holder in the list" is exact.
-      // The primary-key range is walked in key order, the order claims lock keys in.
-      await write(
+      await releaseKeys(
         c,
-        `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-          WHERE namespace_id = ? AND concurrency_key IN (${release.map(() => '?').join(',')}) AND holder_attempt_id IN (${release.map(() => '?').join(',')})`,
-        [ns, ...release.map((k) => k.key), ...release.map((k) => k.attemptId)],
+        ns,
+        release.map((k) => ({ key: k.key, attemptId: k.attemptId })),
       );
     }
   }
@@ -160,30 +147,16 @@ export class PermitLedger {
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
     if (q.length > 0) {
-      const ho = [...this.handoffQueues];
-      // A queue whose permits a hand-off or refill took back must still dispatch: not paused, not
-      // retired, and within its limit (a lowered max_active_attempts is not kept exceeded).
-      const delta = `CASE id ${q.map(() => 'WHEN ? THEN ?').join(' ')} END`;
-      const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
-          WHERE id IN (${q.map(() => '?').join(',')})${
-            ho.length
-              ? ` AND (id NOT IN (${ho.map(() => '?').join(',')}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
-              : ''
-          }`;
-      const args = [...q.flat(), ...q.map(([id]) => id), ...(ho.length ? [...ho, ...q.flat()] : [])];
-      if (ho.length === 0) await write(c, sql, args);
-      else {
-        // A hand-off's queue is checked by the row count: paused or retired meanwhile → refused.
-        const [res] = await c.query(sql, args);
-        if ((res as { affectedRows: number }).affectedRows !== q.length) throw new HandoffRefused();
-      }
+      // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
+      // retired or over a lowered limit meanwhile → refused.
+      if (!(await addQueueActive(c, q, [...this.handoffQueues]))) throw new HandoffRefused();
     }
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
       const da = this.appActive.get(id) ?? 0;
       const du = this.appUnfinished.get(id) ?? 0;
       if (da !== 0 || du !== 0) {
-        await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [da, du, id]);
+        await addApplicationCounts(c, id, da, du);
       }
     }
     if (this.events.length) await appendResultEvents(c, this.events, { sequences: false });

@@ -21,7 +21,7 @@ import {
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
-import { insertAudit } from '../db/tenants.js';
+import { insertAudit, lockNamespace } from '../db/tenants.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
@@ -51,7 +51,7 @@ export const createSubscriptionRoute = command({
   effect: async (c, n, { cred }) => {
     // The namespace row serializes creations (the 64-slot quota); the queue row in share mode
     // serializes with queue retirement (which takes it exclusively).
-    await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [cred.namespaceId]);
+    await lockNamespace(c, cred.namespaceId);
     const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
     if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
     requireQueueAccess(cred, q.id);

@@ -1,0 +1,79 @@
+// The statements of a PermitLedger flush (server/dispatch/ledger.ts), in its lock order: resource
+// keys (hand-off swaps, then releases, per namespace in key order), queues (by id), applications
+// (by id); the stream head is db/result-events.ts. Every statement is one per table for the whole
+// transaction, and the writes whose row count nobody reads are queued on a pipelined connection
+// (db/pipeline.ts) to travel with the next statement.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { Conn } from './pool.js';
+import { write } from './pipeline.js';
+import { TOKEN_MAX } from './claim-sql.js';
+
+const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+
+/** swapKeyHolders(namespace, [key, released attempt, successor attempt]): each key goes from the
+ * released attempt to its successor with highest_token + 1 — only where the released attempt is
+ * still the holder and the key is not exhausted (the shape of a claim's grant). Queued: the
+ * result is read by readKeyHolders. */
+export async function swapKeyHolders(c: Conn, namespaceId: string, swaps: { key: Buffer; from: string; to: string }[]): Promise<void> {
+  await write(
+    c,
+    `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swaps.map(() => 'WHEN ? THEN ?').join(' ')} END,
+            highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE namespace_id = ? AND concurrency_key IN (${list(swaps.length)})
+        AND holder_attempt_id IN (${list(swaps.length)}) AND highest_token < ${TOKEN_MAX}`,
+    [...swaps.flatMap((s) => [s.from, s.to]), namespaceId, ...swaps.map((s) => s.key), ...swaps.map((s) => s.from)],
+  );
+}
+
+/** readKeyHolders(namespace, keys) → holder and highest token of each key row (the rows are
+ * locked by the caller's swap). */
+export async function readKeyHolders(c: Conn, namespaceId: string, keys: Buffer[]): Promise<{ holder_attempt_id: string | null; highest_token: string }[]> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
+    [namespaceId, ...keys],
+  );
+  return rows.map((r) => ({ holder_attempt_id: r.holder_attempt_id as string | null, highest_token: String(r.highest_token) }));
+}
+
+/** releaseKeys(namespace, [key, attempt]): clears the holder where it is still that attempt — a
+ * duplicate or late release never frees a later attempt's permit (an attempt holds one key, so
+ * "key in the list and holder in the list" is exact). The primary-key range is walked in key
+ * order, the order claims lock keys in. Queued. */
+export async function releaseKeys(c: Conn, namespaceId: string, keys: { key: Buffer; attemptId: string }[]): Promise<void> {
+  await write(
+    c,
+    `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
+      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)}) AND holder_attempt_id IN (${list(keys.length)})`,
+    [namespaceId, ...keys.map((k) => k.key), ...keys.map((k) => k.attemptId)],
+  );
+}
+
+/** addQueueActive([queue id, delta] by id, checked): one UPDATE of the queues' active counts.
+ * `checked` queues (a hand-off or refill took their permits back) must still dispatch — not
+ * paused, not retired, within max_active_attempts: returns false when one did not (the caller
+ * refuses). Without checked queues the statement is queued and returns true. */
+export async function addQueueActive(c: Conn, deltas: [string, number][], checked: string[]): Promise<boolean> {
+  const delta = `CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
+      WHERE id IN (${list(deltas.length)})${
+        checked.length
+          ? ` AND (id NOT IN (${list(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
+          : ''
+      }`;
+  const args = [...deltas.flat(), ...deltas.map(([id]) => id), ...(checked.length ? [...checked, ...deltas.flat()] : [])];
+  if (checked.length === 0) {
+    await write(c, sql, args);
+    return true;
+  }
+  const [res] = await c.query(sql, args);
+  return (res as { affectedRows: number }).affectedRows === deltas.length;
+}
+
+/** addApplicationCounts(application, active delta, unfinished delta). Queued. */
+export async function addApplicationCounts(c: Conn, applicationId: string, active: number, unfinished: number): Promise<void> {
+  await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [
+    active,
+    unfinished,
+    applicationId,
+  ]);
+}
