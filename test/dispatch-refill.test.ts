@@ -5,9 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
-import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
 const url = () => f.gw.url;
@@ -78,20 +77,13 @@ describe('refill of a freed slot in the result transaction', () => {
     const second = await submitTask(url(), t);
     w.send({ type: 'start', attempt_id: a.attempt_id });
     await w.next('start.ok');
-    const q = (await call(url(), 'GET', `/v1/queues/${t.queue_id}`, { token: t.token })).body.data.queue;
-    const p = await call(url(), 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey(), body: { expected_revision: q.revision } });
-    expect(p.status, p.text).toBe(200);
+    await setQueuePausedOverHttp(url(), t, true);
     w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
     expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
     await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
     expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
     await assertPermitInvariants(f.db.pool);
-    const r = await call(url(), 'POST', `/v1/queues/${t.queue_id}:resume`, {
-      token: t.token,
-      key: ikey(),
-      body: { expected_revision: p.body.data.queue.revision },
-    });
-    expect(r.status, r.text).toBe(200);
+    await setQueuePausedOverHttp(url(), t, false);
     const b = await w.next('task.assign');
     expect(b.task.id).toBe(second.id);
     await startAndFinish(w, b.attempt_id);

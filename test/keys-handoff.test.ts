@@ -5,9 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
-import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { keyRow, liveOnKey, metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
 const url = () => f.gw.url;
@@ -48,9 +47,7 @@ describe('key hand-off in the result transaction', () => {
     const a = await w.next('task.assign');
     w.send({ type: 'start', attempt_id: a.attempt_id });
     await w.next('start.ok');
-    const q = (await call(url(), 'GET', `/v1/queues/${t.queue_id}`, { token: t.token })).body.data.queue;
-    const p = await call(url(), 'POST', `/v1/queues/${t.queue_id}:pause`, { token: t.token, key: ikey(), body: { expected_revision: q.revision } });
-    expect(p.status, p.text).toBe(200);
+    await setQueuePausedOverHttp(url(), t, true);
     w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
     expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
     await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);

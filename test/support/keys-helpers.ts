@@ -1,4 +1,5 @@
 // Small helpers shared by the keys-*.test.ts files: submitting tasks, raw sessions, key rows.
+import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
@@ -81,4 +82,15 @@ export function drainFrames(w: RawWorker, type: string): any[] {
   const out: any[] = [];
   for (let i = w.frames.length - 1; i >= 0; i--) if (w.frames[i].type === type) out.unshift(w.frames.splice(i, 1)[0]);
   return out;
+}
+
+/** Pauses or resumes the tenant's queue over HTTP at its current revision (expects 200). */
+export async function setQueuePausedOverHttp(url: string, t: CredentialsFile, paused: boolean): Promise<void> {
+  const q = (await call(url, 'GET', `/v1/queues/${t.queue_id}`, { token: t.token })).body.data.queue;
+  const r = await call(url, 'POST', `/v1/queues/${t.queue_id}:${paused ? 'pause' : 'resume'}`, {
+    token: t.token,
+    key: ikey(),
+    body: { expected_revision: q.revision },
+  });
+  expect(r.status, r.text).toBe(200);
 }
