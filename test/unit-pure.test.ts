@@ -17,6 +17,7 @@ import { packageRoot } from '../server/paths.js';
 import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/outcome.js';
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
+import { QueueHints } from '../server/dispatch/queue-hints.js';
 
 const base: OutcomeInput = {
   outcome: 'succeeded',
@@ -223,5 +224,22 @@ describe('protocol states', () => {
     expect(states.isDeliveryState('DONE')).toBe(false);
     expect(states.ATTEMPT_STATES.filter(states.isLiveAttemptState)).toEqual([...states.LIVE_ATTEMPT_STATES]);
     expect(states.TASK_STATES.filter((s) => (states.UNFINISHED_TASK_STATES as readonly string[]).includes(s))).toEqual([...states.UNFINISHED_TASK_STATES]);
+  });
+});
+
+describe('QueueHints (refill and hand-off skips)', () => {
+  it('a drained queue is skipped by refills until new work is noted; a refused one by both, for a second', () => {
+    const h = new QueueHints();
+    h.markDrained('q1');
+    h.markRefused(['q2']);
+    expect([...h.refillSkips()].sort()).toEqual(['q1', 'q2']);
+    expect([...h.refusedQueues()]).toEqual(['q2']);
+    h.noteWork('q1');
+    h.noteWork('q2'); // new work does not lift a refusal: the queue may still be paused
+    expect([...h.refillSkips()]).toEqual(['q2']);
+    const later = Date.now() + QueueHints.TTL_MS + 1;
+    h.markDrained('q3');
+    expect([...h.refusedQueues(later)]).toEqual([]);
+    expect([...h.refillSkips(later)]).toEqual([]);
   });
 });
