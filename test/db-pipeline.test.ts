@@ -89,6 +89,8 @@ describe('pipelined transactions', () => {
       const [r] = await commitWith(c, 'UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]);
       changed = (r as { affectedRows: number }).affectedRows;
       expect(isCommitted(c)).toBe(true);
+      // A write queued now would never be sent: refused.
+      await expect(write(c, "INSERT INTO pipe_t VALUES (43, 'lost')")).rejects.toThrow(/after commitWith/);
       throw new Error('after the commit');
     }).catch((e: unknown) => e as Error);
     expect(err?.message).toBe('after the commit');

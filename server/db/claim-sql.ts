@@ -99,6 +99,11 @@ export async function keySuccessorIds(c: Conn, keys: { namespaceId: string; key:
   return rows.map((r) => r.id as string);
 }
 
+/** Claim order of candidate rows: priority high first, then age (seq). */
+export function byClaimOrder(a: { priority: number; seq: bigint }, b: { priority: number; seq: bigint }): number {
+  return b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
+}
+
 /** The task columns a claim reads. */
 export type CandidateRow = Pick<
   TaskRow,

@@ -14,39 +14,51 @@ import type { PoolConnection as Conn } from 'mysql2/promise';
  * round trips per transaction is the figure pipelining changes, and a noisy machine cannot blur it. */
 export const transactionStats = { transactions: 0, roundTrips: 0 };
 
-const queues = new WeakMap<object, string[]>();
-/** Pipelined connections whose transaction commitWith() already committed. */
-const committed = new WeakSet<object>();
-const targets = new WeakMap<object, Conn>();
+/** A pipelined connection's state: the raw connection, the writes waiting for the next round
+ * trip, and whether commitWith() already committed its transaction. */
+interface Pipe {
+  conn: Conn;
+  pending: string[];
+  committed: boolean;
+}
+
+const pipes = new WeakMap<object, Pipe>();
 
 /** The raw connection behind a pipelined one (itself when it is not pipelined). */
 export function rawConnection(c: Conn): Conn {
-  return targets.get(c) ?? c;
+  return pipes.get(c)?.conn ?? c;
+}
+
+/** One round trip: the queued writes, then `statements`; returns the results of `statements`
+ * (mysql2 answers a multi-statement text with one result and field list per statement). */
+async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
+  const texts = [...p.pending.splice(0), ...statements];
+  transactionStats.roundTrips++;
+  if (texts.length === 1) {
+    const [r, f] = await p.conn.query(texts[0]!);
+    return statements.length === 1 ? [[r], [f]] : [[], []];
+  }
+  const [results, fields] = (await p.conn.query(texts.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
+  const from = texts.length - statements.length;
+  return [results.slice(from), fields.slice(from)];
 }
 
 /** Wraps a connection (for one transaction): its `query` sends the queued writes with it. */
 export function pipelined(conn: Conn): Conn {
-  const pending: string[] = [];
-  const flush = async () => {
-    if (pending.length === 0) return;
-    transactionStats.roundTrips++;
-    await conn.query(pending.splice(0).join(';\n'));
-  };
+  const p: Pipe = { conn, pending: [], committed: false };
   const query = async (sql: unknown, values?: unknown): Promise<[QueryResult, FieldPacket[]]> => {
-    if (pending.length === 0 || typeof sql !== 'string') {
-      await flush();
+    if (typeof sql !== 'string') {
+      // The object form (options) cannot join a multi-statement text: the queue goes first.
+      if (p.pending.length > 0) await send(p, []);
       transactionStats.roundTrips++;
       return (conn.query as (s: unknown, v?: unknown) => Promise<[QueryResult, FieldPacket[]]>)(sql, values);
     }
-    const n = pending.length + 1;
-    transactionStats.roundTrips++;
-    const text = [...pending.splice(0), conn.format(sql, (values as unknown[] | undefined) ?? [])].join(';\n');
-    const [results, fields] = (await conn.query(text)) as unknown as [QueryResult[], FieldPacket[][]];
-    // One result (and field list) per statement, in order; the caller's is the last.
-    return [results[n - 1]!, fields[n - 1]!];
+    const [[r], [f]] = await send(p, [conn.format(sql, (values as unknown[] | undefined) ?? [])]);
+    return [r!, f!];
   };
   const execute = async (...args: unknown[]) => {
-    await flush();
+    // A prepared statement cannot join a multi-statement text: the queue goes first.
+    if (p.pending.length > 0) await send(p, []);
     transactionStats.roundTrips++;
     return (conn.execute as (...a: unknown[]) => unknown)(...args);
   };
@@ -58,38 +70,35 @@ export function pipelined(conn: Conn): Conn {
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  queues.set(proxy, pending);
-  targets.set(proxy, conn);
+  pipes.set(proxy, p);
   return proxy;
 }
 
 /** commitWith(c, sql, values): the transaction's last statement and its COMMIT in one round trip
  * (with any queued writes before them); returns the statement's result. For a transaction whose
  * outcome no later statement can change — e.g. a batch of starts: its UPDATE's row count only
- * decides how the frames are answered, and a read-back for that may run after the commit. On a
- * connection that is not pipelined it only runs the statement (the caller commits as usual). */
+ * decides how the frames are answered, and a read-back for that may run after the commit. After
+ * it, write() refuses (a queued write would never be sent). On a connection that is not pipelined
+ * it only runs the statement (the caller commits as usual). */
 export async function commitWith(c: Conn, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
-  const pending = queues.get(c);
-  if (!pending) return c.query(sql, values);
-  const conn = rawConnection(c);
-  const n = pending.length + 2;
-  const text = [...pending.splice(0), conn.format(sql, values), 'COMMIT'].join(';\n');
-  transactionStats.roundTrips++;
-  const [results, fields] = (await conn.query(text)) as unknown as [QueryResult[], FieldPacket[][]];
-  committed.add(c);
-  return [results[n - 2]!, fields[n - 2]!];
+  const p = pipes.get(c);
+  if (!p) return c.query(sql, values);
+  const [[r], [f]] = await send(p, [p.conn.format(sql, values), 'COMMIT']);
+  p.committed = true;
+  return [r!, f!];
 }
 
 /** True when commitWith() committed this (pipelined) connection's transaction. */
 export function isCommitted(c: Conn): boolean {
-  return committed.has(c);
+  return pipes.get(c)?.committed ?? false;
 }
 
 /** write(c, sql, values): a statement whose result is not read. On a pipelined connection it is
  * queued and sent with the transaction's next query (at the latest with its COMMIT); otherwise it
  * runs now. Only for statements whose failure may surface later (any failure rolls back). */
 export async function write(c: Conn, sql: string, values: unknown[] = []): Promise<void> {
-  const pending = queues.get(c);
-  if (pending) pending.push(rawConnection(c).format(sql, values));
-  else await c.query(sql, values);
+  const p = pipes.get(c);
+  if (!p) return void (await c.query(sql, values));
+  if (p.committed) throw new Error('write() after commitWith(): the transaction is already committed');
+  p.pending.push(p.conn.format(sql, values));
 }

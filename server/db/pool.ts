@@ -97,10 +97,10 @@ export function releaseConnection(c: Conn): void {
  */
 export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
+    // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
+    // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
+    const tx = pipelined(conn);
     try {
-      // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
-      // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
-      const tx = pipelined(conn);
       transactionStats.transactions++;
       await write(tx, 'START TRANSACTION');
       const out = await fn(tx);
@@ -113,7 +113,8 @@ export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>):
         brokenConnections.add(conn);
       });
       const code = (err as { errno?: number }).errno;
-      if ((code === 1213 || code === 1205) && attempt < 8 && !broken) {
+      // Never after commitWith(): the transaction's effects are committed, a retry would repeat them.
+      if ((code === 1213 || code === 1205) && attempt < 8 && !broken && !isCommitted(tx)) {
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
         continue;
       }

@@ -21,6 +21,7 @@ import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { dbNow } from '../db/clock.js';
 import { toIso, withTransaction, type Pool } from '../db/pool.js';
 import {
+  byClaimOrder,
   candidateIds,
   grantKeys,
   insertAttempts,
@@ -141,7 +142,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         if (specs.length === 0) return;
         const ids = await candidateIds(c, specs, now);
         if (ids.length === 0) return;
-        ids.sort((a, b) => b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
+        ids.sort(byClaimOrder);
         const order = new Map(ids.map((x, i) => [x.id, i]));
         const rows = (
           await lockCandidates(

@@ -32,7 +32,7 @@ import { GroupCommitter } from './group-commit.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './outcome.js';
-import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type ReleasedKey, type Reservation } from './handoff.js';
+import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type HandoffPlan, type ReleasedKey, type Reservation } from './handoff.js';
 import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
@@ -243,12 +243,10 @@ export interface FrameBatchResult {
 }
 
 /** One transaction for a batch of one application's frames; with a host, released keys are
- * handed to their next task in the same transaction (handoff.ts). */
+ * handed to their next task and freed slots refilled in the same transaction (handoff.ts,
+ * refill.ts), skipping the queues `hints` marks. */
 export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, hints: QueueHints = new QueueHints()): Promise<FrameBatchResult> {
   const reserved: Reservation[] = [];
-  const tried = new Set<string>();
-  const refused = hints.refusedQueues();
-  const refillSkips = hints.refillSkips();
   const undo = () => {
     for (const r of reserved.splice(0)) {
       if (r.attemptId) host!.unreserveFreed(r.sessionId, r.attemptId);
@@ -258,11 +256,11 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
   try {
     const r = await withTransaction(pool, (c) => {
       undo(); // a deadlock retry starts over
-      tried.clear();
-      return batchInTx(c, cmds, host, reserved, { refused, refillSkips, drained: (q) => hints.markDrained(q) }, tried);
+      return batchInTx(c, cmds, host ? { host, hints } : null, reserved);
     });
-    // Reservations not used by an applied hand-off (its key was exhausted, or the session's
-    // credential revoked) are given back; the used ones become held attempts at delivery.
+    // Reservations not used by an applied hand-off or refill (a key was exhausted, a session's
+    // credential revoked, no candidate) are given back; the used ones become held attempts at
+    // delivery.
     for (const h of r.handoffs) {
       const i = reserved.findIndex((x) => x.sessionId === h.session.sessionId && x.attemptId === h.replaces);
       if (i >= 0) reserved.splice(i, 1);
@@ -273,79 +271,67 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
     undo();
     if (!(err instanceof HandoffRefused)) throw err;
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
-    // limit): the same batch without them.
-    hints.markRefused(tried);
-    return withTransaction(pool, (c) => batchInTx(c, cmds, undefined, reserved, NO_SKIPS, new Set()));
+    // limit): the same batch without them, and that queue is skipped for a while.
+    hints.markRefused(err.queueIds);
+    return withTransaction(pool, (c) => batchInTx(c, cmds, null, reserved));
   }
 }
-
-interface BatchSkips {
-  /** Queues hand-offs and refills skip (recently refused). */
-  refused: ReadonlySet<string>;
-  /** Queues refills skip (refused or drained). */
-  refillSkips: ReadonlySet<string>;
-  /** A refill read found no candidate in this queue. */
-  drained(queueId: string): void;
-}
-
-const NO_SKIPS: BatchSkips = { refused: new Set(), refillSkips: new Set(), drained: () => {} };
 
 async function batchInTx(
   c: Conn,
   cmds: FrameCommand[],
-  host: HandoffHost | undefined,
+  successors: { host: HandoffHost; hints: QueueHints } | null,
   reserved: Reservation[],
-  skip: BatchSkips,
-  tried: Set<string>,
 ): Promise<FrameBatchResult> {
-  {
-    const out: FrameOutcome[] = new Array(cmds.length);
-    const ledger = new PermitLedger();
-    const released: ReleasedKey[] = [];
-    const freed: FreedSlot[] = [];
-    const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
-    const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
-    const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
-    cmds.forEach((cmd, i) => {
-      const attemptId = cmd.kind === 'start' ? cmd.attemptId : cmd.frame.attempt_id;
-      if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
-      else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
-      else if (cmd.kind === 'start') startItems.push({ i, cmd });
-      else if (cmd.frame.output !== undefined && Buffer.byteLength(JSON.stringify(cmd.frame.output)) > MAX_OUTPUT_BYTES) {
-        out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
-      } else resultItems.push({ i, cmd });
-    });
-    await starts(c, startItems, now, out, resultItems.length === 0);
-    await results(c, ledger, resultItems, now, out, released, freed);
-    const plans = host
-      ? await planHandoffs(
-          c,
-          host,
-          ledger,
-          released.filter((r) => !skip.refused.has(r.queueId)),
-          now,
-          live,
-          reserved,
-        )
-      : [];
-    const refills = host ? await planRefills(c, host, ledger, freed, now, reserved, skip.refillSkips, skip.drained) : [];
-    plans.push(...refills);
-    // Keys first, then the hand-off attempts, then the hot rows to the commit (lock order).
-    await ledger.flushKeys(c);
-    const handoffs = await completeHandoffs(c, ledger, plans, now);
-    for (const q of ledger.takenBackQueues) tried.add(q);
-    await ledger.flushCounters(c);
-    // A result whose key was handed off freed no permit (the successor took it back): no claim
-    // round needs waking for its queue (measured: 0.64 rounds per task on ten hot keys, 99 % empty).
-    const handed = new Set(plans.filter((p) => p.keyed && ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));
-    const refilled = new Set(refills.map((p) => p.oldAttemptId));
-    for (const o of out) {
-      if (!o?.ok || o.kind !== 'result' || o.reply.deduplicated) continue;
-      if (handed.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], handedOff: true });
-      else if (refilled.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], refilled: true });
-    }
-    return { outcomes: out, handoffs };
+  const out: FrameOutcome[] = new Array(cmds.length);
+  const ledger = new PermitLedger();
+  const released: ReleasedKey[] = [];
+  const freed: FreedSlot[] = [];
+  const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
+  const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
+  const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
+  cmds.forEach((cmd, i) => {
+    const attemptId = cmd.kind === 'start' ? cmd.attemptId : cmd.frame.attempt_id;
+    if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
+    else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
+    else if (cmd.kind === 'start') startItems.push({ i, cmd });
+    else if (cmd.frame.output !== undefined && Buffer.byteLength(JSON.stringify(cmd.frame.output)) > MAX_OUTPUT_BYTES) {
+      out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
+    } else resultItems.push({ i, cmd });
+  });
+  await starts(c, startItems, now, out, resultItems.length === 0);
+  await results(c, ledger, resultItems, now, out, released, freed);
+  let plans: HandoffPlan[] = [];
+  let refills: HandoffPlan[] = [];
+  if (successors) {
+    const { host, hints } = successors;
+    const refused = hints.refusedQueues();
+    plans = await planHandoffs(
+      c,
+      host,
+      ledger,
+      released.filter((r) => !refused.has(r.queueId)),
+      now,
+      live,
+      reserved,
+    );
+    refills = await planRefills(c, host, ledger, freed, now, reserved, hints);
   }
+  // Keys first, then the hand-off and refill attempts, then the hot rows to the commit (lock order).
+  await ledger.flushKeys(c);
+  const handoffs = await completeHandoffs(c, ledger, [...plans, ...refills], now);
+  await ledger.flushCounters(c);
+  // A result whose key was handed off or whose slot was refilled freed no permit (the successor
+  // took it back): no claim round needs waking for its queue (measured: 0.64 rounds per task on
+  // ten hot keys, 99 % empty, before that rule).
+  const handed = new Set(plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));
+  const refilled = new Set(refills.map((p) => p.oldAttemptId));
+  for (const o of out) {
+    if (!o?.ok || o.kind !== 'result' || o.reply.deduplicated) continue;
+    if (handed.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], handedOff: true });
+    else if (refilled.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], refilled: true });
+  }
+  return { outcomes: out, handoffs };
 }
 
 /** The node's frame committer: per-application group commit of start and result frames. */

@@ -9,7 +9,14 @@ import { appendResultEvents, type PendingEvent } from './events.js';
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
  * meanwhile): the caller runs the batch again without hand-offs. */
-export class HandoffRefused extends Error {}
+export class HandoffRefused extends Error {
+  constructor(
+    /** The queues whose permits a hand-off or refill took back in that transaction. */
+    readonly queueIds: string[],
+  ) {
+    super('a hand-off or refill was refused at the flush');
+  }
+}
 
 interface KeyRelease {
   namespaceId: string;
@@ -56,11 +63,6 @@ export class PermitLedger {
     this.handoffQueues.add(queueId);
     add(this.queueActive, queueId, 1);
     add(this.appActive, applicationId, 1);
-  }
-
-  /** Queues whose permits a hand-off or refill took back (checked at the flush). */
-  get takenBackQueues(): ReadonlySet<string> {
-    return this.handoffQueues;
   }
 
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
@@ -149,7 +151,8 @@ export class PermitLedger {
     if (q.length > 0) {
       // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
       // retired or over a lowered limit meanwhile → refused.
-      if (!(await addQueueActive(c, q, [...this.handoffQueues]))) throw new HandoffRefused();
+      const checked = [...this.handoffQueues];
+      if (!(await addQueueActive(c, q, checked))) throw new HandoffRefused(checked);
     }
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {

@@ -17,11 +17,12 @@
 //     batch runs again without refills.
 // A result whose slot was refilled frees no permit, so it wakes no claim round.
 import type { Conn } from '../db/pool.js';
-import { candidateIds, lockCandidates, type CandidateSpec } from '../db/claim-sql.js';
+import { byClaimOrder, candidateIds, lockCandidates, type CandidateSpec } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
 import type { ClaimSession } from './claim.js';
 import type { HandoffHost, HandoffPlan, Reservation } from './handoff.js';
 import type { PermitLedger } from './ledger.js';
+import type { QueueHints } from './queue-hints.js';
 
 /** An accepted result of an unkeyed attempt: the slot it frees. */
 export interface FreedSlot {
@@ -32,9 +33,9 @@ export interface FreedSlot {
   attemptId: string;
 }
 
-/** Plans the refills of a batch's freed slots and records them in the ledger. `skipQueues`:
- * queues a recent batch found refusing (paused or retired), not tried again for a while.
- * Reservations made are pushed to `reserved` (the caller undoes the unused ones). */
+/** Plans the refills of a batch's freed slots and records them in the ledger, skipping the
+ * queues `hints` marks refused or drained (and marking a queue drained when its read finds
+ * nothing). Reservations made are pushed to `reserved` (the caller undoes the unused ones). */
 export async function planRefills(
   c: Conn,
   host: HandoffHost,
@@ -42,54 +43,50 @@ export async function planRefills(
   freed: FreedSlot[],
   now: string,
   reserved: Reservation[],
-  skipQueues: ReadonlySet<string> = new Set(),
-  /** Called for a queue whose candidate read found nothing (QueueHints.markDrained). */
-  drained: (queueId: string) => void = () => {},
+  hints: QueueHints,
 ): Promise<HandoffPlan[]> {
-  // Per session and queue, the slots its results free whose reuse the session accepts now.
-  const groups = new Map<string, { slot: FreedSlot; olds: string[]; session: ClaimSession }>();
+  const skip = hints.refillSkips();
+  // Per session and queue: the session's descriptor and the slots its results free whose reuse it
+  // accepts now (oldest result first).
+  const groups = new Map<string, { queueId: string; namespaceId: string; session: ClaimSession; olds: string[] }>();
   for (const f of freed) {
-    if (skipQueues.has(f.queueId)) continue;
+    if (skip.has(f.queueId)) continue;
     const s = host.reserveFreed(f.sessionId, f.attemptId);
     if (!s) continue;
     reserved.push({ sessionId: f.sessionId, attemptId: f.attemptId });
     if (s.namespaceId !== f.namespaceId || !s.queueIds.includes(f.queueId)) continue;
     const k = `${f.sessionId}/${f.queueId}`;
-    const g = groups.get(k) ?? { slot: f, olds: [], session: s };
+    const g = groups.get(k) ?? { queueId: f.queueId, namespaceId: f.namespaceId, session: s, olds: [] };
     g.olds.push(f.attemptId);
     groups.set(k, g);
   }
-  const want = [...groups.values()].map((g) => ({ g, session: g.session, n: g.olds.length }));
+  const want = [...groups.values()];
   if (want.length === 0) return [];
-  const specs: CandidateSpec[] = want.map((w) => ({
-    queueId: w.g.slot.queueId,
-    namespaceId: w.g.slot.namespaceId,
-    // One more than needed: a row another claimer holds is skipped when locking.
-    limit: w.n + 2,
-    handlers: w.session.handlers,
-    keyed: w.session.concurrencyKeys,
+  const specs: CandidateSpec[] = want.map((g) => ({
+    queueId: g.queueId,
+    namespaceId: g.namespaceId,
+    // Two more than needed: rows another claimer holds are skipped when locking.
+    limit: g.olds.length + 2,
+    handlers: g.session.handlers,
+    keyed: g.session.concurrencyKeys,
   }));
   const ids = await candidateIds(c, specs, now);
-  for (const [i, s] of specs.entries()) if (!ids.some((x) => x.spec === i)) drained(s.queueId);
+  for (const [i, s] of specs.entries()) if (!ids.some((x) => x.spec === i)) hints.markDrained(s.queueId);
   if (ids.length === 0) return [];
   const rows = new Map((await lockCandidates(c, [...new Set(ids.map((x) => x.id))])).map((r) => [r.id, r]));
   const plans: HandoffPlan[] = [];
   const taken = new Set<string>();
-  want.forEach((w, spec) => {
-    const mine = ids.filter((x) => x.spec === spec).sort((a, b) => b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0));
-    const olds = [...w.g.olds];
-    let left = w.n;
-    for (const x of mine) {
-      if (left === 0) break;
+  want.forEach((g, spec) => {
+    const olds = [...g.olds];
+    for (const x of ids.filter((x) => x.spec === spec).sort(byClaimOrder)) {
+      if (olds.length === 0) break;
       const row = rows.get(x.id);
       if (!row) continue; // locked by another claimer, or no longer WAITING
       if (row.concurrency_key) break; // a free key first: the claim round grants it
       if (taken.has(row.id)) continue;
       taken.add(row.id);
-      const old = olds.shift()!;
-      plans.push({ oldAttemptId: old, newAttemptId: newId(), row, session: w.session, keyed: false });
-      ledger.refill(row.queue_id, w.session.applicationId);
-      left--;
+      plans.push({ oldAttemptId: olds.shift()!, newAttemptId: newId(), row, session: g.session, keyed: false });
+      ledger.refill(row.queue_id, g.session.applicationId);
     }
   });
   return plans;
