@@ -34,5 +34,5 @@ export function isDeliveryState(s: string): s is DeliveryState {
 }
 
 export function isLiveAttemptState(s: string): s is LiveAttemptState {
-  return s === 'LEASED' || s === 'RUNNING';
+  return (LIVE_ATTEMPT_STATES as readonly string[]).includes(s);
 }

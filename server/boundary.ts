@@ -5,6 +5,8 @@
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
 import type { Faults } from './faults.js';
+import { OrbitError } from '@orbit/protocol/errors';
+import { isConnectionError } from './db/pool.js';
 
 export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
 
@@ -14,6 +16,19 @@ type ReportApp = { log: Logger; metrics: Pick<Metrics, 'internalErrors'> };
 export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
   app.metrics.internalErrors.inc({ where });
   app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
+}
+
+/** The answer to an error that ended a request or an upgrade: an OrbitError as it is, a lost
+ * database as UNAVAILABLE (logged as a warning), anything else reported (logged and counted) and
+ * answered INTERNAL with the request id. */
+export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown, requestId: string, bindings: Record<string, unknown> = {}): OrbitError {
+  if (err instanceof OrbitError) return err;
+  if (isConnectionError(err)) {
+    app.log.warn({ err, request_id: requestId }, 'database unavailable');
+    return new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key');
+  }
+  reportInternal(app, where, err, { request_id: requestId, ...bindings });
+  return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
 }
 
 type TimerApp = ReportApp & { faults: Pick<Faults, 'hit'> };

@@ -70,7 +70,7 @@ function raw(env: Env, name: EnvVar): string | undefined {
 
 /** An integer variable in min..max; anything else (a word, a fraction, `1e3`, out of range) is a
  * start-up error. */
-export function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): number {
+function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): number {
   const v = raw(env, name);
   if (v === undefined) return def;
   // Number() alone would take '0x10', ' 12 ' and '1e3'; only plain decimal digits are a setting.

@@ -204,6 +204,10 @@ describe('Session on an in-process host', () => {
 
   it('a terminated session gets no work: a task submitted after stays WAITING, and the next session takes it', async () => {
     const { w, s } = await connect('no-work', { capacity: 4 });
+    // The round the hello kicked off must be over first: a round in flight when the session ends
+    // may still read the task submitted below and claim it for the ended session (it is then
+    // released at once — the next test — but this one asserts no attempt at all).
+    await host.dispatcher.idle();
     s.terminate(4000, 'ended by the test');
     await w.closed;
     const taskId = await submit('no-work', 'no-work-1');

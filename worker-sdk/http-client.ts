@@ -13,7 +13,7 @@ import type {
   SubmitTaskBody,
 } from '@orbit/protocol/http-schemas';
 import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
-import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
+import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
 import { OrbitApiError } from './errors.js';
 
 export interface ClientOptions {

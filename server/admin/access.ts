@@ -40,7 +40,7 @@ export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
 
 /** 403 when the queue (already known to be in the credential's namespace) is outside queue_ids. */
 export function requireQueueAccess(cred: Credential, queueId: string): void {
-  if (cred.queueIds !== '*' && !cred.queueIds.includes(queueId)) {
+  if (!canUseQueue(cred, queueId)) {
     throw new OrbitError('PERMISSION_DENIED', 'credential is not authorized for this queue');
   }
 }

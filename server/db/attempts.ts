@@ -121,10 +121,9 @@ export async function closeAttempt(
 }
 
 /** The wire shape of an attempt (protocol/http-views.ts). */
-export type AttemptView = Attempt;
 
-export function attemptView(r: AttemptRow): AttemptView {
-  const v: AttemptView = {
+export function attemptView(r: AttemptRow): Attempt {
+  const v: Attempt = {
     id: r.id,
     task_id: r.task_id,
     attempt_no: r.attempt_no,

@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { toIso } from './pool.js';
+import { dbNow } from './clock.js';
 import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
@@ -25,10 +26,9 @@ export interface QueueRow extends RowDataPacket {
 }
 
 /** The wire shape of a queue (protocol/http-views.ts). */
-export type QueueView = Queue;
 
-export function queueView(r: QueueRow): QueueView {
-  const v: QueueView = {
+export function queueView(r: QueueRow): Queue {
+  const v: Queue = {
     id: r.id,
     namespace_id: r.namespace_id,
     name: r.name,
@@ -159,8 +159,7 @@ export async function readSubmitQueues(c: Conn, ids: string[]): Promise<{ rows: 
     );
     if (rows.length > 0) return { rows, now: rows[0]!.now };
   }
-  const [[r]] = (await c.query('SELECT UTC_TIMESTAMP(3) AS now')) as unknown as [[{ now: string }]];
-  return { rows: [], now: r.now };
+  return { rows: [], now: await dbNow(c) };
 }
 
 /** lockLiveQueues(ids) → how many of these queues are not retired, each locked exclusively to the

@@ -37,8 +37,6 @@ import {
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
 
-export { TOKEN_MAX } from '../db/claim-sql.js';
-
 export interface ClaimSession {
   namespaceId: string;
   applicationId: string;

@@ -15,7 +15,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { getQueue, markQueueRetired, queueView, type QueueView } from '../db/queues.js';
+import type { Queue } from '@orbit/protocol/http-views';
+import { getQueue, markQueueRetired, queueView } from '../db/queues.js';
 import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedTaskCounts } from '../db/queue-blockers.js';
 import {
   countQueueSubscriptions,
@@ -130,7 +131,7 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
 }
 
 /** Retires a queue. */
-export async function retireQueue(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<QueueView> {
+export async function retireQueue(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<Queue> {
   const q = await getQueue(c, cred.namespaceId, id, 'update');
   if (!q) throw new OrbitError('NOT_FOUND', 'queue not found');
   requireQueueAccess(cred, q.id);

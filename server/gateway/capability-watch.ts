@@ -11,8 +11,6 @@ import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from './session.js';
 
-export { SESSION_STALE_SECONDS } from '../db/worker-sessions.js';
-
 /** What the watch needs of its node (the gateway, through the reconciler). */
 export interface CapabilityWatchHost {
   readonly pool: Pool;

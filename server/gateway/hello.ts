@@ -6,6 +6,7 @@ import type { LiveAttemptState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
+import { canUseQueue } from '../admin/access.js';
 import { lockLiveAttemptsOfWorker, readAttempts } from '../db/attempts.js';
 import { rebindAttempts } from '../db/attempt-leases.js';
 import { readHelloQueues } from '../db/queues.js';
@@ -35,7 +36,7 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
     for (const q of queueIds) {
       const row = found.get(q);
       if (!row) throw new OrbitError('NOT_FOUND', `queue ${q.slice(0, 64)} not found`);
-      if (cred.queueIds !== '*' && !cred.queueIds.includes(q)) throw new OrbitError('PERMISSION_DENIED', `credential is not authorized for queue ${q}`);
+      if (!canUseQueue(cred, q)) throw new OrbitError('PERMISSION_DENIED', `credential is not authorized for queue ${q}`);
       if (row.retired_at) throw new OrbitError('RESOURCE_RETIRED', `queue ${q} is retired`);
     }
     const leaseMs = Math.min(...qrows.map((r) => Number(r.lease_seconds))) * 1000;
@@ -112,4 +113,3 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
 }
 
 /** Marks a session closed (socket gone); the statement is server/db/worker-sessions.ts. */
-export { closeSessionRow } from '../db/worker-sessions.js';

@@ -19,7 +19,8 @@ import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
-import { helloTransaction, closeSessionRow } from './hello.js';
+import { helloTransaction } from './hello.js';
+import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { reportInternal } from '../boundary.js';
 

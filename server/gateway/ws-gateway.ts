@@ -14,7 +14,7 @@ import { authenticate } from '../http/auth.js';
 import { requireScope } from '../admin/access.js';
 import { endSocketWithError } from '../http/envelope.js';
 import { newId } from '../ids.js';
-import { isConnectionError, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import { Session, SUPERSEDED, type SessionHost } from './session.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
@@ -23,7 +23,7 @@ import type { HandoffHost } from '../dispatch/handoff.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { releaseAttempts, type Revoked } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
-import { guardTimer, reportInternal } from '../boundary.js';
+import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
 export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'shuttingDown'>;
@@ -185,10 +185,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
         }
       });
     } catch (err) {
-      if (err instanceof OrbitError) return reject(err);
-      if (isConnectionError(err)) return reject(new OrbitError('UNAVAILABLE', 'database unavailable'));
-      this.log.error({ err, request_id: requestId }, 'upgrade failed');
-      return reject(new OrbitError('INTERNAL', `internal error (request ${requestId})`));
+      // Counted in orbit_internal_errors_total{where="upgrade"} like every other boundary.
+      return reject(toOrbitError(this.app, 'upgrade', err, requestId));
     }
   }
 

@@ -4,7 +4,7 @@
 import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
-import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/validation';
+import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
 import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
@@ -41,7 +41,7 @@ export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): P
   return body as Static<T>;
 }
 
-export function idempotencyKey(ctx: RequestCtx): string {
+function idempotencyKey(ctx: RequestCtx): string {
   const raw = ctx.req.headers['idempotency-key'];
   if (typeof raw !== 'string') throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key header is required', { field: 'Idempotency-Key' });
   if (!IDEMPOTENCY_KEY_RE.test(raw)) {

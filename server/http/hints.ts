@@ -2,7 +2,7 @@
 // id is expected names the id, an unknown enum value lists the valid ones, a quota names its limit.
 // Kept apart from the routes so the messages live in one place; the refusals the task-creation
 // path also gives are in server/dispatch/refusals.ts.
-export { queueNotFound, unfinishedTasksQuota } from '../dispatch/refusals.js';
+export { queueNotFound } from '../dispatch/refusals.js';
 import type { ServerResponse } from 'node:http';
 import { OrbitError } from '@orbit/protocol/errors';
 

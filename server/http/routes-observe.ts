@@ -7,6 +7,7 @@ import { getQueue } from '../db/queues.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
+import { queueNotFound } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadQueue } from './routes-queues.js';
 
@@ -34,7 +35,7 @@ export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
   const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
   if (queueId !== undefined) {
     const q = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'queue_id' });
+    if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
     requireQueueAccess(ctx.cred, q.id);
   }
   const cred = ctx.cred;

@@ -13,6 +13,7 @@ import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSched
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
 import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
+import { queueNotFound } from './hints.js';
 import { command, type CommandReply } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
@@ -22,7 +23,7 @@ import { encodeCursor, listQuery } from './list-query.js';
 async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<StoredVersion> {
   const n = normalizeVersion(v);
   const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id);
-  if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field: 'version.task.queue_id' });
+  if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id, 'version.task.queue_id');
   requireQueueAccess(ctx.cred, q.id);
   return withTemplate(n, q.retry_max_attempts);
 }

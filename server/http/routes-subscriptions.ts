@@ -41,7 +41,7 @@ export const createSubscriptionRoute = command({
     const cred = ctx.cred;
     // Queue authorization before the receipt lookup (as submit does): a replay never hands a
     // subscription of a queue outside queue_ids to a limited credential.
-    if (cred.queueIds !== '*' && !cred.queueIds.includes(n.queue_id)) {
+    if (!canUseQueue(cred, n.queue_id)) {
       const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
       if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
       requireQueueAccess(cred, q.id);

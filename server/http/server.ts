@@ -3,10 +3,9 @@
 // 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
 import http from 'node:http';
 import { OrbitError } from '@orbit/protocol/errors';
-import { isConnectionError } from '../db/pool.js';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
-import { reportInternal } from '../boundary.js';
+import { reportInternal, toOrbitError } from '../boundary.js';
 import { serveConsole } from '../console/serve.js';
 import { authenticate } from './auth.js';
 import { endSocketWithError, sendData, sendError } from './envelope.js';
@@ -113,15 +112,7 @@ async function handle(
     sendData(res, requestId, reply.status, reply.data);
     app.metrics.httpRequests.inc({ route: routeName, status: String(reply.status) });
   } catch (err) {
-    let e: OrbitError;
-    if (err instanceof OrbitError) e = err;
-    else if (isConnectionError(err)) {
-      log.warn({ err }, 'database unavailable');
-      e = new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key');
-    } else {
-      reportInternal(app, 'http', err, { request_id: requestId, route: routeName });
-      e = new OrbitError('INTERNAL', `internal error (request ${requestId})`);
-    }
+    const e = toOrbitError(app, 'http', err, requestId, { route: routeName });
     sendError(res, requestId, e);
     app.metrics.httpRequests.inc({ route: routeName, status: String(e.httpStatus) });
   }

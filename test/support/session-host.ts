@@ -12,7 +12,7 @@ import { findCredentialByTokenHash } from '../../server/db/credentials.js';
 import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { Faults } from '../../server/faults.js';
-import { NodeSignals } from '../../server/work-signals.js';
+import { NodeSignals, type WakeCause } from '../../server/work-signals.js';
 import { FrameCommitter } from '../../server/dispatch/frame-batches.js';
 import { releaseAttempts } from '../../server/dispatch/recovery.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
@@ -96,8 +96,8 @@ export class InProcessHost implements SessionHost, DispatcherHost {
     return p;
   }
 
-  wake(queueIds: Iterable<string>): void {
-    this.signals.wake(queueIds);
+  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
+    this.signals.wake(queueIds, cause);
   }
 
   kick(s: Session): void {
