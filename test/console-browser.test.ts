@@ -143,10 +143,18 @@ describe('console in Chromium', () => {
   it('a retire is refused with every reason and count, then accepted once the queue is drained', async () => {
     const { page } = await open();
     await signIn(page);
+    // The retire dialog of the page shown: open, give the reason, submit.
+    const retire = async (reason: string) => {
+      await page.click('[data-act=retire-open]');
+      await page.fill('input[name=reason]', reason);
+      await page.click('[data-act=retire]');
+    };
+    const retired = async () => {
+      await page.getByText('Retire: done').waitFor();
+      await page.locator('.card-h .badge', { hasText: 'retired' }).waitFor();
+    };
     await go(page, `#/queues/${d.reports.id}`, 'Queue reports');
-    await page.click('[data-act=retire-open]');
-    await page.fill('input[name=reason]', 'reports moved elsewhere');
-    await page.click('[data-act=retire]');
+    await retire('reports moved elsewhere');
     const alert = page.getByRole('alert');
     await alert.getByText('RESOURCE_BUSY').waitFor();
     await alert.getByText('unfinished_tasks').waitFor();
@@ -158,17 +166,11 @@ describe('console in Chromium', () => {
     await page.click('[data-act=cancel]');
     await page.getByText('CANCELLED').first().waitFor();
     await go(page, `#/subscriptions/${d.reportsSub.id}`, 'Delivery history');
-    await page.click('[data-act=retire-open]');
-    await page.fill('input[name=reason]', 'feed replaced');
-    await page.click('[data-act=retire]');
-    await page.getByText('Retire: done').waitFor();
-    await page.locator('.card-h .badge', { hasText: 'retired' }).waitFor();
+    await retire('feed replaced');
+    await retired();
     await go(page, `#/queues/${d.reports.id}`, 'Queue reports');
-    await page.click('[data-act=retire-open]');
-    await page.fill('input[name=reason]', 'reports moved elsewhere');
-    await page.click('[data-act=retire]');
-    await page.getByText('Retire: done').waitFor();
-    await page.locator('.card-h .badge', { hasText: 'retired' }).waitFor();
+    await retire('reports moved elsewhere');
+    await retired();
     expect((await queue(d.reports.id)).retired_at).toBeDefined();
   });
 

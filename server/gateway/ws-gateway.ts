@@ -144,11 +144,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     s?.unreserve(1);
     if (s) return s.deliver([a]);
     // The session closed since: released at once like any undelivered claim.
-    void this.track(
-      releaseAttempts(this.pool, { namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId])
-        .then((freed) => this.wake(freed))
-        .catch((err) => this.log.warn({ err, attempt_id: a.attemptId }, 'could not release an undelivered hand-off; it expires with its lease')),
-    );
+    this.release({ namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId], this.log);
   }
 
   /** Sessions that have not finished hello yet (for heartbeats and shutdown). */
@@ -240,12 +236,16 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   /** Attempts claimed for a session that drained or closed before delivery: released at once
    * (attempt EXPIRED, task WAITING, permits back) in one transaction. */
   releaseUndelivered(s: Session, attemptIds: string[]): void {
-    const pool = this.pool;
-    const who = { namespaceId: s.cred.namespaceId, workerId: s.workerId };
+    this.release({ namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds, s.log);
+  }
+
+  /** Attempts granted but never delivered: EXPIRED, tasks WAITING, permits back, queues woken; on
+   * failure they expire with their lease. */
+  private release(who: { namespaceId: string; workerId: string }, attemptIds: string[], log: Logger): void {
     void this.track(
-      releaseAttempts(pool, who, attemptIds)
+      releaseAttempts(this.pool, who, attemptIds)
         .then((freed) => this.wake(freed))
-        .catch((err) => s.log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
+        .catch((err) => log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
     );
   }
 

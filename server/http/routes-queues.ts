@@ -4,7 +4,7 @@ import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { insertAudit } from '../db/tenants.js';
-import { isDuplicateKey } from '../db/pool.js';
+import { insertNamed } from '../dispatch/refusals.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { command } from './command.js';
@@ -29,19 +29,16 @@ export const createQueueRoute = command({
   },
   effect: async (c, n, { cred }) => {
     const id = newId();
-    try {
-      await insertQueue(c, {
+    await insertNamed('queue', n.name, () =>
+      insertQueue(c, {
         id,
         namespaceId: cred.namespaceId,
         name: n.name,
         maxActiveAttempts: n.max_active_attempts,
         leaseSeconds: n.lease_seconds,
         retry: n.retry,
-      });
-    } catch (err) {
-      if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a queue named ${n.name} exists or existed in this namespace`, { field: 'name' });
-      throw err;
-    }
+      }),
+    );
     await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'queue.create', targetType: 'queue', targetId: id, details: n });
     return (await getQueue(c, cred.namespaceId, id))!;
   },

@@ -6,7 +6,6 @@ import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
-import { isDuplicateKey } from '../db/pool.js';
 import {
   ackDeliveryRows,
   committedWatermark,
@@ -26,6 +25,7 @@ import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { notOneOf, queueNotFound } from './hints.js';
+import { insertNamed } from '../dispatch/refusals.js';
 import { command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
@@ -62,12 +62,9 @@ export const createSubscriptionRoute = command({
     }
     const wm = await committedWatermark(c, cred.namespaceId);
     const id = newId();
-    try {
-      await insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm });
-    } catch (err) {
-      if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a subscription named ${n.name} exists or existed in this namespace`, { field: 'name' });
-      throw err;
-    }
+    await insertNamed('subscription', n.name, () =>
+      insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm }),
+    );
     await insertAudit(c, {
       namespaceId: cred.namespaceId,
       actor: cred.id,

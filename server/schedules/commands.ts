@@ -10,7 +10,8 @@ import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
-import { isDuplicateKey, type Conn } from '../db/pool.js';
+import type { Conn } from '../db/pool.js';
+import { insertNamed } from '../dispatch/refusals.js';
 import { dbNow } from '../db/clock.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
@@ -119,8 +120,8 @@ export async function createSchedule(c: Conn, cred: Credential, b: { name: strin
   }
   const now = await dbNow(c);
   const id = newId();
-  try {
-    await insertSchedule(c, {
+  await insertNamed('schedule', b.name, () =>
+    insertSchedule(c, {
       id,
       namespaceId: cred.namespaceId,
       applicationId: cred.applicationId,
@@ -129,11 +130,8 @@ export async function createSchedule(c: Conn, cred: Credential, b: { name: strin
       queueId: q.id,
       nextFireAt: firstFire(b.version, now, b.paused),
       now,
-    });
-  } catch (err) {
-    if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a schedule named ${b.name} exists or existed in this namespace`, { field: 'name' });
-    throw err;
-  }
+    }),
+  );
   await publish(c, cred, id, 1, b.version, now);
   await insertAudit(c, {
     namespaceId: cred.namespaceId,
