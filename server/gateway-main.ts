@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { createPool } from './db/pool.js';
 import { assertSchemaCurrent } from './db/migrations.js';
+import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { registerQueueGauges } from './queue-metrics.js';
@@ -33,13 +34,18 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     // promise pool's typing says: `void` only tells the linter so.)
     void conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
   });
+  let budget: PacketBudget;
   try {
     await assertSchemaCurrent(pool);
+    // Every coalesced statement and round trip stays within the server's max_allowed_packet.
+    budget = await readPacketBudget(pool);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
   }
   const metrics = createMetrics();
+  metrics.dbStatementBudget.set(budget.bytes);
+  log.info({ max_allowed_packet: budget.maxAllowedPacket, statement_budget_bytes: budget.bytes }, 'database statement budget');
   const signals = new NodeSignals();
   const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');

@@ -1,5 +1,6 @@
 import mysql from 'mysql2/promise';
 import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
+import { trackPacketBudget } from './packet-budget.js';
 
 export type Pool = mysql.Pool;
 export type Conn = mysql.PoolConnection;
@@ -40,7 +41,7 @@ export function parseDsn(dsn: string): mysql.PoolOptions {
  * stores is UTC_TIMESTAMP(3), so the session time zone does not matter.
  */
 export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}): Pool {
-  return mysql.createPool({
+  const pool = mysql.createPool({
     ...parseDsn(dsn),
     supportBigNumbers: true,
     bigNumberStrings: true,
@@ -61,6 +62,9 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     trace: false,
     ...extra,
   });
+  // Statement texts stay within the server's max_allowed_packet (db/packet-budget.ts).
+  trackPacketBudget(pool);
+  return pool;
 }
 
 /** `2026-11-30 01:02:03.456` (DATETIME(3) as string, UTC) → `2026-11-30T01:02:03.456Z`. */
