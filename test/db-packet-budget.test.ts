@@ -67,7 +67,7 @@ describe('statement budget', () => {
     // run at once) and every later frame queues for the next one. A WebSocket ping after each
     // frame: its pong comes once the gateway has read and queued the frame (ws answers it in
     // order, and the frame reaches the committer without waiting on I/O).
-    const outputs = assigns.map((a, i) => ({ worker: i, text: text(250 * 1024 - 200, `output ${i}`) }));
+    const outputs = assigns.map((_a, i) => ({ worker: i, text: text(250 * 1024 - 200, `output ${i}`) }));
     for (const o of outputs) expect(Buffer.byteLength(JSON.stringify(o))).toBeLessThanOrEqual(256 * 1024);
     const frames = assigns.map((a, i) => JSON.stringify({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded', output: outputs[i] }));
     const hold = await f.db.pool.getConnection();
@@ -87,7 +87,12 @@ describe('statement budget', () => {
     }
     const replies = await Promise.all(workers.map((w) => Promise.race([w.next('result.ok', 60_000), w.next('error', 60_000)])));
     replies.forEach((r, i) =>
-      expect(r, JSON.stringify(r).slice(0, 300)).toEqual({ type: 'result.ok', attempt_id: assigns[i].attempt_id, deduplicated: false, task_state: 'SUCCEEDED' }),
+      expect(r, JSON.stringify(r).slice(0, 300)).toEqual({
+        type: 'result.ok',
+        attempt_id: assigns[i].attempt_id,
+        deduplicated: false,
+        task_state: 'SUCCEEDED',
+      }),
     );
     for (const w of workers) expect(w.ws.readyState).toBe(WebSocket.OPEN);
 
@@ -128,9 +133,7 @@ describe('statement budget', () => {
     const items = [batch(0), batch(1)];
     const bodies = items.map((tasks) => JSON.stringify({ tasks }));
     for (const body of bodies) expect(Buffer.byteLength(body)).toBeGreaterThan(15 * MiB);
-    const answers = await Promise.all(
-      bodies.map((rawBody) => call(f.gw.url, 'POST', '/v1/tasks:batch', { token: f.t.token, rawBody })),
-    );
+    const answers = await Promise.all(bodies.map((rawBody) => call(f.gw.url, 'POST', '/v1/tasks:batch', { token: f.t.token, rawBody })));
     const sent = items.flat();
     const results = answers.flatMap((r) => {
       expect(r.status, r.text.slice(0, 300)).toBe(200);

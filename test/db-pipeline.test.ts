@@ -110,8 +110,7 @@ describe('pipelined transactions', () => {
 
 describe('the statement budget', () => {
   const MiB = 1024 * 1024;
-  const big = async () =>
-    (await db.pool.query<RowDataPacket[]>('SELECT id, SHA2(v, 256) AS h FROM pipe_big ORDER BY id'))[0].map((r) => [r.id, r.h]);
+  const big = async () => (await db.pool.query<RowDataPacket[]>('SELECT id, SHA2(v, 256) AS h FROM pipe_big ORDER BY id'))[0].map((r) => [r.id, r.h]);
   const sha = (v: string) => crypto.createHash('sha256').update(v).digest('hex');
 
   it('is read from the server: max_allowed_packet (16 MiB, set by the embedded server) less 64 KiB, for every connection of the pool', async () => {
@@ -123,7 +122,7 @@ describe('the statement budget', () => {
     await readPacketBudget(db.pool);
     await db.pool.query('DELETE FROM pipe_big');
     // Three writes of 6 MiB each: one 18 MiB query before the budget (errno 1153, connection dropped).
-    const values = [1, 2, 3].map((i) => `${i} it's é `.repeat(6 * MiB / 10));
+    const values = [1, 2, 3].map((i) => `${i} it's é `.repeat((6 * MiB) / 10));
     const trips = transactionStats.roundTrips;
     const splits = budgetStats.splits;
     await withTransaction(db.pool, async (c) => {
@@ -162,7 +161,12 @@ describe('the statement budget', () => {
     await withTransaction(db.pool, async (c) => {
       const chunks = chunkRows(c, rows, (r) => [r.id, r.v]);
       expect(chunks.map((k) => k.map((r) => r.id))).toEqual([[0, 1], [2, 3], [4]]);
-      for (const k of chunks) await write(c, `INSERT INTO pipe_big VALUES ${k.map(() => '(?, ?)').join(', ')}`, k.flatMap((r) => [r.id, r.v]));
+      for (const k of chunks)
+        await write(
+          c,
+          `INSERT INTO pipe_big VALUES ${k.map(() => '(?, ?)').join(', ')}`,
+          k.flatMap((r) => [r.id, r.v]),
+        );
       expect(() => chunkRows(c, [{ v: 'x'.repeat(8 * MiB) }], (r) => [r.v])).toThrow(StatementTooLarge);
     });
     const h = sha(rows[0]!.v);

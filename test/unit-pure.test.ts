@@ -252,7 +252,9 @@ describe('statement budget (server/db/packet-budget.ts) and byte-bounded batches
   it('derives from max_allowed_packet and refuses a server below 4 MiB with one clear line', () => {
     expect(budgetFor(16 * MiB)).toEqual({ maxAllowedPacket: 16 * MiB, bytes: 16 * MiB - 64 * 1024 });
     expect(budgetFor(MIN_MAX_ALLOWED_PACKET).bytes).toBe(4 * MiB - 64 * 1024);
-    expect(() => budgetFor(4 * MiB - 1)).toThrow(/^the database's max_allowed_packet is 4194303 bytes; Orbit needs at least 4194304 \(4 MiB\): set max_allowed_packet=16M/);
+    expect(() => budgetFor(4 * MiB - 1)).toThrow(
+      /^the database's max_allowed_packet is 4194303 bytes; Orbit needs at least 4194304 \(4 MiB\): set max_allowed_packet=16M/,
+    );
     expect(() => budgetFor(Number.NaN)).toThrow(/max_allowed_packet/);
   });
 
@@ -266,12 +268,7 @@ describe('statement budget (server/db/packet-budget.ts) and byte-bounded batches
 
   it('a group-commit batch takes items while their weights stay within the bound; a heavier item goes alone', async () => {
     const batches: number[][] = [];
-    const gc = new GroupCommitter<number, number>(
-      async (_g, items) => (batches.push(items), items),
-      100,
-      1,
-      { of: (w) => w, max: () => 10 },
-    );
+    const gc = new GroupCommitter<number, number>(async (_g, items) => (batches.push(items), items), 100, 1, { of: (w) => w, max: () => 10 });
     const out = await Promise.all(gc.submitAll('app', [5, 5, 5, 20, 1, 2, 3]));
     expect(out).toEqual([5, 5, 5, 20, 1, 2, 3]);
     expect(batches).toEqual([[5, 5], [5], [20], [1, 2, 3]]);

@@ -93,8 +93,7 @@ export function budgetOf(c: Conn): PacketBudget {
 export class StatementTooLarge extends Error {
   constructor(bytes: number, budget: PacketBudget, what: string) {
     super(
-      `${what} of ${bytes} bytes exceeds the statement budget of ${budget.bytes} bytes ` +
-        `(max_allowed_packet ${budget.maxAllowedPacket}); it was not sent`,
+      `${what} of ${bytes} bytes exceeds the statement budget of ${budget.bytes} bytes ` + `(max_allowed_packet ${budget.maxAllowedPacket}); it was not sent`,
     );
   }
 }
