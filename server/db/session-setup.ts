@@ -41,9 +41,12 @@ interface CoreConnection {
  * Takes no locks.
  */
 export function setupConnection(conn: CoreConnection): void {
+  let failed = false;
   for (const sql of SESSION_SETUP) {
     conn.query(sql, (err) => {
-      if (!err) return;
+      // Once: failing the connection calls back every queued command, this one and the next included.
+      if (!err || failed) return;
+      failed = true;
       const fatal = Object.assign(new Error(`cannot apply Orbit's session settings (${sql}): ${err.message}`), { code: (err as { code?: string }).code });
       // mysql2 3.x: _handleFatalError fails the queued commands and removes the connection from
       // the pool; destroy() alone would leave them waiting.
@@ -63,6 +66,8 @@ export async function assertSessionSettings(pool: Pool): Promise<void> {
   const got = String((rows as { mode: string }[])[0]!.mode);
   const want = ORBIT_SQL_MODE.split(',').sort().join(',');
   if (got.split(',').sort().join(',') !== want) {
-    throw new Error(`the database session's sql_mode is ${JSON.stringify(got)}, not Orbit's ${JSON.stringify(ORBIT_SQL_MODE)} (is a proxy dropping SET SESSION?)`);
+    throw new Error(
+      `the database session's sql_mode is ${JSON.stringify(got)}, not Orbit's ${JSON.stringify(ORBIT_SQL_MODE)} (is a proxy dropping SET SESSION?)`,
+    );
   }
 }
