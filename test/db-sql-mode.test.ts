@@ -21,6 +21,7 @@ import { submitTask } from './support/submit.js';
 import { call } from './support/http.js';
 import { createSub, lease } from './support/events.js';
 import { pollValue } from './support/wait.js';
+import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
 
 const HOSTILE_MODE = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES';
 
@@ -215,5 +216,21 @@ describe('a server whose sql_mode is NO_BACKSLASH_ESCAPES,ANSI_QUOTES', () => {
     const [[counts]] = await pool.query<RowDataPacket[]>('SELECT (SELECT COUNT(*) FROM tasks) AS tasks, (SELECT COUNT(*) FROM attempts) AS attempts');
     expect({ tasks: Number(counts!.tasks), attempts: Number(counts!.attempts) }).toEqual({ tasks: 2, attempts: 3 });
     expect((await call(gw.url, 'GET', '/healthz')).status).toBe(200);
+  });
+
+  it("the SDK's fenced resource on the caller's own pool (the server's mode) keeps keys with quotes and backslashes exact", async () => {
+    const own = mysql.createPool({ ...parseDsn(dsn), connectionLimit: 1 });
+    try {
+      const fence = createFencedResource(own, { table: 'sqlmode_fence' });
+      await fence.ensureSchema();
+      const key = ckey(7);
+      const r = await fence.write({ namespace: "n's\\", key, token: 5n, operationId: "op'\\", apply: async () => {} });
+      expect(r).toEqual({ applied: true, duplicate: false, highestToken: 5n });
+      expect(await fence.highestToken("n's\\", key)).toBe(5n);
+      const [rows] = await own.query<RowDataPacket[]>('SELECT HEX(resource_key) AS k FROM sqlmode_fence');
+      expect(rows.map((x) => x.k)).toEqual([Buffer.from(key).toString('hex').toUpperCase()]);
+    } finally {
+      await own.end();
+    }
   });
 });
