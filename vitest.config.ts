@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
 const UNIT = [
   'test/unit-pure.test.ts',
   'test/unit-config.test.ts',
+  'test/unit-admission.test.ts',
   'test/errors-doc.test.ts',
   'test/schedules-calendar.test.ts',
   'test/sdk-worker.test.ts',

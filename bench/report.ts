@@ -2,6 +2,7 @@
 import type { BaselineResult } from './baseline.js';
 import type { IdleResult } from './idle-sessions.js';
 import type { ScheduledLoadResult } from './scheduled-load.js';
+import { renewFloodJson, renewFloodText, type RenewFloodResult } from './renew-flood.js';
 import type { ScenarioResult, ScenarioSpec } from './scenario.js';
 import { fmt, round } from './stats.js';
 
@@ -21,6 +22,7 @@ export interface ReportInput {
   idle: IdleResult;
   batchSize: number;
   scheduled: ScheduledLoadResult | null;
+  renewFlood: RenewFloodResult | null;
 }
 
 const isSkipped = (r: ScenarioResult | Skipped): r is Skipped => 'reason' in r;
@@ -112,6 +114,7 @@ export function reportJson(x: ReportInput) {
           ordinary_tasks_per_s: round(x.scheduled.ordinaryTasksPerSec, 1),
         }
       : null,
+    renew_flood: x.renewFlood ? renewFloodJson(x.renewFlood) : null,
     idle_sessions: {
       sessions: x.idle.sessions,
       rss_before_mb: round(x.idle.rssBeforeMb, 1),
@@ -187,6 +190,7 @@ export function reportText(x: ReportInput): string {
             `(max ${fmt(x.scheduled.lagMaxMs)}), ordinary tasks ${fmt(x.scheduled.ordinaryTasksPerSec)}/s`,
         ]
       : []),
+    ...(x.renewFlood ? ['', renewFloodText(x.renewFlood)] : []),
   ];
   return lines.join('\n') + '\n';
 }

@@ -13,7 +13,9 @@
 // Options: --batch-size=N (items per batch request, default 100), --keyed-submit=single|batch
 // (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions),
 // --scenarios=a,b (only these scenarios, e.g. hot-keys-10,hot-keys-10-preloaded; unkeyed-paced
-// needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full).
+// needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full);
+//   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
+//       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +32,7 @@ import { dbCalibrate, INNODB_MONITOR_ARG } from './counters.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
 import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
+import { runRenewFlood, renewFloodText, type RenewFloodResult } from './renew-flood.js';
 import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
 
@@ -177,6 +180,13 @@ async function main(): Promise<void> {
       );
     }
 
+    let renewFlood: RenewFloodResult | null = null;
+    if (!only && wanted('renew-flood')) {
+      // One session's renew flood next to other tenants' producers and worker (bench/renew-flood.ts).
+      renewFlood = await runRenewFlood({ url: gw.url, pool, gatewayPid: gw.child.pid }, { renews: Number(opt('renews') ?? 20_000) }, progress);
+      say(renewFloodText(renewFlood));
+    }
+
     progress(`idle sessions: opening ${n.idle}`);
     const idle = await idleSessions(gw.url, creds.token, creds.queue_id, n.idle, gw.gc);
     say(
@@ -194,6 +204,7 @@ async function main(): Promise<void> {
       idle,
       batchSize,
       scheduled,
+      renewFlood,
     };
     say('');
     const json = reportJson(input);

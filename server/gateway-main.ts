@@ -8,6 +8,7 @@ import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { registerQueueGauges } from './queue-metrics.js';
+import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
 import type { AppContext } from './app-context.js';
@@ -47,6 +48,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
   registerQueueGauges(metrics, pool);
+  registerPoolGauges(metrics, pool);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);
     metrics.batchSize.observe(size);

@@ -124,7 +124,34 @@ export function createMetrics() {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
       registers: [registry],
     }),
-    poolInUse: new client.Gauge({ name: 'orbit_db_pool_connections_in_use', help: 'database pool connections checked out', registers: [registry] }),
+    // Flow control of worker sessions (server/gateway/frame-window.ts, tx-admission.ts,
+    // renew-coalescer.ts); the pool's own gauges are registered with the pool (pool-metrics.ts).
+    sessionFramesInFlight: new client.Gauge({
+      name: 'orbit_session_frames_in_flight',
+      help: 'worker frames received and not yet answered, over the sessions of this node',
+      registers: [registry],
+    }),
+    sessionsPaused: new client.Gauge({
+      name: 'orbit_sessions_paused',
+      help: 'worker sessions whose socket is not read now: at their frames-in-flight or bytes limit',
+      registers: [registry],
+    }),
+    sessionPauses: new client.Counter({
+      name: 'orbit_session_pauses_total',
+      help: 'times a worker session reached its frames-in-flight or bytes limit and its socket was paused',
+      registers: [registry],
+    }),
+    renewBatchSize: new client.Histogram({
+      name: 'orbit_renew_batch_size',
+      help: 'renew frames of one session committed together in one renew transaction',
+      buckets: [1, 4, 16, 64, 256, 1024, 2048, 8192],
+      registers: [registry],
+    }),
+    sessionTxWaiting: new client.Gauge({
+      name: 'orbit_session_tx_waiting',
+      help: "worker sessions' own transactions (renew, hello, session row) waiting for their application's turn at the pool",
+      registers: [registry],
+    }),
   };
   return m;
 }

@@ -122,8 +122,10 @@ describe('README', () => {
     for (const p of ['/healthz', '/readyz', '/metrics']) expect(readme).toContain(`\`${p}\``);
     const { createMetrics } = await import('../server/metrics.js');
     const { registerQueueGauges } = await import('../server/queue-metrics.js');
+    const { registerPoolGauges } = await import('../server/pool-metrics.js');
     const m = createMetrics();
     registerQueueGauges(m, f.db.pool);
+    registerPoolGauges(m, f.db.pool);
     const names = m.registry
       .getMetricsAsArray()
       .map((x) => x.name)

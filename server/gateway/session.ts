@@ -1,6 +1,9 @@
 // One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
 // each command runs as one transaction and is answered only after its commit. Frames about the
-// same attempt are handled in arrival order; frames about different attempts run concurrently.
+// same attempt are handled in arrival order; frames about different attempts run concurrently;
+// renew frames are coalesced (renew-coalescer.ts) and answered in arrival order. What a session may
+// hold of the node is bounded: its socket is paused at its frames-in-flight limit (frame-window.ts)
+// and its own transactions take turns with other applications' (tx-admission.ts).
 // A session sees the node only through its SessionHost (the gateway, or a test's host) and its
 // socket; it alone changes its state, and terminate() is the one way to end it from outside.
 import { isUtf8 } from 'node:buffer';
@@ -22,6 +25,9 @@ import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow
 import { helloTransaction } from './hello.js';
 import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
+import { FrameWindow } from './frame-window.js';
+import { RenewCoalescer } from './renew-coalescer.js';
+import type { TxAdmission } from './tx-admission.js';
 import { reportInternal } from '../boundary.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
@@ -33,8 +39,10 @@ export const SUPERSEDED = 'superseded by a newer session of this worker_id';
  * implements it; a test can implement it around a real pool without a WebSocket server. */
 export interface SessionHost {
   readonly pool: Pool;
-  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs'>;
-  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors'>;
+  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
+  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'>;
+  /** Turns at the pool for the session's own transactions (renew, hello, its row), per application. */
+  readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
   readonly faults: Pick<Faults, 'hit'>;
   /** start and result frames, coalesced with other sessions' (server/dispatch/frame-batches.ts). */
@@ -75,6 +83,10 @@ export class Session {
   private pingUnansweredSince = 0;
   /** Row updates of flow control, chained so a later capacity never lands before an earlier one. */
   private mirrorChain: Promise<void> = Promise.resolve();
+  /** capacity frames so far: a row update that a newer capacity frame overtook is skipped. */
+  private capacityFrames = 0;
+  private readonly window: FrameWindow;
+  private readonly renews: RenewCoalescer;
 
   constructor(
     private readonly host: SessionHost,
@@ -82,6 +94,11 @@ export class Session {
     readonly cred: Credential,
   ) {
     this.log = host.log.child({ session_id: this.id });
+    this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
+    this.renews = new RenewCoalescer(
+      (ids) => this.admitted(() => renewAttempts(host.pool, this.who(), ids, this.held)),
+      (frames) => host.metrics.renewBatchSize.observe(frames),
+    );
     this.helloTimer = setTimeout(
       () => this.boundary('timer', () => this.protocolError('hello not received within the time limit')),
       host.config.helloTimeoutMs,
@@ -179,7 +196,7 @@ export class Session {
   }
 
   send(frame: GatewayFrame): void {
-    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify(frame));
+    if (this.ws.readyState === this.ws.OPEN) this.window.send(JSON.stringify(frame));
   }
 
   /** The one way to end a session: with `error`, a fatal error frame of that code (message
@@ -196,6 +213,7 @@ export class Session {
   /** State 'closed', hello timer off, out of the registry (terminate, a dropped or closed socket). */
   private ended(): void {
     this.current = 'closed';
+    this.window.close();
     if (this.helloTimer) clearTimeout(this.helloTimer);
     this.host.unregister(this);
   }
@@ -231,21 +249,37 @@ export class Session {
     if (this.helloDone === null) {
       if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
       clearTimeout(this.helloTimer!);
+      const done = this.window.enter(buf.length);
       this.helloDone = this.track(this.onHello(f));
+      void this.helloDone.then(done);
       return;
     }
     if (f.type === 'hello') return this.protocolError('hello may be sent only once');
+    // In flight until answered (or failed): the window pauses the socket at the session's limit.
+    const done = this.window.enter(buf.length);
     void this.helloDone.then(() =>
       this.boundary('frame', () => {
-        if (this.state === 'open' || this.state === 'draining') this.dispatchFrame(f);
+        if (this.state !== 'open' && this.state !== 'draining') return done();
+        try {
+          this.dispatchFrame(f, done);
+        } catch (err) {
+          done();
+          throw err;
+        }
       }),
     );
   }
 
-  /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. */
-  private mirror(update: () => Promise<void>): void {
+  /** `fn` (one transaction) when this session's application has its turn at the pool. */
+  private admitted<T>(fn: () => Promise<T>): Promise<T> {
+    return this.host.admission.run(this.cred.applicationId, fn);
+  }
+
+  /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. `done` once
+   * it ran (the frame that asked for it is in flight until then). */
+  private mirror(update: () => Promise<void>, done: () => void): void {
     this.mirrorChain = this.mirrorChain.then(update).catch((err) => this.log.warn({ err }, 'session row not updated; GET /v1/workers may be stale'));
-    void this.host.track(this.mirrorChain);
+    void this.host.track(this.mirrorChain).then(done);
   }
 
   private track(p: Promise<void>): Promise<void> {
@@ -269,9 +303,9 @@ export class Session {
   }
 
   private async onHello(h: HelloFrame): Promise<void> {
-    const res = await helloTransaction(this.host.pool, this.cred, this.id, this.host.config.nodeId, h);
+    const res = await this.admitted(() => helloTransaction(this.host.pool, this.cred, this.id, this.host.config.nodeId, h));
     if (this.state === 'closed') {
-      await closeSessionRow(this.host.pool, this.id, 1006);
+      await this.admitted(() => closeSessionRow(this.host.pool, this.id, 1006));
       return;
     }
     this.workerId = h.worker_id;
@@ -304,36 +338,43 @@ export class Session {
     this.host.kick(this);
   }
 
-  private dispatchFrame(f: Exclude<WorkerFrame, HelloFrame>): void {
+  /** Runs one frame; `done` once it is answered. */
+  private dispatchFrame(f: Exclude<WorkerFrame, HelloFrame>, done: () => void): void {
     switch (f.type) {
       case 'start':
-        return this.perAttempt(f.attempt_id, () => this.onStart(f.attempt_id));
+        return this.perAttempt(f.attempt_id, () => this.onStart(f.attempt_id), done);
       case 'result':
-        return this.perAttempt(f.attempt_id, () => this.onResult(f));
+        return this.perAttempt(f.attempt_id, () => this.onResult(f), done);
       case 'renew':
-        void this.track(this.onRenew(f.attempt_ids));
+        void this.track(this.onRenew(f.attempt_ids)).then(done);
         return;
-      case 'capacity':
+      case 'capacity': {
         this.capacity = f.capacity;
-        this.mirror(() => recordSessionCapacity(this.host.pool, this.id, f.capacity));
+        // Only the newest capacity is written: a flood of capacity frames is one row update, not one each.
+        const n = ++this.capacityFrames;
+        const write = () =>
+          n === this.capacityFrames ? this.admitted(() => recordSessionCapacity(this.host.pool, this.id, this.capacity)) : Promise.resolve();
+        this.mirror(write, done);
         this.host.kick(this);
         return;
+      }
       case 'drain':
         this.current = 'draining';
-        this.mirror(() => recordSessionDraining(this.host.pool, this.id));
+        this.mirror(() => this.admitted(() => recordSessionDraining(this.host.pool, this.id)), done);
         this.send({ type: 'drain.ok' });
         return;
     }
   }
 
   /** Serializes work per attempt id (a result never overtakes its start). */
-  private perAttempt(attemptId: string, fn: () => Promise<void>): void {
+  private perAttempt(attemptId: string, fn: () => Promise<void>, done: () => void): void {
     const prev = this.chains.get(attemptId) ?? Promise.resolve();
     const next = prev.then(fn).catch((err) => this.attemptError(attemptId, err));
     const tracked = this.track(next);
     this.chains.set(attemptId, tracked);
     void tracked.then(() => {
       if (this.chains.get(attemptId) === tracked) this.chains.delete(attemptId);
+      done();
     });
   }
 
@@ -358,7 +399,7 @@ export class Session {
   }
 
   private async onRenew(ids: string[]): Promise<void> {
-    const r = await renewAttempts(this.host.pool, this.who(), ids, this.held);
+    const r = await this.renews.renew(ids);
     for (const id of r.lost) this.dropAttempt(id);
     this.send({ type: 'renew.ok', leases: r.leases, lost: r.lost });
   }
@@ -442,6 +483,6 @@ export class Session {
   private onClose(code: number): void {
     const wasOpen = this.state !== 'hello' && this.helloDone !== null;
     this.ended();
-    if (wasOpen) void this.host.track(closeSessionRow(this.host.pool, this.id, code).catch(() => {}));
+    if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
 }

@@ -23,6 +23,7 @@ import type { HandoffHost } from '../dispatch/handoff.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { releaseAttempts, type Revoked } from '../dispatch/recovery.js';
 import { WorkerSocket } from './worker-socket.js';
+import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
@@ -44,6 +45,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly reconciler: Reconciler;
   /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
+  /** The sessions' own transactions (renew, hello, session rows): fair turns per application. */
+  readonly admission: TxAdmission;
   private pingTimer: NodeJS.Timeout;
   private readonly offWork: () => void;
   private readonly offRevoked: () => void;
@@ -83,6 +86,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
       },
       this.handoffHost(),
     );
+    this.admission = new TxAdmission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.offWork = signals.onWork((q, cause) => {

@@ -20,13 +20,21 @@ import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
 import { Session, type SessionHost } from '../../server/gateway/session.js';
 import { Dispatcher, type DispatcherHost } from '../../server/gateway/dispatcher.js';
 import { WorkerSocket } from '../../server/gateway/worker-socket.js';
+import { TxAdmission } from '../../server/gateway/tx-admission.js';
 
 export class InProcessHost implements SessionHost, DispatcherHost {
   readonly log = pino({ level: 'silent' });
   readonly metrics = createMetrics();
   readonly faults = new Faults(false);
   /** Mutable so a test can shorten the hello timer of the sessions it opens next. */
-  readonly config = { maxFrameBytes: 1024 * 1024, nodeId: 'unit-node', helloTimeoutMs: 10_000 };
+  readonly config = {
+    maxFrameBytes: 1024 * 1024,
+    nodeId: 'unit-node',
+    helloTimeoutMs: 10_000,
+    sessionMaxFramesInFlight: 64,
+    sessionMaxBytesInFlight: 16 * 1024 * 1024,
+  };
+  readonly admission = new TxAdmission(8, 4);
   readonly signals = new NodeSignals();
   readonly sessions = new Map<string, Session>();
   readonly frames: FrameCommitter;
