@@ -248,7 +248,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           list.push({ attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: x.token, task });
           out.bySession.set(x.s.sessionId, list);
         });
-      });
+      }, 'claim');
       reportExhausted();
       return out;
     } catch (err) {

@@ -6,6 +6,7 @@
 // item is answered only after the commit. A deadlock or lost connection fails the whole
 // transaction, which withTransaction retries from scratch (each item's work is re-run).
 import { OrbitError } from '@orbit/protocol/errors';
+import { isRetryableDbError } from '../db/errors.js';
 import { withTransaction, isConnectionError, rollbackToSavepoint, savepoint, type Conn, type Pool } from '../db/pool.js';
 import { PermitLedger } from './ledger.js';
 
@@ -20,8 +21,7 @@ interface Item {
 type Outcome = { ok: true; value: unknown; ledger: PermitLedger } | { ok: false; error: unknown };
 
 function mustAbortTransaction(err: unknown): boolean {
-  const errno = (err as { errno?: number }).errno;
-  return errno === 1213 || errno === 1205 || isConnectionError(err);
+  return isRetryableDbError(err) || isConnectionError(err);
 }
 
 export class TxBatcher {
@@ -88,7 +88,7 @@ export class TxBatcher {
           }
         }
         await merged.flush(c);
-      });
+      }, 'command');
     } catch (err) {
       // A single item's own error (the batch of one) or a transaction-wide failure.
       if (batch.length > 1 && !mustAbortTransaction(err) && !(err instanceof OrbitError)) {
@@ -112,7 +112,7 @@ export class TxBatcher {
         const v = await item.fn(c, ledger);
         await ledger.flush(c);
         return v;
-      });
+      }, 'command');
       item.resolve({ value, ledger });
     } catch (err) {
       item.reject(err);

@@ -107,7 +107,7 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
     await ledger.flush(c);
     const resumedSet = new Set(resumedIds);
     return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };
-  });
+  }, 'hello');
   result.freedQueues = [...ledger.freedQueues];
   return result;
 }

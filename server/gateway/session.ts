@@ -8,7 +8,7 @@ import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
-import { isConnectionError, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
@@ -22,7 +22,7 @@ import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow
 import { helloTransaction } from './hello.js';
 import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
-import { reportInternal } from '../boundary.js';
+import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -259,9 +259,11 @@ export class Session {
       this.fatal(err.code, err.message, close);
       return;
     }
-    if (isConnectionError(err)) {
-      this.log.warn({ err }, 'database unavailable; closing session so the worker reconnects');
-      this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
+    if (isDatabaseRefusal(err)) {
+      // Nothing of the refused transaction committed: the worker reconnects, resumes and sends
+      // its frames again (a result is deduplicated by its fingerprint).
+      this.log.warn({ err }, 'database unavailable or busy; closing session so the worker reconnects');
+      this.fatal('UNAVAILABLE', 'database unavailable or busy; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
       return;
     }
     reportInternal(this.host, 'session', err, { session_id: this.id });

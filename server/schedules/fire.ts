@@ -204,7 +204,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       more: p.more,
       catchingUp: p.catchingUp,
     }));
-  });
+  }, 'fire');
   if (reports.length === 0) return reports;
   const commitMs = Number(process.hrtime.bigint() - lockedAt) / 1e6;
   for (const a of after) a();
