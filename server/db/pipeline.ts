@@ -29,17 +29,33 @@ export function rawConnection(c: Conn): Conn {
   return pipes.get(c)?.conn ?? c;
 }
 
+/** Test-only fault injection (test/events-head.test.ts): offered every statement a pipelined
+ * connection sends, with the connection's thread id; a statement it returns is sent right before
+ * that one, in the same text — a failing one aborts the transaction there, a ROLLBACK undoes what
+ * came before while the rest of the text still runs. Null (always, outside those tests): inert. */
+let statementFault: ((statement: string, threadId: number) => string | null) | null = null;
+export function setStatementFault(hook: typeof statementFault): void {
+  statementFault = hook;
+}
+
 /** One round trip: the queued writes, then `statements`; returns the results of `statements`
  * (mysql2 answers a multi-statement text with one result and field list per statement). */
 async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
-  const texts = [...p.pending.splice(0), ...statements];
+  let texts = [...p.pending.splice(0), ...statements];
+  /** Where the results of `statements` start: the results of the statements before them are not read. */
+  let from = texts.length - statements.length;
+  if (statementFault) {
+    const hook = statementFault;
+    const injected = texts.map((t) => hook(t, p.conn.threadId));
+    from += injected.filter((x, i) => x !== null && i <= from).length;
+    texts = texts.flatMap((t, i) => (injected[i] === null ? [t] : [injected[i]!, t]));
+  }
   transactionStats.roundTrips++;
   if (texts.length === 1) {
     const [r, f] = await p.conn.query(texts[0]!);
     return statements.length === 1 ? [[r], [f]] : [[], []];
   }
   const [results, fields] = (await p.conn.query(texts.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
-  const from = texts.length - statements.length;
   return [results.slice(from), fields.slice(from)];
 }
 

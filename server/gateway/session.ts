@@ -354,7 +354,7 @@ export class Session {
 
   private async onStart(attemptId: string): Promise<void> {
     const r = await this.host.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
-    if (!r.ok) throw r.error;
+    if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'start') throw new Error('frame batch answered a start with a result');
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
@@ -367,7 +367,7 @@ export class Session {
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
     const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, sessionId: this.id });
-    if (!r.ok) throw r.error;
+    if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     const wasFull = this.free === 0;
     // A refilled slot stays held until the refill's delivery swaps the attempts (right after this
