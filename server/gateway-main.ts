@@ -1,7 +1,8 @@
 // Starts one gateway node: pool, schema check, HTTP + WebSocket server, background loops.
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
-import { createPool } from './db/pool.js';
+import { createPool, setTransactionFault } from './db/pool.js';
+import { queueInjectedError } from './db/injected-errors.js';
 import { assertSchemaCurrent } from './db/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { createLogger } from './logger.js';
@@ -39,7 +40,13 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const metrics = createMetrics();
   const signals = new NodeSignals();
   const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
-  if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
+  if (config.faultInjection) {
+    log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
+    setTransactionFault(async (c, path) => {
+      const errno = app.faults.takeDbFault(path);
+      if (errno !== null) await queueInjectedError(c, errno);
+    });
+  }
   registerQueueGauges(metrics, pool);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);
