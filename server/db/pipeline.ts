@@ -29,10 +29,11 @@ export function rawConnection(c: Conn): Conn {
   return pipes.get(c)?.conn ?? c;
 }
 
-/** Test-only fault injection (test/events-head.test.ts): offered every statement a pipelined
- * connection sends, with the connection's thread id; a statement it returns is sent right before
- * that one, in the same text — a failing one aborts the transaction there, a ROLLBACK undoes what
- * came before while the rest of the text still runs. Null (always, outside those tests): inert. */
+/** Test-only fault injection (test/events-head.test.ts, test/frame-isolation.test.ts): offered
+ * every statement a pipelined connection sends (prepared ones formatted), with the connection's
+ * thread id; a statement it returns is sent right before that one, in the same text — a failing
+ * one aborts the transaction there, a ROLLBACK undoes what came before while the rest of the text
+ * still runs. Null (always, outside those tests): inert. */
 let statementFault: ((statement: string, threadId: number) => string | null) | null = null;
 export function setStatementFault(hook: typeof statementFault): void {
   statementFault = hook;
@@ -75,6 +76,8 @@ export function pipelined(conn: Conn): Conn {
   const execute = async (...args: unknown[]) => {
     // A prepared statement cannot join a multi-statement text: the queue goes first.
     if (p.pending.length > 0) await send(p, []);
+    const injected = statementFault?.(conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), conn.threadId);
+    if (injected) await conn.query(injected);
     transactionStats.roundTrips++;
     return (conn.execute as (...a: unknown[]) => unknown)(...args);
   };

@@ -106,15 +106,17 @@ export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
 }
 
 async function sweepApplication(pool: Pool, applicationId: string, limit: number): Promise<SweepReport> {
-  const seen: SweepRow[] = [];
   try {
-    return await sweepRows(pool, applicationId, limit, seen);
+    return await sweepRows(pool, applicationId, limit);
   } catch (err) {
-    if (isConnectionError(err) || seen.length <= 1) throw err;
+    if (isConnectionError(err)) throw err;
+    // Every due row of the application (the same locking reads, nothing written), then each alone.
+    const rows = await dueRows(pool, applicationId, limit);
+    if (rows.length <= 1) throw err;
     const report = emptyReport();
-    for (const row of seen) {
+    for (const row of rows) {
       try {
-        mergeInto(report, await sweepRows(pool, applicationId, 1, [], row));
+        mergeInto(report, await sweepRows(pool, applicationId, 1, row));
       } catch (e) {
         if (isConnectionError(e)) throw e;
         report.failed.push({ applicationId, row, err: e });
@@ -124,9 +126,22 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
   }
 }
 
-/** One transaction of the sweep of an application: the due rows (only `only`, when given), each
- * recorded in `seen` as it is locked. */
-async function sweepRows(pool: Pool, applicationId: string, limit: number, seen: SweepRow[], only?: SweepRow): Promise<SweepReport> {
+/** The rows one sweep of the application would take (its locking reads, in a transaction that
+ * writes nothing). */
+async function dueRows(pool: Pool, applicationId: string, limit: number): Promise<SweepRow[]> {
+  return withTransaction(
+    pool,
+    async (c) => [
+      ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
+      ...(await lockLateLeasedAttempts(c, applicationId, limit)).map((a) => ({ kind: 'late' as const, id: a.id })),
+      ...(await lockOverdueWaitingTasks(c, applicationId, limit)).map((w) => ({ kind: 'waiting' as const, id: w.id })),
+    ],
+    'sweep',
+  );
+}
+
+/** One transaction of the sweep of an application: its due rows, or only `only`. */
+async function sweepRows(pool: Pool, applicationId: string, limit: number, only?: SweepRow): Promise<SweepReport> {
   let ledger = new PermitLedger();
   const report = emptyReport();
   const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
@@ -134,13 +149,11 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, seen:
     pool,
     async (c) => {
       ledger = new PermitLedger(); // fresh on a deadlock retry
-      seen.length = 0;
       report.revoked = [];
       report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
       const expiredId = pick('expired');
       const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
       for (const a of expired) {
-        seen.push({ kind: 'expired', id: a.id });
         const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
         const reason = await revokeAttempt(c, ledger, a, kind);
         report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
@@ -151,7 +164,6 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, seen:
       const lateId = pick('late');
       const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
       for (const a of late) {
-        seen.push({ kind: 'late', id: a.id });
         const reason = await revokeAttempt(c, ledger, a, 'deadline');
         report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
         report.counts.deadlineLeased++;
@@ -159,7 +171,6 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, seen:
       const waitingId = pick('waiting');
       const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
       for (const w of waiting) {
-        seen.push({ kind: 'waiting', id: w.id });
         const t = await lockTask(c, w.namespace_id, w.id);
         await finishTask(c, ledger, t, {
           state: 'DEADLINE_EXCEEDED',
