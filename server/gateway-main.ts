@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { createPool, setTransactionFault } from './db/pool.js';
 import { queueInjectedError } from './db/injected-errors.js';
+import { RETRYABLE_ERRNOS } from './db/errors.js';
 import { assertSchemaCurrent } from './db/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { createLogger } from './logger.js';
@@ -44,7 +45,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
     setTransactionFault(async (c, path) => {
       const errno = app.faults.takeDbFault(path);
-      if (errno !== null) await queueInjectedError(c, errno);
+      if (errno !== null && RETRYABLE_ERRNOS.has(errno)) await queueInjectedError(c, errno);
     });
   }
   registerQueueGauges(metrics, pool);

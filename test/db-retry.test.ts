@@ -107,10 +107,14 @@ describe('a refused transaction is retried on every path', () => {
     const { schedule } = await newSchedule({ url: f.gw.url, token: f.t.token }, q.id);
     await arm(`db:1213@fire*${TWICE}`);
     await backdate(f.db.pool, schedule.id, 3_600_000, 1);
-    const fires = await waitFor('the missed fire recorded', async () => {
-      const r = await fireRecords(f.db.pool, schedule.id);
-      return r.length > 0 && r;
-    }, 10_000);
+    const fires = await waitFor(
+      'the missed fire recorded',
+      async () => {
+        const r = await fireRecords(f.db.pool, schedule.id);
+        return r.length > 0 && r;
+      },
+      10_000,
+    );
     expect(fires[0]!.outcome).toBe('created');
     expect(await internalErrors()).toBe(before);
   });

@@ -30,7 +30,9 @@ async function append(readBack = false): Promise<void> {
   await withTransaction(db.pool, (c) =>
     appendResultEvents(
       c,
-      NS.flatMap((ns) => [0, 1].map(() => ({ namespaceId: ns, type: 'task.succeeded' as const, taskId: newId(), queueId: QUEUE, result: { outcome: 'succeeded' } }))),
+      NS.flatMap((ns) =>
+        [0, 1].map(() => ({ namespaceId: ns, type: 'task.succeeded' as const, taskId: newId(), queueId: QUEUE, result: { outcome: 'succeeded' } })),
+      ),
       { sequences: readBack },
     ),
   );
