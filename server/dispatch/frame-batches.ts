@@ -250,7 +250,10 @@ export interface FrameBatchResult {
  * handed to their next task and freed slots refilled in the same transaction (handoff.ts,
  * refill.ts), skipping the queues `hints` marks. A batch whose transaction fails (after its
  * deadlock retries) for another reason than a lost database is run again one frame per
- * transaction: the frames that can commit do, and only the one that cannot fails (`thrown`). */
+ * transaction: the frames that can commit do, and only the one that cannot fails (`thrown`). The
+ * one batch that may have committed before failing — starts only, sent with their COMMIT
+ * (commitWith) — is safe to run again: a repeated start is answered from the row. A lost
+ * connection is not run again (its outcome is unknown): the sessions close UNAVAILABLE. */
 export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, hints: QueueHints = new QueueHints()): Promise<FrameBatchResult> {
   try {
     return await runFrameTransaction(pool, cmds, host, hints);
