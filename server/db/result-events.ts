@@ -4,11 +4,12 @@
 // cannot commit before n (docs/design.md, "Result stream watermark").
 //
 // No value travels between the statements: the events' sequences are read from the head row by the
-// INSERT itself (INSERT … SELECT, a locking read of the row this transaction holds). An event can
-// therefore never take a sequence above the committed head, whatever happened to the bump — a
-// session variable (what this module used before) keeps its value through a rollback, and when
-// the bump was undone but the insert still ran (issue 23: Galera multi-writer, head 845, event 846
-// committed), every later allocation collided with that event forever.
+// INSERT itself (INSERT … SELECT of the row this transaction holds locked: its own bump, or, were
+// the bump undone, the committed head). An event can therefore never take a sequence above the
+// committed head, whatever happened to the bump — a session variable (what this module used
+// before) keeps its value through a rollback, and when the bump was undone but the insert still
+// ran (issue 23: Galera multi-writer, head 845, event 846 committed), every later allocation
+// collided with that event forever.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
@@ -49,7 +50,7 @@ export interface NewResultEvent {
  * the head read from its row by the same statement, occurred_at = now (taken under the head lock,
  * so it does not decrease along the stream). Every sequence it writes is at most the head: had the
  * bump not happened in this transaction, the statement fails on the duplicate key of an existing
- * event instead of committing one above the head. */
+ * event (or, had retention pruned it, writes below the head) instead of committing one above it. */
 export async function insertResultEvents(c: Conn, namespaceId: string, rows: NewResultEvent[]): Promise<void> {
   if (rows.length === 0) return;
   const values: unknown[] = [];
