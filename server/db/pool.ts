@@ -122,7 +122,7 @@ export function setTransactionFault(hook: typeof transactionFault): void {
  * rethrown — except a ROLLBACK answered with a retryable error, which Galera sends after a
  * certification failure (mysql-wsrep#39): that transaction is gone and the connection is fine.
  */
-export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>, path: TxPath = 'other'): Promise<T> {
+export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
     // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
@@ -163,11 +163,15 @@ export async function rollbackToSavepoint(c: Conn, name: string): Promise<void> 
   await c.query(`ROLLBACK TO SAVEPOINT ${name}`);
 }
 
-/** One transaction on a pooled connection (see transactionOn). */
-export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>, path: TxPath = 'other'): Promise<T> {
+/** One transaction on a pooled connection (see transactionOn); `path` names its kind (default
+ * 'other'). */
+export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T>;
+export async function withTransaction<T>(pool: Pool, path: TxPath, fn: (c: Conn) => Promise<T>): Promise<T>;
+export async function withTransaction<T>(pool: Pool, a: TxPath | ((c: Conn) => Promise<T>), b?: (c: Conn) => Promise<T>): Promise<T> {
+  const [path, fn] = typeof a === 'function' ? (['other', a] as const) : ([a, b!] as const);
   const conn = await pool.getConnection();
   try {
-    return await transactionOn(conn, fn, path);
+    return await transactionOn(conn, path, fn);
   } finally {
     releaseConnection(conn);
   }

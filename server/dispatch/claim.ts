@@ -129,137 +129,126 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
     const { queues, appFree } = await permitHints(pool, applicationId, [...new Set(reqs.flatMap((r) => r.session.queueIds))]);
     if (queues.length === 0 || appFree <= 0) return out;
     try {
-      await withTransaction(
-        pool,
-        async (c) => {
-          out.bySession = new Map();
-          out.revoked = new Set();
-          exhausted.length = 0;
-          const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(reqs.map((r) => r.session.credentialId))]);
-          for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
-          const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-          const specs = specsFor(active, queues);
-          if (specs.length === 0) return;
-          const ids = await candidateIds(c, specs, now);
-          if (ids.length === 0) return;
-          ids.sort(byClaimOrder);
-          const order = new Map(ids.map((x, i) => [x.id, i]));
-          const rows = (
-            await lockCandidates(
-              c,
-              ids.slice(0, 512).map((x) => x.id),
-            )
-          ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-
-          // Step 2: candidates to sessions within the hinted permits.
-          const queueFree = new Map(queues.map((q) => [q.id, q.free]));
-          const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
-          const left = new Map(active.map((r) => [r.session.sessionId, r.free]));
-          let appLeft = appFree;
-          let turn = 0;
-          const keysInRound = new Set<string>();
-          const chosen: { row: CandidateRow; s: ClaimSession; attemptId: string; token: string | null }[] = [];
-          for (const row of rows) {
-            if (appLeft <= 0) break;
-            if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
-            const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
-            if (k && keysInRound.has(k)) continue;
-            const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && accepts(r.session, row));
-            if (eligible.length === 0) continue;
-            const r = eligible[turn++ % eligible.length]!;
-            if (k) keysInRound.add(k);
-            left.set(r.session.sessionId, left.get(r.session.sessionId)! - 1);
-            queueFree.set(row.queue_id, queueFree.get(row.queue_id)! - 1);
-            appLeft--;
-            chosen.push({ row, s: r.session, attemptId: newId(), token: null });
-          }
-
-          // Step 3: keys, per namespace, in key-byte order.
-          const dropped = new Set<string>();
-          const byNs = new Map<string, typeof chosen>();
-          for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
-          for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-            list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
-            const got = await grantKeys(
-              c,
-              ns,
-              list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
-              now,
-            );
-            for (const x of list) {
-              const g = got.get(x.attemptId)!;
-              // The last token was granted, or a key is exhausted: reported after the commit only
-              // (a retried or rolled-back round would otherwise log and count it twice, or for a
-              // grant that never happened).
-              if (g.exhausted) exhausted.push({ ns, key: x.row.concurrency_key!.toString('utf8'), last: g.token !== null });
-              if (g.token === null) dropped.add(x.attemptId);
-              else x.token = g.token;
-            }
-          }
-          const granted = chosen.filter((x) => !dropped.has(x.attemptId));
-          if (granted.length === 0) return;
-
-          // Step 4: attempts and tasks, lease times from the database clock — read again after the
-          // keys were granted when the round took any: the grant may have waited for the previous
-          // holder's release to commit, and a lease must not start before that (the clock read at
-          // the round's start could be earlier than the previous holder's finished_at).
-          const grantedAt = byNs.size > 0 ? await dbNow(c) : now;
-          const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
-          const attempts: NewAttempt[] = granted.map((x) => ({
-            id: x.attemptId,
-            taskId: x.row.id,
-            namespaceId: x.row.namespace_id,
-            applicationId,
-            queueId: x.row.queue_id,
-            attemptNo: x.row.attempts_created + 1,
-            workerId: x.s.workerId,
-            sessionId: x.s.sessionId,
-            concurrencyKey: x.row.concurrency_key,
-            token: x.token,
-            leasedAt: grantedAt,
-            leaseExpiresAt: dbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
-          }));
-          await insertAttempts(c, attempts);
-          await markTasksLeased(
+      await withTransaction(pool, 'claim', async (c) => {
+        out.bySession = new Map();
+        out.revoked = new Set();
+        exhausted.length = 0;
+        const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(reqs.map((r) => r.session.credentialId))]);
+        for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
+        const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
+        const specs = specsFor(active, queues);
+        if (specs.length === 0) return;
+        const ids = await candidateIds(c, specs, now);
+        if (ids.length === 0) return;
+        ids.sort(byClaimOrder);
+        const order = new Map(ids.map((x, i) => [x.id, i]));
+        const rows = (
+          await lockCandidates(
             c,
-            granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })),
-            grantedAt,
+            ids.slice(0, 512).map((x) => x.id),
+          )
+        ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+
+        // Step 2: candidates to sessions within the hinted permits.
+        const queueFree = new Map(queues.map((q) => [q.id, q.free]));
+        const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
+        const left = new Map(active.map((r) => [r.session.sessionId, r.free]));
+        let appLeft = appFree;
+        let turn = 0;
+        const keysInRound = new Set<string>();
+        const chosen: { row: CandidateRow; s: ClaimSession; attemptId: string; token: string | null }[] = [];
+        for (const row of rows) {
+          if (appLeft <= 0) break;
+          if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
+          const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
+          if (k && keysInRound.has(k)) continue;
+          const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && accepts(r.session, row));
+          if (eligible.length === 0) continue;
+          const r = eligible[turn++ % eligible.length]!;
+          if (k) keysInRound.add(k);
+          left.set(r.session.sessionId, left.get(r.session.sessionId)! - 1);
+          queueFree.set(row.queue_id, queueFree.get(row.queue_id)! - 1);
+          appLeft--;
+          chosen.push({ row, s: r.session, attemptId: newId(), token: null });
+        }
+
+        // Step 3: keys, per namespace, in key-byte order.
+        const dropped = new Set<string>();
+        const byNs = new Map<string, typeof chosen>();
+        for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
+        for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+          list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
+          const got = await grantKeys(
+            c,
+            ns,
+            list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
+            now,
           );
+          for (const x of list) {
+            const g = got.get(x.attemptId)!;
+            // The last token was granted, or a key is exhausted: reported after the commit only
+            // (a retried or rolled-back round would otherwise log and count it twice, or for a
+            // grant that never happened).
+            if (g.exhausted) exhausted.push({ ns, key: x.row.concurrency_key!.toString('utf8'), last: g.token !== null });
+            if (g.token === null) dropped.add(x.attemptId);
+            else x.token = g.token;
+          }
+        }
+        const granted = chosen.filter((x) => !dropped.has(x.attemptId));
+        if (granted.length === 0) return;
 
-          // Step 5: the hot rows, last.
-          const perQueue = new Map<string, number>();
-          for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
-          if (!(await takeQueuePermits(c, [...perQueue]))) throw new PermitsMoved();
-          if (!(await takeApplicationPermits(c, applicationId, granted.length))) throw new PermitsMoved();
+        // Step 4: attempts and tasks, lease times from the database clock — read again after the
+        // keys were granted when the round took any: the grant may have waited for the previous
+        // holder's release to commit, and a lease must not start before that (the clock read at
+        // the round's start could be earlier than the previous holder's finished_at).
+        const grantedAt = byNs.size > 0 ? await dbNow(c) : now;
+        const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
+        const attempts: NewAttempt[] = granted.map((x) => ({
+          id: x.attemptId,
+          taskId: x.row.id,
+          namespaceId: x.row.namespace_id,
+          applicationId,
+          queueId: x.row.queue_id,
+          attemptNo: x.row.attempts_created + 1,
+          workerId: x.s.workerId,
+          sessionId: x.s.sessionId,
+          concurrencyKey: x.row.concurrency_key,
+          token: x.token,
+          leasedAt: grantedAt,
+          leaseExpiresAt: dbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
+        }));
+        await insertAttempts(c, attempts);
+        await markTasksLeased(
+          c,
+          granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })),
+          grantedAt,
+        );
 
-          granted.forEach((x, i) => {
-            const a = attempts[i]!;
-            const task: AssignedTask = {
-              id: x.row.id,
-              queue_id: x.row.queue_id,
-              handler: x.row.handler,
-              handler_version: x.row.handler_version,
-              payload_version: x.row.payload_version,
-              payload: JSON.parse(x.row.payload),
-              priority: x.row.priority,
-              deadline_at: toIso(x.row.deadline_at)!,
-            };
-            if (x.row.business_key !== null) task.business_key = x.row.business_key;
-            if (x.row.concurrency_key) task.concurrency_key = x.row.concurrency_key.toString('utf8');
-            const list = out.bySession.get(x.s.sessionId) ?? [];
-            list.push({
-              attemptId: a.id,
-              attemptNo: a.attemptNo,
-              leaseExpiresAt: toIso(a.leaseExpiresAt)!,
-              queueId: a.queueId,
-              concurrencyToken: x.token,
-              task,
-            });
-            out.bySession.set(x.s.sessionId, list);
-          });
-        },
-        'claim',
-      );
+        // Step 5: the hot rows, last.
+        const perQueue = new Map<string, number>();
+        for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
+        if (!(await takeQueuePermits(c, [...perQueue]))) throw new PermitsMoved();
+        if (!(await takeApplicationPermits(c, applicationId, granted.length))) throw new PermitsMoved();
+
+        granted.forEach((x, i) => {
+          const a = attempts[i]!;
+          const task: AssignedTask = {
+            id: x.row.id,
+            queue_id: x.row.queue_id,
+            handler: x.row.handler,
+            handler_version: x.row.handler_version,
+            payload_version: x.row.payload_version,
+            payload: JSON.parse(x.row.payload),
+            priority: x.row.priority,
+            deadline_at: toIso(x.row.deadline_at)!,
+          };
+          if (x.row.business_key !== null) task.business_key = x.row.business_key;
+          if (x.row.concurrency_key) task.concurrency_key = x.row.concurrency_key.toString('utf8');
+          const list = out.bySession.get(x.s.sessionId) ?? [];
+          list.push({ attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: x.token, task });
+          out.bySession.set(x.s.sessionId, list);
+        });
+      });
       reportExhausted();
       return out;
     } catch (err) {

@@ -283,14 +283,10 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: Hando
     }
   };
   try {
-    const r = await withTransaction(
-      pool,
-      (c) => {
-        undo(); // a deadlock retry starts over
-        return batchInTx(c, cmds, host ? { host, hints } : null, reserved);
-      },
-      'frames',
-    );
+    const r = await withTransaction(pool, 'frames', (c) => {
+      undo(); // a deadlock retry starts over
+      return batchInTx(c, cmds, host ? { host, hints } : null, reserved);
+    });
     // Reservations not used by an applied hand-off or refill (a key was exhausted, a session's
     // credential revoked, no candidate) are given back; the used ones become held attempts at
     // delivery.
@@ -306,7 +302,7 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: Hando
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
     // limit): the same batch without them, and that queue is skipped for a while.
     hints.markRefused(err.queueIds);
-    return withTransaction(pool, (c) => batchInTx(c, cmds, null, reserved), 'frames');
+    return withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null, reserved));
   }
 }
 

@@ -129,15 +129,11 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
 /** The rows one sweep of the application would take (its locking reads, in a transaction that
  * writes nothing). */
 async function dueRows(pool: Pool, applicationId: string, limit: number): Promise<SweepRow[]> {
-  return withTransaction(
-    pool,
-    async (c) => [
-      ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
-      ...(await lockLateLeasedAttempts(c, applicationId, limit)).map((a) => ({ kind: 'late' as const, id: a.id })),
-      ...(await lockOverdueWaitingTasks(c, applicationId, limit)).map((w) => ({ kind: 'waiting' as const, id: w.id })),
-    ],
-    'sweep',
-  );
+  return withTransaction(pool, 'sweep', async (c) => [
+    ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
+    ...(await lockLateLeasedAttempts(c, applicationId, limit)).map((a) => ({ kind: 'late' as const, id: a.id })),
+    ...(await lockOverdueWaitingTasks(c, applicationId, limit)).map((w) => ({ kind: 'waiting' as const, id: w.id })),
+  ]);
 }
 
 /** One transaction of the sweep of an application: its due rows, or only `only`. */
@@ -145,44 +141,40 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, only?
   let ledger = new PermitLedger();
   const report = emptyReport();
   const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
-  await withTransaction(
-    pool,
-    async (c) => {
-      ledger = new PermitLedger(); // fresh on a deadlock retry
-      report.revoked = [];
-      report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
-      const expiredId = pick('expired');
-      const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
-      for (const a of expired) {
-        const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
-        const reason = await revokeAttempt(c, ledger, a, kind);
-        report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
-        if (kind === 'expire-leased') report.counts.leasedExpired++;
-        else report.counts.runningExpired++;
-      }
-      // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
-      const lateId = pick('late');
-      const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
-      for (const a of late) {
-        const reason = await revokeAttempt(c, ledger, a, 'deadline');
-        report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
-        report.counts.deadlineLeased++;
-      }
-      const waitingId = pick('waiting');
-      const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
-      for (const w of waiting) {
-        const t = await lockTask(c, w.namespace_id, w.id);
-        await finishTask(c, ledger, t, {
-          state: 'DEADLINE_EXCEEDED',
-          outcome: 'deadline_exceeded',
-          error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' },
-        });
-        report.counts.deadlineWaiting++;
-      }
-      await ledger.flush(c);
-    },
-    'sweep',
-  );
+  await withTransaction(pool, 'sweep', async (c) => {
+    ledger = new PermitLedger(); // fresh on a deadlock retry
+    report.revoked = [];
+    report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
+    const expiredId = pick('expired');
+    const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
+    for (const a of expired) {
+      const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
+      const reason = await revokeAttempt(c, ledger, a, kind);
+      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
+      if (kind === 'expire-leased') report.counts.leasedExpired++;
+      else report.counts.runningExpired++;
+    }
+    // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
+    const lateId = pick('late');
+    const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
+    for (const a of late) {
+      const reason = await revokeAttempt(c, ledger, a, 'deadline');
+      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
+      report.counts.deadlineLeased++;
+    }
+    const waitingId = pick('waiting');
+    const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
+    for (const w of waiting) {
+      const t = await lockTask(c, w.namespace_id, w.id);
+      await finishTask(c, ledger, t, {
+        state: 'DEADLINE_EXCEEDED',
+        outcome: 'deadline_exceeded',
+        error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' },
+      });
+      report.counts.deadlineWaiting++;
+    }
+    await ledger.flush(c);
+  });
   report.freedQueues = [...ledger.freedQueues];
   return report;
 }

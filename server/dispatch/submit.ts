@@ -262,7 +262,7 @@ export class TaskSubmitter {
     let r: TxResult;
     const started = process.hrtime.bigint();
     try {
-      r = await withTransaction(this.app.pool, (c) => createTasksInTx(c, items, false), 'submit');
+      r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, items, false));
     } catch (err) {
       if (!(err instanceof EdgeOfBatch) && !isDuplicateKey(err)) throw err;
       // At the edge: every item alone, in order (quota is then granted in arrival order).
@@ -291,7 +291,7 @@ export class TaskSubmitter {
         // while this waits on the row, and the next round replays it.
         for (let round = 0; ; round++) {
           try {
-            return await transactionOn(conn, (c) => createTasksInTx(c, [it], true), 'submit');
+            return await transactionOn(conn, 'submit', (c) => createTasksInTx(c, [it], true));
           } catch (err) {
             if (!isDuplicateKey(err) || round >= 2) throw err;
           }

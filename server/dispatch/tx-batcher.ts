@@ -69,30 +69,26 @@ export class TxBatcher {
     const started = process.hrtime.bigint();
     let outcomes: Outcome[] = [];
     try {
-      await withTransaction(
-        this.pool,
-        async (c) => {
-          outcomes = [];
-          const merged = new PermitLedger();
-          for (const item of batch) {
-            const sp = this.savepoints && batch.length > 1;
-            if (sp) await savepoint(c, 'item');
-            const ledger = new PermitLedger();
-            try {
-              const value = await item.fn(c, ledger);
-              merged.merge(ledger);
-              outcomes.push({ ok: true, value, ledger });
-            } catch (err) {
-              if (mustAbortTransaction(err) || batch.length === 1) throw err;
-              if (sp) await rollbackToSavepoint(c, 'item');
-              else if (!(err instanceof OrbitError)) throw err;
-              outcomes.push({ ok: false, error: err });
-            }
+      await withTransaction(this.pool, 'command', async (c) => {
+        outcomes = [];
+        const merged = new PermitLedger();
+        for (const item of batch) {
+          const sp = this.savepoints && batch.length > 1;
+          if (sp) await savepoint(c, 'item');
+          const ledger = new PermitLedger();
+          try {
+            const value = await item.fn(c, ledger);
+            merged.merge(ledger);
+            outcomes.push({ ok: true, value, ledger });
+          } catch (err) {
+            if (mustAbortTransaction(err) || batch.length === 1) throw err;
+            if (sp) await rollbackToSavepoint(c, 'item');
+            else if (!(err instanceof OrbitError)) throw err;
+            outcomes.push({ ok: false, error: err });
           }
-          await merged.flush(c);
-        },
-        'command',
-      );
+        }
+        await merged.flush(c);
+      });
     } catch (err) {
       // A single item's own error (the batch of one) or a transaction-wide failure.
       if (batch.length > 1 && !mustAbortTransaction(err) && !(err instanceof OrbitError)) {
@@ -111,16 +107,12 @@ export class TxBatcher {
   private async runAlone(item: Item): Promise<void> {
     try {
       let ledger = new PermitLedger();
-      const value = await withTransaction(
-        this.pool,
-        async (c) => {
-          ledger = new PermitLedger();
-          const v = await item.fn(c, ledger);
-          await ledger.flush(c);
-          return v;
-        },
-        'command',
-      );
+      const value = await withTransaction(this.pool, 'command', async (c) => {
+        ledger = new PermitLedger();
+        const v = await item.fn(c, ledger);
+        await ledger.flush(c);
+        return v;
+      });
       item.resolve({ value, ledger });
     } catch (err) {
       item.reject(err);

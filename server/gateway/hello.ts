@@ -27,91 +27,87 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
   let ledger = new PermitLedger();
-  const result = await withTransaction(
-    pool,
-    async (c) => {
-      ledger = new PermitLedger();
-      // Queues: exist in the namespace, authorized, not retired.
-      const valid = queueIds.filter((q) => ID_RE.test(q));
-      const qrows = valid.length ? await readHelloQueues(c, cred.namespaceId, valid) : [];
-      const found = new Map(qrows.map((r) => [r.id as string, r]));
-      for (const q of queueIds) {
-        const row = found.get(q);
-        if (!row) throw new OrbitError('NOT_FOUND', `queue ${q.slice(0, 64)} not found`);
-        if (!canUseQueue(cred, q)) throw new OrbitError('PERMISSION_DENIED', `credential is not authorized for queue ${q}`);
-        if (row.retired_at) throw new OrbitError('RESOURCE_RETIRED', `queue ${q} is retired`);
-      }
-      const leaseMs = Math.min(...qrows.map((r) => Number(r.lease_seconds))) * 1000;
+  const result = await withTransaction(pool, 'hello', async (c) => {
+    ledger = new PermitLedger();
+    // Queues: exist in the namespace, authorized, not retired.
+    const valid = queueIds.filter((q) => ID_RE.test(q));
+    const qrows = valid.length ? await readHelloQueues(c, cred.namespaceId, valid) : [];
+    const found = new Map(qrows.map((r) => [r.id as string, r]));
+    for (const q of queueIds) {
+      const row = found.get(q);
+      if (!row) throw new OrbitError('NOT_FOUND', `queue ${q.slice(0, 64)} not found`);
+      if (!canUseQueue(cred, q)) throw new OrbitError('PERMISSION_DENIED', `credential is not authorized for queue ${q}`);
+      if (row.retired_at) throw new OrbitError('RESOURCE_RETIRED', `queue ${q} is retired`);
+    }
+    const leaseMs = Math.min(...qrows.map((r) => Number(r.lease_seconds))) * 1000;
 
-      // Identity: the capability flag is frozen by the first hello of a worker_id.
-      const identity = await lockWorkerIdentity(c, cred.namespaceId, h.worker_id);
-      if (identity) {
-        if (identity.concurrency_keys !== (keys ? 1 : 0)) {
-          throw new OrbitError(
-            'STATE_CONFLICT',
-            'concurrency_keys differs from the first hello of this worker_id; a process that upgrades must use a new worker_id',
-          );
-        }
-        await setCurrentSession(c, cred.namespaceId, h.worker_id, sessionId, h.agent ?? null);
-      } else {
-        await insertWorkerIdentity(c, { namespaceId: cred.namespaceId, workerId: h.worker_id, concurrencyKeys: keys, sessionId, agent: h.agent ?? null });
+    // Identity: the capability flag is frozen by the first hello of a worker_id.
+    const identity = await lockWorkerIdentity(c, cred.namespaceId, h.worker_id);
+    if (identity) {
+      if (identity.concurrency_keys !== (keys ? 1 : 0)) {
+        throw new OrbitError(
+          'STATE_CONFLICT',
+          'concurrency_keys differs from the first hello of this worker_id; a process that upgrades must use a new worker_id',
+        );
       }
-      await closeSupersededSessions(c, cred.namespaceId, h.worker_id);
-      await insertWorkerSession(c, {
-        id: sessionId,
-        namespaceId: cred.namespaceId,
-        workerId: h.worker_id,
-        credentialId: cred.id,
-        nodeId,
-        queueIds,
-        capacity: h.capacity,
-        concurrencyKeys: keys,
-        handlers: h.handlers,
-      });
+      await setCurrentSession(c, cred.namespaceId, h.worker_id, sessionId, h.agent ?? null);
+    } else {
+      await insertWorkerIdentity(c, { namespaceId: cred.namespaceId, workerId: h.worker_id, concurrencyKeys: keys, sessionId, agent: h.agent ?? null });
+    }
+    await closeSupersededSessions(c, cred.namespaceId, h.worker_id);
+    await insertWorkerSession(c, {
+      id: sessionId,
+      namespaceId: cred.namespaceId,
+      workerId: h.worker_id,
+      credentialId: cred.id,
+      nodeId,
+      queueIds,
+      capacity: h.capacity,
+      concurrencyKeys: keys,
+      handlers: h.handlers,
+    });
 
-      // Live attempts of this identity, locked.
-      const live = await lockLiveAttemptsOfWorker(c, cred.namespaceId, h.worker_id);
-      const listed = new Set(h.resume ?? []);
-      const resumed: HelloResult['resumed'] = [];
-      const resumedIds: string[] = [];
-      for (const a of live) {
-        if (listed.has(a.id) && a.lease_live) {
-          resumedIds.push(a.id);
-        } else if (!listed.has(a.id) && a.state === 'LEASED') {
-          await revokeAttempt(c, ledger, a, 'release-unlisted');
-        }
-        // Unlisted RUNNING attempts run out their lease (then review); listed expired ones are lost.
+    // Live attempts of this identity, locked.
+    const live = await lockLiveAttemptsOfWorker(c, cred.namespaceId, h.worker_id);
+    const listed = new Set(h.resume ?? []);
+    const resumed: HelloResult['resumed'] = [];
+    const resumedIds: string[] = [];
+    for (const a of live) {
+      if (listed.has(a.id) && a.lease_live) {
+        resumedIds.push(a.id);
+      } else if (!listed.has(a.id) && a.state === 'LEASED') {
+        await revokeAttempt(c, ledger, a, 'release-unlisted');
       }
-      if (resumedIds.length) {
-        // Lease lengths as literals from the cached configuration (a join with queues would take a
-        // shared lock on the queue row: see startAttempts).
-        const byId = new Map(live.map((a) => [a.id, a.queue_id]));
-        const lease = [
-          ...(await queueConfigs(
-            c,
-            resumedIds.map((id) => byId.get(id)!),
-          )),
-        ].map(([q, v]) => [q, v.leaseSeconds] as const);
-        await rebindAttempts(c, sessionId, lease, resumedIds);
-        const rows = await readAttempts(c, resumedIds);
-        for (const a of rows) {
-          const r: HelloResult['resumed'][number] = {
-            attempt_id: a.id,
-            state: a.state as LiveAttemptState,
-            lease_expires_at: toIso(a.lease_expires_at)!,
-            queueId: a.queue_id,
-            taskId: a.task_id,
-          };
-          if (a.concurrency_token !== null) r.concurrency_token = String(a.concurrency_token);
-          resumed.push(r);
-        }
+      // Unlisted RUNNING attempts run out their lease (then review); listed expired ones are lost.
+    }
+    if (resumedIds.length) {
+      // Lease lengths as literals from the cached configuration (a join with queues would take a
+      // shared lock on the queue row: see startAttempts).
+      const byId = new Map(live.map((a) => [a.id, a.queue_id]));
+      const lease = [
+        ...(await queueConfigs(
+          c,
+          resumedIds.map((id) => byId.get(id)!),
+        )),
+      ].map(([q, v]) => [q, v.leaseSeconds] as const);
+      await rebindAttempts(c, sessionId, lease, resumedIds);
+      const rows = await readAttempts(c, resumedIds);
+      for (const a of rows) {
+        const r: HelloResult['resumed'][number] = {
+          attempt_id: a.id,
+          state: a.state as LiveAttemptState,
+          lease_expires_at: toIso(a.lease_expires_at)!,
+          queueId: a.queue_id,
+          taskId: a.task_id,
+        };
+        if (a.concurrency_token !== null) r.concurrency_token = String(a.concurrency_token);
+        resumed.push(r);
       }
-      await ledger.flush(c);
-      const resumedSet = new Set(resumedIds);
-      return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };
-    },
-    'hello',
-  );
+    }
+    await ledger.flush(c);
+    const resumedSet = new Set(resumedIds);
+    return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };
+  });
   result.freedQueues = [...ledger.freedQueues];
   return result;
 }

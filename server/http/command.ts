@@ -176,7 +176,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
       if (existing && existing.http_status !== 0) return { replayed: replay(existing) };
       try {
         const started = process.hrtime.bigint();
-        const done = await transactionOn(conn, execute, 'command');
+        const done = await transactionOn(conn, 'command', execute);
         observe(started);
         return { done };
       } catch (err) {

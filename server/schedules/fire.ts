@@ -128,87 +128,83 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
   let after: (() => void)[] = [];
   let lockedAt = 0n;
   let nowMs = 0;
-  const reports = await withTransaction(
-    app.pool,
-    async (c): Promise<FireReport[]> => {
-      after = [];
-      const rows = await lockDueSchedules(c, ids);
-      if (rows.length === 0) return [];
-      lockedAt = process.hrtime.bigint();
-      nowMs = dbMs(rows[0]!.now);
-      const plans: Plan[] = [];
-      for (const s of rows) {
-        if (s.application_id !== applicationId) throw new Error(`schedule ${s.id} is not of application ${applicationId}`);
-        const v = await loadReadyVersion(c, s.id, s.current_version);
-        if (!v) throw new Error(`schedule ${s.id} has no version ${s.current_version}`);
-        plans.push(plan(s, v));
+  const reports = await withTransaction(app.pool, 'fire', async (c): Promise<FireReport[]> => {
+    after = [];
+    const rows = await lockDueSchedules(c, ids);
+    if (rows.length === 0) return [];
+    lockedAt = process.hrtime.bigint();
+    nowMs = dbMs(rows[0]!.now);
+    const plans: Plan[] = [];
+    for (const s of rows) {
+      if (s.application_id !== applicationId) throw new Error(`schedule ${s.id} is not of application ${applicationId}`);
+      const v = await loadReadyVersion(c, s.id, s.current_version);
+      if (!v) throw new Error(`schedule ${s.id} has no version ${s.current_version}`);
+      plans.push(plan(s, v));
+    }
+    // overlap: skip while the previous task of the schedule is unfinished.
+    const skipping = plans.filter((p) => p.v.overlap === 'skip');
+    const states = await taskStates(
+      c,
+      skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : [])),
+    );
+    for (const p of skipping) {
+      let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
+      for (let i = 0; i < p.planned.length; i++) {
+        if (p.planned[i] !== 'created') continue;
+        if (previousUnfinished) p.planned[i] = 'skipped_overlap';
+        else previousUnfinished = true; // the task created now is unfinished for the later times
       }
-      // overlap: skip while the previous task of the schedule is unfinished.
-      const skipping = plans.filter((p) => p.v.overlap === 'skip');
-      const states = await taskStates(
-        c,
-        skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : [])),
-      );
-      for (const p of skipping) {
-        let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
-        for (let i = 0; i < p.planned.length; i++) {
-          if (p.planned[i] !== 'created') continue;
-          if (previousUnfinished) p.planned[i] = 'skipped_overlap';
-          else previousUnfinished = true; // the task created now is unfinished for the later times
+    }
+    const items: SubmitCommand[] = [];
+    for (const p of plans) {
+      p.times.forEach((t, i) => {
+        if (p.planned[i] !== 'created') return;
+        items.push({
+          credential: { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' },
+          key: null,
+          prepared: p.v.prepared,
+          origin: { scheduleId: p.s.id, scheduleVersion: p.v.number, scheduledFor: msDb(t) },
+        });
+      });
+    }
+    const created = items.length > 0 ? await createTasks(app, c, items) : { taskIds: [], afterCommit: [] };
+    after = created.afterCommit;
+    const fires: NewFire[] = [];
+    const advances: Advance[] = [];
+    let k = 0;
+    for (const p of plans) {
+      let lastTaskId: string | null = null;
+      p.times.forEach((t, i) => {
+        let outcome = p.planned[i]!;
+        let taskId: string | null = null;
+        if (outcome === 'created') {
+          taskId = created.taskIds[k++] ?? null;
+          if (taskId === null) outcome = 'failed_quota';
+          else lastTaskId = taskId;
         }
-      }
-      const items: SubmitCommand[] = [];
-      for (const p of plans) {
-        p.times.forEach((t, i) => {
-          if (p.planned[i] !== 'created') return;
-          items.push({
-            credential: { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' },
-            key: null,
-            prepared: p.v.prepared,
-            origin: { scheduleId: p.s.id, scheduleVersion: p.v.number, scheduledFor: msDb(t) },
-          });
-        });
-      }
-      const created = items.length > 0 ? await createTasks(app, c, items) : { taskIds: [], afterCommit: [] };
-      after = created.afterCommit;
-      const fires: NewFire[] = [];
-      const advances: Advance[] = [];
-      let k = 0;
-      for (const p of plans) {
-        let lastTaskId: string | null = null;
-        p.times.forEach((t, i) => {
-          let outcome = p.planned[i]!;
-          let taskId: string | null = null;
-          if (outcome === 'created') {
-            taskId = created.taskIds[k++] ?? null;
-            if (taskId === null) outcome = 'failed_quota';
-            else lastTaskId = taskId;
-          }
-          p.planned[i] = outcome;
-          fires.push({ scheduleId: p.s.id, scheduledFor: msDb(t), version: p.v.number, outcome, taskId });
-        });
-        const last = p.times[p.times.length - 1]!;
-        const next = p.v.calendar.nextAfter(last);
-        advances.push({
-          id: p.s.id,
-          nextFireAt: next === null ? null : msDb(next),
-          lastFireAt: msDb(last),
-          lastTaskId,
-          catchupRemaining: p.catchingUp && p.more ? p.budget : null,
-        });
-      }
-      const ns = new Map(rows.map((r) => [r.id, r.namespace_id]));
-      await insertFires(c, { namespaceOf: (id) => ns.get(id)!, applicationId, firedAt: rows[0]!.now }, fires);
-      await advanceSchedules(c, advances);
-      return plans.map((p) => ({
-        scheduleId: p.s.id,
-        fires: p.times.map((t, i) => ({ scheduledForMs: t, outcome: p.planned[i]! })),
-        more: p.more,
-        catchingUp: p.catchingUp,
-      }));
-    },
-    'fire',
-  );
+        p.planned[i] = outcome;
+        fires.push({ scheduleId: p.s.id, scheduledFor: msDb(t), version: p.v.number, outcome, taskId });
+      });
+      const last = p.times[p.times.length - 1]!;
+      const next = p.v.calendar.nextAfter(last);
+      advances.push({
+        id: p.s.id,
+        nextFireAt: next === null ? null : msDb(next),
+        lastFireAt: msDb(last),
+        lastTaskId,
+        catchupRemaining: p.catchingUp && p.more ? p.budget : null,
+      });
+    }
+    const ns = new Map(rows.map((r) => [r.id, r.namespace_id]));
+    await insertFires(c, { namespaceOf: (id) => ns.get(id)!, applicationId, firedAt: rows[0]!.now }, fires);
+    await advanceSchedules(c, advances);
+    return plans.map((p) => ({
+      scheduleId: p.s.id,
+      fires: p.times.map((t, i) => ({ scheduledForMs: t, outcome: p.planned[i]! })),
+      more: p.more,
+      catchingUp: p.catchingUp,
+    }));
+  });
   if (reports.length === 0) return reports;
   const commitMs = Number(process.hrtime.bigint() - lockedAt) / 1e6;
   for (const a of after) a();
