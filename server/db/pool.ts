@@ -2,6 +2,7 @@ import mysql from 'mysql2/promise';
 import { isRetryableDbError } from './errors.js';
 import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
 import { setupConnection } from './session-setup.js';
+import { trackPacketBudget } from './packet-budget.js';
 
 export type Pool = mysql.Pool;
 export type Conn = mysql.PoolConnection;
@@ -66,6 +67,8 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
   });
   // mysql2 hands this event its core (callback) connection, whatever the promise pool's typing says.
   pool.on('connection', (conn) => setupConnection(conn as unknown as Parameters<typeof setupConnection>[0]));
+  // Statement texts stay within the server's max_allowed_packet (db/packet-budget.ts).
+  trackPacketBudget(pool);
   return pool;
 }
 

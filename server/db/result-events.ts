@@ -13,6 +13,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
+import { chunkRows } from './packet-budget.js';
 
 /** allocateSequences(namespace_id, k): k fresh sequences; the head row is created on the
  * namespace's first event, else bumped by k (its exclusive lock held to the commit). Nothing is
@@ -46,23 +47,24 @@ export interface NewResultEvent {
 }
 
 /** insertResultEvents(namespace_id, rows: offset from the allocated head, type, task, queue,
- * result JSON): one INSERT … SELECT right after allocateSequences, sequence = head − offset with
- * the head read from its row by the same statement, occurred_at = now (taken under the head lock,
- * so it does not decrease along the stream). Every sequence it writes is at most the head: had the
- * bump not happened in this transaction, the statement fails on the duplicate key of an existing
- * event (or, had retention pruned it, writes below the head) instead of committing one above it. */
+ * result JSON): INSERT … SELECT right after allocateSequences (one unless the results exceed the
+ * statement budget: db/packet-budget.ts; every chunk reads the same head), sequence = head −
+ * offset with the head read from its row by the same statement, occurred_at = now (taken under the
+ * head lock, so it does not decrease along the stream). Every sequence it writes is at most the
+ * head: had the bump not happened in this transaction, the statement fails on the duplicate key of
+ * an existing event (or, had retention pruned it, writes below the head) instead of committing one
+ * above it. */
 export async function insertResultEvents(c: Conn, namespaceId: string, rows: NewResultEvent[]): Promise<void> {
-  if (rows.length === 0) return;
-  const values: unknown[] = [];
-  for (const e of rows) values.push(e.fromHead, e.type, e.taskId, e.queueId, e.result);
-  values.push(namespaceId);
-  await write(
-    c,
-    `INSERT INTO result_events (namespace_id, sequence, type, task_id, queue_id, occurred_at, result)
-       SELECT h.namespace_id, h.last_sequence - e.from_head, e.type, e.task_id, e.queue_id, UTC_TIMESTAMP(3), e.result
-         FROM stream_heads h
-         JOIN (${rows.map((_, i) => (i === 0 ? 'SELECT ? AS from_head, ? AS type, ? AS task_id, ? AS queue_id, ? AS result' : 'SELECT ?, ?, ?, ?, ?')).join(' UNION ALL ')}) e
-        WHERE h.namespace_id = ?`,
-    values,
-  );
+  const valuesOf = (e: NewResultEvent) => [e.fromHead, e.type, e.taskId, e.queueId, e.result];
+  for (const chunk of chunkRows(c, rows, (e) => [namespaceId, ...valuesOf(e)])) {
+    await write(
+      c,
+      `INSERT INTO result_events (namespace_id, sequence, type, task_id, queue_id, occurred_at, result)
+         SELECT h.namespace_id, h.last_sequence - e.from_head, e.type, e.task_id, e.queue_id, UTC_TIMESTAMP(3), e.result
+           FROM stream_heads h
+           JOIN (${chunk.map((_, i) => (i === 0 ? 'SELECT ? AS from_head, ? AS type, ? AS task_id, ? AS queue_id, ? AS result' : 'SELECT ?, ?, ?, ?, ?')).join(' UNION ALL ')}) e
+          WHERE h.namespace_id = ?`,
+      [...chunk.flatMap(valuesOf), namespaceId],
+    );
+  }
 }
