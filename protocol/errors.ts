@@ -23,7 +23,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: { http: 413, close: 1009, retryable: false, doc: 'body, payload or frame over the limit' },
   QUOTA_EXCEEDED: { http: 429, close: null, retryable: true, doc: 'application or namespace quota reached' },
   INTERNAL: { http: 500, close: 1011, retryable: false, doc: 'bug; logged with the request id; no partial effect' },
-  UNAVAILABLE: { http: 503, close: 1001, retryable: true, doc: 'database unreachable or shutting down; safe to retry with the same key' },
+  UNAVAILABLE: { http: 503, close: 1001, retryable: true, doc: 'database unreachable or busy, or shutting down; safe to retry with the same key' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

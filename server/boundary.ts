@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
 import type { Faults } from './faults.js';
 import { OrbitError } from '@orbit/protocol/errors';
+import { isRetryableDbError } from './db/errors.js';
 import { isConnectionError } from './db/pool.js';
 
 export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
@@ -18,14 +19,21 @@ export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknow
   app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
 }
 
-/** The answer to an error that ended a request or an upgrade: an OrbitError as it is, a lost
- * database as UNAVAILABLE (logged as a warning), anything else reported (logged and counted) and
- * answered INTERNAL with the request id. */
+/** True when the database, not the code, refused: unreachable, or a deadlock, certification
+ * failure or lock wait timeout that outlasted transactionOn's retries (db/errors.ts). Nothing of
+ * the refused transaction committed, so the caller may retry (UNAVAILABLE), and it is no bug. */
+export function isDatabaseRefusal(err: unknown): boolean {
+  return isConnectionError(err) || isRetryableDbError(err);
+}
+
+/** The answer to an error that ended a request or an upgrade: an OrbitError as it is, a lost or
+ * busy database as UNAVAILABLE (logged as a warning), anything else reported (logged and counted)
+ * and answered INTERNAL with the request id. */
 export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown, requestId: string, bindings: Record<string, unknown> = {}): OrbitError {
   if (err instanceof OrbitError) return err;
-  if (isConnectionError(err)) {
-    app.log.warn({ err, request_id: requestId }, 'database unavailable');
-    return new OrbitError('UNAVAILABLE', 'database unavailable; retry with the same Idempotency-Key');
+  if (isDatabaseRefusal(err)) {
+    app.log.warn({ err, request_id: requestId }, 'database unavailable or busy');
+    return new OrbitError('UNAVAILABLE', 'database unavailable or busy; retry with the same Idempotency-Key');
   }
   reportInternal(app, where, err, { request_id: requestId, ...bindings });
   return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
@@ -40,7 +48,11 @@ export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise
     app.faults.hit('timer');
     return Promise.resolve(fn()).then(
       () => undefined,
-      (err: unknown) => reportInternal(app, 'timer', err, { timer: name }),
+      (err: unknown) => {
+        // The next tick runs the timer's work again; a refusing database is no bug.
+        if (isDatabaseRefusal(err)) app.log.warn({ err, timer: name }, 'timer tick skipped: database unavailable or busy');
+        else reportInternal(app, 'timer', err, { timer: name });
+      },
     );
   } catch (err) {
     reportInternal(app, 'timer', err, { timer: name });

@@ -1,7 +1,9 @@
 // Starts one gateway node: pool, schema check, HTTP + WebSocket server, background loops.
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
-import { createPool } from './db/pool.js';
+import { createPool, setTransactionFault } from './db/pool.js';
+import { queueInjectedError } from './db/injected-errors.js';
+import { RETRYABLE_ERRNOS } from './db/errors.js';
 import { assertSchemaCurrent } from './db/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
@@ -46,7 +48,13 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   log.info({ max_allowed_packet: budget.maxAllowedPacket, statement_budget_bytes: budget.bytes }, 'database statement budget');
   const signals = new NodeSignals();
   const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
-  if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
+  if (config.faultInjection) {
+    log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
+    setTransactionFault(async (c, path) => {
+      const errno = app.faults.takeDbFault(path);
+      if (errno !== null && RETRYABLE_ERRNOS.has(errno)) await queueInjectedError(c, errno);
+    });
+  }
   registerQueueGauges(metrics, pool);
   registerPoolGauges(metrics, pool);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {

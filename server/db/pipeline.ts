@@ -32,12 +32,30 @@ export function rawConnection(c: Conn): Conn {
   return pipes.get(c)?.conn ?? c;
 }
 
+/** Test-only fault injection (test/events-head.test.ts, test/frame-isolation.test.ts): offered
+ * every statement a pipelined connection sends (prepared ones formatted), with the connection's
+ * thread id; a statement it returns is sent right before that one, in the same text — a failing
+ * one aborts the transaction there, a ROLLBACK undoes what came before while the rest of the text
+ * still runs. Null (always, outside those tests): inert. */
+let statementFault: ((statement: string, threadId: number) => string | null) | null = null;
+export function setStatementFault(hook: typeof statementFault): void {
+  statementFault = hook;
+}
+
 /** The queued writes, then `statements`, in as few round trips as the byte budget allows (one
  * unless the texts together exceed it: db/packet-budget.ts); returns the results of `statements`
  * (mysql2 answers a multi-statement text with one result and field list per statement). Texts
  * still run in order, so a split changes nothing but the number of round trips. */
 async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
-  const texts = [...p.pending.splice(0), ...statements];
+  let texts = [...p.pending.splice(0), ...statements];
+  /** Where the results of `statements` start: the results of the statements before them are not read. */
+  let from = texts.length - statements.length;
+  if (statementFault) {
+    const hook = statementFault;
+    const injected = texts.map((t) => hook(t, p.conn.threadId));
+    from += injected.filter((x, i) => x !== null && i <= from).length;
+    texts = texts.flatMap((t, i) => (injected[i] === null ? [t] : [injected[i]!, t]));
+  }
   const results: QueryResult[] = [];
   const fields: FieldPacket[][] = [];
   for (const trip of roundTrips(texts, budgetOf(p.conn))) {
@@ -52,7 +70,6 @@ async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], Fiel
       fields.push(...f);
     }
   }
-  const from = texts.length - statements.length;
   return [results.slice(from), fields.slice(from)];
 }
 
@@ -72,6 +89,8 @@ export function pipelined(conn: Conn): Conn {
   const execute = async (...args: unknown[]) => {
     // A prepared statement cannot join a multi-statement text: the queue goes first.
     if (p.pending.length > 0) await send(p, []);
+    const injected = statementFault?.(conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), conn.threadId);
+    if (injected) await conn.query(injected);
     transactionStats.roundTrips++;
     return (conn.execute as (...a: unknown[]) => unknown)(...args);
   };

@@ -31,30 +31,38 @@ export async function applicationsDue(pool: Pool, limit: number): Promise<string
   return rows.map((r) => r.application_id as string);
 }
 
-/** lockExpiredAttempts(application_id, limit) → LEASED and RUNNING attempts of the application
- * whose lease ran out (database clock), locked SKIP LOCKED. */
-export async function lockExpiredAttempts(c: Conn, applicationId: string, limit: number): Promise<AttemptRow[]> {
-  return lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`, [applicationId], limit);
+/** `AND id = ?` when the sweep retries one row alone (recovery.ts), else nothing. */
+const onlyRow = (id: string | undefined): [string, string[]] => (id === undefined ? ['', []] : [' AND id = ?', [id]]);
+
+/** lockExpiredAttempts(application_id, limit, only?) → LEASED and RUNNING attempts of the
+ * application whose lease ran out (database clock), locked SKIP LOCKED; with `only`, at most that
+ * attempt. */
+export async function lockExpiredAttempts(c: Conn, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
+  const [and, arg] = onlyRow(only);
+  return lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)${and}`, [applicationId, ...arg], limit);
 }
 
-/** lockLateLeasedAttempts(application_id, limit) → LEASED (never started) attempts with a live
- * lease whose task passed its deadline, locked SKIP LOCKED. RUNNING ones are left to finish. */
-export async function lockLateLeasedAttempts(c: Conn, applicationId: string, limit: number): Promise<AttemptRow[]> {
+/** lockLateLeasedAttempts(application_id, limit, only?) → LEASED (never started) attempts with a
+ * live lease whose task passed its deadline, locked SKIP LOCKED; with `only`, at most that attempt.
+ * RUNNING ones are left to finish. */
+export async function lockLateLeasedAttempts(c: Conn, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
+  const [and, arg] = onlyRow(only);
   return lockAttempts(
     c,
-    `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)
+    `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)${and}
          AND task_id IN (SELECT id FROM tasks WHERE application_id = ? AND state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
-    [applicationId, applicationId],
+    [applicationId, ...arg, applicationId],
     limit,
   );
 }
 
-/** lockOverdueWaitingTasks(application_id, limit) → id and namespace of WAITING tasks past their
- * deadline, soonest deadline first, locked SKIP LOCKED. */
-export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, limit: number): Promise<{ id: string; namespace_id: string }[]> {
+/** lockOverdueWaitingTasks(application_id, limit, only?) → id and namespace of WAITING tasks past
+ * their deadline, soonest deadline first, locked SKIP LOCKED; with `only`, at most that task. */
+export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, limit: number, only?: string): Promise<{ id: string; namespace_id: string }[]> {
+  const [and, arg] = onlyRow(only);
   const [waiting] = await c.query<RowDataPacket[]>(
-    `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3) ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
-    [applicationId],
+    `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3)${and} ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    [applicationId, ...arg],
   );
   return waiting.map((w) => ({ id: w.id as string, namespace_id: w.namespace_id as string }));
 }

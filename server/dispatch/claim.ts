@@ -129,7 +129,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
     const { queues, appFree } = await permitHints(pool, applicationId, [...new Set(reqs.flatMap((r) => r.session.queueIds))]);
     if (queues.length === 0 || appFree <= 0) return out;
     try {
-      await withTransaction(pool, async (c) => {
+      await withTransaction(pool, 'claim', async (c) => {
         out.bySession = new Map();
         out.revoked = new Set();
         exhausted.length = 0;

@@ -40,7 +40,7 @@ export async function appendResultEvents(
     const k = list.length;
     await allocateSequences(c, ns, k);
     if (opts.sequences !== false) {
-      const first = (await readAllocatedHead(c)) - BigInt(k) + 1n;
+      const first = (await readAllocatedHead(c, ns)) - BigInt(k) + 1n;
       list.forEach((e, i) => out.push({ namespaceId: ns, sequence: (first + BigInt(i)).toString(), taskId: e.taskId }));
     }
     await insertResultEvents(

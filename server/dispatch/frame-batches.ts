@@ -8,7 +8,8 @@
 // next task of its queue for the same session (refill.ts) in the same transaction.
 // Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
 // PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
-// savepoint; any other failure fails the transaction, which is retried whole on a deadlock.
+// savepoint; any other failure fails the transaction, which is retried whole on a deadlock, and a
+// batch that still fails is run again item by item, so only the item that cannot commit fails.
 import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ResultFrame } from '@orbit/protocol/frames';
@@ -16,7 +17,7 @@ import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isConnectionError, toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { queueConfigs } from '../db/queue-config.js';
 import {
@@ -68,7 +69,10 @@ export type FrameOutcome =
       /** its slot went straight to the next task of its queue, for the same session */
       refilled?: boolean;
     }
-  | { ok: false; error: OrbitError };
+  | { ok: false; error: OrbitError }
+  /** The item's own transaction failed unexpectedly (a batch retried item by item): the session's
+   * boundary answers it (UNAVAILABLE for a refusing database, else INTERNAL, reported). */
+  | { ok: false; thrown: unknown };
 
 const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string, attemptId: string): FrameOutcome => ({
   ok: false,
@@ -245,8 +249,33 @@ export interface FrameBatchResult {
 
 /** One transaction for a batch of one application's frames; with a host, released keys are
  * handed to their next task and freed slots refilled in the same transaction (handoff.ts,
- * refill.ts), skipping the queues `hints` marks. */
+ * refill.ts), skipping the queues `hints` marks. A batch whose transaction fails (after its
+ * deadlock retries) for another reason than a lost database is run again one frame per
+ * transaction: the frames that can commit do, and only the one that cannot fails (`thrown`). The
+ * one batch that may have committed before failing — starts only, sent with their COMMIT
+ * (commitWith) — is safe to run again: a repeated start is answered from the row. A lost
+ * connection is not run again (its outcome is unknown): the sessions close UNAVAILABLE. */
 export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, hints: QueueHints = new QueueHints()): Promise<FrameBatchResult> {
+  try {
+    return await runFrameTransaction(pool, cmds, host, hints);
+  } catch (err) {
+    if (cmds.length === 1 || isConnectionError(err)) throw err;
+    const out: FrameBatchResult = { outcomes: [], handoffs: [] };
+    for (const cmd of cmds) {
+      try {
+        const r = await runFrameTransaction(pool, [cmd], host, hints);
+        out.outcomes.push(r.outcomes[0]!);
+        out.handoffs.push(...r.handoffs);
+      } catch (e) {
+        if (isConnectionError(e)) throw e;
+        out.outcomes.push({ ok: false, thrown: e });
+      }
+    }
+    return out;
+  }
+}
+
+async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: HandoffHost | undefined, hints: QueueHints): Promise<FrameBatchResult> {
   const reserved: Reservation[] = [];
   const undo = () => {
     for (const r of reserved.splice(0)) {
@@ -255,7 +284,7 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
     }
   };
   try {
-    const r = await withTransaction(pool, (c) => {
+    const r = await withTransaction(pool, 'frames', (c) => {
       undo(); // a deadlock retry starts over
       return batchInTx(c, cmds, host ? { host, hints } : null, reserved);
     });
@@ -274,7 +303,7 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
     // limit): the same batch without them, and that queue is skipped for a while.
     hints.markRefused(err.queueIds);
-    return withTransaction(pool, (c) => batchInTx(c, cmds, null, reserved));
+    return withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null, reserved));
   }
 }
 

@@ -1,7 +1,7 @@
 // Revoking live attempts without a worker result: lease expiry (sweeper), deadlines, cancel, and
 // never-started attempts released at reconnect. Each batch is one transaction; rows are locked
 // with SKIP LOCKED so several nodes' sweepers share the work instead of waiting on each other.
-import { withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { closeAttempt, type AttemptRow } from '../db/attempts.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLeasedAttemptsOfWorker, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
@@ -20,6 +20,8 @@ export interface SweepReport {
   revoked: Revoked[];
   freedQueues: string[];
   counts: { leasedExpired: number; runningExpired: number; deadlineWaiting: number; deadlineLeased: number };
+  /** What this sweep could not settle: an application (row null) or one row of it, with why. */
+  failed: { applicationId: string; row: SweepRow | null; err: unknown }[];
 }
 
 /** Revokes one live attempt whose row the caller has locked. `kind` decides attempt and task fate. */
@@ -65,28 +67,86 @@ export async function revokeAttempt(
   }
 }
 
+/** A row a sweep found due: an expired attempt, a late LEASED attempt or an overdue WAITING task. */
+export interface SweepRow {
+  kind: 'expired' | 'late' | 'waiting';
+  id: string;
+}
+
+const emptyReport = (): SweepReport => ({
+  revoked: [],
+  freedQueues: [],
+  counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 },
+  failed: [],
+});
+
+function mergeInto(into: SweepReport, r: SweepReport): void {
+  into.revoked.push(...r.revoked);
+  into.freedQueues.push(...r.freedQueues.filter((q) => !into.freedQueues.includes(q)));
+  for (const k of Object.keys(into.counts) as (keyof SweepReport['counts'])[]) into.counts[k] += r.counts[k];
+  into.failed.push(...r.failed);
+}
+
 /** One sweep by database time: every application with due work, each in its own transaction
  * (every transaction touches one application's rows: dispatch.md, "Scale-out"), at most `limit`
- * rows per kind and application. */
+ * rows per kind and application. One application's failure does not stop the others, and a batch
+ * that fails for another reason than a lost database is swept again row by row, so one row that
+ * cannot be settled stays behind alone (in `failed`) instead of stopping every sweep. */
 export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
-  const report: SweepReport = { revoked: [], freedQueues: [], counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 } };
+  const report = emptyReport();
   for (const app of await applicationsDue(pool, limit)) {
-    const r = await sweepApplication(pool, app, limit);
-    report.revoked.push(...r.revoked);
-    report.freedQueues.push(...r.freedQueues.filter((q) => !report.freedQueues.includes(q)));
-    for (const k of Object.keys(report.counts) as (keyof SweepReport['counts'])[]) report.counts[k] += r.counts[k];
+    try {
+      mergeInto(report, await sweepApplication(pool, app, limit));
+    } catch (err) {
+      if (isConnectionError(err)) throw err;
+      report.failed.push({ applicationId: app, row: null, err });
+    }
   }
   return report;
 }
 
 async function sweepApplication(pool: Pool, applicationId: string, limit: number): Promise<SweepReport> {
+  try {
+    return await sweepRows(pool, applicationId, limit);
+  } catch (err) {
+    if (isConnectionError(err)) throw err;
+    // Every due row of the application (the same locking reads, nothing written), then each alone.
+    const rows = await dueRows(pool, applicationId, limit);
+    if (rows.length <= 1) throw err;
+    const report = emptyReport();
+    for (const row of rows) {
+      try {
+        mergeInto(report, await sweepRows(pool, applicationId, 1, row));
+      } catch (e) {
+        if (isConnectionError(e)) throw e;
+        report.failed.push({ applicationId, row, err: e });
+      }
+    }
+    return report;
+  }
+}
+
+/** The rows one sweep of the application would take (its locking reads, in a transaction that
+ * writes nothing). */
+async function dueRows(pool: Pool, applicationId: string, limit: number): Promise<SweepRow[]> {
+  return withTransaction(pool, 'sweep', async (c) => [
+    ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
+    ...(await lockLateLeasedAttempts(c, applicationId, limit)).map((a) => ({ kind: 'late' as const, id: a.id })),
+    ...(await lockOverdueWaitingTasks(c, applicationId, limit)).map((w) => ({ kind: 'waiting' as const, id: w.id })),
+  ]);
+}
+
+/** One transaction of the sweep of an application: its due rows, or only `only`. */
+async function sweepRows(pool: Pool, applicationId: string, limit: number, only?: SweepRow): Promise<SweepReport> {
   let ledger = new PermitLedger();
-  const report: SweepReport = { revoked: [], freedQueues: [], counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 } };
-  await withTransaction(pool, async (c) => {
+  const report = emptyReport();
+  const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
+  await withTransaction(pool, 'sweep', async (c) => {
     ledger = new PermitLedger(); // fresh on a deadlock retry
     report.revoked = [];
-    report.counts = { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 };
-    const expired = await lockExpiredAttempts(c, applicationId, limit);
+    report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
+    const expiredId = pick('expired');
+    const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
     for (const a of expired) {
       const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
       const reason = await revokeAttempt(c, ledger, a, kind);
@@ -95,13 +155,15 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
       else report.counts.runningExpired++;
     }
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
-    const late = await lockLateLeasedAttempts(c, applicationId, limit);
+    const lateId = pick('late');
+    const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
     for (const a of late) {
       const reason = await revokeAttempt(c, ledger, a, 'deadline');
       report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
       report.counts.deadlineLeased++;
     }
-    const waiting = await lockOverdueWaitingTasks(c, applicationId, limit);
+    const waitingId = pick('waiting');
+    const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
     for (const w of waiting) {
       const t = await lockTask(c, w.namespace_id, w.id);
       await finishTask(c, ledger, t, {

@@ -3,7 +3,8 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
-import { isDuplicateKey, type Conn, type Pool } from '../db/pool.js';
+import { isDuplicateKey } from '../db/errors.js';
+import type { Conn, Pool } from '../db/pool.js';
 import { findQueueByName } from '../db/queues.js';
 import { maxUnfinishedTasks } from '../db/applications.js';
 

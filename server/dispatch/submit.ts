@@ -21,7 +21,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
 import type { Credential } from '../db/credentials.js';
-import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
+import { fromIso, isConnectionError, transactionOn, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
@@ -266,7 +267,7 @@ export class TaskSubmitter {
     let r: TxResult;
     const started = process.hrtime.bigint();
     try {
-      r = await withTransaction(this.app.pool, (c) => createTasksInTx(c, items, false));
+      r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, items, false));
     } catch (err) {
       if (!(err instanceof EdgeOfBatch) && !isDuplicateKey(err)) throw err;
       // At the edge: every item alone, in order (quota is then granted in arrival order).
@@ -295,7 +296,7 @@ export class TaskSubmitter {
         // while this waits on the row, and the next round replays it.
         for (let round = 0; ; round++) {
           try {
-            return await transactionOn(conn, (c) => createTasksInTx(c, [it], true));
+            return await transactionOn(conn, 'submit', (c) => createTasksInTx(c, [it], true));
           } catch (err) {
             if (!isDuplicateKey(err) || round >= 2) throw err;
           }
@@ -307,8 +308,7 @@ export class TaskSubmitter {
       if (err instanceof OrbitError) return { ok: false, error: err };
       // This item's own failure is its answer; it never fails the other items of its group (some
       // of which may have committed already). Its transaction rolled back: nothing of it remains.
-      const errno = (err as { errno?: number }).errno;
-      if (isConnectionError(err) || errno === 1213 || errno === 1205 || errno === 1062) {
+      if (isConnectionError(err) || isRetryableDbError(err) || isDuplicateKey(err)) {
         return { ok: false, error: new OrbitError('UNAVAILABLE', 'database busy or unavailable; retry with the same Idempotency-Key') };
       }
       this.app.log.error({ err, idempotency_key: it.key }, 'submit failed');

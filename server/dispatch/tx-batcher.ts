@@ -6,6 +6,7 @@
 // item is answered only after the commit. A deadlock or lost connection fails the whole
 // transaction, which withTransaction retries from scratch (each item's work is re-run).
 import { OrbitError } from '@orbit/protocol/errors';
+import { isRetryableDbError } from '../db/errors.js';
 import { withTransaction, isConnectionError, rollbackToSavepoint, savepoint, type Conn, type Pool } from '../db/pool.js';
 import { PermitLedger } from './ledger.js';
 
@@ -20,8 +21,7 @@ interface Item {
 type Outcome = { ok: true; value: unknown; ledger: PermitLedger } | { ok: false; error: unknown };
 
 function mustAbortTransaction(err: unknown): boolean {
-  const errno = (err as { errno?: number }).errno;
-  return errno === 1213 || errno === 1205 || isConnectionError(err);
+  return isRetryableDbError(err) || isConnectionError(err);
 }
 
 export class TxBatcher {
@@ -69,7 +69,7 @@ export class TxBatcher {
     const started = process.hrtime.bigint();
     let outcomes: Outcome[] = [];
     try {
-      await withTransaction(this.pool, async (c) => {
+      await withTransaction(this.pool, 'command', async (c) => {
         outcomes = [];
         const merged = new PermitLedger();
         for (const item of batch) {
@@ -107,7 +107,7 @@ export class TxBatcher {
   private async runAlone(item: Item): Promise<void> {
     try {
       let ledger = new PermitLedger();
-      const value = await withTransaction(this.pool, async (c) => {
+      const value = await withTransaction(this.pool, 'command', async (c) => {
         ledger = new PermitLedger();
         const v = await item.fn(c, ledger);
         await ledger.flush(c);

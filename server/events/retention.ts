@@ -7,11 +7,10 @@
 // must still be deliverable), so the prefix stops before the oldest unacknowledged delivery of
 // any non-retired subscription of the namespace.
 import type { Pool } from '../db/pool.js';
-import { isConnectionError } from '../db/pool.js';
 import { deleteEventsUpTo, oldestUnackedSequence, pruneCandidates } from '../db/event-retention.js';
 import { releasePruneLock, tryPruneLock } from '../db/named-locks.js';
 import type { AppContext } from '../app-context.js';
-import { guarded } from '../boundary.js';
+import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 export interface PruneReport {
   /** false when another node held the pruning lock (nothing done). */
@@ -80,7 +79,7 @@ export class EventPruner {
       const r = await pruneEvents(this.app.pool, this.app.config.eventRetentionSeconds);
       if (r.deleted > 0) this.app.log.info({ deleted: r.deleted }, 'pruned result events past retention');
     } catch (err) {
-      if (isConnectionError(err)) this.app.log.warn({ err }, 'event pruning skipped: database unavailable');
+      if (isDatabaseRefusal(err)) this.app.log.warn({ err }, 'event pruning skipped: database unavailable or busy');
       else this.app.log.error({ err }, 'event pruning failed');
     }
   }

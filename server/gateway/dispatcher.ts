@@ -7,11 +7,11 @@
 // costs one round, not one per session per commit.
 import type { Logger } from 'pino';
 import { claimRound, type ClaimRequest } from '../dispatch/claim.js';
-import { isConnectionError, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
 import type { Session } from './session.js';
-import { guarded } from '../boundary.js';
+import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */
 export interface DispatcherHost {
@@ -139,7 +139,7 @@ export class Dispatcher {
     } catch (err) {
       unreserve();
       m.claimRounds.inc({ result: 'failed' });
-      if (isConnectionError(err)) this.host.log.warn({ err }, 'claim round failed: database unavailable');
+      if (isDatabaseRefusal(err)) this.host.log.warn({ err }, 'claim round failed: database unavailable or busy');
       else this.host.log.error({ err }, 'claim round failed');
     }
   }

@@ -27,7 +27,7 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
   let ledger = new PermitLedger();
-  const result = await withTransaction(pool, async (c) => {
+  const result = await withTransaction(pool, 'hello', async (c) => {
     ledger = new PermitLedger();
     // Queues: exist in the namespace, authorized, not retired.
     const valid = queueIds.filter((q) => ID_RE.test(q));

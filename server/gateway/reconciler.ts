@@ -13,7 +13,8 @@ import type { Faults } from '../faults.js';
 import type { WorkSignals } from '../work-signals.js';
 import { SUPERSEDED, type Session } from './session.js';
 import { CapabilityWatch, type CapabilityWatchHost } from './capability-watch.js';
-import { guarded } from '../boundary.js';
+import { guarded, reportInternal } from '../boundary.js';
+import { isRetryableDbError } from '../db/errors.js';
 
 /** What the reconciler needs of its node (the gateway implements it). */
 export interface ReconcilerHost extends CapabilityWatchHost {
@@ -52,6 +53,13 @@ export class Reconciler {
     const app = this.host;
     try {
       const r = await sweep(app.pool);
+      // Rows left behind by this sweep (the others were settled): a busy database is retried by
+      // the next tick; anything else is a bug on that row, counted and logged with its id.
+      for (const f of r.failed) {
+        const where = { application_id: f.applicationId, row: f.row };
+        if (isRetryableDbError(f.err) || isConnectionError(f.err)) app.log.warn({ err: f.err, ...where }, 'sweep left a row for the next tick: database busy');
+        else reportInternal(app, 'timer', f.err, { timer: 'sweep', ...where });
+      }
       const m = app.metrics.sweeperRecovered;
       if (r.counts.leasedExpired) m.inc({ kind: 'leased_expired' }, r.counts.leasedExpired);
       if (r.counts.runningExpired) m.inc({ kind: 'running_expired' }, r.counts.runningExpired);
@@ -62,7 +70,7 @@ export class Reconciler {
       await this.reconcileSessions();
       if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
     } catch (err) {
-      if (isConnectionError(err)) app.log.warn({ err }, 'sweep skipped: database unavailable');
+      if (isConnectionError(err) || isRetryableDbError(err)) app.log.warn({ err }, 'sweep skipped: database unavailable or busy');
       else app.log.error({ err }, 'sweep failed');
     }
   }

@@ -11,7 +11,7 @@ import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
-import { isConnectionError, type Pool } from '../db/pool.js';
+import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
@@ -28,7 +28,7 @@ import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
 import { RenewCoalescer } from './renew-coalescer.js';
 import type { TxAdmission } from './tx-admission.js';
-import { reportInternal } from '../boundary.js';
+import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -293,9 +293,11 @@ export class Session {
       this.fatal(err.code, err.message, close);
       return;
     }
-    if (isConnectionError(err)) {
-      this.log.warn({ err }, 'database unavailable; closing session so the worker reconnects');
-      this.fatal('UNAVAILABLE', 'database unavailable; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
+    if (isDatabaseRefusal(err)) {
+      // Nothing of the refused transaction committed: the worker reconnects, resumes and sends
+      // its frames again (a result is deduplicated by its fingerprint).
+      this.log.warn({ err }, 'database unavailable or busy; closing session so the worker reconnects');
+      this.fatal('UNAVAILABLE', 'database unavailable or busy; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
       return;
     }
     reportInternal(this.host, 'session', err, { session_id: this.id });
@@ -393,7 +395,7 @@ export class Session {
 
   private async onStart(attemptId: string): Promise<void> {
     const r = await this.host.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
-    if (!r.ok) throw r.error;
+    if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'start') throw new Error('frame batch answered a start with a result');
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
   }
@@ -406,7 +408,7 @@ export class Session {
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
     const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, sessionId: this.id });
-    if (!r.ok) throw r.error;
+    if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     const wasFull = this.free === 0;
     // A refilled slot stays held until the refill's delivery swaps the attempts (right after this

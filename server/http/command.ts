@@ -5,7 +5,8 @@ import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
-import { isDuplicateKey, transactionOn, type Conn } from '../db/pool.js';
+import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
+import { transactionOn, type Conn } from '../db/pool.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { requireScope, type Scope } from '../admin/access.js';
@@ -163,8 +164,8 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
       observe(started);
       return committed(value);
     } catch (err) {
-      const errno = (err as { errno?: number }).errno;
-      if (!(err instanceof ReceiptTaken) && errno !== 1213 && errno !== 1205) throw err;
+      // A coalesced batch that kept failing on a retryable error: this command alone, below.
+      if (!(err instanceof ReceiptTaken) && !isRetryableDbError(err)) throw err;
     }
   }
   type Outcome = { replayed: Reply } | { done: Executed<R> };
@@ -175,7 +176,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
       if (existing && existing.http_status !== 0) return { replayed: replay(existing) };
       try {
         const started = process.hrtime.bigint();
-        const done = await transactionOn(conn, execute);
+        const done = await transactionOn(conn, 'command', execute);
         observe(started);
         return { done };
       } catch (err) {

@@ -128,7 +128,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
   let after: (() => void)[] = [];
   let lockedAt = 0n;
   let nowMs = 0;
-  const reports = await withTransaction(app.pool, async (c): Promise<FireReport[]> => {
+  const reports = await withTransaction(app.pool, 'fire', async (c): Promise<FireReport[]> => {
     after = [];
     const rows = await lockDueSchedules(c, ids);
     if (rows.length === 0) return [];

@@ -6,6 +6,7 @@
 // once when a command on this node creates, publishes or resumes a schedule.
 import type { AppContext } from '../app-context.js';
 import { guarded, reportInternal } from '../boundary.js';
+import { isRetryableDbError } from '../db/errors.js';
 import { isConnectionError } from '../db/pool.js';
 import { dueSchedules } from '../db/schedules.js';
 import type { WorkSignalSource } from '../work-signals.js';
@@ -98,6 +99,8 @@ export class ScheduleFirer {
           }
         } catch (err) {
           if (isConnectionError(err)) this.outage(err);
+          // Refused past its retries: nothing committed; the schedules are still due next tick.
+          else if (isRetryableDbError(err)) this.app.log.warn({ err, application_id: applicationId }, 'schedule fires skipped: database busy');
           else reportInternal(this.app, 'timer', err, { timer: 'schedule-fires', application_id: applicationId });
         }
       }

@@ -1,0 +1,39 @@
+// The MariaDB error numbers Orbit decides on, by name, in one table (as graphile-worker's
+// RETRYABLE_ERROR_CODES): which ones a transaction may be re-run after, and which one is a
+// duplicate key. A number that appears raw elsewhere is a bug waiting for a second copy.
+
+/** Error numbers (mysql2's `errno`) Orbit handles by name. */
+export const MYSQL_ERRNO = {
+  /** ER_LOCK_DEADLOCK: InnoDB chose this transaction as a deadlock victim and rolled it back whole;
+   * Galera reports a failed certification (a write set of another node won) with the same number,
+   * also rolled back whole. */
+  DEADLOCK: 1213,
+  /** ER_LOCK_WAIT_TIMEOUT: a row lock was not granted within innodb_lock_wait_timeout. Only the
+   * statement is rolled back (innodb_rollback_on_timeout is off by default); transactionOn rolls
+   * back the rest before a retry. */
+  LOCK_WAIT_TIMEOUT: 1205,
+  /** ER_DUP_ENTRY: a unique key already holds the value (only the statement is undone). */
+  DUP_ENTRY: 1062,
+} as const;
+
+/** Errors after which the whole transaction has been (or is then) rolled back and can run again
+ * from the start with nothing of it committed: transactionOn retries them with jitter, and an edge
+ * that still gets one after the retries answers UNAVAILABLE (retry later), never INTERNAL. */
+export const RETRYABLE_ERRNOS: ReadonlySet<number> = new Set([MYSQL_ERRNO.DEADLOCK, MYSQL_ERRNO.LOCK_WAIT_TIMEOUT]);
+
+/** The MariaDB error number of `err`, if it is a server error. */
+export function errnoOf(err: unknown): number | undefined {
+  const n = (err as { errno?: unknown } | null)?.errno;
+  return typeof n === 'number' ? n : undefined;
+}
+
+/** True for a deadlock, a Galera certification failure or a lock wait timeout (RETRYABLE_ERRNOS). */
+export function isRetryableDbError(err: unknown): boolean {
+  const n = errnoOf(err);
+  return n !== undefined && RETRYABLE_ERRNOS.has(n);
+}
+
+/** True for a duplicate key (ER_DUP_ENTRY). */
+export function isDuplicateKey(err: unknown): boolean {
+  return errnoOf(err) === MYSQL_ERRNO.DUP_ENTRY;
+}
