@@ -57,6 +57,11 @@ export function createMetrics() {
       registers: [registry],
     }),
     liveSessions: new client.Gauge({ name: 'orbit_live_sessions', help: 'open worker sessions on this node', registers: [registry] }),
+    sessionStalls: new client.Counter({
+      name: 'orbit_session_stalls_total',
+      help: 'times a session left a ping unanswered past ORBIT_PONG_TIMEOUT_MS and got no new work until it answered (a stopped or frozen worker)',
+      registers: [registry],
+    }),
     sweeperRecovered: new client.Counter({
       name: 'orbit_sweeper_recovered_total',
       help: 'attempts and tasks recovered by the sweeper, by kind',

@@ -31,6 +31,7 @@ const INTS: [string, keyof Config, number, number, number][] = [
   ['ORBIT_SWEEP_INTERVAL_MS', 'sweepIntervalMs', 500, 50, 1000],
   ['ORBIT_HELLO_TIMEOUT_MS', 'helloTimeoutMs', 10_000, 100, 600_000],
   ['ORBIT_PING_INTERVAL_MS', 'pingIntervalMs', 15_000, 100, 600_000],
+  ['ORBIT_PONG_TIMEOUT_MS', 'pongTimeoutMs', 1_000, 50, 60_000],
   ['ORBIT_EVENT_RETENTION_SECONDS', 'eventRetentionSeconds', 604_800, 60, 31_536_000],
 ];
 

@@ -26,7 +26,7 @@ export class InProcessHost implements SessionHost, DispatcherHost {
   readonly metrics = createMetrics();
   readonly faults = new Faults(false);
   /** Mutable so a test can shorten the hello timer of the sessions it opens next. */
-  readonly config = { maxFrameBytes: 1024 * 1024, nodeId: 'unit-node', helloTimeoutMs: 10_000 };
+  readonly config = { maxFrameBytes: 1024 * 1024, nodeId: 'unit-node', helloTimeoutMs: 10_000, pongTimeoutMs: 1_000 };
   readonly signals = new NodeSignals();
   readonly sessions = new Map<string, Session>();
   readonly frames: FrameCommitter;
