@@ -28,6 +28,9 @@ import {
   waitTaskState,
 } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
+import { hello } from './support/raw-worker.js';
+import { protocolHelpers } from './support/worker-protocol-fixture.js';
+import { revokeCredential } from '../server/db/credentials.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {
@@ -225,6 +228,34 @@ describe('reconnect and resume', () => {
     const got = new Set([(await w2.next('task.assign')).task.id, (await w2.next('task.assign')).task.id]);
     expect(got).toEqual(new Set([leasedT, expiredT]));
     await cmd(f, runningT, 'resolve', { resolution: 'succeeded' });
+  });
+
+  it('a hello whose credential was revoked after the upgrade is refused in its transaction: nothing rebound or released', async () => {
+    const q = await createQueue(f);
+    const c = await protocolHelpers(() => f).credential(f.t, ['workers:connect', 'workers:consume']);
+    const tenant = { ...f.t, token: c.token };
+    const { w, workerId } = await connect(f, [q.id], { capacity: 2 }, tenant);
+    await submit(f, q.id);
+    await submit(f, q.id);
+    const [running, leasedA] = [(await w.next('task.assign')).attempt_id as string, (await w.next('task.assign')).attempt_id as string];
+    await start(w, running);
+    w.close();
+    await w.closed;
+    const rowsOf = () => Promise.all([running, leasedA].map((id) => sqlAttempt(f, id)));
+    const before = await rowsOf();
+    // The upgrade authenticates; the revocation commits before the hello frame is sent.
+    const w2 = await openRaw(f.gw.url, c.token);
+    f.workers.push(w2);
+    expect(await revokeCredential(f.db.pool, c.id)).toBe(true);
+    w2.send(hello([q.id], { worker_id: workerId, capacity: 2, resume: [running] }));
+    expect(await w2.next('error')).toMatchObject({ code: 'UNAUTHENTICATED', fatal: true });
+    expect((await w2.closed).code).toBe(1008);
+    // Not rebound (the resumed one), not released (the unlisted LEASED one), no session row.
+    expect(await rowsOf()).toEqual(before);
+    const [rows] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM worker_sessions WHERE worker_id = ?', [workerId])) as any;
+    expect(Number(rows[0].n)).toBe(1);
+    for (const id of [running, leasedA]) await expireLease(f, id);
+    await waitFor('both swept', async () => (await rowsOf()).every((a) => a.state !== 'RUNNING' && a.state !== 'LEASED'));
   });
 
   it('a second session of the same worker_id closes the first with 4409 (STATE_CONFLICT, fatal) and takes over its attempts', async () => {
