@@ -26,7 +26,7 @@ async function pause(queueId: string, verb: 'pause' | 'resume') {
 }
 
 async function finish(w: any, a: any) {
-  await start(w, a.attempt_id);
+  if (!a.started) await start(w, a.attempt_id);
   expect(await result(w, a.attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
 }
 
@@ -140,5 +140,54 @@ describe('permit limits', () => {
     const a2 = await w.next('task.assign', 3000);
     expect(a2.task.id).toBe(t2.id);
     await finish(w, a2);
+  });
+
+  describe('a lowered application limit holds for key hand-offs and refills too', () => {
+    const appActive = async (id: string) => {
+      const [[app]] = (await f.db.pool.query('SELECT active_attempts FROM applications WHERE id = ?', [id])) as any;
+      return Number(app.active_attempts);
+    };
+    /** A session of a fresh tenant holding `n` RUNNING attempts (those of `tasks`), then the
+     * application's limit lowered below them (what `orbit-admin quota set` writes). */
+    async function overLimit(tasks: Record<string, unknown>[], capacity: number) {
+      const tenant = await newTenant(f.db);
+      const q = await createQueue(f, {}, tenant);
+      const { w } = await connect(f, [q.id], { capacity, concurrency_keys: true }, tenant);
+      const held = [];
+      for (const over of tasks) {
+        await submit(f, q.id, over, tenant);
+        const a = await w.next('task.assign');
+        await start(w, a.attempt_id);
+        held.push(a);
+      }
+      await f.db.pool.query('UPDATE applications SET max_active_attempts = 1 WHERE id = ?', [tenant.application_id]);
+      return { tenant, q, w, held };
+    }
+
+    it("a released key's next task is not handed off over the limit; it runs once the count is under it", async () => {
+      const { tenant, q, w, held } = await overLimit([{ concurrency_key: 'quota/1' }, {}], 3);
+      const next = await submit(f, q.id, { concurrency_key: 'quota/1' }, tenant);
+      expect(await result(w, held[0].attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
+      expect((await sqlTask(f, next.id)).state).toBe('WAITING');
+      expect(await appActive(tenant.application_id)).toBe(1);
+      await expectNoFrame(w, 'task.assign', 300);
+      await finish(w, { attempt_id: held[1].attempt_id, started: true });
+      const a = await w.next('task.assign', 3000);
+      expect(a.task.id).toBe(next.id);
+      await finish(w, a);
+    });
+
+    it("a freed slot is not refilled over the limit; the queue's next task runs once the count is under it", async () => {
+      const { tenant, q, w, held } = await overLimit([{}, {}], 2);
+      const next = await submit(f, q.id, {}, tenant);
+      expect(await result(w, held[0].attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
+      expect((await sqlTask(f, next.id)).state).toBe('WAITING');
+      expect(await appActive(tenant.application_id)).toBe(1);
+      await expectNoFrame(w, 'task.assign', 300);
+      await finish(w, { attempt_id: held[1].attempt_id, started: true });
+      const a = await w.next('task.assign', 3000);
+      expect(a.task.id).toBe(next.id);
+      await finish(w, a);
+    });
   });
 });
