@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import { transactionStats } from './db/pipeline.js';
+import { transactionRetries } from './db/pool.js';
 
 /** Process-wide Prometheus registry and the gateway's metrics. */
 export function createMetrics() {
@@ -89,6 +90,17 @@ export function createMetrics() {
       collect() {
         this.reset();
         this.inc(transactionStats.roundTrips);
+      },
+    }),
+    dbTransactionRetries: new client.Counter({
+      name: 'orbit_db_transaction_retries_total',
+      help: 'transactions rolled back by InnoDB and run again, by reason: deadlock (1213), lock_wait (1205, or a NOWAIT lock that was held)',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ reason: 'deadlock' }, transactionRetries.deadlock);
+        this.inc({ reason: 'lock_wait' }, transactionRetries.lockWait);
       },
     }),
     tokenExhausted: new client.Counter({

@@ -1,7 +1,8 @@
 // Recovery transitions of dispatch.md and worker-protocol.md against a real gateway process: the
 // sweeper (lease expiry, deadlines; it runs every 500 ms in each gateway, leases are moved into the
-// past in SQL), late results, reconnect with resume, and superseded sessions. The permit invariants
-// are asserted after every test.
+// past in SQL), late results, reconnect with resume (and a hello whose credential was revoked),
+// superseded sessions, and the lock order of a cancel racing a result. The permit invariants are
+// asserted after every test.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from './support/raw-worker.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
@@ -31,6 +32,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { hello } from './support/raw-worker.js';
 import { protocolHelpers } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
+import { metric } from './support/keys-helpers.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {
@@ -282,6 +284,47 @@ describe('reconnect and resume', () => {
     const closed = await w.closed;
     expect(closed.code).toBe(4409);
     expect(w.frames.find((x) => x.type === 'error')).toMatchObject({ code: 'STATE_CONFLICT', fatal: true });
+  });
+});
+
+describe('lock order', () => {
+  it('a cancel and a result of one LEASED attempt, both queued behind its task row, do not deadlock: the cancel wins, nothing is retried', async () => {
+    const { w, task, attemptId } = await leased();
+    const retries = () => metric(f.gw.url, 'orbit_db_transaction_retries_total');
+    const before = await retries();
+    // Statements of the gateway's connections waiting on a row lock for a while (a claim or a
+    // sweep's SKIP LOCKED read never waits). The pattern is built so this query does not match itself.
+    const lockWaits = async () => {
+      const [rows] = (await f.db.pool.query(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
+          WHERE DB = ? AND COMMAND IN ('Query', 'Execute') AND INFO LIKE CONCAT('%FOR ', 'UPDATE%') AND TIME_MS > 100`,
+        [f.db.name],
+      )) as any;
+      return Number(rows[0].n);
+    };
+    // A third transaction holds the task row, so both commands reach their second lock while the
+    // other one holds its first: locking task → attempt against attempt → task then deadlocks.
+    const x = await f.db.pool.getConnection();
+    let cancelled: any;
+    try {
+      await x.query('START TRANSACTION');
+      await x.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [task.id]);
+      const cancel = cmd(f, task.id, 'cancel', { reason: 'race' });
+      await waitFor('the cancel waits', async () => (await lockWaits()) === 1);
+      w.send({ type: 'result', attempt_id: attemptId, outcome: 'succeeded' });
+      await waitFor('the result waits too', async () => (await lockWaits()) === 2);
+      await x.query('COMMIT');
+      cancelled = await cancel;
+    } finally {
+      await x.query('ROLLBACK');
+      x.release();
+    }
+    // No deadlock was rolled back and retried behind the callers' backs.
+    expect((await retries()) - before).toBe(0);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(await w.next('error')).toMatchObject({ code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
   });
 });
 

@@ -89,6 +89,12 @@ export function releaseConnection(c: Conn): void {
   else conn.release();
 }
 
+/** Process totals read by /metrics (orbit_db_transaction_retries_total): transactions InnoDB rolled
+ * back on a deadlock (1213) or a lock-wait timeout (1205, also a NOWAIT lock that was held) and
+ * transactionOn ran again. The fixed lock order (docs/design.md) keeps deadlocks out; a retry
+ * hides one from the caller, this count does not. */
+export const transactionRetries = { deadlock: 0, lockWait: 0 };
+
 /**
  * Runs `fn` as one transaction on `conn`. Deadlocks and lock-wait timeouts (1213, 1205) are
  * retried with a little jittered backoff: InnoDB rolled the whole transaction back, so a retry
@@ -115,6 +121,8 @@ export async function transactionOn<T>(conn: Conn, fn: (c: Conn) => Promise<T>):
       const code = (err as { errno?: number }).errno;
       // Never after commitWith(): the transaction's effects are committed, a retry would repeat them.
       if ((code === 1213 || code === 1205) && attempt < 8 && !broken && !isCommitted(tx)) {
+        if (code === 1213) transactionRetries.deadlock++;
+        else transactionRetries.lockWait++;
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
         continue;
       }
