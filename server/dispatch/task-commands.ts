@@ -1,5 +1,6 @@
 // Task commands of the HTTP facade: cancel (WAITING or LEASED) and resolve (NEEDS_REVIEW). Each runs
-// inside the idempotent command's transaction.
+// inside the idempotent command's transaction. Resolve locks only the task (a NEEDS_REVIEW task
+// has no live attempt); cancel locks the attempt before the task (docs/design.md, "Lock order").
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Conn } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
@@ -29,9 +30,9 @@ export async function cancelTask(c: Conn, namespaceId: string, taskId: string, r
   if (t.state === 'WAITING') {
     await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
   } else if (t.state === 'LEASED' && t.current_attempt_id) {
-    // The task moved on between the two reads (claimed again, or the unlocked read saw an older
-    // snapshot): its attempt is locked now, after the task, but without waiting — a held row fails
-    // the statement with 1205 and withTransaction runs the whole transaction again, in order.
+    // The task moved on between the two reads (claimed again): its attempt is locked now, after
+    // the task, but without waiting — a held row fails the statement with 1205 and the whole
+    // transaction runs again (withTransaction, or the command's serialized path), in order.
     const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
     await revokeAttempt(c, ledger, a, 'cancel', reason);
     revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
