@@ -164,22 +164,14 @@ describe('permit limits', () => {
       return { tenant, q, w, held };
     }
 
-    it("a released key's next task is not handed off over the limit; it runs once the count is under it", async () => {
-      const { tenant, q, w, held } = await overLimit([{ concurrency_key: 'quota/1' }, {}], 3);
-      const next = await submit(f, q.id, { concurrency_key: 'quota/1' }, tenant);
-      expect(await result(w, held[0].attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
-      expect((await sqlTask(f, next.id)).state).toBe('WAITING');
-      expect(await appActive(tenant.application_id)).toBe(1);
-      await expectNoFrame(w, 'task.assign', 300);
-      await finish(w, { attempt_id: held[1].attempt_id, started: true });
-      const a = await w.next('task.assign', 3000);
-      expect(a.task.id).toBe(next.id);
-      await finish(w, a);
-    });
-
-    it("a freed slot is not refilled over the limit; the queue's next task runs once the count is under it", async () => {
-      const { tenant, q, w, held } = await overLimit([{}, {}], 2);
-      const next = await submit(f, q.id, {}, tenant);
+    // A key hand-off (the session has a free slot for the key's next task) and a refill (the
+    // session is full; the finished attempt's slot would go to the queue's next task).
+    it.each<[string, Record<string, unknown>[], number, Record<string, unknown>]>([
+      ["a released key's next task is not handed off", [{ concurrency_key: 'quota/1' }, {}], 3, { concurrency_key: 'quota/1' }],
+      ['a freed slot is not refilled', [{}, {}], 2, {}],
+    ])('%s over the limit; it runs once the count is under it', async (_what, tasks, capacity, nextOver) => {
+      const { tenant, q, w, held } = await overLimit(tasks, capacity);
+      const next = await submit(f, q.id, nextOver, tenant);
       expect(await result(w, held[0].attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
       expect((await sqlTask(f, next.id)).state).toBe('WAITING');
       expect(await appActive(tenant.application_id)).toBe(1);
