@@ -1,7 +1,8 @@
 // Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket, after hello: frame
 // validation, per-attempt errors, intake control (capacity, drain, handler filter, capability flag),
-// credential revocation, heartbeats and the ping that comes with an assignment. No SDK, no mocks: a real gateway process and its database.
-// Handshake and hello rules: worker-protocol-handshake.test.ts.
+// credential revocation, heartbeats and the ping that comes with an assignment. No SDK, no mocks:
+// a real gateway process and its database. Handshake and hello rules:
+// worker-protocol-handshake.test.ts.
 import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
