@@ -292,13 +292,14 @@ describe('lock order', () => {
     const { w, task, attemptId } = await leased();
     const retries = () => metric(f.gw.url, 'orbit_db_transaction_retries_total');
     const before = await retries();
-    // Statements of the gateway's connections waiting on a row lock for a while (a claim or a
-    // sweep's SKIP LOCKED read never waits). The pattern is built so this query does not match itself.
-    const lockWaits = async () => {
+    // Locking statements of the gateway's connections that have waited for a while (a claim's or a
+    // sweep's SKIP LOCKED read never waits), by text: the cancel's `FROM tasks … FOR UPDATE`, the
+    // result's `FROM attempts a JOIN tasks t … FOR UPDATE` (CONCAT: this query must not match itself).
+    const waiting = async (from: string) => {
       const [rows] = (await f.db.pool.query(
         `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
-          WHERE DB = ? AND COMMAND IN ('Query', 'Execute') AND INFO LIKE CONCAT('%FOR ', 'UPDATE%') AND TIME_MS > 100`,
-        [f.db.name],
+          WHERE DB = ? AND COMMAND IN ('Query', 'Execute') AND TIME_MS > 100 AND INFO LIKE CONCAT('%FROM ', ?, '%FOR ', 'UPDATE%')`,
+        [f.db.name, from],
       )) as any;
       return Number(rows[0].n);
     };
@@ -310,9 +311,9 @@ describe('lock order', () => {
       await x.query('START TRANSACTION');
       await x.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [task.id]);
       const cancel = cmd(f, task.id, 'cancel', { reason: 'race' });
-      await waitFor('the cancel waits', async () => (await lockWaits()) === 1);
+      await waitFor('the cancel waits', async () => (await waiting('tasks WHERE')) === 1);
       w.send({ type: 'result', attempt_id: attemptId, outcome: 'succeeded' });
-      await waitFor('the result waits too', async () => (await lockWaits()) === 2);
+      await waitFor('the result waits too', async () => (await waiting('attempts a JOIN tasks t')) === 1);
       await x.query('COMMIT');
       cancelled = await cancel;
     } finally {
