@@ -5,22 +5,15 @@
 // {"ev":"write",...} per applied write and {"ev":"stale",...} per rejected one.
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES, WORKER_CAPACITY (default 4), WORKER_DELAY_MS (0..N ms
 //   before the write, default 20), FENCE_DSN (mysql://…), FENCE_NAMESPACE.
-import mysql from 'mysql2/promise';
 import { createWorker } from '@orbit/worker-sdk/worker';
 import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
 import { StaleTokenError } from '@orbit/worker-sdk/fenced-resource';
+import { createPool } from '../server/db/pool.js';
 
 const env = process.env;
 const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
-const u = new URL(env.FENCE_DSN!);
-const pool = mysql.createPool({
-  host: u.hostname,
-  port: Number(u.port || 3306),
-  user: decodeURIComponent(u.username),
-  password: decodeURIComponent(u.password),
-  database: u.pathname.slice(1),
-  connectionLimit: 4,
-});
+// Orbit's pool: the session settings of every Orbit connection (db/session-setup.ts) apply here too.
+const pool = createPool(env.FENCE_DSN!, { connectionLimit: 4 });
 const fence = createFencedResource(pool, { table: 'chaos_fence' });
 const delay = Number(env.WORKER_DELAY_MS ?? 20);
 

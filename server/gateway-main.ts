@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
 import { createPool } from './db/pool.js';
 import { assertSchemaCurrent } from './db/migrations.js';
+import { assertSessionSettings } from './db/session-setup.js';
+import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { registerQueueGauges } from './queue-metrics.js';
@@ -26,20 +28,21 @@ export interface GatewayHandle {
 export async function startGateway(config: Config): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
   const pool = createPool(config.mysqlDsn);
-  pool.on('connection', (conn) => {
-    // READ COMMITTED: locking reads and conditional updates see the latest committed rows and
-    // InnoDB takes no gap locks, which keeps concurrent claimers from deadlocking on ranges.
-    // (mysql2 hands this event its core connection, whose query returns no promise, whatever the
-    // promise pool's typing says: `void` only tells the linter so.)
-    void conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
-  });
+  let budget: PacketBudget;
   try {
+    // Every connection runs under Orbit's sql_mode and READ COMMITTED (createPool); this refuses
+    // to start when something between us and the server undoes it.
+    await assertSessionSettings(pool);
     await assertSchemaCurrent(pool);
+    // Every coalesced statement and round trip stays within the server's max_allowed_packet.
+    budget = await readPacketBudget(pool);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
   }
   const metrics = createMetrics();
+  metrics.dbStatementBudget.set(budget.bytes);
+  log.info({ max_allowed_packet: budget.maxAllowedPacket, statement_budget_bytes: budget.bytes }, 'database statement budget');
   const signals = new NodeSignals();
   const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');

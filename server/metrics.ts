@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import { transactionStats } from './db/pipeline.js';
 import { transactionRetries } from './db/pool.js';
+import { budgetStats } from './db/packet-budget.js';
 
 /** Process-wide Prometheus registry and the gateway's metrics. */
 export function createMetrics() {
@@ -101,6 +102,20 @@ export function createMetrics() {
         this.reset();
         this.inc({ reason: 'deadlock' }, transactionRetries.deadlock);
         this.inc({ reason: 'lock_wait' }, transactionRetries.lockWait);
+      },
+    }),
+    dbStatementBudget: new client.Gauge({
+      name: 'orbit_db_statement_budget_bytes',
+      help: "largest statement text one database round trip carries: the server's max_allowed_packet read at start, less 64 KiB headroom (db/packet-budget.ts)",
+      registers: [registry],
+    }),
+    dbBudgetSplits: new client.Counter({
+      name: 'orbit_db_budget_splits_total',
+      help: 'extra statements or round trips because coalesced values would have exceeded the statement budget',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(budgetStats.splits);
       },
     }),
     tokenExhausted: new client.Counter({

@@ -1,17 +1,22 @@
 // Pipelined transactions (server/db/pipeline.ts): unread writes travel with the next statement as
 // one multi-statement query. Against the real MariaDB: results stay each caller's own, a queued
 // write's failure surfaces at the next await and rolls the whole transaction back, COMMIT carries
-// the last writes, and prepared statements run after the queue.
+// the last writes, and prepared statements run after the queue; texts that together exceed the
+// statement budget (db/packet-budget.ts: the server's max_allowed_packet, read from it) go in
+// several round trips, and multi-row statements in several chunks.
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { withTransaction } from '../server/db/pool.js';
-import { commitWith, isCommitted, pipelined, rawConnection, write } from '../server/db/pipeline.js';
+import { commitWith, isCommitted, pipelined, rawConnection, transactionStats, write } from '../server/db/pipeline.js';
+import { budgetOf, budgetStats, chunkRows, readPacketBudget, StatementTooLarge } from '../server/db/packet-budget.js';
 
 let db: TestDb;
 beforeAll(async () => {
   db = await createTestDb();
   await db.pool.query('CREATE TABLE pipe_t (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)');
+  await db.pool.query('CREATE TABLE pipe_big (id INT PRIMARY KEY, v LONGTEXT NOT NULL)');
 });
 afterAll(async () => db?.drop());
 
@@ -100,5 +105,71 @@ describe('pipelined transactions', () => {
       [41, 'z'],
       [42, 'queued'],
     ]);
+  });
+});
+
+describe('the statement budget', () => {
+  const MiB = 1024 * 1024;
+  const big = async () => (await db.pool.query<RowDataPacket[]>('SELECT id, SHA2(v, 256) AS h FROM pipe_big ORDER BY id'))[0].map((r) => [r.id, r.h]);
+  const sha = (v: string) => crypto.createHash('sha256').update(v).digest('hex');
+
+  it('is read from the server: max_allowed_packet (16 MiB, set by the embedded server) less 64 KiB, for every connection of the pool', async () => {
+    expect(await readPacketBudget(db.pool)).toEqual({ maxAllowedPacket: 16 * MiB, bytes: 16 * MiB - 64 * 1024 });
+    await withTransaction(db.pool, async (c) => expect(budgetOf(c).bytes).toBe(16 * MiB - 64 * 1024));
+  });
+
+  it('queued writes that together exceed it go in several round trips, in order, and commit whole', async () => {
+    await readPacketBudget(db.pool);
+    await db.pool.query('DELETE FROM pipe_big');
+    // Three writes of 6 MiB each: one 18 MiB query before the budget (errno 1153, connection dropped).
+    const values = [1, 2, 3].map((i) => `${i} it's é `.repeat((6 * MiB) / 10));
+    const trips = transactionStats.roundTrips;
+    const splits = budgetStats.splits;
+    await withTransaction(db.pool, async (c) => {
+      for (const [i, v] of values.entries()) await write(c, 'INSERT INTO pipe_big VALUES (?, ?)', [i, v]);
+      await write(c, 'UPDATE pipe_big SET v = CONCAT(v, ?) WHERE id = ?', ['!', 0]);
+    });
+    expect(transactionStats.roundTrips - trips).toBeGreaterThanOrEqual(2);
+    expect(budgetStats.splits).toBeGreaterThan(splits);
+    expect(await big()).toEqual([
+      [0, sha(values[0]! + '!')],
+      [1, sha(values[1]!)],
+      [2, sha(values[2]!)],
+    ]);
+  });
+
+  it('a statement that alone exceeds it is refused before it is sent: nothing written, the connection serves on', async () => {
+    const b = await readPacketBudget(db.pool);
+    await db.pool.query('DELETE FROM pipe_big');
+    const err = await withTransaction(db.pool, async (c) => {
+      await write(c, 'INSERT INTO pipe_big VALUES (?, ?)', [1, 'small']);
+      await write(c, 'INSERT INTO pipe_big VALUES (?, ?)', [2, 'x'.repeat(b.bytes)]);
+      await c.query('SELECT 1');
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StatementTooLarge);
+    expect((err as Error).message).toMatch(/exceeds the statement budget of 16711680 bytes \(max_allowed_packet 16777216\)/);
+    expect(await big()).toEqual([]);
+    await withTransaction(db.pool, (c) => write(c, 'INSERT INTO pipe_big VALUES (?, ?)', [3, 'after']));
+    expect(await big()).toEqual([[3, sha('after')]]);
+  });
+
+  it('chunkRows cuts a multi-row statement within it from the escaped size of each row; a row that alone exceeds it is refused', async () => {
+    await readPacketBudget(db.pool);
+    await db.pool.query('DELETE FROM pipe_big');
+    // 5 rows of 3 MiB: up to 6 MiB each once escaped (all quotes), so two rows per 16 MiB statement.
+    const rows = [0, 1, 2, 3, 4].map((id) => ({ id, v: 'x'.repeat(3 * MiB) }));
+    await withTransaction(db.pool, async (c) => {
+      const chunks = chunkRows(c, rows, (r) => [r.id, r.v]);
+      expect(chunks.map((k) => k.map((r) => r.id))).toEqual([[0, 1], [2, 3], [4]]);
+      for (const k of chunks)
+        await write(
+          c,
+          `INSERT INTO pipe_big VALUES ${k.map(() => '(?, ?)').join(', ')}`,
+          k.flatMap((r) => [r.id, r.v]),
+        );
+      expect(() => chunkRows(c, [{ v: 'x'.repeat(8 * MiB) }], (r) => [r.v])).toThrow(StatementTooLarge);
+    });
+    const h = sha(rows[0]!.v);
+    expect(await big()).toEqual(rows.map((r) => [r.id, h]));
   });
 });

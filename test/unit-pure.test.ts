@@ -18,6 +18,8 @@ import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/disp
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
 import { QueueHints } from '../server/dispatch/queue-hints.js';
+import { budgetFor, MIN_MAX_ALLOWED_PACKET, roundTrips, StatementTooLarge } from '../server/db/packet-budget.js';
+import { GroupCommitter } from '../server/dispatch/group-commit.js';
 
 const base: OutcomeInput = {
   outcome: 'succeeded',
@@ -241,5 +243,34 @@ describe('QueueHints (refill and hand-off skips)', () => {
     h.markDrained('q3');
     expect([...h.refusedQueues(later)]).toEqual([]);
     expect([...h.refillSkips(later)]).toEqual([]);
+  });
+});
+
+describe('statement budget (server/db/packet-budget.ts) and byte-bounded batches', () => {
+  const MiB = 1024 * 1024;
+
+  it('derives from max_allowed_packet and refuses a server below 4 MiB with one clear line', () => {
+    expect(budgetFor(16 * MiB)).toEqual({ maxAllowedPacket: 16 * MiB, bytes: 16 * MiB - 64 * 1024 });
+    expect(budgetFor(MIN_MAX_ALLOWED_PACKET).bytes).toBe(4 * MiB - 64 * 1024);
+    expect(() => budgetFor(4 * MiB - 1)).toThrow(
+      /^the database's max_allowed_packet is 4194303 bytes; Orbit needs at least 4194304 \(4 MiB\): set max_allowed_packet=16M/,
+    );
+    expect(() => budgetFor(Number.NaN)).toThrow(/max_allowed_packet/);
+  });
+
+  it('groups texts into round trips by their exact UTF-8 bytes, in order; a text over the budget is refused', () => {
+    const budget = { maxAllowedPacket: 0, bytes: 10 };
+    // 'é' is 2 bytes: 'éé' + ';\n' + 'abcd' = 10 bytes fit; one more byte goes to the next trip.
+    expect(roundTrips(['éé', 'abcd', 'e', 'abcdefghij', 'x'], budget)).toEqual([['éé', 'abcd'], ['e'], ['abcdefghij'], ['x']]);
+    expect(roundTrips([], budget)).toEqual([]);
+    expect(() => roundTrips(['a', 'ééééé!'], budget)).toThrow(StatementTooLarge);
+  });
+
+  it('a group-commit batch takes items while their weights stay within the bound; a heavier item goes alone', async () => {
+    const batches: number[][] = [];
+    const gc = new GroupCommitter<number, number>(async (_g, items) => (batches.push(items), items), 100, 1, { of: (w) => w, max: () => 10 });
+    const out = await Promise.all(gc.submitAll('app', [5, 5, 5, 20, 1, 2, 3]));
+    expect(out).toEqual([5, 5, 5, 20, 1, 2, 3]);
+    expect(batches).toEqual([[5, 5], [5], [20], [1, 2, 3]]);
   });
 });

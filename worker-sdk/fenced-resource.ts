@@ -6,6 +6,11 @@
 // The token only rejects writes older than one this resource has already seen; it does not prove
 // the caller's lease is still valid, and it replaces neither authentication nor idempotency
 // (hence the operation id).
+//
+// Every statement that carries a value is a prepared statement (`execute`): the server binds the
+// values, so they mean the same under any sql_mode of the caller's server. `query` with values
+// escapes on the client with backslashes, which a server running NO_BACKSLASH_ESCAPES reads as
+// text: a key with a quote would end the string literal.
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { UINT64_MAX } from '@orbit/protocol/limits';
 import { OperationConflictError, StaleTokenError } from './errors.js';
@@ -98,12 +103,12 @@ export function createFencedResource(pool: Pool, opts: FencedResourceOptions = {
         // Lock the fence row, creating it on first use. INSERT … ON DUPLICATE KEY UPDATE takes the
         // row's exclusive lock directly: a SELECT … FOR UPDATE on a missing row followed by an
         // INSERT would let two first writers deadlock on the gap.
-        await conn.query(
+        await conn.execute(
           `INSERT INTO \`${table}\` (namespace, resource_key, highest_token) VALUES (?, ?, 0)
            ON DUPLICATE KEY UPDATE highest_token = highest_token`,
           [w.namespace, w.key],
         );
-        const [rows] = await conn.query<RowDataPacket[]>(
+        const [rows] = await conn.execute<RowDataPacket[]>(
           `SELECT CAST(highest_token AS CHAR) AS highest FROM \`${table}\` WHERE namespace = ? AND resource_key = ? FOR UPDATE`,
           [w.namespace, w.key],
         );
@@ -112,13 +117,13 @@ export function createFencedResource(pool: Pool, opts: FencedResourceOptions = {
         // Equal token = the same permit writing again: allowed. A larger one raises the fence.
         const next = w.token > highest ? w.token : highest;
         if (w.token > highest) {
-          await conn.query(`UPDATE \`${table}\` SET highest_token = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace = ? AND resource_key = ?`, [
+          await conn.execute(`UPDATE \`${table}\` SET highest_token = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace = ? AND resource_key = ?`, [
             tok,
             w.namespace,
             w.key,
           ]);
         }
-        const [ops] = await conn.query<RowDataPacket[]>(`SELECT resource_key FROM \`${opsTable}\` WHERE namespace = ? AND operation_id = ? FOR UPDATE`, [
+        const [ops] = await conn.execute<RowDataPacket[]>(`SELECT resource_key FROM \`${opsTable}\` WHERE namespace = ? AND operation_id = ? FOR UPDATE`, [
           w.namespace,
           w.operationId,
         ]);
@@ -128,7 +133,7 @@ export function createFencedResource(pool: Pool, opts: FencedResourceOptions = {
           await conn.commit(); // keeps the raised fence: a legitimate token was seen
           return { applied: false, duplicate: true, highestToken: next };
         }
-        await conn.query(`INSERT INTO \`${opsTable}\` (namespace, operation_id, resource_key, token) VALUES (?, ?, ?, ?)`, [
+        await conn.execute(`INSERT INTO \`${opsTable}\` (namespace, operation_id, resource_key, token) VALUES (?, ?, ?, ?)`, [
           w.namespace,
           w.operationId,
           w.key,
@@ -166,7 +171,7 @@ export function createFencedResource(pool: Pool, opts: FencedResourceOptions = {
   }
 
   async function highestToken(namespace: string, key: string): Promise<bigint> {
-    const [rows] = await pool.query<RowDataPacket[]>(
+    const [rows] = await pool.execute<RowDataPacket[]>(
       `SELECT CAST(highest_token AS CHAR) AS highest FROM \`${table}\` WHERE namespace = ? AND resource_key = ?`,
       [namespace, key],
     );

@@ -1,9 +1,11 @@
 // Batch-shaped statements of the coalesced start and result transactions: one statement per table
-// for the whole batch, whatever its size (arrays go in as multi-row IN lists and CASE columns).
+// for the whole batch, whatever its number of rows (arrays go in as multi-row IN lists and CASE
+// columns) — cut into chunks only when the values of the results exceed the statement budget.
 // Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { commitWith, write } from './pipeline.js';
+import { chunkRows } from './packet-budget.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
 
 const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
@@ -147,62 +149,49 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
   };
 }
 
-/** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column; started_at
+/** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column (one per
+ * chunk of rows when their values exceed the statement budget: db/packet-budget.ts); started_at
  * is set to now for an attempt that was never started. The caller holds the row locks.
  * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
  * under the test suite's load; CASE is plain SQL every server plans the same.) */
 export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string): Promise<void> {
-  if (rows.length === 0) return;
-  const cols = [
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.state,
-      'state',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.outcome,
-      'outcome',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.output,
-      'output',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.errorCode,
-      'error_code',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.errorMessage,
-      'error_message',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.fingerprint,
-      'result_fingerprint',
-    ),
-    caseOf(
-      rows,
-      (r) => r.id,
-      (r) => r.reply,
-      'result_reply',
-    ),
+  const columns: [string, (r: ClosedAttempt) => unknown][] = [
+    ['state', (r) => r.state],
+    ['outcome', (r) => r.outcome],
+    ['output', (r) => r.output],
+    ['error_code', (r) => r.errorCode],
+    ['error_message', (r) => r.errorMessage],
+    ['result_fingerprint', (r) => r.fingerprint],
+    ['result_reply', (r) => r.reply],
   ];
-  await write(
-    c,
-    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
-      WHERE id IN (${list(rows.length)})`,
-    [...cols.flatMap((x) => x.args), now, now, ...rows.map((r) => r.id)],
-  );
+  // Each row's id appears in every CASE and in the IN list. (A flat literal: built with flatMap,
+  // the list cost 4 µs per row, measured; this 0.8 µs.)
+  const valuesOf = (r: ClosedAttempt) => [
+    r.id,
+    r.id,
+    r.state,
+    r.id,
+    r.outcome,
+    r.id,
+    r.output,
+    r.id,
+    r.errorCode,
+    r.id,
+    r.errorMessage,
+    r.id,
+    r.fingerprint,
+    r.id,
+    r.reply,
+  ];
+  for (const chunk of chunkRows(c, rows, valuesOf)) {
+    const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
+    await write(
+      c,
+      `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
+        WHERE id IN (${list(chunk.length)})`,
+      [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
+    );
+  }
 }
 
 export interface TaskAfterResult {
@@ -223,32 +212,39 @@ function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown
   return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
 }
 
-/** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column; current_attempt_id
+/** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column (one per chunk of rows
+ * when their values exceed the statement budget: db/packet-budget.ts); current_attempt_id
  * cleared. A task back to WAITING gets its new not_before and keeps its result columns; the
  * others get their result and keep their not_before. The caller holds the row locks. */
 export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], now: string): Promise<void> {
-  if (rows.length === 0) return;
   const id = (r: TaskAfterResult) => r.id;
-  const waiting = rows.filter((r) => !r.result);
-  const results = rows.filter((r) => r.result);
-  const cols = [
-    caseOf(rows, id, (r) => r.state, 'state'),
-    caseOf(rows, id, (r) => r.attemptsMade, 'attempts_made'),
-    caseOf(rows, id, (r) => (r.terminal ? now : null), 'finished_at'),
-    ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
-    ...(results.length
-      ? [
-          caseOfSome(results, id, (r) => r.result!.outcome, 'result_outcome'),
-          caseOfSome(results, id, (r) => r.result!.output, 'result_output'),
-          caseOfSome(results, id, (r) => r.result!.errorCode, 'result_error_code'),
-          caseOfSome(results, id, (r) => r.result!.errorMessage, 'result_error_message'),
-        ]
-      : []),
-  ];
-  await write(
-    c,
-    `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
-      WHERE id IN (${list(rows.length)})`,
-    [...cols.flatMap((x) => x.args), now, ...rows.map((r) => r.id)],
-  );
+  // A row's id appears in at most 7 CASEs and the IN list.
+  const valuesOf = (r: TaskAfterResult) => {
+    const x = r.result;
+    return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
+  };
+  for (const chunk of chunkRows(c, rows, valuesOf)) {
+    const waiting = chunk.filter((r) => !r.result);
+    const results = chunk.filter((r) => r.result);
+    const cols = [
+      caseOf(chunk, id, (r) => r.state, 'state'),
+      caseOf(chunk, id, (r) => r.attemptsMade, 'attempts_made'),
+      caseOf(chunk, id, (r) => (r.terminal ? now : null), 'finished_at'),
+      ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
+      ...(results.length
+        ? [
+            caseOfSome(results, id, (r) => r.result!.outcome, 'result_outcome'),
+            caseOfSome(results, id, (r) => r.result!.output, 'result_output'),
+            caseOfSome(results, id, (r) => r.result!.errorCode, 'result_error_code'),
+            caseOfSome(results, id, (r) => r.result!.errorMessage, 'result_error_message'),
+          ]
+        : []),
+    ];
+    await write(
+      c,
+      `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
+        WHERE id IN (${list(chunk.length)})`,
+      [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
+    );
+  }
 }

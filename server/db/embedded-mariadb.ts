@@ -327,6 +327,9 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     '--max-connections=1000',
     '--innodb-buffer-pool-size=256M',
     '--skip-log-bin',
+    // A known packet limit, whatever the server's compiled-in default (MariaDB 16 MiB, MySQL 8
+    // 64 MiB): the gateway's statement budget derives from it (db/packet-budget.ts).
+    '--max-allowed-packet=16M',
     ...(isRoot ? ['--user=root'] : []),
     ...(opts.serverArgs ?? []),
   ];

@@ -7,8 +7,11 @@
 // same `format` mysql2's `query(sql, values)` uses; MariaDB runs the statements in order and stops
 // at the first error, so a failure surfaces at that later await and rolls the transaction back).
 // `execute` (prepared statements) cannot join a multi-statement text: queued writes go first.
+// A round trip never exceeds the connection's byte budget (db/packet-budget.ts): texts that
+// together would are sent in several, in order.
 import type { FieldPacket, QueryResult } from 'mysql2/promise';
 import type { PoolConnection as Conn } from 'mysql2/promise';
+import { budgetOf, roundTrips } from './packet-budget.js';
 
 /** Process totals read by /metrics (orbit_db_transactions_total, orbit_db_transaction_round_trips_total):
  * round trips per transaction is the figure pipelining changes, and a noisy machine cannot blur it. */
@@ -29,16 +32,26 @@ export function rawConnection(c: Conn): Conn {
   return pipes.get(c)?.conn ?? c;
 }
 
-/** One round trip: the queued writes, then `statements`; returns the results of `statements`
- * (mysql2 answers a multi-statement text with one result and field list per statement). */
+/** The queued writes, then `statements`, in as few round trips as the byte budget allows (one
+ * unless the texts together exceed it: db/packet-budget.ts); returns the results of `statements`
+ * (mysql2 answers a multi-statement text with one result and field list per statement). Texts
+ * still run in order, so a split changes nothing but the number of round trips. */
 async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
   const texts = [...p.pending.splice(0), ...statements];
-  transactionStats.roundTrips++;
-  if (texts.length === 1) {
-    const [r, f] = await p.conn.query(texts[0]!);
-    return statements.length === 1 ? [[r], [f]] : [[], []];
+  const results: QueryResult[] = [];
+  const fields: FieldPacket[][] = [];
+  for (const trip of roundTrips(texts, budgetOf(p.conn))) {
+    transactionStats.roundTrips++;
+    if (trip.length === 1) {
+      const [r, f] = await p.conn.query(trip[0]!);
+      results.push(r);
+      fields.push(f);
+    } else {
+      const [r, f] = (await p.conn.query(trip.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
+      results.push(...r);
+      fields.push(...f);
+    }
   }
-  const [results, fields] = (await p.conn.query(texts.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
   const from = texts.length - statements.length;
   return [results.slice(from), fields.slice(from)];
 }

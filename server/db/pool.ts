@@ -1,5 +1,7 @@
 import mysql from 'mysql2/promise';
 import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
+import { setupConnection } from './session-setup.js';
+import { trackPacketBudget } from './packet-budget.js';
 
 export type Pool = mysql.Pool;
 export type Conn = mysql.PoolConnection;
@@ -34,13 +36,14 @@ export function parseDsn(dsn: string): mysql.PoolOptions {
 }
 
 /**
- * One pool per process. uint64 columns (tokens, revisions, sequences) come back as decimal
+ * One pool per process. Every connection it opens first runs Orbit's session settings (sql_mode,
+ * READ COMMITTED: db/session-setup.ts), whatever the server's defaults. uint64 columns (tokens, revisions, sequences) come back as decimal
  * strings (supportBigNumbers + bigNumberStrings) so they never pass through a float; DATETIME
  * columns come back as strings and are formatted as RFC 3339 by `toIso`. Every time the database
  * stores is UTC_TIMESTAMP(3), so the session time zone does not matter.
  */
 export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}): Pool {
-  return mysql.createPool({
+  const pool = mysql.createPool({
     ...parseDsn(dsn),
     supportBigNumbers: true,
     bigNumberStrings: true,
@@ -61,6 +64,11 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     trace: false,
     ...extra,
   });
+  // mysql2 hands this event its core (callback) connection, whatever the promise pool's typing says.
+  pool.on('connection', (conn) => setupConnection(conn as unknown as Parameters<typeof setupConnection>[0]));
+  // Statement texts stay within the server's max_allowed_packet (db/packet-budget.ts).
+  trackPacketBudget(pool);
+  return pool;
 }
 
 /** `2026-11-30 01:02:03.456` (DATETIME(3) as string, UTC) → `2026-11-30T01:02:03.456Z`. */

@@ -1,6 +1,7 @@
 // SQL operations on idempotency receipts.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
+import { chunkRows } from './packet-budget.js';
 
 export interface ReceiptRow extends RowDataPacket {
   operation: string;
@@ -75,18 +76,28 @@ export interface NewReceipt {
 }
 
 /** insertReceipts(rows: namespace, key, operation, target, fingerprint, status, frozen data,
- * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT. A
- * key that exists (committed, or in flight in another transaction, which this waits for) fails
- * the statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. */
+ * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT (one
+ * per chunk when the frozen data exceed the statement budget: db/packet-budget.ts). A key that
+ * exists (committed, or in flight in another transaction, which this waits for) fails the
+ * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. */
 export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void> {
-  if (rows.length === 0) return;
-  const args: unknown[] = [];
-  for (const r of rows) {
-    args.push(r.namespaceId, r.key, r.operation, r.targetId, r.fingerprint, r.httpStatus, JSON.stringify(r.data), r.resourceId, r.credentialId, r.createdAt);
+  const values = rows.map((r) => [
+    r.namespaceId,
+    r.key,
+    r.operation,
+    r.targetId,
+    r.fingerprint,
+    r.httpStatus,
+    JSON.stringify(r.data),
+    r.resourceId,
+    r.credentialId,
+    r.createdAt,
+  ]);
+  for (const chunk of chunkRows(c, values, (v) => v)) {
+    await c.query(
+      `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
+       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+      chunk.flat(),
+    );
   }
-  await c.query(
-    `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
-     VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
-    args,
-  );
 }

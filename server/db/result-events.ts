@@ -4,6 +4,7 @@
 // cannot commit before n (docs/design.md, "Result stream watermark").
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
+import { chunkRows } from './packet-budget.js';
 
 /** allocateSequences(namespace_id, k): k fresh sequences; the head row is created on the
  * namespace's first event, else bumped by k (its exclusive lock held to the commit). The new head
@@ -36,17 +37,18 @@ export interface NewResultEvent {
 }
 
 /** insertResultEvents(namespace_id, rows: offset from the allocated head, type, task, queue,
- * result JSON): one multi-row INSERT right after allocateSequences, sequence = head − offset,
- * occurred_at = now (taken under the head lock, so it does not decrease along the stream). */
+ * result JSON): multi-row INSERTs right after allocateSequences (one unless the results exceed
+ * the statement budget: db/packet-budget.ts; every chunk reads the same head), sequence = head −
+ * offset, occurred_at = now (taken under the head lock, so it does not decrease along the stream). */
 export async function insertResultEvents(c: Conn, namespaceId: string, rows: NewResultEvent[]): Promise<void> {
-  if (rows.length === 0) return;
-  const values: unknown[] = [];
-  for (const e of rows) values.push(namespaceId, e.fromHead, e.type, e.taskId, e.queueId, e.result);
-  await write(
-    c,
-    `INSERT INTO result_events (namespace_id, sequence, type, task_id, queue_id, occurred_at, result) VALUES ${rows
-      .map(() => '(?, @orbit_stream_head - ?, ?, ?, ?, UTC_TIMESTAMP(3), ?)')
-      .join(', ')}`,
-    values,
-  );
+  const valuesOf = (e: NewResultEvent) => [namespaceId, e.fromHead, e.type, e.taskId, e.queueId, e.result];
+  for (const chunk of chunkRows(c, rows, valuesOf)) {
+    await write(
+      c,
+      `INSERT INTO result_events (namespace_id, sequence, type, task_id, queue_id, occurred_at, result) VALUES ${chunk
+        .map(() => '(?, @orbit_stream_head - ?, ?, ?, ?, UTC_TIMESTAMP(3), ?)')
+        .join(', ')}`,
+      chunk.flatMap(valuesOf),
+    );
+  }
 }

@@ -4,6 +4,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import { toIso } from './pool.js';
+import { chunkRows } from './packet-budget.js';
 import { isId } from '@orbit/protocol/ids';
 import type { TaskState } from '@orbit/protocol/states';
 
@@ -153,22 +154,39 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
 }
 
 /** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
- * whole submit batch (state WAITING; times from the transaction's one database-clock read). */
+ * whole submit batch (one per chunk when the payloads exceed the statement budget:
+ * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read). */
 export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
-  if (tasks.length === 0) return;
-  const args: unknown[] = [];
-  for (const t of tasks) {
-    args.push(t.id, t.namespaceId, t.applicationId, t.queueId, t.handler, t.handlerVersion, t.payloadVersion, t.payloadJson);
-    args.push(t.businessKey, t.concurrencyKey, t.priority, t.maxAttempts, t.notBefore, t.deadlineAt, t.createdAt, t.createdAt);
-    args.push(t.origin?.scheduleId ?? null, t.origin?.scheduleVersion ?? null, t.origin?.scheduledFor ?? null);
+  const rows = tasks.map((t) => [
+    t.id,
+    t.namespaceId,
+    t.applicationId,
+    t.queueId,
+    t.handler,
+    t.handlerVersion,
+    t.payloadVersion,
+    t.payloadJson,
+    t.businessKey,
+    t.concurrencyKey,
+    t.priority,
+    t.maxAttempts,
+    t.notBefore,
+    t.deadlineAt,
+    t.createdAt,
+    t.createdAt,
+    t.origin?.scheduleId ?? null,
+    t.origin?.scheduleVersion ?? null,
+    t.origin?.scheduledFor ?? null,
+  ]);
+  for (const chunk of chunkRows(c, rows, (r) => r)) {
+    await c.query(
+      `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
+          business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
+          deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
+       VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
+      chunk.flat(),
+    );
   }
-  await c.query(
-    `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
-        business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
-     VALUES ${tasks.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
-    args,
-  );
 }
 
 /** The row an insertTask just wrote, built from its inputs (no read-back). */

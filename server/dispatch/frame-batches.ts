@@ -17,6 +17,7 @@ import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { poolBudget } from '../db/packet-budget.js';
 import { queueConfigs } from '../db/queue-config.js';
 import {
   attemptQueues,
@@ -334,6 +335,14 @@ async function batchInTx(
   return { outcomes: out, handoffs };
 }
 
+/** The bytes of a frame's values stored by its transaction (a result's output and error message;
+ * a start carries none): the weight that bounds a batch (group-commit.ts). */
+function resultBytes(cmd: FrameCommand): number {
+  if (cmd.kind !== 'result') return 0;
+  const f = cmd.frame;
+  return (f.output === undefined ? 0 : Buffer.byteLength(JSON.stringify(f.output))) + Buffer.byteLength(f.error?.message ?? '');
+}
+
 /** The node's frame committer: per-application group commit of start and result frames. */
 export class FrameCommitter {
   private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
@@ -353,6 +362,7 @@ export class FrameCommitter {
       },
       256,
       2,
+      { of: resultBytes, max: () => poolBudget(pool).bytes },
     );
   }
 

@@ -22,6 +22,7 @@ import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
 import type { Credential } from '../db/credentials.js';
 import { fromIso, isConnectionError, isDuplicateKey, transactionOn, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
 import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
@@ -237,8 +238,12 @@ export class TaskSubmitter {
   private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
-    // 500 items: one full POST /v1/tasks:batch fits one transaction.
-    this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2);
+    // 500 items: one full POST /v1/tasks:batch fits one transaction (unless its payloads exceed
+    // one packet's worth: the weight).
+    this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2, {
+      of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson),
+      max: () => poolBudget(app.pool).bytes,
+    });
   }
 
   /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A

@@ -340,3 +340,52 @@ export function violation(v: unknown, schema: TSchema): string | null {
 
 /** True when `s` is a string that could be an id (32 lowercase hex). */
 export const isId = (s: unknown): boolean => typeof s === 'string' && /^[0-9a-f]{32}$/.test(s);
+
+// ---- stored text ------------------------------------------------------------------------------
+
+/** What SQL escaping and text columns get wrong: quotes, every backslash combination mysql2's
+ * escaping writes, injection shapes, NUL, Ctrl-Z, line separators, LIKE wildcards, 2-4 byte UTF-8. */
+export const SQL_HOSTILE_TOKENS = [
+  "'",
+  '"',
+  '\\',
+  "\\'",
+  '\\\\',
+  "\\\\'",
+  '\\"',
+  "''",
+  "'); DELETE FROM tasks; --",
+  "\\'); DROP TABLE queues; #",
+  '/*',
+  '*/',
+  ';',
+  '\u0000',
+  '\\0',
+  '\u001a',
+  '\\Z',
+  '\n',
+  '\r',
+  '\t',
+  '\u2028',
+  '%',
+  '_',
+  'é',
+  'e\u0301',
+  '中文',
+  '😀',
+  '\u{10ffff}',
+  '\ufeff',
+];
+
+/** Well-formed text of 0..maxTokens tokens: hostile tokens mixed with any code point. */
+export function storedText(minTokens: number, maxTokens: number): fc.Arbitrary<string> {
+  const token = fc.oneof(
+    { arbitrary: fc.constantFrom(...SQL_HOSTILE_TOKENS), weight: 3 },
+    { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 2 }), weight: 1 },
+    { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 3 }), weight: 1 },
+  );
+  return fc
+    .array(token, { minLength: minTokens, maxLength: maxTokens })
+    .map((t) => t.join(''))
+    .filter((s) => s.isWellFormed());
+}
