@@ -27,6 +27,9 @@ export interface Config {
   helloTimeoutMs: number;
   /** WebSocket ping period (ms); two missed pongs close the session. */
   pingIntervalMs: number;
+  /** A session whose ping stays unanswered longer than this (ms) gets no new work until it
+   * answers (server/gateway/liveness.ts). */
+  pongTimeoutMs: number;
   /** Result event retention (seconds). */
   eventRetentionSeconds: number;
   /** ORBIT_FAULT_INJECTION=1: test-only fault injection (server/faults.ts). */
@@ -56,6 +59,7 @@ export const ENV_VARS = [
   'ORBIT_SWEEP_INTERVAL_MS',
   'ORBIT_HELLO_TIMEOUT_MS',
   'ORBIT_PING_INTERVAL_MS',
+  'ORBIT_PONG_TIMEOUT_MS',
   'ORBIT_EVENT_RETENTION_SECONDS',
   'ORBIT_FAULT_INJECTION',
   'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT',
@@ -168,6 +172,10 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     sweepIntervalMs: intVar(env, 'ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
     helloTimeoutMs: intVar(env, 'ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
     pingIntervalMs: intVar(env, 'ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
+    // 1 s: a live worker answers a ping within a round trip (a Node process even under a full GC
+    // rarely pauses for 1 s), while a stopped one is found before its next batch, not at the next
+    // heartbeat (up to 15 s + the old fixed 2 s later).
+    pongTimeoutMs: intVar(env, 'ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000),
     eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
     faultInjection: flagVar(env, 'ORBIT_FAULT_INJECTION'),
     // Measured with these defaults (bench renew-flood, 2 cores): one session's 20 000 renews take 56

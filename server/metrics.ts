@@ -1,5 +1,6 @@
 import client from 'prom-client';
 import { transactionStats } from './db/pipeline.js';
+import { transactionRetries } from './db/pool.js';
 import { budgetStats } from './db/packet-budget.js';
 
 /** Process-wide Prometheus registry and the gateway's metrics. */
@@ -58,6 +59,11 @@ export function createMetrics() {
       registers: [registry],
     }),
     liveSessions: new client.Gauge({ name: 'orbit_live_sessions', help: 'open worker sessions on this node', registers: [registry] }),
+    sessionStalls: new client.Counter({
+      name: 'orbit_session_stalls_total',
+      help: 'times a session left a ping unanswered past ORBIT_PONG_TIMEOUT_MS and got no new work until it answered (a stopped or frozen worker)',
+      registers: [registry],
+    }),
     sweeperRecovered: new client.Counter({
       name: 'orbit_sweeper_recovered_total',
       help: 'attempts and tasks recovered by the sweeper, by kind',
@@ -85,6 +91,17 @@ export function createMetrics() {
       collect() {
         this.reset();
         this.inc(transactionStats.roundTrips);
+      },
+    }),
+    dbTransactionRetries: new client.Counter({
+      name: 'orbit_db_transaction_retries_total',
+      help: 'transactions rolled back by InnoDB and run again, by reason: deadlock (1213), lock_wait (1205, or a NOWAIT lock that was held)',
+      labelNames: ['reason'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc({ reason: 'deadlock' }, transactionRetries.deadlock);
+        this.inc({ reason: 'lock_wait' }, transactionRetries.lockWait);
       },
     }),
     dbStatementBudget: new client.Gauge({

@@ -26,7 +26,7 @@ async function pause(queueId: string, verb: 'pause' | 'resume') {
 }
 
 async function finish(w: any, a: any) {
-  await start(w, a.attempt_id);
+  if (!a.started) await start(w, a.attempt_id);
   expect(await result(w, a.attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
 }
 
@@ -140,5 +140,46 @@ describe('permit limits', () => {
     const a2 = await w.next('task.assign', 3000);
     expect(a2.task.id).toBe(t2.id);
     await finish(w, a2);
+  });
+
+  describe('a lowered application limit holds for key hand-offs and refills too', () => {
+    const appActive = async (id: string) => {
+      const [[app]] = (await f.db.pool.query('SELECT active_attempts FROM applications WHERE id = ?', [id])) as any;
+      return Number(app.active_attempts);
+    };
+    /** A session of a fresh tenant holding `n` RUNNING attempts (those of `tasks`), then the
+     * application's limit lowered below them (what `orbit-admin quota set` writes). */
+    async function overLimit(tasks: Record<string, unknown>[], capacity: number) {
+      const tenant = await newTenant(f.db);
+      const q = await createQueue(f, {}, tenant);
+      const { w } = await connect(f, [q.id], { capacity, concurrency_keys: true }, tenant);
+      const held = [];
+      for (const over of tasks) {
+        await submit(f, q.id, over, tenant);
+        const a = await w.next('task.assign');
+        await start(w, a.attempt_id);
+        held.push(a);
+      }
+      await f.db.pool.query('UPDATE applications SET max_active_attempts = 1 WHERE id = ?', [tenant.application_id]);
+      return { tenant, q, w, held };
+    }
+
+    // A key hand-off (the session has a free slot for the key's next task) and a refill (the
+    // session is full; the finished attempt's slot would go to the queue's next task).
+    it.each<[string, Record<string, unknown>[], number, Record<string, unknown>]>([
+      ["a released key's next task is not handed off", [{ concurrency_key: 'quota/1' }, {}], 3, { concurrency_key: 'quota/1' }],
+      ['a freed slot is not refilled', [{}, {}], 2, {}],
+    ])('%s over the limit; it runs once the count is under it', async (_what, tasks, capacity, nextOver) => {
+      const { tenant, q, w, held } = await overLimit(tasks, capacity);
+      const next = await submit(f, q.id, nextOver, tenant);
+      expect(await result(w, held[0].attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok' });
+      expect((await sqlTask(f, next.id)).state).toBe('WAITING');
+      expect(await appActive(tenant.application_id)).toBe(1);
+      await expectNoFrame(w, 'task.assign', 300);
+      await finish(w, { attempt_id: held[1].attempt_id, started: true });
+      const a = await w.next('task.assign', 3000);
+      expect(a.task.id).toBe(next.id);
+      await finish(w, a);
+    });
   });
 });

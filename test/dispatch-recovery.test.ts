@@ -1,7 +1,8 @@
 // Recovery transitions of dispatch.md and worker-protocol.md against a real gateway process: the
 // sweeper (lease expiry, deadlines; it runs every 500 ms in each gateway, leases are moved into the
-// past in SQL), late results, reconnect with resume, and superseded sessions. The permit invariants
-// are asserted after every test.
+// past in SQL), late results, reconnect with resume (and a hello whose credential was revoked),
+// superseded sessions, and the lock order of a cancel racing a result. The permit invariants are
+// asserted after every test.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from './support/raw-worker.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
@@ -28,6 +29,10 @@ import {
   waitTaskState,
 } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
+import { hello } from './support/raw-worker.js';
+import { protocolHelpers } from './support/worker-protocol-fixture.js';
+import { revokeCredential } from '../server/db/credentials.js';
+import { metric } from './support/keys-helpers.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {
@@ -227,6 +232,34 @@ describe('reconnect and resume', () => {
     await cmd(f, runningT, 'resolve', { resolution: 'succeeded' });
   });
 
+  it('a hello whose credential was revoked after the upgrade is refused in its transaction: nothing rebound or released', async () => {
+    const q = await createQueue(f);
+    const c = await protocolHelpers(() => f).credential(f.t, ['workers:connect', 'workers:consume']);
+    const tenant = { ...f.t, token: c.token };
+    const { w, workerId } = await connect(f, [q.id], { capacity: 2 }, tenant);
+    await submit(f, q.id);
+    await submit(f, q.id);
+    const [running, leasedA] = [(await w.next('task.assign')).attempt_id as string, (await w.next('task.assign')).attempt_id as string];
+    await start(w, running);
+    w.close();
+    await w.closed;
+    const rowsOf = () => Promise.all([running, leasedA].map((id) => sqlAttempt(f, id)));
+    const before = await rowsOf();
+    // The upgrade authenticates; the revocation commits before the hello frame is sent.
+    const w2 = await openRaw(f.gw.url, c.token);
+    f.workers.push(w2);
+    expect(await revokeCredential(f.db.pool, c.id)).toBe(true);
+    w2.send(hello([q.id], { worker_id: workerId, capacity: 2, resume: [running] }));
+    expect(await w2.next('error')).toMatchObject({ code: 'UNAUTHENTICATED', fatal: true });
+    expect((await w2.closed).code).toBe(1008);
+    // Not rebound (the resumed one), not released (the unlisted LEASED one), no session row.
+    expect(await rowsOf()).toEqual(before);
+    const [rows] = (await f.db.pool.query('SELECT COUNT(*) AS n FROM worker_sessions WHERE worker_id = ?', [workerId])) as any;
+    expect(Number(rows[0].n)).toBe(1);
+    for (const id of [running, leasedA]) await expireLease(f, id);
+    await waitFor('both swept', async () => (await rowsOf()).every((a) => a.state !== 'RUNNING' && a.state !== 'LEASED'));
+  });
+
   it('a second session of the same worker_id closes the first with 4409 (STATE_CONFLICT, fatal) and takes over its attempts', async () => {
     const { w, workerId, task, attemptId, assign } = await leased();
     const { w: w2, ok } = await connect(f, [task.queue_id], { worker_id: workerId, capacity: 1, resume: [attemptId] });
@@ -251,6 +284,48 @@ describe('reconnect and resume', () => {
     const closed = await w.closed;
     expect(closed.code).toBe(4409);
     expect(w.frames.find((x) => x.type === 'error')).toMatchObject({ code: 'STATE_CONFLICT', fatal: true });
+  });
+});
+
+describe('lock order', () => {
+  it('a cancel and a result of one LEASED attempt, both queued behind its task row, do not deadlock: the cancel wins, nothing is retried', async () => {
+    const { w, task, attemptId } = await leased();
+    const retries = () => metric(f.gw.url, 'orbit_db_transaction_retries_total');
+    const before = await retries();
+    // Locking statements of the gateway's connections that have waited for a while (a claim's or a
+    // sweep's SKIP LOCKED read never waits), by text: the cancel's `FROM tasks … FOR UPDATE`, the
+    // result's `FROM attempts a JOIN tasks t … FOR UPDATE` (CONCAT: this query must not match itself).
+    const waiting = async (from: string) => {
+      const [rows] = (await f.db.pool.query(
+        `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST
+          WHERE DB = ? AND COMMAND IN ('Query', 'Execute') AND TIME_MS > 100 AND INFO LIKE CONCAT('%FROM ', ?, '%FOR ', 'UPDATE%')`,
+        [f.db.name, from],
+      )) as any;
+      return Number(rows[0].n);
+    };
+    // A third transaction holds the task row, so both commands reach their second lock while the
+    // other one holds its first: locking task → attempt against attempt → task then deadlocks.
+    const x = await f.db.pool.getConnection();
+    let cancelled: any;
+    try {
+      await x.query('START TRANSACTION');
+      await x.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [task.id]);
+      const cancel = cmd(f, task.id, 'cancel', { reason: 'race' });
+      await waitFor('the cancel waits', async () => (await waiting('tasks WHERE')) === 1);
+      w.send({ type: 'result', attempt_id: attemptId, outcome: 'succeeded' });
+      await waitFor('the result waits too', async () => (await waiting('attempts a JOIN tasks t')) === 1);
+      await x.query('COMMIT');
+      cancelled = await cancel;
+    } finally {
+      await x.query('ROLLBACK');
+      x.release();
+    }
+    // No deadlock was rolled back and retried behind the callers' backs.
+    expect((await retries()) - before).toBe(0);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(await w.next('error')).toMatchObject({ code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
+    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED' });
+    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
   });
 });
 

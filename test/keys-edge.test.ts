@@ -1,13 +1,14 @@
 // Resource-key permits at the edges: one key shared by two queues, token exhaustion at 2^64 − 1,
 // retry backoff / UNKNOWN / review releasing the key, pause / drain / socket close releasing
-// nothing until lease expiry, and a resolve retry getting a larger token.
+// nothing until lease expiry, a resolve retry getting a larger token, and a stopped (SIGSTOP)
+// holder whose key's next task goes to a live worker, never to the stopped one.
 import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { waitFor } from './support/workers.js';
+import { spawnWorker, waitFor } from './support/workers.js';
 import { backdateLeases, keyRow, metric, session, sleep, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -181,6 +182,51 @@ describe('resource keys at the edges', () => {
     const after = await keyRow(f.db.pool, t.namespace_id, key);
     expect(BigInt(after!.version)).toBe(BigInt(held!.version) + 1n);
     expect(after!.highest_token).toBe(held!.highest_token);
+    await assertPermitInvariants(f.db.pool);
+  });
+
+  it("a stopped worker holding a key gets none of the key's next attempts; a live worker gets the task, and the stopped one gets work again once it answers", async () => {
+    const t = await newTenant(f.db);
+    const key = 'stopped/1';
+    const attemptsOf = async (where: string, arg: string) =>
+      (await f.db.pool.query<RowDataPacket[]>(`SELECT id, session_id, attempt_no, state FROM attempts WHERE ${where} = ? ORDER BY attempt_no`, [arg]))[0];
+    // Capacity 1: the stopped worker's only slot is the one its expired attempt frees.
+    const stopped = spawnWorker(f.gw.url, t.token, [t.queue_id], { WORKER_CAPACITY: '1', WORKER_LOG_RUNS: '1', WORKER_DELAY_MS: '2000000000' });
+    try {
+      await stopped.ready;
+      const t1 = await submitTask(f.gw.url, t, { concurrency_key: key });
+      const run = await waitFor(async () => stopped.lines.find((l) => l.ev === 'run' && l.task === t1.id), 10_000, 'the handler runs');
+      const [a1] = await attemptsOf('task_id', t1.id);
+      stopped.child.kill('SIGSTOP');
+      const t2 = await submitTask(f.gw.url, t, { concurrency_key: key });
+      const stallsBefore = await metric(f.gw.url, 'orbit_session_stalls_total');
+      // The stopped worker renews nothing: its lease runs out (backdated instead of waited for).
+      await backdateLeases(f.db.pool, [run.attempt]);
+      await waitFor(async () => (await taskState(f.db.pool, t1.id)) === 'NEEDS_REVIEW', 5000, 'the held attempt expires');
+      // The ping sent with the task.cancel stays unanswered past ORBIT_PONG_TIMEOUT_MS.
+      await waitFor(async () => (await metric(f.gw.url, 'orbit_session_stalls_total')) > stallsBefore, 10_000, 'a stall counted');
+      expect(await attemptsOf('task_id', t2.id)).toEqual([]);
+      // A live worker gets the key's next task at once: attempt 1, not after a stopped attempt's lease.
+      const live = await session(f.gw.url, t, { capacity: 1 });
+      const a = await live.next('task.assign');
+      expect(a).toMatchObject({ attempt_no: 1, task: { id: t2.id } });
+      expect(BigInt(a.concurrency_token)).toBeGreaterThan(BigInt(run.token));
+      expect((await attemptsOf('task_id', t2.id)).map((r) => r.session_id)).toEqual([live.ok.session_id]);
+      // Nothing but its own attempt ever went to the stopped session, which is still open.
+      expect((await attemptsOf('session_id', a1!.session_id)).map((r) => r.id)).toEqual([run.attempt]);
+      const [sess] = await f.db.pool.query<RowDataPacket[]>('SELECT state FROM worker_sessions WHERE id = ?', [a1!.session_id]);
+      expect(sess[0]!.state).toBe('OPEN');
+      await startAndFinish(live, a.attempt_id);
+      live.close();
+      await live.closed;
+      // Continued, it answers: the next task goes to it again.
+      stopped.child.kill('SIGCONT');
+      const t3 = await submitTask(f.gw.url, t);
+      await waitFor(async () => (await attemptsOf('task_id', t3.id)).some((r) => r.session_id === a1!.session_id), 10_000, 'work for the answering worker');
+    } finally {
+      stopped.child.kill('SIGCONT');
+      await stopped.kill9();
+    }
     await assertPermitInvariants(f.db.pool);
   });
 });

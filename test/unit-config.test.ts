@@ -31,6 +31,7 @@ const INTS: [string, keyof Config, number, number, number][] = [
   ['ORBIT_SWEEP_INTERVAL_MS', 'sweepIntervalMs', 500, 50, 1000],
   ['ORBIT_HELLO_TIMEOUT_MS', 'helloTimeoutMs', 10_000, 100, 600_000],
   ['ORBIT_PING_INTERVAL_MS', 'pingIntervalMs', 15_000, 100, 600_000],
+  ['ORBIT_PONG_TIMEOUT_MS', 'pongTimeoutMs', 1_000, 50, 60_000],
   ['ORBIT_EVENT_RETENTION_SECONDS', 'eventRetentionSeconds', 604_800, 60, 31_536_000],
   ['ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 'sessionMaxFramesInFlight', 64, 1, 65_536],
   ['ORBIT_SESSION_MAX_BYTES_IN_FLIGHT', 'sessionMaxBytesInFlight', 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024],

@@ -1,7 +1,8 @@
 // Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket, after hello: frame
 // validation, per-attempt errors, intake control (capacity, drain, handler filter, capability flag),
-// credential revocation and heartbeats. No SDK, no mocks: a real gateway process and its database.
-// Handshake and hello rules: worker-protocol-handshake.test.ts.
+// credential revocation, heartbeats and the ping that comes with an assignment. No SDK, no mocks:
+// a real gateway process and its database. Handshake and hello rules:
+// worker-protocol-handshake.test.ts.
 import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { RowDataPacket } from 'mysql2/promise';
@@ -12,6 +13,7 @@ import { hello, openRaw } from './support/raw-worker.js';
 import { FAST_ENV, GW_ENV, MAX_FRAME, PING_MS, expectFatal, expectNothing, hex32, protocolHelpers, session, until } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';
+import { metric } from './support/keys-helpers.js';
 
 /** Short hello timeout and ping interval (f.gw: default timings, small frame limit). */
 let fast: GatewayProcess;
@@ -346,6 +348,39 @@ describe('pings', () => {
     expect(pings).toBeGreaterThanOrEqual(3);
     expect(w.ws.readyState).toBe(WebSocket.OPEN);
     w.close();
+  });
+
+  it('a client that leaves the ping sent with its assignment unanswered gets nothing more until it answers', async () => {
+    const tn = await newTenant(f.db);
+    const assignedTo = async (taskId: string) => {
+      const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT session_id FROM attempts WHERE task_id = ?', [taskId]);
+      return rows.map((r) => r.session_id as string);
+    };
+    const { w: frozen, ok } = await session(f.gw.url, tn, { capacity: 4 });
+    // Like a stopped process (f.gw pings only every 15 s): the socket stays open, nothing is read.
+    frozen.ws.pause();
+    const stalls = await metric(f.gw.url, 'orbit_session_stalls_total');
+    const t1 = await submit(tn);
+    await until(
+      () => assignedTo(t1.id),
+      (s) => s.length === 1,
+    );
+    await until(
+      () => metric(f.gw.url, 'orbit_session_stalls_total'),
+      (n) => n > stalls,
+    );
+    const t2 = await submit(tn);
+    const { w: live, ok: liveOk } = await session(f.gw.url, tn, { capacity: 1 });
+    expect((await live.next('task.assign')).task.id).toBe(t2.id);
+    expect(await assignedTo(t1.id)).toEqual([ok.session_id]);
+    expect(await assignedTo(t2.id)).toEqual([liveOk.session_id]);
+    // Read again, it answers the ping: the next task goes to it (the live session is full).
+    frozen.ws.resume();
+    const t3 = await submit(tn);
+    expect((await frozen.next('task.assign')).task.id).toBe(t1.id);
+    expect((await frozen.next('task.assign')).task.id).toBe(t3.id);
+    frozen.close();
+    live.close();
   });
 
   it('a client that does not answer pongs is closed within a few intervals', async () => {

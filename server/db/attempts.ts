@@ -41,14 +41,14 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
   concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
   error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
 
-/** getAttempt(namespace_id, id, lock) → row or null. */
-export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<AttemptRow | null> {
+/** getAttempt(namespace_id, id, lock) → row or null. `lock`: FOR UPDATE; 'nowait': FOR UPDATE
+ * NOWAIT — a row another transaction holds fails the statement at once with 1205 (MariaDB), which
+ * withTransaction retries (for a lock taken out of the documented order, which must not wait). */
+export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock: boolean | 'nowait' = false): Promise<AttemptRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;
-  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
+  const suffix = lock === 'nowait' ? ' FOR UPDATE NOWAIT' : lock ? ' FOR UPDATE' : '';
+  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
   return rows[0] ?? null;
 }
 

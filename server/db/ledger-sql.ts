@@ -69,6 +69,18 @@ export async function addQueueActive(c: Conn, deltas: [string, number][], checke
   return (res as { affectedRows: number }).affectedRows === deltas.length;
 }
 
+/** addApplicationCountsWithin(application, active delta, unfinished delta): the same change, only
+ * when the active count stays within max_active_attempts (a hand-off or refill took permits back:
+ * the check of a claim's conditional update). Locks the application row; false when refused. */
+export async function addApplicationCountsWithin(c: Conn, applicationId: string, active: number, unfinished: number): Promise<boolean> {
+  const [res] = await c.query(
+    'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts',
+    [active, unfinished, applicationId, active],
+  );
+  // Matched rows (mysql2 connects with CLIENT_FOUND_ROWS, as addQueueActive's check relies on).
+  return (res as { affectedRows: number }).affectedRows === 1;
+}
+
 /** addApplicationCounts(application, active delta, unfinished delta). Queued. */
 export async function addApplicationCounts(c: Conn, applicationId: string, active: number, unfinished: number): Promise<void> {
   await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [

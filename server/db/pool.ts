@@ -1,5 +1,5 @@
 import mysql from 'mysql2/promise';
-import { isRetryableDbError } from './errors.js';
+import { isRetryableDbError, MYSQL_ERRNO } from './errors.js';
 import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
 import { setupConnection } from './session-setup.js';
 import { trackPacketBudget } from './packet-budget.js';
@@ -114,6 +114,12 @@ export function setTransactionFault(hook: typeof transactionFault): void {
   transactionFault = hook;
 }
 
+/** Process totals read by /metrics (orbit_db_transaction_retries_total): transactions InnoDB rolled
+ * back on a deadlock (1213) or a lock-wait timeout (1205, also a NOWAIT lock that was held) and
+ * transactionOn ran again. The fixed lock order (docs/design.md) keeps deadlocks out; a retry
+ * hides one from the caller, this count does not. */
+export const transactionRetries = { deadlock: 0, lockWait: 0 };
+
 /**
  * Runs `fn` as one transaction on `conn`. A retryable error (db/errors.ts: deadlock, Galera
  * certification failure, lock wait timeout) runs it again, at most TRANSACTION_TRIES times in all,
@@ -145,6 +151,8 @@ export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) =
         brokenConnections.add(conn);
       });
       if (isRetryableDbError(err) && attempt < TRANSACTION_TRIES && !broken && !isCommitted(tx)) {
+        if ((err as { errno?: number }).errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
+        else transactionRetries.lockWait++;
         // Up to 5 ms × attempt: spreads the retries of transactions that collided on one row.
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
         continue;

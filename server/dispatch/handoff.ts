@@ -4,8 +4,9 @@
 // inserted, the task LEASED, and task.assign sent after the commit. A hot key then turns over in
 // one commit plus the worker's round trip, instead of a result commit, a claim commit and the
 // claim's wake-up. The permits do not move: the new attempt takes back, in the same queue, the
-// queue and application permits the released one gave up; the queue row is still checked under
-// its lock (not paused, not retired) at the end of the transaction (HandoffRefused otherwise).
+// queue and application permits the released one gave up; the queue row (not paused, not retired,
+// within its limit) and the application row (within its limit, which may have been lowered) are
+// still checked under their locks at the end of the transaction (HandoffRefused otherwise).
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
 import { toIso, type Conn } from '../db/pool.js';

@@ -4,7 +4,7 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import type { Conn } from '../db/pool.js';
-import { addApplicationCounts, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
+import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
@@ -34,8 +34,10 @@ export class PermitLedger {
   readonly freedQueues = new Set<string>();
   /** Key hand-offs: released attempt → the attempt its key goes to, with its queue and application. */
   private readonly swaps = new Map<string, { newAttemptId: string; queueId: string; applicationId: string }>();
-  /** Queues of the hand-offs whose swap applied (known after flushKeys). */
+  /** Queues of the hand-offs whose swap applied (known after flushKeys) and of the refills. */
   private readonly handoffQueues = new Set<string>();
+  /** Applications whose active count a hand-off or refill took back (checked like the queues). */
+  private readonly handoffApps = new Set<string>();
   /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
   readonly handoffTokens = new Map<string, string>();
 
@@ -61,6 +63,7 @@ export class PermitLedger {
    * permits the released one gave up, and the queue is checked under its lock at the flush. */
   refill(queueId: string, applicationId: string): void {
     this.handoffQueues.add(queueId);
+    this.handoffApps.add(applicationId);
     add(this.queueActive, queueId, 1);
     add(this.appActive, applicationId, 1);
   }
@@ -128,6 +131,7 @@ export class PermitLedger {
           if (!this.handoffTokens.has(sw.newAttemptId)) continue;
           // Applied: the new attempt takes back the permits the released one gave up.
           this.handoffQueues.add(sw.queueId);
+          this.handoffApps.add(sw.applicationId);
           add(this.queueActive, sw.queueId, 1);
           add(this.appActive, sw.applicationId, 1);
         }
@@ -158,7 +162,12 @@ export class PermitLedger {
     for (const id of [...apps].sort()) {
       const da = this.appActive.get(id) ?? 0;
       const du = this.appUnfinished.get(id) ?? 0;
-      if (da !== 0 || du !== 0) {
+      if (this.handoffApps.has(id)) {
+        // Like a claim's conditional update: the permits a hand-off or refill took back must fit
+        // the application's limit as it is now (`orbit-admin quota set` may have lowered it), also
+        // when the counts do not change (a released and a new attempt cancel out).
+        if (!(await addApplicationCountsWithin(c, id, da, du))) throw new HandoffRefused([...this.handoffQueues]);
+      } else if (da !== 0 || du !== 0) {
         await addApplicationCounts(c, id, da, du);
       }
     }

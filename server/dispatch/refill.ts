@@ -13,8 +13,8 @@
 //     and a keyed task is never passed over by unkeyed ones behind it;
 //   - the permits do not move: the new attempt takes back the queue and application permits the
 //     finished one released (PermitLedger.refill), and the queue row is checked under its lock at
-//     the flush (not paused, not retired, within its limit) — HandoffRefused otherwise, and the
-//     batch runs again without refills.
+//     the flush (not paused, not retired, within its limit), and so is the application row (within
+//     its limit) — HandoffRefused otherwise, and the batch runs again without refills.
 // A result whose slot was refilled frees no permit, so it wakes no claim round.
 import type { Conn } from '../db/pool.js';
 import { byClaimOrder, candidateIds, lockCandidates, type CandidateSpec } from '../db/claim-sql.js';

@@ -1,5 +1,6 @@
 // Task commands of the HTTP facade: cancel (WAITING or LEASED) and resolve (NEEDS_REVIEW). Each runs
-// inside the idempotent command's transaction.
+// inside the idempotent command's transaction. Resolve locks only the task (a NEEDS_REVIEW task
+// has no live attempt); cancel locks the attempt before the task (docs/design.md, "Lock order").
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Conn } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
@@ -15,14 +16,24 @@ export interface CommandEffect {
   freedQueues: string[];
 }
 
+/** Cancels a WAITING or LEASED task. Locks in the fixed order of docs/design.md ("Lock order"),
+ * the attempt before its task, as results (lockResultRows) and the sweeper do: the task's current
+ * attempt is read without a lock, that attempt locked, then the task. Locking the task first
+ * deadlocked with a result of the same attempt (each held the row the other waited for; InnoDB
+ * rolled one back and withTransaction hid it by a retry). */
 export async function cancelTask(c: Conn, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
+  const seen = (await getTask(c, namespaceId, taskId))!;
+  const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
   const t = (await getTask(c, namespaceId, taskId, true))!;
   const ledger = new PermitLedger();
   const revoked: Revoked[] = [];
   if (t.state === 'WAITING') {
     await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
   } else if (t.state === 'LEASED' && t.current_attempt_id) {
-    const a = (await getAttempt(c, namespaceId, t.current_attempt_id, true))!;
+    // The task moved on between the two reads (claimed again): its attempt is locked now, after
+    // the task, but without waiting — a held row fails the statement with 1205 and the whole
+    // transaction runs again (withTransaction, or the command's serialized path), in order.
+    const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
     await revokeAttempt(c, ledger, a, 'cancel', reason);
     revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
   } else {

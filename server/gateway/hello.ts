@@ -5,7 +5,7 @@ import type { HelloFrame } from '@orbit/protocol/frames';
 import type { LiveAttemptState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
-import type { Credential } from '../db/credentials.js';
+import { lockLiveCredential, type Credential } from '../db/credentials.js';
 import { canUseQueue } from '../admin/access.js';
 import { lockLiveAttemptsOfWorker, readAttempts } from '../db/attempts.js';
 import { rebindAttempts } from '../db/attempt-leases.js';
@@ -29,6 +29,10 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
   let ledger = new PermitLedger();
   const result = await withTransaction(pool, 'hello', async (c) => {
     ledger = new PermitLedger();
+    // The credential was checked at the upgrade, maybe long before this frame: checked again, and
+    // share-locked to the commit like a claim's, start's or result's, so a revocation either
+    // commits first (nothing is rebound, released or registered) or waits for this hello.
+    if (!(await lockLiveCredential(c, cred.id))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
     // Queues: exist in the namespace, authorized, not retired.
     const valid = queueIds.filter((q) => ID_RE.test(q));
     const qrows = valid.length ? await readHelloQueues(c, cred.namespaceId, valid) : [];

@@ -96,9 +96,8 @@ export class Reconciler {
         if (!s.held.has(id)) continue;
         if (!live && r.result_fingerprint === null) {
           const reason = r.error_code === 'CANCELLED' ? 'CANCELLED' : r.error_code === 'DEADLINE_EXCEEDED' ? 'DEADLINE_EXCEEDED' : 'LEASE_EXPIRED';
-          s.send({ type: 'task.cancel', attempt_id: id, reason });
-        }
-        s.dropAttempt(id);
+          s.cancelAttempt(id, reason);
+        } else s.dropAttempt(id);
       }
     }
     // Sessions superseded on another node.

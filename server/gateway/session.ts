@@ -29,6 +29,8 @@ import { FrameWindow } from './frame-window.js';
 import { RenewCoalescer } from './renew-coalescer.js';
 import type { TxAdmission } from './tx-admission.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
+import type { CancelReason } from '../dispatch/recovery.js';
+import { Liveness } from './liveness.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -39,8 +41,8 @@ export const SUPERSEDED = 'superseded by a newer session of this worker_id';
  * implements it; a test can implement it around a real pool without a WebSocket server. */
 export interface SessionHost {
   readonly pool: Pool;
-  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
-  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'>;
+  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'pongTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
+  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors' | 'sessionStalls' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'>;
   /** Turns at the pool for the session's own transactions (renew, hello, its row), per application. */
   readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
@@ -79,8 +81,8 @@ export class Session {
   private helloDone: Promise<void> | null = null;
   private helloTimer: NodeJS.Timeout | null = null;
   private missedPongs = 0;
-  /** When the oldest unanswered ping was sent (0: none outstanding). */
-  private pingUnansweredSince = 0;
+  /** Whether the worker answers its pings (no new work while it does not: gateway/liveness.ts). */
+  private readonly liveness: Liveness;
   /** Row updates of flow control, chained so a later capacity never lands before an earlier one. */
   private mirrorChain: Promise<void> = Promise.resolve();
   /** capacity frames so far: a row update that a newer capacity frame overtook is skipped. */
@@ -94,6 +96,14 @@ export class Session {
     readonly cred: Credential,
   ) {
     this.log = host.log.child({ session_id: this.id });
+    this.liveness = new Liveness(
+      (data) => ws.ping(data),
+      host.config.pongTimeoutMs,
+      () => {
+        host.metrics.sessionStalls.inc();
+        this.log.info({ pong_timeout_ms: host.config.pongTimeoutMs }, 'ping unanswered; no new work until the worker answers');
+      },
+    );
     this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
     this.renews = new RenewCoalescer(
       (ids) => this.admitted(() => renewAttempts(host.pool, this.who(), ids, this.held)),
@@ -104,10 +114,12 @@ export class Session {
       host.config.helloTimeoutMs,
     );
     ws.on('message', (data, isBinary) => this.boundary('frame', () => this.onMessage(data, isBinary)));
-    ws.on('pong', () => {
-      this.missedPongs = 0;
-      this.pingUnansweredSince = 0;
-    });
+    ws.on('pong', (data) =>
+      this.boundary('session', () => {
+        this.missedPongs = 0;
+        if (this.liveness.pong(data)) this.host.kick(this);
+      }),
+    );
     ws.on('close', (code) => this.boundary('session', () => this.onClose(code)));
     ws.on('error', (err) => this.log.debug({ err }, 'socket error'));
   }
@@ -139,9 +151,9 @@ export class Session {
     this.reserved = Math.max(0, this.reserved - n);
   }
 
-  /** Slots for new assignments. None while a ping is unanswered for more than 2 s: a worker
-   * process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep receiving
-   * tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
+  /** Slots for new assignments. None while the worker does not answer its pings (liveness.ts): a
+   * worker process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep
+   * receiving tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
   get free(): number {
     if (!this.takesWork()) return 0;
     return Math.max(0, this.capacity - this.held.size - this.reserved);
@@ -151,7 +163,7 @@ export class Session {
     // A socket that is closing gets nothing: an attempt claimed for it would only be released
     // again (its token burned).
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return false;
-    return !(this.pingUnansweredSince > 0 && Date.now() - this.pingUnansweredSince > 2_000);
+    return this.liveness.answering();
   }
 
   /** Promises the slot of held attempt `attemptId` (its result is committing) to a refill
@@ -187,12 +199,17 @@ export class Session {
       return;
     }
     this.missedPongs++;
-    if (this.pingUnansweredSince === 0) this.pingUnansweredSince = Date.now();
-    try {
-      this.ws.ping();
-    } catch {
-      /* closing */
-    }
+    this.liveness.ping();
+  }
+
+  /** An attempt of this session was revoked without its word (the sweeper, an HTTP cancel, another
+   * node): task.cancel, and — unless a person cancelled it — a lease that ran out unstarted or
+   * unrenewed is a sign the worker stopped, so its slot is not offered again until the worker
+   * answers a ping sent now. */
+  cancelAttempt(attemptId: string, reason: CancelReason): void {
+    this.send({ type: 'task.cancel', attempt_id: attemptId, reason });
+    if (reason !== 'CANCELLED') this.liveness.probe(true);
+    this.dropAttempt(attemptId);
   }
 
   send(frame: GatewayFrame): void {
@@ -464,6 +481,9 @@ export class Session {
       );
       assignments = assignments.slice(0, room);
     }
+    // A worker that stopped gets this batch, but no more: nothing new is assigned while this ping
+    // stays unanswered past the pong timeout.
+    if (assignments.length > 0) this.liveness.probe();
     for (const a of assignments) {
       this.held.set(a.attemptId, a.queueId);
       const frame: GatewayFrame = {

@@ -230,10 +230,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   private notifyRevoked(list: readonly Revoked[]): void {
     for (const r of list) {
       const s = this.sessions.get(r.sessionId);
-      if (s && s.held.has(r.attemptId)) {
-        s.send({ type: 'task.cancel', attempt_id: r.attemptId, reason: r.reason });
-        s.dropAttempt(r.attemptId);
-      }
+      if (s && s.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
     }
   }
 

@@ -33,6 +33,7 @@ export class InProcessHost implements SessionHost, DispatcherHost {
     helloTimeoutMs: 10_000,
     sessionMaxFramesInFlight: 64,
     sessionMaxBytesInFlight: 16 * 1024 * 1024,
+    pongTimeoutMs: 1_000,
   };
   readonly admission = new TxAdmission(8, 4);
   readonly signals = new NodeSignals();
