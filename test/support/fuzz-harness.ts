@@ -213,6 +213,23 @@ export class FuzzLog {
   }
 }
 
+const internalSeen = new WeakMap<GatewayProcess, number>();
+
+/** The gateway counted no internal error (orbit_internal_errors_total, any `where`) since the last
+ * check of this process: a bug caught at a boundary is answered INTERNAL or not at all, and a
+ * property must not pass over it. */
+export async function noInternalErrors(target: FuzzTarget, log: FuzzLog): Promise<void> {
+  if (!target.alive()) return; // reported as a crash
+  const text = await fetch(target.url + '/metrics', { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+  let n = 0;
+  for (const m of text.matchAll(/^orbit_internal_errors_total(?:\{[^}]*\})? (\d+)/gm)) n += Number(m[1]);
+  const before = internalSeen.get(target.gw) ?? 0;
+  internalSeen.set(target.gw, n);
+  if (n === before) return;
+  const lines = target.gw.output.filter((l) => l.includes('internal error')).slice(-3);
+  log.fail(`the gateway logged ${n - before} internal error(s) (orbit_internal_errors_total): ${lines.map((l) => l.slice(0, 300)).join(' | ')}`);
+}
+
 /** Every worker_sessions row is closed again once every socket closed (fatal errors end sessions). */
 export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
   if (log.crashes > 0) return; // a dead process leaves its rows OPEN; already reported
@@ -223,4 +240,69 @@ export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
   const open = await pollValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
   if (open === 0) return;
   log.fail(`${open} worker_sessions rows still OPEN after every socket closed`);
+}
+
+/** A table whose rows are fingerprinted one by one: `key` names a row, `owners` the ids a change of
+ * it can be attributed to (SQL expressions; '*' = any accepted case of the batch). */
+export interface RowTable {
+  table: string;
+  key: string;
+  owners: string[];
+}
+
+/** table → row key → { fingerprint of every column, owner ids }. */
+export type RowPrints = Map<string, Map<string, { h: string; owners: string[] }>>;
+
+const columnsOf = new Map<string, string[]>();
+
+/** Every row of `tables`, fingerprinted over all its columns (read from information_schema). */
+export async function rowPrints(pool: Pool, tables: RowTable[]): Promise<RowPrints> {
+  const out: RowPrints = new Map();
+  for (const t of tables) {
+    let cols = columnsOf.get(t.table);
+    if (!cols) {
+      const [rows] = await pool.query<RowDataPacket[]>(
+        'SELECT COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
+        [t.table],
+      );
+      cols = rows.map((r) => r.c as string);
+      columnsOf.set(t.table, cols);
+    }
+    const h = `MD5(CONCAT_WS('|', ${cols.map((c) => `IFNULL(HEX(CAST(\`${c}\` AS BINARY)), 'N')`).join(', ')}))`;
+    const owners = t.owners.filter((o) => o !== '*');
+    const [rows] = await pool.query<RowDataPacket[]>(
+      `SELECT CAST(${t.key} AS CHAR) AS k, ${h} AS h${owners.map((o, i) => `, CAST(${o} AS CHAR) AS o${i}`).join('')} FROM ${t.table}`,
+    );
+    const m = new Map<string, { h: string; owners: string[] }>();
+    for (const r of rows) m.set(r.k, { h: r.h, owners: [...owners.map((_, i) => r[`o${i}`] as string), ...(t.owners.includes('*') ? ['*'] : [])] });
+    out.set(t.table, m);
+  }
+  return out;
+}
+
+/** Rows added, removed or changed between two fingerprints that no accepted case accounts for: a
+ * row is accounted for when one of its owner ids (before or after) is in `touched` ('*' when the
+ * batch accepted anything). Refused cases must change nothing, so every other change is one. */
+export function unaccounted(before: RowPrints, after: RowPrints, touched: Set<string>): string[] {
+  const out: string[] = [];
+  for (const [table, a] of after) {
+    const b = before.get(table)!;
+    const keys = new Set([...a.keys(), ...b.keys()]);
+    for (const k of keys) {
+      const x = b.get(k);
+      const y = a.get(k);
+      if (x && y && x.h === y.h) continue;
+      const owners = [...(x?.owners ?? []), ...(y?.owners ?? [])];
+      if (owners.some((o) => touched.has(o))) continue;
+      out.push(`${table} row ${k} ${!x ? 'added' : !y ? 'removed' : 'changed'} (owners ${[...new Set(owners)].join(', ')})`);
+    }
+  }
+  return out;
+}
+
+/** The ids a case names (32-hex strings in its path, body and response) and its idempotency key. */
+export function namedIds(...texts: (string | Buffer | undefined)[]): string[] {
+  const ids: string[] = [];
+  for (const t of texts) if (t !== undefined) ids.push(...((Buffer.isBuffer(t) ? t.toString('latin1') : t).match(/[0-9a-f]{32}/g) ?? []));
+  return ids;
 }
