@@ -142,7 +142,7 @@ async function outcome(p: Peer, c: FrameCase, stats: Stats): Promise<string | nu
       const want = x.type === 'error' ? 'a non-fatal NOT_FOUND/LEASE_LOST error naming the attempt' : `${x.type}${x.id ? ' naming the attempt' : ''}`;
       if (!good) return `expected ${want}${x.orFatal ? ' (or PROTOCOL_ERROR, 1002)' : ''}; got ${seen(p)}`;
       stats.replied++;
-      return stillOpen(p, `after ${want}`);
+      return p.closed ? `socket closed after ${want}; got ${seen(p)}` : null;
     }
     case 'silent': {
       // No reply is documented: a renew of an unknown id afterwards must be the next frame.
@@ -190,16 +190,22 @@ async function runUnit(u: Unit, stats: Stats): Promise<string | null> {
     const p = c.phase === 'pre' ? await (c.raw ? rawPeer : wsPeer)(target.url, f.t.token) : await session(c.raw);
     if (c.phase === 'post') stats.sessions++;
     try {
-      return await check(p, c, stats);
+      const r = await check(p, c, stats);
+      // A non-fatal reply (an orFatal case can get either) leaves the session open.
+      const nonFatal = c.expect.kind === 'silent' || (c.expect.kind === 'reply' && !replies(p).some((m) => m.type === 'error' && m.fatal));
+      return r ?? (c.phase === 'post' && nonFatal ? await stillOpen(p, 'after a non-fatal reply') : null);
     } finally {
       await p.end();
     }
   }
+  // A lane holds only non-fatal cases: its session must stay open from the first to the last
+  // (checked between cases, and by a round trip after the last one).
   const out: string[] = [];
   let p: Peer | null = null;
+  let prev: FrameCase | null = null;
+  const closedAfter = (c: FrameCase) => `socket closed after a non-fatal case; got ${seen(p!)}\n    input: ${show(c.data)}`;
   for (const c of u.lane) {
-    // A lane holds only non-fatal cases: a socket closed by one of them is already reported (the
-    // check's stillOpen), so a new session continues the lane.
+    if (p?.closed && prev) out.push(closedAfter(prev));
     if (!p || p.closed) {
       await p?.end();
       p = await session();
@@ -207,7 +213,9 @@ async function runUnit(u: Unit, stats: Stats): Promise<string | null> {
     }
     const r = await check(p, c, stats);
     if (r) out.push(`${r}\n    input: ${show(c.data)}`);
+    prev = r ? null : c; // a failed case is reported already
   }
+  if (p && prev && (await stillOpen(p, 'after the last case of the lane'))) out.push(closedAfter(prev));
   await (p as Peer | null)?.end();
   return out.length ? out.join('\n- ') : null;
 }

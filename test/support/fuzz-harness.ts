@@ -255,27 +255,33 @@ export type RowPrints = Map<string, Map<string, { h: string; owners: string[] }>
 
 const columnsOf = new Map<string, string[]>();
 
-/** Every row of `tables`, fingerprinted over all its columns (read from information_schema). */
+/** Every row of `tables`, fingerprinted over all its columns (read once from information_schema),
+ * in one UNION ALL query: a fuzz batch takes two of these (the harness's cost per batch). */
 export async function rowPrints(pool: Pool, tables: RowTable[]): Promise<RowPrints> {
-  const out: RowPrints = new Map();
-  for (const t of tables) {
-    let cols = columnsOf.get(t.table);
-    if (!cols) {
-      const [rows] = await pool.query<RowDataPacket[]>(
-        'SELECT COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
-        [t.table],
-      );
-      cols = rows.map((r) => r.c as string);
-      columnsOf.set(t.table, cols);
-    }
-    const h = `MD5(CONCAT_WS('|', ${cols.map((c) => `IFNULL(HEX(CAST(\`${c}\` AS BINARY)), 'N')`).join(', ')}))`;
-    const owners = t.owners.filter((o) => o !== '*');
+  const missing = tables.map((t) => t.table).filter((t) => !columnsOf.has(t));
+  if (missing.length) {
     const [rows] = await pool.query<RowDataPacket[]>(
-      `SELECT CAST(${t.key} AS CHAR) AS k, ${h} AS h${owners.map((o, i) => `, CAST(${o} AS CHAR) AS o${i}`).join('')} FROM ${t.table}`,
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ORDER BY ORDINAL_POSITION',
+      [missing],
     );
-    const m = new Map<string, { h: string; owners: string[] }>();
-    for (const r of rows) m.set(r.k, { h: r.h, owners: [...owners.map((_, i) => r[`o${i}`] as string), ...(t.owners.includes('*') ? ['*'] : [])] });
-    out.set(t.table, m);
+    for (const r of rows) columnsOf.set(r.t, [...(columnsOf.get(r.t) ?? []), r.c as string]);
+  }
+  const width = Math.max(...tables.map((t) => t.owners.filter((o) => o !== '*').length));
+  const parts = tables.map((t, n) => {
+    const h = `MD5(CONCAT_WS('|', ${columnsOf
+      .get(t.table)!
+      .map((c) => `IFNULL(HEX(CAST(\`${c}\` AS BINARY)), 'N')`)
+      .join(', ')}))`;
+    const owners = t.owners.filter((o) => o !== '*');
+    const cols = Array.from({ length: width }, (_, i) => `CAST(${owners[i] ?? 'NULL'} AS CHAR) AS o${i}`);
+    return `SELECT ${n} AS n, CAST(${t.key} AS CHAR) AS k, ${h} AS h${cols.map((c) => `, ${c}`).join('')} FROM ${t.table}`;
+  });
+  const [rows] = await pool.query<RowDataPacket[]>(parts.join(' UNION ALL '));
+  const out: RowPrints = new Map(tables.map((t) => [t.table, new Map()]));
+  for (const r of rows) {
+    const t = tables[Number(r.n)]!;
+    const owners = Array.from({ length: width }, (_, i) => r[`o${i}`] as string | null).filter((o): o is string => o !== null);
+    out.get(t.table)!.set(r.k, { h: r.h, owners: t.owners.includes('*') ? [...owners, '*'] : owners });
   }
   return out;
 }
