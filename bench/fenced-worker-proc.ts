@@ -2,7 +2,8 @@
 // An SDK worker process whose handler writes through the SDK's fenced resource (MySQL), for the
 // fenced chaos test. Deliberately a "zombie" when its lease is lost: it ignores the AbortSignal and
 // still tries its write, so a stale token reaches the fence. Prints JSON lines: {"ev":"ready"},
-// {"ev":"write",...} per applied write and {"ev":"stale",...} per rejected one.
+// {"ev":"ready","session":…} per session, {"ev":"begin"|"writing","attempt":…} when a handler
+// starts and before its write, {"ev":"write",...} per applied write and {"ev":"stale",...} per rejected one.
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES, WORKER_CAPACITY (default 4), WORKER_DELAY_MS (0..N ms
 //   before the write, default 20), FENCE_DSN (mysql://…), FENCE_NAMESPACE.
 import { createWorker } from '@orbit/worker-sdk/worker';
@@ -26,8 +27,10 @@ const worker = createWorker({
   logger: { info: () => {}, warn: () => {}, error: () => {} },
   handlers: {
     h: async (e) => {
+      out({ ev: 'begin', attempt: e.attemptId }); // a pipe write is synchronous: seen even if frozen next
       await new Promise((r) => setTimeout(r, Math.random() * delay)); // ignores e.signal on purpose
       const key = e.task.concurrencyKey!;
+      out({ ev: 'writing', attempt: e.attemptId });
       try {
         await fence.write({
           namespace: env.FENCE_NAMESPACE!,
@@ -53,7 +56,7 @@ const worker = createWorker({
     },
   },
 });
-worker.on('connected', () => out({ ev: 'ready' }));
+worker.on('connected', (hello) => out({ ev: 'ready', session: hello.session_id }));
 worker.on('fatal', (err) => {
   out({ ev: 'fatal', message: err.message });
   process.exit(3);

@@ -53,12 +53,21 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
 
     // Chaos once a third of the work is done.
     await waitFor(async () => ((await counts()).SUCCEEDED ?? 0) >= N / 3, 120_000, 'a third of the tasks');
-    await workers[0]!.kill9();
-    await workers[3]!.kill9();
+    // The killed workers stay in the worker-side check below: a run they never finished lasted
+    // until their kill (the handler prints 'done' before its result is sent).
+    const killed = new Map<WorkerProcess, number>();
+    const kill = async (w: WorkerProcess) => {
+      killed.set(w, Date.now());
+      await w.kill9();
+    };
+    await kill(workers[0]!);
+    await kill(workers[3]!);
+    const everyWorker = [...workers];
     workers[0] = spawnWorker(url(0), t.token, [t.queue_id], env);
     await gateways[1]!.kill9();
     gateways[1] = await startGateway(db.dsn, { ORBIT_NODE_ID: 'node-1b' }, ports[1]);
     workers[3] = spawnWorker(url(2), t.token, [t.queue_id], env);
+    everyWorker.push(workers[0]!, workers[3]!);
 
     const ids = await submitting;
     expect(new Set(ids).size).toBe(N);
@@ -97,18 +106,29 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
     }
     expect(handoffs).toBeGreaterThan(0);
 
-    // Worker-side view: per key, no two handler runs overlapped (closed intervals).
+    // Worker-side view, every worker process of the run (killed ones too): per key, no two handler
+    // runs overlapped (closed intervals).
     const runs = new Map<string, { s: number; e: number }[]>();
-    const open = new Map<string, { key: string; s: number }>();
-    for (const w of workers) {
+    const add = (key: string, s: number, e: number) => runs.set(key, [...(runs.get(key) ?? []), { s, e }]);
+    const doneTasks = new Set<string>();
+    for (const w of everyWorker) {
+      const open = new Map<string, { key: string; s: number }>();
       for (const l of w.lines) {
         if (l.ev === 'run' && l.key) open.set(l.attempt, { key: l.key, s: l.t });
         if (l.ev === 'done' && open.has(l.attempt)) {
           const o = open.get(l.attempt)!;
-          runs.set(o.key, [...(runs.get(o.key) ?? []), { s: o.s, e: l.t }]);
+          open.delete(l.attempt);
+          add(o.key, o.s, l.t);
+          doneTasks.add(l.task);
         }
       }
+      const killedAt = killed.get(w);
+      if (killedAt !== undefined) for (const o of open.values()) add(o.key, o.s, killedAt);
     }
+    // The check saw the keyed runs: every keyed task that succeeded has a finished run in a log.
+    const [keyedDone] = await db.pool.query<RowDataPacket[]>("SELECT id FROM tasks WHERE concurrency_key IS NOT NULL AND state = 'SUCCEEDED'");
+    expect(keyedDone.length).toBeGreaterThan(N / 4);
+    expect(keyedDone.map((r) => r.id as string).filter((id) => !doneTasks.has(id))).toEqual([]);
     for (const [key, list] of runs) {
       list.sort((x, y) => x.s - y.s);
       for (let i = 1; i < list.length; i++) expect(list[i]!.s, `key ${key}`).toBeGreaterThanOrEqual(list[i - 1]!.e);

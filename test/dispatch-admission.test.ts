@@ -7,6 +7,8 @@ import { newTenant } from './support/db.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { closeWorkers, connect, createQueue, expectNoFrame, makeDue, result, sqlTask, start, submit } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
+import { taskBody } from './support/contract.js';
+import { pollUntil } from './support/wait.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {
@@ -42,6 +44,44 @@ describe('order', () => {
     const second = await w.next('task.assign');
     expect(second.task).toMatchObject({ id: low.id, priority: 0 });
     await finish(w, second);
+  });
+
+  it('equal priority: the sessions of one node are served round-robin, one task at a time and in a batch', async () => {
+    const q = await createQueue(f);
+    const sessions = [await connect(f, [q.id], { capacity: 8 }), await connect(f, [q.id], { capacity: 8 }), await connect(f, [q.id], { capacity: 8 })];
+    const assigned = async (ids: string[]) => {
+      const got = new Map<string, number>();
+      await pollUntil(
+        `${ids.length} assignments`,
+        () => sessions.reduce((n, s) => n + s.w.frames.filter((x) => x.type === 'task.assign').length, 0) >= ids.length,
+        {
+          timeout: 10_000,
+        },
+      );
+      sessions.forEach((s, i) => {
+        const mine = s.w.frames.filter((x) => x.type === 'task.assign');
+        s.w.frames.splice(0, s.w.frames.length, ...s.w.frames.filter((x) => x.type !== 'task.assign'));
+        for (const a of mine) got.set(a.task.id, i);
+      });
+      expect(new Set(got.keys())).toEqual(new Set(ids));
+      return [0, 1, 2].map((i) => [...got.values()].filter((x) => x === i).length);
+    };
+    // One at a time: each task is claimed by a round of its own; the three sessions take turns.
+    const one: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      one.push((await submit(f, q.id)).id);
+      await pollUntil('the assignment', () => sessions.some((s) => s.w.frames.some((x) => x.type === 'task.assign' && x.task.id === one[i])), {
+        timeout: 10_000,
+      });
+    }
+    expect(await assigned(one)).toEqual([2, 2, 2]);
+    // Six at once (one batch, one round): two each.
+    const r = await call(f.gw.url, 'POST', '/v1/tasks:batch', {
+      token: f.t.token,
+      body: { tasks: Array.from({ length: 6 }, () => taskBody(q.id, { idempotency_key: ikey('rr') })) },
+    });
+    expect(r.status, r.text).toBe(200);
+    expect(await assigned(r.body.data.results.map((x: any) => x.data.task.id))).toEqual([2, 2, 2]);
   });
 
   it('a task whose not_before is in the future is not assigned until it is due', async () => {

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { keyRow, metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
 const url = () => f.gw.url;
@@ -56,7 +56,9 @@ describe('refill of a freed slot in the result transaction', () => {
     await startAndFinish(w, a.attempt_id);
     const b = await w.next('task.assign');
     expect(b.task.id).toBe(keyed.id);
-    expect(b.concurrency_token).toBeDefined();
+    // A key grant: the first token of the fresh key, as recorded on the key row (not null).
+    expect(b.concurrency_token).toBe('1');
+    expect(await keyRow(f.db.pool, t.namespace_id, 'refill/k')).toMatchObject({ highest_token: '1', holder_attempt_id: b.attempt_id });
     await startAndFinish(w, b.attempt_id);
     const c = await w.next('task.assign');
     expect(c.task.id).toBe(plain.id);

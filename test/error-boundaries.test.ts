@@ -6,13 +6,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newTenant } from './support/db.js';
-import { expectServing as expectNodeServing } from './support/serving.js';
+import { expectServing as expectNodeServing, submitNoop } from './support/serving.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { pollValue } from './support/wait.js';
+import { pollUntil, pollValue } from './support/wait.js';
 
-const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1' } });
+// Pings every 300 ms (default 15 s), so that the timer test sees the ping loop tick after the fault.
+const PING_MS = 300;
+const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1', ORBIT_PING_INTERVAL_MS: String(PING_MS) } });
 
 async function arm(point: string) {
   const r = await call(f.gw.url, 'GET', '/healthz', { headers: { 'x-orbit-fault': point } });
@@ -84,7 +86,26 @@ describe('an unexpected exception ends one request or session, never the node', 
       { timeout: 5_000, interval: 50 },
     );
     expect(await internalErrors('timer')).toBe(before + 1);
+    // Dispatcher: a submitted task is assigned to a normal worker.
     await expectServing();
+    // Sweeper: a lease backdated in SQL is recovered (attempt EXPIRED, task.cancel to the worker).
+    const t = await newTenant(f.db);
+    const w = await openRaw(f.gw.url, t.token);
+    let pings = 0;
+    w.ws.on('ping', () => pings++);
+    w.send(hello([t.queue_id], { capacity: 1 }));
+    await w.next('hello.ok');
+    await submitNoop(f.gw.url, t);
+    const a = await w.next('task.assign');
+    await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [a.attempt_id]);
+    expect(await w.next('task.cancel')).toMatchObject({ attempt_id: a.attempt_id });
+    const [[row]] = (await f.db.pool.query('SELECT state FROM attempts WHERE id = ?', [a.attempt_id])) as any;
+    expect(row.state).toBe('EXPIRED');
+    // Pings: this session, opened after the fault, is pinged.
+    await pollUntil('a ping of the gateway', () => pings > 0, { timeout: 20 * PING_MS });
+    w.close();
+    await w.closed;
+    expect(await internalErrors('timer')).toBe(before + 1);
   });
 
   it('without ORBIT_FAULT_INJECTION the header does nothing', async () => {

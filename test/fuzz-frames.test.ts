@@ -24,7 +24,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello } from './support/raw-worker.js';
 import { BAD_IDS, hex32, isId, judge, mutantArb, validArb, type Overrides } from './support/fuzz-schema.js';
-import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noOpenSessions, show } from './support/fuzz-harness.js';
+import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noInternalErrors, noOpenSessions, show } from './support/fuzz-harness.js';
 import { rawPeer, wsPeer, type Peer } from './support/fuzz-ws.js';
 
 const MAX_FRAME = 300 * 1024;
@@ -58,7 +58,10 @@ interface FrameCase {
 }
 
 const protocolError = (why: string, close = 1002): Expect => ({ kind: 'fatal', code: 'PROTOCOL_ERROR', close, why });
-const HELLO_REFUSALS: ErrorCode[] = ['NOT_FOUND', 'PERMISSION_DENIED', 'RESOURCE_RETIRED', 'STATE_CONFLICT'];
+// A valid hello naming only the real queue (live, the credential's own) may be refused only for
+// its worker_id: the first hello of a generated worker_id froze another concurrency_keys. NOT_FOUND,
+// PERMISSION_DENIED or RESOURCE_RETIRED there would be a refusal of a queue that exists and is usable.
+const HELLO_REFUSALS: ErrorCode[] = ['STATE_CONFLICT'];
 const closeOf = (code: ErrorCode) => ERROR_CODES[code].close ?? 1008;
 
 /** The documented outcome of a text frame, from the schemas (worker-protocol.md). */
@@ -137,18 +140,32 @@ async function outcome(p: Peer, c: FrameCase, stats: Stats): Promise<string | nu
         (x.type !== 'error' || (r.fatal === false && ['NOT_FOUND', 'LEASE_LOST'].includes(r.code))) &&
         (x.type !== 'renew.ok' || (Array.isArray(r.leases) && r.leases.length === 0));
       const want = x.type === 'error' ? 'a non-fatal NOT_FOUND/LEASE_LOST error naming the attempt' : `${x.type}${x.id ? ' naming the attempt' : ''}`;
-      if (good) stats.replied++;
-      return good ? null : `expected ${want}${x.orFatal ? ' (or PROTOCOL_ERROR, 1002)' : ''}; got ${seen(p)}`;
+      if (!good) return `expected ${want}${x.orFatal ? ' (or PROTOCOL_ERROR, 1002)' : ''}; got ${seen(p)}`;
+      stats.replied++;
+      return p.closed ? `socket closed after ${want}; got ${seen(p)}` : null;
     }
     case 'silent': {
       // No reply is documented: a renew of an unknown id afterwards must be the next frame.
       p.send(JSON.stringify({ type: 'renew', attempt_ids: [crypto.randomBytes(16).toString('hex')] }));
       await p.until((i) => i.some((m) => m.type === 'renew.ok'));
       const ok = replies(p).length === 1 && replies(p)[0].type === 'renew.ok';
-      if (ok) stats.replied++;
-      return ok ? null : `expected no reply; got ${seen(p)}`;
+      if (!ok || p.closed) return `expected no reply and the socket kept open; got ${seen(p)}`;
+      stats.replied++;
+      return null;
     }
   }
+}
+
+/** A non-fatal reply leaves the session open: a renew of an unknown id still gets its renew.ok
+ * (the round trip also lets a close sent right after the reply arrive first). */
+async function stillOpen(p: Peer, after: string): Promise<string | null> {
+  const before = replies(p).length;
+  if (!p.closed) p.send(JSON.stringify({ type: 'renew', attempt_ids: [crypto.randomBytes(16).toString('hex')] }));
+  await p.until(() => p.closed !== null || replies(p).length > before);
+  const r = replies(p)[before];
+  const ok = !p.closed && r?.type === 'renew.ok';
+  if (ok) p.inbox.splice(p.inbox.indexOf(r), 1);
+  return ok ? null : `socket not kept open ${after}; got ${seen(p)}`;
 }
 
 let workers = 0;
@@ -173,14 +190,22 @@ async function runUnit(u: Unit, stats: Stats): Promise<string | null> {
     const p = c.phase === 'pre' ? await (c.raw ? rawPeer : wsPeer)(target.url, f.t.token) : await session(c.raw);
     if (c.phase === 'post') stats.sessions++;
     try {
-      return await check(p, c, stats);
+      const r = await check(p, c, stats);
+      // A non-fatal reply (an orFatal case can get either) leaves the session open.
+      const nonFatal = c.expect.kind === 'silent' || (c.expect.kind === 'reply' && !replies(p).some((m) => m.type === 'error' && m.fatal));
+      return r ?? (c.phase === 'post' && nonFatal ? await stillOpen(p, 'after a non-fatal reply') : null);
     } finally {
       await p.end();
     }
   }
+  // A lane holds only non-fatal cases: its session must stay open from the first to the last
+  // (checked between cases, and by a round trip after the last one).
   const out: string[] = [];
   let p: Peer | null = null;
+  let prev: FrameCase | null = null;
+  const closedAfter = (c: FrameCase) => `socket closed after a non-fatal case; got ${seen(p!)}\n    input: ${show(c.data)}`;
   for (const c of u.lane) {
+    if (p?.closed && prev) out.push(closedAfter(prev));
     if (!p || p.closed) {
       await p?.end();
       p = await session();
@@ -188,7 +213,9 @@ async function runUnit(u: Unit, stats: Stats): Promise<string | null> {
     }
     const r = await check(p, c, stats);
     if (r) out.push(`${r}\n    input: ${show(c.data)}`);
+    prev = r ? null : c; // a failed case is reported already
   }
+  if (p && prev && (await stillOpen(p, 'after the last case of the lane'))) out.push(closedAfter(prev));
   await (p as Peer | null)?.end();
   return out.length ? out.join('\n- ') : null;
 }
@@ -246,6 +273,7 @@ async function fuzzFrames(label: string, phase: Phase, runs: number): Promise<vo
     fcParams(runs),
   );
   await noOpenSessions(f.db.pool, log);
+  await noInternalErrors(target, log);
   log.finish();
 }
 
@@ -378,6 +406,7 @@ async function fuzzRealAttempts(runs: number): Promise<void> {
     fcParams(runs),
   );
   await (p as Peer | null)?.end();
+  await noInternalErrors(target, log);
   log.finish();
 }
 
@@ -386,6 +415,7 @@ describe('worker frame fuzz (real gateway)', () => {
     const log = new FuzzLog('fuzz-frames transport', target);
     await runCases(log, transportCases());
     await noOpenSessions(f.db.pool, log);
+    await noInternalErrors(target, log);
     log.finish();
   });
 

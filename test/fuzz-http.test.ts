@@ -30,7 +30,21 @@ import {
   violation,
   type Overrides,
 } from './support/fuzz-schema.js';
-import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, type Probe } from './support/fuzz-harness.js';
+import {
+  dbDiff,
+  dbState,
+  fcParams,
+  FuzzLog,
+  FuzzTarget,
+  fuzzTimeout,
+  namedIds,
+  rowPrints,
+  unaccounted,
+  type DbState,
+  type Probe,
+  type RowPrints,
+  type RowTable,
+} from './support/fuzz-harness.js';
 
 const BATCH = 25;
 const CONCURRENCY = 8;
@@ -79,6 +93,8 @@ function enc(s: string): string {
 interface HttpCase {
   method: 'GET' | 'POST';
   path: string;
+  /** The endpoint (path template), for the depth report. */
+  ep?: string;
   body?: string | Buffer;
   /** The mutation applied, for failure reports. */
   how?: string;
@@ -158,7 +174,7 @@ function bodyCase() {
       })
       .map(({ id, text: { text, how }, bytes, query }): HttpCase => {
         const path = ep.path.replace('{id}', enc(id)) + query;
-        const c: HttpCase = { method: 'POST', path, body: text, how, refuse: null, receipt: ep.receipt, creates: ep.creates };
+        const c: HttpCase = { method: 'POST', path, ep: ep.path, body: text, how, refuse: null, receipt: ep.receipt, creates: ep.creates };
         const idBad = ep.id !== undefined && !isId(id);
         const refuse = (why: string, ...codes: ErrorCode[]) => ((c.refuse = { why, codes: idBad ? [...codes, 'NOT_FOUND'] : codes }), c);
         if (bytes) {
@@ -190,7 +206,7 @@ function batchCase() {
       (mutate ? mutantArb({ tasks: items }) : fc.constant({ text: JSON.stringify({ tasks: items }), how: 'valid' })).map((m) => ({ ...m, header })),
     )
     .map(({ text, how, header }): HttpCase => {
-      const c: HttpCase = { method: 'POST', path: '/v1/tasks:batch', body: text, how, refuse: null, receipt: false, noKey: !header };
+      const c: HttpCase = { method: 'POST', path: '/v1/tasks:batch', ep: '/v1/tasks:batch', body: text, how, refuse: null, receipt: false, noKey: !header };
       if (header) return ((c.refuse = { why: 'Idempotency-Key header on a batch', codes: ['INVALID_ARGUMENT'] }), c);
       const v = judge(text === '' ? '{}' : text, () => S.SubmitBatchBody);
       if (!v.ok) return ((c.refuse = { why: v.why, codes: ['INVALID_ARGUMENT'] }), c);
@@ -240,19 +256,41 @@ function readCase() {
     fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'),
     fc.string({ unit: 'binary', maxLength: 10 }),
   );
-  const listParam = fc.tuple(
-    fc.oneof(
-      { arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 6 },
-      fc.constantFrom(...HOSTILE_KEYS),
-    ),
-    fc.oneof({ arbitrary: idArb(real.queue), weight: 1 }, { arbitrary: value, weight: 2 }),
-  );
+  // A value the parameter accepts, a third of the time: else a list with two or three parameters
+  // is almost never valid and the generator stops reaching past the checks (see the depth report).
+  const validFor: Record<string, fc.Arbitrary<string>> = {
+    queue_id: fc.constant(real.queue),
+    state: fc.constantFrom('WAITING', 'SUCCEEDED', 'PENDING', 'ACKED'),
+    limit: fc.constantFrom('1', '100', '500'),
+    concurrency_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
+    business_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
+  };
+  // Names: mostly the list's own (else a deliveries list, which takes three of the six, is almost
+  // never valid), then the other lists' and hostile ones.
+  const listParam = (allowed: string[]) =>
+    fc
+      .oneof(
+        { arbitrary: fc.constantFrom(...allowed), weight: 6 },
+        { arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 1 },
+        fc.constantFrom(...HOSTILE_KEYS),
+      )
+      .chain((k) =>
+        fc.tuple(
+          fc.constant(k),
+          fc.oneof(
+            ...(Object.hasOwn(validFor, k) ? [{ arbitrary: validFor[k]!, weight: 2 }] : []),
+            { arbitrary: idArb(real.queue), weight: 1 },
+            { arbitrary: value, weight: 2 },
+          ),
+        ),
+      );
   const list = fc
-    .record({ list: fc.constantFrom(...LISTS), params: fc.array(listParam, { minLength: 1, maxLength: 3 }) })
+    .constantFrom(...LISTS)
+    .chain((list) => fc.record({ list: fc.constant(list), params: fc.array(listParam(list[1]), { minLength: 1, maxLength: 3 }) }))
     .map(({ list: [base, allowed], params }): HttpCase => {
       const path = base.replace('{sub}', real.sub) + '?' + params.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&');
       const names = params.map(([k]) => (k.isWellFormed() ? k : k.toWellFormed()));
-      const c: HttpCase = { method: 'GET', path, refuse: null, receipt: false };
+      const c: HttpCase = { method: 'GET', path, ep: base, refuse: null, receipt: false };
       const bad = names.find((k) => !allowed.includes(k));
       const q = params.find(([k]) => k === 'queue_id')?.[1];
       if (bad !== undefined) c.refuse = { why: `unknown parameter ${JSON.stringify(bad)}`, codes: ['INVALID_ARGUMENT'] };
@@ -268,6 +306,7 @@ function readCase() {
     .map(([tpl, realId, id]): HttpCase => ({
       method: 'GET',
       path: tpl.replace('{id}', enc(id)),
+      ep: tpl,
       refuse: !isId(id)
         ? { why: `id ${JSON.stringify(id)} cannot exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] }
         : id !== realId
@@ -324,25 +363,62 @@ function probes(): Probe[] {
   ];
 }
 
-/** One property: batches of generated cases, run concurrently, checked case by case and as a batch. */
-async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): Promise<void> {
+/** Every row a command could write, fingerprinted one by one, with the ids that own a change.
+ * 'deadline': the sweeper ends generated tasks whose deadline_seconds ran out during the run (the
+ * task, its event); 'events': what any new event moves (the stream head, the counters). */
+const ROWS: RowTable[] = [
+  { table: 'tasks', key: 'id', owners: ["IF(state = 'DEADLINE_EXCEEDED', 'deadline', id)"] },
+  { table: 'receipts', key: "CONCAT(namespace_id, '/', idempotency_key)", owners: ['idempotency_key'] },
+  { table: 'queues', key: 'id', owners: ['id'] },
+  { table: 'subscriptions', key: 'id', owners: ['id'] },
+  { table: 'deliveries', key: 'id', owners: ['id', 'subscription_id'] },
+  { table: 'attempts', key: 'id', owners: ['task_id'] },
+  { table: 'audit_log', key: 'id', owners: ['target_id'] },
+  { table: 'result_events', key: "CONCAT(namespace_id, '/', sequence)", owners: ["IF(type = 'task.deadline_exceeded', 'deadline', task_id)"] },
+  { table: 'resource_keys', key: "CONCAT(namespace_id, '/', HEX(concurrency_key))", owners: [] },
+  { table: 'worker_sessions', key: 'id', owners: [] },
+  // Counters and stream heads move with any accepted submit or cancel, and with any new event.
+  { table: 'stream_heads', key: 'namespace_id', owners: ['*', "'events'"] },
+  { table: 'applications', key: 'id', owners: ['*', "'events'"] },
+];
+
+/** Per endpoint: cases, accepted ones, and refusals past the schema (a code other than
+ * INVALID_ARGUMENT: the input reached the lookups, permits or state checks). */
+type Depth = Map<string, { cases: number; accepted: number; deep: number }>;
+
+function recordDepth(depth: Depth, c: HttpCase, r: RawResponse): void {
+  const d = depth.get(c.ep ?? c.path) ?? { cases: 0, accepted: 0, deep: 0 };
+  d.cases++;
+  if (r.status < 300) d.accepted++;
+  else if (r.status < 500 && r.body?.error?.code !== 'INVALID_ARGUMENT') d.deep++;
+  depth.set(c.ep ?? c.path, d);
+}
+
+/** One property: batches of generated cases, run concurrently, checked case by case and as a
+ * batch: refused cases change no row, accepted ones only the rows they name. `mustAccept`: the
+ * endpoints where the generator must get some input accepted (else it degraded to all-refused). */
+async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mustAccept: string[]): Promise<void> {
   const log = new FuzzLog(label, target);
+  const depth: Depth = new Map();
   await fc.assert(
     fc.asyncProperty(fc.array(arb, { minLength: BATCH, maxLength: BATCH }), async (cases) => {
       if (log.stopped) return;
-      const before = await dbState(f.db.pool, probes());
-      const accepted: { c: HttpCase; r: RawResponse }[] = [];
+      const rowsBefore = await rowPrints(f.db.pool, ROWS);
+      const accepted: { c: HttpCase; r: RawResponse; key?: string }[] = [];
       const ok = await log.batch(
         cases,
         CONCURRENCY,
         async (c) => {
+          const key = c.noKey ? undefined : ikey('fz');
           const r = await call(target.url, c.method, c.path, {
             token: f.t.token,
-            ...(c.noKey ? {} : { key: ikey('fz') }),
+            ...(key === undefined ? {} : { key }),
             ...(c.body === undefined ? {} : { rawBody: c.body }),
           });
+          recordDepth(depth, c, r);
+
           if (r.status < 300) {
-            accepted.push({ c, r });
+            accepted.push({ c, r, key });
             log.accepted++;
           }
           return problem(c, r);
@@ -350,7 +426,17 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
         (c) => c.body ?? null,
       );
       if (!ok) return;
-      const after = await dbState(f.db.pool, probes());
+      const rowsAfter = await rowPrints(f.db.pool, ROWS);
+      const touched = new Set<string>(['deadline', ...(accepted.length ? ['*'] : [])]);
+      if (rowsAfter.get('result_events')!.size > rowsBefore.get('result_events')!.size) touched.add('events');
+      for (const { c, r, key } of accepted) {
+        for (const id of namedIds(c.path, c.body, r.text)) touched.add(id);
+        if (key !== undefined) touched.add(key);
+        // A batch's receipts are its items' own idempotency keys.
+        if (c.items) for (const it of JSON.parse(String(c.body)).tasks) if (typeof it?.idempotency_key === 'string') touched.add(it.idempotency_key);
+      }
+      const stray = unaccounted(rowsBefore, rowsAfter, touched);
+      if (stray.length) log.fail(`rows changed that no accepted case names (${accepted.length} accepted): ${stray.slice(0, 5).join('; ')}`);
       const delta: Record<string, number> = { tasks: 0, queues: 0, subscriptions: 0, receipts: 0, attempts: 0, worker_sessions: 0 };
       for (const { c, r } of accepted) {
         if (c.creates && r.status === 201) delta[c.creates]!++;
@@ -359,7 +445,9 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
         delta.tasks! += created;
         delta.receipts! += created;
       }
-      const diff = dbDiff(before, after, accepted.length === 0 ? 'none' : delta);
+      // Row counts moved by exactly what was accepted (the row check above saw every change).
+      const counts = (p: RowPrints): DbState => ({ counts: Object.fromEntries([...p].map(([t, m]) => [t, m.size])), sums: {} });
+      const diff = dbDiff(counts(rowsBefore), counts(rowsAfter), delta);
       if (diff.length)
         log.fail(
           `database changed wrongly by a batch (${accepted.length} accepted): ${diff.join('; ')}; batch paths: ${cases.map((c) => c.path.slice(0, 60)).join(' ')}`,
@@ -367,16 +455,27 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number): P
     }),
     fcParams(runs),
   );
+  console.log(`${label} depth (cases/accepted/refused past the schema): ${[...depth].map(([ep, d]) => `${ep} ${d.cases}/${d.accepted}/${d.deep}`).join(', ')}`);
+  for (const ep of mustAccept) if (!depth.get(ep)?.accepted) log.fail(`the generator degraded: no input to ${ep} was accepted`);
   log.finish();
 }
 
 describe('HTTP fuzz (real gateway)', () => {
   it('request bodies from the schemas, mutated, on every command endpoint', { timeout: fuzzTimeout(60, 250) }, async () => {
-    await fuzz('fuzz-http bodies', fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()), 60);
+    await fuzz('fuzz-http bodies', fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()), 60, [
+      '/v1/tasks',
+      '/v1/tasks:batch',
+      '/v1/queues',
+      '/v1/subscriptions',
+      '/v1/subscriptions/{id}/deliveries:lease',
+    ]);
   });
 
   it('ids and query parameters in reads: not-an-id, multi-byte, lone surrogates, unknown and repeated names', { timeout: fuzzTimeout(32, 150) }, async () => {
-    await fuzz('fuzz-http reads', readCase(), 32);
+    await fuzz('fuzz-http reads', readCase(), 32, [
+      ...LISTS.map(([base]) => base),
+      ...GET_PATHS.map(([tpl]) => tpl).filter((tpl) => tpl !== '/v1/attempts/{id}'), // no attempt exists: never accepted
+    ]);
   });
 
   it('the exact inputs of issue 9 are refused with 404/400, not 500', async () => {

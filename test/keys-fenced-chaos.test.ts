@@ -50,6 +50,25 @@ afterAll(async () => {
   await endOfFileChecks(db); // kills and checks every worker process
 });
 
+/** SIGSTOPs `w` at a moment it holds a live keyed attempt that has not written yet: its handler is
+ * in the delay before its write, so it writes as a zombie after SIGCONT. Retries (continue, let it
+ * run a little, stop again) until it does; returns those attempts. */
+async function freezeWithZombies(w: WorkerProcess): Promise<{ id: string }[]> {
+  for (let i = 0; i < 50; i++) {
+    w.child.kill('SIGSTOP');
+    // The database round trip also lets the lines it printed before the stop arrive.
+    const [rows] = await db.pool.query<RowDataPacket[]>("SELECT id FROM attempts WHERE state = 'RUNNING' AND concurrency_key IS NOT NULL");
+    const running = new Set(rows.map((r) => r.id as string));
+    const writing = new Set(w.lines.filter((l) => l.ev === 'writing').map((l) => l.attempt as string));
+    // In the delay before the write: not mid-write, whose fence-row lock would block the key.
+    const waiting = w.lines.filter((l) => l.ev === 'begin' && !writing.has(l.attempt) && running.has(l.attempt)).map((l) => ({ id: l.attempt as string }));
+    if (waiting.length > 0) return waiting;
+    w.child.kill('SIGCONT');
+    await new Promise((r) => setTimeout(r, 20 + Math.random() * 40));
+  }
+  throw new Error('worker 0 never held a keyed attempt before its write');
+}
+
 describe('fenced resource under chaos', () => {
   it('accepts no stale write while workers are frozen past their lease and killed', async () => {
     const url = (i: number) => gateways[i % 2]!.url;
@@ -71,11 +90,38 @@ describe('fenced resource under chaos', () => {
       return Number(r[0]!.n);
     };
     await waitFor(async () => (await done()) >= 40, 60_000, '40 tasks done');
-    // Freeze worker 0 (its in-flight handlers become zombies), kill worker 1 and replace it.
-    workers[0]!.child.kill('SIGSTOP');
+    // Freeze worker 0 while it holds a keyed attempt whose handler has not written yet (a zombie
+    // to be), kill worker 1 and replace it.
+    const zombies = await freezeWithZombies(workers[0]!);
     workers[1]!.child.kill('SIGKILL');
     spawnFenced(url(1));
-    await new Promise((r) => setTimeout(r, 4000)); // past the 2 s lease: the sweeper takes the keys back
+    // Until the sweeper took the frozen leases back and, for a zombie's key, another attempt held
+    // the key and wrote with a larger token: then the zombie's write is stale for sure.
+    await waitFor(
+      async () => {
+        const [live] = await db.pool.query<RowDataPacket[]>(
+          `SELECT COUNT(*) AS n FROM attempts WHERE id IN (${zombies.map(() => '?').join(',')}) AND state IN ('LEASED','RUNNING')`,
+          zombies.map((z) => z.id),
+        );
+        return Number(live[0]!.n) === 0;
+      },
+      30_000,
+      "the sweeper took the frozen worker's leases",
+      100,
+    );
+    const overtaken = await waitFor(
+      async () => {
+        const [r] = await db.pool.query<RowDataPacket[]>(
+          `SELECT a.id FROM attempts a JOIN chaos_fence f ON f.resource_key = a.concurrency_key AND f.namespace = a.namespace_id
+             WHERE a.id IN (${zombies.map(() => '?').join(',')}) AND f.highest_token > a.concurrency_token`,
+          zombies.map((z) => z.id),
+        );
+        return r.length > 0 ? r.map((x) => x.id as string) : null;
+      },
+      30_000,
+      "another worker's write on a zombie's key",
+      100,
+    );
     workers[0]!.child.kill('SIGCONT');
     await submitting;
     const final = await waitFor(
@@ -120,6 +166,11 @@ describe('fenced resource under chaos', () => {
     const rejected = procs.flatMap((p) => p.lines.filter((l) => l.ev === 'stale'));
     // Every rejection was a genuinely older token than one the fence had seen.
     for (const r of rejected) expect(BigInt(r.token) < BigInt(r.highest)).toBe(true);
+    // The zombies whose key was overtaken while they were frozen did try their write, and the fence
+    // refused each one (a stale write that got through would also break the ordering above).
+    const refused = new Set(workers[0]!.lines.filter((l) => l.ev === 'stale').map((l) => l.attempt as string));
+    expect(overtaken.filter((id) => !refused.has(id))).toEqual([]);
+    expect(refused.size).toBeGreaterThan(0);
     console.log(`fenced chaos: ${writes.length} writes applied, ${rejected.length} stale writes rejected, final ${JSON.stringify(final)}`);
 
     const h = await checkHistory(db.pool);

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
+import { pollUntil } from './support/wait.js';
 import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -63,16 +64,32 @@ describe('key hand-off in the result transaction', () => {
     const keyed = await session(url(), t, { capacity: 1 });
     const plain = await session(url(), t, { capacity: 4, concurrency_keys: false });
     await submitTask(url(), t, { concurrency_key: 'cap/1' });
-    await submitTask(url(), t, { concurrency_key: 'cap/1' });
+    const second = await submitTask(url(), t, { concurrency_key: 'cap/1' });
+    const third = await submitTask(url(), t, { concurrency_key: 'cap/1' });
     const a = await keyed.next('task.assign');
     // The key is at the last token but one: the next grant is 2^64-1, the one after is refused.
-    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551615 WHERE namespace_id = ? AND concurrency_key = ?', [
+    await f.db.pool.query('UPDATE resource_keys SET highest_token = 18446744073709551614 WHERE namespace_id = ? AND concurrency_key = ?', [
       t.namespace_id,
       Buffer.from('cap/1'),
     ]);
+    const handoffs = await metric(url(), 'orbit_key_handoffs_total');
+    // While a's result commits, the flagless session is the only one with a free slot (the keyed
+    // one is full): the hand-off must pass it over and release the key; the claim round the
+    // release wakes then grants the key, at its last token, to the keyed session.
     await startAndFinish(keyed, a.attempt_id);
-    await expect(keyed.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+    const b = await keyed.next('task.assign');
+    expect(b).toMatchObject({ task: { id: second.id }, concurrency_token: '18446744073709551615' });
+    expect(await metric(url(), 'orbit_key_handoffs_total')).toBe(handoffs);
+    // Exhausted now: b's result releases the key and hands it to no one.
+    const rounds = await metric(url(), 'orbit_claim_rounds_total');
+    await startAndFinish(keyed, b.attempt_id);
+    // Absence: until a claim round ran after the release (the keyed session has a free slot
+    // again; an exhausted key is no candidate).
+    await pollUntil('a claim round after the release', async () => (await metric(url(), 'orbit_claim_rounds_total')) > rounds, { timeout: 10_000 });
+    expect(keyed.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
     expect(plain.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
+    expect(await metric(url(), 'orbit_key_handoffs_total')).toBe(handoffs);
+    expect(await taskState(f.db.pool, third.id)).toBe('WAITING');
     expect(await keyRow(f.db.pool, t.namespace_id, 'cap/1')).toMatchObject({ holder_attempt_id: null, highest_token: '18446744073709551615' });
     keyed.close();
     plain.close();

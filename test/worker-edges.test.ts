@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
+import { pollUntil } from './support/wait.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_FRAME_BYTES: '310000' } });
 
@@ -18,7 +19,7 @@ describe('worker protocol edges', () => {
     expect((await w.closed).code).toBe(1009);
   });
 
-  it('a start after the task deadline is LEASE_LOST and never makes the attempt RUNNING', async () => {
+  it('a start after the task deadline is LEASE_LOST and never makes the attempt RUNNING; the sweeper cancels it', async () => {
     const w = await openRaw(f.gw.url, f.t.token);
     w.send(hello([f.t.queue_id]));
     await w.next('hello.ok');
@@ -33,9 +34,19 @@ describe('worker protocol edges', () => {
     w.send({ type: 'start', attempt_id: assign.attempt_id });
     const err = await w.next('error');
     expect(err).toMatchObject({ code: 'LEASE_LOST', attempt_id: assign.attempt_id, fatal: false });
-    const [[a]] = (await f.db.pool.query('SELECT state, started_at FROM attempts WHERE id = ?', [assign.attempt_id])) as any;
-    expect(a.state).not.toBe('RUNNING');
-    expect(a.started_at).toBeNull();
+    const row = async () =>
+      (
+        (await f.db.pool.query(
+          'SELECT a.state, a.started_at, t.state AS task_state, t.attempts_made FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?',
+          [assign.attempt_id],
+        )) as any
+      )[0][0];
+    // The refused start left the attempt as it was (LEASED), or the sweeper already cancelled it.
+    expect(['LEASED', 'CANCELLED']).toContain((await row()).state);
+    // dispatch.md: a LEASED attempt past the task's deadline is cancelled, the task DEADLINE_EXCEEDED;
+    // it never ran, so it consumed no attempt.
+    await pollUntil('the sweeper cancelled the attempt', async () => (await row()).state === 'CANCELLED', { timeout: 10_000 });
+    expect(await row()).toEqual({ state: 'CANCELLED', started_at: null, task_state: 'DEADLINE_EXCEEDED', attempts_made: 0 });
     w.close();
   });
 });

@@ -37,6 +37,12 @@ export class Dispatcher {
   private stopped = false;
   private pollMs = MIN_POLL_MS;
   private pollTimer: NodeJS.Timeout | null = null;
+  /** Per session, the serve count at its last assignment: a round lists its sessions least
+   * recently served first, so equal-priority work goes round-robin across rounds (dispatch.md),
+   * not only within one (claim.ts deals a round's candidates in turn, from the first session): a
+   * task submitted alone went to the same first session every time. */
+  private readonly lastServed = new WeakMap<Session, number>();
+  private served = 0;
   private productive = false;
   private idleWaiters: (() => void)[] = [];
 
@@ -101,6 +107,7 @@ export class Dispatcher {
   }
 
   private async round(sessions: Session[]): Promise<void> {
+    sessions.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
     const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
     const m = this.host.metrics;
     const started = process.hrtime.bigint();
@@ -127,6 +134,7 @@ export class Dispatcher {
         const got = r.bySession.get(s.id) ?? [];
         if (got.length === 0) continue;
         granted += got.length;
+        this.lastServed.set(s, ++this.served);
         s.deliver(got);
         // A full batch suggests more waiting work: due again for the next round.
         if (got.length === Math.min(MAX_BATCH, reqs.find((x) => x.session.sessionId === s.id)!.free) && s.free > 0) this.due.add(s);

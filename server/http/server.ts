@@ -94,8 +94,11 @@ async function handle(
       app.metrics.httpRequests.inc({ route: routeName, status: String(status) });
       return;
     }
-    const m = router.match(req.method ?? 'GET', url.pathname);
-    if (m === null) throw new OrbitError('NOT_FOUND', `no route ${url.pathname}`);
+    // Routes match the path as sent: a target that URL parsing rewrites (dot segments such as
+    // `/v1/tasks/../queues` or `%2e%2e`, a leading `//`) names no resource, not the one it resolves to.
+    const sent = (req.url ?? '/').split('?', 1)[0]!;
+    const m = sent === url.pathname ? router.match(req.method ?? 'GET', url.pathname) : null;
+    if (m === null) throw new OrbitError('NOT_FOUND', `no route ${sent.slice(0, 200)}`);
     if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');

@@ -213,6 +213,23 @@ export class FuzzLog {
   }
 }
 
+const internalSeen = new WeakMap<GatewayProcess, number>();
+
+/** The gateway counted no internal error (orbit_internal_errors_total, any `where`) since the last
+ * check of this process: a bug caught at a boundary is answered INTERNAL or not at all, and a
+ * property must not pass over it. */
+export async function noInternalErrors(target: FuzzTarget, log: FuzzLog): Promise<void> {
+  if (!target.alive()) return; // reported as a crash
+  const text = await fetch(target.url + '/metrics', { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+  let n = 0;
+  for (const m of text.matchAll(/^orbit_internal_errors_total(?:\{[^}]*\})? (\d+)/gm)) n += Number(m[1]);
+  const before = internalSeen.get(target.gw) ?? 0;
+  internalSeen.set(target.gw, n);
+  if (n === before) return;
+  const lines = target.gw.output.filter((l) => l.includes('internal error')).slice(-3);
+  log.fail(`the gateway logged ${n - before} internal error(s) (orbit_internal_errors_total): ${lines.map((l) => l.slice(0, 300)).join(' | ')}`);
+}
+
 /** Every worker_sessions row is closed again once every socket closed (fatal errors end sessions). */
 export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
   if (log.crashes > 0) return; // a dead process leaves its rows OPEN; already reported
@@ -223,4 +240,75 @@ export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
   const open = await pollValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
   if (open === 0) return;
   log.fail(`${open} worker_sessions rows still OPEN after every socket closed`);
+}
+
+/** A table whose rows are fingerprinted one by one: `key` names a row, `owners` the ids a change of
+ * it can be attributed to (SQL expressions; '*' = any accepted case of the batch). */
+export interface RowTable {
+  table: string;
+  key: string;
+  owners: string[];
+}
+
+/** table → row key → { fingerprint of every column, owner ids }. */
+export type RowPrints = Map<string, Map<string, { h: string; owners: string[] }>>;
+
+const columnsOf = new Map<string, string[]>();
+
+/** Every row of `tables`, fingerprinted over all its columns (read once from information_schema),
+ * in one UNION ALL query: a fuzz batch takes two of these (the harness's cost per batch). */
+export async function rowPrints(pool: Pool, tables: RowTable[]): Promise<RowPrints> {
+  const missing = tables.map((t) => t.table).filter((t) => !columnsOf.has(t));
+  if (missing.length) {
+    const [rows] = await pool.query<RowDataPacket[]>(
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?) ORDER BY ORDINAL_POSITION',
+      [missing],
+    );
+    for (const r of rows) columnsOf.set(r.t, [...(columnsOf.get(r.t) ?? []), r.c as string]);
+  }
+  const width = Math.max(...tables.map((t) => t.owners.filter((o) => o !== '*').length));
+  const parts = tables.map((t, n) => {
+    const h = `MD5(CONCAT_WS('|', ${columnsOf
+      .get(t.table)!
+      .map((c) => `IFNULL(HEX(CAST(\`${c}\` AS BINARY)), 'N')`)
+      .join(', ')}))`;
+    const owners = t.owners.filter((o) => o !== '*');
+    const cols = Array.from({ length: width }, (_, i) => `CAST(${owners[i] ?? 'NULL'} AS CHAR) AS o${i}`);
+    return `SELECT ${n} AS n, CAST(${t.key} AS CHAR) AS k, ${h} AS h${cols.map((c) => `, ${c}`).join('')} FROM ${t.table}`;
+  });
+  const [rows] = await pool.query<RowDataPacket[]>(parts.join(' UNION ALL '));
+  const out: RowPrints = new Map(tables.map((t) => [t.table, new Map()]));
+  for (const r of rows) {
+    const t = tables[Number(r.n)]!;
+    const owners = Array.from({ length: width }, (_, i) => r[`o${i}`] as string | null).filter((o): o is string => o !== null);
+    out.get(t.table)!.set(r.k, { h: r.h, owners: t.owners.includes('*') ? [...owners, '*'] : owners });
+  }
+  return out;
+}
+
+/** Rows added, removed or changed between two fingerprints that no accepted case accounts for: a
+ * row is accounted for when one of its owner ids (before or after) is in `touched` ('*' when the
+ * batch accepted anything). Refused cases must change nothing, so every other change is one. */
+export function unaccounted(before: RowPrints, after: RowPrints, touched: Set<string>): string[] {
+  const out: string[] = [];
+  for (const [table, a] of after) {
+    const b = before.get(table)!;
+    const keys = new Set([...a.keys(), ...b.keys()]);
+    for (const k of keys) {
+      const x = b.get(k);
+      const y = a.get(k);
+      if (x && y && x.h === y.h) continue;
+      const owners = [...(x?.owners ?? []), ...(y?.owners ?? [])];
+      if (owners.some((o) => touched.has(o))) continue;
+      out.push(`${table} row ${k} ${!x ? 'added' : !y ? 'removed' : 'changed'} (owners ${[...new Set(owners)].join(', ')})`);
+    }
+  }
+  return out;
+}
+
+/** The ids a case names (32-hex strings in its path, body and response) and its idempotency key. */
+export function namedIds(...texts: (string | Buffer | undefined)[]): string[] {
+  const ids: string[] = [];
+  for (const t of texts) if (t !== undefined) ids.push(...((Buffer.isBuffer(t) ? t.toString('latin1') : t).match(/[0-9a-f]{32}/g) ?? []));
+  return ids;
 }
