@@ -168,11 +168,19 @@ export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): P
  * Tasks of some steps changed state in this transaction (a result, an expiry, a task :cancel, a
  * :resolve, a deadline): `updates` gives each such step's tasks, all of them, as they are now. A
  * step that finishes decides its children. On a final run (cancelled) a task that ends is only
- * recorded: nothing changes and nothing starts.
+ * recorded: nothing changes and nothing starts — and a task that went back to WAITING (a retry of
+ * an attempt that was RUNNING at the cancel, an expired lease) is cancelled, so that it does not
+ * run again for a run that is over.
  */
 export function planTasksChanged(g: StepGraph, run: RunView, updates: readonly { key: string; tasks: readonly StepTaskView[] }[], opts: PlanOptions = {}): Plan {
   const p = new Planner(g, run, opts);
-  if (isFinal(run.state)) return p.plan;
+  if (isFinal(run.state)) {
+    for (const u of updates) {
+      const indexes = u.tasks.filter((t) => t.state === 'WAITING').map((t) => t.index);
+      if (indexes.length > 0) p.plan.cancel.push({ key: u.key, indexes });
+    }
+    return p.plan;
+  }
   for (const u of updates) {
     const step = g.steps[g.index.get(u.key)!]!;
     const before = p.steps[u.key]!.state;

@@ -15,7 +15,7 @@ export interface StepGraph {
 }
 
 /** A topological order of `n` nodes given each node's parents, or one cycle (positions, in edge
- * order: each is a parent of the next, the last a parent of the first). */
+ * order: each is a parent of the next, the last a parent of the first; starting at its smallest). */
 export function topologicalOrder(n: number, parents: readonly (readonly number[])[]): { order: number[] } | { cycle: number[] } {
   const indegree = parents.map((p) => p.length);
   const children: number[][] = Array.from({ length: n }, () => []);
@@ -48,8 +48,11 @@ function findCycle(n: number, parents: readonly (readonly number[])[], done: Rea
     path.push(v);
     v = parents[v]!.find((p) => !done.has(p))!;
   }
-  // path[k..] walks child → parent; reversed it walks parent → child.
-  return path.slice(seenAt.get(v)).reverse();
+  // path[k..] walks child → parent; reversed it walks parent → child. Rotated to start at its
+  // first step in version order, so the same graph always names the same cycle the same way.
+  const cycle = path.slice(seenAt.get(v)).reverse();
+  const first = cycle.indexOf(Math.min(...cycle));
+  return [...cycle.slice(first), ...cycle.slice(0, first)];
 }
 
 /** The graph of a stored (hence valid) version. Throws on an unknown parent or a cycle, which only
