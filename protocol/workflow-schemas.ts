@@ -105,7 +105,10 @@ export const ResumeWorkflowRunBody = PauseWorkflowRunBody;
 export type ResumeWorkflowRunBody = PauseWorkflowRunBody;
 
 /** POST /v1/workflow-runs/{id}:cancel. `reason` is optional as in a task's :cancel. */
-export const CancelWorkflowRunBody = Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: REASON_MAX })) }, { additionalProperties: false });
+export const CancelWorkflowRunBody = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: REASON_MAX })) },
+  { additionalProperties: false },
+);
 export type CancelWorkflowRunBody = Static<typeof CancelWorkflowRunBody>;
 
 /** POST /v1/workflow-runs/{id}/signals. `payload` defaults to null (≤ 64 KiB, checked by the server). */

@@ -228,7 +228,9 @@ describe('protocol states', () => {
     expect(states.TASK_STATES.filter((s) => (states.UNFINISHED_TASK_STATES as readonly string[]).includes(s))).toEqual([...states.UNFINISHED_TASK_STATES]);
     for (const s of states.WORKFLOW_RUN_STATES) expect(states.isWorkflowRunState(s)).toBe(true);
     expect(states.isWorkflowRunState('running')).toBe(false);
-    expect(states.WORKFLOW_RUN_STATES.filter((s) => (states.UNFINISHED_RUN_STATES as readonly string[]).includes(s))).toEqual([...states.UNFINISHED_RUN_STATES]);
+    expect(states.WORKFLOW_RUN_STATES.filter((s) => (states.UNFINISHED_RUN_STATES as readonly string[]).includes(s))).toEqual([
+      ...states.UNFINISHED_RUN_STATES,
+    ]);
     expect(states.WORKFLOW_STEP_STATES.filter(states.isFinishedStepState)).toEqual([...states.FINISHED_STEP_STATES]);
   });
 });

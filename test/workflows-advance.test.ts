@@ -9,10 +9,21 @@ import { describe, expect, it } from 'vitest';
 import type { WorkflowStep } from '../protocol/workflow-views.js';
 import { buildGraph } from '../server/workflows/graph.js';
 import { apply, initialRunView, planStart, planTasksChanged } from '../server/workflows/advance.js';
+import type { NewStepTask } from '../server/workflows/decide.js';
 import { prng, WorkflowSim, type SimTask } from './support/workflow-sim.js';
 
 const Q = '11111111111111111111111111111111';
-const T = { queue_id: Q, handler: 'h', handler_version: 'v1', payload_version: 'v1', priority: 0, max_attempts: 3, deadline_seconds: 86400, params: {}, use_run_key: false };
+const T = {
+  queue_id: Q,
+  handler: 'h',
+  handler_version: 'v1',
+  payload_version: 'v1',
+  priority: 0,
+  max_attempts: 3,
+  deadline_seconds: 86400,
+  params: {},
+  use_run_key: false,
+};
 const task = (key: string, after: string[] = [], extra: Partial<WorkflowStep> = {}): WorkflowStep => ({
   key,
   after,
@@ -27,7 +38,8 @@ const signal = (key: string, name: string, after: string[] = []): WorkflowStep =
   ...(after.length > 0 ? { run_if: 'all_succeeded' as const } : {}),
   signal: { name, timeout_seconds: 60 },
 });
-const states = (sim: WorkflowSim) => Object.fromEntries(Object.entries(sim.run.steps).map(([k, v]) => [k, v.skipped_because ? `${v.state}:${v.skipped_because}` : v.state]));
+const states = (sim: WorkflowSim) =>
+  Object.fromEntries(Object.entries(sim.run.steps).map(([k, v]) => [k, v.skipped_because ? `${v.state}:${v.skipped_because}` : v.state]));
 const only = (sim: WorkflowSim, key: string): SimTask => sim.tasks.get(key)![0]!;
 
 describe('run_if and skip cascades', () => {
@@ -146,10 +158,10 @@ describe('task steps: for_each, failures, review', () => {
       task('d', ['c'], { run_if: 'any_failed' }),
     ]);
     const plan = planStart(g, initialRunView(g, null, 'object/42'));
-    const tasks = Object.fromEntries(plan.changes.flatMap((c) => ('tasks' in c ? [[c.key, c.tasks[0]!]] : [])));
-    expect(tasks.a.task.concurrency_key).toBe('object/42');
-    expect(tasks.b.task.concurrency_key).toBe('fixed');
-    expect(tasks.b.delay_seconds).toBe(30);
+    const tasks: Record<string, NewStepTask> = Object.fromEntries(plan.changes.flatMap((c) => ('tasks' in c ? [[c.key, c.tasks[0]!]] : [])));
+    expect(tasks.a!.task.concurrency_key).toBe('object/42');
+    expect(tasks.b!.task.concurrency_key).toBe('fixed');
+    expect(tasks.b!.delay_seconds).toBe(30);
     expect(apply(initialRunView(g, null), plan).steps.c).toMatchObject({ state: 'FAILED', error: { code: 'PAYLOAD_TOO_LARGE' } });
     expect(tasks.d).toBeDefined(); // its compensation started in the same plan
     expect(plan.tasksCreated).toBe(3);
@@ -203,7 +215,7 @@ describe('signals, pause and resume, quota, cancel', () => {
 
 interface GenStep {
   kind: 'task' | 'signal';
-  parents: number[];
+  parents: readonly number[];
   runIf: 'all_succeeded' | 'any_failed' | 'always';
   forEach: boolean;
 }

@@ -12,7 +12,13 @@ import { normalizeRunStart, normalizeSignal, runKeyProblem, validateVersion, wit
 
 const Q1 = '11111111111111111111111111111111';
 const Q2 = '22222222222222222222222222222222';
-const task = (queue_id = Q1, extra: Record<string, unknown> = {}) => ({ queue_id, handler: 'doc.step', handler_version: 'v1', payload_version: 'v1', ...extra });
+const task = (queue_id = Q1, extra: Record<string, unknown> = {}) => ({
+  queue_id,
+  handler: 'doc.step',
+  handler_version: 'v1',
+  payload_version: 'v1',
+  ...extra,
+});
 
 /** The refusal of `steps` as {code, field, steps?, message}. */
 function refusal(steps: unknown[]): { code: string; field: unknown; steps: unknown; message: string } {
@@ -44,13 +50,28 @@ describe('workflow version validation: the 400s of workflows.md', () => {
   });
 
   it('unknown and duplicate parents, duplicate keys', () => {
-    expect(refusal([{ key: 'a', task: task() }, { key: 'b', after: ['a', 'zz'], task: task() }])).toMatchObject({
+    expect(
+      refusal([
+        { key: 'a', task: task() },
+        { key: 'b', after: ['a', 'zz'], task: task() },
+      ]),
+    ).toMatchObject({
       code: 'INVALID_ARGUMENT',
       field: 'version.steps.1.after.1',
       steps: ['b', 'zz'],
     });
-    expect(refusal([{ key: 'a', task: task() }, { key: 'b', after: ['a', 'a'], task: task() }])).toMatchObject({ field: 'version.steps.1.after.1' });
-    expect(refusal([{ key: 'a', task: task() }, { key: 'a', task: task() }])).toMatchObject({ field: 'version.steps.1.key', steps: ['a'] });
+    expect(
+      refusal([
+        { key: 'a', task: task() },
+        { key: 'b', after: ['a', 'a'], task: task() },
+      ]),
+    ).toMatchObject({ field: 'version.steps.1.after.1' });
+    expect(
+      refusal([
+        { key: 'a', task: task() },
+        { key: 'a', task: task() },
+      ]),
+    ).toMatchObject({ field: 'version.steps.1.key', steps: ['a'] });
   });
 
   it(`1-${MAX_WORKFLOW_STEPS} steps: 51 refused by the schema and by the validation; 50 accepted`, () => {
@@ -63,12 +84,25 @@ describe('workflow version validation: the 400s of workflows.md', () => {
 
   it('exactly one of task or signal', () => {
     expect(refusal([{ key: 'a', task: task(), signal: { name: 'x' } }])).toMatchObject({ field: 'version.steps.0', steps: ['a'] });
-    expect(refusal([{ key: 'a', task: task() }, { key: 'b', after: ['a'] }])).toMatchObject({ field: 'version.steps.1', steps: ['b'] });
+    expect(
+      refusal([
+        { key: 'a', task: task() },
+        { key: 'b', after: ['a'] },
+      ]),
+    ).toMatchObject({ field: 'version.steps.1', steps: ['b'] });
   });
 
   it('run_if: not on roots; only its three values (schema)', () => {
     expect(refusal([{ key: 'a', run_if: 'always', task: task() }])).toMatchObject({ field: 'version.steps.0.run_if' });
-    const v = violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'a', task: task() }, { key: 'b', after: ['a'], run_if: 'sometimes', task: task() }] } });
+    const v = violations(CreateWorkflowBody, {
+      name: 'w',
+      version: {
+        steps: [
+          { key: 'a', task: task() },
+          { key: 'b', after: ['a'], run_if: 'sometimes', task: task() },
+        ],
+      },
+    });
     expect(v).toContainEqual({ field: 'version.steps.1.run_if', message: 'must be one of all_succeeded, any_failed, always' });
   });
 
@@ -78,9 +112,14 @@ describe('workflow version validation: the 400s of workflows.md', () => {
       { key: 's', signal: { name: 'go' } },
     ];
     expect(refusal([...base, { key: 'b', after: ['a'], for_each: 's', task: task() }])).toMatchObject({ field: 'version.steps.2.for_each', steps: ['b'] });
-    expect(refusal([...base, { key: 'b', after: ['a', 's'], for_each: 's', task: task() }])).toMatchObject({ field: 'version.steps.2.for_each', steps: ['b', 's'] });
+    expect(refusal([...base, { key: 'b', after: ['a', 's'], for_each: 's', task: task() }])).toMatchObject({
+      field: 'version.steps.2.for_each',
+      steps: ['b', 's'],
+    });
     expect(refusal([...base, { key: 'b', after: ['a'], for_each: 'a', signal: { name: 'x' } }])).toMatchObject({ field: 'version.steps.2.for_each' });
-    expect(validateVersion({ steps: [...base, { key: 'b', after: ['a', 's'], for_each: 'a', task: task() }] } as WorkflowVersionInput).steps[2]!.for_each).toBe('a');
+    expect(validateVersion({ steps: [...base, { key: 'b', after: ['a', 's'], for_each: 'a', task: task() }] } as WorkflowVersionInput).steps[2]!.for_each).toBe(
+      'a',
+    );
   });
 
   it('delay_seconds: task steps only, less than deadline_seconds', () => {
@@ -88,13 +127,25 @@ describe('workflow version validation: the 400s of workflows.md', () => {
     expect(refusal([{ key: 'a', delay_seconds: 60, task: task(Q1, { deadline_seconds: 60 }) }])).toMatchObject({ field: 'version.steps.0.delay_seconds' });
     // The default deadline is 86400: the largest delay (86400) needs a longer one.
     expect(refusal([{ key: 'a', delay_seconds: 86400, task: task() }])).toMatchObject({ field: 'version.steps.0.delay_seconds' });
-    expect(validateVersion({ steps: [{ key: 'a', delay_seconds: 86400, task: task(Q1, { deadline_seconds: 86401 }) }] } as WorkflowVersionInput).steps[0]!.delay_seconds).toBe(86400);
-    expect(violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'a', delay_seconds: 86401, task: task() }] } })[0]!.field).toBe('version.steps.0.delay_seconds');
+    expect(
+      validateVersion({ steps: [{ key: 'a', delay_seconds: 86400, task: task(Q1, { deadline_seconds: 86401 }) }] } as WorkflowVersionInput).steps[0]!
+        .delay_seconds,
+    ).toBe(86400);
+    expect(violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'a', delay_seconds: 86401, task: task() }] } })[0]!.field).toBe(
+      'version.steps.0.delay_seconds',
+    );
   });
 
   it('use_run_key: not with a concurrency_key ("" is none); a run of such a version must name a key', () => {
-    expect(refusal([{ key: 'a', task: task(Q1, { use_run_key: true, concurrency_key: 'object/1' }) }])).toMatchObject({ field: 'version.steps.0.task.use_run_key' });
-    const v = validateVersion({ steps: [{ key: 'a', task: task(Q1, { use_run_key: true, concurrency_key: '' }) }, { key: 'b', task: task() }] } as WorkflowVersionInput);
+    expect(refusal([{ key: 'a', task: task(Q1, { use_run_key: true, concurrency_key: 'object/1' }) }])).toMatchObject({
+      field: 'version.steps.0.task.use_run_key',
+    });
+    const v = validateVersion({
+      steps: [
+        { key: 'a', task: task(Q1, { use_run_key: true, concurrency_key: '' }) },
+        { key: 'b', task: task() },
+      ],
+    } as WorkflowVersionInput);
     expect(v.runKeySteps).toEqual(['a']);
     expect(v.steps[0]!.task).not.toHaveProperty('concurrency_key');
     expect(runKeyProblem(v.steps, undefined)?.details).toEqual({ field: 'concurrency_key', steps: ['a'] });
@@ -103,10 +154,20 @@ describe('workflow version validation: the 400s of workflows.md', () => {
   });
 
   it('signal names unique; task fields under the rules of POST /v1/tasks, named by path', () => {
-    expect(refusal([{ key: 'a', signal: { name: 'x' } }, { key: 'b', signal: { name: 'x' } }])).toMatchObject({ field: 'version.steps.1.signal.name', steps: ['a', 'b'] });
-    expect(refusal([{ key: 'a', task: task(Q1, { concurrency_key: ' x' }) }])).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'version.steps.0.task.concurrency_key' });
+    expect(
+      refusal([
+        { key: 'a', signal: { name: 'x' } },
+        { key: 'b', signal: { name: 'x' } },
+      ]),
+    ).toMatchObject({ field: 'version.steps.1.signal.name', steps: ['a', 'b'] });
+    expect(refusal([{ key: 'a', task: task(Q1, { concurrency_key: ' x' }) }])).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      field: 'version.steps.0.task.concurrency_key',
+    });
     expect(refusal([{ key: 'a', task: task(Q1, { business_key: '' }) }])).toMatchObject({ field: 'version.steps.0.task.business_key' });
-    expect(violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'a', task: { ...task(), payload: {} } }] } })[0]!.field).toBe('version.steps.0.task.payload');
+    expect(violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'a', task: { ...task(), payload: {} } }] } })[0]!.field).toBe(
+      'version.steps.0.task.payload',
+    );
     expect(violations(CreateWorkflowBody, { name: 'w', version: { steps: [{ key: 'A', task: task() }] } })[0]!.field).toBe('version.steps.0.key');
   });
 
@@ -145,7 +206,12 @@ describe('a published version: defaults and queues', () => {
 describe('run start and signal bodies', () => {
   it('input ≤ 256 KiB, concurrency_key as in submit', () => {
     expect(normalizeRunStart({})).toEqual({ input: null, inputJson: 'null' });
-    expect(normalizeRunStart({ input: { a: 1 }, version: 2, concurrency_key: 'object/42' })).toEqual({ input: { a: 1 }, inputJson: '{"a":1}', version: 2, concurrency_key: 'object/42' });
+    expect(normalizeRunStart({ input: { a: 1 }, version: 2, concurrency_key: 'object/42' })).toEqual({
+      input: { a: 1 },
+      inputJson: '{"a":1}',
+      version: 2,
+      concurrency_key: 'object/42',
+    });
     expect(normalizeRunStart({ concurrency_key: '' })).not.toHaveProperty('concurrency_key');
     expect(() => normalizeRunStart({ concurrency_key: 'a\u0000' })).toThrow(/concurrency_key/);
     expect(() => normalizeRunStart({ input: 'x'.repeat(256 * 1024) })).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE' }));
@@ -155,7 +221,9 @@ describe('run start and signal bodies', () => {
 
   it('a signal payload ≤ 64 KiB; its name of [a-z0-9._-]', () => {
     expect(normalizeSignal({ name: 'approved' })).toEqual({ name: 'approved', payload: null, payloadJson: 'null' });
-    expect(() => normalizeSignal({ name: 'a', payload: 'x'.repeat(64 * 1024) })).toThrow(expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE', details: { field: 'payload' } }));
+    expect(() => normalizeSignal({ name: 'a', payload: 'x'.repeat(64 * 1024) })).toThrow(
+      expect.objectContaining({ code: 'PAYLOAD_TOO_LARGE', details: { field: 'payload' } }),
+    );
     expect(violations(SendSignalBody, { name: 'Approved' })[0]!.field).toBe('name');
     expect(violations(SendSignalBody, { name: 'a', extra: 1 })[0]!.field).toBe('extra');
   });

@@ -172,7 +172,12 @@ export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): P
  * an attempt that was RUNNING at the cancel, an expired lease) is cancelled, so that it does not
  * run again for a run that is over.
  */
-export function planTasksChanged(g: StepGraph, run: RunView, updates: readonly { key: string; tasks: readonly StepTaskView[] }[], opts: PlanOptions = {}): Plan {
+export function planTasksChanged(
+  g: StepGraph,
+  run: RunView,
+  updates: readonly { key: string; tasks: readonly StepTaskView[] }[],
+  opts: PlanOptions = {},
+): Plan {
   const p = new Planner(g, run, opts);
   if (isFinal(run.state)) {
     for (const u of updates) {

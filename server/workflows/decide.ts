@@ -150,7 +150,8 @@ export function startTaskStep(
   const parent = parents.find((p) => p.key === step.for_each);
   const items = parent?.view.state === 'SUCCEEDED' ? parent.view.output : undefined;
   if (!Array.isArray(items) || items.length > MAX_FOR_EACH_ELEMENTS) {
-    const what = parent?.view.state !== 'SUCCEEDED' ? `step ${step.for_each} did not succeed` : !Array.isArray(items) ? 'not a JSON array' : `${items.length} elements`;
+    const what =
+      parent?.view.state !== 'SUCCEEDED' ? `step ${step.for_each} did not succeed` : !Array.isArray(items) ? 'not a JSON array' : `${items.length} elements`;
     return {
       kind: 'failed',
       error: { code: 'FOR_EACH_INVALID', message: `for_each ${step.for_each}: output must be a JSON array of 0-${MAX_FOR_EACH_ELEMENTS} elements (${what})` },

@@ -10,7 +10,13 @@
 // in edge order, `a -> b -> a`). The first problem found is reported, in the order of the checks
 // below (per step in version order, then the cycle check over the whole graph).
 import { OrbitError } from '@orbit/protocol/errors';
-import { DEFAULT_SIGNAL_TIMEOUT_SECONDS, MAX_RUN_INPUT_BYTES, MAX_SIGNAL_PAYLOAD_BYTES, MAX_STEP_PARAMS_BYTES, MAX_WORKFLOW_STEPS } from '@orbit/protocol/limits';
+import {
+  DEFAULT_SIGNAL_TIMEOUT_SECONDS,
+  MAX_RUN_INPUT_BYTES,
+  MAX_SIGNAL_PAYLOAD_BYTES,
+  MAX_STEP_PARAMS_BYTES,
+  MAX_WORKFLOW_STEPS,
+} from '@orbit/protocol/limits';
 import type { WorkflowStep, WorkflowStepTask } from '@orbit/protocol/workflow-views';
 import type { SendSignalBody, StartWorkflowRunBody, WorkflowStepInput, WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
 import { concurrencyKeyProblem } from '@orbit/protocol/validation';
@@ -109,20 +115,23 @@ export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): Va
       ps.push(p);
     });
     parents.push(ps);
-    if (s.run_if !== undefined && after.length === 0) throw invalid(`${at}.run_if`, `only on a step with parents (${JSON.stringify(s.key)} is a root)`, [s.key]);
+    if (s.run_if !== undefined && after.length === 0)
+      throw invalid(`${at}.run_if`, `only on a step with parents (${JSON.stringify(s.key)} is a root)`, [s.key]);
     const step: DraftStep = { key: s.key, after: [...after] };
     if (after.length > 0) step.run_if = s.run_if ?? 'all_succeeded';
     if (s.signal) {
       if (s.for_each !== undefined) throw invalid(`${at}.for_each`, 'only on a task step', [s.key]);
       if (s.delay_seconds !== undefined) throw invalid(`${at}.delay_seconds`, 'only on a task step', [s.key]);
       const other = signalOf.get(s.signal.name);
-      if (other !== undefined) throw invalid(`${at}.signal.name`, `duplicate signal name ${JSON.stringify(s.signal.name)} (also step ${JSON.stringify(other)})`, [other, s.key]);
+      if (other !== undefined)
+        throw invalid(`${at}.signal.name`, `duplicate signal name ${JSON.stringify(s.signal.name)} (also step ${JSON.stringify(other)})`, [other, s.key]);
       signalOf.set(s.signal.name, s.key);
       step.signal = { name: s.signal.name, timeout_seconds: s.signal.timeout_seconds ?? DEFAULT_SIGNAL_TIMEOUT_SECONDS };
     } else {
       const task = normalizeStepTask(s.task!, `${at}.task`);
       if (s.for_each !== undefined) {
-        if (!after.includes(s.for_each)) throw invalid(`${at}.for_each`, `must name one of the step's after parents (${JSON.stringify(s.for_each)} is not)`, [s.key]);
+        if (!after.includes(s.for_each))
+          throw invalid(`${at}.for_each`, `must name one of the step's after parents (${JSON.stringify(s.for_each)} is not)`, [s.key]);
         if (input[position.get(s.for_each)!]!.task === undefined) {
           throw invalid(`${at}.for_each`, `must name a task step (${JSON.stringify(s.for_each)} is a signal step)`, [s.key, s.for_each]);
         }
@@ -182,7 +191,7 @@ export function normalizeRunStart(b: StartWorkflowRunBody): NormalizedRunStart {
  * version's author asked to exclude (workflows.md "Keys across steps"). The spec is silent on a
  * missing key; refusing is the safe reading (docs/design.md "Workflows").
  */
-export function runKeyProblem(steps: readonly Pick<WorkflowStep, 'key' | 'task'>[], concurrencyKey: string | undefined): OrbitError | null {
+export function runKeyProblem(steps: readonly { key: string; task?: { use_run_key: boolean } }[], concurrencyKey: string | undefined): OrbitError | null {
   if (concurrencyKey !== undefined) return null;
   const keyed = steps.filter((s) => s.task?.use_run_key).map((s) => s.key);
   if (keyed.length === 0) return null;

@@ -69,7 +69,8 @@ export class WorkflowSim {
     for (const c of plan.changes) {
       if ('started' in c && c.started) {
         if (this.startedAt.has(c.key)) throw new Error(`step ${c.key} started twice`);
-        if (this.run.state !== 'RUNNING' && !(resuming && this.run.state === 'PAUSED')) throw new Error(`step ${c.key} started while the run is ${this.run.state}`);
+        if (this.run.state !== 'RUNNING' && !(resuming && this.run.state === 'PAUSED'))
+          throw new Error(`step ${c.key} started while the run is ${this.run.state}`);
         this.startedAt.set(c.key, this.tick);
       }
       if (c.state === 'ACTIVE' && c.started) {
@@ -117,7 +118,8 @@ export class WorkflowSim {
       const st = this.run.steps[key]!.state;
       // A failed task cancels its step's WAITING tasks at once; a cancelled run runs nothing again.
       const failed = ts.some((t) => t.state === 'FAILED' || t.state === 'CANCELLED' || t.state === 'DEADLINE_EXCEEDED');
-      if ((failed || this.run.state === 'CANCELLED') && ts.some((t) => t.state === 'WAITING')) throw new Error(`${key} keeps a WAITING task after a failure or a cancel`);
+      if ((failed || this.run.state === 'CANCELLED') && ts.some((t) => t.state === 'WAITING'))
+        throw new Error(`${key} keeps a WAITING task after a failure or a cancel`);
       if (st === 'ACTIVE' && !ts.some((t) => UNFINISHED.includes(t.state) && t.state !== 'NEEDS_REVIEW')) throw new Error(`${key} ACTIVE without a live task`);
       if (st === 'IN_REVIEW' && !ts.some((t) => t.state === 'NEEDS_REVIEW')) throw new Error(`${key} IN_REVIEW without a task in review`);
     }
@@ -164,6 +166,12 @@ export class WorkflowSim {
 
   cancel(): void {
     this.cancelledAt = this.tick + 1;
-    this.applyPlan(planCancel(this.g, this.run, [...this.tasks].map(([key, tasks]) => ({ key, tasks }))));
+    this.applyPlan(
+      planCancel(
+        this.g,
+        this.run,
+        [...this.tasks].map(([key, tasks]) => ({ key, tasks })),
+      ),
+    );
   }
 }
