@@ -9,7 +9,7 @@ import tseslint from 'typescript-eslint';
 // edges → domain → store → protocol. A layer imports the ones below it (and its own), never
 // one above. Names are directories or top-level modules of server/.
 const EDGES = ['http', 'gateway', 'cli', 'console', 'api-docs'];
-const DOMAIN = ['dispatch', 'events', 'schedules', 'admin'];
+const DOMAIN = ['dispatch', 'events', 'schedules', 'workflows', 'admin'];
 // Top-level server/*.ts modules (shared infrastructure), in two groups:
 //  LEAF: import nothing from server/ (only packages and protocol/): every layer, the store
 //  included, may use them.
@@ -60,9 +60,9 @@ const layerBlocks = [
   ]),
   layer('dispatch', inDir(['dispatch']), [
     [[...EDGES, ...ROOT], 1, 'the domain does not import the edges'],
-    [['events', 'schedules', 'admin'], 1, 'dispatch is the core the other domain modules build on: it does not import them'],
+    [['events', 'schedules', 'workflows', 'admin'], 1, 'dispatch is the core the other domain modules build on: it does not import them'],
   ]),
-  layer('domain', inDir(['events', 'schedules', 'admin']), [[[...EDGES, ...ROOT], 1, 'the domain does not import the edges']]),
+  layer('domain', inDir(['events', 'schedules', 'workflows', 'admin']), [[[...EDGES, ...ROOT], 1, 'the domain does not import the edges']]),
   // The edges may use each other's plumbing (the WebSocket upgrade is an HTTP request; the HTTP
   // server serves the console and the API documents), but only the CLIs start a process.
   layer('edges', inDir(['http', 'gateway', 'api-docs']), [[['cli', ...ROOT], 1, 'only the CLIs start a process']]),
@@ -76,7 +76,11 @@ const layerBlocks = [
   ),
   layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths, faults and logger import nothing from server/ (${DOC})` }]),
   layer('shared', topLevel(SHARED), [
-    [[...EDGES, ...ROOT, 'events', 'schedules', 'admin'], 0, 'shared infrastructure does not import the edges or the domain beyond dispatch types'],
+    [
+      [...EDGES, ...ROOT, 'events', 'schedules', 'workflows', 'admin'],
+      0,
+      'shared infrastructure does not import the edges or the domain beyond dispatch types',
+    ],
   ]),
   layer('root', topLevel(ROOT), [[['cli'], 0, 'only the CLIs start a process']]),
   {

@@ -15,6 +15,8 @@ const UNIT = [
   'test/sdk-worker.test.ts',
   'test/sdk-protocol-checks.test.ts',
   'test/sdk-http-client.test.ts',
+  'test/workflows-validate.test.ts',
+  'test/workflows-advance.test.ts',
 ];
 const CHAOS = [
   'test/chaos-*.test.ts',

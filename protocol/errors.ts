@@ -28,6 +28,21 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * Codes of a workflow step's `error` (workflows.md) that the server writes itself. They describe
+ * why a step FAILED and are never an HTTP status or a close code, so they are not ERROR_CODES (an
+ * OrbitError cannot carry them and no endpoint answers with them). A step that failed because one
+ * of its tasks failed carries that task's error instead (the worker's code, CANCELLED,
+ * DEADLINE_EXCEEDED, LEASE_EXPIRED, RESOLVED). Documented in docs/errors.md, second table.
+ */
+export const STEP_ERROR_CODES = {
+  FOR_EACH_INVALID: { doc: "the for_each parent's output is not a JSON array of 0-1000 elements" },
+  SIGNAL_TIMEOUT: { doc: "the signal did not arrive within the step's timeout_seconds" },
+  PAYLOAD_TOO_LARGE: { doc: "a step task's payload (input, params, parents' outputs, item) serializes over 256 KiB" },
+} as const;
+
+export type StepErrorCode = keyof typeof STEP_ERROR_CODES;
+
 export interface ErrorBody {
   code: ErrorCode;
   message: string;

@@ -15,6 +15,7 @@ import {
   MAX_IDS_PER_FRAME,
   MAX_JSON_DEPTH,
   PRIORITY_MAX,
+  STEP_KEY_MAX,
   VERSION_MAX,
   WORKER_ID_MAX,
 } from './limits.js';
@@ -118,6 +119,12 @@ export const HelloOkFrame = Type.Object(
 );
 export type HelloOkFrame = Static<typeof HelloOkFrame>;
 
+/** `workflow` of an assigned step task; omitted on other tasks. */
+export const TaskWorkflowRefSchema = Type.Object(
+  { run_id: Id, step: Type.String({ minLength: 1, maxLength: STEP_KEY_MAX }), index: Type.Optional(Type.Integer({ minimum: 0 })) },
+  strict,
+);
+
 export const AssignedTask = Type.Object(
   {
     id: Id,
@@ -130,6 +137,8 @@ export const AssignedTask = Type.Object(
     concurrency_key: Type.Optional(Type.String()),
     priority: Type.Integer({ minimum: 0, maximum: PRIORITY_MAX }),
     deadline_at: Timestamp,
+    /** A workflow step's task (workflows.md): its run, step and, for a for_each element, index. */
+    workflow: Type.Optional(TaskWorkflowRefSchema),
   },
   strict,
 );

@@ -3,6 +3,7 @@
 // uint64 values (revisions, tokens, sequences) are decimal strings; times are RFC 3339 UTC.
 import type { RetryPolicy } from './http-schemas.js';
 import type { AttemptState, DeliveryState, TaskState } from './states.js';
+import type { TaskWorkflowRef } from './workflow-views.js';
 
 export interface TaskResult {
   outcome: 'succeeded' | 'failed' | 'unknown' | 'cancelled' | 'deadline_exceeded';
@@ -34,6 +35,8 @@ export interface Task {
   schedule_id?: string;
   schedule_version?: number;
   scheduled_for?: string;
+  /** Present exactly on a workflow step's task (workflows.md). */
+  workflow?: TaskWorkflowRef;
 }
 
 export interface Attempt {

@@ -3,6 +3,8 @@ export * from './errors.js';
 export * from './frames.js';
 export * from './http-schemas.js';
 export * from './http-views.js';
+export * from './workflow-schemas.js';
+export * from './workflow-views.js';
 export * from './validation.js';
 export * from './ids.js';
 export * from './strings.js';

@@ -109,6 +109,32 @@ export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
 /** Non-retired schedules per namespace (paused ones count); the next one is 429. */
 export const MAX_SCHEDULES_PER_NAMESPACE = 1000;
 
+// ---- workflows (workflows.md) ------------------------------------------------------------------
+
+/** Steps of one workflow version. */
+export const MAX_WORKFLOW_STEPS = 50;
+/** A step's `key` and a signal's `name`: 1–64 of [a-z0-9._-] (the resource-name alphabet). */
+export const STEP_KEY_MAX = 64;
+export const SIGNAL_NAME_MAX = 64;
+/** A signal step's `timeout_seconds`: at most 30 days; 1 day when omitted. */
+export const SIGNAL_TIMEOUT_SECONDS_MAX = 2_592_000;
+export const DEFAULT_SIGNAL_TIMEOUT_SECONDS = 86_400;
+/** A task step's `delay_seconds` (0 when omitted; also less than its deadline_seconds). */
+export const STEP_DELAY_SECONDS_MAX = 86_400;
+/** Elements of the array a `for_each` step expands (0 is allowed); more is FOR_EACH_INVALID. */
+export const MAX_FOR_EACH_ELEMENTS = 1000;
+/** A task step's `params` and a signal's `payload`, serialized as JSON. */
+export const MAX_STEP_PARAMS_BYTES = 64 * 1024;
+export const MAX_SIGNAL_PAYLOAD_BYTES = 64 * 1024;
+/** A run's `input`, serialized as JSON (a step task's whole payload has MAX_PAYLOAD_BYTES). */
+export const MAX_RUN_INPUT_BYTES = 256 * 1024;
+/** A version number (INT UNSIGNED columns). */
+export const VERSION_NUMBER_MAX = 4_294_967_295;
+/** Non-retired workflows per namespace; the next one is 429. */
+export const MAX_WORKFLOWS_PER_NAMESPACE = 1000;
+/** Run ids a RESOURCE_BUSY refusal (workflow or queue retirement) names at most. */
+export const MAX_BUSY_RUN_IDS = 10;
+
 // ---- uint64 -------------------------------------------------------------------------------------
 
 /** Largest uint64 (revisions, sequences and fencing tokens are uint64, sent as decimal strings). */

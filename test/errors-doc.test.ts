@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, type ErrorCode } from '../protocol/errors.js';
+import { ERROR_CODES, STEP_ERROR_CODES, type ErrorCode } from '../protocol/errors.js';
 import { packageRoot } from '../server/paths.js';
 
 interface DocRow {
@@ -32,6 +32,21 @@ function docRows(): DocRow[] {
   }
   return rows;
 }
+
+/** The rows of the workflow step table: | `CODE` | meaning | (two columns). */
+function stepRows(): { code: string; meaning: string }[] {
+  const text = fs.readFileSync(path.join(packageRoot(), 'docs/errors.md'), 'utf8');
+  const section = text.split('## Workflow step error codes')[1]?.split('\n## ')[0] ?? '';
+  return [...section.matchAll(/^\|\s*`([A-Z_]+)`\s*\|\s*([^|]*?)\s*\|\s*$/gm)].map((m) => ({ code: m[1]!, meaning: m[2]! }));
+}
+
+describe('docs/errors.md: workflow step error codes', () => {
+  it('lists exactly the codes of STEP_ERROR_CODES, each once, with a meaning', () => {
+    const rows = stepRows();
+    expect(rows.map((r) => r.code).sort()).toEqual(Object.keys(STEP_ERROR_CODES).sort());
+    for (const r of rows) expect(r.meaning.length, r.code).toBeGreaterThan(20);
+  });
+});
 
 describe('docs/errors.md', () => {
   const rows = docRows();

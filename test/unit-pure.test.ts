@@ -217,6 +217,8 @@ describe('protocol states', () => {
     expect([...states.TASK_STATES]).toEqual(enumOf('tasks'));
     expect([...states.ATTEMPT_STATES]).toEqual(enumOf('attempts'));
     expect([...states.DELIVERY_STATES]).toEqual(enumOf('deliveries'));
+    expect([...states.WORKFLOW_RUN_STATES]).toEqual(enumOf('workflow_runs'));
+    expect([...states.WORKFLOW_STEP_STATES]).toEqual(enumOf('workflow_run_steps'));
   });
 
   it('the guards accept exactly the listed states', () => {
@@ -226,6 +228,12 @@ describe('protocol states', () => {
     expect(states.isDeliveryState('DONE')).toBe(false);
     expect(states.ATTEMPT_STATES.filter(states.isLiveAttemptState)).toEqual([...states.LIVE_ATTEMPT_STATES]);
     expect(states.TASK_STATES.filter((s) => (states.UNFINISHED_TASK_STATES as readonly string[]).includes(s))).toEqual([...states.UNFINISHED_TASK_STATES]);
+    for (const s of states.WORKFLOW_RUN_STATES) expect(states.isWorkflowRunState(s)).toBe(true);
+    expect(states.isWorkflowRunState('running')).toBe(false);
+    expect(states.WORKFLOW_RUN_STATES.filter((s) => (states.UNFINISHED_RUN_STATES as readonly string[]).includes(s))).toEqual([
+      ...states.UNFINISHED_RUN_STATES,
+    ]);
+    expect(states.WORKFLOW_STEP_STATES.filter(states.isFinishedStepState)).toEqual([...states.FINISHED_STEP_STATES]);
   });
 });
 

@@ -9,9 +9,10 @@ import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '@orbit/
 /**
  * JSON numbers are parsed into doubles, so an integer beyond 2^53 (a 64-bit id, say) would be
  * stored silently changed (12345678901234567890 → 12345678901234567000). Such a payload is
- * refused instead; the caller sends the value as a string. Returns the path of the first one.
+ * refused instead; the caller sends the value as a string. Returns the path of the first one
+ * (also used for a workflow step's params, server/workflows/validate.ts).
  */
-function lossyNumberPath(v: unknown, path: string): string | null {
+export function lossyNumberPath(v: unknown, path: string): string | null {
   if (typeof v === 'number') return Math.abs(v) > Number.MAX_SAFE_INTEGER ? path : null;
   if (v === null || typeof v !== 'object') return null;
   if (Array.isArray(v)) {

@@ -1,0 +1,298 @@
+// The plan of one workflow event (workflows.md "Advancement"): given a run as its transaction read
+// it (every step's state, the kept signals) and the event — the run's start, task state changes of
+// some steps (a result, an expiry, a cancel, a resolve), a signal, a signal's timeout, pause,
+// resume, the sweeper's start of READY steps, cancel — the list of step changes, the tasks to
+// create and to cancel, and the run's new state. The transaction applies the plan (rows, tasks
+// through the one task-creation path, cancellations) and commits it with the event: one event,
+// one plan, one commit, so every finished step's children are decided exactly once.
+//
+// One pass over the steps in topological order settles the run: a parent is settled before its
+// children, so a cascade (a skip, a step that finishes as it starts) reaches the end of the graph
+// in the same plan. Pure; `apply()` gives the run view after a plan, for an event that carries
+// several updates and for the tests.
+import { isFinishedStepState, type WorkflowRunState } from '@orbit/protocol/states';
+import type { SkipReason, WorkflowStepError } from '@orbit/protocol/workflow-views';
+import { decideChild, finalRunState, startTaskStep, taskStepProgress, type NewStepTask, type StepTaskView, type StepView } from './decide.js';
+import type { StepGraph } from './graph.js';
+
+/** A run as the transaction read it. */
+export interface RunView {
+  state: WorkflowRunState;
+  input: unknown;
+  concurrency_key?: string;
+  /** Every step of the version, by key. */
+  steps: Readonly<Record<string, StepView>>;
+  /** Signals sent and not consumed yet, by name → payload. */
+  kept: Readonly<Record<string, unknown>>;
+}
+
+export interface PlanOptions {
+  /** Tasks this transaction may still create (the unfinished-task quota's room); a step whose tasks
+   * do not fit becomes READY (cause quota). Unbounded when omitted: the applier then tries the
+   * quota with the whole plan and, when refused, plans again with 0. */
+  taskRoom?: number;
+}
+
+/** One change of one step. `started`: the step starts in this transaction (its started_at; its
+ * signal timeout counts from it). */
+export type StepChange =
+  | { key: string; state: 'SKIPPED'; skipped_because: SkipReason }
+  | { key: string; state: 'READY'; cause: 'paused' | 'quota' }
+  | { key: string; state: 'ACTIVE'; started: true; tasks: NewStepTask[] }
+  | { key: string; state: 'ACTIVE' | 'IN_REVIEW'; started: false }
+  | { key: string; state: 'WAITING_SIGNAL'; started: true; signal: string; timeout_seconds: number }
+  | { key: string; state: 'SUCCEEDED'; started: boolean; output: unknown; consumed_signal?: string }
+  | { key: string; state: 'FAILED'; started: boolean; error: WorkflowStepError }
+  | { key: string; state: 'CANCELLED' };
+
+export interface Plan {
+  changes: StepChange[];
+  /** Tasks to cancel now, by step and index: a failed step's WAITING tasks; on a run cancel its
+   * WAITING and LEASED ones (permits released, task.cancel sent, as by a task's :cancel). */
+  cancel: { key: string; indexes: number[] }[];
+  /** The run's state after the plan (the same as before when unchanged). */
+  run: WorkflowRunState;
+  /** A signal kept for a step not reached yet (planSignal). */
+  keep?: { name: string; payload: unknown };
+  /** Tasks the plan creates, summed over its ACTIVE changes. */
+  tasksCreated: number;
+}
+
+/** The step as the decisions see it after change `c`. */
+function viewOf(c: StepChange): StepView {
+  const v: StepView = { state: c.state };
+  if (c.state === 'SKIPPED') v.skipped_because = c.skipped_because;
+  if (c.state === 'SUCCEEDED') v.output = c.output;
+  if (c.state === 'FAILED') v.error = c.error;
+  return v;
+}
+
+const isFinal = (s: WorkflowRunState) => s === 'SUCCEEDED' || s === 'FAILED' || s === 'CANCELLED';
+
+/** Builds one plan over a working copy of the run. */
+class Planner {
+  readonly steps: Record<string, StepView>;
+  readonly kept: Record<string, unknown>;
+  readonly plan: Plan;
+  room: number;
+
+  constructor(
+    readonly g: StepGraph,
+    readonly run: RunView,
+    opts: PlanOptions,
+  ) {
+    this.steps = { ...run.steps };
+    this.kept = { ...run.kept };
+    this.plan = { changes: [], cancel: [], run: run.state, tasksCreated: 0 };
+    this.room = opts.taskRoom ?? Number.POSITIVE_INFINITY;
+  }
+
+  change(c: StepChange): void {
+    this.plan.changes.push(c);
+    this.steps[c.key] = viewOf(c);
+  }
+
+  /** Starts step `i` (its parents are finished and its rule holds), or leaves it READY. */
+  start(i: number): void {
+    const step = this.g.steps[i]!;
+    if (this.plan.run === 'PAUSED') {
+      if (this.steps[step.key]!.state !== 'READY') this.change({ key: step.key, state: 'READY', cause: 'paused' });
+      return;
+    }
+    if (step.signal) {
+      const name = step.signal.name;
+      if (Object.prototype.hasOwnProperty.call(this.kept, name)) {
+        const output = this.kept[name];
+        delete this.kept[name];
+        this.change({ key: step.key, state: 'SUCCEEDED', started: true, output, consumed_signal: name });
+      } else {
+        this.change({ key: step.key, state: 'WAITING_SIGNAL', started: true, signal: name, timeout_seconds: step.signal.timeout_seconds });
+      }
+      return;
+    }
+    const parents = this.g.parents[i]!.map((p) => ({ key: this.g.steps[p]!.key, view: this.steps[this.g.steps[p]!.key]! }));
+    const s = startTaskStep(step, this.run, parents);
+    if (s.kind === 'succeeded') this.change({ key: step.key, state: 'SUCCEEDED', started: true, output: s.output });
+    else if (s.kind === 'failed') this.change({ key: step.key, state: 'FAILED', started: true, error: s.error });
+    else if (s.tasks.length > this.room) {
+      if (this.steps[step.key]!.state !== 'READY') this.change({ key: step.key, state: 'READY', cause: 'quota' });
+    } else {
+      this.room -= s.tasks.length;
+      this.plan.tasksCreated += s.tasks.length;
+      this.change({ key: step.key, state: 'ACTIVE', started: true, tasks: s.tasks });
+    }
+  }
+
+  /** The one pass: every PENDING step whose parents are all finished is decided, and (when
+   * `startReady`: a resume, the sweeper) every READY step is started if its tasks fit; then the
+   * run's state when every step is finished. */
+  settle(startReady: boolean): Plan {
+    if (!isFinal(this.plan.run)) {
+      for (const i of this.g.order) {
+        const step = this.g.steps[i]!;
+        const view = this.steps[step.key]!;
+        if (view.state === 'READY') {
+          if (startReady) this.start(i);
+          continue;
+        }
+        if (view.state !== 'PENDING') continue;
+        const d = decideChild(
+          step.run_if,
+          this.g.parents[i]!.map((p) => this.steps[this.g.steps[p]!.key]!),
+        );
+        if (d.kind === 'skip') this.change({ key: step.key, state: 'SKIPPED', skipped_because: d.because });
+        else if (d.kind === 'start') this.start(i);
+      }
+      const final = finalRunState(this.g.steps.map((s) => this.steps[s.key]!));
+      if (final) this.plan.run = final;
+    }
+    return this.plan;
+  }
+}
+
+/** A new run's first plan: every step PENDING; the roots start (their tasks must fit the quota at
+ * start, else 429 and nothing is created: the applier checks the whole plan's tasks). */
+export function initialRunView(g: StepGraph, input: unknown, concurrencyKey?: string): RunView {
+  const steps: Record<string, StepView> = {};
+  for (const s of g.steps) steps[s.key] = { state: 'PENDING' };
+  const run: RunView = { state: 'RUNNING', input, steps, kept: {} };
+  if (concurrencyKey !== undefined) run.concurrency_key = concurrencyKey;
+  return run;
+}
+
+export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
+  return new Planner(g, run, opts).settle(false);
+}
+
+/**
+ * Tasks of some steps changed state in this transaction (a result, an expiry, a task :cancel, a
+ * :resolve, a deadline): `updates` gives each such step's tasks, all of them, as they are now. A
+ * step that finishes decides its children. On a final run (cancelled) a task that ends is only
+ * recorded: nothing changes and nothing starts — and a task that went back to WAITING (a retry of
+ * an attempt that was RUNNING at the cancel, an expired lease) is cancelled, so that it does not
+ * run again for a run that is over.
+ */
+export function planTasksChanged(
+  g: StepGraph,
+  run: RunView,
+  updates: readonly { key: string; tasks: readonly StepTaskView[] }[],
+  opts: PlanOptions = {},
+): Plan {
+  const p = new Planner(g, run, opts);
+  if (isFinal(run.state)) {
+    for (const u of updates) {
+      const indexes = u.tasks.filter((t) => t.state === 'WAITING').map((t) => t.index);
+      if (indexes.length > 0) p.plan.cancel.push({ key: u.key, indexes });
+    }
+    return p.plan;
+  }
+  for (const u of updates) {
+    const step = g.steps[g.index.get(u.key)!]!;
+    const before = p.steps[u.key]!.state;
+    if (before !== 'ACTIVE' && before !== 'IN_REVIEW') continue;
+    const prog = taskStepProgress(step.for_each !== undefined, u.tasks);
+    if (prog.cancel.length > 0) p.plan.cancel.push({ key: u.key, indexes: prog.cancel });
+    if (prog.state === 'SUCCEEDED') p.change({ key: u.key, state: 'SUCCEEDED', started: false, output: prog.output });
+    else if (prog.state === 'FAILED') p.change({ key: u.key, state: 'FAILED', started: false, error: prog.error });
+    else if (prog.state !== before) p.change({ key: u.key, state: prog.state, started: false });
+  }
+  return p.settle(false);
+}
+
+/** The step of the version that waits for signal `name`, or undefined (→ 400). */
+export function signalStepOf(g: StepGraph, name: string): string | undefined {
+  return g.steps.find((s) => s.signal?.name === name)?.key;
+}
+
+export type SignalOutcome = 'consumed' | 'kept' | 'late';
+
+/**
+ * A signal arrives (its name is one of the version's; not sent before — the caller's unique row
+ * decides that, 409). The step waiting for it succeeds with the payload as output, also while the
+ * run is paused; a step not reached yet (PENDING, READY) finds it kept when it starts. `late`: its
+ * step is already finished (timed out, skipped, cancelled): nothing would ever consume it, so the
+ * caller refuses it (409 STATE_CONFLICT) rather than keep it.
+ */
+export function planSignal(g: StepGraph, run: RunView, name: string, payload: unknown, opts: PlanOptions = {}): { outcome: SignalOutcome; plan: Plan } {
+  const p = new Planner(g, run, opts);
+  const key = signalStepOf(g, name);
+  if (key === undefined) throw new Error(`planSignal: no step waits for ${name}`);
+  const state = p.steps[key]!.state;
+  if (state === 'WAITING_SIGNAL') {
+    p.change({ key, state: 'SUCCEEDED', started: false, output: payload, consumed_signal: name });
+    return { outcome: 'consumed', plan: p.settle(false) };
+  }
+  if (state === 'PENDING' || state === 'READY') {
+    p.plan.keep = { name, payload };
+    return { outcome: 'kept', plan: p.plan };
+  }
+  return { outcome: 'late', plan: p.plan };
+}
+
+/** The sweeper found step `key`'s signal timeout passed (counted from the step's start, also while
+ * paused): FAILED with SIGNAL_TIMEOUT unless the signal came first. */
+export function planSignalTimeout(g: StepGraph, run: RunView, key: string, opts: PlanOptions = {}): Plan {
+  const p = new Planner(g, run, opts);
+  if (isFinal(run.state) || p.steps[key]!.state !== 'WAITING_SIGNAL') return p.plan;
+  const step = g.steps[g.index.get(key)!]!;
+  const error = { code: 'SIGNAL_TIMEOUT', message: `signal ${step.signal!.name} not received within ${step.signal!.timeout_seconds} s` };
+  p.change({ key, state: 'FAILED', started: false, error });
+  return p.settle(false);
+}
+
+/** :pause of a RUNNING run: no new step tasks; created tasks go on; READY steps wait for resume. */
+export function planPause(g: StepGraph, run: RunView): Plan {
+  const p = new Planner(g, run, {});
+  if (run.state !== 'RUNNING') return p.plan;
+  p.plan.run = 'PAUSED';
+  for (const s of g.steps) if (p.steps[s.key]!.state === 'READY') p.change({ key: s.key, state: 'READY', cause: 'paused' });
+  return p.plan;
+}
+
+/** :resume of a PAUSED run: RUNNING again, and the READY steps start in this transaction (those
+ * whose tasks do not fit stay READY, cause quota). */
+export function planResume(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
+  const p = new Planner(g, run, opts);
+  if (run.state !== 'PAUSED') return p.plan;
+  p.plan.run = 'RUNNING';
+  return p.settle(true);
+}
+
+/** The sweeper: a RUNNING run's READY steps (quota) start when their tasks fit, oldest run first. */
+export function planStartReady(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
+  const p = new Planner(g, run, opts);
+  if (run.state !== 'RUNNING') return p.plan;
+  return p.settle(true);
+}
+
+/**
+ * :cancel of an unfinished run: CANCELLED; every unfinished step CANCELLED; its WAITING and LEASED
+ * tasks cancelled in this transaction (`tasks`: each unfinished task step's tasks); RUNNING tasks
+ * finish and are recorded, nothing starts after them.
+ */
+export function planCancel(g: StepGraph, run: RunView, tasks: readonly { key: string; tasks: readonly StepTaskView[] }[]): Plan {
+  const p = new Planner(g, run, {});
+  if (isFinal(run.state)) return p.plan;
+  p.plan.run = 'CANCELLED';
+  for (const s of g.steps) {
+    if (isFinishedStepState(p.steps[s.key]!.state)) continue;
+    p.change({ key: s.key, state: 'CANCELLED' });
+  }
+  for (const t of tasks) {
+    const indexes = t.tasks.filter((x) => x.state === 'WAITING' || x.state === 'LEASED').map((x) => x.index);
+    if (indexes.length > 0) p.plan.cancel.push({ key: t.key, indexes });
+  }
+  return p.plan;
+}
+
+/** The run view after `plan` (steps, kept signals, state). */
+export function apply(run: RunView, plan: Plan): RunView {
+  const steps: Record<string, StepView> = { ...run.steps };
+  const kept: Record<string, unknown> = { ...run.kept };
+  for (const c of plan.changes) {
+    steps[c.key] = viewOf(c);
+    if (c.state === 'SUCCEEDED' && c.consumed_signal !== undefined) delete kept[c.consumed_signal];
+  }
+  if (plan.keep) kept[plan.keep.name] = plan.keep.payload;
+  return { ...run, state: plan.run, steps, kept };
+}

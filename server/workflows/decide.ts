@@ -1,0 +1,177 @@
+// The decision rules of workflows.md, as pure functions over plain values: how a finished step
+// counts for its children, whether a child starts, is skipped or waits (`run_if`), where a task
+// step stands given its tasks, what a starting task step creates (payloads, for_each expansion),
+// and the run's final state. advance.ts composes them into the plan of one event; the transaction
+// code applies plans and decides nothing itself.
+import { MAX_FOR_EACH_ELEMENTS, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
+import { isFinishedStepState, type TaskState, type WorkflowStepState } from '@orbit/protocol/states';
+import type { RunIf } from '@orbit/protocol/workflow-schemas';
+import type { SkipReason, WorkflowStep, WorkflowStepError, WorkflowStepTask } from '@orbit/protocol/workflow-views';
+
+/** What the decisions need of one step of a run. */
+export interface StepView {
+  state: WorkflowStepState;
+  skipped_because?: SkipReason;
+  /** SUCCEEDED steps: the output children see in `parents`. */
+  output?: unknown;
+  error?: WorkflowStepError;
+}
+
+/** What the decisions need of one task of a task step (index 0 for a step without for_each). */
+export interface StepTaskView {
+  index: number;
+  state: TaskState;
+  output?: unknown;
+  error?: { code: string; message: string } | null;
+}
+
+/** How a finished step counts for its children: a step skipped because a parent failed counts as
+ * failed (so a compensation at the end of a chain runs when any earlier step failed), one skipped
+ * on its condition as skipped; a CANCELLED step (only a cancelled run has them, and nothing is
+ * decided after that) as failed. */
+export type ParentOutcome = 'succeeded' | 'failed' | 'skipped';
+
+export function countsAs(s: StepView): ParentOutcome {
+  switch (s.state) {
+    case 'SUCCEEDED':
+      return 'succeeded';
+    case 'SKIPPED':
+      return s.skipped_because === 'parent_failed' ? 'failed' : 'skipped';
+    case 'FAILED':
+    case 'CANCELLED':
+      return 'failed';
+    default:
+      throw new Error(`countsAs: step is ${s.state}, not finished`);
+  }
+}
+
+export type ChildDecision = { kind: 'wait' } | { kind: 'start' } | { kind: 'skip'; because: SkipReason };
+
+/**
+ * The decision of a PENDING step from its parents (none for a root: it starts). Decided only once
+ * every parent is finished:
+ * - all_succeeded: start when every parent succeeded; else skip, `parent_failed` when one counts
+ *   as failed, `condition` when none does (one was skipped on its condition);
+ * - any_failed: start when at least one parent counts as failed; else skip, `condition`;
+ * - always: start.
+ */
+export function decideChild(runIf: RunIf | undefined, parents: readonly StepView[]): ChildDecision {
+  if (parents.some((p) => !isFinishedStepState(p.state))) return { kind: 'wait' };
+  const outcomes = parents.map(countsAs);
+  const anyFailed = outcomes.includes('failed');
+  switch (runIf ?? 'all_succeeded') {
+    case 'all_succeeded':
+      if (outcomes.every((o) => o === 'succeeded')) return { kind: 'start' };
+      return { kind: 'skip', because: anyFailed ? 'parent_failed' : 'condition' };
+    case 'any_failed':
+      return anyFailed ? { kind: 'start' } : { kind: 'skip', because: 'condition' };
+    case 'always':
+      return { kind: 'start' };
+  }
+}
+
+/** A task ended without success: it makes its step fail, and the step's WAITING tasks are cancelled. */
+export function isFailedTaskState(s: TaskState): boolean {
+  return s === 'FAILED' || s === 'CANCELLED' || s === 'DEADLINE_EXCEEDED';
+}
+
+export type TaskStepProgress =
+  | { state: 'ACTIVE' | 'IN_REVIEW'; cancel: number[] }
+  | { state: 'SUCCEEDED'; output: unknown; cancel: number[] }
+  | { state: 'FAILED'; error: WorkflowStepError; cancel: number[] };
+
+/**
+ * Where a started task step stands given all its tasks (in index order). `cancel`: the indexes of
+ * WAITING tasks to cancel now, because one task already failed; they count as CANCELLED below. A
+ * NEEDS_REVIEW task keeps the step IN_REVIEW (the run never advances past an unknown effect) until
+ * `:resolve` decides; else the step finishes once every task is final: SUCCEEDED when all succeeded
+ * (the task's output; for for_each the outputs in element order), FAILED otherwise, with the error
+ * of the task that failed it.
+ */
+export function taskStepProgress(forEach: boolean, tasks: readonly StepTaskView[]): TaskStepProgress {
+  const failed = tasks.some((t) => isFailedTaskState(t.state));
+  const cancel = failed ? tasks.filter((t) => t.state === 'WAITING').map((t) => t.index) : [];
+  const states = tasks.map((t) => (cancel.includes(t.index) ? 'CANCELLED' : t.state));
+  if (states.includes('NEEDS_REVIEW')) return { state: 'IN_REVIEW', cancel };
+  if (states.some((s) => s === 'WAITING' || s === 'LEASED' || s === 'RUNNING')) return { state: 'ACTIVE', cancel };
+  if (!failed) {
+    const outputs = tasks.map((t) => (t.output === undefined ? null : t.output));
+    return { state: 'SUCCEEDED', output: forEach ? outputs : (outputs[0] ?? null), cancel };
+  }
+  // The cause, not a cascade: a WAITING task cancelled because another failed has a lower index
+  // sometimes, so FAILED tasks come first, then DEADLINE_EXCEEDED, then CANCELLED, each by index.
+  const first = (['FAILED', 'DEADLINE_EXCEEDED', 'CANCELLED'] as const).map((s) => tasks.find((t) => t.state === s)).find((t) => t !== undefined)!;
+  const code = first.error?.code ?? first.state;
+  const message = first.error?.message ?? `task ended ${first.state}`;
+  return { state: 'FAILED', error: { code, message: forEach ? `element ${first.index}: ${message}` : message }, cancel };
+}
+
+/** One task a starting step creates: the submit fields (concurrency_key resolved: the step's fixed
+ * key, or the run's for use_run_key), the payload, and the delay after the step's start that is
+ * its not_before (the applier adds the database clock). */
+export interface NewStepTask {
+  /** for_each: the element's index; null for a step without for_each (stored as index 0). */
+  index: number | null;
+  task: Omit<WorkflowStepTask, 'params' | 'use_run_key' | 'concurrency_key'> & { concurrency_key?: string };
+  payloadJson: string;
+  delay_seconds: number;
+}
+
+export type TaskStepStart = { kind: 'tasks'; tasks: NewStepTask[] } | { kind: 'succeeded'; output: unknown[] } | { kind: 'failed'; error: WorkflowStepError };
+
+/**
+ * What a task step creates when it starts. The payload is `{"input","params","parents"}` with the
+ * output of each succeeded parent by key, plus `"item"` and `"index"` per for_each element. The
+ * for_each parent's output must be a JSON array of 0-1000 elements (else FAILED, FOR_EACH_INVALID);
+ * 0 elements succeed at once with output []. A payload over 256 KiB fails the step
+ * (PAYLOAD_TOO_LARGE) and creates nothing.
+ */
+export function startTaskStep(
+  step: WorkflowStep,
+  run: { input: unknown; concurrency_key?: string },
+  parents: readonly { key: string; view: StepView }[],
+): TaskStepStart {
+  const t = step.task!;
+  const parentOutputs: Record<string, unknown> = {};
+  for (const p of parents) if (p.view.state === 'SUCCEEDED') parentOutputs[p.key] = p.view.output === undefined ? null : p.view.output;
+  // The payload's shared part is serialized once: a 1000-element fan-out would otherwise serialize
+  // the input, params and parents 1000 times. Same bytes as JSON.stringify of the whole object.
+  const head = `{"input":${JSON.stringify(run.input ?? null)},"params":${JSON.stringify(t.params ?? {})},"parents":${JSON.stringify(parentOutputs)}`;
+  const { params: _p, use_run_key, concurrency_key, ...fields } = t;
+  const key = use_run_key ? run.concurrency_key : concurrency_key;
+  const task = key === undefined ? fields : { ...fields, concurrency_key: key };
+  const delay = step.delay_seconds ?? 0;
+  const tooLarge = (json: string) => Buffer.byteLength(json) > MAX_PAYLOAD_BYTES;
+  if (step.for_each === undefined) {
+    const payloadJson = head + '}';
+    if (tooLarge(payloadJson)) return { kind: 'failed', error: { code: 'PAYLOAD_TOO_LARGE', message: `payload serializes over ${MAX_PAYLOAD_BYTES} bytes` } };
+    return { kind: 'tasks', tasks: [{ index: null, task, payloadJson, delay_seconds: delay }] };
+  }
+  const parent = parents.find((p) => p.key === step.for_each);
+  const items = parent?.view.state === 'SUCCEEDED' ? parent.view.output : undefined;
+  if (!Array.isArray(items) || items.length > MAX_FOR_EACH_ELEMENTS) {
+    const what =
+      parent?.view.state !== 'SUCCEEDED' ? `step ${step.for_each} did not succeed` : !Array.isArray(items) ? 'not a JSON array' : `${items.length} elements`;
+    return {
+      kind: 'failed',
+      error: { code: 'FOR_EACH_INVALID', message: `for_each ${step.for_each}: output must be a JSON array of 0-${MAX_FOR_EACH_ELEMENTS} elements (${what})` },
+    };
+  }
+  if (items.length === 0) return { kind: 'succeeded', output: [] };
+  const tasks: NewStepTask[] = [];
+  for (let i = 0; i < items.length; i++) {
+    const payloadJson = `${head},"item":${JSON.stringify(items[i] ?? null)},"index":${i}}`;
+    if (tooLarge(payloadJson)) {
+      return { kind: 'failed', error: { code: 'PAYLOAD_TOO_LARGE', message: `element ${i}: payload serializes over ${MAX_PAYLOAD_BYTES} bytes` } };
+    }
+    tasks.push({ index: i, task, payloadJson, delay_seconds: delay });
+  }
+  return { kind: 'tasks', tasks };
+}
+
+/** The run's state once every step is finished: SUCCEEDED if no step FAILED or was CANCELLED
+ * (skipped steps never fail a run), else FAILED; null while a step is unfinished. */
+export function finalRunState(steps: readonly StepView[]): 'SUCCEEDED' | 'FAILED' | null {
+  if (steps.some((s) => !isFinishedStepState(s.state))) return null;
+  return steps.some((s) => s.state === 'FAILED' || s.state === 'CANCELLED') ? 'FAILED' : 'SUCCEEDED';
+}
