@@ -14,6 +14,7 @@ const UNIT = [
   'test/sdk-worker.test.ts',
   'test/sdk-protocol-checks.test.ts',
   'test/sdk-http-client.test.ts',
+  'test/unit-bench-cpu.test.ts',
 ];
 const CHAOS = [
   'test/chaos-*.test.ts',

@@ -116,7 +116,9 @@ async function main(): Promise<void> {
     say(`baseline: single-row INSERTs over ${POOL_CONNECTIONS} connections, autocommit and in transactions (${baselineHow}, rounds alternated)`);
     const { autocommit, transaction } = await baselines(parseDsn(dsn), bo, overhead, db.child.pid);
     say(`baseline: autocommit ${fmt(autocommit.medianPerSec)} commits/s (rounds ${autocommit.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
-    say(`baseline: MariaDB CPU ${fmt(autocommit.cpuUsPerRow, 1)} µs per autocommit INSERT = 1 u (rounds ${autocommit.roundsCpuUsPerRow.map((x) => fmt(x, 1)).join(' / ')})`);
+    say(
+      `baseline: MariaDB CPU ${fmt(autocommit.cpuUsPerRow, 1)} µs per autocommit INSERT = 1 u (rounds ${autocommit.roundsCpuUsPerRow.map((x) => fmt(x, 1)).join(' / ')})`,
+    );
     say(
       `baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`,
     );

@@ -210,7 +210,12 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     await stopProducers(producers);
 
     const cpu = cpuPerTask(
-      { mariadbd: cpu1.mariadbd - cpu0.mariadbd, gateway: cpu1.gateway - cpu0.gateway, workers: cpu1.workers - cpu0.workers, producers: cpu1.producers - cpu0.producers },
+      {
+        mariadbd: cpu1.mariadbd - cpu0.mariadbd,
+        gateway: cpu1.gateway - cpu0.gateway,
+        workers: cpu1.workers - cpu0.workers,
+        producers: cpu1.producers - cpu0.producers,
+      },
       spec.count,
     );
 
