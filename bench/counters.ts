@@ -1,7 +1,5 @@
 // Counters read only before and after a measurement (never polled during one): the database's
-// global status, InnoDB transaction metrics, the gateway's /metrics, and /proc CPU times.
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
+// global status, InnoDB transaction metrics and the gateway's /metrics (CPU times: bench/cpu.ts).
 import type { RowDataPacket } from 'mysql2/promise';
 import type mysql from 'mysql2/promise';
 
@@ -113,26 +111,6 @@ export function dbPerUnit(d: DbStatus, units: number): DbPerUnit {
     rowLockWaitMs: per(g('Innodb_row_lock_time')),
     raw: Object.fromEntries([...d].filter(([, v]) => v !== 0)),
   };
-}
-
-let clkTck = 0;
-/** CPU time (user + system) of a process in milliseconds, from /proc/<pid>/stat; NaN if gone. */
-export function cpuMs(pid: number | undefined): number {
-  if (!clkTck) {
-    try {
-      clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      clkTck = 100;
-    }
-  }
-  if (pid === undefined) return NaN;
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // f[0] = field 3 (state)
-    return ((Number(f[11]) + Number(f[12])) * 1000) / clkTck; // fields 14 utime, 15 stime
-  } catch {
-    return NaN;
-  }
 }
 
 /** One scrape of the gateway's Prometheus text: `name{labels}` → value. */

@@ -1,5 +1,6 @@
 // The benchmark report: one JSON object (`--json`) or human-readable tables.
 import type { BaselineResult } from './baseline.js';
+import { uPerTask } from './cpu.js';
 import type { IdleResult } from './idle-sessions.js';
 import type { ScheduledLoadResult } from './scheduled-load.js';
 import { renewFloodJson, renewFloodText, type RenewFloodResult } from './renew-flood.js';
@@ -31,7 +32,8 @@ function label(spec: ScenarioSpec): string {
   return spec.rate ? `${spec.name} (${fmt(spec.rate)}/s)` : spec.name;
 }
 
-function scenarioJson(r: ScenarioResult | Skipped, base: number, batchSize: number) {
+/** `unitUs`: MariaDB CPU per baseline autocommit INSERT (µs), the unit u. */
+function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number, batchSize: number) {
   const spec = r.spec;
   const head = {
     name: spec.name,
@@ -41,15 +43,21 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, batchSize: numb
     paced_per_s: spec.rate ?? null,
     preloaded: spec.preload ?? false,
   };
-  if (isSkipped(r)) return { ...head, skipped: r.reason, tasks: 0, tasks_per_s: null, ratio: null };
+  if (isSkipped(r)) return { ...head, skipped: r.reason, tasks: 0, tasks_per_s: null, cpu_u_per_task: null, ratio: null };
   const d = r.db;
   const breakdown = Object.fromEntries(Object.entries(d.breakdown).map(([k, v]) => [k, round(v)]));
   const cpu = Object.fromEntries(Object.entries(r.cpuMsPerTask).map(([k, v]) => [k, round(v)]));
+  const u = uPerTask(r.cpuMsPerTask, unitUs);
   return {
     ...head,
     tasks: r.tasks,
     seconds: round(r.seconds),
     tasks_per_s: round(r.tasksPerSec, 1),
+    cpu_u_per_task: round(u.total, 2),
+    db_u: round(u.db, 2),
+    gateway_u: round(u.gateway, 2),
+    workers_u: round(u.workers, 2),
+    producers_u: round(u.producers, 2),
     ratio: round(r.tasksPerSec / base, 4),
     statements_per_task: round(d.statements),
     statements_breakdown_per_task: breakdown,
@@ -89,6 +97,8 @@ function baselineJson(b: BaselineResult) {
     connections: b.connections,
     statements_per_row: round(b.statementsPerRow),
     commits_per_row: round(b.commitsPerRow),
+    cpu_us_per_row: round(b.cpuUsPerRow, 1),
+    rounds_cpu_us_per_row: b.roundsCpuUsPerRow.map((x) => round(x, 1)),
   };
 }
 
@@ -100,9 +110,10 @@ export function reportJson(x: ReportInput) {
     command: x.command,
     baseline_autocommit_per_s: round(base, 1),
     baseline_transaction_per_s: round(x.transaction.medianPerSec, 1),
+    baseline_insert_cpu_us: round(x.autocommit.cpuUsPerRow, 1),
     baseline_reported: x.baselineHow,
     baseline: { autocommit: baselineJson(x.autocommit), transaction: baselineJson(x.transaction) },
-    scenarios: x.scenarios.map((r) => scenarioJson(r, base, x.batchSize)),
+    scenarios: x.scenarios.map((r) => scenarioJson(r, base, x.autocommit.cpuUsPerRow, x.batchSize)),
     scheduled_load: x.scheduled
       ? {
           schedules: x.scheduled.schedules,
@@ -127,19 +138,22 @@ export function reportJson(x: ReportInput) {
     },
     counting: {
       ratio: 'tasks_per_s / baseline_autocommit_per_s',
+      u: 'baseline_insert_cpu_us = median over the autocommit rounds of mariadbd CPU (process tree utime+stime) / rows inserted; cpu_u_per_task = cpu_ms_per_task.total * 1000 / baseline_insert_cpu_us, split into db_u, gateway_u, workers_u, producers_u',
       statements:
         'SHOW GLOBAL STATUS Questions delta (client statements; each statement of a multi-statement query counts, statements inside stored programs are in stored_program_statements = Queries - Questions - Com_stmt_prepare); breakdown from Com_* (which also count statements inside stored programs); the bench subtracts its own status reads',
       commits:
         'explicit COMMITs (Com_commit) + autocommit writes, where autocommit writes = max(0, InnoDB commits - Com_commit) and InnoDB commits = INNODB_METRICS trx_rw_commits + trx_ro_commits - trx_rollbacks (every committed transaction that read or wrote InnoDB rows, explicit or autocommit, except plain autocommit SELECTs); write_commits = trx_commits_insert_update (transactions that changed rows: each commit of one needs a durable redo write; rolled-back ones with changes count too)',
       row_lock_waits: 'Innodb_row_lock_waits delta (row_lock_wait_ms: Innodb_row_lock_time delta)',
       claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',
-      cpu_ms: '/proc/<pid>/stat utime+stime deltas over the scenario: mariadbd, gateway, worker processes (sum), producer processes (sum)',
+      cpu_ms:
+        '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment before the producers start and one after the last result (workers started after a preload: from their connection): mariadbd, gateway, worker processes (sum), producer processes (sum)',
     },
   };
 }
 
 export function reportText(x: ReportInput): string {
   const base = x.autocommit.medianPerSec;
+  const unit = x.autocommit.cpuUsPerRow;
   const b = (r: BaselineResult, what: string) =>
     `  ${what.padEnd(34)} ${fmt(r.medianPerSec).padStart(7)} commits/s  (rounds ${r.roundsPerSec.map((v) => fmt(v)).join(' / ')}; best ${fmt(r.bestPerSec)}; ` +
     `${fmt(r.statementsPerRow, 2)} statements and ${fmt(r.commitsPerRow, 2)} commits per row)`;
@@ -148,14 +162,18 @@ export function reportText(x: ReportInput): string {
     `baseline (${x.baselineHow}; ${x.autocommit.connections} connections, innodb_flush_log_at_trx_commit=1):`,
     b(x.autocommit, 'autocommit INSERT (headline):'),
     b(x.transaction, 'START TRANSACTION; INSERT; COMMIT:'),
+    `  u = MariaDB CPU per autocommit INSERT:  ${fmt(unit, 1)} µs  (rounds ${x.autocommit.roundsCpuUsPerRow.map((v) => fmt(v, 1)).join(' / ')}; ` +
+      `the transaction form: ${fmt(x.transaction.cpuUsPerRow, 1)} µs per row)`,
     '',
-    '| scenario | submit | tasks | tasks/s | × autocommit baseline | submit→assign p50 / p99 ms | result→ok p50 / p99 ms | key release→next grant ms |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| scenario | submit | tasks | tasks/s | CPU u per task | u: db / gateway / workers / producers | × autocommit baseline | submit→assign p50 / p99 ms | result→ok p50 / p99 ms | key release→next grant ms |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...x.scenarios.map((r) => {
       const sub = r.spec.submit === 'batch' ? `batch of ${x.batchSize}` : 'single';
-      if (isSkipped(r)) return `| ${label(r.spec)} | ${sub} | skipped: ${r.reason} | | | | | |`;
+      if (isSkipped(r)) return `| ${label(r.spec)} | ${sub} | skipped: ${r.reason} | | | | | | | |`;
+      const u = uPerTask(r.cpuMsPerTask, unit);
       return (
-        `| ${label(r.spec)} | ${sub} | ${fmt(r.tasks)} | ${fmt(r.tasksPerSec)} | ${fmt(r.tasksPerSec / base, 3)} | ` +
+        `| ${label(r.spec)} | ${sub} | ${fmt(r.tasks)} | ${fmt(r.tasksPerSec)} | ${fmt(u.total, 1)} | ` +
+        `${[u.db, u.gateway, u.workers, u.producers].map((v) => fmt(v, 1)).join(' / ')} | ${fmt(r.tasksPerSec / base, 3)} | ` +
         `${fmt(r.submitToAssignMs.p50, 1)} / ${fmt(r.submitToAssignMs.p99, 1)} | ${fmt(r.resultToOkMs.p50, 1)} / ${fmt(r.resultToOkMs.p99, 1)} | ${fmt(r.keyHandoffMs, 1)} |`
       );
     }),

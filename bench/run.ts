@@ -2,12 +2,14 @@
 // `npm run bench [-- --quick] [-- --json] [-- --json-out=FILE]`: one run on this machine, on its
 // own durable MariaDB (innodb_flush_log_at_trx_commit=1) and gateway process:
 //   (a) the bare-database baseline, warmed up and repeated: autocommit single-row INSERTs (the
-//       headline) and START TRANSACTION; INSERT; COMMIT, over the gateway's connection count;
+//       headline) and START TRANSACTION; INSERT; COMMIT, over the gateway's connection count,
+//       with MariaDB's CPU per autocommit INSERT: the unit u (bench/cpu.ts);
 //   (b) end-to-end throughput (producers and workers at the same time) for `unkeyed` (one task
 //       per request), `unkeyed-batch` (POST /v1/tasks:batch), `keys-1000`, `hot-keys-10`, each
 //       as a ratio to the autocommit baseline;
-//   (c) per task: SQL statements, commits, row-lock waits, claim rounds and the empty share, CPU
-//       ms of mariadbd, the gateway, the workers and the producers;
+//   (c) per task: CPU in u (the headline beside tasks/s) and in ms, of mariadbd, the gateway, the
+//       workers and the producers (whole process trees); SQL statements, commits, row-lock
+//       waits, claim rounds and the empty share;
 //   (d) p50/p99 submit→assign and result→result.ok, also paced at half the `unkeyed` peak;
 //   (e) gateway memory per 1 000 idle worker sessions (RSS and JS heap after a forced full GC).
 // Options: --batch-size=N (items per batch request, default 100), --keyed-submit=single|batch
@@ -29,6 +31,7 @@ import { bootstrap } from '../server/admin/bootstrap.js';
 import { packageRoot } from '../server/paths.js';
 import { baselines, type BaselineOptions } from './baseline.js';
 import { dbCalibrate, INNODB_MONITOR_ARG } from './counters.js';
+import { uPerTask } from './cpu.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
 import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
@@ -114,8 +117,11 @@ async function main(): Promise<void> {
 
     const overhead = await dbCalibrate(pool);
     say(`baseline: single-row INSERTs over ${POOL_CONNECTIONS} connections, autocommit and in transactions (${baselineHow}, rounds alternated)`);
-    const { autocommit, transaction } = await baselines(parseDsn(dsn), bo, overhead);
+    const { autocommit, transaction } = await baselines(parseDsn(dsn), bo, overhead, db.child.pid);
     say(`baseline: autocommit ${fmt(autocommit.medianPerSec)} commits/s (rounds ${autocommit.roundsPerSec.map((x) => fmt(x)).join(' / ')})`);
+    say(
+      `baseline: MariaDB CPU ${fmt(autocommit.cpuUsPerRow, 1)} µs per autocommit INSERT = 1 u (rounds ${autocommit.roundsCpuUsPerRow.map((x) => fmt(x, 1)).join(' / ')})`,
+    );
     say(
       `baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`,
     );
@@ -150,7 +156,8 @@ async function main(): Promise<void> {
       }
       const r = await runScenario(setup, spec, progress);
       say(
-        `${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline)`,
+        `${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline), ` +
+          `${fmt(uPerTask(r.cpuMsPerTask, autocommit.cpuUsPerRow).total, 1)} u per task`,
       );
       results.push(r);
       return r;

@@ -4,7 +4,8 @@
 // from the database; its counters, the gateway's /metrics and /proc are read only before and after.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
-import { cpuMs, dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
+import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
+import { cpuPerTask, cpuSnapshot, type CpuPerTask } from './cpu.js';
 import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
 import { percentile } from './stats.js';
 
@@ -39,14 +40,6 @@ export interface ScenarioSpec {
   /** Submit everything first, then start the workers and the clock (no producer load while the
    * tasks run): isolates the dispatch path, e.g. a hot key's turnover. Counters include submits. */
   preload?: boolean;
-}
-
-export interface CpuPerTask {
-  mariadbd: number;
-  gateway: number;
-  workers: number;
-  producers: number;
-  total: number;
 }
 
 export interface ScenarioResult {
@@ -139,20 +132,27 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     lastChange = Date.now();
     onAdvance();
   };
-  const workerCpu0 = new Map<WorkerProc, number>();
   const startWorkers = async () => {
     workers = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, advanced);
     await Promise.all(workers.map((w) => w.ready));
-    for (const w of workers) workerCpu0.set(w, cpuMs(w.child.pid));
   };
   const producers = spawnProducers(s.producers, advanced);
+  // Every process tree of the scenario, read at one moment before the producers start and at one
+  // when the last result is in: all groups share the window of the task count. Workers started
+  // after a preload are read from when they are connected (their start-up is no task's cost).
+  const groups = () => ({
+    mariadbd: [s.mariadbPid],
+    gateway: [s.gatewayPid],
+    workers: workers.map((w) => w.child.pid),
+    producers: producers.map((p) => p.child.pid),
+  });
   try {
     if (!spec.preload) await startWorkers();
     await Promise.all(producers.map((p) => p.ready));
 
     const dbBefore = await dbStatus(s.pool);
     const mBefore = await scrapeMetrics(s.url);
-    const cpu0 = { mariadbd: cpuMs(s.mariadbPid), gateway: cpuMs(s.gatewayPid), producers: producers.map((p) => cpuMs(p.child.pid)) };
+    const cpu0 = cpuSnapshot(groups());
 
     const startAt = now() + 50;
     producers.forEach((p, index) =>
@@ -181,6 +181,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       if (spec.preload) {
         await producing;
         await startWorkers();
+        cpu0.workers = cpuSnapshot({ workers: groups().workers }).workers;
         clock = now();
       }
       await new Promise<void>((resolve, reject) => {
@@ -201,23 +202,22 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       onAdvance = () => {};
     }
     const end = Math.max(...workers.map((w) => w.lastResultAt));
-    const cpu1 = { mariadbd: cpuMs(s.mariadbPid), gateway: cpuMs(s.gatewayPid), producers: producers.map((p) => cpuMs(p.child.pid)) };
-    const workersCpu = workers.reduce((sum, w) => sum + cpuMs(w.child.pid) - workerCpu0.get(w)!, 0);
+    const cpu1 = cpuSnapshot(groups());
     const mAfter = await scrapeMetrics(s.url);
     const db = dbPerUnit(dbDelta(dbBefore, await dbStatus(s.pool), s.overhead), spec.count);
 
     await stopWorkers(workers);
     await stopProducers(producers);
 
-    const per = (ms: number) => ms / spec.count;
-    const cpu: CpuPerTask = {
-      mariadbd: per(cpu1.mariadbd - cpu0.mariadbd),
-      gateway: per(cpu1.gateway - cpu0.gateway),
-      workers: per(workersCpu),
-      producers: per(cpu1.producers.reduce((a, v, i) => a + v - cpu0.producers[i]!, 0)),
-      total: 0,
-    };
-    cpu.total = cpu.mariadbd + cpu.gateway + cpu.workers + cpu.producers;
+    const cpu = cpuPerTask(
+      {
+        mariadbd: cpu1.mariadbd - cpu0.mariadbd,
+        gateway: cpu1.gateway - cpu0.gateway,
+        workers: cpu1.workers - cpu0.workers,
+        producers: cpu1.producers - cpu0.producers,
+      },
+      spec.count,
+    );
 
     const rounds = metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total');
     const empty = metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="empty"');
