@@ -42,7 +42,10 @@ export const SUPERSEDED = 'superseded by a newer session of this worker_id';
 export interface SessionHost {
   readonly pool: Pool;
   readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'pongTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
-  readonly metrics: Pick<Metrics, 'tasksFinished' | 'internalErrors' | 'sessionStalls' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'>;
+  readonly metrics: Pick<
+    Metrics,
+    'tasksFinished' | 'internalErrors' | 'sessionStalls' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'
+  >;
   /** Turns at the pool for the session's own transactions (renew, hello, its row), per application. */
   readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
