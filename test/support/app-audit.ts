@@ -50,6 +50,14 @@ export const SCOPED_TABLES: Record<string, { app?: string; ns?: string; key: str
   schedules: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id' },
   schedule_versions: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.schedule_id, "/", R.number)' },
   schedule_fires: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.schedule_id, "@", R.scheduled_for)', detail: 'R.outcome' },
+  // Workflows (migration 000006): every row carries its application and namespace.
+  workflows: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id' },
+  workflow_versions: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.workflow_id, "/", R.number)' },
+  workflow_version_queues: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.workflow_id, "/", R.version, "/", R.queue_id)' },
+  workflow_runs: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id' },
+  workflow_run_steps: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.run_id, "/", R.step_key)' },
+  workflow_step_tasks: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.run_id, "/", R.step_key, "/", R.item_index)' },
+  workflow_signals: { app: 'R.application_id', ns: 'R.namespace_id', key: 'CONCAT(R.run_id, "/", R.name)' },
   // Application-level admin actions (quota.set) have no namespace; their target is the application.
   audit_log: { app: "IF(R.namespace_id IS NULL AND R.target_type = 'application', R.target_id, NULL)", ns: 'R.namespace_id', key: 'R.id' },
 };
