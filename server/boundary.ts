@@ -6,8 +6,9 @@ import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
 import type { Faults } from './faults.js';
 import { OrbitError } from '@orbit/protocol/errors';
-import { isRetryableDbError } from './db/errors.js';
-import { isConnectionError } from './db/pool.js';
+import { isDatabaseRefusal } from './db/pool.js';
+
+export { isDatabaseRefusal };
 
 export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
 
@@ -17,13 +18,6 @@ type ReportApp = { log: Logger; metrics: Pick<Metrics, 'internalErrors'> };
 export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
   app.metrics.internalErrors.inc({ where });
   app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
-}
-
-/** True when the database, not the code, refused: unreachable, or a deadlock, certification
- * failure or lock wait timeout that outlasted transactionOn's retries (db/errors.ts). Nothing of
- * the refused transaction committed, so the caller may retry (UNAVAILABLE), and it is no bug. */
-export function isDatabaseRefusal(err: unknown): boolean {
-  return isConnectionError(err) || isRetryableDbError(err);
 }
 
 /** The answer to an error that ended a request or an upgrade: an OrbitError as it is, a lost or

@@ -274,6 +274,14 @@ describe('broken HTTP', () => {
       expectRawEnvelope(r, 404, 'NOT_FOUND');
     }
   });
+
+  it('an absolute-form target routes like its path (RFC 9112 §3.2.2), its dot segments still 404', async () => {
+    const origin = new URL(f.gw.url).origin;
+    const ok = await rawRequest(f.gw.url, head('GET', `${origin}/v1/openapi.json`, ['Connection: close']) + '\r\n');
+    expect(ok.status, ok.body.slice(0, 300)).toBe(200);
+    const odd = await rawRequest(f.gw.url, head('GET', `${origin}/v1/tasks/../openapi.json`, ['Connection: close']) + '\r\n');
+    expectRawEnvelope(odd, 404, 'NOT_FOUND');
+  });
 });
 
 describe('after all of the above', () => {

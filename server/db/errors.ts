@@ -12,6 +12,9 @@ export const MYSQL_ERRNO = {
    * statement is rolled back (innodb_rollback_on_timeout is off by default); transactionOn rolls
    * back the rest before a retry. */
   LOCK_WAIT_TIMEOUT: 1205,
+  /** ER_LOCK_NOWAIT (MySQL 8): a `FOR UPDATE NOWAIT` found the row locked (MariaDB answers that
+   * with 1205). Only the statement is undone, as with a lock wait timeout. */
+  LOCK_NOWAIT: 3572,
   /** ER_DUP_ENTRY: a unique key already holds the value (only the statement is undone). */
   DUP_ENTRY: 1062,
 } as const;
@@ -19,7 +22,7 @@ export const MYSQL_ERRNO = {
 /** Errors after which the whole transaction has been (or is then) rolled back and can run again
  * from the start with nothing of it committed: transactionOn retries them with jitter, and an edge
  * that still gets one after the retries answers UNAVAILABLE (retry later), never INTERNAL. */
-export const RETRYABLE_ERRNOS: ReadonlySet<number> = new Set([MYSQL_ERRNO.DEADLOCK, MYSQL_ERRNO.LOCK_WAIT_TIMEOUT]);
+export const RETRYABLE_ERRNOS: ReadonlySet<number> = new Set([MYSQL_ERRNO.DEADLOCK, MYSQL_ERRNO.LOCK_WAIT_TIMEOUT, MYSQL_ERRNO.LOCK_NOWAIT]);
 
 /** The MariaDB error number of `err`, if it is a server error. */
 export function errnoOf(err: unknown): number | undefined {

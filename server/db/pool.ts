@@ -188,6 +188,14 @@ export async function withTransaction<T>(pool: Pool, a: TxPath | ((c: Conn) => P
   }
 }
 
+/** True when the database, not the code, refused: unreachable, or a deadlock, certification
+ * failure or lock wait timeout that outlasted transactionOn's retries (db/errors.ts). Nothing of
+ * the refused transaction committed (or its outcome is unknown), so the caller may retry
+ * (UNAVAILABLE), and it is no bug. */
+export function isDatabaseRefusal(err: unknown): boolean {
+  return isConnectionError(err) || isRetryableDbError(err);
+}
+
 /** True for errors that mean the database is unreachable or restarting (answer 503). */
 export function isConnectionError(err: unknown): boolean {
   const e = err as { code?: string; errno?: number; fatal?: boolean };

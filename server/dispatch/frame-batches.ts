@@ -17,7 +17,7 @@ import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { isConnectionError, toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isDatabaseRefusal, toIso, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { queueConfigs } from '../db/queue-config.js';
 import {
@@ -250,16 +250,19 @@ export interface FrameBatchResult {
 /** One transaction for a batch of one application's frames; with a host, released keys are
  * handed to their next task and freed slots refilled in the same transaction (handoff.ts,
  * refill.ts), skipping the queues `hints` marks. A batch whose transaction fails (after its
- * deadlock retries) for another reason than a lost database is run again one frame per
+ * deadlock retries) for another reason than a refusal of the database is run again one frame per
  * transaction: the frames that can commit do, and only the one that cannot fails (`thrown`). The
  * one batch that may have committed before failing — starts only, sent with their COMMIT
- * (commitWith) — is safe to run again: a repeated start is answered from the row. A lost
- * connection is not run again (its outcome is unknown): the sessions close UNAVAILABLE. */
+ * (commitWith) — is safe to run again: a repeated start is answered from the row. A refusal is not run
+ * again frame by frame: a lost connection's outcome is unknown, and a deadlock or lock wait that
+ * outlasted the retries says the database is busy — n single-frame transactions with their own
+ * retries would hold the node's two frame committers for n times as long. The sessions close
+ * UNAVAILABLE and resume. */
 export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: HandoffHost, hints: QueueHints = new QueueHints()): Promise<FrameBatchResult> {
   try {
     return await runFrameTransaction(pool, cmds, host, hints);
   } catch (err) {
-    if (cmds.length === 1 || isConnectionError(err)) throw err;
+    if (cmds.length === 1 || isDatabaseRefusal(err)) throw err;
     const out: FrameBatchResult = { outcomes: [], handoffs: [] };
     for (const cmd of cmds) {
       try {
@@ -267,7 +270,7 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
         out.outcomes.push(r.outcomes[0]!);
         out.handoffs.push(...r.handoffs);
       } catch (e) {
-        if (isConnectionError(e)) throw e;
+        if (isDatabaseRefusal(e)) throw e;
         out.outcomes.push({ ok: false, thrown: e });
       }
     }

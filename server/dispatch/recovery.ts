@@ -1,7 +1,7 @@
 // Revoking live attempts without a worker result: lease expiry (sweeper), deadlines, cancel, and
 // never-started attempts released at reconnect. Each batch is one transaction; rows are locked
 // with SKIP LOCKED so several nodes' sweepers share the work instead of waiting on each other.
-import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isConnectionError, isDatabaseRefusal, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { closeAttempt, type AttemptRow } from '../db/attempts.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLeasedAttemptsOfWorker, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
@@ -109,7 +109,10 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
   try {
     return await sweepRows(pool, applicationId, limit);
   } catch (err) {
-    if (isConnectionError(err)) throw err;
+    // A busy database (a deadlock or lock wait past the retries) is no bad row: running ~200 rows
+    // alone, each with its own retries, would only load it more. This application waits for the
+    // next tick; the others of this sweep go on.
+    if (isDatabaseRefusal(err)) throw err;
     // Every due row of the application (the same locking reads, nothing written), then each alone.
     const rows = await dueRows(pool, applicationId, limit);
     if (rows.length <= 1) throw err;
@@ -118,7 +121,7 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
       try {
         mergeInto(report, await sweepRows(pool, applicationId, 1, row));
       } catch (e) {
-        if (isConnectionError(e)) throw e;
+        if (isDatabaseRefusal(e)) throw e;
         report.failed.push({ applicationId, row, err: e });
       }
     }

@@ -72,7 +72,6 @@ export class RenewCoalescer {
       for (const w of batch) w.reject(err);
       return;
     }
-    this.onBatch(batch.length);
     const renewed = new Map(r.leases.map((l) => [l.attempt_id, l.lease_expires_at]));
     for (const w of batch) {
       const own = [...new Set(w.ids)].filter((id) => renewed.has(id));
@@ -81,5 +80,8 @@ export class RenewCoalescer {
         lost: w.ids.filter((id) => !renewed.has(id)),
       });
     }
+    // After every frame is answered: a throwing observer must not leave frames unanswered (and
+    // counted in the session's window, which would stay paused).
+    this.onBatch(batch.length);
   }
 }

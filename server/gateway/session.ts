@@ -201,7 +201,10 @@ export class Session {
       this.ws.terminate();
       return;
     }
-    this.missedPongs++;
+    // While the frame window has paused reading, the worker's pong waits unread behind its own
+    // frames: the gateway, not the worker, is not answering, so it is not counted as missed (a
+    // healthy worker whose results queue behind a busy database for 30 s is not dropped).
+    if (!this.window.isPaused) this.missedPongs++;
     this.liveness.ping();
   }
 

@@ -96,7 +96,9 @@ async function handle(
     }
     // Routes match the path as sent: a target that URL parsing rewrites (dot segments such as
     // `/v1/tasks/../queues` or `%2e%2e`, a leading `//`) names no resource, not the one it resolves to.
-    const sent = (req.url ?? '/').split('?', 1)[0]!;
+    // An absolute-form target (`GET http://host/v1/… HTTP/1.1`, RFC 9112 §3.2.2) is compared
+    // without its scheme and authority.
+    const sent = (req.url ?? '/').split('?', 1)[0]!.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '') || '/';
     const m = sent === url.pathname ? router.match(req.method ?? 'GET', url.pathname) : null;
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${sent.slice(0, 200)}`);
     if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
