@@ -19,7 +19,7 @@ import {
   VERSION_MAX,
   WORKER_ID_MAX,
 } from './limits.js';
-import { Id, IdField, Name, Timestamp, tooDeep, Uint64 } from './primitives.js';
+import { Id, IdField, Name, schemaErrorMessage, Text, Timestamp, tooDeep, Uint64 } from './primitives.js';
 import { LIVE_ATTEMPT_STATES, TASK_STATES } from './states.js';
 
 export const SUBPROTOCOL = 'orbit.worker.v1';
@@ -46,7 +46,7 @@ export const HelloFrame = Type.Object(
       ),
     ),
     resume: Type.Optional(Type.Array(IdField, { maxItems: MAX_IDS_PER_FRAME })),
-    agent: Type.Optional(Type.String({ minLength: 1, maxLength: AGENT_MAX })),
+    agent: Type.Optional(Text({ minLength: 1, maxLength: AGENT_MAX })),
   },
   strict,
 );
@@ -58,10 +58,7 @@ export type StartFrame = Static<typeof StartFrame>;
 export const RenewFrame = Type.Object({ type: Type.Literal('renew'), attempt_ids: Type.Array(IdField, { minItems: 1, maxItems: MAX_IDS_PER_FRAME }) }, strict);
 export type RenewFrame = Static<typeof RenewFrame>;
 
-export const ResultError = Type.Object(
-  { code: Type.String({ minLength: 1, maxLength: ERROR_CODE_MAX }), message: Type.String({ maxLength: ERROR_MESSAGE_MAX }) },
-  strict,
-);
+export const ResultError = Type.Object({ code: Text({ minLength: 1, maxLength: ERROR_CODE_MAX }), message: Text({ maxLength: ERROR_MESSAGE_MAX }) }, strict);
 
 export const ResultFrame = Type.Object(
   {
@@ -254,7 +251,7 @@ function parseWith<F>(checks: Map<string, ReturnType<typeof TypeCompiler.Compile
   if (!check) return { ok: false, message: `unknown frame type ${JSON.stringify(type).slice(0, 80)}` };
   if (!check.Check(v)) {
     const e = check.Errors(v).First();
-    return { ok: false, message: `${type}: ${e ? `${e.path || '/'} ${e.message}` : 'invalid'}` };
+    return { ok: false, message: `${type}: ${e ? `${e.path || '/'} ${schemaErrorMessage(e)}` : 'invalid'}` };
   }
   return { ok: true, frame: v as F };
 }

@@ -25,13 +25,13 @@ import {
   TIMEZONE_MAX,
   VERSION_MAX,
 } from './limits.js';
-import { Id, IdempotencyKey, IdField, Name, ResourceName, Uint64 } from './primitives.js';
+import { Id, IdempotencyKey, IdField, Name, ResourceName, schemaErrorMessage, Text, Uint64 } from './primitives.js';
 
 /** Kept here for existing imports; defined in limits.ts. */
 export { MAX_BATCH_ITEMS } from './limits.js';
 
 const Revision = Uint64;
-const Reason = Type.String({ minLength: 1, maxLength: REASON_MAX });
+const Reason = Text({ minLength: 1, maxLength: REASON_MAX });
 const TimestampInput = Type.String({ minLength: 1, maxLength: TIMESTAMP_INPUT_MAX });
 
 export const SubmitTaskBody = Type.Object(
@@ -131,7 +131,7 @@ export function violations<T extends TSchema>(schema: T, value: unknown, max = 3
     seen.add(field);
     // A union of literals (an enum) names its values instead of TypeBox's "Expected union value".
     const consts = (e.schema as { anyOf?: { const?: unknown }[] }).anyOf?.map((m) => m.const);
-    const message = consts && consts.length > 0 && consts.every((c) => typeof c === 'string') ? `must be one of ${consts.join(', ')}` : e.message;
+    const message = consts && consts.length > 0 && consts.every((c) => typeof c === 'string') ? `must be one of ${consts.join(', ')}` : schemaErrorMessage(e);
     out.push({ field, message });
     if (out.length >= max) break;
   }
@@ -145,7 +145,7 @@ export function firstViolation<T extends TSchema>(schema: T, value: unknown): { 
   const e = check.Errors(value).First();
   if (!e) return { field: '', message: 'invalid' };
   const field = e.path.replace(/^\//, '').replace(/\//g, '.');
-  return { field, message: e.message };
+  return { field, message: schemaErrorMessage(e) };
 }
 
 // ---- result stream: subscriptions and deliveries ----

@@ -5,6 +5,19 @@ import { Type } from '@sinclair/typebox';
 import { ID_PATTERN } from './ids.js';
 import { ID_FIELD_MAX, IDEMPOTENCY_KEY_MAX, MAX_JSON_DEPTH, RESOURCE_NAME_MAX } from './limits.js';
 
+/** Free text stored as a text column (reasons, a result's error code and message, hello's agent):
+ * any string a UTF-8 column can hold as sent — no lone surrogate. JSON may spell one (`"\ud800"`),
+ * but UTF-8 cannot: the column would store U+FFFD and the value would come back changed (payloads
+ * and outputs keep theirs, they are stored as JSON). A pattern, not code, so the gateway's, the
+ * SDK's and the API documents' checks are the same; without the `u` flag it reads UTF-16 units. */
+export const WELL_FORMED_PATTERN = '^(?:[^\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
+export const Text = (opts: { minLength?: number; maxLength: number }) => Type.String({ ...opts, pattern: WELL_FORMED_PATTERN });
+/** The message of a schema error: the well-formedness pattern says what it means instead of
+ * TypeBox's "Expected string to match '…'". */
+export function schemaErrorMessage(e: { schema: unknown; message: string }): string {
+  return (e.schema as { pattern?: unknown }).pattern === WELL_FORMED_PATTERN ? 'must be valid UTF-8 text (a lone surrogate cannot be stored)' : e.message;
+}
+
 /** A handler, version or worker name: 1–`max` of [A-Za-z0-9._:-]. */
 export const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
 

@@ -15,7 +15,7 @@ import {
   STEP_KEY_MAX,
   VERSION_NUMBER_MAX,
 } from './limits.js';
-import { ResourceName, Uint64 } from './primitives.js';
+import { ResourceName, Text, Uint64 } from './primitives.js';
 
 /** A step key: 1–64 of [a-z0-9._-], unique in its version. */
 export const STEP_KEY_PATTERN = `^[a-z0-9._-]{1,${STEP_KEY_MAX}}$`;
@@ -105,10 +105,7 @@ export const ResumeWorkflowRunBody = PauseWorkflowRunBody;
 export type ResumeWorkflowRunBody = PauseWorkflowRunBody;
 
 /** POST /v1/workflow-runs/{id}:cancel. `reason` is optional as in a task's :cancel. */
-export const CancelWorkflowRunBody = Type.Object(
-  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: REASON_MAX })) },
-  { additionalProperties: false },
-);
+export const CancelWorkflowRunBody = Type.Object({ reason: Type.Optional(Text({ minLength: 1, maxLength: REASON_MAX })) }, { additionalProperties: false });
 export type CancelWorkflowRunBody = Static<typeof CancelWorkflowRunBody>;
 
 /** POST /v1/workflow-runs/{id}/signals. `payload` defaults to null (≤ 64 KiB, checked by the server). */

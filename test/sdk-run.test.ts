@@ -15,6 +15,7 @@ import { waitFor } from './support/workers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
 import { errorResult } from '../worker-sdk/outcome.js';
+import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';
 import { FakeGateway } from '../worker-sdk/testing.js';
 
 const f = useGatewayFixture();
@@ -207,5 +208,14 @@ describe('errors', () => {
     class MyRetry extends RetryableError {}
     expect(new RetryableError('plain') instanceof MyRetry).toBe(false); // subclasses keep the exact check
     expect(new MyRetry('mine') instanceof RetryableError).toBe(true);
+  });
+
+  it('a thrown message is sent as storable text: a lone surrogate becomes U+FFFD, a cut never splits a pair', () => {
+    // The gateway refuses a frame whose error message has a lone surrogate (protocol/primitives.ts Text).
+    expect(errorResult('a', new Error('half \ud83d and \udc00 alone'))).toMatchObject({ error: { message: 'half \ufffd and \ufffd alone' } });
+    const long = errorResult('a', new Error('x'.repeat(ERROR_MESSAGE_MAX - 1) + '😀'));
+    expect(long.error!.message).toBe('x'.repeat(ERROR_MESSAGE_MAX - 1));
+    expect(long.error!.message.isWellFormed()).toBe(true);
+    expect(errorResult('a', new RetryableError('\ud800'.repeat(3)))).toMatchObject({ outcome: 'retry', error: { message: '\ufffd'.repeat(3) } });
   });
 });

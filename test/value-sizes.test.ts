@@ -256,6 +256,23 @@ describe('error messages', () => {
       w.close();
     }
 
+    // Half a surrogate pair is valid JSON but no UTF-8 text: refused the same way, nothing stored
+    // (a text column would have kept U+FFFD, not what was sent).
+    const lone = await openRaw(f.gw.url, f.t.token);
+    try {
+      lone.send(hello([q], { worker_id: workerId, capacity: 0, resume: [assign.attempt_id] }));
+      await lone.next('hello.ok');
+      const before = await fingerprint();
+      lone.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'failed', error: { code, message: 'half a pair \ud83d here' } });
+      const err = await lone.next('error');
+      expect(err).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
+      expect(err.message).toMatch(/error\/message must be valid UTF-8 text \(a lone surrogate/);
+      expect((await lone.closed).code).toBe(1002);
+      expect(await fingerprint()).toEqual(before);
+    } finally {
+      lone.close();
+    }
+
     const again = await openRaw(f.gw.url, f.t.token);
     try {
       again.send(hello([q], { worker_id: workerId, capacity: 0, resume: [assign.attempt_id] }));
@@ -272,6 +289,25 @@ describe('error messages', () => {
     const delivered = await lease(f.gw.url, f.t.token, sub.id);
     expect(delivered.map((d) => d.event.task_id)).toEqual([taskId]);
     expect(delivered[0].event.result.error).toEqual({ code, message });
+  });
+});
+
+describe('free text', () => {
+  it('a reason with a lone surrogate is INVALID_ARGUMENT naming the field, nothing changed; a well-formed one is stored as sent', async () => {
+    const submitted = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: ikey(), body: taskBody({ n: 4 }) });
+    const taskId = submitted.body.data.task.id;
+    const before = await fingerprint();
+    const bad = await call(f.gw.url, 'POST', `/v1/tasks/${taskId}:cancel`, { token: f.t.token, key: ikey(), body: { reason: 'done \udc00' } });
+    expect([bad.status, bad.body.error?.code]).toEqual([400, 'INVALID_ARGUMENT']);
+    expect(bad.body.error.details.violations).toEqual([{ field: 'reason', message: 'must be valid UTF-8 text (a lone surrogate cannot be stored)' }]);
+    expect(await fingerprint()).toEqual(before);
+    const reason = `done 😀 ${MIX.replace('\ud800', '')}`.slice(0, 200);
+    const ok = await call(f.gw.url, 'POST', `/v1/tasks/${taskId}:cancel`, { token: f.t.token, key: ikey(), body: { reason } });
+    expect(ok.status, ok.text).toBe(200);
+    // A cancel's reason is the task's error message (stored in a text column).
+    expect((await getTask(taskId)).result.error).toEqual({ code: 'CANCELLED', message: reason });
+    const [row] = await rows('SELECT result_error_message FROM tasks WHERE id = ?', [taskId]);
+    expect(row!.result_error_message).toBe(reason);
   });
 });
 

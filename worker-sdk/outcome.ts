@@ -9,8 +9,11 @@ export { MAX_OUTPUT_BYTES };
 const MAX_MESSAGE = ERROR_MESSAGE_MAX; // ResultError.message maxLength
 const MAX_RETRY_AFTER_MS = MAX_BACKOFF_MS;
 
-/** Cuts a string to at most `max` UTF-16 units without splitting a surrogate pair. */
-function clip(s: string, max: number): string {
+/** Makes a string storable text (protocol/primitives.ts `Text`: a lone surrogate becomes U+FFFD,
+ * which is what a UTF-8 column would have stored anyway, but the gateway refuses the frame) and
+ * cuts it to at most `max` UTF-16 units without splitting a surrogate pair. */
+export function clip(text: string, max: number): string {
+  const s = text.toWellFormed();
   if (s.length <= max) return s;
   let cut = max;
   const c = s.charCodeAt(cut - 1);

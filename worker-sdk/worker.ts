@@ -6,7 +6,7 @@ import { ERROR_MESSAGE_MAX } from '@orbit/protocol/limits';
 import { WorkerConnection, helloFrame, type ConnectionEvent, type Registration, type ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
 import { HeldAttempts, type Held } from './held-attempts.js';
-import { errorResult, successResult } from './outcome.js';
+import { clip, errorResult, successResult } from './outcome.js';
 import { backoffMs, reconnectLimit } from './reconnect.js';
 import type { WorkerEvents, WorkerOptions } from './worker-options.js';
 import {
@@ -360,7 +360,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         const code = (err as { code?: unknown }).code;
         if ((code === 'PAYLOAD_TOO_LARGE' || code === 'INVALID_ARGUMENT') && !(err instanceof GatewayError)) {
           // Our own frame was refused locally (too big / invalid): report that instead.
-          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: (err as Error).message.slice(0, ERROR_MESSAGE_MAX) } };
+          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: clip((err as Error).message, ERROR_MESSAGE_MAX) } };
           continue;
         }
         if (this.held.refused(h, err)) {
