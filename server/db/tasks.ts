@@ -129,35 +129,13 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
         business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
         deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      t.id,
-      t.namespaceId,
-      t.applicationId,
-      t.queueId,
-      t.handler,
-      t.handlerVersion,
-      t.payloadVersion,
-      t.payloadJson,
-      t.businessKey,
-      t.concurrencyKey,
-      t.priority,
-      t.maxAttempts,
-      t.notBefore,
-      t.deadlineAt,
-      t.createdAt,
-      t.createdAt,
-      t.origin?.scheduleId ?? null,
-      t.origin?.scheduleVersion ?? null,
-      t.origin?.scheduledFor ?? null,
-    ],
+    taskRow(t),
   );
 }
 
-/** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
- * whole submit batch (one per chunk when the payloads exceed the statement budget:
- * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read). */
-export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
-  const rows = tasks.map((t) => [
+/** The values of one task row, in the column order of both inserts below and above. */
+function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (string | number | Buffer | null)[] {
+  return [
     t.id,
     t.namespaceId,
     t.applicationId,
@@ -177,7 +155,14 @@ export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string
     t.origin?.scheduleId ?? null,
     t.origin?.scheduleVersion ?? null,
     t.origin?.scheduledFor ?? null,
-  ]);
+  ];
+}
+
+/** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
+ * whole submit batch (one per chunk when the payloads exceed the statement budget:
+ * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read). */
+export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
+  const rows = tasks.map(taskRow);
   for (const chunk of chunkRows(c, rows, (r) => r)) {
     await c.query(
       `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
