@@ -246,32 +246,28 @@ describe('error messages', () => {
     const taskId = submitted.body.data.task.id;
     const workerId = `sizes-${newId().slice(0, 8)}`;
     const { w, assign } = await workerWith(taskId, { worker_id: workerId });
-    try {
-      const before = await fingerprint();
-      w.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'failed', error: { code, message: message + 'z' } });
-      expect(await w.next('error')).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
-      expect((await w.closed).code).toBe(1002);
-      expect(await fingerprint()).toEqual(before);
-    } finally {
-      w.close();
-    }
+    // A result frame refused as a fatal PROTOCOL_ERROR (close 1002) with nothing changed; its message.
+    const refusedFatally = async (raw: RawWorker, error: { code: string; message: string }): Promise<string> => {
+      try {
+        const before = await fingerprint();
+        raw.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'failed', error });
+        const err = await raw.next('error');
+        expect(err).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
+        expect((await raw.closed).code).toBe(1002);
+        expect(await fingerprint()).toEqual(before);
+        return err.message as string;
+      } finally {
+        raw.close();
+      }
+    };
+    await refusedFatally(w, { code, message: message + 'z' });
 
     // Half a surrogate pair is valid JSON but no UTF-8 text: refused the same way, nothing stored
     // (a text column would have kept U+FFFD, not what was sent).
     const lone = await openRaw(f.gw.url, f.t.token);
-    try {
-      lone.send(hello([q], { worker_id: workerId, capacity: 0, resume: [assign.attempt_id] }));
-      await lone.next('hello.ok');
-      const before = await fingerprint();
-      lone.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'failed', error: { code, message: 'half a pair \ud83d here' } });
-      const err = await lone.next('error');
-      expect(err).toMatchObject({ code: 'PROTOCOL_ERROR', fatal: true });
-      expect(err.message).toMatch(/error\/message must be valid UTF-8 text \(a lone surrogate/);
-      expect((await lone.closed).code).toBe(1002);
-      expect(await fingerprint()).toEqual(before);
-    } finally {
-      lone.close();
-    }
+    lone.send(hello([q], { worker_id: workerId, capacity: 0, resume: [assign.attempt_id] }));
+    await lone.next('hello.ok');
+    expect(await refusedFatally(lone, { code, message: 'half a pair \ud83d here' })).toMatch(/error\/message must be valid UTF-8 text \(a lone surrogate/);
 
     const again = await openRaw(f.gw.url, f.t.token);
     try {
