@@ -43,6 +43,9 @@ export interface Config {
    * at once, over all applications, and per application (server/gateway/tx-admission.ts). */
   sessionTxSlots: number;
   sessionTxSlotsPerApplication: number;
+  /** ORBIT_PROCESSES: gateway processes of this node sharing its port (server/cli/processes.ts);
+   * 1 = the node is this process, as before. */
+  processes: number;
 }
 
 /** The variables this module reads, for the documentation check (test/unit-config.test.ts). */
@@ -66,6 +69,7 @@ export const ENV_VARS = [
   'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT',
   'ORBIT_SESSION_TX_SLOTS',
   'ORBIT_SESSION_TX_SLOTS_PER_APPLICATION',
+  'ORBIT_PROCESSES',
 ] as const;
 export type EnvVar = (typeof ENV_VARS)[number];
 type Env = Partial<Record<string, string | undefined>>;
@@ -103,6 +107,20 @@ function flagVar(env: Env, name: EnvVar): boolean {
   if (v === undefined || v === '0') return false;
   if (v === '1') return true;
   throw new Error(`${name} must be 1 or 0, got ${JSON.stringify(v)}`);
+}
+
+/** Most gateway processes one node runs (ORBIT_PROCESSES): far above any core count a node has. */
+export const MAX_PROCESSES = 64;
+
+/** ORBIT_PROCESSES: an integer in 1..MAX_PROCESSES, or `auto` = the cores this process may use
+ * (os.availableParallelism(), capped). Default 1: one process, exactly the node it always was. */
+function processesVar(env: Env): number {
+  const v = raw(env, 'ORBIT_PROCESSES');
+  if (v === undefined) return 1;
+  if (v === 'auto') return Math.min(MAX_PROCESSES, Math.max(1, os.availableParallelism()));
+  const n = /^[0-9]{1,3}$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 1 && n <= MAX_PROCESSES)) throw new Error(`ORBIT_PROCESSES must be auto or an integer in 1..${MAX_PROCESSES}, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 /** ORBIT_MYSQL_DSN when set (checked), else undefined: `npm start` and the CLIs then use the
@@ -160,6 +178,12 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
   if (!LEVELS.includes(logLevel)) throw new Error(`ORBIT_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error(`ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-], got ${JSON.stringify(nodeId)}`);
+  const processes = processesVar(env);
+  // With several processes a set ORBIT_NODE_ID names them `<id>-1` … `<id>-N` (processNodeId).
+  if (processes > 1 && env.ORBIT_NODE_ID !== undefined && processNodeId(nodeId, processes).length > 128)
+    throw new Error(
+      `ORBIT_NODE_ID must leave room for the process suffix "-${processes}" within 128 chars with ORBIT_PROCESSES=${processes}, got ${JSON.stringify(nodeId)}`,
+    );
   return {
     mysqlDsn: dsn,
     httpHost: host,
@@ -186,5 +210,12 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     // application: submits, frame batches, claims and commands (2 each at most) always find one.
     sessionTxSlots: intVar(env, 'ORBIT_SESSION_TX_SLOTS', 8, 1, 1024),
     sessionTxSlotsPerApplication: intVar(env, 'ORBIT_SESSION_TX_SLOTS_PER_APPLICATION', 4, 1, 1024),
+    processes,
   };
+}
+
+/** The node id of gateway process `slot` (1-based) of a node whose ORBIT_NODE_ID is `base`: the
+ * same for every restart of that slot, so logs and worker_sessions.node_id name the slot. */
+export function processNodeId(base: string, slot: number): string {
+  return `${base}-${slot}`;
 }

@@ -9,6 +9,9 @@ export function createMetrics() {
   client.collectDefaultMetrics({ register: registry });
   const m = {
     registry,
+    /** The text GET /metrics serves: this registry's, or with ORBIT_PROCESSES > 1 the node's
+     * totals over its processes (server/cli/cluster-metrics.ts replaces it in each process). */
+    exposition: (): Promise<string> => registry.metrics(),
     tasksAccepted: new client.Counter({ name: 'orbit_tasks_accepted_total', help: 'tasks accepted by submit', registers: [registry] }),
     tasksAssigned: new client.Counter({ name: 'orbit_tasks_assigned_total', help: 'attempts granted by claims', registers: [registry] }),
     tasksFinished: new client.Counter({
@@ -73,6 +76,8 @@ export function createMetrics() {
     keyedWaitingNoCapable: new client.Gauge({
       name: 'orbit_keyed_tasks_waiting_without_capable_session',
       help: 'keyed WAITING tasks in queues that no live session with concurrency_keys consumes (any node)',
+      // Read from the database: every process of a node sees the same count (not a sum).
+      aggregator: 'max',
       registers: [registry],
     }),
     dbTransactions: new client.Counter({
@@ -107,6 +112,7 @@ export function createMetrics() {
     dbStatementBudget: new client.Gauge({
       name: 'orbit_db_statement_budget_bytes',
       help: "largest statement text one database round trip carries: the server's max_allowed_packet read at start, less 64 KiB headroom (db/packet-budget.ts)",
+      aggregator: 'min',
       registers: [registry],
     }),
     dbBudgetSplits: new client.Counter({

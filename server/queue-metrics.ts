@@ -35,6 +35,8 @@ export function registerQueueGauges(metrics: Metrics, pool: Pool): void {
       name,
       help,
       labelNames: ['queue_id', 'queue'],
+      // Every process of a node reads the same rows: ORBIT_PROCESSES > 1 reports one, not a sum.
+      aggregator: 'max',
       registers: [metrics.registry],
       async collect() {
         const rows = await read().catch(() => null);

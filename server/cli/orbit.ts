@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// The gateway node. Requires ORBIT_MYSQL_DSN (`npm start` is the embedded wrapper).
+// The gateway node. Requires ORBIT_MYSQL_DSN (`npm start` is the embedded wrapper). With
+// ORBIT_PROCESSES > 1 this process is the node's primary and supervises its gateway processes
+// (server/cli/processes.ts).
 import { loadConfig } from '../config.js';
-import { startGateway } from '../gateway-main.js';
+import { startNode } from './processes.js';
 import { installSignalHandlers } from './signals.js';
 import { oneLine } from './args.js';
 import { lifecycleLogger } from '../logger.js';
@@ -15,19 +17,25 @@ async function main(): Promise<void> {
     life.fatal(oneLine(err));
     process.exit(2);
   }
+  const ids = config.processes === 1 ? { node_id: config.nodeId } : {};
   let gw;
   try {
-    gw = await startGateway(config);
+    gw = await startNode(config, life);
   } catch (err) {
-    life.child({ node_id: config.nodeId }).fatal(oneLine(err));
+    life.child(ids).fatal(oneLine(err));
     process.exit(1);
   }
-  life.info({ url: gw.url, node_id: config.nodeId }, 'orbit gateway ready');
-  installSignalHandlers(async () => {
-    life.info({ node_id: config.nodeId }, 'orbit gateway shutting down');
-    await gw.close();
-    life.info({ node_id: config.nodeId }, 'orbit gateway exited');
-  });
+  const who = config.processes === 1 ? ids : { processes: gw.processes };
+  life.info({ url: gw.url, ...who }, 'orbit gateway ready');
+  installSignalHandlers(
+    async () => {
+      life.info(ids, 'orbit gateway shutting down');
+      await gw.close();
+      life.info(ids, 'orbit gateway exited');
+    },
+    // The processes of a node each drain within their own 10 s; the primary waits for them.
+    { hardExitMs: config.processes === 1 ? 10_000 : 15_000 },
+  );
 }
 
 void main();

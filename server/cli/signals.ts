@@ -1,13 +1,13 @@
 import { lifecycleLogger } from '../logger.js';
 
-/** SIGINT/SIGTERM → run `stop` once, exit 0 (1 if it fails); a hard exit after 10 s. A second
- * signal exits at once. */
-export function installSignalHandlers(stop: () => Promise<void>): void {
+/** SIGINT/SIGTERM (or `signals`) → run `stop` once, exit 0 (1 if it fails); a hard exit after
+ * `hardExitMs` (10 s). A second signal exits at once. */
+export function installSignalHandlers(stop: () => Promise<void>, opts: { signals?: NodeJS.Signals[]; hardExitMs?: number } = {}): void {
   let stopping = false;
   const onSignal = () => {
     if (stopping) process.exit(130);
     stopping = true;
-    setTimeout(() => process.exit(1), 10_000).unref();
+    setTimeout(() => process.exit(1), opts.hardExitMs ?? 10_000).unref();
     stop().then(
       () => process.exit(0),
       (err) => {
@@ -16,6 +16,5 @@ export function installSignalHandlers(stop: () => Promise<void>): void {
       },
     );
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const s of opts.signals ?? ['SIGINT', 'SIGTERM']) process.on(s, onSignal);
 }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { configuredDsn, loadConfig, orbitHome, type Config } from '../config.js';
-import { startGateway, type GatewayHandle } from '../gateway-main.js';
+import { startNode, type NodeHandle } from './processes.js';
 import { lifecycleLogger } from '../logger.js';
 import { createPool } from '../db/pool.js';
 import { redactDsn } from './local-dsn.js';
@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   // (which governs the gateway's logger).
   const log: Logger = lifecycleLogger({ component: 'start' });
   let db: EmbeddedServer | null = null;
-  let gw: GatewayHandle | null = null;
+  let gw: NodeHandle | null = null;
   let unlock: (() => Promise<void>) | null = null;
   let stopping = false;
   const checkpoint = () => {
@@ -76,11 +76,12 @@ async function main(): Promise<void> {
       await pool.end().catch(() => {});
     }
     checkpoint();
-    gw = await startGateway(config);
+    gw = await startNode(config, log);
     // With ORBIT_HTTP_ADDR=...:0 the real port is known only now.
     if (db) syncCredentials(credFile, { url: gw.url, mysql_dsn: config.mysqlDsn });
     checkpoint();
-    log.info({ url: gw.url, dsn: db ? config.mysqlDsn : redactDsn(config.mysqlDsn) }, `gateway listening on ${gw.url}`);
+    const procs = config.processes === 1 ? {} : { processes: gw.processes };
+    log.info({ url: gw.url, dsn: db ? config.mysqlDsn : redactDsn(config.mysqlDsn), ...procs }, `gateway listening on ${gw.url}`);
     if (db) log.info({ credentials_file: credFile }, `development credentials in ${credFile} (token, queue_id, mysql_dsn)`);
   })();
 

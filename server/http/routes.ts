@@ -56,7 +56,7 @@ export function buildRoutes(app: AppContext): Router {
     method: 'GET',
     template: '/metrics',
     auth: false,
-    handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.registry.metrics() }),
+    handle: async () => ({ raw: true, status: 200, contentType: app.metrics.registry.contentType, body: await app.metrics.exposition() }),
   });
   r.add({ method: 'GET', template: '/v1/openapi.json', auth: false, handle: serveApiDocument('openapi') });
   r.add({ method: 'GET', template: '/v1/asyncapi.json', auth: false, handle: serveApiDocument('asyncapi') });

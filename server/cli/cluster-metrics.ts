@@ -1,0 +1,120 @@
+// GET /metrics of a node of several gateway processes (ORBIT_PROCESSES > 1): one scrape, whichever
+// process the connection landed on, sees the node's totals — what a Prometheus job that scrapes one
+// address per node expects. The process that got the request asks the primary (IPC); the primary
+// asks every ready process for its registry as JSON and merges them with prom-client's
+// AggregatorRegistry.aggregate: counters and histograms summed, gauges summed unless the metric
+// names another aggregator (the database-derived gauges take `max`: every process reads the same
+// rows), plus the primary's own registry (its CPU and memory, and the process count and restarts).
+// A restarted process starts its counters at zero, as a restarted single-process node does; a
+// process that does not answer within the timeout fails the scrape instead of lowering the totals.
+import type { Worker } from 'node:cluster';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import { OrbitError } from '@orbit/protocol/errors';
+
+const TIMEOUT_MS = 5_000;
+
+type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
+/** The IPC messages of the exchange (`orbit` names the kind; `id` pairs a reply with its ask). */
+export type MetricsMessage =
+  | { orbit: 'metrics?'; id: number }
+  | { orbit: 'metrics'; id: number; text?: string; error?: string }
+  | { orbit: 'metrics-json?'; id: number }
+  | { orbit: 'metrics-json'; id: number; json?: MetricsJson; error?: string };
+
+export function isMetricsMessage(m: unknown): m is MetricsMessage {
+  const o = m as { orbit?: unknown; id?: unknown } | null;
+  return typeof o?.orbit === 'string' && o.orbit.startsWith('metrics') && typeof o.id === 'number';
+}
+
+/** In a gateway process: answers the primary's asks for this registry, and returns the function
+ * that GET /metrics serves (the node's totals, asked of the primary). */
+export function metricsThroughPrimary(registry: Registry): () => Promise<string> {
+  let seq = 0;
+  const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  const send = (m: MetricsMessage) => {
+    if (process.connected) process.send!(m);
+  };
+  process.on('message', (m: unknown) => {
+    if (!isMetricsMessage(m)) return;
+    if (m.orbit === 'metrics-json?') {
+      registry.getMetricsAsJSON().then(
+        (json) => send({ orbit: 'metrics-json', id: m.id, json }),
+        (err: Error) => send({ orbit: 'metrics-json', id: m.id, error: err.message }),
+      );
+    } else if (m.orbit === 'metrics') {
+      const w = waiting.get(m.id);
+      waiting.delete(m.id);
+      if (m.text !== undefined) w?.resolve(m.text);
+      else w?.reject(new OrbitError('UNAVAILABLE', `metrics of the node's processes: ${m.error ?? 'no answer'}`));
+    }
+  });
+  return () =>
+    new Promise<string>((resolve, reject) => {
+      const id = ++seq;
+      const timer = setTimeout(() => {
+        waiting.delete(id);
+        reject(new OrbitError('UNAVAILABLE', "metrics of the node's processes: the primary process did not answer"));
+      }, TIMEOUT_MS + 1_000);
+      waiting.set(id, {
+        resolve: (t) => (clearTimeout(timer), resolve(t)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
+      send({ orbit: 'metrics?', id });
+    });
+}
+
+/** In the primary: merges the registries of the ready processes and its own for one ask. */
+export class MetricsAggregator {
+  private seq = 0;
+  private readonly pending = new Map<number, { left: Set<Worker>; got: MetricsJson[]; done: (err: string | null) => void }>();
+
+  constructor(
+    private readonly own: Registry,
+    private readonly ready: () => Worker[],
+  ) {}
+
+  /** A metrics message from process `from`. */
+  handle(from: Worker, m: MetricsMessage): void {
+    if (m.orbit === 'metrics?') void this.answer(from, m.id);
+    else if (m.orbit === 'metrics-json') {
+      const p = this.pending.get(m.id);
+      if (!p || !p.left.delete(from)) return;
+      if (m.json) p.got.push(m.json);
+      if (m.error) p.done(m.error);
+      else if (p.left.size === 0) p.done(null);
+    }
+  }
+
+  /** A process exited: asks waiting for it no longer do (its counters are gone with it). */
+  forget(w: Worker): void {
+    for (const p of this.pending.values()) if (p.left.delete(w) && p.left.size === 0) p.done(null);
+  }
+
+  private async answer(to: Worker, askId: number): Promise<void> {
+    const reply = (m: MetricsMessage) => {
+      if (to.isConnected()) to.send(m);
+    };
+    try {
+      const id = ++this.seq;
+      const workers = this.ready();
+      const got: MetricsJson[] = [await this.own.getMetricsAsJSON()];
+      await new Promise<void>((resolve, reject) => {
+        const entry = { left: new Set(workers.filter((w) => w.isConnected())), got, done: (err: string | null) => void err };
+        const timer = setTimeout(() => entry.done(`${entry.left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
+        entry.done = (err) => {
+          clearTimeout(timer);
+          this.pending.delete(id);
+          if (err) reject(new Error(err));
+          else resolve();
+        };
+        this.pending.set(id, entry);
+        if (entry.left.size === 0) entry.done(null);
+        for (const w of entry.left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
+      });
+      reply({ orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() });
+    } catch (err) {
+      reply({ orbit: 'metrics', id: askId, error: (err as Error).message });
+    }
+  }
+}
