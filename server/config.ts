@@ -14,6 +14,8 @@ export interface Config {
   httpHost: string;
   httpPort: number;
   nodeId: string;
+  /** ORBIT_NODE_ID was set (not generated): with several processes it names them (processEnv). */
+  nodeIdSet: boolean;
   logLevel: string;
   /** Largest HTTP body accepted (bytes); larger → 413. A 256 KiB payload fits with room for escapes. */
   maxBodyBytes: number;
@@ -179,7 +181,7 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error(`ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-], got ${JSON.stringify(nodeId)}`);
   const processes = processesVar(env);
-  // With several processes a set ORBIT_NODE_ID names them `<id>-1` … `<id>-N` (processNodeId).
+  // With several processes a set ORBIT_NODE_ID names them `<id>-1` … `<id>-N` (processEnv).
   if (processes > 1 && env.ORBIT_NODE_ID !== undefined && processNodeId(nodeId, processes).length > 128)
     throw new Error(
       `ORBIT_NODE_ID must leave room for the process suffix "-${processes}" within 128 chars with ORBIT_PROCESSES=${processes}, got ${JSON.stringify(nodeId)}`,
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     httpHost: host,
     httpPort: port,
     nodeId,
+    nodeIdSet: env.ORBIT_NODE_ID !== undefined,
     logLevel,
     maxBodyBytes: intVar(env, 'ORBIT_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, MIN_BODY_BYTES, 64 * MIB),
     maxBatchBodyBytes: intVar(env, 'ORBIT_MAX_BATCH_BODY_BYTES', DEFAULT_MAX_BATCH_BODY_BYTES, MIN_BODY_BYTES, 256 * MIB),
@@ -214,8 +217,22 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
   };
 }
 
-/** The node id of gateway process `slot` (1-based) of a node whose ORBIT_NODE_ID is `base`: the
- * same for every restart of that slot, so logs and worker_sessions.node_id name the slot. */
-export function processNodeId(base: string, slot: number): string {
+/** The environment of gateway process `slot` (1-based) of a node with ORBIT_PROCESSES > 1, over
+ * its primary's (server/cli/processes.ts): the primary's DSN (`npm start`'s embedded one too), its
+ * listen address as configured (`:0` included: the processes share the socket the first bound),
+ * one process each; a set ORBIT_NODE_ID becomes `<id>-<slot>`, the same for every restart of the
+ * slot, else each process generates its own as a single node does. */
+export function processEnv(config: Config, slot: number): Record<string, string> {
+  const h = config.httpHost;
+  const env: Record<string, string> = {
+    ORBIT_MYSQL_DSN: config.mysqlDsn,
+    ORBIT_HTTP_ADDR: `${h.includes(':') ? `[${h}]` : h}:${config.httpPort}`,
+    ORBIT_PROCESSES: '1',
+  };
+  if (config.nodeIdSet) env.ORBIT_NODE_ID = processNodeId(config.nodeId, slot);
+  return env;
+}
+
+function processNodeId(base: string, slot: number): string {
   return `${base}-${slot}`;
 }

@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_MAX_BATCH_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES } from '../protocol/limits.js';
-import { configuredDsn, ENV_VARS, gatewayUrl, loadConfig, orbitHome, type Config } from '../server/config.js';
+import os from 'node:os';
+import { configuredDsn, ENV_VARS, gatewayUrl, loadConfig, MAX_PROCESSES, orbitHome, processEnv, type Config } from '../server/config.js';
 import { parseDsn } from '../server/db/pool.js';
 import { packageRoot } from '../server/paths.js';
 
@@ -86,6 +87,37 @@ describe('loadConfig', () => {
     for (const bad of ['', 'verbose'])
       expect(() => loadConfig({ ...env, ORBIT_LOG_LEVEL: bad })).toThrow(/^ORBIT_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got/);
     for (const bad of ['', 'node one', 'x'.repeat(129)]) expect(() => loadConfig({ ...env, ORBIT_NODE_ID: bad })).toThrow(/^ORBIT_NODE_ID must be/);
+  });
+
+  it('ORBIT_PROCESSES: 1 by default, an integer in 1..64 or auto (the usable cores); anything else names the variable', () => {
+    expect(loadConfig(env).processes).toBe(1);
+    expect(loadConfig({ ...env, ORBIT_PROCESSES: '' }).processes).toBe(1);
+    expect(loadConfig({ ...env, ORBIT_PROCESSES: '1' }).processes).toBe(1);
+    expect(loadConfig({ ...env, ORBIT_PROCESSES: String(MAX_PROCESSES) }).processes).toBe(64);
+    expect(loadConfig({ ...env, ORBIT_PROCESSES: 'auto' }).processes).toBe(Math.min(64, os.availableParallelism()));
+    for (const bad of ['0', '65', '-1', 'two', 'AUTO', '1.5', ' 2', '2 ', '1e1', '0x2', '007x'])
+      expect(
+        errorOf(() => loadConfig({ ...env, ORBIT_PROCESSES: bad })),
+        bad,
+      ).toBe(`ORBIT_PROCESSES must be auto or an integer in 1..64, got ${JSON.stringify(bad)}`);
+  });
+
+  it("ORBIT_PROCESSES > 1: each process's environment; a set ORBIT_NODE_ID names them <id>-<n> and must leave room for it", () => {
+    const c = loadConfig({ ...env, ORBIT_PROCESSES: '3', ORBIT_NODE_ID: 'edge-a', ORBIT_HTTP_ADDR: '[::1]:0' });
+    expect(processEnv(c, 2)).toEqual({ ORBIT_MYSQL_DSN: DSN, ORBIT_HTTP_ADDR: '[::1]:0', ORBIT_PROCESSES: '1', ORBIT_NODE_ID: 'edge-a-2' });
+    // Unset: each process generates its own id, as a single node does.
+    expect(processEnv(loadConfig({ ...env, ORBIT_PROCESSES: '2' }), 1)).toEqual({
+      ORBIT_MYSQL_DSN: DSN,
+      ORBIT_HTTP_ADDR: '127.0.0.1:8080',
+      ORBIT_PROCESSES: '1',
+    });
+    // The embedded database's DSN (npm start) reaches the processes.
+    expect(processEnv(loadConfig({ ORBIT_PROCESSES: '2' }, { mysqlDsn: 'mysql://o:p@127.0.0.1:1/e' }), 1).ORBIT_MYSQL_DSN).toBe('mysql://o:p@127.0.0.1:1/e');
+    expect(loadConfig({ ...env, ORBIT_NODE_ID: 'x'.repeat(128) }).nodeId).toHaveLength(128);
+    expect(loadConfig({ ...env, ORBIT_PROCESSES: '9', ORBIT_NODE_ID: 'x'.repeat(126) }).processes).toBe(9);
+    expect(() => loadConfig({ ...env, ORBIT_PROCESSES: '10', ORBIT_NODE_ID: 'x'.repeat(126) })).toThrow(
+      /^ORBIT_NODE_ID must leave room for the process suffix "-10"/,
+    );
   });
 
   it('ORBIT_MYSQL_DSN: required (unless overridden), checked, connectionLimit a number', () => {
@@ -169,6 +201,7 @@ describe('configuration documentation', () => {
     expect(rows.get('ORBIT_HTTP_ADDR')).toBe(`\`${c.httpHost}:${c.httpPort}\``);
     expect(rows.get('ORBIT_LOG_LEVEL')).toBe(`\`${c.logLevel}\``);
     expect(rows.get('ORBIT_HOME')).toBe('`.orbit`');
+    expect(rows.get('ORBIT_PROCESSES')).toBe(String(c.processes));
   });
 
   it('no server file but config.ts reads an ORBIT_ variable, and config.ts reads only the listed ones', () => {

@@ -14,7 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import client from 'prom-client';
-import { processNodeId, type Config } from '../config.js';
+import { processEnv, type Config } from '../config.js';
 import { startGateway } from '../gateway-main.js';
 import { isMetricsMessage, MetricsAggregator } from './cluster-metrics.js';
 
@@ -37,14 +37,13 @@ export interface ReadyMessage {
 const YOUNG_MS = 10_000;
 const MAX_BACKOFF_MS = 30_000;
 
-/** Starts the node: in this process (ORBIT_PROCESSES=1) or as a supervised cluster. `env` is the
- * environment the configuration came from (a set ORBIT_NODE_ID names the processes `<id>-<n>`). */
-export async function startNode(config: Config, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<NodeHandle> {
+/** Starts the node: in this process (ORBIT_PROCESSES=1) or as a supervised cluster. */
+export async function startNode(config: Config, log: Logger): Promise<NodeHandle> {
   if (config.processes === 1) {
     const gw = await startGateway(config);
     return { url: gw.url, processes: [{ pid: process.pid, node_id: config.nodeId }], close: () => gw.close() };
   }
-  return new Supervisor(config, log, env.ORBIT_NODE_ID !== undefined ? config.nodeId : null).start();
+  return new Supervisor(config, log).start();
 }
 
 interface Slot {
@@ -69,7 +68,6 @@ class Supervisor {
   constructor(
     private readonly config: Config,
     private readonly log: Logger,
-    private readonly baseNodeId: string | null,
   ) {
     this.slots = Array.from({ length: config.processes }, (_, i) => ({
       n: i + 1,
@@ -119,16 +117,9 @@ class Supervisor {
     return this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
   }
 
-  private listenAddr(): string {
-    const h = this.config.httpHost;
-    return `${h.includes(':') ? `[${h}]` : h}:${this.config.httpPort}`;
-  }
-
   /** Forks the slot's process; resolves when it listens, rejects when it exits first. */
   private fork(s: Slot): Promise<void> {
-    const env: NodeJS.ProcessEnv = { ORBIT_MYSQL_DSN: this.config.mysqlDsn, ORBIT_HTTP_ADDR: this.listenAddr(), ORBIT_PROCESSES: '1' };
-    if (this.baseNodeId !== null) env.ORBIT_NODE_ID = processNodeId(this.baseNodeId, s.n);
-    const w = cluster.fork(env);
+    const w = cluster.fork(processEnv(this.config, s.n));
     s.worker = w;
     s.ready = false;
     s.nodeId = null;
