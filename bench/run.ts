@@ -18,6 +18,10 @@
 // needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full);
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
 //       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
+// --processes=N runs the gateway as N processes (ORBIT_PROCESSES); --processes=1,2 runs each
+// throughput scenario in --pairs=N (default 2) alternated rounds per count, each on a freshly
+// started gateway, and adds the scaling table (bench/process-scaling.ts); the other parts then run
+// on a gateway of the first count.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +42,7 @@ import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js'
 import { runRenewFlood, renewFloodText, type RenewFloodResult } from './renew-flood.js';
 import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
+import { parseProcessCounts, roundOrder, scalingJson, scalingText, type ScalingRun } from './process-scaling.js';
 
 const argv = process.argv.slice(2);
 const args = new Set(argv);
@@ -47,6 +52,8 @@ const quick = args.has('--quick') || process.env.npm_config_quick === 'true';
 const asJson = args.has('--json') || process.env.npm_config_json === 'true';
 const batchSize = Number(opt('batch-size') ?? 100);
 const keyedSubmit = opt('keyed-submit') === 'single' ? 'single' : 'batch';
+const processCounts = parseProcessCounts(opt('processes'));
+const pairs = Number(opt('pairs') ?? 2);
 const progress = (l: string) => {
   if (!asJson || process.stderr.isTTY) process.stderr.write(`\r\x1b[K${l}`);
 };
@@ -58,36 +65,55 @@ const POOL_CONNECTIONS = 16; // the gateway's pool size (server/db/pool.ts)
 interface Gateway {
   child: ChildProcess;
   url: string;
+  processes: number;
   /** Full GC in the gateway, then its heap in use and RSS (bench/gateway-gc-hook). */
   gc(): Promise<GcReading>;
 }
 
-async function startGateway(dsn: string): Promise<Gateway> {
+async function startGateway(dsn: string, processes: number): Promise<Gateway> {
   // ORBIT_BENCH_CPU_PROF=dir: the gateway writes a V8 CPU profile there at exit (node --cpu-prof).
+  // With several processes each one does (node:cluster forks with the primary's exec arguments).
   const prof = process.env.ORBIT_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.ORBIT_BENCH_CPU_PROF}`] : [];
   const hook = ['--expose-gc', '--import', pathToFileURL(path.join(packageRoot(), 'dist/bench/gateway-gc-hook.js')).href];
   const child = spawn(process.execPath, [...prof, ...hook, path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
-    env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn' },
+    env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn', ORBIT_PROCESSES: String(processes) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // The gateway's processes (the primary's children when there are several): where GC runs.
+  let pids: number[] = [];
   let gcWaiter: ((r: GcReading) => void) | null = null;
+  let readings: GcReading[] = [];
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (c) => reject(new Error(`gateway exited ${c}`)));
     readline.createInterface({ input: child.stdout! }).on('line', (l) => {
       if (l.startsWith('{"bench_gc"')) {
         const g = JSON.parse(l).bench_gc;
-        gcWaiter?.({ heapUsed: g.heap_used, external: g.external, rss: g.rss });
+        readings.push({ heapUsed: g.heap_used, external: g.external, rss: g.rss });
+        if (readings.length < pids.length) return;
+        const sum = (f: (r: GcReading) => number) => readings.reduce((a, r) => a + f(r), 0);
+        gcWaiter?.({ heapUsed: sum((r) => r.heapUsed), external: sum((r) => r.external), rss: sum((r) => r.rss) });
         gcWaiter = null;
-      } else if (l.includes('orbit gateway ready')) resolve(JSON.parse(l).url);
-      else if (/"level":(50|60)/.test(l)) say(`gateway: ${l.slice(0, 2000)}`);
+      } else if (l.includes('orbit gateway ready')) {
+        const ready = JSON.parse(l);
+        pids = processes === 1 ? [child.pid!] : (ready.processes as { pid: number }[]).map((p) => p.pid);
+        resolve(ready.url);
+      } else if (/"level":(50|60)/.test(l)) say(`gateway: ${l.slice(0, 2000)}`);
     });
   });
   const gc = () =>
     new Promise<GcReading>((resolve) => {
       gcWaiter = resolve;
-      child.kill('SIGUSR2');
+      readings = [];
+      for (const pid of pids) process.kill(pid, 'SIGUSR2');
     });
-  return { child, url, gc };
+  return { child, url, processes, gc };
+}
+
+async function stopGateway(gw: Gateway): Promise<void> {
+  if (gw.child.exitCode !== null || gw.child.signalCode !== null) return;
+  const exited = new Promise((r) => gw.child.once('exit', r));
+  gw.child.kill('SIGTERM');
+  await exited;
 }
 
 async function main(): Promise<void> {
@@ -126,8 +152,8 @@ async function main(): Promise<void> {
       `baseline: START TRANSACTION; INSERT; COMMIT ${fmt(transaction.medianPerSec)} commits/s (rounds ${transaction.roundsPerSec.map((x) => fmt(x)).join(' / ')})`,
     );
 
-    gw = await startGateway(dsn);
-    say(`gateway ready at ${gw.url}`);
+    gw = await startGateway(dsn, processCounts[0]!);
+    say(`gateway ready at ${gw.url}${gw.processes > 1 ? ` (${gw.processes} processes)` : ''}`);
     const setup: ScenarioSetup = {
       url: gw.url,
       token: creds.token,
@@ -146,7 +172,31 @@ async function main(): Promise<void> {
     const hasBatch = await batchEndpointAvailable(gw.url, creds.token);
     if (!hasBatch) say('POST /v1/tasks:batch is not available on this gateway: unkeyed-batch skipped, keyed scenarios submit one task per request');
     const results: (ScenarioResult | Skipped)[] = [];
+    const scaling: ScalingRun[] = [];
+    /** The gateway with `processes` processes (a fresh one when the count changes). */
+    const useGateway = async (processes: number) => {
+      if (gw!.processes === processes) return;
+      await stopGateway(gw!);
+      gw = await startGateway(dsn, processes);
+      setup.url = gw.url;
+      setup.gatewayPid = gw.child.pid;
+    };
     const run = async (spec: ScenarioSpec): Promise<ScenarioResult | null> => {
+      if (processCounts.length > 1 && !spec.rate) {
+        let last: ScenarioResult | null = null;
+        for (let round = 0; round < pairs; round++) {
+          for (const p of roundOrder(processCounts, round)) {
+            await useGateway(p);
+            last = await runOne({ ...spec, name: `${spec.name} (${p} proc., round ${round + 1})` });
+            if (last) scaling.push({ scenario: spec.name, processes: p, round, result: last });
+          }
+        }
+        await useGateway(processCounts[0]!);
+        return last;
+      }
+      return runOne(spec);
+    };
+    const runOne = async (spec: ScenarioSpec): Promise<ScenarioResult | null> => {
       if (spec.submit === 'batch' && !hasBatch) {
         if (spec.name === 'unkeyed-batch') {
           results.push({ spec, reason: 'POST /v1/tasks:batch not available (404)' });
@@ -214,17 +264,18 @@ async function main(): Promise<void> {
       renewFlood,
     };
     say('');
-    const json = reportJson(input);
+    const scalingReport = scaling.length ? `\n${scalingText(scaling, processCounts, autocommit.cpuUsPerRow)}\n` : '';
+    const json = {
+      ...reportJson(input),
+      processes: processCounts,
+      process_scaling: scaling.length ? scalingJson(scaling, processCounts, autocommit.cpuUsPerRow) : null,
+    };
     const jsonOut = opt('json-out');
     if (jsonOut) fs.writeFileSync(jsonOut, JSON.stringify(json, null, 2) + '\n');
-    process.stdout.write(asJson ? JSON.stringify(json, null, 2) + '\n' : reportText(input));
+    process.stdout.write(asJson ? JSON.stringify(json, null, 2) + '\n' : reportText(input) + scalingReport);
   } finally {
     await pool.end().catch(() => {});
-    if (gw && gw.child.exitCode === null && gw.child.signalCode === null) {
-      const exited = new Promise((r) => gw!.child.once('exit', r));
-      gw.child.kill('SIGTERM');
-      await exited;
-    }
+    if (gw) await stopGateway(gw);
     await db.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }

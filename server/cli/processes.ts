@@ -6,7 +6,8 @@
 // event pruner, all of which are safe with any number of nodes on one database (docs/design.md
 // "Cross-node effects"). The listening socket is the primary's; node:cluster hands each accepted
 // connection to the next process in turn (round-robin, the Linux default), so HTTP keep-alive
-// connections and WebSocket sessions spread over the processes. The primary supervises: a process
+// connections and WebSocket sessions spread over the processes; the primary also passes each
+// process's wake-ups on to the others (server/cli/sibling-wakes.ts). The primary supervises: a process
 // that exits is restarted (a log line; backoff when it keeps dying young), its sessions' attempts
 // are recovered by the sweepers as after any node's crash; stop() drains every process (SIGTERM:
 // each closes as a single node does) and resolves when all have exited.
@@ -17,6 +18,7 @@ import client from 'prom-client';
 import { processEnv, type Config } from '../config.js';
 import { startGateway } from '../gateway-main.js';
 import { isMetricsMessage, MetricsAggregator } from './cluster-metrics.js';
+import { forwardWakes, isWakeMessage } from './sibling-wakes.js';
 
 export interface NodeHandle {
   url: string;
@@ -95,7 +97,7 @@ class Supervisor {
       help: "gateway processes of this node that exited unexpectedly and were restarted by the node's primary process",
       registers: [this.registry],
     });
-    this.metrics = new MetricsAggregator(this.registry, () => this.slots.filter((s) => s.ready && s.worker).map((s) => s.worker!));
+    this.metrics = new MetricsAggregator(this.registry, () => this.readyWorkers());
     cluster.setupPrimary({ exec: fileURLToPath(new URL('./gateway-process.js', import.meta.url)) });
   }
 
@@ -113,6 +115,10 @@ class Supervisor {
     return { url: this.url, processes: this.live(), close: () => this.close() };
   }
 
+  private readyWorkers(): Worker[] {
+    return this.slots.filter((s) => s.ready && s.worker).map((s) => s.worker!);
+  }
+
   private live(): { pid: number; node_id: string }[] {
     return this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
   }
@@ -126,7 +132,8 @@ class Supervisor {
     s.startedAt = Date.now();
     return new Promise<void>((resolve, reject) => {
       w.on('message', (m: unknown) => {
-        if (isMetricsMessage(m)) this.metrics.handle(w, m);
+        if (isWakeMessage(m)) forwardWakes(w, m, this.readyWorkers());
+        else if (isMetricsMessage(m)) this.metrics.handle(w, m);
         else if ((m as ReadyMessage | null)?.orbit === 'ready' && !s.ready) {
           const r = m as ReadyMessage;
           s.ready = true;
