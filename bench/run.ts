@@ -187,7 +187,7 @@ async function main(): Promise<void> {
         for (let round = 0; round < pairs; round++) {
           for (const p of roundOrder(processCounts, round)) {
             await useGateway(p);
-            last = await runOne({ ...spec, name: `${spec.name} (${p} proc., round ${round + 1})` });
+            last = await runOne({ ...spec, name: `${spec.name}.p${p}.r${round + 1}` });
             if (last) scaling.push({ scenario: spec.name, processes: p, round, result: last });
           }
         }
