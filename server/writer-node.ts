@@ -59,6 +59,7 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
   log.info({ wsrep_on: node.wsrepOn, wsrep_node_name: node.nodeName }, 'database node recorded');
 
   let since = await dbNow(pool);
+  let previous = '';
   let warned = '';
   let stopped = false;
   let beat: Promise<void> = Promise.resolve();
@@ -72,11 +73,15 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
     // Rows refreshed since the previous beat that still name another node: a second writer.
     const others = node.wsrepOn ? (await otherWriters(pool, nodeId, node.nodeName!, LIVE_SECONDS, since)).filter((o) => o.fresh) : [];
     since = now;
+    // Warned once per picture, and only when two beats in a row show it: during a failover a
+    // gateway that has not reconnected yet may still name the old node for one beat.
     const seen = describe(others);
-    if (seen !== warned && others.length > 0) {
+    if (others.length > 0 && seen === previous && seen !== warned) {
       log.warn({ wsrep_node_name: node.nodeName, others: seen }, 'gateways write through different Galera nodes: multi-writer is not supported');
+      warned = seen;
     }
-    warned = seen;
+    if (others.length === 0) warned = '';
+    previous = seen;
   };
   const timer = setInterval(() => {
     // A beat the database refused (failover in progress) is simply the next one's job.

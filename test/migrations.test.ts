@@ -345,12 +345,17 @@ describe('gateway shutdown', () => {
           .on('error', reject);
       });
       expect(status).toBe(200);
+      // The single-writer check recorded the gateway's database node (no Galera here).
+      const nodes = `SELECT wsrep_on, wsrep_node_name FROM \`${migrated.name}\`.gateway_nodes`;
+      expect(await q(nodes)).toEqual([{ wsrep_on: 0, wsrep_node_name: null }]);
       const t0 = Date.now();
       g.child.kill(signal);
       const { code } = await g.exited;
       const took = Date.now() - t0;
       agent.destroy();
       expect(code, g.stderr()).toBe(0);
+      // A gateway that stops removes its row.
+      expect(await q(nodes)).toEqual([]);
       expect(took).toBeLessThan(5_000);
       // The port is closed.
       await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();
