@@ -20,6 +20,7 @@ import { Gateway } from './gateway/ws-gateway.js';
 import { EventPruner } from './events/retention.js';
 import { ScheduleFirer } from './schedules/firer.js';
 import { NodeSignals } from './work-signals.js';
+import { watchWriterNode, type WriterNodeWatch } from './writer-node.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -32,6 +33,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
   const pool = createPool(config.mysqlDsn);
   let budget: PacketBudget;
+  let writer: WriterNodeWatch;
   try {
     // Every connection runs under Orbit's sql_mode and READ COMMITTED (createPool); this refuses
     // to start when something between us and the server undoes it.
@@ -39,6 +41,8 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     await assertSchemaCurrent(pool);
     // Every coalesced statement and round trip stays within the server's max_allowed_packet.
     budget = await readPacketBudget(pool);
+    // Under Galera: refuses a second writer node (writer-node.ts); records this gateway's node.
+    writer = await watchWriterNode(pool, config.nodeId, log);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
@@ -73,6 +77,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     () => firer.stop(),
     () => gw.close(),
     () => pruner.stop(),
+    () => writer.stop(),
   );
   try {
     await new Promise<void>((resolve, reject) => {

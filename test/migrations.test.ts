@@ -149,6 +149,28 @@ describe('orbit-migrate', () => {
       (await q<{ t: string }>(`SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME`, [name])).map((r) => r.t);
     expect(await tables(db.name)).toEqual(await tables(migrated.name));
   });
+  it('a lock row left by a killed runner holds the next `up` until its lease ends (database clock), then it takes over', async () => {
+    const db = await emptyDb();
+    // What a runner killed with -9 while holding the lock leaves behind: its row, lease running.
+    await q(`CREATE TABLE \`${db.name}\`.schema_migrations_lock LIKE \`${migrated.name}\`.schema_migrations_lock`);
+    await q(`INSERT INTO \`${db.name}\`.schema_migrations_lock VALUES (1, 'dead0000000000000000000000000000', UTC_TIMESTAMP(3) + INTERVAL 1 HOUR)`);
+    let finished = false;
+    const up = migrate(db.dsn, 'up').finally(() => (finished = true));
+    // The waiting runner polls the row; while the lease holds it applies nothing.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(finished).toBe(false);
+    expect(await q(`SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME <> 'schema_migrations_lock'`, [db.name])).toEqual(
+      [],
+    );
+    // The lease ends (backdated instead of waiting an hour): the runner takes the lock and migrates.
+    await q(`UPDATE \`${db.name}\`.schema_migrations_lock SET expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND`);
+    const r = await up;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('applying migration 000001_');
+    expect(await q(`SELECT version FROM \`${db.name}\`.schema_migrations`)).toHaveLength(KNOWN.length);
+    // And it gave the lock back.
+    expect(await q(`SELECT holder, expires_at FROM \`${db.name}\`.schema_migrations_lock`)).toEqual([{ holder: null, expires_at: null }]);
+  });
 });
 
 describe('schema', () => {
@@ -323,12 +345,17 @@ describe('gateway shutdown', () => {
           .on('error', reject);
       });
       expect(status).toBe(200);
+      // The single-writer check recorded the gateway's database node (no Galera here).
+      const nodes = `SELECT wsrep_on, wsrep_node_name FROM \`${migrated.name}\`.gateway_nodes`;
+      expect(await q(nodes)).toEqual([{ wsrep_on: 0, wsrep_node_name: null }]);
       const t0 = Date.now();
       g.child.kill(signal);
       const { code } = await g.exited;
       const took = Date.now() - t0;
       agent.destroy();
       expect(code, g.stderr()).toBe(0);
+      // A gateway that stops removes its row.
+      expect(await q(nodes)).toEqual([]);
       expect(took).toBeLessThan(5_000);
       // The port is closed.
       await expect(fetch(`${g.url}/healthz`)).rejects.toThrow();

@@ -36,7 +36,7 @@ export interface EmbeddedServer {
   restart(): Promise<void>;
 }
 
-function which(names: string[]): string | null {
+export function which(names: string[]): string | null {
   const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
   for (const name of names) {
     for (const d of dirs) {
@@ -58,13 +58,18 @@ export function findServerBinary(): string | null {
 
 /** Installs Debian's mariadb-server non-interactively, without starting the system service. */
 function installMariaDb(log: (l: string) => void): void {
+  aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
+}
+
+/** Installs Debian packages non-interactively (root with apt-get only; else throws `cannot`),
+ * without starting any service they bring: the tests and `npm start` run their own servers. */
+export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
   const apt = which(['apt-get']);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (!apt || !isRoot) {
-    throw new Error('no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
-  }
-  log('installing mariadb-server with apt-get (one time, about a minute)...');
-  // policy-rc.d exit 101 stops the package from starting the system-wide service (we run our own
+  if (!apt || !isRoot) throw new Error(cannot);
+  const names = packages.join(' ');
+  log(`installing ${names} with apt-get (one time, about a minute)...`);
+  // policy-rc.d exit 101 stops a package from starting its system-wide service (we run our own
   // private server); only created when absent, and removed afterwards.
   const policy = '/usr/sbin/policy-rc.d';
   const ownPolicy = !fs.existsSync(policy);
@@ -72,16 +77,16 @@ function installMariaDb(log: (l: string) => void): void {
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    if (upd.status !== 0) throw new Error('apt-get update failed; run `apt-get install -y mariadb-server` by hand');
-    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', 'mariadb-server'], {
+    if (upd.status !== 0) throw new Error(`apt-get update failed; run \`apt-get install -y ${names}\` by hand`);
+    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
       stdio: ['ignore', 'ignore', 'inherit'],
       env,
     });
-    if (inst.status !== 0) throw new Error('apt-get install mariadb-server failed; run it by hand');
+    if (inst.status !== 0) throw new Error(`apt-get install ${names} failed; run it by hand`);
   } finally {
     if (ownPolicy) fs.rmSync(policy, { force: true });
   }
-  log('mariadb-server installed');
+  log(`${names} installed`);
 }
 
 /** The port of the previous run on this data directory when it is free again (so a DSN written

@@ -1,11 +1,13 @@
 // Forward-only numbered migrations (migrations/000001_<name>.sql), each applied once and recorded
-// in schema_migrations. Several nodes may run `up` at once: a named lock (GET_LOCK) serializes
+// in schema_migrations. Several nodes may run `up` at once: a lease row (migration-lock.ts; a
+// replicated row, so it holds across the nodes of a Galera cluster, unlike GET_LOCK) serializes
 // them, and each one re-reads the applied set under the lock.
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import type { Pool } from './pool.js';
 import { packageRoot } from '../paths.js';
+import { takeMigrationLock } from './migration-lock.js';
 
 export interface Migration {
   version: number;
@@ -53,10 +55,6 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
   PRIMARY KEY (version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='applied schema migrations'`;
 
-const LOCK_NAME = "CONCAT('orbit_migrations:', LEFT(SHA1(COALESCE(DATABASE(), '')), 32))";
-const LOCK_SQL = `SELECT GET_LOCK(${LOCK_NAME}, 120) AS got`;
-const UNLOCK_SQL = `SELECT RELEASE_LOCK(${LOCK_NAME})`;
-
 export async function appliedVersions(pool: Pool): Promise<Map<number, string>> {
   try {
     const [rows] = await pool.query('SELECT version, checksum FROM schema_migrations ORDER BY version');
@@ -68,14 +66,12 @@ export async function appliedVersions(pool: Pool): Promise<Map<number, string>> 
 }
 
 export async function migrateUp(pool: Pool, log: (l: string) => void = () => {}): Promise<number[]> {
-  const conn = await pool.getConnection();
   const applied: number[] = [];
+  // The lock row lives in this database, so runners of other databases on the same server do not
+  // wait for each other.
+  const lock = await takeMigrationLock(pool, 120);
   try {
-    // The lock is per database (named locks are server-wide): runners of other databases on the
-    // same server do not wait for each other.
-    const [lockRows] = await conn.query(LOCK_SQL);
-    if ((lockRows as { got: number }[])[0]?.got !== 1)
-      throw new Error('could not take the migration lock within 120 s (another `orbit-migrate up` is running)');
+    const conn = await pool.getConnection();
     try {
       await conn.query(CREATE_TABLE);
       const done = await appliedVersions(pool);
@@ -92,7 +88,10 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
         }
         log(`applying migration ${String(m.version).padStart(6, '0')}_${m.name}`);
         // DDL commits implicitly in MySQL; a migration that fails halfway must be fixed forward.
-        for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) await conn.query(stmt);
+        for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) {
+          lock.assertHeld();
+          await conn.query(stmt);
+        }
         await conn.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [
           m.version,
           m.name,
@@ -101,10 +100,10 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
         applied.push(m.version);
       }
     } finally {
-      await conn.query(UNLOCK_SQL).catch(() => conn.destroy());
+      conn.release();
     }
   } finally {
-    conn.release();
+    await lock.release();
   }
   return applied;
 }

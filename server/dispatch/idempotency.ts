@@ -36,7 +36,10 @@ const KEY_LOCK_WAIT_SECONDS = 20;
  * replays its receipt, or after it rolled back and tries itself. Without it, waiters blocked on
  * the receipt row of a transaction that rolls back (quota, 404, ...) deadlock with each other.
  * The lock is taken before any row lock, and a connection holds at most one, so it cannot take
- * part in a deadlock; a dead connection releases it.
+ * part in a deadlock; a dead connection releases it. It is not what makes a key's command run
+ * once — the receipt's primary key is (a same-key command past the lock fails with 1062 here, or a
+ * certification failure on another Galera node, and replays the receipt) — so its being node-local
+ * under Galera costs retries, not correctness (docs/design.md, "Galera").
  */
 export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c: Conn) => Promise<T>): Promise<T> {
   const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);

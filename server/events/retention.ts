@@ -1,6 +1,7 @@
 // Result-event retention: events older than ORBIT_EVENT_RETENTION_SECONDS (default 7 days) are
 // pruned, oldest first, per namespace, by one node at a time (a named GET_LOCK per database; the
-// other nodes skip the round). Pruning always removes a *prefix* of a namespace's stream, so the
+// other nodes skip the round; node-local under Galera, where two pruners only delete the same
+// prefix twice). Pruning always removes a *prefix* of a namespace's stream, so the
 // retained events are a contiguous range [oldest, head] and a consumer whose cursor is behind the
 // oldest retained event can be told so (410 EVENT_HISTORY_EXPIRED) instead of silently skipping.
 // Events referenced by a delivery that is not yet acknowledged are kept (a materialized delivery

@@ -66,6 +66,8 @@ export const SCOPED_TABLES: Record<string, { app?: string; ns?: string; key: str
  * is classified here or in SCOPED_TABLES, so a new migration cannot slip past the property. */
 export const OUT_OF_SCOPE: Record<string, string> = {
   schema_migrations: 'schema version bookkeeping of the whole database, written only by migrateUp before any tenant exists (lives in an unsharded keyspace)',
+  schema_migrations_lock: "the migration runner's lease row (migration-lock.ts), one per database, written only by orbit-migrate",
+  gateway_nodes: 'one row per running gateway process and the database node it writes through (writer-node.ts): infrastructure, no tenant data',
   app_audit: 'this recorder itself',
 };
 

@@ -45,3 +45,38 @@ export async function checkHistory(pool: Pool, namespaceId?: string): Promise<Hi
   }
   return { tasks, byState, violations };
 }
+
+/** The worker-side view (SDK worker processes run with WORKER_LOG_RUNS=1): per key, handler runs
+ * as closed intervals from each process's 'run'/'done' lines; a run a killed process never
+ * finished lasted until its kill (`killedAt`, ms since epoch). Returns the tasks whose run finished
+ * and one violation per pair of overlapping runs of one key. */
+export function keyedRunOverlaps(
+  processes: { lines: { ev?: string; attempt?: string; key?: string; task?: string; t?: number }[] }[],
+  killedAt: Map<unknown, number> = new Map(),
+): { doneTasks: Set<string>; violations: string[] } {
+  const runs = new Map<string, { s: number; e: number; attempt: string }[]>();
+  const add = (key: string, s: number, e: number, attempt: string) => runs.set(key, [...(runs.get(key) ?? []), { s, e, attempt }]);
+  const doneTasks = new Set<string>();
+  for (const w of processes) {
+    const open = new Map<string, { key: string; s: number }>();
+    for (const l of w.lines) {
+      if (l.ev === 'run' && l.key && l.attempt) open.set(l.attempt, { key: l.key, s: l.t! });
+      if (l.ev === 'done' && l.attempt && open.has(l.attempt)) {
+        const o = open.get(l.attempt)!;
+        open.delete(l.attempt);
+        add(o.key, o.s, l.t!, l.attempt);
+        doneTasks.add(l.task!);
+      }
+    }
+    const k = killedAt.get(w);
+    if (k !== undefined) for (const [attempt, o] of open) add(o.key, o.s, k, attempt);
+  }
+  const violations: string[] = [];
+  for (const [key, list] of runs) {
+    list.sort((x, y) => x.s - y.s);
+    for (let i = 1; i < list.length; i++) {
+      if (list[i]!.s < list[i - 1]!.e) violations.push(`key ${key}: run of ${list[i]!.attempt} started before ${list[i - 1]!.attempt}'s ended`);
+    }
+  }
+  return { doneTasks, violations };
+}
