@@ -23,8 +23,8 @@ export interface AdminQueueRow extends RowDataPacket {
 export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {
   const [rows] = await pool.query<AdminQueueRow[]>(
     `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state = 'WAITING') AS waiting,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state IN ('LEASED','RUNNING')) AS running
+            (SELECT COUNT(*) FROM waiting_tasks w WHERE w.queue_id = q.id) AS waiting,
+            (SELECT COUNT(*) FROM attempts a WHERE a.state IN ('LEASED','RUNNING') AND a.queue_id = q.id) AS running
        FROM queues q JOIN namespaces n ON n.id = q.namespace_id ORDER BY n.name, q.name`,
   );
   return rows;

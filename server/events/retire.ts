@@ -17,7 +17,7 @@ import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { getQueue, markQueueRetired, queueView } from '../db/queues.js';
-import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedTaskCounts } from '../db/queue-blockers.js';
+import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedByState } from '../db/queue-blockers.js';
 import {
   countQueueSubscriptions,
   countUnacked,
@@ -86,7 +86,7 @@ export interface BusyReason {
  * queue row FOR UPDATE. */
 export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
   const out: BusyReason[] = [];
-  const tasks = await unfinishedTaskCounts(c, q.id);
+  const tasks = (await unfinishedByState(c, q.id, q.namespace_id)).counts;
   const live = tasks.filter((r) => r.state !== 'NEEDS_REVIEW');
   const liveCount = live.reduce((n, r) => n + Number(r.n), 0);
   if (liveCount > 0) {
