@@ -45,7 +45,7 @@ INSERT INTO waiting_tasks (queue_id, priority, seq, task_id, namespace_id, appli
     FROM tasks WHERE state = 'WAITING';
 
 ALTER TABLE tasks
-  ADD COLUMN in_review TINYINT(1) AS (state = 'NEEDS_REVIEW') PERSISTENT COMMENT '1 while NEEDS_REVIEW (generated): its index entry changes only on entering or leaving review',
+  ADD COLUMN in_review TINYINT(1) AS (state = 'NEEDS_REVIEW') STORED COMMENT '1 while NEEDS_REVIEW (generated): its index entry changes only on entering or leaving review',
   DROP INDEX ix_tasks_claim,
   DROP INDEX ix_tasks_deadline,
   DROP INDEX ix_tasks_queue_unfinished,
@@ -54,7 +54,7 @@ ALTER TABLE tasks
   ADD INDEX ix_tasks_review (queue_id, in_review, seq) COMMENT 'queue stats and retirement: the NEEDS_REVIEW tasks of a queue, oldest first';
 
 ALTER TABLE attempts
-  ADD COLUMN is_live TINYINT(1) AS (state IN ('LEASED', 'RUNNING')) PERSISTENT COMMENT '1 while LEASED or RUNNING (generated): unchanged by a start',
+  ADD COLUMN is_live TINYINT(1) AS (state IN ('LEASED', 'RUNNING')) STORED COMMENT '1 while LEASED or RUNNING (generated): unchanged by a start',
   DROP INDEX ix_attempts_worker,
   DROP INDEX ix_attempts_session,
   ADD INDEX ix_attempts_worker (namespace_id, worker_id, is_live) COMMENT 'hello: resume and release of a worker''s live attempts; a session''s in-flight count';

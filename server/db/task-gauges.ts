@@ -21,8 +21,6 @@ export async function waitingDepthByQueue(pool: Pool): Promise<{ queue_id: strin
 
 /** keyedWaitingByQueue() → per queue, the count of WAITING tasks that carry a concurrency key. */
 export async function keyedWaitingByQueue(pool: Pool): Promise<{ queue_id: string; n: number | string }[]> {
-  const [waiting] = await pool.query<RowDataPacket[]>(
-    `SELECT queue_id, COUNT(*) AS n FROM waiting_tasks WHERE concurrency_key IS NOT NULL GROUP BY queue_id`,
-  );
+  const [waiting] = await pool.query<RowDataPacket[]>(`SELECT queue_id, COUNT(*) AS n FROM waiting_tasks WHERE concurrency_key IS NOT NULL GROUP BY queue_id`);
   return waiting as { queue_id: string; n: number | string }[];
 }
