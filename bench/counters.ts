@@ -11,8 +11,9 @@ export const INNODB_MONITOR_ARG = '--innodb-monitor-enable=trx_%';
 export const USERSTAT_ARG = '--userstat=1';
 
 /** The row operations read from SHOW GLOBAL STATUS: the handler calls (every row an INSERT,
- * UPDATE or DELETE wrote, of any engine) and InnoDB's own row counts. */
-const ROW_STATUS = ['Handler_write', 'Handler_update', 'Handler_delete', 'Innodb_rows_inserted', 'Innodb_rows_updated', 'Innodb_rows_deleted'];
+ * UPDATE or DELETE wrote, of any engine). (InnoDB's own Innodb_rows_* do not exist in MariaDB
+ * 10.11, whose INNODB_METRICS dml_* are off by default: the handler counts are the same rows.) */
+const ROW_STATUS = ['Handler_write', 'Handler_update', 'Handler_delete'];
 
 const TRX_METRICS = ['trx_rw_commits', 'trx_ro_commits', 'trx_commits_insert_update', 'trx_rollbacks'];
 
@@ -81,8 +82,8 @@ export interface DbPerUnit {
   rowLockWaits: number;
   rowLockWaitMs: number;
   /** Rows written by INSERT (`Handler_write`), UPDATE (`Handler_update`: rows actually changed)
-   * and DELETE (`Handler_delete`), and InnoDB's own counts of the same (`Innodb_rows_*`). */
-  rowOps: { write: number; update: number; delete: number; innodbInserted: number; innodbUpdated: number; innodbDeleted: number };
+   * and DELETE (`Handler_delete`). */
+  rowOps: { write: number; update: number; delete: number };
   /** Per table of Orbit's schema: rows inserted, updated or deleted (TABLE_STATISTICS
    * ROWS_CHANGED), and the same × the table's indexes (ROWS_CHANGED_X_INDEXES: an upper bound of
    * the index entries written — an UPDATE counts every index, changed or not). */
@@ -138,9 +139,6 @@ export function dbPerUnit(d: DbStatus, units: number): DbPerUnit {
       write: per(g('Handler_write')),
       update: per(g('Handler_update')),
       delete: per(g('Handler_delete')),
-      innodbInserted: per(g('Innodb_rows_inserted')),
-      innodbUpdated: per(g('Innodb_rows_updated')),
-      innodbDeleted: per(g('Innodb_rows_deleted')),
     },
     tableRows: Object.fromEntries(
       [...d]

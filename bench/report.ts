@@ -150,8 +150,7 @@ export function reportJson(x: ReportInput) {
       commits:
         'explicit COMMITs (Com_commit) + autocommit writes, where autocommit writes = max(0, InnoDB commits - Com_commit) and InnoDB commits = INNODB_METRICS trx_rw_commits + trx_ro_commits - trx_rollbacks (every committed transaction that read or wrote InnoDB rows, explicit or autocommit, except plain autocommit SELECTs); write_commits = trx_commits_insert_update (transactions that changed rows: each commit of one needs a durable redo write; rolled-back ones with changes count too)',
       row_lock_waits: 'Innodb_row_lock_waits delta (row_lock_wait_ms: Innodb_row_lock_time delta)',
-      row_ops:
-        "SHOW GLOBAL STATUS deltas: write = Handler_write (rows inserted), update = Handler_update (rows an UPDATE changed), delete = Handler_delete, and InnoDB's Innodb_rows_inserted/updated/deleted",
+      row_ops: 'SHOW GLOBAL STATUS deltas: write = Handler_write (rows inserted), update = Handler_update (rows an UPDATE changed), delete = Handler_delete',
       table_rows:
         'information_schema.TABLE_STATISTICS deltas of the orbit schema (server started with --userstat=1): rows_changed = rows inserted, updated or deleted in the table; rows_changed_x_indexes = rows_changed x the table\'s indexes (primary key included), an upper bound of the index entries written (an UPDATE that changes no indexed column writes the clustered record only; docs/design.md "Index entries per task" counts them exactly)',
       claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',

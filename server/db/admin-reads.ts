@@ -41,11 +41,13 @@ export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string
 }
 
 /** tasksOfQueue(queue_id, state?, limit) → the queue's newest tasks first (by seq), optionally of
- * one state. */
+ * one state: ix_tasks_ns_queue_seq walked newest first (no index of tasks carries the state). */
 export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState | undefined, limit: number): Promise<TaskRow[]> {
   const [rows] = await pool.query<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
-    state ? [queueId, state, limit] : [queueId, limit],
+    `SELECT ${TASK_COLUMNS} FROM tasks
+      WHERE namespace_id = (SELECT namespace_id FROM queues WHERE id = ?) AND queue_id = ?${state ? ' AND state = ?' : ''}
+      ORDER BY seq DESC LIMIT ?`,
+    state ? [queueId, queueId, state, limit] : [queueId, queueId, limit],
   );
   return rows;
 }

@@ -86,10 +86,11 @@ export async function assertPermitInvariants(pool: Pool): Promise<void> {
     // The claimable copy (migration 000007): a waiting row exactly for each WAITING task, with its
     // queue, priority, seq, key and deadline.
     const waitingMismatch = await q(`
-      SELECT t.id, t.state, w.task_id AS waiting FROM tasks t LEFT JOIN waiting_tasks w ON w.task_id = t.id
+      SELECT t.id, t.state, w.task_id AS waiting FROM tasks t
+        LEFT JOIN waiting_tasks w ON (w.queue_id, w.priority, w.seq) = (t.queue_id, t.priority, t.seq)
        WHERE (t.state = 'WAITING') <> (w.task_id IS NOT NULL)
-          OR (w.task_id IS NOT NULL AND (w.queue_id <> t.queue_id OR w.priority <> t.priority OR w.seq <> t.seq OR w.deadline_at <> t.deadline_at
-              OR NOT (w.concurrency_key <=> t.concurrency_key) OR w.application_id <> t.application_id))
+          OR (w.task_id IS NOT NULL AND (w.task_id <> t.id OR w.deadline_at <> t.deadline_at OR NOT (w.concurrency_key <=> t.concurrency_key)
+              OR w.application_id <> t.application_id OR w.namespace_id <> t.namespace_id))
       UNION ALL
       SELECT w.task_id, NULL, w.task_id FROM waiting_tasks w LEFT JOIN tasks t ON t.id = w.task_id WHERE t.id IS NULL`);
     expect(waitingMismatch, 'a waiting_tasks row exactly for each WAITING task').toEqual([]);
