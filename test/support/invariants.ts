@@ -96,6 +96,9 @@ export async function assertPermitInvariants(pool: Pool): Promise<void> {
     expect(waitingMismatch, 'a waiting_tasks row exactly for each WAITING task').toEqual([]);
     await c.query('COMMIT');
   } finally {
+    // A failed expectation leaves the read-only transaction open: end it before the connection
+    // goes back to the pool (the next user's SET TRANSACTION would fail).
+    await c.query('ROLLBACK').catch(() => {});
     c.release();
   }
 }
