@@ -6,19 +6,38 @@ import type mysql from 'mysql2/promise';
 /** Server option that turns on the InnoDB transaction counters read here (INNODB_METRICS). */
 export const INNODB_MONITOR_ARG = '--innodb-monitor-enable=trx_%';
 
+/** Server option that turns on the per-table row counters read here
+ * (information_schema.TABLE_STATISTICS: rows changed, and rows changed × the table's indexes). */
+export const USERSTAT_ARG = '--userstat=1';
+
+/** The row operations read from SHOW GLOBAL STATUS: the handler calls (every row an INSERT,
+ * UPDATE or DELETE wrote, of any engine). (InnoDB's own Innodb_rows_* do not exist in MariaDB
+ * 10.11, whose INNODB_METRICS dml_* are off by default: the handler counts are the same rows.) */
+const ROW_STATUS = ['Handler_write', 'Handler_update', 'Handler_delete'];
+
 const TRX_METRICS = ['trx_rw_commits', 'trx_ro_commits', 'trx_commits_insert_update', 'trx_rollbacks'];
 
 export type DbStatus = Map<string, number>;
 
-/** SHOW GLOBAL STATUS (Questions, Queries, Com_*, Innodb_row_lock_*) plus INNODB_METRICS trx_*:
- * two statements, so a before/after pair adds a constant that `dbCalibrate` measures. */
+/** SHOW GLOBAL STATUS (Questions, Queries, Com_*, Innodb_row_lock_*, the row operations) plus
+ * INNODB_METRICS trx_* and the per-table rows of TABLE_STATISTICS (as `rows:<table>` and
+ * `rows_x_indexes:<table>`; empty without --userstat): three statements, so a before/after pair
+ * adds a constant that `dbCalibrate` measures. */
 export async function dbStatus(q: mysql.Pool | mysql.Connection): Promise<DbStatus> {
   const [rows] = await q.query<RowDataPacket[]>(
-    "SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Com\\_%' OR Variable_name IN ('Questions','Queries','Innodb_row_lock_waits','Innodb_row_lock_time')",
+    "SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Com\\_%' OR Variable_name IN ('Questions','Queries','Innodb_row_lock_waits','Innodb_row_lock_time',?)",
+    [ROW_STATUS],
   );
   const m: DbStatus = new Map(rows.map((r) => [r.Variable_name as string, Number(r.Value)]));
   const [trx] = await q.query<RowDataPacket[]>('SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME IN (?)', [TRX_METRICS]);
   for (const r of trx) m.set(r.NAME as string, Number(r.COUNT));
+  const [tables] = await q.query<RowDataPacket[]>(
+    'SELECT TABLE_NAME, ROWS_CHANGED, ROWS_CHANGED_X_INDEXES FROM information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = DATABASE()',
+  );
+  for (const r of tables) {
+    m.set(`rows:${r.TABLE_NAME as string}`, Number(r.ROWS_CHANGED));
+    m.set(`rows_x_indexes:${r.TABLE_NAME as string}`, Number(r.ROWS_CHANGED_X_INDEXES));
+  }
   return m;
 }
 
@@ -62,6 +81,13 @@ export interface DbPerUnit {
   rollbacks: number;
   rowLockWaits: number;
   rowLockWaitMs: number;
+  /** Rows written by INSERT (`Handler_write`), UPDATE (`Handler_update`: rows actually changed)
+   * and DELETE (`Handler_delete`). */
+  rowOps: { write: number; update: number; delete: number };
+  /** Per table of Orbit's schema: rows inserted, updated or deleted (TABLE_STATISTICS
+   * ROWS_CHANGED), and the same × the table's indexes (ROWS_CHANGED_X_INDEXES: an upper bound of
+   * the index entries written — an UPDATE counts every index, changed or not). */
+  tableRows: Record<string, { rows: number; rowsXIndexes: number }>;
   /** Every counter that moved (totals, not per unit). */
   raw: Record<string, number>;
 }
@@ -109,6 +135,16 @@ export function dbPerUnit(d: DbStatus, units: number): DbPerUnit {
     rollbacks: per(g('Com_rollback')),
     rowLockWaits: per(g('Innodb_row_lock_waits')),
     rowLockWaitMs: per(g('Innodb_row_lock_time')),
+    rowOps: {
+      write: per(g('Handler_write')),
+      update: per(g('Handler_update')),
+      delete: per(g('Handler_delete')),
+    },
+    tableRows: Object.fromEntries(
+      [...d]
+        .filter(([k, v]) => k.startsWith('rows:') && v > 0)
+        .map(([k, v]) => [k.slice(5), { rows: per(v), rowsXIndexes: per(g(`rows_x_indexes:${k.slice(5)}`)) }]),
+    ),
     raw: Object.fromEntries([...d].filter(([, v]) => v !== 0)),
   };
 }

@@ -71,6 +71,12 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     rollbacks_per_task: round(d.rollbacks),
     row_lock_waits_per_task: round(d.rowLockWaits),
     row_lock_wait_ms_per_task: round(d.rowLockWaitMs),
+    row_ops_per_task: Object.fromEntries(Object.entries(d.rowOps).map(([k, v]) => [k, round(v)])),
+    rows_changed_per_task: round(Object.values(d.tableRows).reduce((s, t) => s + t.rows, 0)),
+    rows_changed_x_indexes_per_task: round(Object.values(d.tableRows).reduce((s, t) => s + t.rowsXIndexes, 0)),
+    table_rows_per_task: Object.fromEntries(
+      Object.entries(d.tableRows).map(([k, t]) => [k, { rows_changed: round(t.rows), rows_changed_x_indexes: round(t.rowsXIndexes) }]),
+    ),
     claim_rounds_per_task: round(r.claimRoundsPerTask),
     gateway_transactions_per_task: round(r.gatewayTransactionsPerTask),
     round_trips_per_task: round(r.roundTripsPerTask),
@@ -144,6 +150,9 @@ export function reportJson(x: ReportInput) {
       commits:
         'explicit COMMITs (Com_commit) + autocommit writes, where autocommit writes = max(0, InnoDB commits - Com_commit) and InnoDB commits = INNODB_METRICS trx_rw_commits + trx_ro_commits - trx_rollbacks (every committed transaction that read or wrote InnoDB rows, explicit or autocommit, except plain autocommit SELECTs); write_commits = trx_commits_insert_update (transactions that changed rows: each commit of one needs a durable redo write; rolled-back ones with changes count too)',
       row_lock_waits: 'Innodb_row_lock_waits delta (row_lock_wait_ms: Innodb_row_lock_time delta)',
+      row_ops: 'SHOW GLOBAL STATUS deltas: write = Handler_write (rows inserted), update = Handler_update (rows an UPDATE changed), delete = Handler_delete',
+      table_rows:
+        'information_schema.TABLE_STATISTICS deltas of the orbit schema (server started with --userstat=1): rows_changed = rows inserted, updated or deleted in the table; rows_changed_x_indexes = rows_changed x the table\'s indexes (primary key included), an upper bound of the index entries written (an UPDATE that changes no indexed column writes the clustered record only; docs/design.md "Index entries per task" counts them exactly)',
       claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',
       cpu_ms:
         '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment before the producers start and one after the last result (workers started after a preload: from their connection): mariadbd, gateway, worker processes (sum), producer processes (sum)',
@@ -196,6 +205,19 @@ export function reportText(x: ReportInput): string {
         `${r.roundTripsPerTask === null ? 'n/a' : `${fmt(r.gatewayTransactionsPerTask, 2)} / ${fmt(r.roundTripsPerTask, 2)}`} | ` +
         `${fmt(c.mariadbd, 2)} / ${fmt(c.gateway, 2)} / ${fmt(c.workers, 2)} / ${fmt(c.producers, 2)} = ${fmt(c.total, 2)} |`
       );
+    }),
+    '',
+    "Rows per task (row operations; rows changed per table from TABLE_STATISTICS, and × the table's indexes — an upper bound of index entries written):",
+    '',
+    '| scenario | Handler write / update / delete | rows changed | rows changed × indexes | by table: rows (× indexes) |',
+    '| --- | --- | --- | --- | --- |',
+    ...done.map((r) => {
+      const o = r.db.rowOps;
+      const t = Object.entries(r.db.tableRows).sort((a, b) => b[1].rowsXIndexes - a[1].rowsXIndexes);
+      const rows = t.reduce((s, [, v]) => s + v.rows, 0);
+      const x = t.reduce((s, [, v]) => s + v.rowsXIndexes, 0);
+      const by = t.map(([k, v]) => `${k} ${fmt(v.rows, 2)} (${fmt(v.rowsXIndexes, 1)})`).join(', ');
+      return `| ${label(r.spec)} | ${fmt(o.write, 2)} / ${fmt(o.update, 2)} / ${fmt(o.delete, 2)} | ${fmt(rows, 2)} | ${fmt(x, 1)} | ${by} |`;
     }),
     '',
     `gateway RSS after a full GC: ${fmt(x.idle.rssBeforeMb, 1)} MB before, ${fmt(x.idle.rssAfterMb, 1)} MB with ${fmt(x.idle.sessions)} more idle sessions → ` +

@@ -11,6 +11,7 @@ import { waitFor } from './support/workers.js';
 import { ack, createQueue, createSub, getSub, lease, makeEvents } from './support/events.js';
 import { parseDsn } from '../server/db/pool.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
+import { setTaskTime } from './support/waiting.js';
 
 const f = useGatewayFixture();
 
@@ -82,7 +83,7 @@ describe('one event per outcome transition', () => {
       200,
     );
     const d = await submit(idle.id, { deadline_seconds: 3600 });
-    await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [d.body.data.task.id]);
+    await setTaskTime(f.db.pool, d.body.data.task.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
     await waitFor(async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000, 'deadline sweep');
     expect((await eventsOf(c.body.data.task.id)).map((e) => e.type)).toEqual(['task.cancelled']);
     expect((await eventsOf(d.body.data.task.id)).map((e) => e.type)).toEqual(['task.deadline_exceeded']);

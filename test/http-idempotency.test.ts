@@ -7,6 +7,7 @@ import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential, taskBody } from './support/contract.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { syncWaiting } from './support/waiting.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -59,6 +60,7 @@ describe('replay', () => {
       `UPDATE tasks SET state = 'CANCELLED', finished_at = UTC_TIMESTAMP(3), updated_at = UTC_TIMESTAMP(3), result_outcome = 'cancelled' WHERE id = ?`,
       [first.id],
     );
+    await syncWaiting(db.pool);
     const now = expectData(await call(gw.url, 'GET', `/v1/tasks/${first.id}`, { token: t.token }), 200).task;
     expect(now.state).toBe('CANCELLED');
     const again = expectData(await submit(taskBody(t.queue_id), key), 200);

@@ -7,6 +7,7 @@ import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, taskBody } from './support/contract.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { syncWaiting } from './support/waiting.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -40,6 +41,7 @@ beforeAll(async () => {
     `UPDATE tasks SET state = 'NEEDS_REVIEW', result_outcome = 'unknown', result_error_code = 'LEASE_EXPIRED', result_error_message = 'worker vanished' WHERE id = ?`,
     [made[4].id],
   );
+  await syncWaiting(db.pool);
   // 250 tasks for the pagination tests, submitted in parallel batches.
   for (let b = 0; b < 10; b++) {
     await Promise.all(
@@ -138,6 +140,7 @@ describe('GET /v1/tasks filters', () => {
     expect(ids(expectData(await list('?business_key=pad-x%20'), 200))).toEqual([padded.id]);
     expect(ids(expectData(await list('?business_key=pad-x%20%20'), 200))).toEqual([]);
     await db.pool.query('DELETE FROM tasks WHERE id IN (?, ?)', [plain.id, padded.id]);
+    await db.pool.query('DELETE FROM waiting_tasks WHERE task_id IN (?, ?)', [plain.id, padded.id]);
   });
 
   it('filters combine', async () => {

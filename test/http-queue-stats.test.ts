@@ -9,6 +9,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
 import { pollValue } from './support/wait.js';
+import { setTaskTime } from './support/waiting.js';
 
 const f = useGatewayFixture();
 afterEach(() => closeWorkers(f));
@@ -120,7 +121,7 @@ describe('GET /v1/queues/{id}/stats', () => {
   it('deadline_exceeded outcomes are counted', async () => {
     const q = await createQueue(f);
     const t = await submit(f, q.id, { deadline_seconds: 1, not_before: new Date(Date.now() + 500).toISOString() });
-    await f.db.pool.query(`UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?`, [t.id]);
+    await setTaskTime(f.db.pool, t.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
     // The counts and the buckets are two reads (not one snapshot): wait until both show it.
     const s = await pollValue(
       () => statsOf(q.id),

@@ -9,6 +9,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { spawnWorker, waitFor } from './support/workers.js';
+import { setTaskTime } from './support/waiting.js';
 import { backdateLeases, keyRow, metric, session, sleep, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -92,7 +93,7 @@ describe('resource keys at the edges', () => {
     expect((await keyRow(f.db.pool, t.namespace_id, key))!.holder_attempt_id).toBe(b.attempt_id);
     await startAndFinish(w, b.attempt_id);
     // End the backoff early (SQL), the retried task gets a still larger token.
-    await f.db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) WHERE id = ?', [ta.id]);
+    await setTaskTime(f.db.pool, ta.id, 'not_before', 'UTC_TIMESTAMP(3)');
     const c = await w.next('task.assign', 3000);
     expect(c.task.id).toBe(ta.id);
     expect(c.attempt_no).toBe(2);

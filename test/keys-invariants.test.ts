@@ -15,6 +15,7 @@ import { submitMany, taskBodies } from './support/bulk.js';
 import { backdateLeases, keyRow, liveOnKey, metric, session, sleep, startAndFinish, submitTask } from './support/keys-helpers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { createWorker, type Worker } from '../worker-sdk/worker.js';
+import { syncWaiting } from './support/waiting.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -302,6 +303,7 @@ describe('dispatch.md invariants over a real gateway', () => {
         args.slice(i * 5, (i + 2000) * 5),
       );
     }
+    await syncWaiting(db.pool); // their claimable rows, as a submit writes them
     await db.pool.query('UPDATE applications SET unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [N, t.application_id]);
     const rounds = await metric(url(), 'orbit_claim_rounds_total');
     const free = await session(url(), t, { capacity: 1 });
@@ -320,6 +322,7 @@ describe('dispatch.md invariants over a real gateway', () => {
       t.namespace_id,
     ]);
     expect((res as { affectedRows: number }).affectedRows).toBe(N);
+    await syncWaiting(db.pool);
     await db.pool.query('UPDATE applications SET unfinished_tasks = unfinished_tasks - ? WHERE id = ?', [N, t.application_id]);
     await startAndFinish(holder, held.attempt_id);
     free.close();

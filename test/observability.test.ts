@@ -8,6 +8,7 @@ import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { waitFor } from './support/workers.js';
+import { setTaskTime } from './support/waiting.js';
 import { createWorker } from '../worker-sdk/index.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_LOG_LEVEL: 'debug' } });
@@ -36,7 +37,7 @@ describe('metrics', () => {
       expect(r.status).toBe(201);
       taskIds.push(r.body.data.task.id);
     }
-    await f.db.pool.query('UPDATE tasks SET created_at = UTC_TIMESTAMP(3) - INTERVAL 120 SECOND WHERE id = ?', [taskIds[0]]);
+    await setTaskTime(f.db.pool, taskIds[0]!, 'created_at', 'UTC_TIMESTAMP(3) - INTERVAL 120 SECOND');
     const labels = { queue_id: f.t.queue_id, queue: 'initial' };
     const text = await waitFor(
       async () => {

@@ -17,6 +17,7 @@ import { ack, createSub, lease } from './support/events.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { pollUntil } from './support/wait.js';
+import { setTaskTime } from './support/waiting.js';
 
 // A short sweep interval: the lease/deadline expiry phase waits for one sweep round, not 500 ms.
 const f = useGatewayFixture({ tenant: false, gatewayEnv: { ORBIT_SWEEP_INTERVAL_MS: '100' } });
@@ -232,7 +233,7 @@ async function workload(): Promise<number[]> {
     for (const p of tn.workers.flatMap((w) => w.parked).filter((x) => x.mode !== 'park-cancel')) {
       await f.db.pool.query('UPDATE attempts SET lease_expires_at = ? WHERE id = ?', [at, p.attemptId]);
     }
-    for (const id of tn.holdTasks.slice(2, 4)) await f.db.pool.query('UPDATE tasks SET deadline_at = ? WHERE id = ?', [at, id]);
+    for (const id of tn.holdTasks.slice(2, 4)) await setTaskTime(f.db.pool, id, 'deadline_at', '?', [at]);
   }
   await all((tn) =>
     until(`${tn.label}: expired by the sweeper`, async () => {

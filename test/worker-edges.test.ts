@@ -5,6 +5,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { pollUntil } from './support/wait.js';
+import { setTaskTime } from './support/waiting.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_FRAME_BYTES: '310000' } });
 
@@ -30,7 +31,7 @@ describe('worker protocol edges', () => {
     });
     expect(r.status).toBe(201);
     const assign = await w.next('task.assign');
-    await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [assign.task.id]);
+    await setTaskTime(f.db.pool, assign.task.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
     w.send({ type: 'start', attempt_id: assign.attempt_id });
     const err = await w.next('error');
     expect(err).toMatchObject({ code: 'LEASE_LOST', attempt_id: assign.attempt_id, fatal: false });

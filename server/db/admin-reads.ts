@@ -23,8 +23,8 @@ export interface AdminQueueRow extends RowDataPacket {
 export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {
   const [rows] = await pool.query<AdminQueueRow[]>(
     `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state = 'WAITING') AS waiting,
-            (SELECT COUNT(*) FROM tasks t WHERE t.queue_id = q.id AND t.state IN ('LEASED','RUNNING')) AS running
+            (SELECT COUNT(*) FROM waiting_tasks w WHERE w.queue_id = q.id) AS waiting,
+            (SELECT COUNT(*) FROM attempts a WHERE a.state IN ('LEASED','RUNNING') AND a.queue_id = q.id) AS running
        FROM queues q JOIN namespaces n ON n.id = q.namespace_id ORDER BY n.name, q.name`,
   );
   return rows;
@@ -41,11 +41,13 @@ export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string
 }
 
 /** tasksOfQueue(queue_id, state?, limit) → the queue's newest tasks first (by seq), optionally of
- * one state. */
+ * one state: ix_tasks_ns_queue_seq walked newest first (no index of tasks carries the state). */
 export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState | undefined, limit: number): Promise<TaskRow[]> {
   const [rows] = await pool.query<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE queue_id = ?${state ? ' AND state = ?' : ''} ORDER BY seq DESC LIMIT ?`,
-    state ? [queueId, state, limit] : [queueId, limit],
+    `SELECT ${TASK_COLUMNS} FROM tasks
+      WHERE namespace_id = (SELECT namespace_id FROM queues WHERE id = ?) AND queue_id = ?${state ? ' AND state = ?' : ''}
+      ORDER BY seq DESC LIMIT ?`,
+    state ? [queueId, queueId, state, limit] : [queueId, queueId, limit],
   );
   return rows;
 }

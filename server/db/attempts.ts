@@ -65,7 +65,7 @@ export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, tas
  * worker identity, locked FOR UPDATE in id order (the hello: resume or release each). */
 export async function lockLiveAttemptsOfWorker(c: Conn, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
   const [live] = await c.execute<AttemptRow[]>(
-    `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') ORDER BY id FOR UPDATE`,
+    `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND is_live = 1 ORDER BY id FOR UPDATE`,
     [namespaceId, workerId],
   );
   return live;

@@ -1,8 +1,9 @@
 // The statements of a claim round (server/dispatch/claim.ts), each with a named purpose. A round
 // serves every session of one application on this node with one transaction:
-//   permitHints (no lock, before the transaction) → candidateIds (one UNION ALL over the queues) →
-//   lockCandidates (SKIP LOCKED by primary key) → ensureKeyRows / grantKeys / readKeys (keyed only)
-//   → insertAttempts → markTasksLeased → takeQueuePermits → takeApplicationPermits.
+//   permitHints (no lock, before the transaction) → candidateIds (one UNION ALL over the queues of
+//   waiting_tasks) → lockCandidates (SKIP LOCKED by primary key) → grantKeys (keyed only) →
+//   insertAttempts → markTasksLeased (and the waiting rows deleted) → takeQueuePermits →
+//   takeApplicationPermits.
 // The hot rows (queue and application counters) are written last, as conditional updates whose
 // row count decides (dispatch.md: "takes the queue and application permits with conditional
 // updates"), so they are locked only from there to the commit.
@@ -11,6 +12,7 @@ import type { Conn, Pool } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
+import { leaveWaiting, type WaitingKey } from './waiting-tasks.js';
 
 /** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
  * compare highest_token with (a BIGINT UNSIGNED column). */
@@ -55,27 +57,30 @@ export interface CandidateSpec {
   keyed: boolean;
 }
 
-/** candidateIds(specs, now) → WAITING, due, undeadlined task ids of each queue in claim order
- * (index ix_tasks_claim: priority DESC, seq), one UNION ALL statement for all queues; no locks.
- * `spec` is the index of the spec a row was read for. */
+/** candidateIds(specs, now) → due, undeadlined waiting task ids of each queue in claim order, read
+ * in place from waiting_tasks (clustered by queue, priority DESC, seq: the scan stops at LIMIT),
+ * one UNION ALL statement for all queues; no locks. `spec` is the index of the spec a row was
+ * read for. */
 export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint; spec: number }[]> {
   const parts: string[] = [];
   const args: unknown[] = [];
   for (const [i, s] of specs.entries()) {
     let handlerFilter = '';
     if (s.handlers) {
-      handlerFilter = ' AND (' + s.handlers.map((h) => `(t.handler = ? AND t.handler_version IN (${list(h.versions.length)}))`).join(' OR ') + ')';
+      handlerFilter = ' AND (' + s.handlers.map((h) => `(w.handler = ? AND w.handler_version IN (${list(h.versions.length)}))`).join(' OR ') + ')';
     }
     const keyFilter = s.keyed
-      ? ` AND (t.concurrency_key IS NULL OR NOT EXISTS (
+      ? ` AND (w.concurrency_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM resource_keys r
-             WHERE r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key
+             WHERE r.namespace_id = w.namespace_id AND r.concurrency_key = w.concurrency_key
                AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
-      : ' AND t.concurrency_key IS NULL';
-    parts.push(`(SELECT t.id, t.priority, t.seq, ${i} AS spec FROM tasks t
-        WHERE t.queue_id = ? AND t.state = 'WAITING' AND t.namespace_id = ?
-          AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ?${handlerFilter}${keyFilter}
-        ORDER BY t.priority DESC, t.seq ASC LIMIT ${s.limit})`);
+      : ' AND w.concurrency_key IS NULL';
+    // FORCE INDEX: with many deadlines due soon the optimizer may prefer the deadline index, which
+    // needs a sort of every waiting row of the queue; the primary key delivers claim order.
+    parts.push(`(SELECT w.task_id AS id, w.priority, w.seq, ${i} AS spec FROM waiting_tasks w FORCE INDEX (PRIMARY)
+        WHERE w.queue_id = ? AND w.namespace_id = ?
+          AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ?${handlerFilter}${keyFilter}
+        ORDER BY w.priority DESC, w.seq ASC LIMIT ${s.limit})`);
     args.push(s.queueId, s.namespaceId, now, now);
     for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
   }
@@ -83,20 +88,27 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
   return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
 }
 
-/** keySuccessorIds([namespace, key, queue], now) → ids of the next due WAITING tasks of each key in
- * its queue, a few per key (so that rows a claim holds can be skipped when locking), in one UNION
- * ALL; no lock. Index ix_tasks_ns_key (key, state, queue, priority DESC, seq): each part stops
- * after a few rows whatever the key's backlog (migration 000004). For a key hand-off. */
-export async function keySuccessorIds(c: Conn, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<string[]> {
+/** The task columns a claim, refill or hand-off reads (CandidateRow). */
+const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
+  t.concurrency_key, t.priority, t.deadline_at, t.attempts_created`;
+
+/** lockKeySuccessors([namespace, key, queue], now) → the next due WAITING tasks of each key in its
+ * queue (a few per key, so that rows a claim holds can be skipped), read from waiting_tasks
+ * (index ix_waiting_key: each part stops after a few rows whatever the key's backlog) and locked
+ * FOR UPDATE SKIP LOCKED by primary key in the same statement: one locking read for a key
+ * hand-off. The derived table's rows are not waited for either (SKIP LOCKED covers the whole
+ * statement), so taking them before the task rows cannot wait out of the lock order. */
+export async function lockKeySuccessors(c: Conn, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<CandidateRow[]> {
   const parts = keys.map(
-    () => `(SELECT t.id FROM tasks t WHERE t.namespace_id = ? AND t.concurrency_key = ? AND t.queue_id = ? AND t.state = 'WAITING'
-              AND (t.not_before IS NULL OR t.not_before <= ?) AND t.deadline_at > ? ORDER BY t.priority DESC, t.seq LIMIT 3)`,
+    () => `(SELECT w.task_id FROM waiting_tasks w WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
+              AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
   );
-  const [rows] = await c.query<RowDataPacket[]>(
-    parts.join(' UNION ALL '),
+  const [rows] = await c.query<TaskRow[]>(
+    `SELECT ${CANDIDATE_COLUMNS} FROM (${parts.join(' UNION ALL ')}) n JOIN tasks t ON t.id = n.task_id
+      WHERE t.state = 'WAITING' FOR UPDATE SKIP LOCKED`,
     keys.flatMap((k) => [k.namespaceId, k.key, k.queueId, now, now]),
   );
-  return rows.map((r) => r.id as string);
+  return rows;
 }
 
 /** Claim order of candidate rows: priority high first, then age (seq). */
@@ -126,60 +138,60 @@ export type CandidateRow = Pick<
  * (rows another claimer holds are skipped, never waited for). */
 export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateRow[]> {
   const [rows] = await c.query<TaskRow[]>(
-    `SELECT t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key, t.concurrency_key,
-            t.priority, t.deadline_at, t.attempts_created
-       FROM tasks t WHERE t.id IN (${list(ids.length)}) AND t.state = 'WAITING'
+    `SELECT ${CANDIDATE_COLUMNS} FROM tasks t WHERE t.id IN (${list(ids.length)}) AND t.state = 'WAITING'
       FOR UPDATE SKIP LOCKED`,
     ids,
   );
   return rows;
 }
 
-/** grantKeys(namespace, [key, attempt id] in key-byte order, now) → the token granted to each
- * attempt, or null (held meanwhile, or exhausted at 2^64−1). Three statements for any number of
- * keys (one round trip on a pipelined connection): the rows are created on first use (in key order; ON DUPLICATE KEY takes the existing row's
- * exclusive lock at once — INSERT IGNORE's shared lock had to be upgraded by the UPDATE, which
- * deadlocked two claimers of the same keys), then one conditional
- * UPDATE takes every free, unexhausted key (holder ← attempt, highest_token + 1), then one read
- * returns the tokens. Keys are the first rows of the round's lock order (keys, queues,
- * application — the order of every ledger flush). */
+/** grantKeys(namespace, [key, attempt id] in key-byte order) → the token granted to each attempt,
+ * or null (held meanwhile, or exhausted at 2^64−1), and the database clock read after the grants.
+ * Two statements for any number of keys, one round trip on a pipelined connection:
+ *   - one INSERT … ON DUPLICATE KEY UPDATE creates a key's row on first use, holder and token 1,
+ *     and otherwise takes it when it is free and not exhausted (holder ← attempt, highest_token
+ *     + 1, version + 1). The existing row's exclusive lock is taken at once, in key order
+ *     (INSERT IGNORE's shared lock had to be upgraded by a later UPDATE, which deadlocked two
+ *     claimers of the same keys). The holder is assigned first: the later assignments see the new
+ *     holder, and "holder = this attempt" (a fresh id) says the grant happened;
+ *   - one read returns the tokens and UTC_TIMESTAMP(3): a grant may have waited for the previous
+ *     holder's release to commit, and a lease must not start before that, so the leases of the
+ *     round start at this clock (it replaces a separate clock read).
+ * Keys are the first rows of the round's lock order (keys, queues, application — the order of
+ * every ledger flush). */
 export async function grantKeys(
   c: Conn,
   namespaceId: string,
   keys: { key: Buffer; attemptId: string }[],
-  now: string,
-): Promise<Map<string, { token: string | null; exhausted: boolean }>> {
+): Promise<{ grants: Map<string, { token: string | null; exhausted: boolean }>; now: string }> {
   const out = new Map<string, { token: string | null; exhausted: boolean }>();
-  if (keys.length === 0) return out;
-  // The two writes travel with the read of the tokens (db/pipeline.ts): one round trip.
+  const granted = 'holder_attempt_id = VALUES(holder_attempt_id)';
   await write(
     c,
     `INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at)
-     VALUES ${keys.map(() => '(?, ?, 0, NULL, 0, ?, ?)').join(', ')}
-     ON DUPLICATE KEY UPDATE namespace_id = namespace_id`,
-    keys.flatMap((k) => [namespaceId, k.key, now, now]),
-  );
-  await write(
-    c,
-    `UPDATE resource_keys SET holder_attempt_id = CASE concurrency_key ${keys.map(() => 'WHEN ? THEN ?').join(' ')} END,
-            highest_token = highest_token + 1, version = version + 1, updated_at = ?
-      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)}) AND holder_attempt_id IS NULL AND highest_token < ${TOKEN_MAX}`,
-    [...keys.flatMap((k) => [k.key, k.attemptId]), now, namespaceId, ...keys.map((k) => k.key)],
+     VALUES ${keys.map(() => '(?, ?, 1, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))').join(', ')}
+     ON DUPLICATE KEY UPDATE
+       holder_attempt_id = IF(holder_attempt_id IS NULL AND highest_token < ${TOKEN_MAX}, VALUES(holder_attempt_id), holder_attempt_id),
+       highest_token = IF(${granted}, highest_token + 1, highest_token),
+       version = IF(${granted}, version + 1, version),
+       updated_at = IF(${granted}, VALUES(updated_at), updated_at)`,
+    keys.flatMap((k) => [namespaceId, k.key, k.attemptId]),
   );
   const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT concurrency_key, highest_token, holder_attempt_id FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
+    `SELECT concurrency_key, highest_token, holder_attempt_id, UTC_TIMESTAMP(3) AS now FROM resource_keys
+      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
     [namespaceId, ...keys.map((k) => k.key)],
   );
   const byKey = new Map(rows.map((r) => [(r.concurrency_key as Buffer).toString('hex'), r]));
   for (const k of keys) {
     const r = byKey.get(k.key.toString('hex'));
-    const granted = r && r.holder_attempt_id === k.attemptId;
+    const isGranted = r && r.holder_attempt_id === k.attemptId;
     out.set(k.attemptId, {
-      token: granted ? String(r.highest_token) : null,
-      exhausted: !!r && String(r.highest_token) === TOKEN_MAX && (granted || r.holder_attempt_id === null),
+      token: isGranted ? String(r.highest_token) : null,
+      exhausted: !!r && String(r.highest_token) === TOKEN_MAX && (isGranted || r.holder_attempt_id === null),
     });
   }
-  return out;
+  return { grants: out, now: rows[0]!.now as string };
 }
 
 export interface NewAttempt {
@@ -221,14 +233,20 @@ export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void>
   );
 }
 
-/** markTasksLeased([task id, attempt id], now): the claimed tasks LEASED with their current attempt. */
-export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId: string }[], now: string): Promise<void> {
+/** markTasksLeased([task id, attempt id, its waiting row], now): the claimed tasks LEASED with their
+ * current attempt, and their waiting rows deleted (db/waiting-tasks.ts); the caller holds the task
+ * rows' locks. Both queued. */
+export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId: string; waiting: WaitingKey }[], now: string): Promise<void> {
   await write(
     c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,
             current_attempt_id = CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END
       WHERE id IN (${list(rows.length)})`,
     [now, ...rows.flatMap((r) => [r.taskId, r.attemptId]), ...rows.map((r) => r.taskId)],
+  );
+  await leaveWaiting(
+    c,
+    rows.map((r) => r.waiting),
   );
 }
 

@@ -2,23 +2,39 @@
 // still holds the queue. The caller holds the queue row FOR UPDATE, so nothing can add work to the
 // queue between these plain reads and the commit.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { UnfinishedTaskState } from '@orbit/protocol/states';
-import type { Conn } from './pool.js';
+import { UNFINISHED_TASK_STATES, type UnfinishedTaskState } from '@orbit/protocol/states';
+import type { Conn, Pool } from './pool.js';
 
-/** unfinishedTaskCounts(queue_id) → [state, count] of the queue's WAITING, LEASED, RUNNING and
- * NEEDS_REVIEW tasks, by state name. */
-export async function unfinishedTaskCounts(c: Conn, queueId: string): Promise<{ state: UnfinishedTaskState; n: number | string }[]> {
-  const [tasks] = await c.execute<RowDataPacket[]>(
-    `SELECT state, COUNT(*) AS n FROM tasks WHERE queue_id = ? AND state IN ('WAITING','LEASED','RUNNING','NEEDS_REVIEW') GROUP BY state ORDER BY state`,
-    [queueId],
+/** unfinishedByState(queue_id, namespace_id) → count of the queue's WAITING, LEASED, RUNNING and
+ * NEEDS_REVIEW tasks (those with any), in that order, and the oldest WAITING one's acceptance
+ * time. No index of tasks carries the state (migration 000007), so each comes from where it is
+ * indexed: WAITING from waiting_tasks (its primary key starts with the queue), LEASED and RUNNING
+ * from the live attempts (one per such task, in the same state; ix_attempts_live_expiry), and
+ * NEEDS_REVIEW from ix_tasks_review. One statement. */
+export async function unfinishedByState(
+  db: Pool | Conn,
+  queueId: string,
+  namespaceId: string,
+): Promise<{ counts: { state: UnfinishedTaskState; n: number }[]; oldestWaiting: string | null }> {
+  const [rows] = await db.execute<RowDataPacket[]>(
+    `SELECT 'WAITING' AS state, COUNT(*) AS n, MIN(created_at) AS oldest FROM waiting_tasks WHERE queue_id = ? AND namespace_id = ?
+     UNION ALL
+     SELECT state, COUNT(*), NULL FROM attempts WHERE state IN ('LEASED','RUNNING') AND queue_id = ? AND namespace_id = ? GROUP BY state
+     UNION ALL
+     SELECT 'NEEDS_REVIEW', COUNT(*), NULL FROM tasks WHERE queue_id = ? AND in_review = 1 AND namespace_id = ?`,
+    [queueId, namespaceId, queueId, namespaceId, queueId, namespaceId],
   );
-  return tasks as { state: UnfinishedTaskState; n: number | string }[];
+  const n = new Map(rows.map((r) => [r.state as string, Number(r.n)]));
+  return {
+    counts: UNFINISHED_TASK_STATES.filter((s) => (n.get(s) ?? 0) > 0).map((state) => ({ state, n: n.get(state)! })),
+    oldestWaiting: (rows.find((r) => r.state === 'WAITING')?.oldest as string | null | undefined) ?? null,
+  };
 }
 
 /** needsReviewTaskIds(queue_id) → the first 20 NEEDS_REVIEW task ids of the queue, oldest first
- * (named in the refusal so the operator can resolve them). */
+ * (named in the refusal so the operator can resolve them; ix_tasks_review). */
 export async function needsReviewTaskIds(c: Conn, queueId: string): Promise<string[]> {
-  const [ids] = await c.execute<RowDataPacket[]>(`SELECT id FROM tasks WHERE queue_id = ? AND state = 'NEEDS_REVIEW' ORDER BY seq LIMIT 20`, [queueId]);
+  const [ids] = await c.execute<RowDataPacket[]>(`SELECT id FROM tasks WHERE queue_id = ? AND in_review = 1 ORDER BY seq LIMIT 20`, [queueId]);
   return ids.map((r) => r.id as string);
 }
 

@@ -11,6 +11,7 @@ import type { UnfinishedTaskState } from '@orbit/protocol/states';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { QueueRow } from './queues.js';
+import { unfinishedByState } from './queue-blockers.js';
 
 export const STATS_MINUTES = 15;
 
@@ -24,15 +25,10 @@ const OUTCOME_FIELD: Record<string, keyof Omit<MinuteBucket, 'minute'>> = {
 };
 
 export async function queueStats(db: Pool | Conn, namespaceId: string, queue: QueueRow): Promise<QueueStats> {
-  // Unfinished tasks only: the (queue_id, state) index reads exactly these rows.
-  const [counts] = await db.execute<RowDataPacket[]>(
-    `SELECT state, COUNT(*) AS n, MIN(CASE WHEN state = 'WAITING' THEN created_at END) AS oldest
-       FROM tasks WHERE queue_id = ? AND namespace_id = ? AND state IN ('WAITING', 'LEASED', 'RUNNING', 'NEEDS_REVIEW')
-      GROUP BY state`,
-    [queue.id, namespaceId],
-  );
-  const byState = new Map(counts.map((r) => [r.state as UnfinishedTaskState, r]));
-  const n = (s: UnfinishedTaskState) => Number(byState.get(s)?.n ?? 0);
+  // Unfinished tasks only, each state from the rows that index it (queue-blockers.ts).
+  const { counts, oldestWaiting } = await unfinishedByState(db, queue.id, namespaceId);
+  const byState = new Map(counts.map((r) => [r.state, r.n]));
+  const n = (s: UnfinishedTaskState) => byState.get(s) ?? 0;
 
   // The window comes from the database clock (like every lease time), not this node's clock: two
   // nodes answer with the same buckets. `first` is the start of the oldest minute.
@@ -67,7 +63,7 @@ export async function queueStats(db: Pool | Conn, namespaceId: string, queue: Qu
     needs_review: n('NEEDS_REVIEW'),
     active_attempts: queue.active_attempts,
     max_active_attempts: queue.max_active_attempts,
-    oldest_waiting_at: toIso((byState.get('WAITING')?.oldest as string | null | undefined) ?? null),
+    oldest_waiting_at: toIso(oldestWaiting),
     minutes,
   };
 }

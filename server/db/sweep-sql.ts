@@ -17,15 +17,20 @@ async function lockAttempts(c: Conn, where: string, args: unknown[], limit: numb
   return rows;
 }
 
-/** applicationsDue(limit) → applications with due sweep work (an expired live attempt, or a
- * WAITING or LEASED task past its deadline): a non-locking read, at most `limit` rows per kind;
- * each application is then swept in its own transaction, which re-checks everything under lock. */
+/** applicationsDue(limit) → applications with due sweep work (an expired live attempt, a WAITING
+ * task past its deadline — waiting_tasks' deadline index — or a LEASED attempt whose task is: the
+ * LEASED attempts, few and short-lived, each with its task by primary key): a non-locking read,
+ * at most `limit` rows per kind; each application is then swept in its own transaction, which
+ * re-checks everything under lock. */
 export async function applicationsDue(pool: Pool, limit: number): Promise<string[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT DISTINCT application_id FROM (
        (SELECT application_id FROM attempts WHERE state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
        UNION ALL
-       (SELECT t.application_id FROM tasks t WHERE t.state IN ('WAITING','LEASED') AND t.deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+       (SELECT application_id FROM waiting_tasks WHERE deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
+       UNION ALL
+       (SELECT a.application_id FROM attempts a JOIN tasks t ON t.id = a.task_id
+         WHERE a.state = 'LEASED' AND t.deadline_at <= UTC_TIMESTAMP(3) LIMIT ${limit})
      ) due`,
   );
   return rows.map((r) => r.application_id as string);
@@ -50,18 +55,23 @@ export async function lockLateLeasedAttempts(c: Conn, applicationId: string, lim
   return lockAttempts(
     c,
     `application_id = ? AND state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)${and}
-         AND task_id IN (SELECT id FROM tasks WHERE application_id = ? AND state = 'LEASED' AND deadline_at <= UTC_TIMESTAMP(3))`,
-    [applicationId, ...arg, applicationId],
+         AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = attempts.task_id AND t.state = 'LEASED' AND t.deadline_at <= UTC_TIMESTAMP(3))`,
+    [applicationId, ...arg],
     limit,
   );
 }
 
 /** lockOverdueWaitingTasks(application_id, limit, only?) → id and namespace of WAITING tasks past
- * their deadline, soonest deadline first, locked SKIP LOCKED; with `only`, at most that task. */
+ * their deadline, soonest deadline first (waiting_tasks' deadline index), their task rows locked
+ * SKIP LOCKED in the same statement; with `only`, at most that task. */
 export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, limit: number, only?: string): Promise<{ id: string; namespace_id: string }[]> {
-  const [and, arg] = onlyRow(only);
+  const [and, arg] = only === undefined ? ['', []] : [' AND task_id = ?', [only]];
   const [waiting] = await c.query<RowDataPacket[]>(
-    `SELECT id, namespace_id FROM tasks WHERE application_id = ? AND state = 'WAITING' AND deadline_at <= UTC_TIMESTAMP(3)${and} ORDER BY deadline_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
+    `SELECT t.id, t.namespace_id FROM (
+       SELECT task_id, deadline_at FROM waiting_tasks
+        WHERE deadline_at <= UTC_TIMESTAMP(3) AND application_id = ?${and} ORDER BY deadline_at LIMIT ${limit}
+     ) w JOIN tasks t ON t.id = w.task_id
+      WHERE t.state = 'WAITING' ORDER BY w.deadline_at FOR UPDATE SKIP LOCKED`,
     [applicationId, ...arg],
   );
   return waiting.map((w) => ({ id: w.id as string, namespace_id: w.namespace_id as string }));

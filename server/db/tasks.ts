@@ -6,6 +6,7 @@ import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { isId } from '@orbit/protocol/ids';
+import { enterWaiting } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
 
 export interface TaskRow extends RowDataPacket {
@@ -120,20 +121,7 @@ export interface TaskOrigin {
   scheduledFor: string;
 }
 
-/** insertTask(all fields of NewTask, created_at, deadline_at): state WAITING. The caller passes
- * times derived from the database clock (one `UTC_TIMESTAMP(3)` read in the same transaction), so
- * the accepted task can be answered without reading the row back. */
-export async function insertTask(c: Conn, t: NewTask & { createdAt: string; deadlineAt: string }): Promise<void> {
-  await c.execute(
-    `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
-        business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    taskRow(t),
-  );
-}
-
-/** The values of one task row, in the column order of both inserts below and above. */
+/** The values of one task row, in the column order of insertTasks. */
 function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (string | number | Buffer | null)[] {
   return [
     t.id,
@@ -160,7 +148,9 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
 
 /** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
  * whole submit batch (one per chunk when the payloads exceed the statement budget:
- * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read). */
+ * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), and
+ * one INSERT … SELECT of their waiting rows (db/waiting-tasks.ts), queued. The caller passes times
+ * derived from the database clock, so the accepted tasks can be answered without reading them back. */
 export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
   for (const chunk of chunkRows(c, rows, (r) => r)) {
@@ -172,9 +162,14 @@ export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string
       chunk.flat(),
     );
   }
+  // Their claimable rows, copied from the rows just written (seq is the table's AUTO_INCREMENT).
+  await enterWaiting(
+    c,
+    tasks.map((t) => t.id),
+  );
 }
 
-/** The row an insertTask just wrote, built from its inputs (no read-back). */
+/** The row insertTasks just wrote for one task, built from its inputs (no read-back). */
 export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
   return {
     id: t.id,

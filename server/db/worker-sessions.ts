@@ -88,7 +88,8 @@ export async function capableSessionQueues(pool: Pool): Promise<{ queue_ids: str
 export async function listConnectedSessions(db: Pool | Conn, namespaceId: string, queueId?: string): Promise<WorkerSession[]> {
   const [rows] = await db.execute<RowDataPacket[]>(
     `SELECT s.id, s.worker_id, s.node_id, s.queue_ids, s.capacity, s.concurrency_keys, s.state, s.connected_at, s.last_seen_at,
-            (SELECT COUNT(*) FROM attempts a WHERE a.session_id = s.id AND a.state IN ('LEASED', 'RUNNING')) AS in_flight
+            (SELECT COUNT(*) FROM attempts a
+              WHERE a.namespace_id = s.namespace_id AND a.worker_id = s.worker_id AND a.is_live = 1 AND a.session_id = s.id) AS in_flight
        FROM worker_sessions s
       WHERE s.namespace_id = ? AND s.state <> 'CLOSED'
         AND s.last_seen_at > UTC_TIMESTAMP(3) - INTERVAL ${SESSION_STALE_SECONDS} SECOND

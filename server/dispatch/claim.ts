@@ -18,7 +18,6 @@
 import type { Logger } from 'pino';
 import type { AssignedTask } from '@orbit/protocol/frames';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { dbNow } from '../db/clock.js';
 import { toIso, withTransaction, type Pool } from '../db/pool.js';
 import {
   byClaimOrder,
@@ -172,18 +171,23 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           chosen.push({ row, s: r.session, attemptId: newId(), token: null });
         }
 
-        // Step 3: keys, per namespace, in key-byte order.
+        // Step 3: keys, per namespace, in key-byte order. Lease times start at the database
+        // clock read with the last grant's tokens when the round took any key: a grant may have
+        // waited for the previous holder's release to commit, and a lease must not start before
+        // that (the clock read at the round's start could be earlier than the previous holder's
+        // finished_at).
+        let grantedAt = now;
         const dropped = new Set<string>();
         const byNs = new Map<string, typeof chosen>();
         for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
         for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
           list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
-          const got = await grantKeys(
+          const { grants: got, now: after } = await grantKeys(
             c,
             ns,
             list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
-            now,
           );
+          grantedAt = after;
           for (const x of list) {
             const g = got.get(x.attemptId)!;
             // The last token was granted, or a key is exhausted: reported after the commit only
@@ -197,11 +201,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         const granted = chosen.filter((x) => !dropped.has(x.attemptId));
         if (granted.length === 0) return;
 
-        // Step 4: attempts and tasks, lease times from the database clock — read again after the
-        // keys were granted when the round took any: the grant may have waited for the previous
-        // holder's release to commit, and a lease must not start before that (the clock read at
-        // the round's start could be earlier than the previous holder's finished_at).
-        const grantedAt = byNs.size > 0 ? await dbNow(c) : now;
+        // Step 4: attempts and tasks, lease times from the database clock (grantedAt, step 3).
         const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
         const attempts: NewAttempt[] = granted.map((x) => ({
           id: x.attemptId,
@@ -220,7 +220,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         await insertAttempts(c, attempts);
         await markTasksLeased(
           c,
-          granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId })),
+          granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId, waiting: x.row })),
           grantedAt,
         );
 

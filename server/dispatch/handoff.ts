@@ -1,5 +1,6 @@
 // Key hand-off: when a result releases a resource key, the key goes in the same transaction to
-// the next WAITING task of that key in the same queue, for a local session that takes it — holder
+// the next WAITING task of that key in the same queue (read and locked in one statement), for a
+// local session that takes it — holder
 // swapped and highest_token + 1 under the key row's lock (in the ledger's key phase), the attempt
 // inserted, the task LEASED, and task.assign sent after the commit. A hot key then turns over in
 // one commit plus the worker's round trip, instead of a result commit, a claim commit and the
@@ -10,7 +11,7 @@
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
 import { toIso, type Conn } from '../db/pool.js';
-import { insertAttempts, keySuccessorIds, lockCandidates, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
+import { insertAttempts, lockKeySuccessors, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
@@ -78,9 +79,9 @@ export async function planHandoffs(
   reserved: Reservation[],
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
-  const idRows = await keySuccessorIds(c, released, now);
-  if (idRows.length === 0) return [];
-  const rows = await lockCandidates(c, [...new Set(idRows)]);
+  // The successors read and locked in one statement (SKIP LOCKED: a task a claim holds is skipped).
+  const rows = await lockKeySuccessors(c, released, now);
+  if (rows.length === 0) return [];
   const plans: HandoffPlan[] = [];
   const taken = new Set<string>();
   for (const r of released) {
@@ -129,7 +130,7 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
   await insertAttempts(c, attempts);
   await markTasksLeased(
     c,
-    applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId })),
+    applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId, waiting: p.row })),
     now,
   );
   return applied.map((p, i) => {

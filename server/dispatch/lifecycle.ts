@@ -9,6 +9,7 @@ import { lockLiveCredential } from '../db/credentials.js';
 import { attemptQueues } from '../db/attempt-batches.js';
 import { readLiveLeases, renewLeases } from '../db/attempt-leases.js';
 import { finishTaskRow } from '../db/task-transitions.js';
+import { leaveWaiting } from '../db/waiting-tasks.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
@@ -67,6 +68,8 @@ export async function finishTask(
     errorMessage: r.error?.message ?? null,
     terminal,
   });
+  // A WAITING task (cancel, deadline) is no longer claimable.
+  if (t.state === 'WAITING') await leaveWaiting(c, [t]);
   if (terminal) ledger.taskFinished(t.application_id);
   const result: Record<string, unknown> = { outcome: r.outcome };
   if (r.output) result.output = JSON.parse(r.output);

@@ -17,7 +17,7 @@ import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { getQueue, markQueueRetired, queueView } from '../db/queues.js';
-import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedRunsOfQueue, unfinishedTaskCounts } from '../db/queue-blockers.js';
+import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedByState, unfinishedRunsOfQueue } from '../db/queue-blockers.js';
 import { MAX_BUSY_RUN_IDS } from '@orbit/protocol/limits';
 import {
   countQueueSubscriptions,
@@ -96,7 +96,7 @@ export interface BusyReason {
  * queue row FOR UPDATE. */
 export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
   const out: BusyReason[] = [];
-  const tasks = await unfinishedTaskCounts(c, q.id);
+  const tasks = (await unfinishedByState(c, q.id, q.namespace_id)).counts;
   const live = tasks.filter((r) => r.state !== 'NEEDS_REVIEW');
   const liveCount = live.reduce((n, r) => n + Number(r.n), 0);
   if (liveCount > 0) {

@@ -39,6 +39,8 @@ export const SCOPED_TABLES: Record<string, { app?: string; ns?: string; key: str
   // attempt EXPIRED/LEASE_EXPIRED is the sweeper, RUNNING a start frame, SUCCEEDED a result frame.
   tasks: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id', detail: 'R.state' },
   attempts: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.id', detail: "CONCAT(R.state, IFNULL(CONCAT('/', R.error_code), ''))" },
+  // The claimable copy of a WAITING task (migration 000007), written with the task's state change.
+  waiting_tasks: { app: 'R.application_id', ns: 'R.namespace_id', key: 'R.task_id' },
   resource_keys: { ns: 'R.namespace_id', key: 'HEX(LEFT(R.concurrency_key, 16))' },
   receipts: { ns: 'R.namespace_id', key: 'R.idempotency_key' },
   worker_identities: { ns: 'R.namespace_id', key: 'R.worker_id' },

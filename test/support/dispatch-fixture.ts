@@ -10,6 +10,7 @@ import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
 import { pollUntil } from './wait.js';
+import { setTaskTime } from './waiting.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
@@ -106,11 +107,11 @@ export async function expireLease(f: Fixture, attemptId: string): Promise<void> 
 }
 
 export async function expireDeadline(f: Fixture, taskId: string): Promise<void> {
-  await f.db.pool.query('UPDATE tasks SET deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [taskId]);
+  await setTaskTime(f.db.pool, taskId, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
 }
 
 export async function makeDue(f: Fixture, taskId: string): Promise<void> {
-  await f.db.pool.query('UPDATE tasks SET not_before = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [taskId]);
+  await setTaskTime(f.db.pool, taskId, 'not_before', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
 }
 
 /** Polls `fn` until it returns a truthy value (returned), or fails after `ms` (pollUntil, support/wait.ts). */

@@ -5,7 +5,8 @@
 // - resource_keys.holder_attempt_id is set exactly for live keyed attempts (the holder is a live
 //   attempt of that namespace and key, and every live keyed attempt holds its key);
 // - applications.unfinished_tasks = tasks in WAITING/LEASED/RUNNING/NEEDS_REVIEW;
-// - at most one live attempt per task and per (namespace, key).
+// - at most one live attempt per task and per (namespace, key);
+// - a waiting_tasks row exactly for each WAITING task (migration 000007).
 import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
@@ -81,8 +82,23 @@ export async function assertPermitInvariants(pool: Pool): Promise<void> {
        WHERE (t.state IN ('LEASED','RUNNING') AND (a.id IS NULL OR a.state <> t.state))
           OR (t.state NOT IN ('LEASED','RUNNING') AND t.current_attempt_id IS NOT NULL)`);
     expect(mismatched, 'task LEASED/RUNNING exactly with a current attempt in the same state').toEqual([]);
+
+    // The claimable copy (migration 000007): a waiting row exactly for each WAITING task, with its
+    // queue, priority, seq, key and deadline.
+    const waitingMismatch = await q(`
+      SELECT t.id, t.state, w.task_id AS waiting FROM tasks t
+        LEFT JOIN waiting_tasks w ON (w.queue_id, w.priority, w.seq) = (t.queue_id, t.priority, t.seq)
+       WHERE (t.state = 'WAITING') <> (w.task_id IS NOT NULL)
+          OR (w.task_id IS NOT NULL AND (w.task_id <> t.id OR w.deadline_at <> t.deadline_at OR NOT (w.concurrency_key <=> t.concurrency_key)
+              OR w.application_id <> t.application_id OR w.namespace_id <> t.namespace_id))
+      UNION ALL
+      SELECT w.task_id, NULL, w.task_id FROM waiting_tasks w LEFT JOIN tasks t ON t.id = w.task_id WHERE t.id IS NULL`);
+    expect(waitingMismatch, 'a waiting_tasks row exactly for each WAITING task').toEqual([]);
     await c.query('COMMIT');
   } finally {
+    // A failed expectation leaves the read-only transaction open: end it before the connection
+    // goes back to the pool (the next user's SET TRANSACTION would fail).
+    await c.query('ROLLBACK').catch(() => {});
     c.release();
   }
 }
