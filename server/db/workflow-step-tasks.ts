@@ -59,3 +59,23 @@ export async function stepTaskIds(db: Pool | Conn, runId: string): Promise<strin
   const [rows] = await db.query<RowDataPacket[]>('SELECT task_id FROM workflow_step_tasks WHERE run_id = ? ORDER BY task_id', [runId]);
   return rows.map((r) => r.task_id as string);
 }
+
+/** currentAttemptIds(task ids) → the current attempts of those of the tasks that are LEASED (no
+ * lock: a run :cancel locks them next, before the tasks, in the order of results and the sweeper). */
+export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<string[]> {
+  if (taskIds.length === 0) return [];
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT current_attempt_id FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')}) AND state = 'LEASED' AND current_attempt_id IS NOT NULL
+      ORDER BY current_attempt_id`,
+    taskIds,
+  );
+  return rows.map((r) => r.current_attempt_id as string);
+}
+
+/** lockTasksById(task ids): the tasks locked FOR UPDATE in id order (a run :cancel, after their
+ * attempts and before the run row). */
+export async function lockTasksById(c: Conn, taskIds: string[]): Promise<void> {
+  if (taskIds.length === 0) return;
+  const sorted = [...taskIds].sort();
+  await c.query(`SELECT id FROM tasks WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`, sorted);
+}

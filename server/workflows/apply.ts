@@ -34,7 +34,7 @@ export interface Applied {
 }
 
 /** The quota refused the plan's tasks: plan again with room 0. */
-class QuotaRefused extends Error {}
+export class QuotaRefused extends Error {}
 
 /** The step tasks of `rows` as the decisions see them. */
 export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {

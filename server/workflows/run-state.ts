@@ -21,17 +21,24 @@ export interface VersionGraph {
 
 const versions = new Map<string, VersionGraph>();
 
-/** The graph of a published version (cached: versions never change). */
-export async function versionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph> {
+/** The graph of a published version (cached: versions never change), or null when there is none. */
+export async function findVersionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph | null> {
   const k = `${workflowId}/${number}`;
   let v = versions.get(k);
   if (!v) {
     const row = await getVersion(db, workflowId, number);
-    if (!row) throw new Error(`workflow version ${k} not found`);
+    if (!row) return null;
     v = { steps: row.steps, queueIds: row.queueIds, graph: buildGraph(row.steps) };
     if (versions.size > 10_000) versions.clear();
     versions.set(k, v);
   }
+  return v;
+}
+
+/** The graph of the version a run is pinned to (it exists: runs reference published versions). */
+export async function versionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph> {
+  const v = await findVersionGraph(db, workflowId, number);
+  if (!v) throw new Error(`workflow version ${workflowId}/${number} not found`);
   return v;
 }
 
