@@ -8,6 +8,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
 import { newTenant } from './support/db.js';
+import { workflowViolations } from './support/workflow-invariants.js';
 import { apiTask, closeWorkers, cmd, connect, createQueue, expectNoFrame, nextOf, result } from './support/dispatch-fixture.js';
 import {
   getRun,
@@ -94,6 +95,43 @@ describe('run start and chain advancement', () => {
   });
 });
 
+describe('retirement', () => {
+  it('409 RESOURCE_RETIRED for a retired workflow and for a version naming a retired queue (any step); nothing is created', async () => {
+    const q1 = await createQueue(f);
+    const q2 = await createQueue(f);
+    const { workflow } = await newWorkflow(api(), [taskStep('a', q1.id), taskStep('b', q2.id, { after: ['a'] })]);
+    // An unfinished run pins every queue of its version, reached or not.
+    const run = await startRun(api(), workflow.id);
+    const busy = await call(f.gw.url, 'POST', `/v1/queues/${q2.id}:retire`, {
+      token: f.t.token,
+      key: ikey('qr'),
+      body: { expected_revision: '1', reason: 'old' },
+    });
+    expectError(busy, 409, 'RESOURCE_BUSY');
+    expectData(await runCommand(api(), run.id, 'cancel'), 200);
+    expectData(
+      await call(f.gw.url, 'POST', `/v1/queues/${q2.id}:retire`, { token: f.t.token, key: ikey('qr'), body: { expected_revision: '1', reason: 'old' } }),
+      200,
+    );
+    expectError(await startRunRaw(api(), workflow.id), 409, 'RESOURCE_RETIRED');
+    const other = await newWorkflow(api(), [taskStep('a', q1.id)]);
+    expectData(
+      await call(f.gw.url, 'POST', `/v1/workflows/${other.workflow.id}:retire`, {
+        token: f.t.token,
+        key: ikey('wr'),
+        body: { expected_revision: '1', reason: 'done' },
+      }),
+      200,
+    );
+    expectError(await startRunRaw(api(), other.workflow.id), 409, 'RESOURCE_RETIRED');
+    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs WHERE workflow_id IN (?, ?)', [
+      workflow.id,
+      other.workflow.id,
+    ]);
+    expect(Number(rows[0]!.n)).toBe(1);
+  });
+});
+
 describe('for_each', () => {
   it('fans out one task per element; the step output is the outputs in element order, whatever order they finish in', async () => {
     const q = await createQueue(f);
@@ -108,7 +146,8 @@ describe('for_each', () => {
     await result(w, l.attempt_id, 'succeeded', { output: [10, 20, 30] });
     const els = [await takeStarted(w), await takeStarted(w), await takeStarted(w)];
     expect(els.map((e) => e.task.workflow.index).sort()).toEqual([0, 1, 2]);
-    for (const e of els) expect(e.task.payload).toMatchObject({ item: [10, 20, 30][e.task.workflow.index], index: e.task.workflow.index, parents: { list: [10, 20, 30] } });
+    for (const e of els)
+      expect(e.task.payload).toMatchObject({ item: [10, 20, 30][e.task.workflow.index], index: e.task.workflow.index, parents: { list: [10, 20, 30] } });
     // Finish in reverse element order.
     for (const e of [...els].sort((x, y) => y.task.workflow.index - x.task.workflow.index)) {
       await result(w, e.attempt_id, 'succeeded', { output: e.task.payload.item * 2 });
@@ -161,7 +200,13 @@ describe('run_if', () => {
     expect(stepOf(mid, 'b')).toMatchObject({ state: 'SKIPPED', skipped_because: 'parent_failed' });
     expect(stepOf(mid, 'undo').state).toBe('ACTIVE');
     expect(stepOf(mid, 'fin').state).toBe('ACTIVE');
-    const handlers = (await serve(w, () => ({ outcome: 'succeeded' }), async () => (await getRun(api(), run.id)).state !== 'RUNNING')).map((x) => x.task.workflow.step);
+    const handlers = (
+      await serve(
+        w,
+        () => ({ outcome: 'succeeded' }),
+        async () => (await getRun(api(), run.id)).state !== 'RUNNING',
+      )
+    ).map((x) => x.task.workflow.step);
     expect(handlers.sort()).toEqual(['fin', 'undo']);
     expect((await getRun(api(), run.id)).state).toBe('FAILED');
   });
@@ -245,8 +290,14 @@ describe('signals', () => {
     expect(stepOf(got, 'pub').state).toBe('ACTIVE');
 
     const r2 = await startRun(api(), workflow.id);
-    await serve(w, () => ({ outcome: 'succeeded' }), async () => stepOf(await getRun(api(), r2.id), 'approve').state === 'WAITING_SIGNAL');
-    await f.db.pool.query("UPDATE workflow_run_steps SET signal_deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE run_id = ? AND step_key = 'approve'", [r2.id]);
+    await serve(
+      w,
+      () => ({ outcome: 'succeeded' }),
+      async () => stepOf(await getRun(api(), r2.id), 'approve').state === 'WAITING_SIGNAL',
+    );
+    await f.db.pool.query("UPDATE workflow_run_steps SET signal_deadline_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE run_id = ? AND step_key = 'approve'", [
+      r2.id,
+    ]);
     const failed = await waitRunState(api(), r2.id, 'FAILED');
     expect(stepOf(failed, 'approve')).toMatchObject({ state: 'FAILED', error: { code: 'SIGNAL_TIMEOUT' } });
     expect(stepOf(failed, 'pub')).toMatchObject({ state: 'SKIPPED', skipped_because: 'parent_failed' });
@@ -299,7 +350,12 @@ it('pause: a step whose parents finish becomes READY without tasks; resume creat
 
 it('cancel: WAITING and LEASED tasks cancelled with their permits released and task.cancel sent; a RUNNING one is recorded; nothing starts after', async () => {
   const q = await createQueue(f);
-  const { workflow } = await newWorkflow(api(), [taskStep('r1', q.id), taskStep('r2', q.id), taskStep('r3', q.id), taskStep('end', q.id, { after: ['r1', 'r2', 'r3'] })]);
+  const { workflow } = await newWorkflow(api(), [
+    taskStep('r1', q.id),
+    taskStep('r2', q.id),
+    taskStep('r3', q.id),
+    taskStep('end', q.id, { after: ['r1', 'r2', 'r3'] }),
+  ]);
   const run = await startRun(api(), workflow.id);
   const { w } = await connect(f, [q.id], { capacity: 2 });
   const running = await takeStarted(w);
@@ -345,12 +401,19 @@ it('quota: roots that do not fit are 429 with nothing created; a later step wait
   await f.db.pool.query('UPDATE applications SET max_unfinished_tasks = 10 WHERE id = (SELECT application_id FROM namespaces WHERE id = ?)', [t.namespace_id]);
   const started = await waitStepState(tapi, run.id, 'each', 'ACTIVE');
   expect(stepOf(started, 'each').task_ids).toHaveLength(3);
-  await serve(w, () => ({ outcome: 'succeeded' }), async () => (await getRun(tapi, run.id)).state === 'SUCCEEDED');
+  await serve(
+    w,
+    () => ({ outcome: 'succeeded' }),
+    async () => (await getRun(tapi, run.id)).state === 'SUCCEEDED',
+  );
 });
 
 it('use_run_key: runs on one key never hold it at once; tokens strictly increase across runs and steps', async () => {
   const q = await createQueue(f);
-  const { workflow } = await newWorkflow(api(), [taskStep('k1', q.id, {}, { use_run_key: true }), taskStep('k2', q.id, { after: ['k1'] }, { use_run_key: true })]);
+  const { workflow } = await newWorkflow(api(), [
+    taskStep('k1', q.id, {}, { use_run_key: true }),
+    taskStep('k2', q.id, { after: ['k1'] }, { use_run_key: true }),
+  ]);
   const r1 = await startRun(api(), workflow.id, { concurrency_key: 'object/42' });
   const r2 = await startRun(api(), workflow.id, { concurrency_key: 'object/42' });
   expect(r1.concurrency_key).toBe('object/42');
@@ -411,7 +474,10 @@ describe('reads', () => {
     expect(page1.runs.map((r: any) => r.id)).toEqual([ids[2], ids[1]]);
     expect(page1.runs[0].steps).toBeUndefined();
     expect(page1.runs[0].input).toBeUndefined();
-    const page2 = expectData(await call(f.gw.url, 'GET', `/v1/workflow-runs?workflow_id=${workflow.id}&limit=2&cursor=${page1.next_cursor}`, { token: f.t.token }), 200);
+    const page2 = expectData(
+      await call(f.gw.url, 'GET', `/v1/workflow-runs?workflow_id=${workflow.id}&limit=2&cursor=${page1.next_cursor}`, { token: f.t.token }),
+      200,
+    );
     expect(page2).toEqual({ runs: [expect.objectContaining({ id: ids[0], state: 'CANCELLED' })], next_cursor: null });
     const cancelled = expectData(await call(f.gw.url, 'GET', `/v1/workflow-runs?workflow_id=${workflow.id}&state=CANCELLED`, { token: f.t.token }), 200);
     expect(cancelled.runs.map((r: any) => r.id)).toEqual([ids[0]]);
@@ -453,10 +519,16 @@ it('the SDK: stepHandler reads input, params, parents and item; e.workflow names
     const done = await waitRunState(api(), run.id, 'SUCCEEDED', 15_000);
     expect(stepOf(done, 'double').output).toEqual([10, 12, 14]);
     expect(seen[0]).toEqual({ runId: run.id, step: 'split' });
-    expect(seen.slice(1)).toEqual(
-      expect.arrayContaining([0, 1, 2].map((i) => ({ index: i, w: { runId: run.id, step: 'double', index: i }, n: 3 }))),
-    );
+    expect(seen.slice(1)).toEqual(expect.arrayContaining([0, 1, 2].map((i) => ({ index: i, w: { runId: run.id, step: 'double', index: i }, n: 3 }))));
   } finally {
     await worker.close();
   }
+});
+
+// Last: the invariants of workflows.md over every run this file made (finished, cancelled, or left
+// waiting on a delay, a signal, a task or review).
+it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
+  expect(await workflowViolations(f.db.pool)).toEqual([]);
+  const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
+  expect(Number(runs[0]!.n)).toBeGreaterThan(20);
 });

@@ -60,7 +60,20 @@ export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
     return '?';
   };
   const values = rows.map((r) => {
-    args.push(r.run_id, r.step_key, r.namespace_id, r.application_id, r.run_seq, r.state, r.ready_cause, r.skipped_because, r.task_count, r.output, r.error_code, r.error_message);
+    args.push(
+      r.run_id,
+      r.step_key,
+      r.namespace_id,
+      r.application_id,
+      r.run_seq,
+      r.state,
+      r.ready_cause,
+      r.skipped_because,
+      r.task_count,
+      r.output,
+      r.error_code,
+      r.error_message,
+    );
     let deadline = '?';
     if (r.signal_deadline_at !== null && typeof r.signal_deadline_at === 'object') {
       deadline = 'UTC_TIMESTAMP(3) + INTERVAL ? SECOND';

@@ -60,7 +60,16 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
   const [res] = await c.execute<ResultSetHeader>(
     `INSERT INTO workflow_runs (id, namespace_id, application_id, workflow_id, version, state, input, concurrency_key, created_at, updated_at, created_by)
      VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), ?)`,
-    [r.id, r.namespaceId, r.applicationId, r.workflowId, r.version, r.inputJson, r.concurrencyKey === null ? null : Buffer.from(r.concurrencyKey, 'utf8'), r.createdBy],
+    [
+      r.id,
+      r.namespaceId,
+      r.applicationId,
+      r.workflowId,
+      r.version,
+      r.inputJson,
+      r.concurrencyKey === null ? null : Buffer.from(r.concurrencyKey, 'utf8'),
+      r.createdBy,
+    ],
   );
   const [rows] = await c.execute<RowDataPacket[]>('SELECT seq, created_at FROM workflow_runs WHERE id = ?', [r.id]);
   return { seq: String(res.insertId || rows[0]!.seq), createdAt: rows[0]!.created_at as string };
@@ -70,7 +79,10 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
  * they locked the run's tasks). */
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<RunRow | null> {
   if (!isId(id)) return null;
-  const [rows] = await db.execute<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [id, namespaceId]);
+  const [rows] = await db.execute<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
+    id,
+    namespaceId,
+  ]);
   return rows[0] ?? null;
 }
 
@@ -79,7 +91,10 @@ export async function getRun(db: Pool | Conn, namespaceId: string, id: string, l
 export async function lockRuns(c: Conn, ids: string[]): Promise<RunRow[]> {
   if (ids.length === 0) return [];
   const sorted = [...new Set(ids)].sort();
-  const [rows] = await c.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`, sorted);
+  const [rows] = await c.query<RunRow[]>(
+    `SELECT ${COLUMNS} FROM workflow_runs WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`,
+    sorted,
+  );
   return rows;
 }
 

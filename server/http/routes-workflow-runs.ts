@@ -140,7 +140,8 @@ export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
   const q = listQuery(ctx, new Set(['workflow_id', 'state', 'limit', 'cursor']), 'r');
   const workflowId = q.one('workflow_id');
   const state = q.one('state');
-  if (workflowId !== undefined && !isId(workflowId)) throw new OrbitError('INVALID_ARGUMENT', 'workflow_id: must be a 32-hex workflow id', { field: 'workflow_id' });
+  if (workflowId !== undefined && !isId(workflowId))
+    throw new OrbitError('INVALID_ARGUMENT', 'workflow_id: must be a 32-hex workflow id', { field: 'workflow_id' });
   if (state !== undefined && !isWorkflowRunState(state)) {
     throw new OrbitError('INVALID_ARGUMENT', 'state: one of RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED', { field: 'state' });
   }
@@ -156,7 +157,8 @@ export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
   const cred = ctx.cred;
   const visible: RunRow[] = [];
   for (const r of page) {
-    if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id))) visible.push(r);
+    if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id)))
+      visible.push(r);
   }
   return { status: 200, data: { runs: visible.map(runSummaryView), next_cursor: next } };
 }

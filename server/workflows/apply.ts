@@ -49,7 +49,13 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
 }
 
 /** Plans with `plan(opts)` and applies; a quota refusal plans again with room 0. */
-export async function planAndApply(c: Conn, ledger: PermitLedger, run: LoadedRun, plan: (opts: PlanOptions) => Plan, reason?: string): Promise<Applied & { plan: Plan }> {
+export async function planAndApply(
+  c: Conn,
+  ledger: PermitLedger,
+  run: LoadedRun,
+  plan: (opts: PlanOptions) => Plan,
+  reason?: string,
+): Promise<Applied & { plan: Plan }> {
   const first = plan({});
   try {
     return { ...(await applyPlan(c, ledger, run, first, reason)), plan: first };
@@ -73,7 +79,8 @@ export async function applyPlan(c: Conn, ledger: PermitLedger, run: LoadedRun, p
   const revoked = await cancelTasks(c, sub, run, plan, reason);
   await writeRunSteps(c, stepWrites(run, plan));
   await writeSignals(c, run, plan);
-  if (plan.run !== run.row.state || plan.changes.length > 0) await setRunState(c, run.row.id, plan.run, plan.run === 'CANCELLED' && run.row.state !== 'CANCELLED' ? (reason ?? null) : null);
+  if (plan.run !== run.row.state || plan.changes.length > 0)
+    await setRunState(c, run.row.id, plan.run, plan.run === 'CANCELLED' && run.row.state !== 'CANCELLED' ? (reason ?? null) : null);
   let queues: string[] = [];
   if (sp) {
     const items = creates.flatMap((ch) => ch.tasks.map((t) => stepTaskCommand(run, ch.key, t)));

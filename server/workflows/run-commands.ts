@@ -151,7 +151,8 @@ export async function sendSignal(c: Conn, ns: string, runId: string, s: Normaliz
   const run = await lockedRun(c, ns, runId);
   if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });
   const g = run.version.graph;
-  if (signalStepOf(g, s.name) === undefined) throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
+  if (signalStepOf(g, s.name) === undefined)
+    throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
   const first = planSignal(g, run.view, s.name, s.payload);
   if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
   const ledger = new PermitLedger();

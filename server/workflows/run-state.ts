@@ -105,7 +105,11 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
     const ts = byStep.get(s.key) ?? [];
     const v: WorkflowRunStep = { key: s.key, state: r.state, task_ids: ts.map((t) => t.task_id) };
     if (r.state === 'SUCCEEDED') {
-      v.output = isForEach(s) ? ts.map((t) => (t.result_output === null ? null : JSON.parse(t.result_output))) : r.output === null ? null : JSON.parse(r.output);
+      v.output = isForEach(s)
+        ? ts.map((t) => (t.result_output === null ? null : JSON.parse(t.result_output)))
+        : r.output === null
+          ? null
+          : JSON.parse(r.output);
     }
     if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
     if (r.skipped_because) v.skipped_because = r.skipped_because;

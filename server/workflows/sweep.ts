@@ -20,7 +20,13 @@ export interface WorkflowSweepReport {
 
 /** One transaction: the run locked (skipped when final), planned and applied. Returns whether the
  * plan started a step. */
-async function advanceOne(pool: Pool, namespaceId: string, runId: string, plan: (run: LoadedRun, opts: PlanOptions) => Plan, report: WorkflowSweepReport): Promise<boolean> {
+async function advanceOne(
+  pool: Pool,
+  namespaceId: string,
+  runId: string,
+  plan: (run: LoadedRun, opts: PlanOptions) => Plan,
+  report: WorkflowSweepReport,
+): Promise<boolean> {
   return withTransaction(pool, 'sweep', async (c: Conn) => {
     const row = await getRun(c, namespaceId, runId, true);
     if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;

@@ -21,7 +21,11 @@ let wn = 0;
 /** POST /v1/workflows with these steps; returns {workflow, version}. */
 export async function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
   wn++;
-  const r = await call(api.url, 'POST', '/v1/workflows', { token: api.token, key: ikey('wf'), body: { name: `wf-${process.pid}-${Date.now() % 100000}-${wn}`, version: { steps } } });
+  const r = await call(api.url, 'POST', '/v1/workflows', {
+    token: api.token,
+    key: ikey('wf'),
+    body: { name: `wf-${process.pid}-${Date.now() % 100000}-${wn}`, version: { steps } },
+  });
   return expectData(r, 201);
 }
 
@@ -33,7 +37,13 @@ export async function startRun(api: Api, workflowId: string, body: Record<string
   return expectData(await startRunRaw(api, workflowId, body), 201).run;
 }
 
-export function runCommand(api: Api, runId: string, verb: 'pause' | 'resume' | 'cancel', body: Record<string, unknown> = {}, key = ikey(verb)): Promise<RawResponse> {
+export function runCommand(
+  api: Api,
+  runId: string,
+  verb: 'pause' | 'resume' | 'cancel',
+  body: Record<string, unknown> = {},
+  key = ikey(verb),
+): Promise<RawResponse> {
   return call(api.url, 'POST', `/v1/workflow-runs/${runId}:${verb}`, { token: api.token, key, body });
 }
 
@@ -72,7 +82,12 @@ export async function takeStarted(w: RawWorker, ms = 10_000): Promise<any> {
 }
 
 /** Answers every task.assign by `answer` until `done()` (checked between frames). */
-export async function serve(w: RawWorker, answer: (a: any) => { outcome: string; output?: unknown; error?: unknown }, done: () => Promise<boolean>, ms = 15_000): Promise<any[]> {
+export async function serve(
+  w: RawWorker,
+  answer: (a: any) => { outcome: string; output?: unknown; error?: unknown },
+  done: () => Promise<boolean>,
+  ms = 15_000,
+): Promise<any[]> {
   const seen: any[] = [];
   const until = Date.now() + ms;
   while (!(await done())) {
