@@ -110,3 +110,10 @@ export async function lockVersionQueues(c: Conn, namespaceId: string, queueIds: 
   );
   return rows;
 }
+
+/** versionQueueIds(workflow_id, number) → the queues the version names (sorted), or null when there
+ * is no such version: the authorization check of reads and commands, without reading the steps. */
+export async function versionQueueIds(db: Pool | Conn, workflowId: string, number: number): Promise<string[] | null> {
+  const [rows] = await db.execute<RowDataPacket[]>('SELECT queue_ids FROM workflow_versions WHERE workflow_id = ? AND number = ?', [workflowId, number]);
+  return rows[0] ? (JSON.parse(rows[0].queue_ids as string) as string[]) : null;
+}

@@ -117,3 +117,15 @@ export async function markWorkflowRetired(c: Conn, id: string, reason: string): 
     [reason, id],
   );
 }
+
+/** unfinishedRunsOfWorkflow(workflow_id, limit) → ids of its RUNNING and PAUSED runs, oldest first,
+ * at most `limit`, and their total (workflow_runs (workflow_id, state, version)). The caller holds
+ * the workflow row FOR UPDATE and a run start takes it in share mode, so none can start between
+ * this read and the commit. */
+export async function unfinishedRunsOfWorkflow(c: Conn, workflowId: string, limit: number): Promise<{ ids: string[]; count: number }> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT id, COUNT(*) OVER () AS n FROM workflow_runs WHERE workflow_id = ? AND state IN ('RUNNING','PAUSED') ORDER BY seq LIMIT ${Number(limit)}`,
+    [workflowId],
+  );
+  return { ids: rows.map((r) => r.id as string), count: rows.length === 0 ? 0 : Number(rows[0]!.n) };
+}
