@@ -90,7 +90,7 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
 
 /** The task columns a claim, refill or hand-off reads (CandidateRow). */
 const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
-  t.concurrency_key, t.priority, t.deadline_at, t.attempts_created`;
+  t.concurrency_key, t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index`;
 
 /** lockKeySuccessors([namespace, key, queue], now) → the next due WAITING tasks of each key in its
  * queue (a few per key, so that rows a claim holds can be skipped), read from waiting_tasks
@@ -132,6 +132,9 @@ export type CandidateRow = Pick<
   | 'priority'
   | 'deadline_at'
   | 'attempts_created'
+  | 'workflow_run_id'
+  | 'workflow_step'
+  | 'workflow_index'
 >;
 
 /** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key

@@ -71,6 +71,7 @@ export async function finishTask(
   // A WAITING task (cancel, deadline) is no longer claimable.
   if (t.state === 'WAITING') await leaveWaiting(c, [t]);
   if (terminal) ledger.taskFinished(t.application_id);
+  ledger.taskChanged(t);
   const result: Record<string, unknown> = { outcome: r.outcome };
   if (r.output) result.output = JSON.parse(r.output);
   if (r.error) result.error = r.error;

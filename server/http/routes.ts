@@ -33,6 +33,7 @@ import {
   triggerScheduleRoute,
 } from './routes-schedules.js';
 import { addWorkflowRoutes } from './routes-workflows.js';
+import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
@@ -98,5 +99,6 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/schedules/{id}:trigger', auth: true, handle: triggerScheduleRoute });
   r.add({ method: 'POST', template: '/v1/schedules/{id}:retire', auth: true, handle: retireScheduleRoute });
   addWorkflowRoutes(r);
+  addWorkflowRunRoutes(r);
   return r;
 }
