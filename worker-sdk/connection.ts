@@ -21,6 +21,7 @@ import {
   type WorkerFrame,
 } from '@orbit/protocol/frames';
 import { OrbitError, isErrorCode } from '@orbit/protocol/errors';
+import { BatchedSocket } from './batched-socket.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
 import {
   assignProblem,
@@ -100,7 +101,7 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.opened.catch(() => {}); // callers of connect() see it; a bare `new` must not crash
     const hello = helloFrame(opts.registration); // throws on a bad registration, before any I/O
     const helloMs = opts.helloTimeoutMs ?? 10_000;
-    this.ws = new WebSocket(connectUrl(opts.url), SUBPROTOCOL, {
+    this.ws = new BatchedSocket(connectUrl(opts.url), SUBPROTOCOL, {
       headers: { Authorization: `Bearer ${opts.token}` },
       handshakeTimeout: helloMs,
       maxPayload: opts.maxIncomingFrameBytes ?? 4 * DEFAULT_MAX_FRAME_BYTES,
