@@ -387,7 +387,9 @@ export class WorkerConnection extends EventEmitter<EventMap> {
 
   private touch(): void {
     if (this.idleMs <= 0 || this.state === 'closed') return;
-    clearTimeout(this.idleTimer);
+    // Every incoming frame restarts the timer: refresh() re-arms the one Timeout instead of
+    // allocating and inserting a new one per frame.
+    if (this.idleTimer) return void this.idleTimer.refresh();
     this.idleTimer = setTimeout(() => {
       this.failure ??= new ConnectionClosedError(1006, 'idle timeout: no frame or ping from the gateway');
       this.ws.terminate();
