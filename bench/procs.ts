@@ -22,8 +22,11 @@ function exitedPromise(child: ChildProcess): Promise<void> {
 }
 
 export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
+  // ORBIT_BENCH_CPU_PROF=dir: each worker process writes a V8 CPU profile to dir/workers at exit.
+  const dir = process.env.ORBIT_BENCH_CPU_PROF;
+  const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, 'workers')}`] : [];
   return Array.from({ length: count }, () => {
-    const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+    const child = spawn(process.execPath, [...prof, path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
       env: {
         ...process.env,
         ORBIT_URL: url,

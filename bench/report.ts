@@ -86,6 +86,8 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     empty_claim_share: round(r.emptyClaimShare),
     frame_batch_mean: round(r.frameBatchMean, 2),
     gateway_finished: r.gatewayFinished,
+    worker_frames_per_task: round(r.workerFramesPerTask),
+    worker_socket_writes_per_task: round(r.workerWritesPerTask),
     cpu_ms_per_task: cpu,
     submit_to_assign_ms: { p50: round(r.submitToAssignMs.p50, 1), p99: round(r.submitToAssignMs.p99, 1) },
     result_to_ok_ms: { p50: round(r.resultToOkMs.p50, 1), p99: round(r.resultToOkMs.p99, 1) },
@@ -189,8 +191,8 @@ export function reportText(x: ReportInput): string {
     '',
     'Per task:',
     '',
-    '| scenario | statements (sel/ins/upd/del/begin/commit/other) | commits = explicit + autocommit | write commits | row-lock waits | claim rounds | empty claims | assigned in result tx: refills / hand-offs | gateway transactions / their round trips | CPU ms: mariadbd / gateway / workers / producers = total |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| scenario | statements (sel/ins/upd/del/begin/commit/other) | commits = explicit + autocommit | write commits | row-lock waits | claim rounds | empty claims | assigned in result tx: refills / hand-offs | gateway transactions / their round trips | frames to workers / their socket writes | CPU ms: mariadbd / gateway / workers / producers = total |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...done.map((r) => {
       const d = r.db;
       const k = d.breakdown;
@@ -203,6 +205,7 @@ export function reportText(x: ReportInput): string {
         `${fmt(d.rowLockWaits, 3)} | ${fmt(r.claimRoundsPerTask, 3)} | ${r.emptyClaimShare === null ? 'n/a' : `${fmt(r.emptyClaimShare * 100)} %`} | ` +
         `${r.refillsPerTask === null ? 'n/a' : fmt(r.refillsPerTask, 2)} / ${r.handoffsPerTask === null ? 'n/a' : fmt(r.handoffsPerTask, 2)} | ` +
         `${r.roundTripsPerTask === null ? 'n/a' : `${fmt(r.gatewayTransactionsPerTask, 2)} / ${fmt(r.roundTripsPerTask, 2)}`} | ` +
+        `${r.workerFramesPerTask === null ? 'n/a' : `${fmt(r.workerFramesPerTask, 2)} / ${fmt(r.workerWritesPerTask, 2)}`} | ` +
         `${fmt(c.mariadbd, 2)} / ${fmt(c.gateway, 2)} / ${fmt(c.workers, 2)} / ${fmt(c.producers, 2)} = ${fmt(c.total, 2)} |`
       );
     }),

@@ -65,6 +65,10 @@ export interface ScenarioResult {
   frameBatchMean: number | null;
   /** orbit_tasks_finished_total delta (a cross-check of the workers' count). */
   gatewayFinished: number | null;
+  /** Frames the gateway sent to worker sessions and the socket writes they went out in, per task
+   * (orbit_worker_frames_sent_total, orbit_worker_socket_flushes_total; null: no such metric). */
+  workerFramesPerTask: number | null;
+  workerWritesPerTask: number | null;
   cpuMsPerTask: CpuPerTask;
   submitToAssignMs: { p50: number; p99: number };
   resultToOkMs: { p50: number; p99: number };
@@ -229,6 +233,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const handoffs = metricDelta(mBefore, mAfter, 'orbit_key_handoffs_total');
     const batchSum = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_sum');
     const batchCount = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_count');
+    const framesSent = metricDelta(mBefore, mAfter, 'orbit_worker_frames_sent_total');
+    const flushes = metricDelta(mBefore, mAfter, 'orbit_worker_socket_flushes_total');
 
     const lat = await attemptLatencies(s.pool, queueId);
     const results = workers.flatMap((w) => w.latencies);
@@ -248,6 +254,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       handoffsPerTask: handoffs === null ? null : handoffs / spec.count,
       frameBatchMean: batchSum !== null && batchCount ? batchSum / batchCount : null,
       gatewayFinished: metricDelta(mBefore, mAfter, 'orbit_tasks_finished_total'),
+      workerFramesPerTask: framesSent === null ? null : framesSent / spec.count,
+      workerWritesPerTask: flushes === null ? null : flushes / spec.count,
       cpuMsPerTask: cpu,
       submitToAssignMs: { p50: percentile(lat.assign, 50), p99: percentile(lat.assign, 99) },
       resultToOkMs: { p50: percentile(results, 50), p99: percentile(results, 99) },

@@ -164,6 +164,18 @@ export function createMetrics() {
       help: 'times a worker session reached its frames-in-flight or bytes limit and its socket was paused',
       registers: [registry],
     }),
+    // Writes to worker sockets (server/gateway/worker-socket.ts batchWrites): frames sent and the
+    // socket writes they went out in (one per event-loop turn with frames for that socket).
+    framesSent: new client.Counter({
+      name: 'orbit_worker_frames_sent_total',
+      help: 'WebSocket frames (messages, pings, pongs) sent to worker sessions',
+      registers: [registry],
+    }),
+    socketFlushes: new client.Counter({
+      name: 'orbit_worker_socket_flushes_total',
+      help: 'socket writes of worker sessions: each carries the frames sent to that session in one event-loop turn',
+      registers: [registry],
+    }),
     renewBatchSize: new client.Histogram({
       name: 'orbit_renew_batch_size',
       help: 'renew frames of one session committed together in one renew transaction',

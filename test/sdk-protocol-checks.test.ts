@@ -158,6 +158,27 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
     expect(seen).toEqual(['assign', 'violation:keyed task assigned to a session that did not declare concurrency_keys']);
   });
 
+  it('the idle timeout restarts with every frame (the one timer re-armed) and fires once the gateway goes silent', async () => {
+    const conn = await connect({
+      url: gw.url,
+      token: 'secret-token',
+      idleTimeoutMs: 400,
+      registration: { workerId: 'w-idle', queues: [hexId()], capacity: 1, concurrencyKeys: true },
+    });
+    const s = await gw.nextSession();
+    // Frames every 100 ms for three times the timeout: the session stays open.
+    for (let i = 0; i < 12; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      s.ws.ping();
+    }
+    expect(conn.isOpen).toBe(true);
+    // Silence: the worker ends the session itself (terminate: 1006) with the idle reason.
+    const closed = await Promise.race([s.closed, new Promise<null>((r) => setTimeout(() => r(null), 5000))]);
+    expect(closed?.code).toBe(1006);
+    await conn.whenClosed;
+    expect(conn.isOpen).toBe(false);
+  });
+
   it('schema-invalid frames and binary frames', async () => {
     const cases: [string | Buffer, number][] = [
       ['not json', 1002],

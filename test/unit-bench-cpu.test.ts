@@ -94,6 +94,8 @@ describe('bench report in u', () => {
     handoffsPerTask: null,
     frameBatchMean: null,
     gatewayFinished: null,
+    workerFramesPerTask: null,
+    workerWritesPerTask: null,
     cpuMsPerTask: cpuPerTask({ mariadbd: 3000 * 1.1, gateway: 3000 * 0.88, workers: 3000 * 0.44, producers: 3000 * 0.022 }, 3000),
     submitToAssignMs: { p50: 1, p99: 2 },
     resultToOkMs: { p50: 1, p99: 2 },

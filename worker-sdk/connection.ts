@@ -21,6 +21,7 @@ import {
   type WorkerFrame,
 } from '@orbit/protocol/frames';
 import { OrbitError, isErrorCode } from '@orbit/protocol/errors';
+import { BatchedSocket } from './batched-socket.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
 import {
   assignProblem,
@@ -100,7 +101,7 @@ export class WorkerConnection extends EventEmitter<EventMap> {
     this.opened.catch(() => {}); // callers of connect() see it; a bare `new` must not crash
     const hello = helloFrame(opts.registration); // throws on a bad registration, before any I/O
     const helloMs = opts.helloTimeoutMs ?? 10_000;
-    this.ws = new WebSocket(connectUrl(opts.url), SUBPROTOCOL, {
+    this.ws = new BatchedSocket(connectUrl(opts.url), SUBPROTOCOL, {
       headers: { Authorization: `Bearer ${opts.token}` },
       handshakeTimeout: helloMs,
       maxPayload: opts.maxIncomingFrameBytes ?? 4 * DEFAULT_MAX_FRAME_BYTES,
@@ -386,7 +387,9 @@ export class WorkerConnection extends EventEmitter<EventMap> {
 
   private touch(): void {
     if (this.idleMs <= 0 || this.state === 'closed') return;
-    clearTimeout(this.idleTimer);
+    // Every incoming frame restarts the timer: refresh() re-arms the one Timeout instead of
+    // allocating and inserting a new one per frame.
+    if (this.idleTimer) return void this.idleTimer.refresh();
     this.idleTimer = setTimeout(() => {
       this.failure ??= new ConnectionClosedError(1006, 'idle timeout: no frame or ping from the gateway');
       this.ws.terminate();

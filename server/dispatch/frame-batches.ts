@@ -85,6 +85,18 @@ function plusMs(dbTime: string, ms: number): string {
   return new Date(Date.parse(dbTime.replace(' ', 'T') + 'Z') + ms).toISOString().replace('T', ' ').replace('Z', '');
 }
 
+/** A result's output as stored (JSON text, null without output), serialized once per frame: the
+ * size limit, the batch weight and the row all read it (it was stringified three times). */
+const outputTexts = new WeakMap<ResultFrame, string | null>();
+function outputJson(f: ResultFrame): string | null {
+  let text = outputTexts.get(f);
+  if (text === undefined) {
+    text = f.output === undefined ? null : JSON.stringify(f.output);
+    outputTexts.set(f, text);
+  }
+  return text;
+}
+
 function resultFingerprint(f: ResultFrame): string {
   return crypto
     .createHash('sha256')
@@ -199,7 +211,7 @@ async function results(
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });
-    const output = f.output === undefined ? null : JSON.stringify(f.output);
+    const output = outputJson(f);
     const err = f.error ?? null;
     const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
     closed.push({
@@ -231,7 +243,7 @@ async function results(
       });
       if (d.taskState !== 'NEEDS_REVIEW') ledger.taskFinished(a.application_id);
       const result: Record<string, unknown> = { outcome: d.taskOutcome };
-      if (taskOutput) result.output = JSON.parse(taskOutput);
+      if (taskOutput !== null) result.output = f.output;
       if (err) result.error = err;
       ledger.event({ namespaceId: a.namespace_id, type: OUTCOME_EVENT[d.taskOutcome!]!, taskId: a.task_id, queueId: a.queue_id, result });
     }
@@ -330,7 +342,7 @@ async function batchInTx(
     if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
     else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
     else if (cmd.kind === 'start') startItems.push({ i, cmd });
-    else if (cmd.frame.output !== undefined && Buffer.byteLength(JSON.stringify(cmd.frame.output)) > MAX_OUTPUT_BYTES) {
+    else if (Buffer.byteLength(outputJson(cmd.frame) ?? '') > MAX_OUTPUT_BYTES) {
       out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
     } else resultItems.push({ i, cmd });
   });
@@ -378,7 +390,7 @@ async function batchInTx(
 function resultBytes(cmd: FrameCommand): number {
   if (cmd.kind !== 'result') return 0;
   const f = cmd.frame;
-  return (f.output === undefined ? 0 : Buffer.byteLength(JSON.stringify(f.output))) + Buffer.byteLength(f.error?.message ?? '');
+  return Buffer.byteLength(outputJson(f) ?? '') + Buffer.byteLength(f.error?.message ?? '');
 }
 
 /** The node's frame committer: per-application group commit of start and result frames. */

@@ -438,7 +438,10 @@ export class Session {
     // reply is sent): freeing it here would let a claim round take it in between.
     if (!r.refilled) this.held.delete(f.attempt_id);
     this.send(r.reply as GatewayFrame);
-    this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
+    // Per-task lines are debug only, and not even built below it (issue 19: no per-task logging cost).
+    if (this.log.isLevelEnabled('debug')) {
+      this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
+    }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
     // A finished task only freed its permits; a retried one is WAITING again (new work).
     this.host.wake(r.freedQueues, r.reply.task_state === 'WAITING' ? 'work' : 'released');
@@ -490,6 +493,7 @@ export class Session {
     // A worker that stopped gets this batch, but no more: nothing new is assigned while this ping
     // stays unanswered past the pong timeout.
     if (assignments.length > 0) this.liveness.probe();
+    const debug = this.log.isLevelEnabled('debug');
     for (const a of assignments) {
       this.held.set(a.attemptId, a.queueId);
       const frame: GatewayFrame = {
@@ -500,10 +504,12 @@ export class Session {
         task: a.task,
       };
       if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
-      this.log.debug(
-        { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },
-        'task assigned',
-      );
+      if (debug) {
+        this.log.debug(
+          { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },
+          'task assigned',
+        );
+      }
       this.send(frame);
     }
   }

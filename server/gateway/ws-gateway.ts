@@ -175,6 +175,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
         // with 1011 instead of answering HTTP.
         try {
           this.app.faults.hit('upgrade');
+          ws.batchWrites(socket, this.metrics);
           const s = new Session(this, ws, cred);
           this.pending.add(s);
           ws.once('close', () => this.pending.delete(s));

@@ -65,6 +65,7 @@ export class InProcessHost implements SessionHost, DispatcherHost {
   /** Listens on 127.0.0.1; every connection becomes a Session of the credential of its bearer token. */
   async listen(): Promise<string> {
     this.wss.on('connection', (ws, req) => {
+      ws.batchWrites(req.socket);
       const token = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
       void findCredentialByTokenHash(this.pool, hashToken(token)).then((cred) => {
         if (!cred) return ws.close(1008, 'unknown token');
