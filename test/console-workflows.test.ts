@@ -91,8 +91,8 @@ describe('console Workflows page in Chromium', () => {
     await page.fill('textarea[name=run_input]', JSON.stringify({ doc: 42, note: XSS }));
     await page.click('[data-act=start-run]');
     // The page moves to the run it started.
-    await page.waitForURL(/#\/workflow-runs\/[0-9a-f]{32}$/);
-    const runId = page.url().split('/').pop()!;
+    await page.waitForFunction(() => /^#\/workflow-runs\/[0-9a-f]{32}$/.test(location.hash));
+    const runId = (await page.evaluate(() => location.hash)).split('/').pop()!;
     await page.getByText('Workflow run').first().waitFor();
     // The worker runs fetch; the run then waits for the signal (auto-refresh follows it).
     await expect.poll(() => drawn(page, 'fetch'), { timeout: 15_000 }).toBe('SUCCEEDED');
