@@ -14,6 +14,7 @@ import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, uPerTask, type CpuPerTask } from './cpu.js';
 import { spawnWorkers, stopWorkers, type WorkerProc } from './procs.js';
+import { api as post } from './scheduled-load.js';
 import { fmt, percentile, round } from './stats.js';
 
 export interface WorkflowLoadSetup {
@@ -74,21 +75,6 @@ function shape(name: WorkflowLoadSpec['name'], queueId: string): { steps: unknow
     ],
     tasksPerRun: 101,
   };
-}
-
-async function post(url: string, token: string, p: string, body: unknown, key: string): Promise<any> {
-  for (let attempt = 0; ; attempt++) {
-    const res = await fetch(url + p, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json()) as any;
-    if (res.status < 300) return json.data;
-    // 503: busy database, retried with the same key (the start executes once).
-    if (res.status !== 503 || attempt > 50) throw new Error(`POST ${p}: ${res.status} ${JSON.stringify(json.error)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const ms = (v: string) => Date.parse(String(v).replace(' ', 'T') + 'Z');

@@ -14,7 +14,7 @@ import { call, ikey } from './support/http.js';
 import { limitedCredential } from './support/contract.js';
 import { createQueue } from './support/dispatch-fixture.js';
 import { autoWorker, type AutoWorker } from './support/auto-worker.js';
-import { DESKTOP, PHONE, launchBrowser, screenshotDir, scrollsSideways, type Browser, type Watched } from './support/browser.js';
+import { DESKTOP, PHONE, goTo, launchBrowser, screenshotDir, scrollsSideways, signInAs, type Browser, type Watched } from './support/browser.js';
 import { XSS } from './support/console-data.js';
 
 const f = useGatewayFixture();
@@ -63,17 +63,8 @@ async function open(viewport = DESKTOP): Promise<Watched> {
   return w;
 }
 
-async function signIn(page: Page, token = f.t.token): Promise<void> {
-  await page.goto(`${f.gw.url}/console/`);
-  await page.fill('input[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.getByRole('heading', { name: 'Credential' }).waitFor();
-}
-
-async function go(page: Page, hash: string, ready: string): Promise<void> {
-  await page.evaluate((h) => (location.hash = h), hash);
-  await page.getByText(ready, { exact: false }).first().waitFor();
-}
+const signIn = (page: Page, token = f.t.token) => signInAs(page, f.gw.url, token);
+const go = goTo;
 
 /** The state the graph shows for a step. */
 const drawn = (page: Page, step: string) => page.locator(`[data-graph] [data-step="${step}"]`).getAttribute('data-state');
@@ -204,10 +195,7 @@ describe('console Workflows page in Chromium', () => {
     // With workflows:run only, run commands are enabled and publishing is not.
     const runner = await limitedCredential(f.db, f.t.namespace_id, ['tasks:read', 'workflows:run'] as any);
     const p2 = (await open()).page;
-    await p2.goto(`${f.gw.url}/console/`);
-    await p2.fill('input[name=token]', runner.token);
-    await p2.click('button[type=submit]');
-    await p2.getByRole('heading', { name: 'Credential' }).waitFor();
+    await signIn(p2, runner.token);
     await go(p2, `#/workflows/${wf.id}`, 'Start a run');
     expect(await p2.locator('[data-act=start-run]').isDisabled()).toBe(false);
     expect(await p2.locator('[data-act=publish]').isDisabled()).toBe(true);

@@ -18,7 +18,7 @@ import crypto from 'node:crypto';
 import { createClient, type ScheduleFire } from '@orbit/worker-sdk/client';
 import { createWorker, type Worker } from '@orbit/worker-sdk/worker';
 import { OrbitApiError } from '@orbit/worker-sdk/client';
-import { ExampleFailure, fail, readCredentials } from '../credentials.js';
+import { fail, readCredentials, runMain } from '../example-kit.js';
 
 const DEADLINE_MS = 20_000;
 const HANDLER = 'report.build';
@@ -107,19 +107,4 @@ async function main(): Promise<void> {
   }
 }
 
-const deadline = setTimeout(() => {
-  console.error(`schedules: not finished within ${DEADLINE_MS / 1000} s`);
-  process.exit(1);
-}, DEADLINE_MS);
-
-main().then(
-  () => {
-    clearTimeout(deadline);
-    process.exit(process.exitCode ?? 0);
-  },
-  (err) => {
-    clearTimeout(deadline);
-    console.error(`schedules: ${err instanceof ExampleFailure ? err.message : ((err as Error).stack ?? String(err))}`);
-    process.exit(1);
-  },
-);
+runMain('schedules', main, DEADLINE_MS);
