@@ -33,7 +33,7 @@ const admin = (args: string[], env: Record<string, string | undefined> = {}) => 
 /** The same through the built bin, a real process. */
 const adminProcess = (args: string[], env: Record<string, string | undefined> = {}) => runBin('orbit-admin', args, { ORBIT_MYSQL_DSN: db.dsn, ...env });
 
-const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
+const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage', 'workflows:manage', 'workflows:run'];
 const WORKER = ['workers:connect', 'workers:consume'];
 
 interface Creds {

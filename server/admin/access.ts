@@ -7,7 +7,16 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 
 export type Scope =
-  'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'workers:connect' | 'workers:consume' | 'schedules:manage';
+  | 'tasks:submit'
+  | 'tasks:read'
+  | 'queues:manage'
+  | 'events:manage'
+  | 'events:read'
+  | 'workers:connect'
+  | 'workers:consume'
+  | 'schedules:manage'
+  | 'workflows:manage'
+  | 'workflows:run';
 
 export const ALL_SCOPES: Scope[] = [
   'tasks:submit',
@@ -18,6 +27,8 @@ export const ALL_SCOPES: Scope[] = [
   'workers:connect',
   'workers:consume',
   'schedules:manage',
+  'workflows:manage',
+  'workflows:run',
 ];
 
 export function hashToken(token: string): Buffer {

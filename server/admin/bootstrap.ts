@@ -33,7 +33,16 @@ export interface CredentialsFile {
   mysql_dsn?: string;
 }
 
-export const BASE_SCOPES: Scope[] = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage'];
+export const BASE_SCOPES: Scope[] = [
+  'tasks:submit',
+  'tasks:read',
+  'queues:manage',
+  'events:manage',
+  'events:read',
+  'schedules:manage',
+  'workflows:manage',
+  'workflows:run',
+];
 export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
 
 /** Throws one line naming the first invalid field (before anything is written). */

@@ -2,9 +2,8 @@
 // its request body schema (the same TypeBox schema the facade validates with), its success status
 // and the error codes it can answer. test/api-docs.test.ts checks that every route of the router
 // has an entry here and that the scopes are the ones the handlers enforce.
-import type { TSchema } from '@sinclair/typebox';
-import type { ErrorCode } from '@orbit/protocol/errors';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, MAX_BATCH_ITEMS } from '@orbit/protocol/limits';
+import { cursor, limit, type RouteMeta } from './route-meta-type.js';
+import { MAX_BATCH_ITEMS } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, TASK_STATES } from '@orbit/protocol/states';
 import {
   AckDeliveriesBody,
@@ -21,33 +20,9 @@ import {
   TriggerScheduleBody,
   SubmitTaskBody,
 } from '@orbit/protocol/http-schemas';
+import { WORKFLOW_ROUTE_META } from './routes-meta-workflows.js';
 
-export interface QueryParam {
-  name: string;
-  description: string;
-  enum?: readonly string[];
-  integer?: { minimum: number; maximum: number };
-}
-
-export interface RouteMeta {
-  summary: string;
-  /** The scope the credential needs; absent for the unauthenticated health and docs routes. */
-  scope?: string;
-  /** Other scopes that also grant the route (any one of scope + these suffices). */
-  orScopes?: string[];
-  body?: TSchema;
-  /** Receipt-bearing command: requires Idempotency-Key. */
-  idempotent?: boolean;
-  query?: QueryParam[];
-  status: number;
-  /** What `data` holds on success. */
-  returns: string;
-  /** Route-specific codes; the common ones (auth, 400, 500, 503, …) are added by the generator. */
-  errors: ErrorCode[];
-}
-
-const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
-const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
+export type { QueryParam, RouteMeta } from './route-meta-type.js';
 
 const revisionCmd = (summary: string, scope: string, returns: string): RouteMeta => ({
   summary,
@@ -285,4 +260,5 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     returns: '{subscription, deduplicated}',
     errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_BUSY', 'EVENT_HISTORY_EXPIRED', 'IDEMPOTENCY_CONFLICT'],
   },
+  ...WORKFLOW_ROUTE_META,
 };

@@ -38,3 +38,18 @@ export async function countHeldKeysOfQueue(c: Conn, namespaceId: string, queueId
   );
   return Number(keys[0]!.n);
 }
+
+/** unfinishedRunsOfQueue(queue_id, limit) → ids of RUNNING and PAUSED workflow runs whose version
+ * names the queue in any step (reached or not), oldest first, at most `limit`, and their total. By
+ * workflow_version_queues' primary key (queue prefix), then workflow_runs (workflow_id, state,
+ * version). A run start share-locks the queue row, so none can start between this read and the
+ * commit. */
+export async function unfinishedRunsOfQueue(c: Conn, queueId: string, limit: number): Promise<{ ids: string[]; count: number }> {
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT r.id, COUNT(*) OVER () AS n FROM workflow_version_queues q
+       JOIN workflow_runs r ON r.workflow_id = q.workflow_id AND r.version = q.version AND r.state IN ('RUNNING','PAUSED')
+      WHERE q.queue_id = ? ORDER BY r.seq LIMIT ${Number(limit)}`,
+    [queueId],
+  );
+  return { ids: rows.map((r) => r.id as string), count: rows.length === 0 ? 0 : Number(rows[0]!.n) };
+}

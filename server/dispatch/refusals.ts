@@ -37,7 +37,7 @@ export async function unfinishedTasksQuota(c: Conn, applicationId: string): Prom
 
 /** Runs the INSERT of a named resource (queue, subscription, schedule): names are unique in the
  * namespace forever, so a duplicate key becomes 409 STATE_CONFLICT on `name`. */
-export async function insertNamed(kind: 'queue' | 'subscription' | 'schedule', name: string, insert: () => Promise<unknown>): Promise<void> {
+export async function insertNamed(kind: 'queue' | 'subscription' | 'schedule' | 'workflow', name: string, insert: () => Promise<unknown>): Promise<void> {
   try {
     await insert();
   } catch (err) {

@@ -8,8 +8,8 @@
 //   subscription row (no lease can materialize or lease meanwhile);
 // - queue: the queue row is locked FOR UPDATE first — submit takes it LOCK IN SHARE MODE, the claim
 //   transaction FOR UPDATE (and grants nothing for a retired queue), subscription creation LOCK IN
-//   SHARE MODE, schedule creation/publish/resume LOCK IN SHARE MODE — so nothing can add work to
-//   the queue between the checks and the commit. A writer
+//   SHARE MODE, schedule creation/publish/resume and workflow creation/publish/run start LOCK IN
+//   SHARE MODE — so nothing can add work to the queue between the checks and the commit. A writer
 //   that is still in flight only makes the check more conservative (its work is seen as unfinished).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
@@ -17,7 +17,8 @@ import type { Conn } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { getQueue, markQueueRetired, queueView } from '../db/queues.js';
-import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedTaskCounts } from '../db/queue-blockers.js';
+import { countHeldKeysOfQueue, countLiveAttemptsOfQueue, needsReviewTaskIds, unfinishedRunsOfQueue, unfinishedTaskCounts } from '../db/queue-blockers.js';
+import { MAX_BUSY_RUN_IDS } from '@orbit/protocol/limits';
 import {
   countQueueSubscriptions,
   countUnacked,
@@ -75,11 +76,20 @@ export async function retireSubscription(c: Conn, cred: Credential, id: string, 
 }
 
 export interface BusyReason {
-  reason: 'unfinished_tasks' | 'needs_review_tasks' | 'in_flight_attempts' | 'unreleased_permits' | 'held_resource_keys' | 'subscriptions' | 'schedules';
+  reason:
+    | 'unfinished_tasks'
+    | 'needs_review_tasks'
+    | 'in_flight_attempts'
+    | 'unreleased_permits'
+    | 'held_resource_keys'
+    | 'subscriptions'
+    | 'schedules'
+    | 'workflow_runs';
   count: number;
   message: string;
   task_ids?: string[];
   schedule_ids?: string[];
+  run_ids?: string[];
 }
 
 /** Everything that keeps a queue from being retired (empty when it can be). The caller holds the
@@ -125,6 +135,17 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
       count: schedules.length,
       message: `${schedules.length} enabled schedules target this queue (pause them first: ${schedules.join(', ')})`,
       schedule_ids: schedules,
+    });
+  }
+  // Workflow runs: a RUNNING or PAUSED run pins every queue its version names, reached or not. A
+  // run start and a version publish share-lock the queue row, so none can appear meanwhile.
+  const runs = await unfinishedRunsOfQueue(c, q.id, MAX_BUSY_RUN_IDS);
+  if (runs.count > 0) {
+    out.push({
+      reason: 'workflow_runs',
+      count: runs.count,
+      message: `${runs.count} unfinished workflow runs (RUNNING or PAUSED) whose version names this queue (cancel them or let them finish: ${runs.ids.join(', ')}${runs.count > runs.ids.length ? ', …' : ''})`,
+      run_ids: runs.ids,
     });
   }
   return out;

@@ -42,3 +42,8 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
 export function encodeCursor(kind: string, position: string): string {
   return Buffer.from(kind + position).toString('base64url');
 }
+
+/** Reads that take no query parameters refuse any (400 naming the field). */
+export function noQuery(ctx: RequestCtx): void {
+  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
+}

@@ -16,7 +16,7 @@ import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
 import { queueNotFound } from './hints.js';
 import { command, type CommandReply } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
 /** The version normalized, its queue checked (404 absent, 403 outside queue_ids) and its
  * max_attempts default resolved from the queue (so the default written out is the same command). */
@@ -128,10 +128,6 @@ export const triggerScheduleRoute = command({
 // ---- reads: schedules:manage or tasks:read ----
 
 const READ_SCOPES = ['schedules:manage', 'tasks:read'] as const;
-
-function noQuery(ctx: RequestCtx): void {
-  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
-}
 
 export async function getScheduleRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, [...READ_SCOPES]);

@@ -32,6 +32,7 @@ import {
   retireScheduleRoute,
   triggerScheduleRoute,
 } from './routes-schedules.js';
+import { addWorkflowRoutes } from './routes-workflows.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
@@ -96,5 +97,6 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/schedules/{id}:resume', auth: true, handle: resumeScheduleRoute });
   r.add({ method: 'POST', template: '/v1/schedules/{id}:trigger', auth: true, handle: triggerScheduleRoute });
   r.add({ method: 'POST', template: '/v1/schedules/{id}:retire', auth: true, handle: retireScheduleRoute });
+  addWorkflowRoutes(r);
   return r;
 }

@@ -1,0 +1,119 @@
+// SQL operations on workflow versions and the set of queues each names (workflow_versions,
+// workflow_version_queues): published once, never changed (workflows.md). Each function is one
+// statement; the batched ones take arrays.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
+import type { Conn, Pool } from './pool.js';
+import { toIso } from './pool.js';
+
+interface VersionRow extends RowDataPacket {
+  workflow_id: string;
+  number: number;
+  namespace_id: string;
+  application_id: string;
+  steps: string;
+  queue_ids: string;
+  created_at: string;
+  created_by: string;
+}
+
+/** A stored version with its steps and queue set parsed. */
+export interface StoredWorkflowVersion {
+  workflowId: string;
+  number: number;
+  namespaceId: string;
+  applicationId: string;
+  /** The normalized steps in the order published (defaults applied, max_attempts resolved). */
+  steps: WorkflowStep[];
+  /** Every queue a task step names, sorted, once each. */
+  queueIds: string[];
+  /** DATETIME(3) text (database clock). */
+  createdAt: string;
+  createdBy: string;
+}
+
+const COLUMNS = 'workflow_id, number, namespace_id, application_id, steps, queue_ids, created_at, created_by';
+
+function parsed(r: VersionRow): StoredWorkflowVersion {
+  return {
+    workflowId: r.workflow_id,
+    number: Number(r.number),
+    namespaceId: r.namespace_id,
+    applicationId: r.application_id,
+    steps: JSON.parse(r.steps) as WorkflowStep[],
+    queueIds: JSON.parse(r.queue_ids) as string[],
+    createdAt: r.created_at,
+    createdBy: r.created_by,
+  };
+}
+
+/** The wire shape (protocol/workflow-views.ts). */
+export function workflowVersionView(v: StoredWorkflowVersion): WorkflowVersion {
+  return { number: v.number, created_at: toIso(v.createdAt)!, steps: v.steps };
+}
+
+/** getVersion(workflow_id, number) → the version, steps parsed, or null. No lock: a version never
+ * changes once committed. The caller found the workflow in its namespace first. */
+export async function getVersion(db: Pool | Conn, workflowId: string, number: number): Promise<StoredWorkflowVersion | null> {
+  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? AND number = ?`, [workflowId, number]);
+  return rows[0] ? parsed(rows[0]) : null;
+}
+
+/** listVersions(workflow_id) → every version, oldest first (at most one per publication). */
+export async function listVersions(db: Pool | Conn, workflowId: string): Promise<StoredWorkflowVersion[]> {
+  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? ORDER BY number`, [workflowId]);
+  return rows.map(parsed);
+}
+
+/** insertVersion(workflow_id, number, namespace, application, steps, queue_ids, created_at,
+ * created_by): the version row only; its queue rows are insertVersionQueues, in the same
+ * transaction. The caller holds the workflow row FOR UPDATE (publish) or created it (create). */
+export async function insertVersion(c: Conn, v: StoredWorkflowVersion): Promise<void> {
+  await c.execute(
+    `INSERT INTO workflow_versions (workflow_id, number, namespace_id, application_id, steps, step_count, queue_ids, created_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [v.workflowId, v.number, v.namespaceId, v.applicationId, JSON.stringify(v.steps), v.steps.length, JSON.stringify(v.queueIds), v.createdAt, v.createdBy],
+  );
+}
+
+/** insertVersionQueues(version): one workflow_version_queues row per queue of the version, one
+ * statement. Queue retirement reads them by queue (primary key prefix). */
+export async function insertVersionQueues(
+  c: Conn,
+  v: Pick<StoredWorkflowVersion, 'workflowId' | 'number' | 'namespaceId' | 'applicationId' | 'queueIds'>,
+): Promise<void> {
+  if (v.queueIds.length === 0) return;
+  const args: unknown[] = [];
+  for (const q of v.queueIds) args.push(q, v.workflowId, v.number, v.namespaceId, v.applicationId);
+  await c.query(
+    `INSERT INTO workflow_version_queues (queue_id, workflow_id, version, namespace_id, application_id) VALUES ${v.queueIds.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+    args,
+  );
+}
+
+export interface VersionQueueRow extends RowDataPacket {
+  id: string;
+  retired_at: string | null;
+}
+
+/** lockVersionQueues(namespace_id, queue_ids) → those of the queues that exist in the namespace
+ * (id, retired_at), each locked in share mode to the end of the transaction, in id order. A queue
+ * retirement locks the row exclusively and then looks for unfinished runs pinning it: whichever
+ * commits first wins (a publish or run start that waited finds the queue retired; a retirement
+ * that waited sees the version and its runs). Used by create, publish and run start. */
+export async function lockVersionQueues(c: Conn, namespaceId: string, queueIds: readonly string[]): Promise<VersionQueueRow[]> {
+  if (queueIds.length === 0) return [];
+  const sorted = [...new Set(queueIds)].sort();
+  const [rows] = await c.query<VersionQueueRow[]>(
+    `SELECT id, retired_at FROM queues WHERE namespace_id = ? AND id IN (${sorted.map(() => '?').join(',')}) ORDER BY id LOCK IN SHARE MODE`,
+    [namespaceId, ...sorted],
+  );
+  return rows;
+}
+
+/** versionQueueIds(workflow_id, number) → the queues the version names (sorted), or null when there
+ * is no such version: the authorization check of reads and commands, without reading the steps. */
+export async function versionQueueIds(db: Pool | Conn, workflowId: string, number: number): Promise<string[] | null> {
+  const [rows] = await db.execute<RowDataPacket[]>('SELECT queue_ids FROM workflow_versions WHERE workflow_id = ? AND number = ?', [workflowId, number]);
+  return rows[0] ? (JSON.parse(rows[0].queue_ids as string) as string[]) : null;
+}

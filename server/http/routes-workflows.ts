@@ -1,0 +1,147 @@
+// /v1/workflows (workflows.md "Endpoints"): the definition commands (create, publish a version,
+// retire), each receipt-bearing, and the reads. Every body is validated completely — schema, then
+// the version's rules (server/workflows/validate.ts: the 400s naming steps, 413 for params), then
+// each queue it names (404 absent, 403 outside queue_ids) — before the command transaction starts,
+// so bad input changes nothing. Retired queues are refused inside the transaction, under the queue
+// locks (server/workflows/definitions.ts). The run routes are routes-workflow-runs.ts'.
+//
+// Visibility: a credential limited to some queues sees (and commands) the workflows whose current
+// version names only queues it may use, as a schedule is seen through its queue.
+import { OrbitError } from '@orbit/protocol/errors';
+import { CreateWorkflowBody, PublishWorkflowVersionBody, RetireWorkflowBody, type WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
+import { getQueue } from '../db/queues.js';
+import { getWorkflow, listWorkflows, workflowView, type WorkflowRow } from '../db/workflows.js';
+import { getVersion, listVersions, versionQueueIds, workflowVersionView } from '../db/workflow-versions.js';
+import { validateVersion, withQueueDefaults } from '../workflows/validate.js';
+import { createWorkflow, publishWorkflowVersion, queueField, retireWorkflow, type VersionToStore } from '../workflows/definitions.js';
+import { requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
+import type { Credential } from '../db/credentials.js';
+import { queueNotFound } from './hints.js';
+import { command, type CommandReply } from './command.js';
+import type { Reply, RequestCtx } from './context.js';
+import type { Router } from './router.js';
+import { encodeCursor, listQuery, noQuery } from './list-query.js';
+
+/** The version validated and normalized, every queue it names checked (404 absent, 403 outside
+ * queue_ids, at the first step naming it) and each task's max_attempts default resolved from its
+ * queue (so the default written out is the same command). */
+async function versionToStore(ctx: RequestCtx, v: WorkflowVersionInput): Promise<VersionToStore> {
+  const checked = validateVersion(v);
+  const maxAttempts = new Map<string, number>();
+  for (const id of checked.queueIds) {
+    const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, id);
+    if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, id, queueField(checked.steps, id));
+    requireQueueAccess(ctx.cred, q.id);
+    maxAttempts.set(q.id, q.retry_max_attempts);
+  }
+  return { steps: withQueueDefaults(checked.steps, (id) => maxAttempts.get(id)!), queueIds: checked.queueIds };
+}
+
+/** 403 unless every queue of the version is within the credential's queue_ids. */
+function requireVersionAccess(cred: Credential, queueIds: readonly string[]): void {
+  for (const q of queueIds) requireQueueAccess(cred, q);
+}
+
+/** A workflow of the credential's namespace: 404 absent (or a malformed id), 403 when its current
+ * version names a queue outside queue_ids. */
+async function loadWorkflow(ctx: RequestCtx): Promise<WorkflowRow> {
+  const w = await getWorkflow(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
+  if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
+  if (ctx.cred.queueIds !== '*') requireVersionAccess(ctx.cred, (await versionQueueIds(ctx.app.pool, w.id, Number(w.current_version))) ?? []);
+  return w;
+}
+
+/** The definition commands return their frozen reply already. */
+const asIs = (r: CommandReply): CommandReply => r;
+
+export const createWorkflowRoute = command({
+  operation: 'POST /v1/workflows',
+  scope: 'workflows:manage',
+  body: CreateWorkflowBody,
+  status: 201,
+  load: async (ctx, b) => ({ name: b.name, version: await versionToStore(ctx, b.version) }),
+  effect: (c, n, { cred }) => createWorkflow(c, cred, n),
+  reply: asIs,
+});
+
+export const publishWorkflowVersionRoute = command({
+  operation: 'POST /v1/workflows/{id}/versions',
+  scope: 'workflows:manage',
+  body: PublishWorkflowVersionBody,
+  status: 201,
+  load: async (ctx, b) => {
+    // The version's rules first: a bad version is 400 even for an unknown workflow, as a bad body.
+    const version = await versionToStore(ctx, b.version);
+    await loadWorkflow(ctx);
+    return { expected_revision: b.expected_revision, version };
+  },
+  effect: (c, n, { cred, params }) => publishWorkflowVersion(c, cred, params.id!, n),
+  reply: asIs,
+});
+
+export const retireWorkflowRoute = command({
+  operation: 'POST /v1/workflows/{id}:retire',
+  scope: 'workflows:manage',
+  body: RetireWorkflowBody,
+  status: 200,
+  load: async (ctx, b) => {
+    await loadWorkflow(ctx);
+    return b;
+  },
+  effect: (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b),
+  reply: asIs,
+});
+
+// ---- reads: workflows:manage, workflows:run or tasks:read ----
+
+const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
+
+export async function getWorkflowRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  noQuery(ctx);
+  return { status: 200, data: { workflow: workflowView(await loadWorkflow(ctx)) } };
+}
+
+export async function listWorkflowsRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
+  const rows = await listWorkflows(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit);
+  const page = rows.slice(0, limit);
+  const next = rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null;
+  return { status: 200, data: { workflows: page.map(workflowView), next_cursor: next } };
+}
+
+/** Every version, oldest first (a workflow has one per publication; the list is not paged). A
+ * credential limited to some queues sees the versions whose queues it may all use. */
+export async function listWorkflowVersionsRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  noQuery(ctx);
+  const w = await loadWorkflow(ctx);
+  const cred = ctx.cred;
+  const all = await listVersions(ctx.app.pool, w.id);
+  const visible = cred.queueIds === '*' ? all : all.filter((v) => v.queueIds.every((q) => cred.queueIds.includes(q)));
+  return { status: 200, data: { versions: visible.map(workflowVersionView) } };
+}
+
+export async function getWorkflowVersionRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  noQuery(ctx);
+  const w = await loadWorkflow(ctx);
+  const raw = ctx.params.n!;
+  // A malformed number can never name a version: 404 like a malformed id.
+  const v = /^[1-9][0-9]{0,8}$/.test(raw) ? await getVersion(ctx.app.pool, w.id, Number(raw)) : null;
+  if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
+  requireVersionAccess(ctx.cred, v.queueIds);
+  return { status: 200, data: { version: workflowVersionView(v) } };
+}
+
+/** The definition routes, registered by routes.ts in one line. */
+export function addWorkflowRoutes(r: Router): void {
+  r.add({ method: 'POST', template: '/v1/workflows', auth: true, handle: createWorkflowRoute });
+  r.add({ method: 'GET', template: '/v1/workflows', auth: true, handle: listWorkflowsRoute });
+  r.add({ method: 'GET', template: '/v1/workflows/{id}', auth: true, handle: getWorkflowRoute });
+  r.add({ method: 'POST', template: '/v1/workflows/{id}/versions', auth: true, handle: publishWorkflowVersionRoute });
+  r.add({ method: 'GET', template: '/v1/workflows/{id}/versions', auth: true, handle: listWorkflowVersionsRoute });
+  r.add({ method: 'GET', template: '/v1/workflows/{id}/versions/{n}', auth: true, handle: getWorkflowVersionRoute });
+  r.add({ method: 'POST', template: '/v1/workflows/{id}:retire', auth: true, handle: retireWorkflowRoute });
+}

@@ -1,0 +1,148 @@
+// The effects of the workflow definition commands (workflows.md "Endpoints"), each inside its
+// receipt-bearing command transaction (server/http/command.ts): create, publish a version, retire.
+// A refusal throws and rolls back everything, receipt included.
+//
+// Locks, in the repository's order: namespace row (create: the name and the quota) → workflow row
+// FOR UPDATE (publish, retire; a run start takes it in share mode) → the version's queue rows in
+// share mode (lockVersionQueues: queue retirement takes a queue row exclusively, then reads the
+// unfinished runs whose version names it, so a publish or run start and a queue retirement never
+// both succeed).
+import { OrbitError } from '@orbit/protocol/errors';
+import { MAX_BUSY_RUN_IDS, MAX_WORKFLOWS_PER_NAMESPACE } from '@orbit/protocol/limits';
+import type { WorkflowStep } from '@orbit/protocol/workflow-views';
+import type { Credential } from '../db/credentials.js';
+import type { Conn } from '../db/pool.js';
+import { dbNow } from '../db/clock.js';
+import { insertNamed } from '../dispatch/refusals.js';
+import { insertAudit, lockNamespace } from '../db/tenants.js';
+import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';
+import {
+  countActiveWorkflows,
+  getWorkflow,
+  insertWorkflow,
+  markWorkflowRetired,
+  setCurrentWorkflowVersion,
+  unfinishedRunsOfWorkflow,
+  workflowView,
+  type WorkflowRow,
+} from '../db/workflows.js';
+import { newId } from '../ids.js';
+
+/** A version ready to store: steps normalized with their queues' defaults, and the queue set. This
+ * is what the command fingerprints. */
+export interface VersionToStore {
+  steps: WorkflowStep[];
+  queueIds: string[];
+}
+
+/** The body path of the first step naming the queue (the field of a refusal about it). */
+export function queueField(steps: readonly { task?: { queue_id: string } }[], queueId: string): string {
+  const i = steps.findIndex((s) => s.task?.queue_id === queueId);
+  return `version.steps.${i}.task.queue_id`;
+}
+
+/** The version's queues share-locked (to the commit): each must still exist and not be retired
+ * (409 RESOURCE_RETIRED naming the step's field and the queue). Existence and authorization were
+ * checked before the transaction; a queue is never deleted, only retired. */
+async function lockNamedQueues(c: Conn, namespaceId: string, v: VersionToStore): Promise<void> {
+  const rows = await lockVersionQueues(c, namespaceId, v.queueIds);
+  const found = new Map(rows.map((r) => [r.id, r]));
+  for (const q of v.queueIds) {
+    const row = found.get(q);
+    if (!row) throw new OrbitError('NOT_FOUND', 'queue not found', { field: queueField(v.steps, q) });
+    if (row.retired_at) {
+      throw new OrbitError('RESOURCE_RETIRED', `the version names a retired queue (${q})`, { field: queueField(v.steps, q), queue_id: q });
+    }
+  }
+}
+
+/** The workflow locked for a command: 404, 409 RESOURCE_RETIRED, 409 STATE_CONFLICT on revision. */
+async function lockForCommand(c: Conn, cred: Credential, id: string, expectedRevision: string): Promise<WorkflowRow> {
+  const w = await getWorkflow(c, cred.namespaceId, id, 'update');
+  if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
+  if (w.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
+  if (String(w.revision) !== expectedRevision) {
+    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${w.revision})`, { field: 'expected_revision' });
+  }
+  return w;
+}
+
+async function publish(c: Conn, cred: Credential, workflowId: string, number: number, v: VersionToStore, now: string): Promise<void> {
+  const stored = {
+    workflowId,
+    number,
+    namespaceId: cred.namespaceId,
+    applicationId: cred.applicationId,
+    steps: v.steps,
+    queueIds: v.queueIds,
+    createdAt: now,
+    createdBy: cred.id,
+  };
+  await insertVersion(c, stored);
+  await insertVersionQueues(c, stored);
+}
+
+/** The reply: the workflow as committed, and the version just published (when one was). */
+async function views(c: Conn, cred: Credential, id: string, number?: number) {
+  const w = (await getWorkflow(c, cred.namespaceId, id))!;
+  const out: Record<string, unknown> = { workflow: workflowView(w) };
+  if (number !== undefined) out.version = workflowVersionView((await getVersion(c, id, number))!);
+  return { data: out, resourceId: id };
+}
+
+export async function createWorkflow(c: Conn, cred: Credential, b: { name: string; version: VersionToStore }) {
+  await lockNamespace(c, cred.namespaceId);
+  await lockNamedQueues(c, cred.namespaceId, b.version);
+  const active = await countActiveWorkflows(c, cred.namespaceId);
+  if (active >= MAX_WORKFLOWS_PER_NAMESPACE) {
+    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired workflows (limit ${MAX_WORKFLOWS_PER_NAMESPACE}); retire one first`);
+  }
+  const now = await dbNow(c);
+  const id = newId();
+  await insertNamed('workflow', b.name, () => insertWorkflow(c, { id, namespaceId: cred.namespaceId, applicationId: cred.applicationId, name: b.name, now }));
+  await publish(c, cred, id, 1, b.version, now);
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'workflow.create',
+    targetType: 'workflow',
+    targetId: id,
+    details: { name: b.name },
+  });
+  return views(c, cred, id, 1);
+}
+
+export async function publishWorkflowVersion(c: Conn, cred: Credential, id: string, b: { expected_revision: string; version: VersionToStore }) {
+  const w = await lockForCommand(c, cred, id, b.expected_revision);
+  await lockNamedQueues(c, cred.namespaceId, b.version);
+  const now = await dbNow(c);
+  const number = Number(w.current_version) + 1;
+  await publish(c, cred, id, number, b.version, now);
+  await setCurrentWorkflowVersion(c, id, number, now);
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: 'workflow.publish',
+    targetType: 'workflow',
+    targetId: id,
+    details: { number },
+  });
+  return views(c, cred, id, number);
+}
+
+/** Irreversible; refused (409 RESOURCE_BUSY naming up to 10 run ids) while a run is RUNNING or PAUSED. */
+export async function retireWorkflow(c: Conn, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
+  await lockForCommand(c, cred, id, b.expected_revision);
+  const runs = await unfinishedRunsOfWorkflow(c, id, MAX_BUSY_RUN_IDS);
+  if (runs.count > 0) {
+    const more = runs.count > runs.ids.length ? ', …' : '';
+    throw new OrbitError(
+      'RESOURCE_BUSY',
+      `workflow cannot be retired: ${runs.count} unfinished runs (RUNNING or PAUSED; cancel them or let them finish: ${runs.ids.join(', ')}${more})`,
+      { reasons: ['workflow_runs'], blockers: [{ reason: 'workflow_runs', count: runs.count, run_ids: runs.ids }] },
+    );
+  }
+  await markWorkflowRetired(c, id, b.reason);
+  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'workflow.retire', targetType: 'workflow', targetId: id, details: b });
+  return views(c, cred, id);
+}

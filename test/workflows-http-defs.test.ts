@@ -1,0 +1,584 @@
+// Contract of the workflow definition endpoints (workflows.md "Endpoints") with raw HTTP against a
+// real gateway: create, publish, retire, reads and paging; every 400 of the version validation, the
+// 409s, the 429 quota, queue checks (404, 403, RESOURCE_RETIRED), receipts; and queue retirement
+// refused while an unfinished run's version names the queue.
+import { describe, expect, it } from 'vitest';
+import type { RowDataPacket } from 'mysql2/promise';
+import { useGatewayFixture } from './support/fixture.js';
+import { call, ikey } from './support/http.js';
+import { expectData, expectError, expectHexId, limitedCredential } from './support/contract.js';
+import { newTenant } from './support/db.js';
+import { createQueue, waitFor } from './support/dispatch-fixture.js';
+import { chain, createWorkflow, insertRun, newWorkflow, setRunState, stepTask, workflowCommand, workflowName } from './support/workflows.js';
+
+const f = useGatewayFixture();
+const api = () => ({ url: f.gw.url, token: f.t.token });
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+async function count(table: string, where = '1'): Promise<number> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`);
+  return Number(rows[0]!.n);
+}
+/** Rows of every definition table: a refused command must change none. */
+const definitionRows = async () => [
+  await count('workflows'),
+  await count('workflow_versions'),
+  await count('workflow_version_queues'),
+  await count('receipts'),
+];
+
+async function retireQueue(queueId: string, token = f.t.token) {
+  const q = (await call(f.gw.url, 'GET', `/v1/queues/${queueId}`, { token })).body.data.queue;
+  return call(f.gw.url, 'POST', `/v1/queues/${queueId}:retire`, { token, key: ikey('rq'), body: { expected_revision: q.revision, reason: 'test' } });
+}
+
+describe('POST /v1/workflows', () => {
+  it('creates: 201 {workflow, version, deduplicated}; the version shows every default; one workflow_version_queues row per queue', async () => {
+    const q2 = await createQueue(f, { retry: { max_attempts: 7 } });
+    const name = workflowName();
+    const version = {
+      steps: [
+        { key: 'fetch', task: stepTask(f.t.queue_id, { params: { mode: 'full' }, use_run_key: true, max_attempts: 3 }) },
+        { key: 'split', after: ['fetch'], task: stepTask(q2.id) },
+        { key: 'index', after: ['split'], for_each: 'split', task: stepTask(q2.id, { concurrency_key: 'index/main' }) },
+        { key: 'approve', after: ['split'], signal: { name: 'approved' } },
+        { key: 'publish', after: ['index', 'approve'], task: stepTask(f.t.queue_id, { deadline_seconds: 600 }), delay_seconds: 60 },
+        { key: 'undo', after: ['publish'], run_if: 'any_failed', task: stepTask(f.t.queue_id) },
+      ],
+    };
+    const data = expectData(await createWorkflow(api(), { name, version }), 201);
+    expect(Object.keys(data).sort()).toEqual(['deduplicated', 'version', 'workflow']);
+    expect(data.deduplicated).toBe(false);
+    const w = data.workflow;
+    expectHexId(w.id);
+    expect(Object.keys(w).sort()).toEqual(['created_at', 'current_version', 'id', 'name', 'namespace_id', 'revision', 'updated_at']);
+    expect(w).toMatchObject({ namespace_id: f.t.namespace_id, name, revision: '1', current_version: 1 });
+    expect(w.created_at).toMatch(ISO_MS);
+    expect(data.version.number).toBe(1);
+    expect(data.version.created_at).toMatch(ISO_MS);
+    const [fetch, split, index, approve, publish, undo] = data.version.steps;
+    // max_attempts: given (3), else the queue's retry.max_attempts (7 for q2, the default 5 otherwise).
+    expect(fetch).toEqual({
+      key: 'fetch',
+      after: [],
+      delay_seconds: 0,
+      task: {
+        queue_id: f.t.queue_id,
+        handler: 'doc.fetch',
+        handler_version: 'v1',
+        payload_version: 'v1',
+        priority: 0,
+        max_attempts: 3,
+        deadline_seconds: expect.any(Number),
+        params: { mode: 'full' },
+        use_run_key: true,
+      },
+    });
+    expect(split).toMatchObject({ key: 'split', after: ['fetch'], run_if: 'all_succeeded', task: { max_attempts: 7, params: {}, use_run_key: false } });
+    expect(index).toMatchObject({ for_each: 'split', task: { concurrency_key: 'index/main', queue_id: q2.id } });
+    expect(approve).toEqual({ key: 'approve', after: ['split'], run_if: 'all_succeeded', signal: { name: 'approved', timeout_seconds: 86400 } });
+    expect(publish).toMatchObject({ delay_seconds: 60, after: ['index', 'approve'] });
+    expect(undo).toMatchObject({ run_if: 'any_failed' });
+    expect(publish.task.max_attempts).toBe(
+      (await call(f.gw.url, 'GET', `/v1/queues/${f.t.queue_id}`, { token: f.t.token })).body.data.queue.retry.max_attempts,
+    );
+    const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT queue_id, version FROM workflow_version_queues WHERE workflow_id = ? ORDER BY queue_id', [
+      w.id,
+    ]);
+    expect(rows.map((r) => [r.queue_id, Number(r.version)])).toEqual([f.t.queue_id, q2.id].sort().map((q) => [q, 1]));
+    // The reads answer what the create answered.
+    expect(expectData(await call(f.gw.url, 'GET', `/v1/workflows/${w.id}`, { token: f.t.token }), 200)).toEqual({ workflow: w });
+    expect(expectData(await call(f.gw.url, 'GET', `/v1/workflows/${w.id}/versions/1`, { token: f.t.token }), 200)).toEqual({ version: data.version });
+  });
+
+  it('receipts: a replay answers the frozen reply (200, deduplicated) even after a publish; the same key with another body is 409 IDEMPOTENCY_CONFLICT', async () => {
+    const key = ikey();
+    const body = { name: workflowName(), version: chain(f.t.queue_id) };
+    const first = expectData(await createWorkflow(api(), body, key), 201);
+    expectData(await workflowCommand(api(), first.workflow.id, 'versions', { expected_revision: '1', version: chain(f.t.queue_id) }), 201);
+    const again = expectData(await createWorkflow(api(), body, key), 200);
+    expect(again).toEqual({ ...first, deduplicated: true });
+    expect(again.workflow.revision).toBe('1');
+    expectError(await createWorkflow(api(), { ...body, name: workflowName() }, key), 409, 'IDEMPOTENCY_CONFLICT');
+    expect(await count('workflows', `name = '${body.name}'`)).toBe(1);
+    // A publish replays too, frozen.
+    const pkey = ikey();
+    const pbody = { expected_revision: '2', version: chain(f.t.queue_id) };
+    const p = expectData(await workflowCommand(api(), first.workflow.id, 'versions', pbody, pkey), 201);
+    expect(p.version.number).toBe(3);
+    expect(expectData(await workflowCommand(api(), first.workflow.id, 'versions', pbody, pkey), 200)).toEqual({ ...p, deduplicated: true });
+    expect(await count('workflow_versions', `workflow_id = '${first.workflow.id}'`)).toBe(3);
+  });
+
+  it('concurrent commands with one Idempotency-Key execute once', async () => {
+    const key = ikey();
+    const body = { name: workflowName(), version: chain(f.t.queue_id) };
+    const rs = await Promise.all(Array.from({ length: 8 }, () => createWorkflow(api(), body, key)));
+    const statuses = rs.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(1);
+    expect(statuses.every((s) => s === 201 || s === 200)).toBe(true);
+    expect(new Set(rs.map((r) => r.body.data.workflow.id)).size).toBe(1);
+    expect(await count('workflows', `name = '${body.name}'`)).toBe(1);
+    expect(await count('workflow_versions', `workflow_id = '${rs[0]!.body.data.workflow.id}'`)).toBe(1);
+  });
+
+  it('names are unique in the namespace forever (409 STATE_CONFLICT, also after retirement); another namespace may use the name', async () => {
+    const name = workflowName();
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id), name);
+    expect(expectError(await createWorkflow(api(), { name, version: chain(f.t.queue_id) }), 409, 'STATE_CONFLICT').details).toEqual({ field: 'name' });
+    expectData(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '1', reason: 'done' }), 200);
+    expectError(await createWorkflow(api(), { name, version: chain(f.t.queue_id) }), 409, 'STATE_CONFLICT');
+    const other = await newTenant(f.db);
+    expectData(await createWorkflow({ url: f.gw.url, token: other.token }, { name, version: chain(other.queue_id) }), 201);
+  });
+
+  it('at most 1 000 non-retired workflows per namespace: 429 QUOTA_EXCEEDED, nothing created; retiring one frees a slot', async () => {
+    const t = await newTenant(f.db);
+    const a = { url: f.gw.url, token: t.token };
+    const { workflow } = await newWorkflow(a, chain(t.queue_id));
+    // 999 more definitions written directly: the quota counts rows, however they came.
+    const values = Array.from(
+      { length: 999 },
+      (_, i) => `(LPAD(HEX(${i + 1}), 32, 'f'), '${t.namespace_id}', '${t.application_id}', 'bulk-${i}', 1, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    );
+    await f.db.pool.query(
+      `INSERT INTO workflows (id, namespace_id, application_id, name, revision, current_version, created_at, updated_at) VALUES ${values.join(',')}`,
+    );
+    const before = await definitionRows();
+    const e = expectError(await createWorkflow(a, { name: workflowName(), version: chain(t.queue_id) }), 429, 'QUOTA_EXCEEDED');
+    expect(e.message).toMatch(/1000 non-retired workflows \(limit 1000\)/);
+    expect(await definitionRows()).toEqual(before);
+    expectData(await workflowCommand(a, workflow.id, 'retire', { expected_revision: '1', reason: 'make room' }), 200);
+    expectData(await createWorkflow(a, { name: workflowName(), version: chain(t.queue_id) }), 201);
+    expectError(await createWorkflow(a, { name: workflowName(), version: chain(t.queue_id) }), 429, 'QUOTA_EXCEEDED');
+  });
+});
+
+describe('version validation through HTTP (400 with details.field and details.steps, nothing written)', () => {
+  const q = () => f.t.queue_id;
+  const t = (over: Record<string, unknown> = {}) => stepTask(q(), over);
+  const cases: [string, () => unknown, number, string, string, string[] | undefined][] = [
+    // [what, version, status, code, field, steps]
+    ['0 steps', () => ({ steps: [] }), 400, 'INVALID_ARGUMENT', 'version.steps', undefined],
+    ['51 steps', () => ({ steps: Array.from({ length: 51 }, (_, i) => ({ key: `s${i}`, task: t() })) }), 400, 'INVALID_ARGUMENT', 'version.steps', undefined],
+    [
+      'duplicate keys',
+      () => ({
+        steps: [
+          { key: 'a', task: t() },
+          { key: 'a', task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.key',
+      ['a'],
+    ],
+    ['both task and signal', () => ({ steps: [{ key: 'a', task: t(), signal: { name: 's' } }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0', ['a']],
+    ['neither task nor signal', () => ({ steps: [{ key: 'a' }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0', ['a']],
+    [
+      'unknown after key',
+      () => ({
+        steps: [
+          { key: 'a', task: t() },
+          { key: 'b', after: ['zz'], task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.after.0',
+      ['b', 'zz'],
+    ],
+    ['after itself', () => ({ steps: [{ key: 'a', after: ['a'], task: t() }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0.after.0', ['a']],
+    [
+      'after listed twice',
+      () => ({
+        steps: [
+          { key: 'a', task: t() },
+          { key: 'b', after: ['a', 'a'], task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.after.1',
+      ['b', 'a'],
+    ],
+    [
+      'a cycle, named',
+      () => ({
+        steps: [
+          { key: 'r', task: t() },
+          { key: 'x', after: ['r', 'z'], task: t() },
+          { key: 'y', after: ['x'], task: t() },
+          { key: 'z', after: ['y'], task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.after',
+      ['x', 'y', 'z'],
+    ],
+    ['run_if on a root', () => ({ steps: [{ key: 'a', run_if: 'always', task: t() }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0.run_if', ['a']],
+    [
+      'duplicate signal names',
+      () => ({
+        steps: [
+          { key: 'a', signal: { name: 'go' } },
+          { key: 'b', signal: { name: 'go' } },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.signal.name',
+      ['a', 'b'],
+    ],
+    [
+      'for_each not a parent',
+      () => ({
+        steps: [
+          { key: 'a', task: t() },
+          { key: 'b', task: t() },
+          { key: 'c', after: ['a'], for_each: 'b', task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.2.for_each',
+      ['c'],
+    ],
+    [
+      'for_each over a signal step',
+      () => ({
+        steps: [
+          { key: 'a', signal: { name: 'go' } },
+          { key: 'c', after: ['a'], for_each: 'a', task: t() },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.for_each',
+      ['c', 'a'],
+    ],
+    [
+      'for_each on a signal step',
+      () => ({
+        steps: [
+          { key: 'a', task: t() },
+          { key: 'b', after: ['a'], for_each: 'a', signal: { name: 'go' } },
+        ],
+      }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.1.for_each',
+      ['b'],
+    ],
+    [
+      'delay on a signal step',
+      () => ({ steps: [{ key: 'a', delay_seconds: 5, signal: { name: 'go' } }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.0.delay_seconds',
+      ['a'],
+    ],
+    [
+      'delay not below the deadline',
+      () => ({ steps: [{ key: 'a', delay_seconds: 60, task: t({ deadline_seconds: 60 }) }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.0.delay_seconds',
+      ['a'],
+    ],
+    [
+      'use_run_key with concurrency_key',
+      () => ({ steps: [{ key: 'a', task: t({ use_run_key: true, concurrency_key: 'k' }) }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.0.task.use_run_key',
+      undefined,
+    ],
+    ['unknown key in a step', () => ({ steps: [{ key: 'a', task: t(), colour: 'red' }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0.colour', undefined],
+    ['unknown key in a task', () => ({ steps: [{ key: 'a', task: t({ payload: {} }) }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0.task.payload', undefined],
+    ['unknown key in the version', () => ({ steps: [{ key: 'a', task: t() }], name: 'x' }), 400, 'INVALID_ARGUMENT', 'version.name', undefined],
+    ['a key outside [a-z0-9._-]', () => ({ steps: [{ key: 'A', task: t() }] }), 400, 'INVALID_ARGUMENT', 'version.steps.0.key', undefined],
+    [
+      'a bad submit field (priority)',
+      () => ({ steps: [{ key: 'a', task: t({ priority: 10 }) }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.0.task.priority',
+      undefined,
+    ],
+    [
+      'params over 64 KiB',
+      () => ({ steps: [{ key: 'a', task: t({ params: { s: 'x'.repeat(65_536) } }) }] }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+      'version.steps.0.task.params',
+      undefined,
+    ],
+    [
+      'params with a number beyond 2^53',
+      () => ({ steps: [{ key: 'a', task: t({ params: { n: 2 ** 60 } }) }] }),
+      400,
+      'INVALID_ARGUMENT',
+      'version.steps.0.task.params.n',
+      undefined,
+    ],
+  ];
+  for (const [what, version, status, code, field, steps] of cases) {
+    it(`${what} → ${status} ${code} at ${field}`, async () => {
+      const before = await definitionRows();
+      const e = expectError(await createWorkflow(api(), { name: workflowName(), version: version() }), status, code);
+      expect(e.details?.field).toBe(field);
+      if (steps) expect(e.details?.steps).toEqual(steps);
+      if (what === 'a cycle, named') expect(e.message).toContain('x -> y -> z -> x');
+      // The same version is refused the same way by a publish.
+      const { workflow } = await newWorkflow(api(), chain(q()));
+      const rows = await definitionRows();
+      const p = expectError(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: version() }), status, code);
+      expect(p.details?.field).toBe(field);
+      expect(await definitionRows()).toEqual(rows);
+      expect(rows[0]).toBe(before[0]! + 1);
+    });
+  }
+
+  it('a bad name is 400 at name; a missing body field is 400', async () => {
+    expect(expectError(await createWorkflow(api(), { name: 'Bad Name', version: chain(q()) }), 400, 'INVALID_ARGUMENT').details?.field).toBe('name');
+    expectError(await createWorkflow(api(), { name: workflowName() }), 400, 'INVALID_ARGUMENT');
+    expectError(
+      await call(f.gw.url, 'POST', '/v1/workflows', { token: f.t.token, body: { name: workflowName(), version: chain(q()) } }),
+      400,
+      'INVALID_ARGUMENT',
+    );
+  });
+});
+
+describe('queues of a version', () => {
+  it('absent → 404 at the step naming it; another namespace\u2019s → 404; outside queue_ids → 403; retired → 409 RESOURCE_RETIRED; nothing written', async () => {
+    const other = await newTenant(f.db);
+    const q2 = await createQueue(f);
+    const before = await definitionRows();
+    const version = (queueId: string) => ({
+      steps: [
+        { key: 'a', task: stepTask(f.t.queue_id) },
+        { key: 'b', after: ['a'], task: stepTask(queueId) },
+      ],
+    });
+    expect(expectError(await createWorkflow(api(), { name: workflowName(), version: version('f'.repeat(32)) }), 404, 'NOT_FOUND').details?.field).toBe(
+      'version.steps.1.task.queue_id',
+    );
+    expectError(await createWorkflow(api(), { name: workflowName(), version: version(other.queue_id) }), 404, 'NOT_FOUND');
+    // A queue name instead of its id: the 404 says which id it has.
+    expect(expectError(await createWorkflow(api(), { name: workflowName(), version: version('initial') }), 404, 'NOT_FOUND').details?.queue_id).toBe(
+      f.t.queue_id,
+    );
+    const limited = await limitedCredential(f.db, f.t.namespace_id, ['workflows:manage'], [f.t.queue_id]);
+    expectError(await createWorkflow({ url: f.gw.url, token: limited.token }, { name: workflowName(), version: version(q2.id) }), 403, 'PERMISSION_DENIED');
+    // Authorized for every queue of the version: accepted.
+    const both = await limitedCredential(f.db, f.t.namespace_id, ['workflows:manage'], [f.t.queue_id, q2.id]);
+    const { workflow } = await newWorkflow({ url: f.gw.url, token: both.token }, version(q2.id));
+    expectData(await retireQueue(q2.id), 200);
+    const mid = await definitionRows();
+    const e = expectError(await createWorkflow(api(), { name: workflowName(), version: version(q2.id) }), 409, 'RESOURCE_RETIRED');
+    expect(e.details).toEqual({ field: 'version.steps.1.task.queue_id', queue_id: q2.id });
+    expectError(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: version(q2.id) }), 409, 'RESOURCE_RETIRED');
+    expect(await definitionRows()).toEqual(mid);
+    expect(mid[0]).toBe(before[0]! + 1);
+  });
+
+  it('a limited credential sees (lists, reads, commands) only workflows whose current version names queues it may use', async () => {
+    const q2 = await createQueue(f);
+    const only1 = await limitedCredential(f.db, f.t.namespace_id, ['workflows:manage'], [f.t.queue_id]);
+    const a1 = { url: f.gw.url, token: only1.token };
+    const { workflow: mine } = await newWorkflow(api(), chain(f.t.queue_id));
+    const { workflow: theirs } = await newWorkflow(api(), chain(q2.id));
+    expectData(await call(f.gw.url, 'GET', `/v1/workflows/${mine.id}`, { token: only1.token }), 200);
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${theirs.id}`, { token: only1.token }), 403, 'PERMISSION_DENIED');
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${theirs.id}/versions/1`, { token: only1.token }), 403, 'PERMISSION_DENIED');
+    expectError(await workflowCommand(a1, theirs.id, 'retire', { expected_revision: '1', reason: 'x' }), 403, 'PERMISSION_DENIED');
+    const names: string[] = [];
+    for (let cursor: string | null = null; ;) {
+      const d: any = expectData(await call(f.gw.url, 'GET', `/v1/workflows?limit=500${cursor ? `&cursor=${cursor}` : ''}`, { token: only1.token }), 200);
+      names.push(...d.workflows.map((w: any) => w.name));
+      cursor = d.next_cursor;
+      if (!cursor) break;
+    }
+    expect(names).toContain(mine.name);
+    expect(names).not.toContain(theirs.name);
+    // Publishing mine onto q2 takes it out of this credential's sight (and it cannot do that itself).
+    expectError(await workflowCommand(a1, mine.id, 'versions', { expected_revision: '1', version: chain(q2.id) }), 403, 'PERMISSION_DENIED');
+    expectData(await workflowCommand(api(), mine.id, 'versions', { expected_revision: '1', version: chain(q2.id) }), 201);
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${mine.id}`, { token: only1.token }), 403, 'PERMISSION_DENIED');
+  });
+});
+
+describe('publish and retire', () => {
+  it('publish: version n+1, revision bumps, older versions unchanged; a stale expected_revision is 409 STATE_CONFLICT', async () => {
+    const { workflow, version: v1 } = await newWorkflow(api(), chain(f.t.queue_id));
+    const v2body = { steps: [{ key: 'only', signal: { name: 'go', timeout_seconds: 60 } }] };
+    const d = expectData(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: v2body }), 201);
+    expect(d.workflow).toMatchObject({ id: workflow.id, revision: '2', current_version: 2 });
+    expect(d.version).toMatchObject({ number: 2, steps: [{ key: 'only', after: [], signal: { name: 'go', timeout_seconds: 60 } }] });
+    const e = expectError(
+      await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: chain(f.t.queue_id) }),
+      409,
+      'STATE_CONFLICT',
+    );
+    expect(e.details).toEqual({ field: 'expected_revision' });
+    const list = expectData(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}/versions`, { token: f.t.token }), 200);
+    expect(list.versions).toEqual([v1, d.version]);
+    // A version without task steps names no queue.
+    expect(await count('workflow_version_queues', `workflow_id = '${workflow.id}' AND version = 2`)).toBe(0);
+  });
+
+  it('retire: revision bumps, retired_at set; refused with RESOURCE_BUSY naming up to 10 RUNNING/PAUSED runs; afterwards publish and retire are 409 RESOURCE_RETIRED', async () => {
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id));
+    const runs: string[] = [];
+    for (let i = 0; i < 11; i++) runs.push(await insertRun(f.db.pool, workflow, 1, i % 2 ? 'PAUSED' : 'RUNNING'));
+    await insertRun(f.db.pool, workflow, 1, 'SUCCEEDED');
+    const before = await definitionRows();
+    const e = expectError(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '1', reason: 'old' }), 409, 'RESOURCE_BUSY');
+    expect(e.details).toEqual({ reasons: ['workflow_runs'], blockers: [{ reason: 'workflow_runs', count: 11, run_ids: runs.slice(0, 10) }] });
+    expect(e.message).toContain(runs[0]);
+    expect(e.message).not.toContain(runs[10]);
+    expect(await definitionRows()).toEqual(before);
+    for (const [i, id] of runs.entries()) await setRunState(f.db.pool, id, ['SUCCEEDED', 'FAILED', 'CANCELLED'][i % 3]!);
+    const d = expectData(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '1', reason: 'old' }), 200);
+    expect(Object.keys(d).sort()).toEqual(['deduplicated', 'workflow']);
+    expect(d.workflow).toMatchObject({ revision: '2', current_version: 1 });
+    expect(d.workflow.retired_at).toMatch(ISO_MS);
+    expectError(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '2', reason: 'again' }), 409, 'RESOURCE_RETIRED');
+    expectError(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '2', version: chain(f.t.queue_id) }), 409, 'RESOURCE_RETIRED');
+    // Reads keep working.
+    expect(expectData(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}`, { token: f.t.token }), 200).workflow).toEqual(d.workflow);
+  });
+
+  it('retire body: reason 1-512 characters, expected_revision required', async () => {
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id));
+    expectError(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '1', reason: '' }), 400, 'INVALID_ARGUMENT');
+    expectError(await workflowCommand(api(), workflow.id, 'retire', { expected_revision: '1', reason: 'x'.repeat(513) }), 400, 'INVALID_ARGUMENT');
+    expectError(await workflowCommand(api(), workflow.id, 'retire', { reason: 'x' }), 400, 'INVALID_ARGUMENT');
+    expectError(await workflowCommand(api(), '0'.repeat(32), 'retire', { expected_revision: '1', reason: 'x' }), 404, 'NOT_FOUND');
+  });
+});
+
+describe('reads', () => {
+  it('lists by name with limit 1-500 and an opaque cursor; bad limit, cursor or parameter is 400', async () => {
+    const t = await newTenant(f.db);
+    const a = { url: f.gw.url, token: t.token };
+    const names = ['c-wf', 'a-wf', 'b-wf'];
+    for (const n of names) await newWorkflow(a, chain(t.queue_id), n);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const d: any = expectData(await call(f.gw.url, 'GET', `/v1/workflows?limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token: t.token }), 200);
+      expect(d.workflows.length).toBeLessThanOrEqual(1);
+      seen.push(...d.workflows.map((w: any) => w.name));
+      cursor = d.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(seen).toEqual(['a-wf', 'b-wf', 'c-wf']);
+    expect(pages).toBe(3);
+    const all = expectData(await call(f.gw.url, 'GET', '/v1/workflows', { token: t.token }), 200);
+    expect(all.workflows.map((w: any) => w.name)).toEqual(['a-wf', 'b-wf', 'c-wf']);
+    expect(all.next_cursor).toBeNull();
+    for (const q of ['limit=0', 'limit=501', 'limit=abc', 'cursor=zzz', 'colour=red', 'limit=1&limit=2']) {
+      expectError(await call(f.gw.url, 'GET', `/v1/workflows?${q}`, { token: t.token }), 400, 'INVALID_ARGUMENT');
+    }
+    expectData(await call(f.gw.url, 'GET', '/v1/workflows?limit=500', { token: t.token }), 200);
+  });
+
+  it('a malformed or unknown id, another namespace\u2019s workflow and a malformed or unknown version number are 404', async () => {
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id));
+    const other = await newTenant(f.db);
+    for (const p of [
+      '/v1/workflows/not-an-id',
+      `/v1/workflows/${'0'.repeat(32)}`,
+      `/v1/workflows/${workflow.id.toUpperCase()}`,
+      '/v1/workflows/%C3%A9/versions',
+    ]) {
+      expectError(await call(f.gw.url, 'GET', p, { token: f.t.token }), 404, 'NOT_FOUND');
+    }
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}`, { token: other.token }), 404, 'NOT_FOUND');
+    for (const n of ['0', '2', 'abc', '01', '1e0', '99999999999']) {
+      expectError(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}/versions/${n}`, { token: f.t.token }), 404, 'NOT_FOUND');
+    }
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}?x=1`, { token: f.t.token }), 400, 'INVALID_ARGUMENT');
+  });
+
+  it('scopes: reads need workflows:manage, workflows:run or tasks:read; commands need workflows:manage', async () => {
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id));
+    for (const scope of ['workflows:manage', 'workflows:run', 'tasks:read'] as const) {
+      const c = await limitedCredential(f.db, f.t.namespace_id, [scope]);
+      expectData(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}/versions`, { token: c.token }), 200);
+      expectData(await call(f.gw.url, 'GET', '/v1/workflows', { token: c.token }), 200);
+    }
+    const none = await limitedCredential(f.db, f.t.namespace_id, ['tasks:submit', 'queues:manage', 'schedules:manage']);
+    expectError(await call(f.gw.url, 'GET', `/v1/workflows/${workflow.id}`, { token: none.token }), 403, 'PERMISSION_DENIED');
+    const runner = await limitedCredential(f.db, f.t.namespace_id, ['workflows:run', 'tasks:read']);
+    const a = { url: f.gw.url, token: runner.token };
+    expectError(await createWorkflow(a, { name: workflowName(), version: chain(f.t.queue_id) }), 403, 'PERMISSION_DENIED');
+    expectError(await workflowCommand(a, workflow.id, 'versions', { expected_revision: '1', version: chain(f.t.queue_id) }), 403, 'PERMISSION_DENIED');
+    expectError(await workflowCommand(a, workflow.id, 'retire', { expected_revision: '1', reason: 'x' }), 403, 'PERMISSION_DENIED');
+  });
+});
+
+describe('queue retirement and workflow runs', () => {
+  it('refused with RESOURCE_BUSY (reason workflow_runs, run ids) while a RUNNING or PAUSED run\u2019s version names the queue, reached or not', async () => {
+    const q = await createQueue(f);
+    // The queue is only in a compensation branch no run has reached.
+    const version = {
+      steps: [
+        { key: 'a', task: stepTask(f.t.queue_id) },
+        { key: 'undo', after: ['a'], run_if: 'any_failed', task: stepTask(q.id) },
+      ],
+    };
+    const { workflow } = await newWorkflow(api(), version);
+    // Version 2 no longer names the queue: its runs do not pin it.
+    expectData(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: chain(f.t.queue_id) }), 201);
+    await insertRun(f.db.pool, workflow, 2, 'RUNNING');
+    const running = await insertRun(f.db.pool, workflow, 1, 'RUNNING');
+    const paused = await insertRun(f.db.pool, workflow, 1, 'PAUSED');
+    await insertRun(f.db.pool, workflow, 1, 'FAILED');
+    const e = expectError(await retireQueue(q.id), 409, 'RESOURCE_BUSY');
+    expect(e.details?.reasons).toEqual(['workflow_runs']);
+    expect(e.details?.blockers).toEqual([{ reason: 'workflow_runs', count: 2, run_ids: [running, paused] }]);
+    expect(e.message).toContain(running);
+    await setRunState(f.db.pool, running, 'SUCCEEDED');
+    expect(expectError(await retireQueue(q.id), 409, 'RESOURCE_BUSY').details?.blockers).toEqual([{ reason: 'workflow_runs', count: 1, run_ids: [paused] }]);
+    await setRunState(f.db.pool, paused, 'CANCELLED');
+    expectData(await retireQueue(q.id), 200);
+    // The queue the other runs use is untouched by all this; and the retired one cannot be named again.
+    expectError(await workflowCommand(api(), workflow.id, 'versions', { expected_revision: '2', version }), 409, 'RESOURCE_RETIRED');
+  });
+
+  it('a publish waits for a queue retirement in flight (share lock on the queue row) and is then refused RESOURCE_RETIRED', async () => {
+    const q = await createQueue(f);
+    const { workflow } = await newWorkflow(api(), chain(f.t.queue_id));
+    // A retirement in flight: the queue row locked and changed, not committed.
+    const conn = await f.db.pool.getConnection();
+    try {
+      await conn.query('BEGIN');
+      await conn.query('UPDATE queues SET paused = 1, retired_at = UTC_TIMESTAMP(3) WHERE id = ?', [q.id]);
+      let settled = false;
+      const pub = workflowCommand(api(), workflow.id, 'versions', { expected_revision: '1', version: chain(q.id) }).finally(() => (settled = true));
+      // The publish must be waiting on the queue row (a plain read would not wait, see the
+      // committed, unretired queue, and publish a version naming a queue retired a moment later).
+      await waitFor('the publish to wait on the queue row lock', async () => {
+        if (settled) return true;
+        // PROCESSLIST shows the gateway's connections (same database user): its statement is the
+        // share-locking read of the version's queues, still running.
+        const [rows] = await f.db.pool.query<RowDataPacket[]>(
+          "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT id, retired_at FROM queues WHERE namespace_id%LOCK IN SHARE MODE'",
+        );
+        return Number(rows[0]!.n) > 0;
+      });
+      await conn.query('COMMIT');
+      expect(expectError(await pub, 409, 'RESOURCE_RETIRED').details?.queue_id).toBe(q.id);
+    } finally {
+      conn.release();
+    }
+    expect(await count('workflow_versions', `workflow_id = '${workflow.id}'`)).toBe(1);
+  });
+});
