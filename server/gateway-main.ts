@@ -10,6 +10,9 @@ import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { registerQueueGauges } from './queue-metrics.js';
+import { registerWorkflowGauges } from './workflow-metrics.js';
+import { setStepAdvancer } from './dispatch/step-advance.js';
+import { advanceRunsInTx } from './workflows/apply.js';
 import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { TxBatcher } from './dispatch/tx-batcher.js';
@@ -56,6 +59,9 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
     });
   }
   registerQueueGauges(metrics, pool);
+  registerWorkflowGauges(metrics, pool);
+  // Transactions that change workflow step tasks advance their runs (server/dispatch/step-advance.ts).
+  setStepAdvancer(advanceRunsInTx);
   registerPoolGauges(metrics, pool);
   app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
     metrics.commitSeconds.observe({ op: 'commands' }, seconds);

@@ -17,6 +17,7 @@ import { ack, createSub, lease } from './support/events.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { pollUntil } from './support/wait.js';
+import { workflowViolations } from './support/workflow-invariants.js';
 
 // A short sweep interval: the lease/deadline expiry phase waits for one sweep round, not 500 ms.
 const f = useGatewayFixture({ tenant: false, gatewayEnv: { ORBIT_SWEEP_INTERVAL_MS: '100' } });
@@ -26,6 +27,8 @@ interface Tenant {
   t: CredentialsFile;
   main: string;
   hold: string;
+  /** Queue of the workflow steps (kept apart from main, whose events the test counts). */
+  flow: string;
   holdRevision: string;
   sub: string;
   workers: AutoWorker[];
@@ -93,7 +96,7 @@ beforeAll(async () => {
   for (const label of ['alpha', 'bravo', 'charlie']) {
     const t = await newTenant(f.db, { application: `scale-${label}-${process.pid}` });
     names.set(t.application_id, label);
-    tenants.push({ label, t, main: '', hold: '', holdRevision: '', sub: '', workers: [], holdTasks: [] });
+    tenants.push({ label, t, main: '', hold: '', flow: '', holdRevision: '', sub: '', workers: [], holdTasks: [] });
   }
 });
 
@@ -145,11 +148,12 @@ describe('scale-out: every transaction touches the rows of one application', () 
 async function workload(): Promise<number[]> {
   // Setup over HTTP, all tenants at once (queue and subscription creation are coalesced commands).
   await all(async (tn) => {
-    const [m, h] = await Promise.all(
-      ['main', 'hold'].map((n) => post(tn, '/v1/queues', { name: `${n}-${tn.label}`, lease_seconds: 5 }).then((r) => ok(r, 'create queue'))),
+    const [m, h, fl] = await Promise.all(
+      ['main', 'hold', 'flow'].map((n) => post(tn, '/v1/queues', { name: `${n}-${tn.label}`, lease_seconds: 5 }).then((r) => ok(r, 'create queue'))),
     );
     tn.main = m!.body.data.queue.id;
     tn.hold = h!.body.data.queue.id;
+    tn.flow = fl!.body.data.queue.id;
     const [paused, sub] = await Promise.all([
       post(tn, `/v1/queues/${tn.hold}:pause`, { expected_revision: '1' }).then((r) => ok(r, 'pause')),
       createSub(f.gw.url, tn.t.token, {
@@ -160,7 +164,7 @@ async function workload(): Promise<number[]> {
     ]);
     tn.holdRevision = String(paused.body.data.queue.revision);
     tn.sub = sub.id;
-    tn.workers = await Promise.all([0, 1].map(() => autoWorker(f.gw.url, tn.t, [tn.main, tn.hold])));
+    tn.workers = await Promise.all([0, 1].map(() => autoWorker(f.gw.url, tn.t, [tn.main, tn.hold, tn.flow])));
   });
   const sessionsOpenedAt = Date.now();
 
@@ -197,6 +201,54 @@ async function workload(): Promise<number[]> {
       ).toEqual([201, 201, 201]);
     }
     tn.holdTasks = hold;
+  });
+
+  // Workflow runs, all applications at once: run starts (receipt-bearing commands), signals, and
+  // advancement inside the coalesced result transactions — a fan-out that fails FOR_EACH_INVALID
+  // (the auto worker's output is an object), a signal step, a keyed step (use_run_key, two runs on
+  // one key) and a compensation step.
+  await all(async (tn) => {
+    const task = (handler: string, extra: Record<string, unknown> = {}) => ({
+      queue_id: tn.flow,
+      handler,
+      handler_version: 'v1',
+      payload_version: 'v1',
+      ...extra,
+    });
+    const wf = ok(
+      await post(tn, '/v1/workflows', {
+        name: `flow-${tn.label}`,
+        version: {
+          steps: [
+            { key: 'list', task: task('h') },
+            { key: 'each', after: ['list'], for_each: 'list', task: task('h') },
+            { key: 'approve', after: ['list'], signal: { name: 'go' } },
+            { key: 'pub', after: ['approve'], task: task('h', { use_run_key: true }) },
+            { key: 'undo', after: ['each'], run_if: 'any_failed', task: task('h') },
+          ],
+        },
+      }),
+      'create workflow',
+    ).body.data.workflow.id as string;
+    const runs = await Promise.all([0, 1].map(() => post(tn, `/v1/workflows/${wf}/runs`, { concurrency_key: 'object/1' }).then((r) => ok(r, 'start run'))));
+    const ids = runs.map((r) => r.body.data.run.id as string);
+    await Promise.all(ids.map((id) => post(tn, `/v1/workflow-runs/${id}/signals`, { name: 'go' }).then((r) => ok(r, 'signal'))));
+    await until(
+      `${tn.label}: workflow runs final`,
+      async () => (await sqlRows(`SELECT COUNT(*) AS n FROM workflow_runs WHERE namespace_id = ? AND state = 'FAILED'`, [tn.t.namespace_id]))[0]!.n == 2,
+    );
+    expect(await workflowViolations(f.db.pool, tn.t.namespace_id)).toEqual([]);
+    const steps = await sqlRows(
+      `SELECT step_key, state, COUNT(*) AS n FROM workflow_run_steps WHERE namespace_id = ? GROUP BY step_key, state ORDER BY step_key`,
+      [tn.t.namespace_id],
+    );
+    expect(steps.map((r) => `${r.step_key}:${r.state}:${r.n}`)).toEqual([
+      'approve:SUCCEEDED:2',
+      'each:FAILED:2',
+      'list:SUCCEEDED:2',
+      'pub:SUCCEEDED:2',
+      'undo:SUCCEEDED:2',
+    ]);
   });
 
   // Cancel two waiting tasks of the paused queue while the workers have parked their attempts.

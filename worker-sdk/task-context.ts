@@ -35,6 +35,9 @@ export interface TaskContext<P = unknown> {
   /** Fires on task.cancel, a lost lease, or a close() that timed out. */
   signal: AbortSignal;
   workerId: string;
+  /** A workflow step's task (workflows.md): its run, step and, for a for_each element, index.
+   * Undefined on other tasks. See stepHandler (step-handler.ts) for its payload. */
+  workflow?: { runId: string; step: string; index?: number };
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- the SDK's public typing: a worker without a
@@ -88,7 +91,7 @@ export function handlerFor(handlers: Record<string, Handler>, f: TaskAssignFrame
 /** The handler's `e`: camelCase task fields and the token as an exact bigint. */
 export function taskContext(f: TaskAssignFrame, leaseExpiresAt: string, signal: AbortSignal, workerId: string): TaskContext {
   const t = f.task;
-  return {
+  const e: TaskContext = {
     task: {
       id: t.id,
       queueId: t.queue_id,
@@ -108,6 +111,11 @@ export function taskContext(f: TaskAssignFrame, leaseExpiresAt: string, signal: 
     signal,
     workerId,
   };
+  if (t.workflow) {
+    e.workflow = { runId: t.workflow.run_id, step: t.workflow.step };
+    if (t.workflow.index !== undefined) e.workflow.index = t.workflow.index;
+  }
+  return e;
 }
 
 /** The default logger: one line per record on stderr (`time LEVEL message {fields}`), so a

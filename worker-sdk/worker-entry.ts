@@ -15,3 +15,5 @@ export {
   isOrbitSdkError,
 } from './errors.js';
 export { MAX_OUTPUT_BYTES } from './outcome.js';
+export { stepHandler } from './step-handler.js';
+export type { StepArgs, StepPayload } from './step-handler.js';

@@ -111,6 +111,9 @@ export interface ResultRow extends RowDataPacket {
   t_max_attempts: number;
   t_deadline_at: string;
   t_current_attempt_id: string | null;
+  /** The task's workflow run and step (NULL on plain tasks): its run advances in this transaction. */
+  t_workflow_run_id: string | null;
+  t_workflow_step: string | null;
 }
 
 /** lockResultRows(ids, namespaces, now): the attempts and their tasks, locked (attempt, then task,
@@ -121,7 +124,7 @@ export async function lockResultRows(c: Conn, ids: string[], namespaces: string[
     `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
             a.result_fingerprint, a.result_reply, (a.lease_expires_at > ?) AS live,
             t.state AS t_state, t.attempts_made AS t_attempts_made, t.max_attempts AS t_max_attempts, t.deadline_at AS t_deadline_at,
-            t.current_attempt_id AS t_current_attempt_id
+            t.current_attempt_id AS t_current_attempt_id, t.workflow_run_id AS t_workflow_run_id, t.workflow_step AS t_workflow_step
        FROM attempts a JOIN tasks t ON t.id = a.task_id
       WHERE a.id IN (${list(ids.length)}) AND a.namespace_id IN (${list(namespaces.length)})
       FOR UPDATE`,

@@ -120,6 +120,9 @@ export type CandidateRow = Pick<
   | 'priority'
   | 'deadline_at'
   | 'attempts_created'
+  | 'workflow_run_id'
+  | 'workflow_step'
+  | 'workflow_index'
 >;
 
 /** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key
@@ -127,7 +130,7 @@ export type CandidateRow = Pick<
 export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateRow[]> {
   const [rows] = await c.query<TaskRow[]>(
     `SELECT t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key, t.concurrency_key,
-            t.priority, t.deadline_at, t.attempts_created
+            t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index
        FROM tasks t WHERE t.id IN (${list(ids.length)}) AND t.state = 'WAITING'
       FOR UPDATE SKIP LOCKED`,
     ids,

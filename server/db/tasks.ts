@@ -3,6 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
+import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
 import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { isId } from '@orbit/protocol/ids';
@@ -38,6 +39,9 @@ export interface TaskRow extends RowDataPacket {
   schedule_id: string | null;
   schedule_version: number | null;
   scheduled_for: string | null;
+  workflow_run_id: string | null;
+  workflow_step: string | null;
+  workflow_index: number | null;
 }
 
 export type { TaskResult } from '@orbit/protocol/http-views';
@@ -82,8 +86,18 @@ export function taskView(r: TaskRow, summary = false): TaskView {
     v.schedule_version = Number(r.schedule_version);
     v.scheduled_for = toIso(r.scheduled_for)!;
   }
+  const wf = taskWorkflowRef(r);
+  if (wf) v.workflow = wf;
   // Stable key order for readers: payload after payload_version as in the spec.
   return summary ? v : reorder(v);
+}
+
+/** `workflow` of a step task (workflows.md); undefined on other tasks. */
+export function taskWorkflowRef(r: Pick<TaskRow, 'workflow_run_id' | 'workflow_step' | 'workflow_index'>): TaskWorkflowRef | undefined {
+  if (!r.workflow_run_id) return undefined;
+  const ref: TaskWorkflowRef = { run_id: r.workflow_run_id, step: r.workflow_step! };
+  if (r.workflow_index !== null && r.workflow_index !== undefined) ref.index = Number(r.workflow_index);
+  return ref;
 }
 
 function reorder(v: TaskView): TaskView {
@@ -94,7 +108,7 @@ function reorder(v: TaskView): TaskView {
 export const TASK_COLUMNS = `id, namespace_id, application_id, queue_id, seq, handler, handler_version, payload_version, payload,
   business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before, deadline_at,
   created_at, updated_at, finished_at, current_attempt_id, result_outcome, result_output, result_error_code, result_error_message,
-  schedule_id, schedule_version, scheduled_for`;
+  schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index`;
 
 export interface NewTask {
   id: string;
@@ -112,6 +126,8 @@ export interface NewTask {
   notBefore: string | null;
   /** Set on tasks a schedule creates (fire or trigger): schedule id, version, fire time (DATETIME). */
   origin?: TaskOrigin;
+  /** Set on a workflow step's task: its run, step and for_each index (null without for_each). */
+  workflow?: { runId: string; step: string; index: number | null };
 }
 
 export interface TaskOrigin {
@@ -127,8 +143,8 @@ export async function insertTask(c: Conn, t: NewTask & { createdAt: string; dead
   await c.execute(
     `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
         business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     taskRow(t),
   );
 }
@@ -155,6 +171,9 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
     t.origin?.scheduleId ?? null,
     t.origin?.scheduleVersion ?? null,
     t.origin?.scheduledFor ?? null,
+    t.workflow?.runId ?? null,
+    t.workflow?.step ?? null,
+    t.workflow?.index ?? null,
   ];
 }
 
@@ -167,8 +186,8 @@ export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string
     await c.query(
       `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
           business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-          deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for)
-       VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
+          deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index)
+       VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
       chunk.flat(),
     );
   }
@@ -206,6 +225,9 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
     schedule_id: t.origin?.scheduleId ?? null,
     schedule_version: t.origin?.scheduleVersion ?? null,
     scheduled_for: t.origin?.scheduledFor ?? null,
+    workflow_run_id: t.workflow?.runId ?? null,
+    workflow_step: t.workflow?.step ?? null,
+    workflow_index: t.workflow?.index ?? null,
   } as TaskRow;
 }
 

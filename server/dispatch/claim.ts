@@ -35,6 +35,7 @@ import {
   type NewAttempt,
   type PermitHint,
 } from '../db/claim-sql.js';
+import { taskWorkflowRef } from '../db/tasks.js';
 import { newId } from '../ids.js';
 
 export interface ClaimSession {
@@ -244,6 +245,8 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           };
           if (x.row.business_key !== null) task.business_key = x.row.business_key;
           if (x.row.concurrency_key) task.concurrency_key = x.row.concurrency_key.toString('utf8');
+          const wf = taskWorkflowRef(x.row);
+          if (wf) task.workflow = wf;
           const list = out.bySession.get(x.s.sessionId) ?? [];
           list.push({ attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: x.token, task });
           out.bySession.set(x.s.sessionId, list);

@@ -38,6 +38,7 @@ import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type H
 import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
+import { advanceSteps } from './step-advance.js';
 
 export interface Identity {
   namespaceId: string;
@@ -234,6 +235,7 @@ async function results(
       if (err) result.error = err;
       ledger.event({ namespaceId: a.namespace_id, type: OUTCOME_EVENT[d.taskOutcome!]!, taskId: a.task_id, queueId: a.queue_id, result });
     }
+    ledger.taskChanged({ workflow_run_id: a.t_workflow_run_id, workflow_step: a.t_workflow_step });
     accepted.set(a.id, { fp, reply });
     out[i] = { ok: true, kind: 'result', reply, freedQueues: [a.queue_id] };
   }
@@ -353,6 +355,8 @@ async function batchInTx(
   // Keys first, then the hand-off and refill attempts, then the hot rows to the commit (lock order).
   await ledger.flushKeys(c);
   const handoffs = await completeHandoffs(c, ledger, [...plans, ...refills], now);
+  // Workflow steps whose tasks changed advance here, before the hot rows (nothing for plain tasks).
+  const stepQueues = await advanceSteps(c, ledger);
   await ledger.flushCounters(c);
   // A result whose key was handed off or whose slot was refilled freed no permit (the successor
   // took it back): no claim round needs waking for its queue (measured: 0.64 rounds per task on
@@ -364,6 +368,8 @@ async function batchInTx(
     if (handed.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], handedOff: true });
     else if (refilled.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], refilled: true });
   }
+  const first = out.find((o) => o?.ok && o.kind === 'result');
+  if (stepQueues.length > 0 && first?.ok && first.kind === 'result') first.freedQueues.push(...stepQueues);
   return { outcomes: out, handoffs };
 }
 

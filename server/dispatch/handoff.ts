@@ -11,6 +11,7 @@
 // the key not being exhausted, and a task already locked by a claim is skipped.
 import { toIso, type Conn } from '../db/pool.js';
 import { insertAttempts, keySuccessorIds, lockCandidates, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
+import { taskWorkflowRef } from '../db/tasks.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
@@ -146,6 +147,8 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     };
     if (p.row.concurrency_key) task.concurrency_key = p.row.concurrency_key.toString('utf8');
     if (p.row.business_key !== null) task.business_key = p.row.business_key;
+    const wf = taskWorkflowRef(p.row);
+    if (wf) task.workflow = wf;
     const a2 = { attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: a.token, task };
     return p.keyed ? { session: p.session, a: a2 } : { session: p.session, a: a2, replaces: p.oldAttemptId };
   });

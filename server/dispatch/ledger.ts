@@ -40,6 +40,14 @@ export class PermitLedger {
   private readonly handoffApps = new Set<string>();
   /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
   readonly handoffTokens = new Map<string, string>();
+  /** Workflow step tasks whose state changed in this transaction: their runs advance before the
+   * flush (server/workflows/apply.ts, advanceRunsInTx). Empty for plain tasks. */
+  readonly stepTasks: { runId: string; step: string }[] = [];
+
+  /** A task changed state; a workflow step's task is noted for advancement (a plain task: nothing). */
+  taskChanged(t: { workflow_run_id: string | null; workflow_step: string | null }): void {
+    if (t.workflow_run_id) this.stepTasks.push({ runId: t.workflow_run_id, step: t.workflow_step! });
+  }
 
   /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
   releaseAttempt(a: { id: string; queue_id: string; application_id: string; namespace_id: string; concurrency_key: Buffer | null }): void {
@@ -86,6 +94,7 @@ export class PermitLedger {
     this.keys.push(...o.keys);
     this.events.push(...o.events);
     for (const q of o.freedQueues) this.freedQueues.add(q);
+    this.stepTasks.push(...o.stepTasks);
   }
 
   event(e: PendingEvent): void {

@@ -68,6 +68,7 @@ export async function finishTask(
     terminal,
   });
   if (terminal) ledger.taskFinished(t.application_id);
+  ledger.taskChanged(t);
   const result: Record<string, unknown> = { outcome: r.outcome };
   if (r.output) result.output = JSON.parse(r.output);
   if (r.error) result.error = r.error;

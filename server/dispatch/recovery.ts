@@ -7,6 +7,7 @@ import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLease
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
 import { PermitLedger } from './ledger.js';
 import { finishTask } from './lifecycle.js';
+import { advanceSteps } from './step-advance.js';
 
 export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
 
@@ -45,6 +46,7 @@ export async function revokeAttempt(
       });
       // A never-started attempt does not consume max_attempts: back to WAITING as it was.
       await requeueUnstartedTask(c, t.id, a.id);
+      ledger.taskChanged(t);
       return 'LEASE_EXPIRED';
     case 'expire-running': {
       const error = { code: 'LEASE_EXPIRED', message: 'lease ran out while running; effect unknown' };
@@ -176,6 +178,7 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, only?
       });
       report.counts.deadlineWaiting++;
     }
+    await advanceSteps(c, ledger);
     await ledger.flush(c);
   });
   report.freedQueues = [...ledger.freedQueues];

@@ -30,6 +30,7 @@ import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '
 import { lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
 import { reserveUnfinishedTasks } from '../db/applications.js';
 import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
+import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
 import { GroupCommitter } from './group-commit.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
@@ -55,6 +56,11 @@ export interface SubmitCommand {
   prepared: PreparedSubmit;
   /** Tasks created by a schedule record it. */
   origin?: TaskOrigin;
+  /** A workflow step's task (server/workflows/apply.ts): its run, step and for_each index (null
+   * without for_each), and its delay: not_before = the database clock + delay. A
+   * workflow_step_tasks row is written with it, whose primary key refuses a second task per
+   * (run, step, index). */
+  workflow?: { runId: string; step: string; index: number | null; delaySeconds: number };
 }
 
 export type SubmitOutcome = { ok: true; status: 201 | 200; data: { task: Task; deduplicated: boolean } } | { ok: false; error: OrbitError };
@@ -165,7 +171,9 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
       createdAt,
       deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString())!,
       origin: it.origin,
+      workflow: it.workflow && { runId: it.workflow.runId, step: it.workflow.step, index: it.workflow.index },
     };
+    if (it.workflow && it.workflow.delaySeconds > 0) t.notBefore = fromIso(new Date(nowMs + it.workflow.delaySeconds * 1000).toISOString());
     const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
     tasks.push(t);
     if (it.key !== null)
@@ -193,6 +201,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
   await insertTasks(c, tasks);
+  if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
   await insertReceipts(c, receipts);
   // The hot rows, last and in the ledger's lock order: queues (by id), then the application.
   if ((await lockLiveQueues(c, [...byQueue])) !== byQueue.size) {
@@ -221,6 +230,30 @@ export async function createTasksInTransaction(
     outcomes: r.outcomes.map((o) => (o === 'alone' ? refused('INTERNAL', 'duplicate key in one creation') : (o as SubmitOutcome))),
     afterCommit: () => afterCommitOf(app, r),
   };
+}
+
+/** The workflow_step_tasks rows of the step tasks among `tasks`. */
+function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRow[] {
+  return tasks
+    .filter((t) => t.workflow)
+    .map((t) => ({
+      runId: t.workflow!.runId,
+      stepKey: t.workflow!.step,
+      index: t.workflow!.index ?? 0,
+      namespaceId: t.namespaceId,
+      applicationId: t.applicationId,
+      taskId: t.id,
+      createdAt: t.createdAt,
+    }));
+}
+
+/** A workflow step's tasks, inside the advancing transaction (server/workflows/apply.ts), with the
+ * statements of a submit. Throws OrbitError QUOTA_EXCEEDED or RESOURCE_RETIRED for the whole
+ * batch (the caller rolls back to its savepoint and plans again); a second task for a (run, step,
+ * index) fails with a duplicate key. Returns the created tasks' queues (woken after the commit). */
+export async function createStepTasksInTransaction(c: Conn, items: SubmitCommand[]): Promise<{ outcomes: SubmitOutcome[]; queues: string[] }> {
+  const r = await createTasksInTx(c, items, true);
+  return { outcomes: r.outcomes as SubmitOutcome[], queues: [...r.queues] };
 }
 
 function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {

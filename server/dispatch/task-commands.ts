@@ -9,6 +9,7 @@ import { reopenTaskForRetry } from '../db/task-transitions.js';
 import { PermitLedger } from './ledger.js';
 import { finishTask } from './lifecycle.js';
 import { revokeAttempt, type Revoked } from './recovery.js';
+import { advanceSteps } from './step-advance.js';
 
 export interface CommandEffect {
   task: TaskRow;
@@ -39,6 +40,7 @@ export async function cancelTask(c: Conn, namespaceId: string, taskId: string, r
   } else {
     throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
   }
+  await advanceSteps(c, ledger);
   await ledger.flush(c);
   return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...ledger.freedQueues] };
 }
@@ -57,6 +59,7 @@ export async function resolveTask(
   if (resolution === 'retry') {
     // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
     await reopenTaskForRetry(c, t.id);
+    ledger.taskChanged(t);
     ledger.freedQueues.add(t.queue_id);
   } else {
     await finishTask(c, ledger, t, {
@@ -65,6 +68,7 @@ export async function resolveTask(
       error: resolution === 'failed' ? note : null,
     });
   }
+  await advanceSteps(c, ledger);
   await ledger.flush(c);
   return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...ledger.freedQueues] };
 }

@@ -3,6 +3,7 @@
 // task.cancel here, and a session superseded by a newer session of its worker_id on another node
 // is closed with 4409.
 import { sweep } from '../dispatch/recovery.js';
+import { sweepWorkflows } from '../workflows/sweep.js';
 import { isConnectionError } from '../db/pool.js';
 import { attemptHolders } from '../db/attempts.js';
 import { revokedCredentialIds } from '../db/credentials.js';
@@ -67,6 +68,7 @@ export class Reconciler {
       if (r.counts.deadlineWaiting) m.inc({ kind: 'deadline_waiting' }, r.counts.deadlineWaiting);
       app.signals.revoked(r.revoked);
       app.signals.wake(r.freedQueues);
+      app.signals.wake((await sweepWorkflows(app.pool)).queues);
       await this.reconcileSessions();
       if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
     } catch (err) {

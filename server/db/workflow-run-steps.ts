@@ -1,0 +1,122 @@
+// SQL operations on the steps of runs (workflow_run_steps, migration 000006). A run's step rows are
+// written only by a transaction that holds the run row (FOR UPDATE): the run row is the lock of
+// its steps, so reads under it need no lock of their own (READ COMMITTED: they see the last
+// committed state).
+import type { RowDataPacket } from 'mysql2/promise';
+import type { WorkflowStepState } from '@orbit/protocol/states';
+import type { SkipReason } from '@orbit/protocol/workflow-views';
+import type { Conn, Pool } from './pool.js';
+
+export interface RunStepRow {
+  run_id: string;
+  step_key: string;
+  namespace_id: string;
+  application_id: string;
+  run_seq: string;
+  state: WorkflowStepState;
+  ready_cause: 'paused' | 'quota' | null;
+  skipped_because: SkipReason | null;
+  task_count: number;
+  output: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  signal_deadline_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+}
+
+const COLUMNS = `run_id, step_key, namespace_id, application_id, run_seq, state, ready_cause, skipped_because, task_count, output,
+  error_code, error_message, signal_deadline_at, started_at, finished_at, updated_at`;
+
+/** readRunSteps(run ids) → every step row of these runs, by run then key. No lock: the caller
+ * holds the runs (advancement, commands) or only reads (GET). */
+export async function readRunSteps(db: Pool | Conn, runIds: string[]): Promise<RunStepRow[]> {
+  if (runIds.length === 0) return [];
+  const [rows] = await db.query<(RunStepRow & RowDataPacket)[]>(
+    `SELECT ${COLUMNS} FROM workflow_run_steps WHERE run_id IN (${runIds.map(() => '?').join(',')}) ORDER BY run_id, step_key`,
+    runIds,
+  );
+  return rows.map((r) => ({ ...r, run_seq: String(r.run_seq) }));
+}
+
+/** A step row as written: every column but the updated_at the statement sets. Times are either a
+ * DATETIME(3) string, `now` (the statement's database clock) or, for signal_deadline_at, a number
+ * of seconds after now. */
+export type StepWrite = Omit<RunStepRow, 'updated_at' | 'signal_deadline_at' | 'started_at' | 'finished_at'> & {
+  signal_deadline_at: string | { seconds: number } | null;
+  started_at: string | 'now' | null;
+  finished_at: string | 'now' | null;
+};
+
+/** writeRunSteps(rows): one multi-row upsert of whole step rows (a run's start inserts them all;
+ * an advancement writes the steps its plan changed). The caller holds the run row. */
+export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
+  if (rows.length === 0) return;
+  const args: unknown[] = [];
+  const time = (v: string | 'now' | null) => {
+    if (v === 'now') return 'UTC_TIMESTAMP(3)';
+    args.push(v);
+    return '?';
+  };
+  const values = rows.map((r) => {
+    args.push(
+      r.run_id,
+      r.step_key,
+      r.namespace_id,
+      r.application_id,
+      r.run_seq,
+      r.state,
+      r.ready_cause,
+      r.skipped_because,
+      r.task_count,
+      r.output,
+      r.error_code,
+      r.error_message,
+    );
+    let deadline = '?';
+    if (r.signal_deadline_at !== null && typeof r.signal_deadline_at === 'object') {
+      deadline = 'UTC_TIMESTAMP(3) + INTERVAL ? SECOND';
+      args.push(r.signal_deadline_at.seconds);
+    } else args.push(r.signal_deadline_at);
+    const started = time(r.started_at);
+    const finished = time(r.finished_at);
+    return `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${deadline}, ${started}, ${finished}, UTC_TIMESTAMP(3))`;
+  });
+  await c.query(
+    `INSERT INTO workflow_run_steps (${COLUMNS}) VALUES ${values.join(', ')}
+     ON DUPLICATE KEY UPDATE state = VALUES(state), ready_cause = VALUES(ready_cause), skipped_because = VALUES(skipped_because),
+       task_count = VALUES(task_count), output = VALUES(output), error_code = VALUES(error_code), error_message = VALUES(error_message),
+       signal_deadline_at = VALUES(signal_deadline_at), started_at = VALUES(started_at), finished_at = VALUES(finished_at),
+       updated_at = VALUES(updated_at)`,
+    args,
+  );
+}
+
+/** quotaReadyRuns(limit) → runs with a READY step waiting for quota, oldest run first per
+ * application (index ix_workflow_run_steps_quota). No lock: the sweeper locks each run after. */
+export async function quotaReadyRuns(pool: Pool, limit: number): Promise<{ run_id: string; namespace_id: string; application_id: string }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT run_id, MIN(namespace_id) AS namespace_id, application_id, MIN(run_seq) AS s FROM workflow_run_steps
+      WHERE ready_cause = 'quota' GROUP BY application_id, run_id ORDER BY application_id, s LIMIT ?`,
+    [limit],
+  );
+  return rows.map((r) => ({ run_id: r.run_id as string, namespace_id: r.namespace_id as string, application_id: r.application_id as string }));
+}
+
+/** dueSignalSteps(limit) → WAITING_SIGNAL steps past their timeout by the database clock (index
+ * ix_workflow_run_steps_signal). No lock: the sweeper locks each run and re-checks. */
+export async function dueSignalSteps(pool: Pool, limit: number): Promise<{ run_id: string; step_key: string; namespace_id: string }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT run_id, step_key, namespace_id FROM workflow_run_steps
+      WHERE state = 'WAITING_SIGNAL' AND signal_deadline_at <= UTC_TIMESTAMP(3) ORDER BY signal_deadline_at LIMIT ?`,
+    [limit],
+  );
+  return rows.map((r) => ({ run_id: r.run_id as string, step_key: r.step_key as string, namespace_id: r.namespace_id as string }));
+}
+
+/** countStepsByState() → step rows per state over every namespace (the metrics scrape). */
+export async function countStepsByState(pool: Pool): Promise<{ state: WorkflowStepState; n: number }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM workflow_run_steps GROUP BY state');
+  return rows.map((r) => ({ state: r.state as WorkflowStepState, n: Number(r.n) }));
+}

@@ -1,0 +1,81 @@
+// SQL operations on the tasks of started steps (workflow_step_tasks, migration 000006): the primary
+// key (run_id, step_key, item_index) is the exactly-once guard of advancement — a second task for
+// an element is a duplicate key, and the row commits with its task.
+import type { RowDataPacket } from 'mysql2/promise';
+import type { TaskState } from '@orbit/protocol/states';
+import type { Conn, Pool } from './pool.js';
+
+export interface NewStepTask {
+  runId: string;
+  stepKey: string;
+  index: number;
+  namespaceId: string;
+  applicationId: string;
+  taskId: string;
+  createdAt: string;
+}
+
+/** insertStepTasks(rows): one multi-row INSERT, in the transaction that inserts the tasks. A
+ * (run, step, index) that already has a task fails the statement (ER_DUP_ENTRY): the whole
+ * transaction rolls back, nothing is created twice. */
+export async function insertStepTasks(c: Conn, rows: NewStepTask[]): Promise<void> {
+  if (rows.length === 0) return;
+  await c.query(
+    `INSERT INTO workflow_step_tasks (run_id, step_key, item_index, namespace_id, application_id, task_id, created_at) VALUES ${rows
+      .map(() => '(?, ?, ?, ?, ?, ?, ?)')
+      .join(', ')}`,
+    rows.flatMap((r) => [r.runId, r.stepKey, r.index, r.namespaceId, r.applicationId, r.taskId, r.createdAt]),
+  );
+}
+
+export interface StepTaskRow {
+  step_key: string;
+  item_index: number;
+  task_id: string;
+  state: TaskState;
+  result_output: string | null;
+  result_error_code: string | null;
+  result_error_message: string | null;
+}
+
+/** readStepTasks(run, step keys | null = every step) → the steps' tasks with their current state
+ * and result, by step then element. No lock: the caller holds the run row, which every advancement
+ * of the run takes (READ COMMITTED: the last committed task states, and this transaction's own). */
+export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: string[] | null, withOutput = true): Promise<StepTaskRow[]> {
+  if (stepKeys !== null && stepKeys.length === 0) return [];
+  const [rows] = await db.query<(StepTaskRow & RowDataPacket)[]>(
+    `SELECT st.step_key, st.item_index, st.task_id, t.state, ${withOutput ? 't.result_output' : 'NULL AS result_output'}, t.result_error_code, t.result_error_message
+       FROM workflow_step_tasks st JOIN tasks t ON t.id = st.task_id
+      WHERE st.run_id = ?${stepKeys === null ? '' : ` AND st.step_key IN (${stepKeys.map(() => '?').join(',')})`}
+      ORDER BY st.step_key, st.item_index`,
+    [runId, ...(stepKeys ?? [])],
+  );
+  return rows;
+}
+
+/** stepTaskIds(run) → the ids of the run's tasks (no lock; a run command locks them next, before
+ * the run row). */
+export async function stepTaskIds(db: Pool | Conn, runId: string): Promise<string[]> {
+  const [rows] = await db.query<RowDataPacket[]>('SELECT task_id FROM workflow_step_tasks WHERE run_id = ? ORDER BY task_id', [runId]);
+  return rows.map((r) => r.task_id as string);
+}
+
+/** currentAttemptIds(task ids) → the current attempts of those of the tasks that are LEASED (no
+ * lock: a run :cancel locks them next, before the tasks, in the order of results and the sweeper). */
+export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<string[]> {
+  if (taskIds.length === 0) return [];
+  const [rows] = await c.query<RowDataPacket[]>(
+    `SELECT current_attempt_id FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')}) AND state = 'LEASED' AND current_attempt_id IS NOT NULL
+      ORDER BY current_attempt_id`,
+    taskIds,
+  );
+  return rows.map((r) => r.current_attempt_id as string);
+}
+
+/** lockTasksById(task ids): the tasks locked FOR UPDATE in id order (a run :cancel, after their
+ * attempts and before the run row). */
+export async function lockTasksById(c: Conn, taskIds: string[]): Promise<void> {
+  if (taskIds.length === 0) return;
+  const sorted = [...taskIds].sort();
+  await c.query(`SELECT id FROM tasks WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`, sorted);
+}

@@ -1,0 +1,175 @@
+// /v1/workflows/{id}/runs and /v1/workflow-runs (workflows.md "Endpoints"): the run commands
+// (start, :pause, :resume, :cancel, signals), each receipt-bearing, and the reads. Every body is
+// validated completely before the command transaction starts (schema; input and payload sizes;
+// use_run_key without a concurrency_key; a signal name no step waits for; the version's queues
+// within queue_ids), so bad input changes nothing. A run start without `version` and one naming the
+// current version are different commands: the input fingerprinted is the body as given.
+import { OrbitError } from '@orbit/protocol/errors';
+import { isWorkflowRunState } from '@orbit/protocol/states';
+import { CancelWorkflowRunBody, PauseWorkflowRunBody, ResumeWorkflowRunBody, SendSignalBody, StartWorkflowRunBody } from '@orbit/protocol/workflow-schemas';
+import { isId } from '@orbit/protocol/ids';
+import { getWorkflow } from '../db/workflows.js';
+import { getRun, listRuns, runSummaryView, type RunRow } from '../db/workflow-runs.js';
+import { normalizeRunStart, normalizeSignal, runKeyProblem } from '../workflows/validate.js';
+import { signalStepOf } from '../workflows/advance.js';
+import { findVersionGraph, runView, versionGraph, type VersionGraph } from '../workflows/run-state.js';
+import { cancelRun, pauseRun, resumeRun, sendSignal, startRun, type RunEffect } from '../workflows/run-commands.js';
+import { canUseQueue, requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
+import type { Credential } from '../db/credentials.js';
+import { command, type CommandReply } from './command.js';
+import type { Reply, RequestCtx } from './context.js';
+import type { Router } from './router.js';
+import { encodeCursor, listQuery, noQuery } from './list-query.js';
+
+/** 403 unless every queue of the version is within the credential's queue_ids. */
+function requireVersionAccess(cred: Credential, v: VersionGraph): void {
+  for (const q of v.queueIds) requireQueueAccess(cred, q);
+}
+
+/** A run of the credential's namespace with its version: 404 absent (or a malformed id), 403 when
+ * its version names a queue outside queue_ids. */
+async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
+  const row = await getRun(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
+  if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
+  const version = await versionGraph(ctx.app.pool, row.workflow_id, Number(row.version));
+  requireVersionAccess(ctx.cred, version);
+  return { row, version };
+}
+
+const reply = (r: RunEffect): CommandReply => ({ data: { run: r.run }, resourceId: r.run.id });
+
+function afterCommit(r: RunEffect, ctx: RequestCtx): void {
+  ctx.app.signals.revoked(r.revoked);
+  if (r.queues.length > 0) ctx.app.signals.wake(r.queues);
+}
+
+export const startRunRoute = command({
+  operation: 'POST /v1/workflows/{id}/runs',
+  scope: 'workflows:run',
+  body: StartWorkflowRunBody,
+  status: 201,
+  load: async (ctx, b) => {
+    const n = normalizeRunStart(b);
+    const wf = await getWorkflow(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
+    if (!wf) throw new OrbitError('NOT_FOUND', 'workflow not found');
+    const number = n.version ?? Number(wf.current_version);
+    const version = await findVersionGraph(ctx.app.pool, wf.id, number);
+    if (!version) throw new OrbitError('NOT_FOUND', `workflow version ${number} not found`, { field: 'version' });
+    requireVersionAccess(ctx.cred, version);
+    const keyProblem = runKeyProblem(version.steps, n.concurrency_key);
+    if (keyProblem) throw keyProblem;
+    // Retirement (of the workflow or of a queue) is decided in the transaction, under its locks.
+    return n;
+  },
+  effect: (c, n, { cred, params }) => startRun(c, cred, params.id!, n),
+  reply,
+  afterCommit,
+});
+
+async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
+  await loadRun(ctx);
+  return b;
+}
+
+export const pauseRunRoute = command({
+  operation: 'POST /v1/workflow-runs/{id}:pause',
+  scope: 'workflows:run',
+  body: PauseWorkflowRunBody,
+  status: 200,
+  load: loaded,
+  effect: (c, _b, { cred, params }) => pauseRun(c, cred.namespaceId, params.id!),
+  reply,
+  afterCommit,
+});
+
+export const resumeRunRoute = command({
+  operation: 'POST /v1/workflow-runs/{id}:resume',
+  scope: 'workflows:run',
+  body: ResumeWorkflowRunBody,
+  status: 200,
+  load: loaded,
+  effect: (c, _b, { cred, params }) => resumeRun(c, cred.namespaceId, params.id!),
+  reply,
+  afterCommit,
+});
+
+export const cancelRunRoute = command({
+  operation: 'POST /v1/workflow-runs/{id}:cancel',
+  scope: 'workflows:run',
+  body: CancelWorkflowRunBody,
+  status: 200,
+  load: loaded,
+  effect: (c, b, { cred, params }) => cancelRun(c, cred.namespaceId, params.id!, b.reason),
+  reply,
+  afterCommit,
+});
+
+export const sendSignalRoute = command({
+  operation: 'POST /v1/workflow-runs/{id}/signals',
+  scope: 'workflows:run',
+  body: SendSignalBody,
+  status: 200,
+  load: async (ctx, b) => {
+    const n = normalizeSignal(b);
+    const { version } = await loadRun(ctx);
+    if (signalStepOf(version.graph, n.name) === undefined) {
+      throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${n.name}`, { field: 'name' });
+    }
+    return n;
+  },
+  effect: (c, n, { cred, params }) => sendSignal(c, cred.namespaceId, params.id!, n),
+  reply,
+  afterCommit,
+});
+
+// ---- reads: workflows:manage, workflows:run or tasks:read ----
+
+const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
+
+export async function getRunRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  noQuery(ctx);
+  const { row } = await loadRun(ctx);
+  return { status: 200, data: { run: await runView(ctx.app.pool, row) } };
+}
+
+/** Runs newest first, without steps and input; `workflow_id` and `state` filter. A credential
+ * limited to some queues sees the runs whose version names only queues it may use. */
+export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
+  requireAnyScope(ctx.cred, READ_SCOPES);
+  const q = listQuery(ctx, new Set(['workflow_id', 'state', 'limit', 'cursor']), 'r');
+  const workflowId = q.one('workflow_id');
+  const state = q.one('state');
+  if (workflowId !== undefined && !isId(workflowId))
+    throw new OrbitError('INVALID_ARGUMENT', 'workflow_id: must be a 32-hex workflow id', { field: 'workflow_id' });
+  if (state !== undefined && !isWorkflowRunState(state)) {
+    throw new OrbitError('INVALID_ARGUMENT', 'state: one of RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED', { field: 'state' });
+  }
+  const rows = await listRuns(ctx.app.pool, {
+    namespaceId: ctx.cred.namespaceId,
+    workflowId,
+    state: state as RunRow['state'] | undefined,
+    beforeSeq: q.after,
+    limit: q.limit,
+  });
+  const page = rows.slice(0, q.limit);
+  const next = rows.length > q.limit ? encodeCursor('r', page[page.length - 1]!.seq) : null;
+  const cred = ctx.cred;
+  const visible: RunRow[] = [];
+  for (const r of page) {
+    if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id)))
+      visible.push(r);
+  }
+  return { status: 200, data: { runs: visible.map(runSummaryView), next_cursor: next } };
+}
+
+/** The run routes, registered by routes.ts in one line. */
+export function addWorkflowRunRoutes(r: Router): void {
+  r.add({ method: 'POST', template: '/v1/workflows/{id}/runs', auth: true, handle: startRunRoute });
+  r.add({ method: 'GET', template: '/v1/workflow-runs', auth: true, handle: listRunsRoute });
+  r.add({ method: 'GET', template: '/v1/workflow-runs/{id}', auth: true, handle: getRunRoute });
+  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:pause', auth: true, handle: pauseRunRoute });
+  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:resume', auth: true, handle: resumeRunRoute });
+  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:cancel', auth: true, handle: cancelRunRoute });
+  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}/signals', auth: true, handle: sendSignalRoute });
+}

@@ -1,0 +1,297 @@
+// The applier: writes a Plan (advance.ts) inside the caller's transaction — tasks to cancel (as a
+// task :cancel does: permits released in this transaction, task.cancel after the commit), step
+// rows, signals, the run's state, and last the tasks to create, through the one task-creation
+// path (createStepTasksInTransaction: the statements of a submit, plus a workflow_step_tasks row
+// per task whose primary key (run, step, index) refuses a second one). It decides nothing.
+//
+// Quota: the plan is tried whole against the application's conditional quota update (the last
+// statement of the creation); refused, everything the applier wrote is rolled back to its
+// savepoint and the event is planned again with room 0 — the steps that would create tasks become
+// READY (quota), the rest stands (docs/design.md "Workflows").
+import { OrbitError } from '@orbit/protocol/errors';
+import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
+import type { Conn } from '../db/pool.js';
+import { rollbackToSavepoint, savepoint } from '../db/pool.js';
+import { getAttempt } from '../db/attempts.js';
+import { lockTask } from '../db/task-transitions.js';
+import { lockRuns, setRunState } from '../db/workflow-runs.js';
+import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
+import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
+import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
+import { PermitLedger } from '../dispatch/ledger.js';
+import { finishTask } from '../dispatch/lifecycle.js';
+import { revokeAttempt, type Revoked } from '../dispatch/recovery.js';
+import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
+import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
+import type { StepTaskView } from './decide.js';
+import { loadRun, type LoadedRun } from './run-state.js';
+
+export interface Applied {
+  /** Attempts revoked (LEASED tasks of a cancelled run): task.cancel after the commit. */
+  revoked: Revoked[];
+  /** Queues that got new tasks (woken after the commit; also added to the ledger's freedQueues). */
+  queues: string[];
+}
+
+/** The quota refused the plan's tasks: plan again with room 0. */
+export class QuotaRefused extends Error {}
+
+/** The step tasks of `rows` as the decisions see them. */
+export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
+  const out = new Map<string, StepTaskView[]>();
+  for (const r of rows) {
+    const v: StepTaskView = { index: Number(r.item_index), state: r.state };
+    if (r.result_output !== null) v.output = JSON.parse(r.result_output);
+    if (r.result_error_code) v.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
+    out.set(r.step_key, [...(out.get(r.step_key) ?? []), v]);
+  }
+  return out;
+}
+
+/** Plans with `plan(opts)` and applies; a quota refusal plans again with room 0. */
+export async function planAndApply(
+  c: Conn,
+  ledger: PermitLedger,
+  run: LoadedRun,
+  plan: (opts: PlanOptions) => Plan,
+  reason?: string,
+): Promise<Applied & { plan: Plan }> {
+  const first = plan({});
+  try {
+    return { ...(await applyPlan(c, ledger, run, first, reason)), plan: first };
+  } catch (err) {
+    if (!(err instanceof QuotaRefused)) throw err;
+  }
+  const second = plan({ taskRoom: 0 });
+  return { ...(await applyPlan(c, ledger, run, second, reason)), plan: second };
+}
+
+let savepoints = 0;
+
+/** Applies `plan` to `run` (locked by the caller). `reason`: the text of a run cancel. */
+export async function applyPlan(c: Conn, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
+  const creates = plan.changes.flatMap((ch) => (ch.state === 'ACTIVE' && ch.started ? [ch] : []));
+  const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
+  if (sp) await savepoint(c, sp);
+  // A ledger of its own: merged into the caller's only when the plan applied (a refused quota
+  // rolls back the rows, and must roll back what the cancels counted too).
+  const sub = new PermitLedger();
+  const revoked = await cancelTasks(c, sub, run, plan, reason);
+  await writeRunSteps(c, stepWrites(run, plan));
+  await writeSignals(c, run, plan);
+  if (plan.run !== run.row.state || plan.changes.length > 0)
+    await setRunState(c, run.row.id, plan.run, plan.run === 'CANCELLED' && run.row.state !== 'CANCELLED' ? (reason ?? null) : null);
+  let queues: string[] = [];
+  if (sp) {
+    const items = creates.flatMap((ch) => ch.tasks.map((t) => stepTaskCommand(run, ch.key, t)));
+    try {
+      const r = await createStepTasksInTransaction(c, items);
+      const refused = r.outcomes.find((o) => !o.ok);
+      if (refused && !refused.ok) throw refused.error;
+      queues = r.queues;
+    } catch (err) {
+      if (!(err instanceof OrbitError) || err.code !== 'QUOTA_EXCEEDED') throw err;
+      await rollbackToSavepoint(c, sp);
+      throw new QuotaRefused();
+    }
+  }
+  ledger.merge(sub);
+  for (const q of queues) ledger.freedQueues.add(q);
+  // The run's own rows now say what the plan decided: a second plan in this transaction reads them.
+  run.row.state = plan.run;
+  return { revoked, queues };
+}
+
+/** The submit command of one step task: the run's credential (every queue of the version was
+ * authorized when the run started), no receipt (the (run, step, index) row is its identity). */
+function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'][number], { tasks: unknown }>['tasks'][number]): SubmitCommand {
+  const f = t.task;
+  return {
+    credential: { id: run.row.created_by, namespaceId: run.row.namespace_id, applicationId: run.row.application_id, queueIds: '*' },
+    key: null,
+    prepared: {
+      normalized: {
+        queue_id: f.queue_id,
+        handler: f.handler,
+        handler_version: f.handler_version,
+        payload_version: f.payload_version,
+        payload: undefined,
+        business_key: f.business_key,
+        concurrency_key: f.concurrency_key,
+        priority: f.priority,
+        max_attempts: f.max_attempts,
+        deadline_seconds: f.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
+        not_before: undefined,
+      },
+      payloadJson: t.payloadJson,
+      notBeforeMs: undefined,
+    },
+    workflow: { runId: run.row.id, step, index: t.index, delaySeconds: t.delay_seconds },
+  };
+}
+
+/** The plan's cancellations: each task locked; a WAITING one CANCELLED, a LEASED one (a run
+ * cancel) revoked as by a task :cancel (its attempt locked without waiting, after the task: a held
+ * row fails the statement and the transaction runs again); any other (it moved on) left alone. */
+async function cancelTasks(c: Conn, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
+  if (plan.cancel.length === 0) return [];
+  const rows = await readStepTasks(
+    c,
+    run.row.id,
+    plan.cancel.map((x) => x.key),
+    false,
+  );
+  const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
+  const revoked: Revoked[] = [];
+  const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
+  for (const x of plan.cancel) {
+    for (const i of x.indexes) {
+      const t = await lockTask(c, run.row.namespace_id, ids.get(`${x.key}/${i}`)!);
+      if (t.state === 'WAITING') {
+        await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message } });
+      } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
+        const a = (await getAttempt(c, t.namespace_id, t.current_attempt_id, 'nowait'))!;
+        await revokeAttempt(c, ledger, a, 'cancel', message);
+        revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
+      }
+    }
+  }
+  return revoked;
+}
+
+/** The step rows the plan changes, whole (one upsert). */
+function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
+  const out = new Map<string, StepWrite>();
+  for (const ch of plan.changes) {
+    const prev = out.get(ch.key) ?? fromRow(run.steps.get(ch.key)!);
+    const w: StepWrite = { ...prev, state: ch.state, ready_cause: null };
+    const started = 'started' in ch && ch.started;
+    if (started) w.started_at = 'now';
+    switch (ch.state) {
+      case 'READY':
+        w.ready_cause = ch.cause;
+        break;
+      case 'SKIPPED':
+        w.skipped_because = ch.skipped_because;
+        w.finished_at = 'now';
+        break;
+      case 'ACTIVE':
+        if (ch.started) w.task_count = ch.tasks.length;
+        break;
+      case 'WAITING_SIGNAL':
+        w.signal_deadline_at = { seconds: ch.timeout_seconds };
+        break;
+      case 'SUCCEEDED': {
+        const step = run.version.steps[run.version.graph.index.get(ch.key)!]!;
+        // A for_each step's output is read from its tasks in element order (not stored).
+        w.output = step.for_each !== undefined ? null : JSON.stringify(ch.output === undefined ? null : ch.output);
+        w.finished_at = 'now';
+        w.signal_deadline_at = null;
+        break;
+      }
+      case 'FAILED':
+        w.error_code = ch.error.code;
+        w.error_message = ch.error.message;
+        w.finished_at = 'now';
+        w.signal_deadline_at = null;
+        break;
+      case 'CANCELLED':
+        w.finished_at = 'now';
+        w.signal_deadline_at = null;
+        break;
+    }
+    out.set(ch.key, w);
+  }
+  return [...out.values()];
+}
+
+function fromRow(r: RunStepRow): StepWrite {
+  const { updated_at: _u, ...rest } = r;
+  return rest;
+}
+
+/** Signals: a kept one consumed by a step that started with it; one sent now and consumed at once,
+ * or kept for a step not reached yet. */
+async function writeSignals(c: Conn, run: LoadedRun, plan: Plan): Promise<void> {
+  const consumedKept: string[] = [];
+  for (const ch of plan.changes) {
+    if (ch.state !== 'SUCCEEDED' || ch.consumed_signal === undefined) continue;
+    if (Object.prototype.hasOwnProperty.call(run.view.kept, ch.consumed_signal)) consumedKept.push(ch.consumed_signal);
+    else await insertSignal(c, signalRow(run, ch.consumed_signal, ch.key, ch.output, 'CONSUMED'));
+  }
+  await consumeSignals(c, run.row.id, consumedKept);
+  if (plan.keep) {
+    const key = run.version.steps.find((s) => s.signal?.name === plan.keep!.name)!.key;
+    await insertSignal(c, signalRow(run, plan.keep.name, key, plan.keep.payload, 'KEPT'));
+  }
+}
+
+function signalRow(run: LoadedRun, name: string, stepKey: string, payload: unknown, state: 'KEPT' | 'CONSUMED') {
+  return {
+    runId: run.row.id,
+    name,
+    namespaceId: run.row.namespace_id,
+    applicationId: run.row.application_id,
+    payloadJson: JSON.stringify(payload === undefined ? null : payload),
+    stepKey,
+    state,
+  };
+}
+
+/**
+ * Advancement in the step's own transaction: the runs of the step tasks `ledger` saw change (a
+ * result, an expiry, a deadline, a task :cancel or :resolve) are locked — after the tasks, which
+ * the caller holds — and each is planned (planTasksChanged, with every task of each changed step)
+ * and applied. Called before the ledger's hot rows are written; returns the queues that got new
+ * tasks (also in the ledger's freedQueues). A transaction that changed no step task returns at
+ * once, without a statement: the plain-task path pays nothing.
+ */
+export async function advanceRunsInTx(c: Conn, ledger: PermitLedger): Promise<string[]> {
+  if (ledger.stepTasks.length === 0) return [];
+  const changed = ledger.stepTasks.splice(0);
+  const byRun = new Map<string, Set<string>>();
+  for (const t of changed) byRun.set(t.runId, (byRun.get(t.runId) ?? new Set()).add(t.step));
+  const queues: string[] = [];
+  for (const row of await lockRuns(c, [...byRun.keys()])) {
+    const run = await loadRun(c, row);
+    const keys = [...byRun.get(row.id)!];
+    let updates = await stepTaskStates(c, row.id, keys);
+    // The tasks a plan cancels were read without a lock: a claim may take one meanwhile. They are
+    // locked first and the plan made again on what is then settled, so a step never finishes
+    // while a task it counted as cancelled runs.
+    const p = planTasksChanged(run.version.graph, run.view, updates);
+    if (p.cancel.length > 0) {
+      await lockStepTasks(c, run, p);
+      updates = await stepTaskStates(c, row.id, keys);
+    }
+    const r = await planAndApply(c, ledger, run, (opts) => planTasksChanged(run.version.graph, run.view, updates, opts));
+    queues.push(...r.queues);
+  }
+  // The siblings the advancement cancelled are part of the plans that cancelled them.
+  ledger.stepTasks.splice(0);
+  return queues;
+}
+
+/** Every task of the steps `keys`, as the decisions see them. Outputs are read only for the steps
+ * whose tasks all succeeded (the step's output): a 1 000-element fan-out reads its states at every
+ * element's result, its outputs once. */
+async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{ key: string; tasks: StepTaskView[] }[]> {
+  const views = taskViews(await readStepTasks(c, runId, keys, false));
+  const done = keys.filter((k) => (views.get(k) ?? []).every((t) => t.state === 'SUCCEEDED') && views.has(k));
+  if (done.length > 0) for (const [k, v] of taskViews(await readStepTasks(c, runId, done, true))) views.set(k, v);
+  return keys.map((key) => ({ key, tasks: views.get(key) ?? [] }));
+}
+
+/** Locks the tasks a plan would cancel, in id order (then the caller plans again on their settled
+ * states). */
+async function lockStepTasks(c: Conn, run: LoadedRun, p: Plan): Promise<void> {
+  const rows = await readStepTasks(
+    c,
+    run.row.id,
+    p.cancel.map((x) => x.key),
+    false,
+  );
+  const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
+  const want = p.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!)).sort();
+  for (const id of want) await lockTask(c, run.row.namespace_id, id);
+}

@@ -1,0 +1,161 @@
+// The run commands of workflows.md — start, :pause, :resume, :cancel, signals — each inside its
+// receipt-bearing command transaction (server/http/command.ts). Every one plans (advance.ts) and
+// applies (apply.ts); none decides anything itself.
+//
+// Lock order (docs/design.md "Workflows"): results and the sweeper hold attempts and tasks before
+// they lock a run, so a command that cancels tasks (:cancel) reads its run's task ids first, locks
+// the LEASED ones' attempts, then the tasks, then the run, and re-checks under the run lock. The
+// other commands lock the run only: they create tasks (new rows) and cancel none.
+import { OrbitError } from '@orbit/protocol/errors';
+import type { WorkflowRun } from '@orbit/protocol/workflow-views';
+import type { Conn } from '../db/pool.js';
+import type { Credential } from '../db/credentials.js';
+import { getAttempt } from '../db/attempts.js';
+import { lockLiveQueues } from '../db/queues.js';
+import { getWorkflow } from '../db/workflows.js';
+import { getRun, insertRun, type RunRow } from '../db/workflow-runs.js';
+import { writeRunSteps } from '../db/workflow-run-steps.js';
+import { currentAttemptIds, lockTasksById, readStepTasks } from '../db/workflow-step-tasks.js';
+import { signalSent } from '../db/workflow-signals.js';
+import { PermitLedger } from '../dispatch/ledger.js';
+import { unfinishedTasksQuota } from '../dispatch/refusals.js';
+import type { Revoked } from '../dispatch/recovery.js';
+import { newId } from '../ids.js';
+import { initialRunView, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
+import { applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
+import { findVersionGraph, loadRun, runView, type LoadedRun } from './run-state.js';
+import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
+
+export interface RunEffect {
+  run: WorkflowRun;
+  /** Queues that got new tasks: woken after the commit. */
+  queues: string[];
+  /** Attempts revoked by a cancel: task.cancel after the commit. */
+  revoked: Revoked[];
+}
+
+const finalStates = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+
+/** POST /v1/workflows/{id}/runs: the run, its step rows, and its root steps started in this
+ * transaction — their tasks must fit the unfinished-task quota (else 429, nothing created). */
+export async function startRun(c: Conn, cred: Credential, workflowId: string, n: NormalizedRunStart): Promise<RunEffect> {
+  // Share lock: a retirement (FOR UPDATE, then its unfinished runs) and a start never both succeed.
+  const wf = await getWorkflow(c, cred.namespaceId, workflowId, 'share');
+  if (!wf) throw new OrbitError('NOT_FOUND', 'workflow not found');
+  if (wf.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
+  const number = n.version ?? Number(wf.current_version);
+  const version = await findVersionGraph(c, wf.id, number);
+  if (!version) throw new OrbitError('NOT_FOUND', `workflow version ${number} not found`, { field: 'version' });
+  const id = newId();
+  const { seq } = await insertRun(c, {
+    id,
+    namespaceId: cred.namespaceId,
+    applicationId: cred.applicationId,
+    workflowId: wf.id,
+    version: number,
+    inputJson: n.inputJson,
+    concurrencyKey: n.concurrency_key ?? null,
+    createdBy: cred.id,
+  });
+  const rows = version.steps.map((s) => ({
+    run_id: id,
+    step_key: s.key,
+    namespace_id: cred.namespaceId,
+    application_id: cred.applicationId,
+    run_seq: seq,
+    state: 'PENDING' as const,
+    ready_cause: null,
+    skipped_because: null,
+    task_count: 0,
+    output: null,
+    error_code: null,
+    error_message: null,
+    signal_deadline_at: null,
+    started_at: null,
+    finished_at: null,
+  }));
+  await writeRunSteps(c, rows);
+  // Every queue of the version, reached or not, locked to the commit: a queue retirement locks the
+  // row and then looks for unfinished runs that pin it, so the two never both succeed.
+  if (version.queueIds.length > 0 && (await lockLiveQueues(c, [...version.queueIds])) !== version.queueIds.length) {
+    throw new OrbitError('RESOURCE_RETIRED', 'a queue of the workflow version is retired', { field: 'version' });
+  }
+  const row = (await getRun(c, cred.namespaceId, id))!;
+  const run: LoadedRun = {
+    row,
+    version,
+    steps: new Map(rows.map((r) => [r.step_key, { ...r, updated_at: row.created_at }])),
+    view: initialRunView(version.graph, n.input, n.concurrency_key),
+  };
+  let queues: string[];
+  const ledger = new PermitLedger();
+  try {
+    queues = (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues;
+  } catch (err) {
+    if (err instanceof QuotaRefused) throw await unfinishedTasksQuota(c, cred.applicationId);
+    throw err;
+  }
+  await ledger.flush(c);
+  return { run: await runView(c, (await getRun(c, cred.namespaceId, id))!), queues, revoked: [] };
+}
+
+/** The run locked for a command: 404 absent, 409 STATE_CONFLICT final. */
+async function lockedRun(c: Conn, namespaceId: string, runId: string): Promise<LoadedRun> {
+  const row = await getRun(c, namespaceId, runId, true);
+  if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
+  if (finalStates.has(row.state)) throw new OrbitError('STATE_CONFLICT', `workflow run is ${row.state}`);
+  return loadRun(c, row);
+}
+
+async function finish(c: Conn, ns: string, run: LoadedRun, ledger: PermitLedger, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
+  await ledger.flush(c);
+  return { run: await runView(c, (await getRun(c, ns, run.row.id)) as RunRow), queues, revoked };
+}
+
+/** :pause — no new step tasks; steps that may start become READY (paused); created tasks go on. */
+export async function pauseRun(c: Conn, ns: string, runId: string): Promise<RunEffect> {
+  const run = await lockedRun(c, ns, runId);
+  const ledger = new PermitLedger();
+  await applyPlan(c, ledger, run, planPause(run.version.graph, run.view));
+  return finish(c, ns, run, ledger, [], []);
+}
+
+/** :resume — RUNNING again; the READY steps' tasks are created in this transaction (those that do
+ * not fit the quota stay READY for the sweeper). */
+export async function resumeRun(c: Conn, ns: string, runId: string): Promise<RunEffect> {
+  const run = await lockedRun(c, ns, runId);
+  const ledger = new PermitLedger();
+  const r = await planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts));
+  return finish(c, ns, run, ledger, r.queues, []);
+}
+
+/** :cancel — CANCELLED; WAITING and LEASED tasks cancelled as by a task :cancel; RUNNING ones are
+ * recorded when they finish; unfinished steps CANCELLED. */
+export async function cancelRun(c: Conn, ns: string, runId: string, reason: string | undefined): Promise<RunEffect> {
+  // Attempts, then tasks, then the run (the order of results and the sweeper).
+  const open = (await readStepTasks(c, runId, null, false)).filter((t) => t.state === 'WAITING' || t.state === 'LEASED').map((t) => t.task_id);
+  for (const a of await currentAttemptIds(c, open)) await getAttempt(c, ns, a, true);
+  await lockTasksById(c, open);
+  const run = await lockedRun(c, ns, runId);
+  // Re-read under the run lock: an advancement that committed meanwhile created tasks (locked by
+  // the applier as it cancels them; a WAITING task has no attempt).
+  const updates = [...taskViews(await readStepTasks(c, runId, null, false))].map(([key, tasks]) => ({ key, tasks }));
+  const ledger = new PermitLedger();
+  const r = await applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason);
+  return finish(c, ns, run, ledger, [], r.revoked);
+}
+
+/** POST …/signals — 400 when no step of the version waits for the name (checked by the route's
+ * load), 409 when a signal of the name was already sent or its step is already finished. */
+export async function sendSignal(c: Conn, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
+  const run = await lockedRun(c, ns, runId);
+  if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });
+  const g = run.version.graph;
+  if (signalStepOf(g, s.name) === undefined)
+    throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
+  const first = planSignal(g, run.view, s.name, s.payload);
+  if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
+  const ledger = new PermitLedger();
+  const r = await planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan);
+  return finish(c, ns, run, ledger, r.queues, []);
+}

@@ -1,0 +1,121 @@
+// A run as a transaction reads it (its row, its version's graph, its step rows, its kept signals)
+// and as the API shows it. The version and its graph are immutable once published, so each node
+// keeps them (a few KiB per version) instead of reading and parsing them at every advancement.
+import type { WorkflowRun, WorkflowRunStep, WorkflowStep } from '@orbit/protocol/workflow-views';
+import { isFinishedStepState } from '@orbit/protocol/states';
+import { toIso, type Conn, type Pool } from '../db/pool.js';
+import { getVersion } from '../db/workflow-versions.js';
+import { readRunSteps, type RunStepRow } from '../db/workflow-run-steps.js';
+import { readStepTasks } from '../db/workflow-step-tasks.js';
+import { readKeptSignals } from '../db/workflow-signals.js';
+import { runSummaryView, type RunRow } from '../db/workflow-runs.js';
+import { buildGraph, type StepGraph } from './graph.js';
+import type { RunView } from './advance.js';
+import type { StepView } from './decide.js';
+
+export interface VersionGraph {
+  steps: readonly WorkflowStep[];
+  queueIds: readonly string[];
+  graph: StepGraph;
+}
+
+const versions = new Map<string, VersionGraph>();
+
+/** The graph of a published version (cached: versions never change), or null when there is none. */
+export async function findVersionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph | null> {
+  const k = `${workflowId}/${number}`;
+  let v = versions.get(k);
+  if (!v) {
+    const row = await getVersion(db, workflowId, number);
+    if (!row) return null;
+    v = { steps: row.steps, queueIds: row.queueIds, graph: buildGraph(row.steps) };
+    if (versions.size > 10_000) versions.clear();
+    versions.set(k, v);
+  }
+  return v;
+}
+
+/** The graph of the version a run is pinned to (it exists: runs reference published versions). */
+export async function versionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph> {
+  const v = await findVersionGraph(db, workflowId, number);
+  if (!v) throw new Error(`workflow version ${workflowId}/${number} not found`);
+  return v;
+}
+
+/** A run locked by its transaction, with what the plans need. */
+export interface LoadedRun {
+  row: RunRow;
+  version: VersionGraph;
+  /** Step rows by key. */
+  steps: Map<string, RunStepRow>;
+  view: RunView;
+}
+
+function stepView(r: RunStepRow, output?: unknown): StepView {
+  const v: StepView = { state: r.state };
+  if (r.skipped_because) v.skipped_because = r.skipped_because;
+  if (r.state === 'SUCCEEDED') v.output = output !== undefined ? output : r.output === null ? null : JSON.parse(r.output);
+  if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
+  return v;
+}
+
+/** The outputs of SUCCEEDED for_each steps, read from their tasks in element order (the step row
+ * stores none: up to 1000 × 256 KiB), for the steps in `keys`. */
+async function forEachOutputs(db: Pool | Conn, runId: string, keys: string[]): Promise<Map<string, unknown[]>> {
+  const out = new Map<string, unknown[]>(keys.map((k) => [k, []]));
+  for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(t.result_output === null ? null : JSON.parse(t.result_output));
+  return out;
+}
+
+/** Reads a run the caller has locked: its steps, its kept signals, and the outputs of succeeded
+ * for_each steps whose children are still to be decided (their payload's `parents`). */
+export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
+  const version = await versionGraph(c, row.workflow_id, Number(row.version));
+  const rows = await readRunSteps(c, [row.id]);
+  const steps = new Map(rows.map((r) => [r.step_key, r]));
+  const g = version.graph;
+  const needed = g.steps
+    .filter((s) => isForEach(s) && steps.get(s.key)?.state === 'SUCCEEDED')
+    .filter((s) => g.children[g.index.get(s.key)!]!.some((ci) => !isFinishedStepState(steps.get(g.steps[ci]!.key)!.state)))
+    .map((s) => s.key);
+  const outputs = needed.length ? await forEachOutputs(c, row.id, needed) : new Map<string, unknown[]>();
+  const kept: Record<string, unknown> = {};
+  if (g.steps.some((s) => s.signal)) for (const [name, payload] of await readKeptSignals(c, row.id)) kept[name] = JSON.parse(payload);
+  const viewSteps: Record<string, StepView> = {};
+  for (const s of g.steps) viewSteps[s.key] = stepView(steps.get(s.key)!, outputs.get(s.key));
+  const view: RunView = { state: row.state, input: JSON.parse(row.input), steps: viewSteps, kept };
+  if (row.concurrency_key !== null) view.concurrency_key = row.concurrency_key.toString('utf8');
+  return { row, version, steps, view };
+}
+
+function isForEach(s: WorkflowStep): boolean {
+  return s.for_each !== undefined;
+}
+
+/** `GET /v1/workflow-runs/{id}`: the run with its steps (task ids in element order, outputs — a
+ * for_each step's read from its tasks —, errors, times). No lock. */
+export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowRun> {
+  const version = await versionGraph(pool, row.workflow_id, Number(row.version));
+  const steps = new Map((await readRunSteps(pool, [row.id])).map((r) => [r.step_key, r]));
+  const tasks = await readStepTasks(pool, row.id, null);
+  const byStep = new Map<string, typeof tasks>();
+  for (const t of tasks) byStep.set(t.step_key, [...(byStep.get(t.step_key) ?? []), t]);
+  const out: WorkflowRunStep[] = version.steps.map((s) => {
+    const r = steps.get(s.key)!;
+    const ts = byStep.get(s.key) ?? [];
+    const v: WorkflowRunStep = { key: s.key, state: r.state, task_ids: ts.map((t) => t.task_id) };
+    if (r.state === 'SUCCEEDED') {
+      v.output = isForEach(s)
+        ? ts.map((t) => (t.result_output === null ? null : JSON.parse(t.result_output)))
+        : r.output === null
+          ? null
+          : JSON.parse(r.output);
+    }
+    if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
+    if (r.skipped_because) v.skipped_because = r.skipped_because;
+    if (r.started_at) v.started_at = toIso(r.started_at)!;
+    if (r.finished_at) v.finished_at = toIso(r.finished_at)!;
+    return v;
+  });
+  return { ...runSummaryView(row), input: JSON.parse(row.input), steps: out };
+}

@@ -1,0 +1,58 @@
+// The sweeper's workflow duties (workflows.md): signal steps past their timeout fail with
+// SIGNAL_TIMEOUT (also while the run is paused), and READY steps waiting for quota start when their
+// tasks fit, oldest run first. Each run is advanced in its own transaction, with the run row
+// locked and its state re-checked (the reads that found it take no lock), so several nodes'
+// sweepers may find the same run: the second finds nothing left to do.
+import { withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { getRun } from '../db/workflow-runs.js';
+import { dueSignalSteps, quotaReadyRuns } from '../db/workflow-run-steps.js';
+import { PermitLedger } from '../dispatch/ledger.js';
+import { planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
+import { planAndApply } from './apply.js';
+import { loadRun, type LoadedRun } from './run-state.js';
+
+export interface WorkflowSweepReport {
+  /** Queues that got new tasks (woken after the commits). */
+  queues: string[];
+  timedOut: number;
+  started: number;
+}
+
+/** One transaction: the run locked (skipped when final), planned and applied. Returns whether the
+ * plan started a step. */
+async function advanceOne(
+  pool: Pool,
+  namespaceId: string,
+  runId: string,
+  plan: (run: LoadedRun, opts: PlanOptions) => Plan,
+  report: WorkflowSweepReport,
+): Promise<boolean> {
+  return withTransaction(pool, 'sweep', async (c: Conn) => {
+    const row = await getRun(c, namespaceId, runId, true);
+    if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
+    const run = await loadRun(c, row);
+    const ledger = new PermitLedger();
+    const r = await planAndApply(c, ledger, run, (opts) => plan(run, opts));
+    await ledger.flush(c);
+    report.queues.push(...r.queues);
+    return r.plan.tasksCreated > 0;
+  });
+}
+
+export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowSweepReport> {
+  const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0 };
+  for (const s of await dueSignalSteps(pool, limit)) {
+    await advanceOne(pool, s.namespace_id, s.run_id, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report);
+    report.timedOut++;
+  }
+  // Oldest run first per application: once one run's READY steps do not fit, the application's
+  // younger runs wait too (the room that appears goes to the oldest run).
+  const full = new Set<string>();
+  for (const r of await quotaReadyRuns(pool, limit)) {
+    if (full.has(r.application_id)) continue;
+    const started = await advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report);
+    if (started) report.started++;
+    else full.add(r.application_id);
+  }
+  return report;
+}
