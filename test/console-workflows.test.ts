@@ -193,7 +193,7 @@ describe('console Workflows page in Chromium', () => {
       expect(await page.locator(`[data-act=${act}]`).isDisabled(), act).toBe(true);
     }
     // With workflows:run only, run commands are enabled and publishing is not.
-    const runner = await limitedCredential(f.db, f.t.namespace_id, ['tasks:read', 'workflows:run'] as any);
+    const runner = await limitedCredential(f.db, f.t.namespace_id, ['tasks:read', 'workflows:run']);
     const p2 = (await open()).page;
     await signIn(p2, runner.token);
     await go(p2, `#/workflows/${wf.id}`, 'Start a run');

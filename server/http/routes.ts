@@ -32,6 +32,7 @@ import {
   retireScheduleRoute,
   triggerScheduleRoute,
 } from './routes-schedules.js';
+import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 import { addWorkflowRoutes } from './routes-workflows.js';
 
 export function buildRoutes(app: AppContext): Router {
@@ -98,5 +99,6 @@ export function buildRoutes(app: AppContext): Router {
   r.add({ method: 'POST', template: '/v1/schedules/{id}:trigger', auth: true, handle: triggerScheduleRoute });
   r.add({ method: 'POST', template: '/v1/schedules/{id}:retire', auth: true, handle: retireScheduleRoute });
   addWorkflowRoutes(r);
+  addWorkflowRunRoutes(r);
   return r;
 }

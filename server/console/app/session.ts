@@ -43,8 +43,9 @@ export async function loadSession(token: string): Promise<SessionInfo> {
     probeCommandScope('/v1/tasks', token),
     probeCommandScope('/v1/subscriptions', token),
     probeOptionalScope('/v1/workflows', token),
-    // Any run id: the scope is checked before the Idempotency-Key and before the run is looked up.
-    probeOptionalScope('/v1/workflow-runs/scope-probe:pause', token),
+    // Any well-formed run id (32 hex; the router refuses others with 404): the scope is checked
+    // before the Idempotency-Key and before the run is looked up.
+    probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token),
   ]);
   const scopes = new Set<Scope>();
   if (queues) scopes.add('queues:manage');

@@ -146,6 +146,10 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
   if (!w) return <Loading what="workflow" />;
   const all = versions.data?.versions ?? [];
   const current = all.find((v) => v.number === w.current_version);
+  // The editor's first text: the current version, or while a refresh catches up after a publish
+  // (the workflow already says n+1, the list not yet) the newest listed. The editor stays mounted
+  // across that moment, so its text and the publish's status are not lost.
+  const newest = current ?? all.reduce<WorkflowVersion | undefined>((a, v) => (!a || v.number > a.number ? v : a), undefined);
   return (
     <>
       <Section title={`Workflow ${w.name}`} actions={<Badge state={workflowState(w)} />}>
@@ -162,7 +166,7 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
         {current && <WorkflowGraph steps={current.steps} label={`version ${current.number} of ${w.name}`} />}
       </Section>
       <StartRun workflow={w} versions={all} session={session} />
-      {current && <Publish workflow={w} current={current} session={session} />}
+      {newest && <Publish workflow={w} current={newest} session={session} />}
       <Section title="Versions">
         <ErrorBox error={versions.error} />
         {all
