@@ -21,6 +21,7 @@ import {
   SubmitTaskBody,
 } from '@orbit/protocol/http-schemas';
 import { WORKFLOW_ROUTE_META } from './routes-meta-workflows.js';
+import { WORKFLOW_RUN_ROUTE_META } from './routes-meta-workflow-runs.js';
 
 export type { QueryParam, RouteMeta } from './route-meta-type.js';
 
@@ -261,4 +262,5 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_BUSY', 'EVENT_HISTORY_EXPIRED', 'IDEMPOTENCY_CONFLICT'],
   },
   ...WORKFLOW_ROUTE_META,
+  ...WORKFLOW_RUN_ROUTE_META,
 };

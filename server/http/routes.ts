@@ -34,6 +34,7 @@ import {
 } from './routes-schedules.js';
 import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 import { addWorkflowRoutes } from './routes-workflows.js';
+import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 
 export function buildRoutes(app: AppContext): Router {
   const r = new Router();
