@@ -25,5 +25,33 @@ export type {
   FireOutcome,
   CreateScheduleBody,
   ScheduleVersionInput,
+  ListWorkflowRunsQuery,
 } from './http-client.js';
+export type {
+  Workflow,
+  WorkflowVersion,
+  WorkflowStep,
+  WorkflowStepTask,
+  WorkflowSignalSpec,
+  WorkflowRun,
+  WorkflowRunSummary,
+  WorkflowRunStep,
+  WorkflowStepError,
+  WorkflowStepPayload,
+  TaskWorkflowRef,
+  WorkflowVersionReceipt,
+  WorkflowReceipt,
+  WorkflowRunReceipt,
+  WorkflowList,
+  WorkflowVersionList,
+  WorkflowRunList,
+} from '@orbit/protocol/workflow-views';
+export type {
+  CreateWorkflowBody,
+  WorkflowVersionInput,
+  WorkflowStepInput,
+  StartWorkflowRunBody,
+  CancelWorkflowRunBody,
+  SendSignalBody,
+} from '@orbit/protocol/workflow-schemas';
 export { OrbitApiError, isErrorCode, isOrbitSdkError } from './errors.js';

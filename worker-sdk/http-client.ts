@@ -15,6 +15,7 @@ import type {
 import { isErrorCode, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
 import { OrbitApiError } from './errors.js';
+import { workflowMethods } from './workflow-client.js';
 
 export interface ClientOptions {
   url: string;
@@ -60,6 +61,7 @@ import type {
   ScheduleFire,
 } from '@orbit/protocol/http-views';
 export type { SubmitBatchItem, CreateScheduleBody, ScheduleVersionInput } from '@orbit/protocol/http-schemas';
+export type { ListWorkflowRunsQuery } from './workflow-client.js';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {
@@ -245,6 +247,9 @@ export function createClient(opts: ClientOptions) {
     /** Fire history, newest first. */
     listScheduleFires: (id: string, query: { limit?: number; cursor?: string } = {}) =>
       call<{ fires: ScheduleFire[]; next_cursor: string | null }>('GET', `/v1/schedules/${seg(id)}/fires`, { query: { ...query } }),
+
+    // ---- workflows (workflows.md) ----
+    ...workflowMethods({ get: (path, query) => call('GET', path, { query }), cmd }),
   };
 }
 

@@ -32,7 +32,6 @@ import {
   retireScheduleRoute,
   triggerScheduleRoute,
 } from './routes-schedules.js';
-import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 import { addWorkflowRoutes } from './routes-workflows.js';
 import { addWorkflowRunRoutes } from './routes-workflow-runs.js';
 
