@@ -17,6 +17,7 @@ const UNIT = [
   'test/sdk-http-client.test.ts',
   'test/workflows-validate.test.ts',
   'test/workflows-advance.test.ts',
+  'test/workflows-layout.test.ts',
   'test/unit-bench-cpu.test.ts',
 ];
 const CHAOS = [

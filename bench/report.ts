@@ -6,6 +6,7 @@ import type { ScheduledLoadResult } from './scheduled-load.js';
 import { renewFloodJson, renewFloodText, type RenewFloodResult } from './renew-flood.js';
 import type { ScenarioResult, ScenarioSpec } from './scenario.js';
 import { fmt, round } from './stats.js';
+import { workflowLoadJson, workflowLoadText, type WorkflowLoadResult } from './workflow-load.js';
 
 export interface Skipped {
   spec: ScenarioSpec;
@@ -24,6 +25,8 @@ export interface ReportInput {
   batchSize: number;
   scheduled: ScheduledLoadResult | null;
   renewFlood: RenewFloodResult | null;
+  /** Workflow scenarios (absent in reports made before workflows). */
+  workflows?: WorkflowLoadResult[];
 }
 
 const isSkipped = (r: ScenarioResult | Skipped): r is Skipped => 'reason' in r;
@@ -134,6 +137,7 @@ export function reportJson(x: ReportInput) {
         }
       : null,
     renew_flood: x.renewFlood ? renewFloodJson(x.renewFlood) : null,
+    workflow_scenarios: (x.workflows ?? []).map((r) => workflowLoadJson(r, x.autocommit.cpuUsPerRow)),
     idle_sessions: {
       sessions: x.idle.sessions,
       rss_before_mb: round(x.idle.rssBeforeMb, 1),
@@ -234,6 +238,7 @@ export function reportText(x: ReportInput): string {
         ]
       : []),
     ...(x.renewFlood ? ['', renewFloodText(x.renewFlood)] : []),
+    ...(x.workflows?.length ? ['', workflowLoadText(x.workflows, unit).trimEnd()] : []),
   ];
   return lines.join('\n') + '\n';
 }

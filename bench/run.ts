@@ -16,6 +16,8 @@
 // (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions),
 // --scenarios=a,b (only these scenarios, e.g. hot-keys-10,hot-keys-10-preloaded; unkeyed-paced
 // needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full);
+//   (g) `workflow-chain-3` and `workflow-fanout-100`: runs/s of a 3-step chain and of a 100-element
+//       fan-out, statements per run, step and task, CPU per run and task (bench/workflow-load.ts);
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
 //       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
 // --processes=N runs the gateway as N processes (ORBIT_PROCESSES); --processes=1,2 runs each
@@ -40,6 +42,7 @@ import { batchEndpointAvailable, runScenario, type ScenarioResult, type Scenario
 import { idleSessions, type GcReading } from './idle-sessions.js';
 import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
 import { runRenewFlood, renewFloodText, type RenewFloodResult } from './renew-flood.js';
+import { runWorkflowLoad, workflowLoadText, type WorkflowLoadResult, type WorkflowLoadSpec } from './workflow-load.js';
 import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
 import { parseProcessCounts, roundOrder, scalingJson, scalingText, type ScalingRun } from './process-scaling.js';
@@ -237,6 +240,22 @@ async function main(): Promise<void> {
       );
     }
 
+    const workflows: WorkflowLoadResult[] = [];
+    const wfSpecs: WorkflowLoadSpec[] = [
+      { name: 'workflow-chain-3', runs: quick ? 300 : 2000, concurrency: 16 },
+      { name: 'workflow-fanout-100', runs: quick ? 20 : 100, concurrency: 4 },
+    ];
+    for (const spec of only ? [] : wfSpecs.filter((w) => wanted(w.name))) {
+      if ((await fetch(`${gw.url}/v1/workflows`, { headers: { authorization: `Bearer ${creds.token}` } })).status === 404) {
+        say(`${spec.name}: skipped (this gateway has no /v1/workflows)`);
+        continue;
+      }
+      const r = await runWorkflowLoad({ ...setup, stallMs: 60_000 }, spec, progress);
+      say(`${spec.name}: ${fmt(r.spec.runs)} runs in ${fmt(r.seconds, 1)} s = ${fmt(r.runsPerSec, 1)} runs/s (${fmt(r.tasksPerSec)} tasks/s)`);
+      say(workflowLoadText([r], autocommit.cpuUsPerRow).trimEnd());
+      workflows.push(r);
+    }
+
     let renewFlood: RenewFloodResult | null = null;
     if (!only && wanted('renew-flood')) {
       // One session's renew flood next to other tenants' producers and worker (bench/renew-flood.ts).
@@ -262,6 +281,7 @@ async function main(): Promise<void> {
       batchSize,
       scheduled,
       renewFlood,
+      workflows,
     };
     say('');
     const scalingReport = scaling.length ? `\n${scalingText(scaling, processCounts, autocommit.cpuUsPerRow)}\n` : '';

@@ -50,7 +50,9 @@ export interface ScheduledLoadResult {
   ordinaryTasksPerSec: number;
 }
 
-async function api(url: string, token: string, p: string, body: unknown, key: string): Promise<any> {
+/** A POST with its Idempotency-Key; a 503 (busy database) is retried with the same key, so the
+ * command executes once. Returns the envelope's data. */
+export async function api(url: string, token: string, p: string, body: unknown, key: string): Promise<any> {
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(url + p, {
       method: 'POST',

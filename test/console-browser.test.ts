@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { limitedCredential } from './support/contract.js';
-import { DESKTOP, PHONE, launchBrowser, screenshotDir, scrollsSideways, type Browser, type Watched } from './support/browser.js';
+import { DESKTOP, PHONE, goTo, launchBrowser, screenshotDir, scrollsSideways, signInAs, type Browser, type Watched } from './support/browser.js';
 import { XSS, seedConsoleData, type ConsoleData } from './support/console-data.js';
 import { makeEvents } from './support/events.js';
 
@@ -33,17 +33,8 @@ async function open(viewport = DESKTOP): Promise<Watched> {
   return w;
 }
 
-async function signIn(page: Page, token = f.t.token): Promise<void> {
-  await page.goto(`${f.gw.url}/console/`);
-  await page.fill('input[name=token]', token);
-  await page.click('button[type=submit]');
-  await page.getByRole('heading', { name: 'Credential' }).waitFor();
-}
-
-async function go(page: Page, hash: string, ready: string): Promise<void> {
-  await page.evaluate((h) => (location.hash = h), hash);
-  await page.getByText(ready, { exact: false }).first().waitFor();
-}
+const signIn = (page: Page, token = f.t.token) => signInAs(page, f.gw.url, token);
+const go = goTo;
 
 async function queue(id: string): Promise<any> {
   return (await call(f.gw.url, 'GET', `/v1/queues/${id}`, { token: f.t.token })).body.data.queue;

@@ -26,39 +26,16 @@ import { createClient, type Attempt } from '@orbit/worker-sdk/client';
 import { createWorker, type Worker } from '@orbit/worker-sdk/worker';
 import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
 import { StaleTokenError } from '@orbit/worker-sdk/fenced-resource';
+import { fail, readCredentials as readKitCredentials, runMain, type CredentialsFields } from '../example-kit.js';
 
 const DEADLINE_MS = 20_000;
 const HANDLER = 'object.update';
 
-class ExampleFailure extends Error {}
-
-function fail(msg: string): never {
-  throw new ExampleFailure(msg);
-}
-
-interface Credentials {
-  url?: string;
-  token?: string;
-  namespace_id?: string;
-  mysql_dsn?: string;
-}
-
-function readCredentials(): { url: string; token: string; namespaceId: string; file: string; creds: Credentials } {
-  const file = path.resolve(process.env.ORBIT_CREDENTIALS_FILE ?? path.join(process.env.ORBIT_HOME ?? '.orbit', 'dev.credentials.json'));
-  let creds: Credentials;
-  try {
-    creds = JSON.parse(fs.readFileSync(file, 'utf8')) as Credentials;
-  } catch (err) {
-    fail(
-      `cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`,
-    );
-  }
-  const url = process.env.ORBIT_URL ?? creds.url;
-  const token = process.env.ORBIT_TOKEN ?? creds.token;
-  if (!url) fail('ORBIT_URL is not set and the credentials file has no "url"');
-  if (!token) fail('the credentials file has no "token" (and ORBIT_TOKEN is not set)');
-  if (!creds.namespace_id) fail('the credentials file has no "namespace_id"');
-  return { url, token, namespaceId: creds.namespace_id, file, creds };
+/** The kit's credentials plus the namespace this example creates its queues in. */
+function readCredentials(): { url: string; token: string; namespaceId: string; creds: CredentialsFields } {
+  const c = readKitCredentials();
+  if (!c.creds.namespace_id) fail('the credentials file has no "namespace_id"');
+  return { ...c, namespaceId: c.creds.namespace_id };
 }
 
 /** The embedded database of `npm start`: its port is on the server's command line. */
@@ -74,7 +51,7 @@ function embeddedDsn(): string | null {
   }
 }
 
-function resourceDsn(creds: Credentials): string {
+function resourceDsn(creds: CredentialsFields): string {
   const dsn = process.env.ORBIT_EXAMPLE_MYSQL_DSN || creds.mysql_dsn || process.env.ORBIT_MYSQL_DSN || embeddedDsn();
   if (!dsn) fail('no MySQL database for the fenced resource: set ORBIT_EXAMPLE_MYSQL_DSN=mysql://user:pass@host:port/db');
   return dsn;
@@ -227,19 +204,4 @@ async function main(): Promise<void> {
   }
 }
 
-const deadline = setTimeout(() => {
-  console.error(`keyed-concurrency: not finished within ${DEADLINE_MS / 1000} s`);
-  process.exit(1);
-}, DEADLINE_MS);
-
-main().then(
-  () => {
-    clearTimeout(deadline);
-    process.exit(process.exitCode ?? 0);
-  },
-  (err) => {
-    clearTimeout(deadline);
-    console.error(`keyed-concurrency: ${err instanceof ExampleFailure ? err.message : ((err as Error).stack ?? String(err))}`);
-    process.exit(1);
-  },
-);
+runMain('keyed-concurrency', main, DEADLINE_MS);

@@ -14,37 +14,14 @@
 //                           schedules:manage, queues:manage, tasks:read and workers:*
 //   ORBIT_URL               gateway URL (default: the file's "url")
 //   ORBIT_TOKEN             bearer token (default: the file's "token")
-import fs from 'node:fs';
-import path from 'node:path';
 import crypto from 'node:crypto';
 import { createClient, type ScheduleFire } from '@orbit/worker-sdk/client';
 import { createWorker, type Worker } from '@orbit/worker-sdk/worker';
 import { OrbitApiError } from '@orbit/worker-sdk/client';
+import { fail, readCredentials, runMain } from '../example-kit.js';
 
 const DEADLINE_MS = 20_000;
 const HANDLER = 'report.build';
-
-class ExampleFailure extends Error {}
-function fail(msg: string): never {
-  throw new ExampleFailure(msg);
-}
-
-function readCredentials(): { url: string; token: string } {
-  const file = path.resolve(process.env.ORBIT_CREDENTIALS_FILE ?? path.join(process.env.ORBIT_HOME ?? '.orbit', 'dev.credentials.json'));
-  let creds: { url?: string; token?: string };
-  try {
-    creds = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof creds;
-  } catch (err) {
-    fail(
-      `cannot read ORBIT_CREDENTIALS_FILE ${file}: ${(err as Error).message} (run \`npm start\` or \`orbit-admin bootstrap --worker-access --output FILE\`)`,
-    );
-  }
-  const url = process.env.ORBIT_URL ?? creds.url;
-  const token = process.env.ORBIT_TOKEN ?? creds.token;
-  if (!url) fail('ORBIT_URL is not set and the credentials file has no "url"');
-  if (!token) fail('the credentials file has no "token" (and ORBIT_TOKEN is not set)');
-  return { url, token };
-}
 
 async function main(): Promise<void> {
   const { url, token } = readCredentials();
@@ -130,19 +107,4 @@ async function main(): Promise<void> {
   }
 }
 
-const deadline = setTimeout(() => {
-  console.error(`schedules: not finished within ${DEADLINE_MS / 1000} s`);
-  process.exit(1);
-}, DEADLINE_MS);
-
-main().then(
-  () => {
-    clearTimeout(deadline);
-    process.exit(process.exitCode ?? 0);
-  },
-  (err) => {
-    clearTimeout(deadline);
-    console.error(`schedules: ${err instanceof ExampleFailure ? err.message : ((err as Error).stack ?? String(err))}`);
-    process.exit(1);
-  },
-);
+runMain('schedules', main, DEADLINE_MS);

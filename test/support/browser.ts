@@ -103,3 +103,17 @@ export async function scrollsSideways(page: Page): Promise<boolean> {
 export function screenshotDir(): string | null {
   return process.env.ORBIT_CONSOLE_SCREENSHOTS ? path.resolve(process.env.ORBIT_CONSOLE_SCREENSHOTS) : null;
 }
+
+/** Signs in on the console at `origin` with a pasted token; resolves on the Overview's first card. */
+export async function signInAs(page: Page, origin: string, token: string): Promise<void> {
+  await page.goto(`${origin}/console/`);
+  await page.fill('input[name=token]', token);
+  await page.click('button[type=submit]');
+  await page.getByRole('heading', { name: 'Credential' }).waitFor();
+}
+
+/** Moves to a console route and waits for a text that says the page is there. */
+export async function goTo(page: Page, hash: string, ready: string): Promise<void> {
+  await page.evaluate((h) => (location.hash = h), hash);
+  await page.getByText(ready, { exact: false }).first().waitFor();
+}

@@ -43,9 +43,11 @@ function newKey(): string {
   return `console-${crypto.randomUUID()}`;
 }
 
-export interface Action<B> {
+export interface Action<B, R = unknown> {
   run: (body: B) => Promise<boolean>;
   busy: boolean;
+  /** The answer of the last successful send (e.g. the run a start created). */
+  result: R | undefined;
   error: ApiError | undefined;
   done: boolean;
   /** The key of the action in progress or last failed (shown so a retry is visibly the same). */
@@ -59,9 +61,10 @@ export interface Action<B> {
  * so the server executes it at most once. A success, or a different body, starts a new action.
  * Clicks while a send is in flight are ignored.
  */
-export function useAction<B>(path: string): Action<B> {
+export function useAction<B, R = unknown>(path: string): Action<B, R> {
   const { bump } = useContext(RefreshTick);
   const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<R | undefined>();
   const [error, setError] = useState<ApiError | undefined>();
   const [done, setDone] = useState(false);
   const pending = useRef<{ key: string; fingerprint: string } | undefined>(undefined);
@@ -76,7 +79,7 @@ export function useAction<B>(path: string): Action<B> {
       setError(undefined);
       setDone(false);
       try {
-        await command(path, body, pending.current.key);
+        setResult(await command<R>(path, body, pending.current.key));
         pending.current = undefined;
         setDone(true);
         bump();
@@ -94,7 +97,7 @@ export function useAction<B>(path: string): Action<B> {
     },
     [path, bump],
   );
-  return { run, busy, error, done, key: pending.current?.key, reset: () => (setError(undefined), setDone(false)) };
+  return { run, busy, result, error, done, key: pending.current?.key, reset: () => (setError(undefined), setDone(false)) };
 }
 
 export interface Pager {

@@ -12,6 +12,8 @@ import { SubscriptionsPage } from './pages/subscriptions.js';
 import { TaskPage } from './pages/task.js';
 import { TasksPage } from './pages/tasks.js';
 import { WorkersPage } from './pages/workers.js';
+import { WorkflowRunPage } from './pages/workflow-run.js';
+import { WorkflowsPage } from './pages/workflows.js';
 import { href, useRoute, type Route } from './router.js';
 import { loadSession, type SessionInfo } from './session.js';
 import { ErrorBox, Loading } from './ui.js';
@@ -23,6 +25,7 @@ const NAV: [string, string][] = [
   ['workers', 'Workers'],
   ['subscriptions', 'Subscriptions'],
   ['schedules', 'Schedules'],
+  ['workflows', 'Workflows'],
   ['access', 'Application access'],
 ];
 const REFRESH_PREF = 'orbit.console.autorefresh';
@@ -79,6 +82,10 @@ function Page({ route, session }: { route: Route; session: SessionInfo }) {
       return <SubscriptionsPage id={route.id} session={session} />;
     case 'schedules':
       return <SchedulesPage id={route.id} />;
+    case 'workflows':
+      return <WorkflowsPage id={route.id} query={route.query} session={session} />;
+    case 'workflow-runs':
+      return route.id ? <WorkflowRunPage id={route.id} session={session} /> : <WorkflowsPage query={route.query} session={session} />;
     case 'access':
       return <AccessPage session={session} />;
     default:
@@ -129,7 +136,13 @@ function App() {
         </a>
         <nav>
           {NAV.map(([page, label]) => (
-            <a key={page} href={href(page)} class={route.page === page || (page === 'overview' && route.page === 'queues') ? 'on' : ''}>
+            <a
+              key={page}
+              href={href(page)}
+              class={
+                route.page === page || (page === 'overview' && route.page === 'queues') || (page === 'workflows' && route.page === 'workflow-runs') ? 'on' : ''
+              }
+            >
               {label}
             </a>
           ))}

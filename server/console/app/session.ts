@@ -4,7 +4,8 @@
 import type { Queue, Task } from '../../../protocol/http-views.js';
 import { ApiError, get, probeCommandScope } from './api.js';
 
-export type Scope = 'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage';
+export type Scope =
+  'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
 
 export interface SessionInfo {
   scopes: Set<Scope>;
@@ -22,14 +23,29 @@ async function readable<T>(path: string, token: string): Promise<T | null> {
   }
 }
 
+/** A command scope of an API the server may lack (a node older than workflows answers 404): the
+ * commands it gates are then shown disabled, and sign-in does not fail. */
+async function probeOptionalScope(path: string, token: string): Promise<boolean> {
+  try {
+    return await probeCommandScope(path, token);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return false;
+    throw e;
+  }
+}
+
 /** Throws ApiError (401 for a bad token) like any call. */
 export async function loadSession(token: string): Promise<SessionInfo> {
-  const [queues, tasks, subs, submit, manageEvents] = await Promise.all([
+  const [queues, tasks, subs, submit, manageEvents, manageWorkflows, runWorkflows] = await Promise.all([
     readable<{ queues: Queue[] }>('/v1/queues', token),
     readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token),
     readable<unknown>('/v1/subscriptions', token),
     probeCommandScope('/v1/tasks', token),
     probeCommandScope('/v1/subscriptions', token),
+    probeOptionalScope('/v1/workflows', token),
+    // Any well-formed run id (32 hex; the router refuses others with 404): the scope is checked
+    // before the Idempotency-Key and before the run is looked up.
+    probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token),
   ]);
   const scopes = new Set<Scope>();
   if (queues) scopes.add('queues:manage');
@@ -37,6 +53,8 @@ export async function loadSession(token: string): Promise<SessionInfo> {
   if (subs) scopes.add('events:read');
   if (submit) scopes.add('tasks:submit');
   if (manageEvents) scopes.add('events:manage');
+  if (manageWorkflows) scopes.add('workflows:manage');
+  if (runWorkflows) scopes.add('workflows:run');
   const namespaceId = queues?.queues[0]?.namespace_id ?? tasks?.tasks[0]?.namespace_id ?? null;
   return { scopes, queues: queues?.queues ?? [], namespaceId };
 }

@@ -7,7 +7,7 @@ import { href } from '../router.js';
 import type { Scope, SessionInfo } from '../session.js';
 import { Badge, ErrorBox, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 
-const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage'];
+const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'];
 
 export function queueBadge(q: Queue) {
   return q.retired_at ? <Badge state="retired" /> : q.paused ? <Badge state="paused" /> : <Badge state="active" />;

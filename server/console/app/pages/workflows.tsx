@@ -1,0 +1,272 @@
+// Workflows (../shared/spec/workflows.md): the definitions, the runs by state (filters in the route,
+// cursor paging), and a definition's page with its versions (each drawn as its graph, steps as
+// JSON), a run start (input JSON) and a version publish (JSON editor with a live graph; a refusal is
+// shown at the field and on the steps it names). The run page is workflow-run.tsx.
+import { useEffect, useState } from 'preact/hooks';
+import { WORKFLOW_RUN_STATES } from '../../../../protocol/states.js';
+import type { PublishWorkflowVersionBody, StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
+import type { WorkflowRunReceipt, WorkflowVersion } from '../../../../protocol/workflow-views.js';
+import { ActionStatus } from '../actions.js';
+import { enc, get } from '../api.js';
+import { useAction, usePager, useResource } from '../hooks.js';
+import { href } from '../router.js';
+import type { SessionInfo } from '../session.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { JsonField, useJsonDraft } from './json-editor.js';
+import { WorkflowGraph } from './workflow-graph.js';
+import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, unavailable, workflowState, type Workflow } from './workflows-api.js';
+
+const UNAVAILABLE = (
+  <p class="notice" data-unavailable>
+    Workflows are not available on this server (it has no /v1/workflows API).
+  </p>
+);
+
+export function WorkflowsPage({ id, query, session }: { id?: string; query: URLSearchParams; session: SessionInfo }) {
+  return id ? <WorkflowDetail id={id} query={query} session={session} /> : <WorkflowList query={query} />;
+}
+
+function WorkflowList({ query }: { query: URLSearchParams }) {
+  const pager = usePager();
+  const list = useResource(() => listWorkflows(pager.cursor), [pager.cursor]);
+  const names = new Map((list.data?.workflows ?? []).map((w) => [w.id, w.name]));
+  return (
+    <>
+      <Section title="Workflows">
+        {unavailable(list.error) ? UNAVAILABLE : <ErrorBox error={list.error} />}
+        {!list.data && !list.error && <Loading />}
+        {list.data && (
+          <>
+            <Table
+              rows={list.data.workflows}
+              rowKey={(w) => w.id}
+              empty="No workflows. Publish one with POST /v1/workflows (see the README)."
+              cols={[
+                { label: 'name', cell: (w) => <a href={href('workflows', w.id)}>{w.name}</a> },
+                { label: 'state', cell: (w) => <Badge state={workflowState(w)} /> },
+                { label: 'version', class: 'num', cell: (w) => w.current_version },
+                { label: 'revision', class: 'num', cell: (w) => w.revision },
+                { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
+              ]}
+            />
+            <PagerBar pager={pager} nextCursor={list.data.next_cursor} />
+          </>
+        )}
+      </Section>
+      <RunList query={query} names={names} workflows={list.data?.workflows ?? []} />
+    </>
+  );
+}
+
+/** Runs by state: the filters live in the route (#/workflows?state=PAUSED), so a view can be linked. */
+function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; names: Map<string, string>; workflows: Workflow[]; fixed?: string }) {
+  const state = query.get('state') ?? '';
+  const workflowId = fixed ?? query.get('workflow_id') ?? '';
+  const [draft, setDraft] = useState({ state, workflow_id: workflowId });
+  const pager = usePager();
+  const runs = useResource(() => listRuns({ workflow_id: workflowId, state, cursor: pager.cursor }), [workflowId, state, pager.cursor]);
+  const apply = (e: Event) => {
+    e.preventDefault();
+    pager.first();
+    location.hash = href('workflows', fixed, fixed ? { state: draft.state } : draft);
+  };
+  return (
+    <Section title="Runs">
+      <form class="filters" onSubmit={apply} data-run-filters>
+        {!fixed && (
+          <label>
+            Workflow
+            <select name="workflow_id" value={draft.workflow_id} onChange={(e) => setDraft({ ...draft, workflow_id: e.currentTarget.value })}>
+              <option value="">any</option>
+              {workflows.map((w) => (
+                <option key={w.id} value={w.id}>
+                  {w.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <label>
+          State
+          <select name="run_state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: e.currentTarget.value })}>
+            <option value="">any</option>
+            {WORKFLOW_RUN_STATES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit" class="btn">
+          Apply
+        </button>
+      </form>
+      {!unavailable(runs.error) && <ErrorBox error={runs.error} />}
+      {!runs.data && !runs.error && <Loading what="runs" />}
+      {runs.data && (
+        <Table
+          rows={runs.data.runs}
+          rowKey={(r) => r.id}
+          empty="No runs match."
+          cols={[
+            {
+              label: 'run',
+              cell: (r) => (
+                <a href={href('workflow-runs', r.id)} data-run={r.id}>
+                  <Id id={r.id} />
+                </a>
+              ),
+            },
+            { label: 'workflow', cell: (r) => names.get(r.workflow_id) ?? <Id id={r.workflow_id} /> },
+            { label: 'version', class: 'num', cell: (r) => r.version },
+            { label: 'state', cell: (r) => <Badge state={r.state} /> },
+            { label: 'key', cell: (r) => (r.concurrency_key !== undefined ? <span class="key">{r.concurrency_key}</span> : <span class="muted">—</span>) },
+            { label: 'started', cell: (r) => <Time iso={r.created_at} /> },
+            { label: 'finished', cell: (r) => <Time iso={r.finished_at} /> },
+          ]}
+        />
+      )}
+      <PagerBar pager={pager} nextCursor={runs.data?.next_cursor} />
+    </Section>
+  );
+}
+
+/** What POST /v1/workflows/{id}/versions takes of a published version: its steps, defaults included
+ * (they are valid input and keep the next version equal unless edited). */
+function editable(v: WorkflowVersion): { steps: WorkflowVersion['steps'] } {
+  return { steps: v.steps };
+}
+
+function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
+  const wf = useResource(() => getWorkflow(id), [id]);
+  const versions = useResource(() => get<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`), [id]);
+  const w = wf.data?.workflow;
+  if (unavailable(wf.error) && !w) return <Section title="Workflow">{UNAVAILABLE}</Section>;
+  if (wf.error && !w) return <ErrorBox error={wf.error} />;
+  if (!w) return <Loading what="workflow" />;
+  const all = versions.data?.versions ?? [];
+  const current = all.find((v) => v.number === w.current_version);
+  // The editor's first text: the current version, or while a refresh catches up after a publish
+  // (the workflow already says n+1, the list not yet) the newest listed. The editor stays mounted
+  // across that moment, so its text and the publish's status are not lost.
+  const newest = current ?? all.reduce<WorkflowVersion | undefined>((a, v) => (!a || v.number > a.number ? v : a), undefined);
+  return (
+    <>
+      <Section title={`Workflow ${w.name}`} actions={<Badge state={workflowState(w)} />}>
+        <Fields
+          items={[
+            ['id', <code>{w.id}</code>],
+            ['revision', w.revision],
+            ['current version', String(w.current_version)],
+            ['created', <Time iso={w.created_at} />],
+            ['updated', <Time iso={w.updated_at} />],
+            ['retired', w.retired_at ? <Time iso={w.retired_at} /> : null],
+          ]}
+        />
+        {current && <WorkflowGraph steps={current.steps} label={`version ${current.number} of ${w.name}`} />}
+      </Section>
+      <StartRun workflow={w} versions={all} session={session} />
+      {newest && <Publish workflow={w} current={newest} session={session} />}
+      <Section title="Versions">
+        <ErrorBox error={versions.error} />
+        {all
+          .slice()
+          .reverse()
+          .map((v) => (
+            <details key={v.number} open={v.number === w.current_version} data-version={v.number}>
+              <summary>
+                version {v.number} — {v.steps.length} steps — <Time iso={v.created_at} />
+              </summary>
+              <Json value={editable(v)} />
+            </details>
+          ))}
+      </Section>
+      <RunList query={query} names={new Map([[w.id, w.name]])} workflows={[w]} fixed={w.id} />
+    </>
+  );
+}
+
+function StartRun({ workflow: w, versions, session }: { workflow: Workflow; versions: WorkflowVersion[]; session: SessionInfo }) {
+  const input = useJsonDraft('{}');
+  const [key, setKey] = useState('');
+  const [version, setVersion] = useState('');
+  const start = useAction<StartWorkflowRunBody, WorkflowRunReceipt>(`/v1/workflows/${enc(w.id)}/runs`);
+  const body: StartWorkflowRunBody = {
+    input: input.value ?? null,
+    ...(version ? { version: Number(version) } : {}),
+    ...(key.trim() ? { concurrency_key: key.trim() } : {}),
+  };
+  // A started run is shown on its own page.
+  const started = start.result?.run.id;
+  useEffect(() => {
+    if (started) location.hash = href('workflow-runs', started);
+  }, [started]);
+  const why = runWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined);
+  return (
+    <Section title="Start a run">
+      <div class="start-run">
+        <JsonField name="run_input" label="Input (JSON)" draft={input} error={start.error} prefix="input" rows={4} />
+        <div class="row">
+          <label>
+            Concurrency key (optional)
+            <input name="run_concurrency_key" maxLength={256} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+          </label>
+          <label>
+            Version
+            <select name="run_version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
+              <option value="">current ({w.current_version})</option>
+              {versions.map((v) => (
+                <option key={v.number} value={String(v.number)}>
+                  {v.number}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        <div class="row">
+          <Button why={why} disabled={start.busy || !!input.problem} onClick={() => void start.run(body)} data-act="start-run">
+            Start run
+          </Button>
+          {started && (
+            <a href={href('workflow-runs', started)} data-started-run={started}>
+              run {started.slice(0, 8)}…
+            </a>
+          )}
+        </div>
+        <ActionStatus action={start} body={body} what="Start" />
+      </div>
+    </Section>
+  );
+}
+
+function Publish({ workflow: w, current, session }: { workflow: Workflow; current: WorkflowVersion; session: SessionInfo }) {
+  const draft = useJsonDraft(JSON.stringify(editable(current), null, 2));
+  const publish = useAction<PublishWorkflowVersionBody>(`/v1/workflows/${enc(w.id)}/versions`);
+  const body = { expected_revision: w.revision, version: draft.value } as PublishWorkflowVersionBody;
+  const steps = (draft.value as { steps?: unknown } | undefined)?.steps;
+  const preview = Array.isArray(steps) ? steps.filter((s): s is { key: string; after?: string[] } => typeof s?.key === 'string') : [];
+  const flagged = publish.error?.details?.steps;
+  const why = manageWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined);
+  return (
+    <Section title="Publish a new version">
+      <div class="two">
+        <JsonField name="version" label="Version (JSON)" draft={draft} error={publish.error} prefix="version" rows={16} disabled={!!why} />
+        <div>
+          <span class="muted">preview</span>
+          {preview.length > 0 ? (
+            <WorkflowGraph steps={preview} flagged={Array.isArray(flagged) ? (flagged as string[]) : []} label="preview of the edited version" />
+          ) : (
+            <p class="muted">No steps to draw.</p>
+          )}
+        </div>
+      </div>
+      <div class="row">
+        <Button why={why} disabled={publish.busy || !!draft.problem} onClick={() => void publish.run(body)} data-act="publish">
+          Publish version {w.current_version + 1}
+        </Button>
+        <span class="muted">expected revision {w.revision}</span>
+      </div>
+      <ActionStatus action={publish} body={body} what="Publish" />
+    </Section>
+  );
+}
