@@ -89,7 +89,11 @@ describe('migration 000007 with tasks in the database', () => {
 
     // 000007 and every later migration (they leave these tables alone) applied in order.
     const applied = await migrateUp(db.pool);
-    expect(applied).toEqual(listMigrations().filter((m) => m.version >= VERSION).map((m) => m.version));
+    expect(applied).toEqual(
+      listMigrations()
+        .filter((m) => m.version >= VERSION)
+        .map((m) => m.version),
+    );
     expect(applied[0]).toBe(VERSION);
 
     const [waiting] = await db.pool.query<RowDataPacket[]>('SELECT task_id FROM waiting_tasks ORDER BY priority DESC, seq');
