@@ -6,7 +6,8 @@
 //   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0);
 //   for the benchmark WORKER_LATENCY=1 and WORKER_PROGRESS_MS=N (below). A workflow step whose
 //   params carry `items: N` returns an N-element array: the source of a for_each fan-out
-//   (bench/workflow-load.ts); every other task returns {"ok":true}.
+//   (bench/workflow-load.ts); one whose params carry `fail: true` throws (a failed step, for the
+//   compensation steps of test/chaos-workflows.test.ts); every other task returns {"ok":true}.
 import { createWorker } from '@orbit/worker-sdk/worker';
 
 const env = process.env;
@@ -38,7 +39,9 @@ const worker = createWorker({
       if (delay > 0) await new Promise((r) => setTimeout(r, Math.random() * delay));
       if (logRuns) out({ ev: 'done', task: e.task.id, attempt: e.attemptId, t: Date.now() });
       if (trackLatency) doneAt.set(e.attemptId, performance.now());
-      const items = (e.task.payload as { params?: { items?: unknown } } | null)?.params?.items;
+      const params = (e.task.payload as { params?: { items?: unknown; fail?: unknown } } | null)?.params;
+      if (params?.fail === true) throw new Error('planned failure');
+      const items = params?.items;
       return typeof items === 'number' ? Array.from({ length: items }, (_, i) => i) : { ok: true };
     },
   },
