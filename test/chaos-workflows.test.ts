@@ -1,5 +1,6 @@
 // Issue 20's "hard way": three gateway nodes on one (durable, restartable) database run a mixed
-// workflow load — chains, a for_each fan-out, signal steps, a compensation step (`run_if:
+// workflow load — chains, a for_each fan-out, signal steps (sent early, late, never, timed out by
+// the sweeper), a compensation step (`run_if:
 // any_failed`), keyed `use_run_key` steps on three shared keys — through real SDK worker
 // processes, while gateways are killed with SIGKILL and restarted and the database is killed and
 // restarted. Afterwards a history checker reads the database: every run is final or visibly
@@ -78,7 +79,7 @@ async function created(p: string, body: unknown): Promise<any> {
   return r.body.data;
 }
 
-type Kind = 'chain' | 'fanout' | 'signal' | 'comp' | 'keyed';
+type Kind = 'chain' | 'fanout' | 'signal' | 'timeout' | 'comp' | 'keyed';
 const task = (params: Record<string, unknown> = {}, over: Record<string, unknown> = {}) => ({
   queue_id: t.queue_id,
   handler: 'h',
@@ -106,6 +107,13 @@ function versionOf(kind: Kind): unknown[] {
       return [
         { key: 'a', task: task() },
         { key: 'approve', after: ['a'], signal: { name: 'go', timeout_seconds: 3600 } },
+        { key: 'publish', after: ['approve'], task: task() },
+      ];
+    case 'timeout':
+      // Never signalled: the sweeper times the step out (SIGNAL_TIMEOUT) and fails the run.
+      return [
+        { key: 'a', task: task() },
+        { key: 'approve', after: ['a'], signal: { name: 'go', timeout_seconds: 1 } },
         { key: 'publish', after: ['approve'], task: task() },
       ];
     case 'comp':
@@ -160,7 +168,7 @@ const explained = async <T>(p: Promise<T>): Promise<T> =>
 describe('workflows under kill -9 of gateways and a database restart', () => {
   it('every run ends final or visibly waiting, and every workflow invariant holds', async () => {
     const wf = new Map<Kind, string>();
-    for (const kind of ['chain', 'fanout', 'signal', 'comp', 'keyed'] as Kind[]) {
+    for (const kind of ['chain', 'fanout', 'signal', 'timeout', 'comp', 'keyed'] as Kind[]) {
       const d = await created('/v1/workflows', { name: `chaos-${kind}`, version: { steps: versionOf(kind) } });
       wf.set(kind, d.workflow.id);
     }
@@ -172,7 +180,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     const runs: Run[] = [];
     let n = 0;
     const startWave = async (count: number) => {
-      const kinds: Kind[] = ['chain', 'fanout', 'signal', 'comp', 'keyed', 'keyed', 'signal', 'chain'];
+      const kinds: Kind[] = ['chain', 'fanout', 'signal', 'comp', 'keyed', 'keyed', 'signal', 'timeout'];
       await Promise.all(
         Array.from({ length: count }, async () => {
           const i = n++;
@@ -267,9 +275,11 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
       const want =
         r.kind === 'comp'
           ? 'FAILED a=SUCCEEDED,b=FAILED,fin=SUCCEEDED,undo=SUCCEEDED'
-          : r.kind === 'signal' && r.sig === 'never'
-            ? 'RUNNING a=SUCCEEDED,approve=WAITING_SIGNAL,publish=PENDING'
-            : 'SUCCEEDED';
+          : r.kind === 'timeout'
+            ? 'FAILED a=SUCCEEDED,approve=FAILED,publish=SKIPPED'
+            : r.kind === 'signal' && r.sig === 'never'
+              ? 'RUNNING a=SUCCEEDED,approve=WAITING_SIGNAL,publish=PENDING'
+              : 'SUCCEEDED';
       const got = want.includes(' ') ? `${row.state} ${row.steps}` : String(row.state);
       if (got !== want) (expected[r.kind] ??= []).push(`${r.id}: ${got} (want ${want})`);
     }
