@@ -1,7 +1,7 @@
 // Issue 20's "hard way": three gateway nodes on one (durable, restartable) database run a mixed
 // workflow load — chains, a for_each fan-out, signal steps (sent early, late, never, timed out by
-// the sweeper), a compensation step (`run_if:
-// any_failed`), keyed `use_run_key` steps on three shared keys — through real SDK worker
+// the sweeper), a compensation step (`run_if: any_failed`), keyed `use_run_key` steps on three
+// shared keys — through real SDK worker
 // processes, while gateways are killed with SIGKILL and restarted and the database is killed and
 // restarted. Afterwards a history checker reads the database: every run is final or visibly
 // waiting (signal / review / quota), the spec's five invariants hold (workflowViolations: one task
