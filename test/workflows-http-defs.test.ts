@@ -9,23 +9,26 @@ import { call, ikey } from './support/http.js';
 import { expectData, expectError, expectHexId, limitedCredential } from './support/contract.js';
 import { newTenant } from './support/db.js';
 import { createQueue } from './support/dispatch-fixture.js';
-import { chain, createWorkflow, insertRun, newWorkflow, setRunState, stepTask, workflowCommand, workflowName } from './support/workflows.js';
+import {
+  chain,
+  createWorkflow,
+  insertRun,
+  newWorkflow,
+  setRunState,
+  stepTask,
+  workflowCommand,
+  workflowName,
+  countRows,
+  definitionRowCounts,
+} from './support/workflows.js';
 
 const f = useGatewayFixture();
 const api = () => ({ url: f.gw.url, token: f.t.token });
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function count(table: string, where = '1'): Promise<number> {
-  const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`);
-  return Number(rows[0]!.n);
-}
-/** Rows of every definition table: a refused command must change none. */
-const definitionRows = async () => [
-  await count('workflows'),
-  await count('workflow_versions'),
-  await count('workflow_version_queues'),
-  await count('receipts'),
-];
+const count = (table: string, where?: string) => countRows(f.db.pool, table, where);
+/** Rows of every definition table and the receipts: a refused command must change none. */
+const definitionRows = () => definitionRowCounts(f.db.pool);
 
 describe('POST /v1/workflows', () => {
   it('creates: 201 {workflow, version, deduplicated}; the version shows every default; one workflow_version_queues row per queue', async () => {

@@ -10,22 +10,25 @@ import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
 import { newTenant } from './support/db.js';
 import { createQueue, waitFor } from './support/dispatch-fixture.js';
-import { chain, createWorkflow, insertRun, newWorkflow, setRunState, stepTask, workflowCommand, workflowName } from './support/workflows.js';
+import {
+  chain,
+  createWorkflow,
+  insertRun,
+  newWorkflow,
+  setRunState,
+  stepTask,
+  workflowCommand,
+  workflowName,
+  countRows,
+  definitionRowCounts,
+} from './support/workflows.js';
 
 const f = useGatewayFixture();
 const api = () => ({ url: f.gw.url, token: f.t.token });
 
-async function count(table: string, where = '1'): Promise<number> {
-  const [rows] = await f.db.pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`);
-  return Number(rows[0]!.n);
-}
+const count = (table: string, where?: string) => countRows(f.db.pool, table, where);
 /** Rows of every definition table and the receipts: a refused command must change none. */
-const definitionRows = async () => [
-  await count('workflows'),
-  await count('workflow_versions'),
-  await count('workflow_version_queues'),
-  await count('receipts'),
-];
+const definitionRows = () => definitionRowCounts(f.db.pool);
 
 async function retireQueue(queueId: string, token = f.t.token) {
   const q = (await call(f.gw.url, 'GET', `/v1/queues/${queueId}`, { token })).body.data.queue;

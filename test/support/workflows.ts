@@ -61,3 +61,16 @@ export async function setRunState(pool: Pool, runId: string, state: string): Pro
     runId,
   ]);
 }
+
+/** countRows(pool, table, where) → COUNT(*) of the rows matching `where` (test SQL, trusted text). */
+export async function countRows(pool: Pool, table: string, where = '1'): Promise<number> {
+  const [rows] = (await pool.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`)) as unknown as [{ n: number | string }[]];
+  return Number(rows[0]!.n);
+}
+
+/** Row counts of every workflow definition table and the receipts: a refused command changes none. */
+export async function definitionRowCounts(pool: Pool): Promise<number[]> {
+  const out: number[] = [];
+  for (const t of ['workflows', 'workflow_versions', 'workflow_version_queues', 'receipts']) out.push(await countRows(pool, t));
+  return out;
+}
