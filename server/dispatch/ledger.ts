@@ -158,6 +158,11 @@ export class PermitLedger {
 
   /** The hot rows: queues, applications, stream heads. */
   async flushCounters(c: Conn): Promise<void> {
+    // Every path that changes a step task's state runs the advancement hook (advanceSteps) before
+    // its hot rows: one that forgot would commit a step task's change without its run's decision
+    // (a released task of a failed fan-out requeued instead of cancelled, a run left stuck).
+    // Loud instead: the transaction rolls back.
+    if (this.stepTasks.length > 0) throw new Error('workflow step tasks changed but advanceSteps was not called before the flush');
     // Queues of hand-offs are written even when their count does not change (the released and
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));

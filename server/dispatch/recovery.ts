@@ -193,6 +193,7 @@ export async function releaseAttempts(pool: Pool, who: { namespaceId: string; wo
     ledger = new PermitLedger();
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
     for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
+    await advanceSteps(c, ledger);
     await ledger.flush(c);
   });
   return [...ledger.freedQueues];

@@ -14,6 +14,7 @@ import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
 import { PermitLedger } from '../dispatch/ledger.js';
 import { revokeAttempt } from '../dispatch/recovery.js';
+import { advanceSteps } from '../dispatch/step-advance.js';
 import { queueConfigs } from '../db/queue-config.js';
 
 export interface HelloResult {
@@ -108,6 +109,9 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
         resumed.push(r);
       }
     }
+    // A released step task's run advances in this transaction, like every other task change (a
+    // fan-out step with a failed element cancels the requeued task; a final run cancels it).
+    await advanceSteps(c, ledger);
     await ledger.flush(c);
     const resumedSet = new Set(resumedIds);
     return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };

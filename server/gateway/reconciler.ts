@@ -68,7 +68,12 @@ export class Reconciler {
       if (r.counts.deadlineWaiting) m.inc({ kind: 'deadline_waiting' }, r.counts.deadlineWaiting);
       app.signals.revoked(r.revoked);
       app.signals.wake(r.freedQueues);
-      app.signals.wake((await sweepWorkflows(app.pool)).queues);
+      const w = await sweepWorkflows(app.pool);
+      app.signals.wake(w.queues);
+      for (const f of w.failed) {
+        if (isRetryableDbError(f.err)) app.log.warn({ err: f.err, run_id: f.runId }, 'workflow sweep left a run for the next tick: database busy');
+        else reportInternal(app, 'timer', f.err, { timer: 'sweep-workflows', run_id: f.runId });
+      }
       await this.reconcileSessions();
       if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
     } catch (err) {

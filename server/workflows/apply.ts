@@ -95,6 +95,8 @@ export async function applyPlan(c: Conn, ledger: PermitLedger, run: LoadedRun, p
       throw new QuotaRefused();
     }
   }
+  // The tasks this plan cancelled are decided by this plan: nothing left to advance for them.
+  sub.stepTasks.splice(0);
   ledger.merge(sub);
   for (const q of queues) ledger.freedQueues.add(q);
   // The run's own rows now say what the plan decided: a second plan in this transaction reads them.

@@ -3,7 +3,7 @@
 // tasks fit, oldest run first. Each run is advanced in its own transaction, with the run row
 // locked and its state re-checked (the reads that found it take no lock), so several nodes'
 // sweepers may find the same run: the second finds nothing left to do.
-import { withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { PermitLedger } from '../dispatch/ledger.js';
@@ -16,6 +16,10 @@ export interface WorkflowSweepReport {
   queues: string[];
   timedOut: number;
   started: number;
+  /** Runs this sweep could not advance, with why: each run is its own transaction, so one that
+   * fails (a deadlock past the retries, a bug on that run) stays behind alone for the next tick
+   * instead of stopping the timeouts and starts of every run after it. */
+  failed: { runId: string; err: unknown }[];
 }
 
 /** One transaction: the run locked (skipped when final), planned and applied. Returns whether the
@@ -39,20 +43,35 @@ async function advanceOne(
   });
 }
 
+/** advanceOne, with a failure recorded in the report (a lost database is thrown: the tick ends). */
+async function tryAdvance(runId: string, report: WorkflowSweepReport, fn: () => Promise<boolean>): Promise<boolean | null> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (isConnectionError(err)) throw err;
+    report.failed.push({ runId, err });
+    return null;
+  }
+}
+
 export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowSweepReport> {
-  const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0 };
+  const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0, failed: [] };
   for (const s of await dueSignalSteps(pool, limit)) {
-    await advanceOne(pool, s.namespace_id, s.run_id, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report);
-    report.timedOut++;
+    const done = await tryAdvance(s.run_id, report, () =>
+      advanceOne(pool, s.namespace_id, s.run_id, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report),
+    );
+    if (done !== null) report.timedOut++;
   }
   // Oldest run first per application: once one run's READY steps do not fit, the application's
   // younger runs wait too (the room that appears goes to the oldest run).
   const full = new Set<string>();
   for (const r of await quotaReadyRuns(pool, limit)) {
     if (full.has(r.application_id)) continue;
-    const started = await advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report);
+    const started = await tryAdvance(r.run_id, report, () =>
+      advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report),
+    );
     if (started) report.started++;
-    else full.add(r.application_id);
+    else if (started === false) full.add(r.application_id);
   }
   return report;
 }
