@@ -51,6 +51,11 @@ export interface WorkflowLoadResult {
   perStep: DbPerUnit;
   perTask: DbPerUnit;
   gatewayTransactionsPerRun: number | null;
+  /** How each step's task reached a worker, per step (gateway /metrics): tasks granted by claim
+   * rounds, rounds that granted something and empty ones, and slots refilled in a result's own
+   * transaction. A chain step's task is created by its parent's result transaction; it is either
+   * refilled to a session in a later result transaction or waits for a claim round. */
+  perStepDispatch: { claimed: number | null; roundsGranted: number | null; roundsEmpty: number | null; refills: number | null };
   cpuMsPerRun: CpuPerTask;
   cpuMsPerTask: CpuPerTask;
 }
@@ -167,6 +172,18 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
       perStep: dbPerUnit(delta, spec.runs * steps.length),
       perTask: dbPerUnit(delta, expected),
       gatewayTransactionsPerRun: txs === null ? null : txs / spec.runs,
+      perStepDispatch: (() => {
+        const per = (v: number | null) => (v === null ? null : v / (spec.runs * steps.length));
+        const refills = metricDelta(mBefore, mAfter, 'orbit_slot_refills_total');
+        const assigned = metricDelta(mBefore, mAfter, 'orbit_tasks_assigned_total');
+        return {
+          // orbit_tasks_assigned_total counts claims, hand-offs and refills: the claims are the rest.
+          claimed: per(assigned === null ? null : assigned - (refills ?? 0) - (metricDelta(mBefore, mAfter, 'orbit_key_handoffs_total') ?? 0)),
+          roundsGranted: per(metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="granted"')),
+          roundsEmpty: per(metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="empty"')),
+          refills: per(refills),
+        };
+      })(),
       cpuMsPerRun: cpuPerTask(used, spec.runs),
       cpuMsPerTask: cpuPerTask(used, expected),
     };
@@ -195,6 +212,7 @@ export function workflowLoadJson(r: WorkflowLoadResult, unitUs: number) {
     commits_per_step: round(r.perStep.commits, 2),
     row_lock_waits_per_step: round(r.perStep.rowLockWaits, 3),
     gateway_transactions_per_run: round(r.gatewayTransactionsPerRun),
+    dispatch_per_step: Object.fromEntries(Object.entries(r.perStepDispatch).map(([k, v]) => [k, v === null ? null : round(v, 3)])),
     cpu_ms_per_run: cpu(r.cpuMsPerRun),
     cpu_ms_per_task: cpu(r.cpuMsPerTask),
     cpu_u_per_task: round(u.total, 2),
@@ -219,5 +237,15 @@ export function workflowLoadText(rs: WorkflowLoadResult[], unitUs: number): stri
       );
     }),
   ];
+  const d = (v: number | null) => (v === null ? 'n/a' : fmt(v, 2));
+  lines.push(
+    '',
+    '| workflow scenario | per step: tasks granted by claim rounds | claim rounds granted / empty | slots refilled in a result transaction |',
+    '| --- | --- | --- | --- |',
+    ...rs.map(
+      (r) =>
+        `| ${r.spec.name} | ${d(r.perStepDispatch.claimed)} | ${d(r.perStepDispatch.roundsGranted)} / ${d(r.perStepDispatch.roundsEmpty)} | ${d(r.perStepDispatch.refills)} |`,
+    ),
+  );
   return lines.join('\n') + '\n';
 }
