@@ -58,6 +58,11 @@ export interface WorkflowLoadResult {
   perStepDispatch: { claimed: number | null; roundsGranted: number | null; roundsEmpty: number | null; refills: number | null };
   cpuMsPerRun: CpuPerTask;
   cpuMsPerTask: CpuPerTask;
+  /** Seconds from the window's start to the last run start accepted (the backlog builds while
+   * starts outpace the workers). */
+  startsDoneSeconds: number;
+  /** Per step key: p50 / p99 of the task's wait from creation to its first lease (database clock). */
+  queueWaitMs: Record<string, { p50: number; p99: number }>;
 }
 
 /** The published steps of each scenario; every task runs the worker's handler `h`, and a step
@@ -108,12 +113,14 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
 
     let next = 0;
     let started = 0;
+    let startsDone = t0;
     const starting = Promise.all(
       Array.from({ length: Math.min(spec.concurrency, spec.runs) }, async () => {
         while (next < spec.runs) {
           const i = next++;
           await post(s.url, s.token, `/v1/workflows/${wf.id}/runs`, { input: { i } }, `${tag}-run-${i}`);
           started++;
+          startsDone = performance.timeOrigin + performance.now();
           lastChange = Date.now();
         }
       }),
@@ -150,6 +157,16 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
       states[r.state] = (states[r.state] ?? 0) + 1;
       if (r.finished_at) lat.push(ms(r.finished_at) - ms(r.created_at));
     }
+    // Create → first lease per step: a child's task waiting for a claim round (or the sweeper)
+    // longer than a root's would show here; equal waits mean one FIFO backlog for every step.
+    const [waits] = await s.pool.query<RowDataPacket[]>(
+      `SELECT t.workflow_step AS step, TIMESTAMPDIFF(MICROSECOND, t.created_at, a.leased_at) / 1000 AS ms FROM workflow_runs r
+         JOIN tasks t ON t.workflow_run_id = r.id JOIN attempts a ON a.task_id = t.id AND a.attempt_no = 1 WHERE r.workflow_id = ?`,
+      [wf.id],
+    );
+    const byStep = new Map<string, number[]>();
+    for (const w of waits) byStep.set(String(w.step), [...(byStep.get(String(w.step)) ?? []), Number(w.ms)]);
+    const queueWaitMs = Object.fromEntries([...byStep].sort().map(([k, v]) => [k, { p50: percentile(v, 50), p99: percentile(v, 99) }]));
     const used = {
       mariadbd: cpu1.mariadbd - cpu0.mariadbd,
       gateway: cpu1.gateway - cpu0.gateway,
@@ -184,6 +201,8 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
           refills: per(refills),
         };
       })(),
+      startsDoneSeconds: (startsDone - t0) / 1000,
+      queueWaitMs,
       cpuMsPerRun: cpuPerTask(used, spec.runs),
       cpuMsPerTask: cpuPerTask(used, expected),
     };
@@ -210,8 +229,11 @@ export function workflowLoadJson(r: WorkflowLoadResult, unitUs: number) {
     statements_per_step: round(r.perStep.statements, 2),
     statements_per_task: round(r.perTask.statements, 2),
     commits_per_step: round(r.perStep.commits, 2),
+    statements_per_step_by_kind: Object.fromEntries(Object.entries(r.perStep.breakdown).map(([k, v]) => [k, round(v, 2)])),
     row_lock_waits_per_step: round(r.perStep.rowLockWaits, 3),
     gateway_transactions_per_run: round(r.gatewayTransactionsPerRun),
+    starts_done_s: round(r.startsDoneSeconds, 1),
+    queue_wait_ms: Object.fromEntries(Object.entries(r.queueWaitMs).map(([k, v]) => [k, { p50: round(v.p50, 1), p99: round(v.p99, 1) }])),
     dispatch_per_step: Object.fromEntries(Object.entries(r.perStepDispatch).map(([k, v]) => [k, v === null ? null : round(v, 3)])),
     cpu_ms_per_run: cpu(r.cpuMsPerRun),
     cpu_ms_per_task: cpu(r.cpuMsPerTask),
@@ -240,11 +262,14 @@ export function workflowLoadText(rs: WorkflowLoadResult[], unitUs: number): stri
   const d = (v: number | null) => (v === null ? 'n/a' : fmt(v, 2));
   lines.push(
     '',
-    '| workflow scenario | per step: tasks granted by claim rounds | claim rounds granted / empty | slots refilled in a result transaction |',
-    '| --- | --- | --- | --- |',
+    '| workflow scenario | per step: tasks granted by claim rounds | claim rounds granted / empty | slots refilled in a result transaction | last run start at s | task create→lease p50 / p99 ms by step |',
+    '| --- | --- | --- | --- | --- | --- |',
     ...rs.map(
       (r) =>
-        `| ${r.spec.name} | ${d(r.perStepDispatch.claimed)} | ${d(r.perStepDispatch.roundsGranted)} / ${d(r.perStepDispatch.roundsEmpty)} | ${d(r.perStepDispatch.refills)} |`,
+        `| ${r.spec.name} | ${d(r.perStepDispatch.claimed)} | ${d(r.perStepDispatch.roundsGranted)} / ${d(r.perStepDispatch.roundsEmpty)} | ${d(r.perStepDispatch.refills)} | ` +
+        `${fmt(r.startsDoneSeconds, 1)} of ${fmt(r.seconds, 1)} | ${Object.entries(r.queueWaitMs)
+          .map(([k, v]) => `${k} ${fmt(v.p50)} / ${fmt(v.p99)}`)
+          .join(', ')} |`,
     ),
   );
   return lines.join('\n') + '\n';
