@@ -2,7 +2,8 @@
 // unlisted never-started attempt is released at once). A release changes a step task's state like a
 // result or an expiry does, so the run advances in the hello's own transaction: a fan-out step with
 // a failed element cancels the released element's task instead of requeueing it, and finishes.
-// Through a real gateway and raw WebSocket sessions that reconnect with the same worker_id.
+// Through a real gateway and raw WebSocket sessions that reconnect with the same worker_id. Last,
+// the sweeper's workflow duties: one run it cannot advance does not stop the others' timeouts.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { useGatewayFixture } from './support/fixture.js';
@@ -93,5 +94,27 @@ describe('a step task released at reconnect advances its run in the hello transa
     expect((await sqlStepTasks(f, run.id)).map((r) => [r.step_key, r.state])).toEqual([['a', 'CANCELLED']]);
     expect(await workflowViolations(f.db.pool)).toEqual([]);
     await assertPermitInvariants(f.db.pool);
+  });
+});
+
+describe('the workflow sweeper isolates each run', () => {
+  it('a run whose advancement fails does not stop the signal timeouts of the runs after it', async () => {
+    const { workflow } = await newWorkflow(api(), [{ key: 'wait', signal: { name: 'go', timeout_seconds: 3600 } }]);
+    const bad = await startRun(api(), workflow.id);
+    const good = await startRun(api(), workflow.id);
+    // The bad run comes first (earlier deadline) and its row cannot be read (input not JSON): every
+    // tick fails on it. Before the fix that failure ended the tick, so the good run never timed out.
+    await f.db.pool.query("UPDATE workflow_runs SET input = '{' WHERE id = ?", [bad.id]);
+    await f.db.pool.query(
+      "UPDATE workflow_run_steps SET signal_deadline_at = UTC_TIMESTAMP(3) - INTERVAL IF(run_id = ?, 2, 1) SECOND WHERE run_id IN (?, ?) AND step_key = 'wait'",
+      [bad.id, bad.id, good.id],
+    );
+    const done = await waitRunState(api(), good.id, 'FAILED');
+    expect(stepOf(done, 'wait')).toMatchObject({ state: 'FAILED', error: { code: 'SIGNAL_TIMEOUT' } });
+    // The bad run is left behind alone, still waiting; repaired, the next tick times it out too.
+    const [[row]] = (await f.db.pool.query("SELECT state FROM workflow_run_steps WHERE run_id = ? AND step_key = 'wait'", [bad.id])) as any;
+    expect(row.state).toBe('WAITING_SIGNAL');
+    await f.db.pool.query("UPDATE workflow_runs SET input = 'null' WHERE id = ?", [bad.id]);
+    expect(stepOf(await waitRunState(api(), bad.id, 'FAILED'), 'wait').error.code).toBe('SIGNAL_TIMEOUT');
   });
 });
