@@ -496,21 +496,13 @@ export class Session {
     const debug = this.log.isLevelEnabled('debug');
     for (const a of assignments) {
       this.held.set(a.attemptId, a.queueId);
-      const frame: GatewayFrame = {
-        type: 'task.assign',
-        attempt_id: a.attemptId,
-        attempt_no: a.attemptNo,
-        lease_expires_at: a.leaseExpiresAt,
-        task: a.task,
-      };
-      if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
       if (debug) {
         this.log.debug(
           { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },
           'task assigned',
         );
       }
-      this.send(frame);
+      if (this.ws.readyState === this.ws.OPEN) this.window.send(assignText(a));
     }
   }
 
@@ -519,4 +511,21 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
+}
+
+/** The task.assign frame of an assignment as JSON text, its stored payload spliced in as it is
+ * (the payload is never parsed and serialized again: issue 19). `task` is the frame's last member
+ * and has members, so the serialized head ends with the two closing braces the payload goes
+ * before. */
+export function assignText(a: Assignment): string {
+  const frame: Omit<Extract<GatewayFrame, { type: 'task.assign' }>, 'task'> & { task: Assignment['task'] } = {
+    type: 'task.assign',
+    attempt_id: a.attemptId,
+    attempt_no: a.attemptNo,
+    lease_expires_at: a.leaseExpiresAt,
+    ...(a.concurrencyToken !== null ? { concurrency_token: a.concurrencyToken } : {}),
+    task: a.task,
+  };
+  const head = JSON.stringify(frame);
+  return `${head.slice(0, -2)},"payload":${a.payloadJson}}}`;
 }
