@@ -131,12 +131,12 @@ export class Dispatcher {
     // The slots this round may fill are reserved while it runs, so that a key hand-off committing
     // meanwhile (ws-gateway handoffHost) cannot fill them too: capacity is never exceeded and no
     // claimed attempt has to be given back (its attempt number and token burned).
-    sessions.forEach((s, i) => s.reserve(reqs[i]!.free));
+    sessions.forEach((s, i) => s.reserve(reqs[i]!.free, true));
     let held = true;
     const unreserve = () => {
       if (!held) return;
       held = false;
-      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free));
+      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free, true));
     };
     try {
       const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc());
