@@ -138,13 +138,15 @@ describe('Session on an in-process host', () => {
     expect(s.held.has(a.attempt_id)).toBe(true);
     expect(s.free).toBe(0);
     const next = { ...a, attempt_id: 'e'.repeat(32) };
+    const { payload, ...task } = a.task;
     s.swap(a.attempt_id, {
       attemptId: next.attempt_id,
       attemptNo: 1,
       leaseExpiresAt: a.lease_expires_at,
       queueId: t.queues.reuse!,
       concurrencyToken: null,
-      task: a.task,
+      task,
+      payloadJson: JSON.stringify(payload),
     });
     expect((await w.next('task.assign')).attempt_id).toBe(next.attempt_id);
     expect([...s.held.keys()]).toEqual([next.attempt_id]);

@@ -55,7 +55,17 @@ export interface Assignment {
   leaseExpiresAt: string;
   queueId: string;
   concurrencyToken: string | null;
-  task: AssignedTask;
+  /** The task of the task.assign frame but its payload, which is `payloadJson`. */
+  task: Omit<AssignedTask, 'payload'>;
+  /** The payload as stored (JSON text): spliced into the frame as it is (Session.deliver), not
+   * parsed and serialized again for every assignment (issue 19). */
+  payloadJson: string;
+}
+
+/** A payload column as JSON text (MariaDB returns the JSON column as text; a driver that parsed it
+ * gets it serialized once). */
+export function payloadText(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
 export interface ClaimRequest {
@@ -233,13 +243,12 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
 
         granted.forEach((x, i) => {
           const a = attempts[i]!;
-          const task: AssignedTask = {
+          const task: Assignment['task'] = {
             id: x.row.id,
             queue_id: x.row.queue_id,
             handler: x.row.handler,
             handler_version: x.row.handler_version,
             payload_version: x.row.payload_version,
-            payload: JSON.parse(x.row.payload),
             priority: x.row.priority,
             deadline_at: toIso(x.row.deadline_at)!,
           };
@@ -248,7 +257,15 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           const wf = taskWorkflowRef(x.row);
           if (wf) task.workflow = wf;
           const list = out.bySession.get(x.s.sessionId) ?? [];
-          list.push({ attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: x.token, task });
+          list.push({
+            attemptId: a.id,
+            attemptNo: a.attemptNo,
+            leaseExpiresAt: toIso(a.leaseExpiresAt)!,
+            queueId: a.queueId,
+            concurrencyToken: x.token,
+            task,
+            payloadJson: payloadText(x.row.payload),
+          });
           out.bySession.set(x.s.sessionId, list);
         });
       });

@@ -16,7 +16,7 @@ import { taskWorkflowRef } from '../db/tasks.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
-import type { Assignment, ClaimSession } from './claim.js';
+import { payloadText, type Assignment, type ClaimSession } from './claim.js';
 import type { PermitLedger } from './ledger.js';
 
 /** What the gateway offers: local sessions that can take a task now. */
@@ -142,7 +142,6 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
       handler: p.row.handler,
       handler_version: p.row.handler_version,
       payload_version: p.row.payload_version,
-      payload: JSON.parse(p.row.payload),
       priority: p.row.priority,
       deadline_at: toIso(p.row.deadline_at)!,
     };
@@ -150,7 +149,15 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     if (p.row.business_key !== null) task.business_key = p.row.business_key;
     const wf = taskWorkflowRef(p.row);
     if (wf) task.workflow = wf;
-    const a2 = { attemptId: a.id, attemptNo: a.attemptNo, leaseExpiresAt: toIso(a.leaseExpiresAt)!, queueId: a.queueId, concurrencyToken: a.token, task };
+    const a2: Assignment = {
+      attemptId: a.id,
+      attemptNo: a.attemptNo,
+      leaseExpiresAt: toIso(a.leaseExpiresAt)!,
+      queueId: a.queueId,
+      concurrencyToken: a.token,
+      task,
+      payloadJson: payloadText(p.row.payload),
+    };
     return p.keyed ? { session: p.session, a: a2 } : { session: p.session, a: a2, replaces: p.oldAttemptId };
   });
 }

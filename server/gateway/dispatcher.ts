@@ -1,10 +1,14 @@
 // The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a submit or
 // a release committed on this node, a session's capacity changing, the adaptive poll for work
-// submitted through other nodes — MySQL has no NOTIFY: 10 ms after a productive round, doubling to
-// 250 ms when idle) only marks sessions due; one claim round per application then serves all of
-// that application's due sessions in one transaction (server/dispatch/claim.ts). Wake-ups that
-// arrive while an application's round runs are folded into its next round, so a burst of commits
-// costs one round, not one per session per commit.
+// submitted through other nodes or come due by time — MySQL has no NOTIFY: 10 ms after a poll that
+// found work, doubling to 250 ms while polls find none) only marks sessions due; one claim round per
+// application then serves all of that application's due sessions in one transaction
+// (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs are folded
+// into its next round, so a burst of commits costs one round, not one per session per commit.
+// Local wake-ups do not shorten the poll: the work they announce is claimed by the rounds they
+// start, and a poll kept at 10 ms by them ran one empty round per 10 ms on a busy node (issue 19:
+// on ten hot keys most claim rounds were the poll's, empty, and they reserved the free slots a key
+// hand-off needed, sending that turnover through release + claim instead).
 import type { Logger } from 'pino';
 import { claimRound, type ClaimRequest } from '../dispatch/claim.js';
 import type { Pool } from '../db/pool.js';
@@ -32,6 +36,9 @@ const MAX_POLL_MS = 250;
 
 export class Dispatcher {
   private readonly due = new Set<Session>();
+  /** Due sessions that only the poll marked (no wake-up or kick since): a grant to one of them is
+   * work the node was not told of, which keeps the poll fast. */
+  private readonly polled = new Set<Session>();
   private readonly busyApps = new Set<string>();
   private running = 0;
   private stopped = false;
@@ -53,15 +60,19 @@ export class Dispatcher {
   /** A queue got new work or freed permits (WorkSignals.wake): its sessions are due. */
   wake(queueId: string): void {
     if (this.stopped) return;
-    for (const s of this.host.sessions.values()) if (s.claim?.queueIds.includes(queueId)) this.due.add(s);
-    this.pollMs = MIN_POLL_MS;
+    for (const s of this.host.sessions.values()) if (s.claim?.queueIds.includes(queueId)) this.mark(s);
     this.pump();
   }
 
   kick(s: Session): void {
     if (this.stopped) return;
-    this.due.add(s);
+    this.mark(s);
     this.pump();
+  }
+
+  private mark(s: Session): void {
+    this.due.add(s);
+    this.polled.delete(s);
   }
 
   private schedulePoll(): void {
@@ -70,7 +81,11 @@ export class Dispatcher {
       void guarded(this.host, 'dispatcher-poll', () => {
         this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
         this.productive = false;
-        for (const s of this.host.sessions.values()) if (s.free > 0) this.due.add(s);
+        for (const s of this.host.sessions.values()) {
+          if (s.free <= 0 || this.due.has(s)) continue;
+          this.due.add(s);
+          this.polled.add(s);
+        }
         this.pump();
       });
       this.schedulePoll();
@@ -85,6 +100,7 @@ export class Dispatcher {
       for (const s of this.due) {
         if (s.free <= 0 || s.state !== 'open') {
           this.due.delete(s);
+          this.polled.delete(s);
           continue;
         }
         const a = s.cred.applicationId;
@@ -108,18 +124,19 @@ export class Dispatcher {
 
   private async round(sessions: Session[]): Promise<void> {
     sessions.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
+    const byPoll = new Set(sessions.filter((s) => this.polled.delete(s)));
     const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
     const m = this.host.metrics;
     const started = process.hrtime.bigint();
     // The slots this round may fill are reserved while it runs, so that a key hand-off committing
     // meanwhile (ws-gateway handoffHost) cannot fill them too: capacity is never exceeded and no
     // claimed attempt has to be given back (its attempt number and token burned).
-    sessions.forEach((s, i) => s.reserve(reqs[i]!.free));
+    sessions.forEach((s, i) => s.reserve(reqs[i]!.free, true));
     let held = true;
     const unreserve = () => {
       if (!held) return;
       held = false;
-      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free));
+      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free, true));
     };
     try {
       const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc());
@@ -134,16 +151,14 @@ export class Dispatcher {
         const got = r.bySession.get(s.id) ?? [];
         if (got.length === 0) continue;
         granted += got.length;
+        if (byPoll.has(s)) this.productive = true;
         this.lastServed.set(s, ++this.served);
         s.deliver(got);
         // A full batch suggests more waiting work: due again for the next round.
         if (got.length === Math.min(MAX_BATCH, reqs.find((x) => x.session.sessionId === s.id)!.free) && s.free > 0) this.due.add(s);
       }
       m.claimRounds.inc({ result: granted > 0 ? 'granted' : 'empty' });
-      if (granted > 0) {
-        this.productive = true;
-        m.tasksAssigned.inc(granted);
-      }
+      if (granted > 0) m.tasksAssigned.inc(granted);
     } catch (err) {
       unreserve();
       m.claimRounds.inc({ result: 'failed' });

@@ -77,6 +77,8 @@ export class Session {
   readonly held = new Map<string, string>();
   /** Slots promised to claim rounds and key hand-offs whose transactions have not committed. */
   private reserved = 0;
+  /** Of `reserved`, the slots held by a claim round in flight (Dispatcher.round). */
+  private roundReserved = 0;
   /** Held attempts whose slot a committing refill takes over (reuseSlot / swap). */
   private readonly reusing = new Set<string>();
   readonly log: Logger;
@@ -144,14 +146,16 @@ export class Session {
     return this.current;
   }
 
-  /** Holds `n` slots for a claim round or a key hand-off until its transaction ends. */
-  reserve(n: number): void {
+  /** Holds `n` slots for a claim round (`round`) or a key hand-off until its transaction ends. */
+  reserve(n: number, round = false): void {
     this.reserved += n;
+    if (round) this.roundReserved += n;
   }
 
   /** Gives back slots of reserve() (an unused reservation, or one that became held attempts). */
-  unreserve(n: number): void {
+  unreserve(n: number, round = false): void {
     this.reserved = Math.max(0, this.reserved - n);
+    if (round) this.roundReserved = Math.max(0, this.roundReserved - n);
   }
 
   /** Slots for new assignments. None while the worker does not answer its pings (liveness.ts): a
@@ -433,7 +437,11 @@ export class Session {
     const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, sessionId: this.id });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
-    const wasFull = this.free === 0;
+    // Full but for the slots a claim round in flight holds is not full: that round was offered
+    // every task claimable when it read (a full batch makes the session due again, and work that
+    // came later woke it), so the slot this result frees needs no round of its own. Measured on
+    // ten hot keys: most kicks after a hand-off came from such sessions and found nothing.
+    const wasFull = this.free === 0 && this.capacity - this.held.size - (this.reserved - this.roundReserved) <= 0;
     // A refilled slot stays held until the refill's delivery swaps the attempts (right after this
     // reply is sent): freeing it here would let a claim round take it in between.
     if (!r.refilled) this.held.delete(f.attempt_id);
@@ -496,21 +504,13 @@ export class Session {
     const debug = this.log.isLevelEnabled('debug');
     for (const a of assignments) {
       this.held.set(a.attemptId, a.queueId);
-      const frame: GatewayFrame = {
-        type: 'task.assign',
-        attempt_id: a.attemptId,
-        attempt_no: a.attemptNo,
-        lease_expires_at: a.leaseExpiresAt,
-        task: a.task,
-      };
-      if (a.concurrencyToken !== null) frame.concurrency_token = a.concurrencyToken;
       if (debug) {
         this.log.debug(
           { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },
           'task assigned',
         );
       }
-      this.send(frame);
+      if (this.ws.readyState === this.ws.OPEN) this.window.send(assignText(a));
     }
   }
 
@@ -519,4 +519,21 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
+}
+
+/** The task.assign frame of an assignment as JSON text, its stored payload spliced in as it is
+ * (the payload is never parsed and serialized again: issue 19). `task` is the frame's last member
+ * and has members, so the serialized head ends with the two closing braces the payload goes
+ * before. */
+export function assignText(a: Assignment): string {
+  const frame: Omit<Extract<GatewayFrame, { type: 'task.assign' }>, 'task'> & { task: Assignment['task'] } = {
+    type: 'task.assign',
+    attempt_id: a.attemptId,
+    attempt_no: a.attemptNo,
+    lease_expires_at: a.leaseExpiresAt,
+    ...(a.concurrencyToken !== null ? { concurrency_token: a.concurrencyToken } : {}),
+    task: a.task,
+  };
+  const head = JSON.stringify(frame);
+  return `${head.slice(0, -2)},"payload":${a.payloadJson}}}`;
 }
