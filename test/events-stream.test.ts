@@ -7,11 +7,11 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { waitFor } from './support/workers.js';
 import { ack, createQueue, createSub, getSub, lease, makeEvents } from './support/events.js';
 import { parseDsn } from '../server/db/pool.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
 import { setTaskTime } from './support/waiting.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 
@@ -84,7 +84,7 @@ describe('one event per outcome transition', () => {
     );
     const d = await submit(idle.id, { deadline_seconds: 3600 });
     await setTaskTime(f.db.pool, d.body.data.task.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
-    await waitFor(async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000, 'deadline sweep');
+    await waitFor('deadline sweep', async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000);
     expect((await eventsOf(c.body.data.task.id)).map((e) => e.type)).toEqual(['task.cancelled']);
     expect((await eventsOf(d.body.data.task.id)).map((e) => e.type)).toEqual(['task.deadline_exceeded']);
     // The subscribers see exactly these, in sequence order.

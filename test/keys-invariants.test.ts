@@ -10,12 +10,12 @@ import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { waitFor } from './support/workers.js';
 import { submitMany, taskBodies } from './support/bulk.js';
-import { backdateLeases, keyRow, liveOnKey, metric, session, sleep, startAndFinish, submitTask } from './support/keys-helpers.js';
+import { backdateLeases, keyRow, liveOnKey, metric, session, startAndFinish, submitTask } from './support/keys-helpers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { createWorker, type Worker } from '../worker-sdk/worker.js';
 import { syncWaiting } from './support/waiting.js';
+import { sleep, waitFor } from './support/wait.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -77,7 +77,7 @@ describe('dispatch.md invariants over a real gateway', () => {
         concurrency_key: key,
       })),
     );
-    await waitFor(async () => tokens.length >= N && (await liveOfNamespace(t.namespace_id)) === 0, 30_000, 'all tasks run');
+    await waitFor('all tasks run', async () => tokens.length >= N && (await liveOfNamespace(t.namespace_id)) === 0, 30_000);
     await Promise.all(workers.map((w) => w.close({ timeoutMs: 5000 })));
     expect(maxInHandler).toBe(1);
     expect(sqlLive.every((n) => n === 1)).toBe(true);
@@ -198,7 +198,7 @@ describe('dispatch.md invariants over a real gateway', () => {
     // offered a2's task again once a2 expires (the assignment below must be wc's).
     await sleep(100);
     await backdateLeases(db.pool, [a2.attempt_id]);
-    await waitFor(async () => (await keyRow(db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000, 'expiry of a2');
+    await waitFor('expiry of a2', async () => (await keyRow(db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000);
     const wc = await session(url(), t, { capacity: 1 });
     const a3 = await wc.next('task.assign');
     expect(a3.task.id).toBe(a2.task.id);
@@ -254,7 +254,7 @@ describe('dispatch.md invariants over a real gateway', () => {
       db.pool,
       live.map((r) => r.id as string),
     );
-    await waitFor(async () => (await liveOfNamespace(t.namespace_id)) === 0, 5000, 'sweeper recovery');
+    await waitFor('sweeper recovery', async () => (await liveOfNamespace(t.namespace_id)) === 0, 5000);
     await assertPermitInvariants(db.pool);
     const [q] = await db.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues WHERE id = ?', [t.queue_id]);
     expect(Number(q[0]!.active_attempts)).toBe(0);
@@ -308,7 +308,7 @@ describe('dispatch.md invariants over a real gateway', () => {
     const rounds = await metric(url(), 'orbit_claim_rounds_total');
     const free = await session(url(), t, { capacity: 1 });
     // Absence: after the free session's first claim round (its hello's) nothing was assigned.
-    await waitFor(async () => (await metric(url(), 'orbit_claim_rounds_total')) > rounds, 10_000, "the free session's claim round");
+    await waitFor("the free session's claim round", async () => (await metric(url(), 'orbit_claim_rounds_total')) > rounds, 10_000);
     expect(free.frames.filter((f) => f.type === 'task.assign')).toEqual([]); // nothing claimable yet
     const task = await submitTask(url(), t, { concurrency_key: 'hot/free', priority: 0 });
     // No time bound (that figure is the bench's): with the exclusion after LIMIT the claim would
@@ -339,7 +339,10 @@ describe('dispatch.md invariants over a real gateway', () => {
     expect(a.task.id).toBe(plain.id);
     expect(a.concurrency_token).toBeUndefined();
     await startAndFinish(flagless, a.attempt_id);
-    await waitFor(async () => (await metric(url(), 'orbit_keyed_tasks_waiting_without_capable_session')) > 0, 7000, 'keyed-waiting metric > 0', 250);
+    await waitFor('keyed-waiting metric > 0', async () => (await metric(url(), 'orbit_keyed_tasks_waiting_without_capable_session')) > 0, {
+      timeout: 7000,
+      interval: 250,
+    });
     expect(flagless.frames.filter((f) => f.type === 'task.assign')).toEqual([]);
     const row = await call(url(), 'GET', `/v1/tasks/${keyed.id}`, { token: t.token });
     expect(row.body.data.task.state).toBe('WAITING');
@@ -419,12 +422,12 @@ describe('dispatch.md invariants over a real gateway', () => {
     flaky.ws.terminate();
     // A worker killed (no drain), a gateway killed, a fresh worker.
     await waitFor(
+      'some progress',
       async () => {
         const [r] = await db.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'SUCCEEDED'", [t.namespace_id]);
         return Number(r[0]!.n) >= 60;
       },
       30_000,
-      'some progress',
     );
     await workers[0]!.close({ timeoutMs: 0 });
     await restartGateway(true);
@@ -433,14 +436,13 @@ describe('dispatch.md invariants over a real gateway', () => {
     expect(new Set(ids).size).toBe(N);
     // Attempts left by the killed worker and the flaky socket are recovered by lease expiry.
     const settled = await waitFor(
+      'every task settled',
       async () => {
         const [r] = await db.pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks WHERE namespace_id = ? GROUP BY state', [t.namespace_id]);
         const c = Object.fromEntries(r.map((x) => [x.state, Number(x.n)]));
         return (c.WAITING ?? 0) + (c.LEASED ?? 0) + (c.RUNNING ?? 0) === 0 ? c : null;
       },
-      45_000,
-      'every task settled',
-      200,
+      { timeout: 45_000, interval: 200 },
     );
     await Promise.all(workers.map((w) => w.close({ timeoutMs: 3000 })));
     expect((settled.SUCCEEDED ?? 0) + (settled.NEEDS_REVIEW ?? 0)).toBe(N);

@@ -9,7 +9,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
 import { newTenant } from './support/db.js';
-import { createQueue, waitFor } from './support/dispatch-fixture.js';
+import { createQueue } from './support/dispatch-fixture.js';
 import {
   chain,
   createWorkflow,
@@ -22,6 +22,7 @@ import {
   countRows,
   definitionRowCounts,
 } from './support/workflows.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 const api = () => ({ url: f.gw.url, token: f.t.token });

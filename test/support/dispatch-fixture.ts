@@ -9,7 +9,7 @@ import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
-import { pollUntil } from './wait.js';
+import { waitFor } from './wait.js';
 import { setTaskTime } from './waiting.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
@@ -114,11 +114,6 @@ export async function makeDue(f: Fixture, taskId: string): Promise<void> {
   await setTaskTime(f.db.pool, taskId, 'not_before', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
 }
 
-/** Polls `fn` until it returns a truthy value (returned), or fails after `ms` (pollUntil, support/wait.ts). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
-  return (await pollUntil(what, fn, { timeout: ms, interval: 50 })) as T;
-}
-
 export async function waitTaskState(f: Fixture, id: string, state: string, ms = 5000): Promise<RowDataPacket> {
   return waitFor(
     `task ${id} ${state}`,
@@ -147,7 +142,7 @@ export async function nextOf(w: RawWorker, types: string[], ms = 10_000): Promis
     const i = w.frames.findIndex((fr) => types.includes(fr.type));
     return i >= 0 ? w.frames.splice(i, 1)[0] : undefined;
   };
-  return pollUntil(`${types.join('|')}`, take, { timeout: ms, interval: 20 }).catch((err: Error) => {
+  return waitFor(`${types.join('|')}`, take, { timeout: ms, interval: 20 }).catch((err: Error) => {
     throw new Error(`no ${types.join('|')} within ${ms} ms; have ${JSON.stringify(w.frames).slice(0, 500)} (${err.message})`);
   });
 }

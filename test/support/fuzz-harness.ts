@@ -7,7 +7,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { GatewayFixture } from './fixture.js';
 import { startGateway, type GatewayProcess } from './gateway.js';
-import { pollValue } from './wait.js';
+import { waitForValue } from './wait.js';
 
 function envInt(name: string): number | undefined {
   const v = process.env[name];
@@ -237,7 +237,7 @@ export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
     const [[row]] = (await pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM worker_sessions WHERE state <> 'CLOSED'`)) as unknown as [[{ n: number }]];
     return Number(row!.n);
   };
-  const open = await pollValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
+  const open = await waitForValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
   if (open === 0) return;
   log.fail(`${open} worker_sessions rows still OPEN after every socket closed`);
 }

@@ -73,10 +73,6 @@ export async function metric(url: string, name: string): Promise<number> {
   return sum;
 }
 
-/** A fixed wait, only to show that something does NOT happen within `ms` (no poller can show an
- * absence); to wait for something, poll (waitFor, support/workers.ts). */
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Frames of a type received so far (kept in the raw worker's buffer). */
 export function drainFrames(w: RawWorker, type: string): any[] {
   const out: any[] = [];
