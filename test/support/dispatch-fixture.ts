@@ -4,6 +4,7 @@
 // database time instead of sleeping).
 import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
+import type { Queue, Task } from '@orbit/protocol/http-views';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
@@ -21,7 +22,9 @@ export function closeWorkers(f: Fixture): void {
 }
 
 let qn = 0;
-export async function createQueue(f: Fixture, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+/** The tests' one way to create a queue: POST /v1/queues as `tenant` (default the file's), a fresh
+ * name and a 5 s lease unless `over` says otherwise; fails unless 201. */
+export async function createQueue(f: Fixture, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<Queue> {
   qn++;
   const r = await call(f.gw.url, 'POST', '/v1/queues', {
     token: tenant.token,
@@ -33,7 +36,7 @@ export async function createQueue(f: Fixture, over: Record<string, unknown> = {}
 }
 
 /** submitTask (support/submit.ts) on `queueId` of the file's gateway. */
-export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<Task> {
   return submitTask(f.gw.url, tenant, { queue_id: queueId, ...over }, ikey('t'));
 }
 
