@@ -24,6 +24,7 @@ const CHAOS = [
   'test/chaos-*.test.ts',
   'test/keys-fenced-chaos.test.ts',
   'test/keys-invariants.test.ts',
+  'test/keys-invariants-claims.test.ts',
   'test/schedules-chaos.test.ts',
   'test/embedded-start.test.ts',
   'test/embedded-local.test.ts',
