@@ -19,6 +19,7 @@ const UNIT = [
   'test/workflows-advance.test.ts',
   'test/workflows-layout.test.ts',
   'test/unit-bench-cpu.test.ts',
+  'test/unit-claim-specs.test.ts',
 ];
 const CHAOS = [
   'test/chaos-*.test.ts',
