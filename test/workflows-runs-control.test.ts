@@ -232,5 +232,5 @@ it('the SDK: stepHandler reads input, params, parents and item; e.workflow names
 it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
   expect(await workflowViolations(f.db.pool)).toEqual([]);
   const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
-  expect(Number(runs[0]!.n)).toBeGreaterThan(20);
+  expect(Number(runs[0]!.n)).toBeGreaterThanOrEqual(10); // the runs this file's tests start (23 in the two files)
 });
