@@ -19,11 +19,13 @@ const UNIT = [
   'test/workflows-advance.test.ts',
   'test/workflows-layout.test.ts',
   'test/unit-bench-cpu.test.ts',
+  'test/unit-claim-specs.test.ts',
 ];
 const CHAOS = [
   'test/chaos-*.test.ts',
   'test/keys-fenced-chaos.test.ts',
   'test/keys-invariants.test.ts',
+  'test/keys-invariants-claims.test.ts',
   'test/schedules-chaos.test.ts',
   'test/embedded-start.test.ts',
   'test/embedded-local.test.ts',

@@ -12,9 +12,10 @@ import { createPool, type Pool } from '../server/db/pool.js';
 import { migrateUp } from '../server/db/migrations.js';
 import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
 import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { spawnWorker, killAllWorkers, waitFor } from './support/workers.js';
+import { spawnWorker, killAllWorkers } from './support/workers.js';
 import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
+import { waitFor } from './support/wait.js';
 
 let server: EmbeddedServer;
 let dir: string;
@@ -56,7 +57,7 @@ describe('database restart mid-load', () => {
     const N = 800;
     const tasks = taskBodies(t.queue_id, N, (i) => (i % 3 === 0 ? `k${i % 7}` : undefined));
     const submitting = submitMany(gw.url, t.token, tasks, { concurrency: 8 });
-    await waitFor(async () => (await succeeded()) >= 150, 60_000, '150 tasks done');
+    await waitFor('150 tasks done', async () => (await succeeded()) >= 150, 60_000);
     server.kill();
     await new Promise((r) => setTimeout(r, 1000));
     await server.restart();
@@ -65,13 +66,12 @@ describe('database restart mid-load', () => {
     // Attempts running while the database was down may have outlived their lease: they are in
     // review, never silently dropped; everything else succeeded.
     await waitFor(
+      'all tasks settled',
       async () => {
         const [r] = await pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('WAITING','LEASED','RUNNING')");
         return Number(r[0]!.n) === 0;
       },
-      90_000,
-      'all tasks settled',
-      250,
+      { timeout: 90_000, interval: 250 },
     );
     const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state');
     const byState = Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));

@@ -18,11 +18,12 @@ import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
 import { startGaleraCluster, type GaleraCluster } from './support/galera.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
-import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
+import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { newSubmitStats, submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory, keyedRunOverlaps } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { endOfFileChecks } from './support/fixture.js';
+import { waitFor } from './support/wait.js';
 
 let cluster: GaleraCluster | undefined;
 let proxy: TcpProxy | undefined;
@@ -100,7 +101,7 @@ describe('MariaDB Galera, one writer behind a proxy', () => {
     const first = await submitMany(() => gw(rr++), t.token, body(0), { concurrency: 12, keyPrefix: 'first', stats });
     const second = submitMany(() => gw(rr++), t.token, body(HALF), { concurrency: 12, keyPrefix: 'second', stats });
     // The writer dies with submits, results and claims in flight.
-    await waitFor(async () => stats.created >= HALF + HALF / 3, 120_000, 'a third of the second load accepted', 20);
+    await waitFor('a third of the second load accepted', async () => stats.created >= HALF + HALF / 3, { timeout: 120_000, interval: 20 });
     const before = { ...stats, okAt: [], unavailableAt: [] };
     const killedAt = Date.now();
     await cluster!.nodes[0]!.kill9();
@@ -112,14 +113,13 @@ describe('MariaDB Galera, one writer behind a proxy', () => {
 
     expect(new Set(ids).size).toBe(2 * HALF);
     const final = await waitFor(
+      'every task to settle',
       async () => {
         const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state');
         const c = Object.fromEntries(rows.map((r) => [r.state as string, Number(r.n)]));
         return (c.WAITING ?? 0) + (c.LEASED ?? 0) + (c.RUNNING ?? 0) === 0 ? c : null;
       },
-      120_000,
-      'every task to settle',
-      250,
+      { timeout: 120_000, interval: 250 },
     );
     phase('settled');
 
@@ -160,12 +160,12 @@ describe('MariaDB Galera, one writer behind a proxy', () => {
     expect(stats.unavailable + stats.fetchFailed).toBeGreaterThan(0);
     expect(gateways.every((g) => g.child.exitCode === null)).toBe(true);
     await waitFor(
+      'both gateways to record node2',
       async () => {
         const [rows] = await pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM gateway_nodes WHERE wsrep_node_name = 'node2'");
         return Number(rows[0]!.n) === 2;
       },
       10_000,
-      'both gateways to record node2',
     );
 
     // The surviving nodes hold the same rows (node3 read after it applied everything node2 has).

@@ -8,11 +8,12 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
-import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
+import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory, keyedRunOverlaps } from './support/history.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { waitFor } from './support/wait.js';
 
 let db: TestDb;
 let t: CredentialsFile;
@@ -52,7 +53,7 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
     const submitting = submitMany(() => url(rr++), t.token, tasks, { concurrency: 12 });
 
     // Chaos once a third of the work is done.
-    await waitFor(async () => ((await counts()).SUCCEEDED ?? 0) >= N / 3, 120_000, 'a third of the tasks');
+    await waitFor('a third of the tasks', async () => ((await counts()).SUCCEEDED ?? 0) >= N / 3, 120_000);
     // The killed workers stay in the worker-side check below: a run they never finished lasted
     // until their kill (the handler prints 'done' before its result is sent).
     const killed = new Map<WorkerProcess, number>();
@@ -72,14 +73,13 @@ describe('three nodes, kill -9 of workers and a gateway', () => {
     const ids = await submitting;
     expect(new Set(ids).size).toBe(N);
     const final = await waitFor(
+      'every task to settle',
       async () => {
         const c = await counts();
         const live = (c.WAITING ?? 0) + (c.LEASED ?? 0) + (c.RUNNING ?? 0);
         return live === 0 ? c : null;
       },
-      120_000,
-      'every task to settle',
-      250,
+      { timeout: 120_000, interval: 250 },
     );
     expect((final.SUCCEEDED ?? 0) + (final.NEEDS_REVIEW ?? 0)).toBe(N);
 

@@ -11,7 +11,7 @@ import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 import { createClient, createWorker, type Worker } from '../worker-sdk/index.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
@@ -134,14 +134,14 @@ describe('ORBIT_PROCESSES=2: one node, two gateway processes on one port', () =>
         }),
       );
     await Promise.all(workers.map((w) => w.ready));
-    const sessions = await pollUntil('four open sessions', async () => ((await openSessions()).reduce((a, s) => a + s.n, 0) === 4 ? openSessions() : null), {
+    const sessions = await waitFor('four open sessions', async () => ((await openSessions()).reduce((a, s) => a + s.n, 0) === 4 ? openSessions() : null), {
       timeout: 10_000,
     });
     expect(sessions.map((s) => s.node_id)).toEqual(['procs-1', 'procs-2']);
 
     // Tasks submitted through either process run on sessions of both.
     const ids = await submit(200, 'a');
-    await pollUntil('200 tasks succeeded', async () => (await tasksByState()).SUCCEEDED === 200, { timeout: 30_000 });
+    await waitFor('200 tasks succeeded', async () => (await tasksByState()).SUCCEEDED === 200, { timeout: 30_000 });
     const [byNode] = await db.pool.query<RowDataPacket[]>(
       `SELECT DISTINCT s.node_id FROM attempts a JOIN worker_sessions s ON s.id = a.session_id WHERE a.task_id IN (?) ORDER BY s.node_id`,
       [ids],
@@ -163,7 +163,7 @@ describe('ORBIT_PROCESSES=2: one node, two gateway processes on one port', () =>
     hold = true;
     const ids = await submit(16, 'b');
     // All 16 running (4 workers × capacity 4), on sessions of both processes.
-    const [running] = await pollUntil(
+    const [running] = await waitFor(
       '16 attempts running',
       async () => {
         const r = await db.pool.query<RowDataPacket[]>(
@@ -180,7 +180,7 @@ describe('ORBIT_PROCESSES=2: one node, two gateway processes on one port', () =>
 
     const killedAt = Date.now();
     process.kill(victim.pid, 'SIGKILL');
-    const restarted = await pollUntil('the restart', async () => lines('gateway process restarted')[0], { timeout: 20_000 });
+    const restarted = await waitFor('the restart', async () => lines('gateway process restarted')[0], { timeout: 20_000 });
     expect(lines('gateway process exited; restarting it (its sessions are recovered by the sweepers)')[0]).toMatchObject({
       process: 1,
       pid: victim.pid,
@@ -195,7 +195,7 @@ describe('ORBIT_PROCESSES=2: one node, two gateway processes on one port', () =>
     // The workers of the killed process reconnect (the port is the node's) and resume; nothing is
     // lost: every task succeeds, each exactly once, with its history intact.
     release();
-    await pollUntil('every task succeeded', async () => (await tasksByState()).SUCCEEDED === 216, { timeout: 60_000 });
+    await waitFor('every task succeeded', async () => (await tasksByState()).SUCCEEDED === 216, { timeout: 60_000 });
     const [after] = await db.pool.query<RowDataPacket[]>('SELECT id, state FROM attempts WHERE id IN (?)', [onVictim]);
     // Each attempt of the killed process either finished in the session that resumed it or was
     // expired by the sweeper and its task run again.
@@ -207,7 +207,7 @@ describe('ORBIT_PROCESSES=2: one node, two gateway processes on one port', () =>
 
     // The killed process's sessions are closed; the workers are back on both processes, the
     // restarted one included (sessions opened after the kill).
-    await pollUntil(
+    await waitFor(
       "the killed process's sessions closed and four sessions open",
       async () => {
         const [old] = await db.pool.query<RowDataPacket[]>(

@@ -8,9 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { closeWorkers, connect, createQueue, expireLease, result, start, submit, waitFor } from './support/dispatch-fixture.js';
+import { closeWorkers, connect, createQueue, expireLease, result, start, submit } from './support/dispatch-fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { backdate, fireRecords, newSchedule } from './support/schedules.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1' } });
 afterEach(async () => {

@@ -20,7 +20,7 @@ import { assertNoOpenRawSockets, hello, openRaw } from './support/raw-worker.js'
 import { submitTask } from './support/submit.js';
 import { call } from './support/http.js';
 import { createSub, lease } from './support/events.js';
-import { pollValue } from './support/wait.js';
+import { waitForValue } from './support/wait.js';
 import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
 
 const HOSTILE_MODE = 'NO_BACKSLASH_ESCAPES,ANSI_QUOTES';
@@ -106,7 +106,7 @@ describe('a server whose sql_mode is NO_BACKSLASH_ESCAPES,ANSI_QUOTES', () => {
       expect({ mode: sorted(first.mode), iso: first.iso }).toEqual({ mode: sorted(ORBIT_SQL_MODE), iso: 'READ-COMMITTED' });
       await raw.query(`KILL CONNECTION ${Number(first.id)}`);
       // The pool notices the loss (the query on the dead connection fails) and opens a new one.
-      const next = await pollValue(
+      const next = await waitForValue(
         () => session().catch(() => null),
         (s) => s !== null && String(s.id) !== String(first.id),
         { timeout: 10_000, interval: 50 },

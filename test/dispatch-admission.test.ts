@@ -8,7 +8,7 @@ import { assertPermitInvariants } from './support/invariants.js';
 import { closeWorkers, connect, createQueue, expectNoFrame, makeDue, result, sqlTask, start, submit } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { taskBody } from './support/contract.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {
@@ -51,7 +51,7 @@ describe('order', () => {
     const sessions = [await connect(f, [q.id], { capacity: 8 }), await connect(f, [q.id], { capacity: 8 }), await connect(f, [q.id], { capacity: 8 })];
     const assigned = async (ids: string[]) => {
       const got = new Map<string, number>();
-      await pollUntil(
+      await waitFor(
         `${ids.length} assignments`,
         () => sessions.reduce((n, s) => n + s.w.frames.filter((x) => x.type === 'task.assign').length, 0) >= ids.length,
         {
@@ -70,7 +70,7 @@ describe('order', () => {
     const one: string[] = [];
     for (let i = 0; i < 6; i++) {
       one.push((await submit(f, q.id)).id);
-      await pollUntil('the assignment', () => sessions.some((s) => s.w.frames.some((x) => x.type === 'task.assign' && x.task.id === one[i])), {
+      await waitFor('the assignment', () => sessions.some((s) => s.w.frames.some((x) => x.type === 'task.assign' && x.task.id === one[i])), {
         timeout: 10_000,
       });
     }

@@ -25,7 +25,6 @@ import {
   sqlTask,
   start,
   submit,
-  waitFor,
   waitTaskState,
 } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
@@ -33,6 +32,7 @@ import { hello } from './support/raw-worker.js';
 import { protocolHelpers } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { metric } from './support/keys-helpers.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {

@@ -22,9 +22,9 @@ import {
   sqlTask,
   start,
   submit,
-  waitFor,
 } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 afterEach(async () => {

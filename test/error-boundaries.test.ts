@@ -10,7 +10,7 @@ import { expectServing as expectNodeServing, submitNoop } from './support/servin
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { pollUntil, pollValue } from './support/wait.js';
+import { waitFor, waitForValue } from './support/wait.js';
 
 // Pings every 300 ms (default 15 s), so that the timer test sees the ping loop tick after the fault.
 const PING_MS = 300;
@@ -80,7 +80,7 @@ describe('an unexpected exception ends one request or session, never the node', 
     const before = await internalErrors('timer');
     await arm('timer');
     // Until the counter moves (or 5 s), then exactly one more.
-    await pollValue(
+    await waitForValue(
       () => internalErrors('timer'),
       (n) => n !== before,
       { timeout: 5_000, interval: 50 },
@@ -102,7 +102,7 @@ describe('an unexpected exception ends one request or session, never the node', 
     const [[row]] = (await f.db.pool.query('SELECT state FROM attempts WHERE id = ?', [a.attempt_id])) as any;
     expect(row.state).toBe('EXPIRED');
     // Pings: this session, opened after the fault, is pinged.
-    await pollUntil('a ping of the gateway', () => pings > 0, { timeout: 20 * PING_MS });
+    await waitFor('a ping of the gateway', () => pings > 0, { timeout: 20 * PING_MS });
     w.close();
     await w.closed;
     expect(await internalErrors('timer')).toBe(before + 1);

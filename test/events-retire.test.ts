@@ -11,9 +11,10 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { ack, createQueue, createSub, extraCredential, getSub, lease, makeEvents } from './support/events.js';
+import { ack, createSub, extraCredential, getSub, lease, makeEvents } from './support/events.js';
 import { newId } from '../server/ids.js';
 import { packageRoot } from '../server/paths.js';
+import { createQueue } from './support/dispatch-fixture.js';
 
 const f = useGatewayFixture();
 
@@ -39,7 +40,7 @@ const submit = (queueId: string, over: Record<string, unknown> = {}) =>
 
 describe('POST /v1/subscriptions/{id}:retire', () => {
   it('refuses while anything is unconsumed (RESOURCE_BUSY naming it) and changes nothing; then retires', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'sub-retire-q');
+    const q = await createQueue(f, { name: 'sub-retire-q', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'sub-retire', queue_id: q.id, event_types: ['task.succeeded'] });
     const expectRefused = async (body: unknown, status: number, code: string, msg?: RegExp) => {
       const before = await row('subscriptions', s.id);
@@ -155,14 +156,14 @@ describe('POST /v1/queues/{id}:retire', () => {
   }
 
   it('unfinished tasks block it', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'busy-waiting');
+    const q = await createQueue(f, { name: 'busy-waiting', lease_seconds: 30 });
     expect((await submit(q.id)).status).toBe(201);
     const e = await expectBusy(q.id, '1', 'unfinished_tasks', /1 unfinished tasks \(WAITING 1\)/);
     expect(e.details.reasons).toEqual(['unfinished_tasks']);
   });
 
   it('NEEDS_REVIEW tasks block it and are named by id', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'busy-review');
+    const q = await createQueue(f, { name: 'busy-review', lease_seconds: 30 });
     await makeEvents(f.db.pool, f.t, q.id, 1, 'task.needs_review');
     const [[task]] = (await f.db.pool.query(`SELECT id FROM tasks WHERE queue_id = ? AND state = 'NEEDS_REVIEW'`, [q.id])) as any;
     const e = await expectBusy(q.id, '1', 'needs_review_tasks', new RegExp(`1 tasks in NEEDS_REVIEW.*${task.id}`));
@@ -170,7 +171,7 @@ describe('POST /v1/queues/{id}:retire', () => {
   });
 
   it('in-flight attempts and their permits block it', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'busy-inflight');
+    const q = await createQueue(f, { name: 'busy-inflight', lease_seconds: 30 });
     const w = await openRaw(f.gw.url, f.t.token);
     w.send(hello([q.id], { concurrency_keys: true }));
     await w.next('hello.ok');
@@ -190,7 +191,7 @@ describe('POST /v1/queues/{id}:retire', () => {
   });
 
   it('an unreleased queue permit alone, or a key held by an attempt of the queue alone, blocks it', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'busy-permit');
+    const q = await createQueue(f, { name: 'busy-permit', lease_seconds: 30 });
     await f.db.pool.query('UPDATE queues SET active_attempts = 1 WHERE id = ?', [q.id]);
     const e = await expectBusy(q.id, '1', 'unreleased_permits', /1 queue permits not released/);
     expect(e.details.reasons).toEqual(['unreleased_permits']);
@@ -216,7 +217,7 @@ describe('POST /v1/queues/{id}:retire', () => {
   });
 
   it('non-retired subscriptions (paused included) block it', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'busy-subs');
+    const q = await createQueue(f, { name: 'busy-subs', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'blocks-queue', queue_id: q.id, event_types: ['task.failed'] });
     await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:pause`, { token: f.t.token, key: ikey(), body: { expected_revision: '1' } });
     await expectBusy(q.id, '1', 'subscriptions', /1 non-retired subscriptions \(paused included\) target this queue/);
@@ -225,7 +226,7 @@ describe('POST /v1/queues/{id}:retire', () => {
   });
 
   it('authorization and validation: 403 scope, 403 queue_ids, 404 elsewhere, 400 body, 409 stale revision', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'auth-retire');
+    const q = await createQueue(f, { name: 'auth-retire', lease_seconds: 30 });
     const before = await row('queues', q.id);
     const noScope = await extraCredential(f.db.pool, f.t, ['tasks:submit']);
     expect((await retireQ(q.id, { expected_revision: '1', reason: 'x' }, ikey(), noScope.token)).status).toBe(403);
@@ -245,7 +246,7 @@ describe('POST /v1/queues/{id}:retire', () => {
   });
 
   it('retires an empty queue: paused, retired_at, revision; replays; new work → RESOURCE_RETIRED; history kept', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'retire-ok');
+    const q = await createQueue(f, { name: 'retire-ok', lease_seconds: 30 });
     expect((await submit(q.id)).status).toBe(201);
     const [[task]] = (await f.db.pool.query('SELECT id FROM tasks WHERE queue_id = ?', [q.id])) as any;
     const c = await call(f.gw.url, 'POST', `/v1/tasks/${task.id}:cancel`, { token: f.t.token, key: ikey(), body: {} });

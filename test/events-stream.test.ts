@@ -7,11 +7,12 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { waitFor } from './support/workers.js';
-import { ack, createQueue, createSub, getSub, lease, makeEvents } from './support/events.js';
+import { ack, createSub, getSub, lease, makeEvents } from './support/events.js';
 import { parseDsn } from '../server/db/pool.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
 import { setTaskTime } from './support/waiting.js';
+import { createQueue } from './support/dispatch-fixture.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 
@@ -29,8 +30,8 @@ async function eventsOf(taskId: string): Promise<RowDataPacket[]> {
 
 describe('one event per outcome transition', () => {
   it('SUCCEEDED, FAILED, NEEDS_REVIEW (and its resolution), retry, CANCELLED, DEADLINE_EXCEEDED', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'transitions');
-    const idle = await createQueue(f.gw.url, f.t.token, 'transitions-idle');
+    const q = await createQueue(f, { name: 'transitions', lease_seconds: 30 });
+    const idle = await createQueue(f, { name: 'transitions-idle', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, {
       name: 'all-transitions',
       queue_id: q.id,
@@ -84,7 +85,7 @@ describe('one event per outcome transition', () => {
     );
     const d = await submit(idle.id, { deadline_seconds: 3600 });
     await setTaskTime(f.db.pool, d.body.data.task.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
-    await waitFor(async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000, 'deadline sweep');
+    await waitFor('deadline sweep', async () => (await eventsOf(d.body.data.task.id)).length > 0, 10_000);
     expect((await eventsOf(c.body.data.task.id)).map((e) => e.type)).toEqual(['task.cancelled']);
     expect((await eventsOf(d.body.data.task.id)).map((e) => e.type)).toEqual(['task.deadline_exceeded']);
     // The subscribers see exactly these, in sequence order.
@@ -104,7 +105,7 @@ describe('one event per outcome transition', () => {
 
 describe('committed watermark', () => {
   it('an outcome transaction held open blocks later sequences; a consumer never skips it', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'watermark');
+    const q = await createQueue(f, { name: 'watermark', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'watermark', queue_id: q.id, event_types: ['task.succeeded'] });
     const [first] = await makeEvents(f.db.pool, f.t, q.id, 1);
     const conns = await Promise.all([mysql.createConnection(parseDsn(f.db.dsn)), mysql.createConnection(parseDsn(f.db.dsn))]);
@@ -159,7 +160,7 @@ describe('queue retirement racing submits', () => {
   it('never both: either a submit lands and retirement is RESOURCE_BUSY, or retirement wins and submits get RESOURCE_RETIRED', async () => {
     const outcomes: string[] = [];
     for (let round = 0; round < 6; round++) {
-      const q = await createQueue(f.gw.url, f.t.token, `race-${round}`);
+      const q = await createQueue(f, { name: `race-${round}`, lease_seconds: 30 });
       // Submits spread over `spread` ms from `start`; the retirement fires at 0. Early rounds let
       // submits land first, the last one lets the retirement win.
       const rounds: [start: number, spread: number][] = [
@@ -214,8 +215,8 @@ describe('queue retirement racing submits', () => {
 
 describe('10 000 events, a consumer that crashes and re-leases', () => {
   it('acks every event exactly once and loses none', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'bulk');
-    const noise = await createQueue(f.gw.url, f.t.token, 'bulk-noise');
+    const q = await createQueue(f, { name: 'bulk', lease_seconds: 30 });
+    const noise = await createQueue(f, { name: 'bulk-noise', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'bulk', queue_id: q.id, event_types: ['task.succeeded', 'task.failed'] });
     const expected: string[] = [];
     const ackedIds = new Set<string>();

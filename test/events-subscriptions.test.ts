@@ -5,8 +5,9 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { ALL_TYPES, ack, createQueue, createSub, extraCredential, getSub, lease, makeEvents } from './support/events.js';
+import { ALL_TYPES, ack, createSub, extraCredential, getSub, lease, makeEvents } from './support/events.js';
 import { pruneEvents } from '../server/events/retention.js';
+import { createQueue } from './support/dispatch-fixture.js';
 
 const f = useGatewayFixture();
 
@@ -17,7 +18,7 @@ async function count(sql: string, args: unknown[] = []): Promise<number> {
 
 describe('POST /v1/subscriptions', () => {
   it('creates at the committed watermark, owned by the creator; replays; same key other content → 409', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'sub-create');
+    const q = await createQueue(f, { name: 'sub-create', lease_seconds: 30 });
     await makeEvents(f.db.pool, f.t, q.id, 3);
     const [[head]] = (await f.db.pool.query('SELECT last_sequence FROM stream_heads WHERE namespace_id = ?', [f.t.namespace_id])) as any;
     const key = ikey();
@@ -110,7 +111,7 @@ describe('POST /v1/subscriptions', () => {
     });
     expect(r1.status).toBe(403);
     expect(r1.body.error.code).toBe('PERMISSION_DENIED');
-    const q2 = await createQueue(f.gw.url, f.t.token, 'limited-other');
+    const q2 = await createQueue(f, { name: 'limited-other', lease_seconds: 30 });
     const limited = await extraCredential(f.db.pool, f.t, ['events:manage', 'events:read'], [f.t.queue_id]);
     const r2 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
       token: limited.token,
@@ -202,7 +203,7 @@ describe('reads and ownership', () => {
   });
 
   it('pause/resume with expected_revision; a paused subscription leases nothing', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'pause-q');
+    const q = await createQueue(f, { name: 'pause-q', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'pausable', queue_id: q.id, event_types: ['task.succeeded'] });
     await makeEvents(f.db.pool, f.t, q.id, 2);
     const stale = await call(f.gw.url, 'POST', `/v1/subscriptions/${s.id}:pause`, { token: f.t.token, key: ikey(), body: { expected_revision: '7' } });
@@ -228,8 +229,8 @@ describe('reads and ownership', () => {
 
 describe('lease, ack, history', () => {
   it('materializes matching events in sequence order; re-delivers an expired lease with the same id; ack is idempotent', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'lease-q');
-    const other = await createQueue(f.gw.url, f.t.token, 'lease-other');
+    const q = await createQueue(f, { name: 'lease-q', lease_seconds: 30 });
+    const other = await createQueue(f, { name: 'lease-other', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'leaser', queue_id: q.id, event_types: ['task.succeeded', 'task.needs_review'] });
     const a = await makeEvents(f.db.pool, f.t, q.id, 3, 'task.succeeded');
     await makeEvents(f.db.pool, f.t, q.id, 2, 'task.failed'); // not in the filter
@@ -284,7 +285,7 @@ describe('lease, ack, history', () => {
   });
 
   it('lease and ack validate their bodies and take no Idempotency-Key; a delivery never leased cannot be acked', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'lease-validate');
+    const q = await createQueue(f, { name: 'lease-validate', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'validator', queue_id: q.id, event_types: ALL_TYPES });
     for (const body of [
       { max: 0, lease_seconds: 5 },

@@ -24,7 +24,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello } from './support/raw-worker.js';
 import { BAD_IDS, hex32, isId, judge, mutantArb, validArb, type Overrides } from './support/fuzz-schema.js';
-import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noInternalErrors, noOpenSessions, show } from './support/fuzz-harness.js';
+import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzBudget, fuzzTimeout, noInternalErrors, noOpenSessions, show } from './support/fuzz-harness.js';
 import { rawPeer, wsPeer, type Peer } from './support/fuzz-ws.js';
 
 const MAX_FRAME = 300 * 1024;
@@ -264,8 +264,8 @@ function frameArb(phase: Phase): fc.Arbitrary<FrameCase> {
     .map(({ text, how }) => ({ phase, data: text, how, expect: expectFor(phase, text) }));
 }
 
-async function fuzzFrames(label: string, phase: Phase, runs: number): Promise<void> {
-  const log = new FuzzLog(label, target);
+async function fuzzFrames(label: string, phase: Phase, runs: number, budgetMs: number): Promise<void> {
+  const log = new FuzzLog(label, target, budgetMs);
   await fc.assert(
     fc.asyncProperty(fc.array(frameArb(phase), { minLength: BATCH, maxLength: BATCH }), async (cases) => {
       if (!log.stopped) await runCases(log, cases);
@@ -320,9 +320,9 @@ const PLACEHOLDER = 'f'.repeat(32);
  * by one): valid ones get start.ok/result.ok, refused ones leave attempt and task as they were
  * (after a fatal one the worker reconnects and resumes what it holds). Sequential, stateful.
  */
-async function fuzzRealAttempts(runs: number): Promise<void> {
+async function fuzzRealAttempts(runs: number, budgetMs: number): Promise<void> {
   const tn = await newTenant(f.db);
-  const log = new FuzzLog('fuzz-frames real attempts', target);
+  const log = new FuzzLog('fuzz-frames real attempts', target, budgetMs);
   const workerId = `fz-real-${process.pid}`;
   const held: string[] = [];
   let p: Peer | null = null;
@@ -420,15 +420,15 @@ describe('worker frame fuzz (real gateway)', () => {
   });
 
   it('first frames (before hello): every frame schema, mutated', { timeout: fuzzTimeout(32, 300) }, async () => {
-    await fuzzFrames('fuzz-frames first frame', 'pre', 32);
+    await fuzzFrames('fuzz-frames first frame', 'pre', 32, fuzzBudget(32, 300));
   });
 
   it('frames after hello: every frame schema, mutated; fatal ones on their own connection', { timeout: fuzzTimeout(32, 300) }, async () => {
-    await fuzzFrames('fuzz-frames after hello', 'post', 32);
+    await fuzzFrames('fuzz-frames after hello', 'post', 32, fuzzBudget(32, 300));
   });
 
   it('start and result frames for attempts the worker holds, mutated: refused ones change nothing', { timeout: fuzzTimeout(4, 3000) }, async () => {
-    await fuzzRealAttempts(4);
+    await fuzzRealAttempts(4, fuzzBudget(4, 3000));
   });
 
   it('afterwards: the process is alive, /healthz answers 200 and a normal worker gets and finishes a task', async () => {

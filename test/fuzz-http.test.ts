@@ -36,6 +36,7 @@ import {
   fcParams,
   FuzzLog,
   FuzzTarget,
+  fuzzBudget,
   fuzzTimeout,
   namedIds,
   rowPrints,
@@ -397,8 +398,8 @@ function recordDepth(depth: Depth, c: HttpCase, r: RawResponse): void {
 /** One property: batches of generated cases, run concurrently, checked case by case and as a
  * batch: refused cases change no row, accepted ones only the rows they name. `mustAccept`: the
  * endpoints where the generator must get some input accepted (else it degraded to all-refused). */
-async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mustAccept: string[]): Promise<void> {
-  const log = new FuzzLog(label, target);
+async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mustAccept: string[], budgetMs: number): Promise<void> {
+  const log = new FuzzLog(label, target, budgetMs);
   const depth: Depth = new Map();
   await fc.assert(
     fc.asyncProperty(fc.array(arb, { minLength: BATCH, maxLength: BATCH }), async (cases) => {
@@ -462,20 +463,26 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mu
 
 describe('HTTP fuzz (real gateway)', () => {
   it('request bodies from the schemas, mutated, on every command endpoint', { timeout: fuzzTimeout(60, 250) }, async () => {
-    await fuzz('fuzz-http bodies', fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()), 60, [
-      '/v1/tasks',
-      '/v1/tasks:batch',
-      '/v1/queues',
-      '/v1/subscriptions',
-      '/v1/subscriptions/{id}/deliveries:lease',
-    ]);
+    await fuzz(
+      'fuzz-http bodies',
+      fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()),
+      60,
+      ['/v1/tasks', '/v1/tasks:batch', '/v1/queues', '/v1/subscriptions', '/v1/subscriptions/{id}/deliveries:lease'],
+      fuzzBudget(60, 250),
+    );
   });
 
   it('ids and query parameters in reads: not-an-id, multi-byte, lone surrogates, unknown and repeated names', { timeout: fuzzTimeout(32, 150) }, async () => {
-    await fuzz('fuzz-http reads', readCase(), 32, [
-      ...LISTS.map(([base]) => base),
-      ...GET_PATHS.map(([tpl]) => tpl).filter((tpl) => tpl !== '/v1/attempts/{id}'), // no attempt exists: never accepted
-    ]);
+    await fuzz(
+      'fuzz-http reads',
+      readCase(),
+      32,
+      [
+        ...LISTS.map(([base]) => base),
+        ...GET_PATHS.map(([tpl]) => tpl).filter((tpl) => tpl !== '/v1/attempts/{id}'), // no attempt exists: never accepted
+      ],
+      fuzzBudget(32, 150),
+    );
   });
 
   it('the exact inputs of issue 9 are refused with 404/400, not 500', async () => {

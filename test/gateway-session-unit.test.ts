@@ -15,6 +15,7 @@ import type { Session } from '../server/gateway/session.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { assertNoOpenRawSockets, hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { InProcessHost } from './support/session-host.js';
+import { waitForValue } from './support/wait.js';
 
 let db: TestDb;
 let t: CredentialsFile;
@@ -66,15 +67,6 @@ async function sessionRow(id: string): Promise<RowDataPacket | undefined> {
 async function taskState(id: string): Promise<string> {
   const [rows] = await db.pool.query<RowDataPacket[]>('SELECT state FROM tasks WHERE id = ?', [id]);
   return rows[0]!.state as string;
-}
-
-async function until<T>(read: () => Promise<T> | T, ok: (v: T) => boolean, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 async function submit(queue: string, key: string): Promise<string> {
@@ -189,7 +181,7 @@ describe('Session on an in-process host', () => {
     expect(closed.code).toBe(4409);
     expect(w.frames.filter((f) => f.type === 'error')).toEqual([]);
     // The socket's close records the code on the session row.
-    const row = await until(
+    const row = await waitForValue(
       () => sessionRow(s.id),
       (r) => r?.state === 'CLOSED',
     );
@@ -279,13 +271,13 @@ describe('Session on an in-process host', () => {
     const { w, s } = await connect('peer-close');
     w.ws.close(4001, 'worker leaving');
     await w.closed;
-    await until(
+    await waitForValue(
       () => s.state,
       (v) => v === 'closed',
     );
     expect(s.state).toBe('closed');
     expect(host.sessions.has(s.id)).toBe(false);
-    const row = await until(
+    const row = await waitForValue(
       () => sessionRow(s.id),
       (r) => r?.state === 'CLOSED',
     );

@@ -8,7 +8,7 @@ import { closeWorkers, cmd, connect, createQueue, nextOf, result, start, submit 
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
-import { pollValue } from './support/wait.js';
+import { waitForValue } from './support/wait.js';
 import { setTaskTime } from './support/waiting.js';
 
 const f = useGatewayFixture();
@@ -123,7 +123,7 @@ describe('GET /v1/queues/{id}/stats', () => {
     const t = await submit(f, q.id, { deadline_seconds: 1, not_before: new Date(Date.now() + 500).toISOString() });
     await setTaskTime(f.db.pool, t.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
     // The counts and the buckets are two reads (not one snapshot): wait until both show it.
-    const s = await pollValue(
+    const s = await waitForValue(
       () => statsOf(q.id),
       (v) => v.minutes.some((m: any) => m.deadline_exceeded === 1) && v.waiting === 0,
       { timeout: 10_000, interval: 100 },

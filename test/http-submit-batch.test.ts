@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { createQueue } from './support/events.js';
 import { newTenant } from './support/db.js';
 import { createClient } from '../worker-sdk/http-client.js';
+import { createQueue } from './support/dispatch-fixture.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_BATCH_BODY_BYTES: String(400 * 1024) } });
 
@@ -106,7 +106,7 @@ describe('POST /v1/tasks:batch', () => {
   });
 
   it('a retired queue and a queue outside queue_ids are refused per item', async () => {
-    const q = await createQueue(f.gw.url, f.t.token, 'batch-retired');
+    const q = await createQueue(f, { name: 'batch-retired', lease_seconds: 30 });
     const ret = await call(f.gw.url, 'POST', `/v1/queues/${q.id}:retire`, { token: f.t.token, key: ikey(), body: { expected_revision: '1', reason: 'x' } });
     expect(ret.status, ret.text).toBe(200);
     const r = await batch([item(q.id), item(f.t.queue_id)]);
@@ -168,7 +168,7 @@ describe('POST /v1/tasks:batch', () => {
   it('batches racing a queue retirement: never both', async () => {
     const outcomes: string[] = [];
     for (let round = 0; round < 5; round++) {
-      const q = await createQueue(f.gw.url, f.t.token, `batch-race-${round}`);
+      const q = await createQueue(f, { name: `batch-race-${round}`, lease_seconds: 30 });
       const delay = [0, 2, 5, 10, 200][round]!;
       const batches = Array.from({ length: 4 }, (_, i) =>
         new Promise((r) => setTimeout(r, delay + i * 3)).then(() => batch(Array.from({ length: 25 }, () => item(q.id)))),

@@ -3,12 +3,13 @@
 // on one database), real worker sockets.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
-import { closeWorkers, connect, createQueue, nextOf, setCapacity, submit, waitFor } from './support/dispatch-fixture.js';
+import { closeWorkers, connect, createQueue, nextOf, setCapacity, submit } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { call } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
 import { hello, openRaw } from './support/raw-worker.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_NODE_ID: 'node-a' } });
 let nodeB: GatewayProcess;

@@ -8,9 +8,10 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { spawnWorker, waitFor } from './support/workers.js';
+import { spawnWorker } from './support/workers.js';
 import { setTaskTime } from './support/waiting.js';
-import { backdateLeases, keyRow, metric, session, sleep, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { backdateLeases, keyRow, metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { sleep, waitFor } from './support/wait.js';
 
 const f = useGatewayFixture({ tenant: false });
 
@@ -58,7 +59,7 @@ describe('resource keys at the edges', () => {
     await startAndFinish(w, last.attempt_id);
 
     const refused = await submitTask(f.gw.url, t, { concurrency_key: key });
-    await waitFor(async () => (await metric(f.gw.url, 'orbit_token_exhaustion_refusals_total')) > before, 5000, 'exhaustion refusal counted');
+    await waitFor('exhaustion refusal counted', async () => (await metric(f.gw.url, 'orbit_token_exhaustion_refusals_total')) > before, 5000);
     await sleep(300);
     expect(await taskState(f.db.pool, refused.id)).toBe('WAITING');
     expect(w.frames.filter((f) => f.type === 'task.assign')).toEqual([]);
@@ -121,7 +122,7 @@ describe('resource keys at the edges', () => {
     await w.next('start.ok');
     w.send({ type: 'capacity', capacity: 0 });
     await backdateLeases(f.db.pool, [a2.attempt_id]);
-    await waitFor(async () => (await taskState(f.db.pool, tb.id)) === 'NEEDS_REVIEW', 5000, 'running expiry to review');
+    await waitFor('running expiry to review', async () => (await taskState(f.db.pool, tb.id)) === 'NEEDS_REVIEW', 5000);
     expect(await keyRow(f.db.pool, t.namespace_id, key)).toMatchObject({ holder_attempt_id: null });
     const cancel = await w.next('task.cancel');
     expect(cancel).toMatchObject({ attempt_id: a2.attempt_id, reason: 'LEASE_EXPIRED' });
@@ -179,7 +180,7 @@ describe('resource keys at the edges', () => {
     await assertPermitInvariants(f.db.pool);
 
     await backdateLeases(f.db.pool, [a.attempt_id]);
-    await waitFor(async () => (await keyRow(f.db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000, 'release at expiry');
+    await waitFor('release at expiry', async () => (await keyRow(f.db.pool, t.namespace_id, key))!.holder_attempt_id === null, 5000);
     const after = await keyRow(f.db.pool, t.namespace_id, key);
     expect(BigInt(after!.version)).toBe(BigInt(held!.version) + 1n);
     expect(after!.highest_token).toBe(held!.highest_token);
@@ -196,16 +197,16 @@ describe('resource keys at the edges', () => {
     try {
       await stopped.ready;
       const t1 = await submitTask(f.gw.url, t, { concurrency_key: key });
-      const run = await waitFor(async () => stopped.lines.find((l) => l.ev === 'run' && l.task === t1.id), 10_000, 'the handler runs');
+      const run = await waitFor('the handler runs', async () => stopped.lines.find((l) => l.ev === 'run' && l.task === t1.id), 10_000);
       const [a1] = await attemptsOf('task_id', t1.id);
       stopped.child.kill('SIGSTOP');
       const t2 = await submitTask(f.gw.url, t, { concurrency_key: key });
       const stallsBefore = await metric(f.gw.url, 'orbit_session_stalls_total');
       // The stopped worker renews nothing: its lease runs out (backdated instead of waited for).
       await backdateLeases(f.db.pool, [run.attempt]);
-      await waitFor(async () => (await taskState(f.db.pool, t1.id)) === 'NEEDS_REVIEW', 5000, 'the held attempt expires');
+      await waitFor('the held attempt expires', async () => (await taskState(f.db.pool, t1.id)) === 'NEEDS_REVIEW', 5000);
       // The ping sent with the task.cancel stays unanswered past ORBIT_PONG_TIMEOUT_MS.
-      await waitFor(async () => (await metric(f.gw.url, 'orbit_session_stalls_total')) > stallsBefore, 10_000, 'a stall counted');
+      await waitFor('a stall counted', async () => (await metric(f.gw.url, 'orbit_session_stalls_total')) > stallsBefore, 10_000);
       expect(await attemptsOf('task_id', t2.id)).toEqual([]);
       // A live worker gets the key's next task at once: attempt 1, not after a stopped attempt's lease.
       const live = await session(f.gw.url, t, { capacity: 1 });
@@ -223,7 +224,7 @@ describe('resource keys at the edges', () => {
       // Continued, it answers: the next task goes to it again.
       stopped.child.kill('SIGCONT');
       const t3 = await submitTask(f.gw.url, t);
-      await waitFor(async () => (await attemptsOf('task_id', t3.id)).some((r) => r.session_id === a1!.session_id), 10_000, 'work for the answering worker');
+      await waitFor('work for the answering worker', async () => (await attemptsOf('task_id', t3.id)).some((r) => r.session_id === a1!.session_id), 10_000);
     } finally {
       stopped.child.kill('SIGCONT');
       await stopped.kill9();

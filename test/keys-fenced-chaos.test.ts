@@ -9,12 +9,13 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
-import { spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
+import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { submitMany } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { createFencedResource } from '../worker-sdk/fenced-resource.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { waitFor } from './support/wait.js';
 
 let db: TestDb;
 let t: CredentialsFile;
@@ -89,7 +90,7 @@ describe('fenced resource under chaos', () => {
       const [r] = await db.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('SUCCEEDED','NEEDS_REVIEW')");
       return Number(r[0]!.n);
     };
-    await waitFor(async () => (await done()) >= 40, 60_000, '40 tasks done');
+    await waitFor('40 tasks done', async () => (await done()) >= 40, 60_000);
     // Freeze worker 0 while it holds a keyed attempt whose handler has not written yet (a zombie
     // to be), kill worker 1 and replace it.
     const zombies = await freezeWithZombies(workers[0]!);
@@ -98,6 +99,7 @@ describe('fenced resource under chaos', () => {
     // Until the sweeper took the frozen leases back and, for a zombie's key, another attempt held
     // the key and wrote with a larger token: then the zombie's write is stale for sure.
     await waitFor(
+      "the sweeper took the frozen worker's leases",
       async () => {
         const [live] = await db.pool.query<RowDataPacket[]>(
           `SELECT COUNT(*) AS n FROM attempts WHERE id IN (${zombies.map(() => '?').join(',')}) AND state IN ('LEASED','RUNNING')`,
@@ -105,11 +107,10 @@ describe('fenced resource under chaos', () => {
         );
         return Number(live[0]!.n) === 0;
       },
-      30_000,
-      "the sweeper took the frozen worker's leases",
-      100,
+      { timeout: 30_000, interval: 100 },
     );
     const overtaken = await waitFor(
+      "another worker's write on a zombie's key",
       async () => {
         const [r] = await db.pool.query<RowDataPacket[]>(
           `SELECT a.id FROM attempts a JOIN chaos_fence f ON f.resource_key = a.concurrency_key AND f.namespace = a.namespace_id
@@ -118,21 +119,18 @@ describe('fenced resource under chaos', () => {
         );
         return r.length > 0 ? r.map((x) => x.id as string) : null;
       },
-      30_000,
-      "another worker's write on a zombie's key",
-      100,
+      { timeout: 30_000, interval: 100 },
     );
     workers[0]!.child.kill('SIGCONT');
     await submitting;
     const final = await waitFor(
+      'every task settled',
       async () => {
         const [r] = await db.pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state');
         const c = Object.fromEntries(r.map((x) => [x.state, Number(x.n)]));
         return (c.WAITING ?? 0) + (c.LEASED ?? 0) + (c.RUNNING ?? 0) === 0 ? c : null;
       },
-      60_000,
-      'every task settled',
-      250,
+      { timeout: 60_000, interval: 250 },
     );
     expect((final.SUCCEEDED ?? 0) + (final.NEEDS_REVIEW ?? 0)).toBe(N);
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -85,7 +85,7 @@ describe('key hand-off in the result transaction', () => {
     await startAndFinish(keyed, b.attempt_id);
     // Absence: until a claim round ran after the release (the keyed session has a free slot
     // again; an exhausted key is no candidate).
-    await pollUntil('a claim round after the release', async () => (await metric(url(), 'orbit_claim_rounds_total')) > rounds, { timeout: 10_000 });
+    await waitFor('a claim round after the release', async () => (await metric(url(), 'orbit_claim_rounds_total')) > rounds, { timeout: 10_000 });
     expect(keyed.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
     expect(plain.frames.filter((x) => x.type === 'task.assign')).toEqual([]);
     expect(await metric(url(), 'orbit_key_handoffs_total')).toBe(handoffs);

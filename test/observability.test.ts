@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { waitFor } from './support/workers.js';
 import { setTaskTime } from './support/waiting.js';
 import { createWorker } from '../worker-sdk/index.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_LOG_LEVEL: 'debug' } });
 const silent = { info() {}, warn() {}, error() {} };
@@ -40,12 +40,12 @@ describe('metrics', () => {
     await setTaskTime(f.db.pool, taskIds[0]!, 'created_at', 'UTC_TIMESTAMP(3) - INTERVAL 120 SECOND');
     const labels = { queue_id: f.t.queue_id, queue: 'initial' };
     const text = await waitFor(
+      'depth 3',
       async () => {
         const t = (await call(f.gw.url, 'GET', '/metrics')).text;
         return metric(t, 'orbit_queue_depth', labels) === 3 ? t : null;
       },
       10_000,
-      'depth 3',
     );
     const age = metric(text, 'orbit_queue_oldest_waiting_seconds', labels)!;
     expect(age).toBeGreaterThanOrEqual(120);
@@ -62,21 +62,21 @@ describe('metrics', () => {
       handlers: { 'object.update': () => ({ ok: true }) },
     });
     await waitFor(
+      'all SUCCEEDED',
       async () => {
         const r = await call(f.gw.url, 'GET', `/v1/tasks?queue_id=${f.t.queue_id}&state=SUCCEEDED`, { token: f.t.token });
         return r.body.data.tasks.length === 3;
       },
       15_000,
-      'all SUCCEEDED',
     );
     await w.close();
     const text = await waitFor(
+      'no waiting tasks',
       async () => {
         const t = (await call(f.gw.url, 'GET', '/metrics')).text;
         return metric(t, 'orbit_queue_depth', { queue_id: f.t.queue_id }) === undefined ? t : null;
       },
       10_000,
-      'no waiting tasks',
     );
     expect(metric(text, 'orbit_claim_seconds_count')).toBeGreaterThan(0);
     expect(metric(text, 'orbit_commit_seconds_count', { op: 'frames' })).toBeGreaterThan(0);
@@ -98,7 +98,7 @@ describe('logs', () => {
     const res = await call(f.gw.url, 'GET', `/v1/tasks/${'f'.repeat(32)}`, { token: f.t.token });
     expect(res.status).toBe(404);
     const id = res.headers.get('x-request-id')!;
-    const line = await waitFor(async () => records().find((x) => x.msg === 'request' && x.request_id === id), 5_000, 'request line');
+    const line = await waitFor('request line', async () => records().find((x) => x.msg === 'request' && x.request_id === id), 5_000);
     expect(line).toMatchObject({ level: 30, method: 'GET', route: 'GET /v1/tasks/{id}', status: 404 });
     expect(typeof line.duration_ms).toBe('number');
     expect(records().filter((x) => x.msg === 'request' && x.route === 'POST /v1/tasks' && x.status === 201)).toHaveLength(3);

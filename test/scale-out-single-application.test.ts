@@ -16,7 +16,7 @@ import { newTenant } from './support/db.js';
 import { ack, createSub, lease } from './support/events.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 import { setTaskTime } from './support/waiting.js';
 import { workflowViolations } from './support/workflow-invariants.js';
 
@@ -85,10 +85,6 @@ const all = <T>(fn: (tn: Tenant) => Promise<T>) => Promise.all(tenants.map(fn));
 async function sqlRows(sql: string, args: unknown[]): Promise<RowDataPacket[]> {
   const [rows] = await f.db.pool.query<RowDataPacket[]>(sql, args);
   return rows;
-}
-
-async function until(what: string, fn: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  await pollUntil(what, fn, { timeout: ms, interval: 50 });
 }
 
 beforeAll(async () => {
@@ -234,9 +230,10 @@ async function workload(): Promise<number[]> {
     const runs = await Promise.all([0, 1].map(() => post(tn, `/v1/workflows/${wf}/runs`, { concurrency_key: 'object/1' }).then((r) => ok(r, 'start run'))));
     const ids = runs.map((r) => r.body.data.run.id as string);
     await Promise.all(ids.map((id) => post(tn, `/v1/workflow-runs/${id}/signals`, { name: 'go' }).then((r) => ok(r, 'signal'))));
-    await until(
+    await waitFor(
       `${tn.label}: workflow runs final`,
       async () => (await sqlRows(`SELECT COUNT(*) AS n FROM workflow_runs WHERE namespace_id = ? AND state = 'FAILED'`, [tn.t.namespace_id]))[0]!.n == 2,
+      10_000,
     );
     expect(await workflowViolations(f.db.pool, tn.t.namespace_id)).toEqual([]);
     const steps = await sqlRows(
@@ -255,16 +252,20 @@ async function workload(): Promise<number[]> {
   // Cancel two waiting tasks of the paused queue while the workers have parked their attempts.
   await all(async (tn) => {
     await Promise.all(tn.holdTasks.slice(0, 2).map((id) => post(tn, `/v1/tasks/${id}:cancel`, {}).then((r) => ok(r, 'cancel waiting'))));
-    await until(`${tn.label}: parked attempts live`, async () => {
-      const parked = tn.workers.flatMap((w) => w.parked);
-      if (parked.length < 3) return false;
-      // park-running sent start: wait until it committed, or the later backdate would be
-      // overwritten by the lease that start grants.
-      const rows = await sqlRows(`SELECT state FROM attempts WHERE id IN (?) AND state = 'RUNNING'`, [
-        parked.filter((p) => p.mode === 'park-running').map((p) => p.attemptId),
-      ]);
-      return rows.length === 1;
-    });
+    await waitFor(
+      `${tn.label}: parked attempts live`,
+      async () => {
+        const parked = tn.workers.flatMap((w) => w.parked);
+        if (parked.length < 3) return false;
+        // park-running sent start: wait until it committed, or the later backdate would be
+        // overwritten by the lease that start grants.
+        const rows = await sqlRows(`SELECT state FROM attempts WHERE id IN (?) AND state = 'RUNNING'`, [
+          parked.filter((p) => p.mode === 'park-running').map((p) => p.attemptId),
+        ]);
+        return rows.length === 1;
+      },
+      10_000,
+    );
   });
 
   // Cancel the parked LEASED attempts (a live attempt revoked inside a command transaction).
@@ -288,23 +289,31 @@ async function workload(): Promise<number[]> {
     for (const id of tn.holdTasks.slice(2, 4)) await setTaskTime(f.db.pool, id, 'deadline_at', '?', [at]);
   }
   await all((tn) =>
-    until(`${tn.label}: expired by the sweeper`, async () => {
-      const rows = await sqlRows(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'DEADLINE_EXCEEDED'`, [tn.t.namespace_id]);
-      const live = await sqlRows(
-        `SELECT COUNT(*) AS n FROM attempts WHERE namespace_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`,
-        [tn.t.namespace_id],
-      );
-      return Number(rows[0]!.n) === 2 && Number(live[0]!.n) === 0;
-    }),
+    waitFor(
+      `${tn.label}: expired by the sweeper`,
+      async () => {
+        const rows = await sqlRows(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state = 'DEADLINE_EXCEEDED'`, [tn.t.namespace_id]);
+        const live = await sqlRows(
+          `SELECT COUNT(*) AS n FROM attempts WHERE namespace_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)`,
+          [tn.t.namespace_id],
+        );
+        return Number(rows[0]!.n) === 2 && Number(live[0]!.n) === 0;
+      },
+      10_000,
+    ),
   );
 
   // Resume the paused queues; the rest of their tasks run.
   await all(async (tn) => ok(await post(tn, `/v1/queues/${tn.hold}:resume`, { expected_revision: tn.holdRevision }), 'resume'));
   await all((tn) =>
-    until(`${tn.label}: nothing waiting or live`, async () => {
-      const rows = await sqlRows(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state IN ('WAITING','LEASED','RUNNING')`, [tn.t.namespace_id]);
-      return Number(rows[0]!.n) === 0;
-    }),
+    waitFor(
+      `${tn.label}: nothing waiting or live`,
+      async () => {
+        const rows = await sqlRows(`SELECT COUNT(*) AS n FROM tasks WHERE namespace_id = ? AND state IN ('WAITING','LEASED','RUNNING')`, [tn.t.namespace_id]);
+        return Number(rows[0]!.n) === 0;
+      },
+      10_000,
+    ),
   );
 
   // Resolve every task in review (worker `unknown` and the expired RUNNING attempt).
@@ -335,13 +344,17 @@ async function workload(): Promise<number[]> {
   // is periodic node work over sessions of many applications: keep all six sessions open until it
   // has run (a transaction writing only ≥2 worker_sessions rows), or for 3 s in case a fixed
   // heartbeat writes one session per transaction.
-  await until('a session heartbeat', async () => {
-    const rows = await sqlRows(
-      `SELECT trx FROM ${AUDIT_TABLE} GROUP BY trx HAVING SUM(table_name = 'worker_sessions' AND op = 'U') = COUNT(*) AND COUNT(*) >= 2 LIMIT 1`,
-      [],
-    );
-    return rows.length > 0 || Date.now() - sessionsOpenedAt > 3000;
-  });
+  await waitFor(
+    'a session heartbeat',
+    async () => {
+      const rows = await sqlRows(
+        `SELECT trx FROM ${AUDIT_TABLE} GROUP BY trx HAVING SUM(table_name = 'worker_sessions' AND op = 'U') = COUNT(*) AND COUNT(*) >= 2 LIMIT 1`,
+        [],
+      );
+      return rows.length > 0 || Date.now() - sessionsOpenedAt > 3000;
+    },
+    10_000,
+  );
   return acked;
 }
 

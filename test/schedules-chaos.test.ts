@@ -20,6 +20,7 @@ import { killAllWorkers, spawnWorker } from './support/workers.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { call, ikey } from './support/http.js';
 import { fireRecords, scheduleName, versionBody } from './support/schedules.js';
+import { sleep } from './support/wait.js';
 
 let server: EmbeddedServer;
 let dir: string;
@@ -39,7 +40,6 @@ const kill = async (i: number) => {
   gateways[i] = null;
 };
 const url = (i: number) => `http://127.0.0.1:${ports[i]}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-sched-chaos-'));

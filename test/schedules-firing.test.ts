@@ -8,8 +8,8 @@ import { useGatewayFixture } from './support/fixture.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { call, ikey } from './support/http.js';
 import { newTenant } from './support/db.js';
-import { waitFor } from './support/dispatch-fixture.js';
 import { backdate, dbNow, fireRecords, getSchedule, newSchedule, scheduleCommand, scheduleTasks, versionBody, type Api } from './support/schedules.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 let gw: GatewayProcess | undefined;

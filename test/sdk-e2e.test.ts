@@ -5,24 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { createClient, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
 import { createFencedResource } from '../worker-sdk/fenced-resource.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 const silent = { info() {}, warn() {}, error() {} };
 
 const f = useGatewayFixture();
-
-/** `f`'s first defined value (vi.waitUntil wants truthy: the value is boxed). */
-async function until<T>(f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const box = await pollUntil(
-    'a value',
-    async () => {
-      const v = await f();
-      return v === undefined ? undefined : { v };
-    },
-    { timeout: timeoutMs, interval: 50 },
-  );
-  return box.v;
-}
 
 describe('SDK against a real gateway', () => {
   it('submit → worker (fenced write) → SUCCEEDED; tokens match; retry then success; close drains', async () => {
@@ -72,10 +59,14 @@ describe('SDK against a real gateway', () => {
       { idempotencyKey: `e2e-${Date.now()}` },
     );
     expect(sub.deduplicated).toBe(false);
-    const done = await until(async () => {
-      const task = await client.getTask(sub.task.id);
-      return task.state === 'SUCCEEDED' ? task : undefined;
-    });
+    const done = await waitFor(
+      'the task SUCCEEDED',
+      async () => {
+        const task = await client.getTask(sub.task.id);
+        return task.state === 'SUCCEEDED' ? task : undefined;
+      },
+      15_000,
+    );
     expect(done.result).toMatchObject({ outcome: 'succeeded', output: { applied: true } });
     const attempts = await client.getTaskAttempts(sub.task.id);
     expect(attempts.map((a) => a.outcome)).toEqual(['retry', 'succeeded']);
@@ -94,7 +85,7 @@ describe('SDK against a real gateway', () => {
           [f.t.namespace_id],
         )) as any
       )[0].map((r: any) => ({ state: r.state, close_code: r.close_code, live: Number(r.live) }));
-    await pollUntil('the session row closed', async () => (await sessions()).every((r: any) => r.state === 'CLOSED'), { timeout: 10_000 });
+    await waitFor('the session row closed', async () => (await sessions()).every((r: any) => r.state === 'CLOSED'), { timeout: 10_000 });
     expect(await sessions()).toEqual([{ state: 'CLOSED', close_code: 1000, live: 0 }]);
   });
 });

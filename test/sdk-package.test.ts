@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { waitFor } from './support/workers.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 const root = packageRoot();
@@ -141,12 +141,12 @@ describe('npm pack → install in another project → typed worker → SUCCEEDED
     expect(code, out).toBe(0);
     expect(out).toContain('{"done":true,"ok":true,"bad":"function"}');
     const task = await waitFor(
+      'SUCCEEDED',
       async () => {
         const r = await call(f.gw.url, 'GET', `/v1/tasks/${sub.body.data.task.id}`, { token: f.t.token });
         return r.body.data.task.state === 'SUCCEEDED' ? r.body.data.task : null;
       },
       10_000,
-      'SUCCEEDED',
     );
     expect(task.result).toMatchObject({ outcome: 'succeeded', output: { updated: 'objects/7' } });
   });

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, assignFrame, hexId, type AssignOptions } from '../worker-sdk/testing.js';
-import { pollUntil } from './support/wait.js';
+import { FAST, waitFor } from './support/wait.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
@@ -131,7 +131,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       expect(s2.hello.worker_id).toBe(s.hello.worker_id);
       expect(await s2.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
       s2.send({ type: 'error', code: 'LEASE_LOST', message: 'gone', attempt_id: first.attempt_id, fatal: false });
-      await vi_waitFor(() => w.inFlight === 0);
+      await waitFor('no task in flight', () => w.inFlight === 0, FAST);
       await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called late
       expect(calls).toBe(0);
     });
@@ -223,7 +223,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
     s2.close(1001, 'bye');
     const s3 = await gw.nextSession();
     expect((await s3.closed).code).toBe(1002);
-    await vi_waitFor(() => violations.length > 0);
+    await waitFor('a violation', () => violations.length > 0, FAST);
     expect(violations.at(-1)?.message).toMatch(/resume changed the concurrency_token/);
     expect(calls).toBe(0);
   });
@@ -268,7 +268,7 @@ describe('valid keyed assign', () => {
     expect(ctx!.attemptId).toBe(f.attempt_id);
     expect(ctx!.attemptNo).toBe(1);
     s.send({ type: 'result.ok', attempt_id: f.attempt_id, deduplicated: false, task_state: 'SUCCEEDED' });
-    await vi_waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     expect(s.invalid).toEqual([]);
   });
 
@@ -298,13 +298,9 @@ describe('valid keyed assign', () => {
     const f = s.assign({ key: 'k', token: '3' });
     await s.next('start');
     s.send({ type: 'error', code: 'LEASE_LOST', message: 'expired', attempt_id: f.attempt_id, fatal: false });
-    await vi_waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     await new Promise((r) => setTimeout(r, 50));
     expect(calls).toBe(0);
     expect(s.received.map((x) => x.type)).toEqual(['start']);
   });
 });
-
-async function vi_waitFor(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 });
-}

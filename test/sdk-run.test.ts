@@ -11,12 +11,12 @@ import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { submitTask } from './support/submit.js';
-import { waitFor } from './support/workers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
 import { errorResult } from '../worker-sdk/outcome.js';
 import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';
 import { FakeGateway } from '../worker-sdk/testing.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 const root = packageRoot();
@@ -129,7 +129,7 @@ describe('handler filter', () => {
       handlers: { 'object.update': (e) => void ran.push(e.task.id) },
     });
     const get = async (id: string) => (await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: f.t.token })).body.data.task;
-    await waitFor(async () => (await get(good)).state === 'SUCCEEDED', 10_000, 'own task SUCCEEDED');
+    await waitFor('own task SUCCEEDED', async () => (await get(good)).state === 'SUCCEEDED', 10_000);
     await new Promise((r) => setTimeout(r, 300)); // a claim round after the worker went idle
     expect(await get(typo)).toMatchObject({ state: 'WAITING', attempts_made: 0 });
     expect(ran).toEqual([good]);
@@ -143,7 +143,7 @@ describe('handler filter', () => {
       logger: silent,
       handlers: { 'object.updat3': () => 'ok' },
     });
-    await waitFor(async () => (await get(typo)).state === 'SUCCEEDED', 10_000, 'typo task SUCCEEDED by its own worker');
+    await waitFor('typo task SUCCEEDED by its own worker', async () => (await get(typo)).state === 'SUCCEEDED', 10_000);
     await w2.close();
   });
 

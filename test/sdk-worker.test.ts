@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker, LeaseLostError, PermanentError, RetryableError, UnknownOutcomeError, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, hexId, type FakeGatewayOptions } from '../worker-sdk/testing.js';
-import { pollUntil } from './support/wait.js';
+import { FAST, sleep, waitFor } from './support/wait.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
@@ -34,11 +34,6 @@ function worker(fn: (e: TaskContext) => unknown) {
   workers.push(w);
   return w;
 }
-
-const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> =>
-  void (await pollUntil('the condition', cond, { timeout: timeoutMs, interval: 10 }));
-/** A fixed wait, only to show that something does NOT happen (no renewal, no result, no reconnect). */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('outcomes', () => {
   const cases: [string, () => unknown, object][] = [
@@ -81,7 +76,7 @@ describe('outcomes', () => {
       const f = s.assign({});
       const r = await s.next('result');
       expect(r).toMatchObject({ type: 'result', attempt_id: f.attempt_id, ...expected });
-      await waitFor(() => w.inFlight === 0);
+      await waitFor('no task in flight', () => w.inFlight === 0, FAST);
       expect(s.invalid).toEqual([]);
     });
   }
@@ -106,12 +101,12 @@ describe('leases', () => {
     await w.ready;
     const a = s.assign({ key: 'k1', token: '1' });
     const b = s.assign({ key: 'k2', token: '2' });
-    await waitFor(() => s.received.filter((f) => f.type === 'start').length === 2);
-    await waitFor(() => s.received.some((f) => f.type === 'renew' && f.attempt_ids.length === 2));
+    await waitFor('two starts', () => s.received.filter((f) => f.type === 'start').length === 2, FAST);
+    await waitFor('a renew of both', () => s.received.some((f) => f.type === 'renew' && f.attempt_ids.length === 2), FAST);
     const renew = s.received.find((f) => f.type === 'renew' && f.attempt_ids.length === 2)!;
     expect(renew).toMatchObject({ attempt_ids: expect.arrayContaining([a.attempt_id, b.attempt_id]) });
     release();
-    await waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     const renewsAfter = s.received.filter((f) => f.type === 'renew').length;
     await sleep(150);
     expect(s.received.filter((f) => f.type === 'renew').length).toBe(renewsAfter); // idle: no renewals
@@ -131,7 +126,7 @@ describe('leases', () => {
     const f = s.assign({});
     await s.next('start');
     gw.leases.delete(f.attempt_id); // the next renew.ok lists it in `lost`
-    await waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     expect(reason).toBeInstanceOf(LeaseLostError);
     await sleep(50);
     expect(s.received.some((x) => x.type === 'result')).toBe(false);
@@ -147,7 +142,7 @@ describe('leases', () => {
     const f = s.assign({});
     await s.next('start');
     s.send({ type: 'task.cancel', attempt_id: f.attempt_id, reason: 'CANCELLED' });
-    await waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     expect(s.received.some((x) => x.type === 'result')).toBe(false);
   });
 });
@@ -193,7 +188,7 @@ describe('reconnect and resume', () => {
     const again = await s2.next('result'); // resume said `lost`, yet the result is re-sent
     expect(again).toEqual(first);
     s2.send({ type: 'result.ok', attempt_id: f.attempt_id, deduplicated: true, task_state: 'SUCCEEDED' });
-    await waitFor(() => w.inFlight === 0);
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     expect(results).toMatchObject([{ deduplicated: true }]);
   });
 
@@ -211,7 +206,7 @@ describe('reconnect and resume', () => {
     s1.ws.terminate();
     const s2 = await gw.nextSession();
     expect(s2.hello.resume).toEqual([f.attempt_id]);
-    await waitFor(() => aborted && w.inFlight === 0);
+    await waitFor('the abort', () => aborted && w.inFlight === 0, FAST);
   });
 
   it('goaway reconnects at once and resumes', async () => {

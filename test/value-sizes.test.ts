@@ -22,11 +22,12 @@ import {
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
-import { createQueue, createSub, lease } from './support/events.js';
+import { createSub, lease } from './support/events.js';
 import { newSchedule, scheduleCommand, versionBody } from './support/schedules.js';
 import { runMain } from './support/cli.js';
 import { main as orbitAdmin } from '../server/cli/orbit-admin.js';
 import { newId } from '../server/ids.js';
+import { createQueue } from './support/dispatch-fixture.js';
 
 // A hello with every handler and version it may declare is ~1.1 MB: above the default frame limit.
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_FRAME_BYTES: String(2 * 1024 * 1024) } });
@@ -34,7 +35,7 @@ const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_FRAME_BYTES: String(2 * 10
 /** Each test's own queue, so that what one test leaves waiting is never assigned in another. */
 let q = '';
 beforeEach(async () => {
-  q = (await createQueue(f.gw.url, f.t.token, `sizes-${newId().slice(0, 12)}`)).id;
+  q = (await createQueue(f, { name: `sizes-${newId().slice(0, 12)}`, lease_seconds: 30 })).id;
 });
 
 const json = (v: unknown) => JSON.stringify(v);

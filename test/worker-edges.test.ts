@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 import { setTaskTime } from './support/waiting.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_MAX_FRAME_BYTES: '310000' } });
@@ -46,7 +46,7 @@ describe('worker protocol edges', () => {
     expect(['LEASED', 'CANCELLED']).toContain((await row()).state);
     // dispatch.md: a LEASED attempt past the task's deadline is cancelled, the task DEADLINE_EXCEEDED;
     // it never ran, so it consumed no attempt.
-    await pollUntil('the sweeper cancelled the attempt', async () => (await row()).state === 'CANCELLED', { timeout: 10_000 });
+    await waitFor('the sweeper cancelled the attempt', async () => (await row()).state === 'CANCELLED', { timeout: 10_000 });
     expect(await row()).toEqual({ state: 'CANCELLED', started_at: null, task_state: 'DEADLINE_EXCEEDED', attempts_made: 0 });
     w.close();
   });

@@ -15,7 +15,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { submitNoop } from './support/serving.js';
-import { pollUntil } from './support/wait.js';
+import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
 
@@ -105,7 +105,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
     turnarounds,
   );
   const submitting = Array.from({ length: 4 }, () => loop(stop, () => submitNoop(f.gw.url, producers).then(() => {}), submits));
-  await pollUntil('the other tenants to be served', () => turnarounds.length >= 2 && submits.length >= 8, { timeout: 10_000 });
+  await waitFor('the other tenants to be served', () => turnarounds.length >= 2 && submits.length >= 8, { timeout: 10_000 });
 
   const rss0 = rss(pid);
   let peak = rss0;
@@ -113,7 +113,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
   const floodStart = performance.now();
   for (const ids of frames) flooder.ws.send(JSON.stringify({ type: 'renew', attempt_ids: ids }));
   try {
-    await pollUntil(`${FLOOD} renew.ok`, () => answered >= FLOOD, { timeout: 60_000, interval: 20 });
+    await waitFor(`${FLOOD} renew.ok`, () => answered >= FLOOD, { timeout: 60_000, interval: 20 });
   } finally {
     clearInterval(sampler);
     stopping = true;
@@ -141,7 +141,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
 
   // The flooder's session is still open and correct: its attempt finishes normally.
   flooder.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
-  await pollUntil('the flooder result.ok', () => flooder.frames.find((m) => m.type === 'result.ok'), { timeout: 10_000 });
+  await waitFor('the flooder result.ok', () => flooder.frames.find((m) => m.type === 'result.ok'), { timeout: 10_000 });
   for (const w of [flooder, worker]) w.close();
   await Promise.all([flooder.closed, worker.closed]);
 }, 120_000);

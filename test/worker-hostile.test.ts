@@ -12,7 +12,7 @@ import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { expectServing, submitNoop } from './support/serving.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
-import { pollValue } from './support/wait.js';
+import { waitForValue } from './support/wait.js';
 
 const HELLO_TIMEOUT_MS = 1000;
 
@@ -205,7 +205,7 @@ describe('hostile input', () => {
     // transaction commits after that closes its row right after (onHello), so this is a matter of
     // milliseconds, not of the session staying open.
     const open = async () => (await f.db.pool.query<RowDataPacket[]>(`SELECT id FROM worker_sessions WHERE worker_id = 'flooder' AND state = 'OPEN'`))[0];
-    expect(await pollValue(open, (rows) => rows.length === 0, { timeout: 5_000 })).toEqual([]);
+    expect(await waitForValue(open, (rows) => rows.length === 0, { timeout: 5_000 })).toEqual([]);
     await expectHealthy();
   });
 
@@ -287,7 +287,7 @@ describe('hostile input', () => {
     });
     const openSessions = async () =>
       (await f.db.pool.query<RowDataPacket[]>(`SELECT worker_id FROM worker_sessions WHERE worker_id LIKE 'storm-%' AND state <> 'CLOSED'`))[0];
-    const open = await pollValue(openSessions, (rows) => rows.length === 0, { timeout: 10_000, interval: 50 });
+    const open = await waitForValue(openSessions, (rows) => rows.length === 0, { timeout: 10_000, interval: 50 });
     expect(open).toEqual([]);
     await expectHealthy();
   });

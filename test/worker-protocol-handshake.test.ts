@@ -19,8 +19,8 @@ import {
   hex32,
   protocolHelpers,
   session,
-  until,
 } from './support/worker-protocol-fixture.js';
+import { waitForValue } from './support/wait.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newToken, type Scope } from '../server/admin/access.js';
 
@@ -151,7 +151,7 @@ describe('hello', () => {
     expect(row).toMatchObject({ state: 'OPEN', worker_id: 'billing-7f3a-18233-Xk2p', capacity: 4 });
     w.close();
     await w.closed;
-    const closed = await until(
+    const closed = await waitForValue(
       () => sessionRow(ok.session_id),
       (r) => r?.state === 'CLOSED',
     );
@@ -197,7 +197,7 @@ describe('hello', () => {
     w2.send(h);
     await expectFatal(w2, 'PROTOCOL_ERROR', 1002);
     // No session of that identity is left OPEN in the database.
-    const [rows] = await until(
+    const [rows] = await waitForValue(
       () => f.db.pool.query<RowDataPacket[]>(`SELECT state FROM worker_sessions WHERE worker_id = ? AND state <> 'CLOSED'`, [h.worker_id]),
       ([r]) => r.length === 0,
     );

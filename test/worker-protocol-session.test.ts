@@ -10,7 +10,8 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { FAST_ENV, GW_ENV, MAX_FRAME, PING_MS, expectFatal, expectNothing, hex32, protocolHelpers, session, until } from './support/worker-protocol-fixture.js';
+import { FAST_ENV, GW_ENV, MAX_FRAME, PING_MS, expectFatal, expectNothing, hex32, protocolHelpers, session } from './support/worker-protocol-fixture.js';
+import { waitForValue } from './support/wait.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';
 import { metric } from './support/keys-helpers.js';
@@ -171,7 +172,7 @@ describe('per-attempt errors are not fatal', () => {
 
     w.send({ type: 'result', attempt_id: running.attempt_id, outcome: 'succeeded', surprise: 1 });
     await expectFatal(w, 'PROTOCOL_ERROR', 1002);
-    const row = await until(
+    const row = await waitForValue(
       () => sessionRow(ok.session_id),
       (r) => r?.state === 'CLOSED',
     );
@@ -240,7 +241,7 @@ describe('intake', () => {
     w.close();
     expect((await w.closed).code).toBe(1000);
     expect(
-      await until(
+      await waitForValue(
         () => sessionRow(ok.session_id),
         (r) => r?.state === 'CLOSED',
       ),
@@ -325,7 +326,7 @@ describe('credential revoked while connected', () => {
     expect(err).toMatchObject({ type: 'error', code: 'UNAUTHENTICATED', fatal: true });
     expect((await w.closed).code).toBe(1008);
     expect(
-      await until(
+      await waitForValue(
         () => sessionRow(ok.session_id),
         (r) => r?.state === 'CLOSED',
       ),
@@ -361,11 +362,11 @@ describe('pings', () => {
     frozen.ws.pause();
     const stalls = await metric(f.gw.url, 'orbit_session_stalls_total');
     const t1 = await submit(tn);
-    await until(
+    await waitForValue(
       () => assignedTo(t1.id),
       (s) => s.length === 1,
     );
-    await until(
+    await waitForValue(
       () => metric(f.gw.url, 'orbit_session_stalls_total'),
       (n) => n > stalls,
     );

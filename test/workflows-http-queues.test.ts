@@ -5,11 +5,10 @@
 // a RUNNING or PAUSED run's version names it, reached or not.
 import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential } from './support/contract.js';
 import { newTenant } from './support/db.js';
-import { createQueue, waitFor } from './support/dispatch-fixture.js';
+import { createQueue } from './support/dispatch-fixture.js';
 import {
   chain,
   createWorkflow,
@@ -19,16 +18,11 @@ import {
   stepTask,
   workflowCommand,
   workflowName,
-  countRows,
-  definitionRowCounts,
+  useWorkflowsFixture,
 } from './support/workflows.js';
+import { waitFor } from './support/wait.js';
 
-const f = useGatewayFixture();
-const api = () => ({ url: f.gw.url, token: f.t.token });
-
-const count = (table: string, where?: string) => countRows(f.db.pool, table, where);
-/** Rows of every definition table and the receipts: a refused command must change none. */
-const definitionRows = () => definitionRowCounts(f.db.pool);
+const { f, api, count, definitionRows } = useWorkflowsFixture();
 
 async function retireQueue(queueId: string, token = f.t.token) {
   const q = (await call(f.gw.url, 'GET', `/v1/queues/${queueId}`, { token })).body.data.queue;

@@ -92,8 +92,8 @@ const accepts = (s: ClaimSession, row: CandidateRow) =>
   (row.concurrency_key === null || s.concurrencyKeys) &&
   (s.handlers === null || s.handlers.some((h) => h.handler === row.handler && h.versions.includes(row.handler_version)));
 
-/** The candidate read of each queue: the union of what its sessions accept. */
-function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
+/** The candidate read of each queue: the union of what its sessions accept (exported for its unit test). */
+export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
   const specs: CandidateSpec[] = [];
   for (const q of hints) {
     const on = reqs.filter((r) => r.session.queueIds.includes(q.id) && r.session.namespaceId === q.namespace_id);

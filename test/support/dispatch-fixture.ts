@@ -4,12 +4,13 @@
 // database time instead of sleeping).
 import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
+import type { Queue, Task } from '@orbit/protocol/http-views';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import type { GatewayFixture } from './fixture.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
-import { pollUntil } from './wait.js';
+import { waitFor } from './wait.js';
 import { setTaskTime } from './waiting.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
@@ -21,7 +22,9 @@ export function closeWorkers(f: Fixture): void {
 }
 
 let qn = 0;
-export async function createQueue(f: Fixture, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+/** The tests' one way to create a queue: POST /v1/queues as `tenant` (default the file's), a fresh
+ * name and a 5 s lease unless `over` says otherwise; fails unless 201. */
+export async function createQueue(f: Fixture, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<Queue> {
   qn++;
   const r = await call(f.gw.url, 'POST', '/v1/queues', {
     token: tenant.token,
@@ -33,7 +36,7 @@ export async function createQueue(f: Fixture, over: Record<string, unknown> = {}
 }
 
 /** submitTask (support/submit.ts) on `queueId` of the file's gateway. */
-export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<any> {
+export function submit(f: Fixture, queueId: string, over: Record<string, unknown> = {}, tenant: CredentialsFile = f.t): Promise<Task> {
   return submitTask(f.gw.url, tenant, { queue_id: queueId, ...over }, ikey('t'));
 }
 
@@ -114,11 +117,6 @@ export async function makeDue(f: Fixture, taskId: string): Promise<void> {
   await setTaskTime(f.db.pool, taskId, 'not_before', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
 }
 
-/** Polls `fn` until it returns a truthy value (returned), or fails after `ms` (pollUntil, support/wait.ts). */
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 5000): Promise<T> {
-  return (await pollUntil(what, fn, { timeout: ms, interval: 50 })) as T;
-}
-
 export async function waitTaskState(f: Fixture, id: string, state: string, ms = 5000): Promise<RowDataPacket> {
   return waitFor(
     `task ${id} ${state}`,
@@ -147,7 +145,7 @@ export async function nextOf(w: RawWorker, types: string[], ms = 10_000): Promis
     const i = w.frames.findIndex((fr) => types.includes(fr.type));
     return i >= 0 ? w.frames.splice(i, 1)[0] : undefined;
   };
-  return pollUntil(`${types.join('|')}`, take, { timeout: ms, interval: 20 }).catch((err: Error) => {
+  return waitFor(`${types.join('|')}`, take, { timeout: ms, interval: 20 }).catch((err: Error) => {
     throw new Error(`no ${types.join('|')} within ${ms} ms; have ${JSON.stringify(w.frames).slice(0, 500)} (${err.message})`);
   });
 }

@@ -2,7 +2,7 @@
 // directory, whether a pid is alive, polling.
 import fs from 'node:fs';
 import path from 'node:path';
-import { pollValue } from './wait.js';
+import { waitForValue } from './wait.js';
 
 /** Pids of database servers whose command line names a data directory under `home`. */
 export function serversUnder(dir: string): number[] {
@@ -34,7 +34,7 @@ export function alive(pid: number): boolean {
 
 /** Whether `cond` holds within `ms` (checked every 100 ms, and once more at the end); never throws for time. */
 export async function waitUntil(cond: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  return pollValue(
+  return waitForValue(
     async () => cond(),
     (v) => v,
     { timeout: ms, interval: 100 },

@@ -56,12 +56,6 @@ export async function extraCredential(
   return { id, token };
 }
 
-export async function createQueue(url: string, token: string, name: string): Promise<any> {
-  const r = await call(url, 'POST', '/v1/queues', { token, key: ikey('q'), body: { name } });
-  expect(r.status, r.text).toBe(201);
-  return r.body.data.queue;
-}
-
 export async function createSub(url: string, token: string, body: Record<string, unknown>): Promise<any> {
   const r = await call(url, 'POST', '/v1/subscriptions', { token, key: ikey('s'), body });
   expect(r.status, r.text).toBe(201);

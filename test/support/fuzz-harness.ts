@@ -7,7 +7,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { GatewayFixture } from './fixture.js';
 import { startGateway, type GatewayProcess } from './gateway.js';
-import { pollValue } from './wait.js';
+import { waitForValue } from './wait.js';
 
 function envInt(name: string): number | undefined {
   const v = process.env[name];
@@ -25,9 +25,19 @@ export function fcParams(def: number) {
   return { seed: FUZZ_SEED, numRuns: RUNS ?? def, endOnFailure: true };
 }
 
+/** What a property keeps of its test timeout to finish the batch in flight and run its checks. */
+const FINISH_MS = 30_000;
+
 /** Test timeout for a property of `def` runs of about `msPerRun` each. */
 export function fuzzTimeout(def: number, msPerRun: number): number {
-  return 30_000 + (RUNS ?? def) * msPerRun * 3;
+  return FINISH_MS + (RUNS ?? def) * msPerRun * 3;
+}
+
+/** The time a property of `def` runs of `msPerRun` may spend generating (its FuzzLog's budget): on a
+ * loaded machine it stops early instead of timing out, so no request of a timed-out property is
+ * still running when the next test starts (they broke the next tests' database checks). */
+export function fuzzBudget(def: number, msPerRun: number): number {
+  return fuzzTimeout(def, msPerRun) - FINISH_MS;
 }
 
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (x: T, i: number) => Promise<R>): Promise<R[]> {
@@ -147,14 +157,25 @@ export class FuzzLog {
   /** Cases the gateway accepted (2xx, hello.ok): how deep the generated input got. */
   accepted = 0;
   crashes = 0;
+  /** Runs skipped because the time budget was spent. */
+  skipped = 0;
+  private readonly deadline: number;
+  /** `budgetMs` (fuzzBudget): after it, `stopped` holds and the property's remaining runs do nothing. */
   constructor(
     readonly label: string,
     readonly target: FuzzTarget,
-  ) {}
+    budgetMs = Infinity,
+  ) {
+    this.deadline = Date.now() + budgetMs;
+  }
 
-  /** Stop generating after 3 crashes or 30 failures: the report is long enough. */
+  /** Stop generating after 3 crashes or 30 failures (the report is long enough), or when the time
+   * budget is spent (each run skipped then is counted, for the log). */
   get stopped(): boolean {
-    return this.crashes >= 3 || this.failures.length >= 30;
+    if (this.crashes >= 3 || this.failures.length >= 30) return true;
+    if (Date.now() < this.deadline) return false;
+    this.skipped++;
+    return true;
   }
 
   fail(msg: string): void {
@@ -204,7 +225,8 @@ export class FuzzLog {
 
   /** Logs the case count; throws the collected failures with the seed. */
   finish(): void {
-    console.log(`${this.label}: ${this.cases} cases (${this.accepted} accepted), seed ${FUZZ_SEED}, ${this.failures.length} failure(s)`);
+    const cut = this.skipped ? `, ${this.skipped} run(s) skipped at the time budget` : '';
+    console.log(`${this.label}: ${this.cases} cases (${this.accepted} accepted), seed ${FUZZ_SEED}, ${this.failures.length} failure(s)${cut}`);
     if (this.failures.length === 0) return;
     throw new Error(
       `${this.label}: ${this.failures.length} failure(s) (seed ${FUZZ_SEED}; reproduce with ORBIT_FUZZ_SEED=${FUZZ_SEED}` +
@@ -237,7 +259,7 @@ export async function noOpenSessions(pool: Pool, log: FuzzLog): Promise<void> {
     const [[row]] = (await pool.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM worker_sessions WHERE state <> 'CLOSED'`)) as unknown as [[{ n: number }]];
     return Number(row!.n);
   };
-  const open = await pollValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
+  const open = await waitForValue(count, (n) => n === 0, { timeout: 5_000, interval: 100 });
   if (open === 0) return;
   log.fail(`${open} worker_sessions rows still OPEN after every socket closed`);
 }

@@ -1,5 +1,9 @@
 // Small helpers shared by the keys-*.test.ts files: submitting tasks, raw sessions, key rows.
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { freePort } from '../../server/db/embedded-mariadb.js';
+import { createTestDb, type TestDb } from './db.js';
+import { endOfFileChecks } from './fixture.js';
+import { startGateway, type GatewayProcess } from './gateway.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
@@ -73,10 +77,6 @@ export async function metric(url: string, name: string): Promise<number> {
   return sum;
 }
 
-/** A fixed wait, only to show that something does NOT happen within `ms` (no poller can show an
- * absence); to wait for something, poll (waitFor, support/workers.ts). */
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** Frames of a type received so far (kept in the raw worker's buffer). */
 export function drainFrames(w: RawWorker, type: string): any[] {
   const out: any[] = [];
@@ -93,4 +93,33 @@ export async function setQueuePausedOverHttp(url: string, t: CredentialsFile, pa
     body: { expected_revision: q.revision },
   });
   expect(r.status, r.text).toBe(200);
+}
+
+/** The keys invariant suites' set-up: the file's database and a gateway on a fixed port, so a
+ * restart (clean or kill -9) keeps the URL; end-of-file leak checks. Read db/gw when called. */
+export function useRestartableGateway() {
+  const s = {} as { db: TestDb; gw: GatewayProcess; port: number };
+  beforeAll(async () => {
+    s.db = await createTestDb();
+    s.port = await freePort();
+    s.gw = await startGateway(s.db.dsn, {}, s.port);
+  });
+  afterAll(async () => {
+    await endOfFileChecks(s.db);
+  });
+  return {
+    get db(): TestDb {
+      return s.db;
+    },
+    get gw(): GatewayProcess {
+      return s.gw;
+    },
+    url: (): string => s.gw.url,
+    /** Stops the gateway (exit code 0 expected; kill -9 when `kill9`) and starts it on the same port. */
+    async restart(kill9 = false): Promise<void> {
+      if (kill9) await s.gw.kill9();
+      else expect(await s.gw.stop()).toBe(0);
+      s.gw = await startGateway(s.db.dsn, {}, s.port);
+    },
+  };
 }

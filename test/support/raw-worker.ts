@@ -1,7 +1,7 @@
 // A raw WebSocket worker for protocol tests: no SDK, frames as plain objects.
 import WebSocket from 'ws';
 import { expect } from 'vitest';
-import { pollValue } from './wait.js';
+import { waitForValue } from './wait.js';
 
 /** Every socket openRaw opened in this file that has not closed yet, with the test that opened it. */
 const openSockets = new Map<WebSocket, string>();
@@ -75,7 +75,7 @@ export function hello(queueIds: string[], over: Record<string, unknown> = {}) {
  */
 export async function assertNoOpenRawSockets(graceMs = 2000): Promise<void> {
   const closing = [...openSockets.keys()].filter((ws) => ws.readyState === WebSocket.CLOSING);
-  await pollValue(
+  await waitForValue(
     async () => closing.every((ws) => ws.readyState === WebSocket.CLOSED),
     (done) => done,
     { timeout: graceMs, interval: 20 },

@@ -3,6 +3,7 @@
 // (dispatch-fixture's submit, keys-helpers' payload {}, serving's submitNoop); bulk submission
 // with retries is support/bulk.ts.
 import { expect } from 'vitest';
+import type { Task } from '@orbit/protocol/http-views';
 import { call, ikey } from './http.js';
 
 /** Submits one task as `tenant`: handler h@v1, payload {n: 1}, on `tenant.queue_id`; `over` replaces
@@ -12,7 +13,7 @@ export async function submitTask(
   tenant: { token: string; queue_id: string },
   over: Record<string, unknown> = {},
   key: string = ikey(),
-): Promise<any> {
+): Promise<Task> {
   const body = { queue_id: tenant.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { n: 1 }, ...over };
   const r = await call(url, 'POST', '/v1/tasks', { token: tenant.token, key, body });
   expect(r.status, r.text).toBe(201);

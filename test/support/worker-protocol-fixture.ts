@@ -8,7 +8,6 @@ import type { TestDb } from './db.js';
 import type { GatewayProcess } from './gateway.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
-import { pollValue } from './wait.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken, type Scope } from '../../server/admin/access.js';
@@ -120,11 +119,6 @@ export async function expectFatal(w: RawWorker, code: string, closeCode: number)
 
 export async function expectNothing(w: RawWorker, type: string, ms = 500) {
   await expect(w.next(type, ms)).rejects.toThrow(/no .* within/);
-}
-
-/** `fn`'s value once `ok` holds, or its last value after `ms`, for the caller to assert on (pollValue). */
-export function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, ms = 5000): Promise<T> {
-  return pollValue(fn, ok, { timeout: ms, interval: 25 });
 }
 
 export const hex32 = () => newId();

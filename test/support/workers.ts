@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { packageRoot } from '../../server/paths.js';
-import { pollUntil } from './wait.js';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -76,10 +75,4 @@ export async function assertNoWorkersRunning(): Promise<void> {
   await Promise.all(alive.map((c) => new Promise<void>((resolve) => (c.once('exit', () => resolve()), c.kill('SIGKILL')))));
   if (alive.length > 0)
     throw new Error(`${alive.length} SDK worker process(es) still running at the end of the file (pids ${alive.map((c) => c.pid).join(', ')})`);
-}
-
-/** Polls `fn` until it returns a truthy value, which is returned (typed without null/undefined/false);
- * fails after `ms` (pollUntil, support/wait.ts). */
-export function waitFor<T>(fn: () => Promise<T>, ms: number, what: string, every = 100): Promise<Exclude<T, null | undefined | false | 0 | ''>> {
-  return pollUntil(what, fn, { timeout: ms, interval: every });
 }

@@ -4,8 +4,9 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { expect } from 'vitest';
 import { call, ikey, type RawResponse } from './http.js';
 import { expectData } from './contract.js';
-import { nextOf, result, start, waitFor, type Fixture } from './dispatch-fixture.js';
+import { nextOf, result, start, type Fixture } from './dispatch-fixture.js';
 import type { RawWorker } from './raw-worker.js';
+import { waitFor } from './wait.js';
 
 export interface Api {
   url: string;

@@ -3,6 +3,7 @@
 import type { Pool } from '../../server/db/pool.js';
 import { newId } from '../../server/ids.js';
 import { call, ikey, type RawResponse } from './http.js';
+import { useGatewayFixture, type GatewayFixtureOptions } from './fixture.js';
 
 export interface Api {
   url: string;
@@ -73,4 +74,17 @@ export async function definitionRowCounts(pool: Pool): Promise<number[]> {
   const out: number[] = [];
   for (const t of ['workflows', 'workflow_versions', 'workflow_version_queues', 'receipts']) out.push(await countRows(pool, t));
   return out;
+}
+
+/** The set-up of the workflow endpoint suites (useGatewayFixture, test/support/fixture.ts): the
+ * file's fixture, its tenant as an Api, and the row counters bound to its database. */
+export function useWorkflowsFixture(opts: GatewayFixtureOptions = {}) {
+  const f = useGatewayFixture(opts);
+  return {
+    f,
+    api: (): Api => ({ url: f.gw.url, token: f.t.token }),
+    count: (table: string, where?: string) => countRows(f.db.pool, table, where),
+    /** Rows of every definition table and the receipts: a refused command must change none. */
+    definitionRows: () => definitionRowCounts(f.db.pool),
+  };
 }
