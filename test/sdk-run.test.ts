@@ -14,7 +14,7 @@ import { submitTask } from './support/submit.js';
 import { waitFor } from './support/workers.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
-import { errorResult } from '../worker-sdk/outcome.js';
+import { errorResult } from '../worker-sdk/handler-result.js';
 import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';
 import { FakeGateway } from '../worker-sdk/testing.js';
 
