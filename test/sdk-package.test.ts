@@ -52,6 +52,20 @@ const bad = () => {
   // @ts-expect-error no such payload field
   return (e: TaskContext<Tasks['object.update']['payload']>) => e.task.payload.nope;
 };
+// One way to start (createWorker) and one way to hear from a worker (typed events).
+const badStart = () => {
+  // @ts-expect-error createWorker starts the worker; there is no autoStart option
+  createWorker({ url: '', token: '', queues: ['q'], capacity: 1, handlers: { h: () => 1 }, autoStart: false });
+  // @ts-expect-error nor a start() method
+  void worker.start();
+  // @ts-expect-error events are typed by name
+  worker.on('no-such-event', () => {});
+};
+worker.on('result', (r) => {
+  const id: string = r.attemptId;
+  void id;
+});
+worker.on('disconnected', (code: number, reason: string) => void [code, reason]);
 
 const client = createClient({ url: env.ORBIT_URL, token: env.ORBIT_TOKEN });
 const ok: boolean = isOrbitSdkError(new RetryableError('x'), 'RetryableError') && ERROR_CODES.NOT_FOUND.http === 404;
@@ -61,7 +75,7 @@ try {
   if (!(err instanceof OrbitApiError) || err.code !== 'NOT_FOUND') throw err;
 }
 await worker.run();
-console.log(JSON.stringify({ done: true, ok, bad: typeof bad }));
+console.log(JSON.stringify({ done: true, ok, bad: typeof bad, badStart: typeof badStart }));
 `;
 
 beforeAll(async () => {
@@ -121,6 +135,25 @@ describe('npm pack → install in another project → typed worker → SUCCEEDED
     expect(fs.existsSync(path.join(app, 'dist/worker.js'))).toBe(true);
   });
 
+  it('the installed declarations document a default for every optional option of the worker and of connect()', () => {
+    const dts = (f: string) => fs.readFileSync(path.join(dir, 'app/node_modules/@orbit/worker-sdk/dist', f), 'utf8');
+    const undocumented: string[] = [];
+    for (const [file, iface] of [
+      ['worker-options.d.ts', 'WorkerOptions'],
+      ['reconnect.d.ts', 'ReconnectPolicy'],
+      ['connect-options.d.ts', 'ConnectOptions'],
+      ['connect-options.d.ts', 'Registration'],
+    ] as const) {
+      const body = dts(file).split(`export interface ${iface}`)[1]!.split('\n}')[0]!;
+      // Each field with the JSDoc block just above it; an optional field's block must say @default.
+      for (const m of body.matchAll(/(\/\*\*(?:(?!\*\/)[\s\S])*\*\/\s*)?(\w+)(\?)?:/g)) {
+        if (m[3] && !m[1]?.includes('@default')) undocumented.push(`${iface}.${m[2]}`);
+        if (!m[1]) undocumented.push(`${iface}.${m[2]} (no doc)`);
+      }
+    }
+    expect(undocumented).toEqual([]);
+  });
+
   it('the compiled worker runs its task to SUCCEEDED and exits 0 after close()', async () => {
     const app = path.join(dir, 'app');
     const sub = await call(f.gw.url, 'POST', '/v1/tasks', {
@@ -139,7 +172,7 @@ describe('npm pack → install in another project → typed worker → SUCCEEDED
     child.stderr.on('data', (d) => (out += d));
     const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
     expect(code, out).toBe(0);
-    expect(out).toContain('{"done":true,"ok":true,"bad":"function"}');
+    expect(out).toContain('{"done":true,"ok":true,"bad":"function","badStart":"function"}');
     const task = await waitFor(
       'SUCCEEDED',
       async () => {

@@ -194,13 +194,14 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
         registration: { workerId: 'w-x', queues: [hexId()], capacity: 1, concurrencyKeys: true },
       });
       const s = await gw.nextSession();
-      const events = conn.events();
+      const types: string[] = [];
+      conn.on('protocolError', () => types.push('protocolError'));
+      conn.on('close', (c) => types.push(`close ${c}`));
       if (typeof data === 'string') s.send(data);
       else s.ws.send(data, { binary: true });
       expect((await s.closed).code).toBe(code);
-      const types: string[] = [];
-      for await (const ev of events) types.push(ev.type);
-      expect(types).toEqual(['protocol_error', 'close']);
+      await conn.whenClosed;
+      expect(types).toEqual(['protocolError', `close ${code}`]);
     }
   });
 

@@ -13,7 +13,7 @@ import { call, ikey } from './support/http.js';
 import { submitTask } from './support/submit.js';
 import { freePort } from '../server/db/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
-import { errorResult } from '../worker-sdk/outcome.js';
+import { errorResult } from '../worker-sdk/handler-result.js';
 import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';
 import { FakeGateway } from '../worker-sdk/testing.js';
 import { waitFor } from './support/wait.js';

@@ -118,7 +118,7 @@ describe('SDK → gateway', () => {
       });
       workers.push(w);
       w.on('result', (r) => results.push(r as (typeof results)[number]));
-      await w.start();
+      await w.ready;
       await new Promise<void>((resolve) => {
         const check = () => (results.length === n ? resolve() : setTimeout(check, 10));
         check();

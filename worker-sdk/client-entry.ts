@@ -1,32 +1,26 @@
 // `@orbit/worker-sdk/client`: the HTTP facade client (submit, read, manage) and its error class.
 export { createClient } from './http-client.js';
+export type { ClientOptions, CommandOptions, CreateSubscriptionBody, ListTasksQuery, OrbitClient, Revision } from './http-client.js';
+export type { ListWorkflowRunsQuery } from './workflow-client.js';
+// The resources and bodies as the wire has them (the server's own views and schemas).
 export type {
   Attempt,
-  ClientOptions,
-  CommandOptions,
-  CreateSubscriptionBody,
+  BatchSubmitResult,
   Delivery,
   DeliveryRecord,
-  ListTasksQuery,
-  OrbitClient,
+  FireOutcome,
   Queue,
   ResultEvent,
-  Revision,
+  Schedule,
+  ScheduleCalendar,
+  ScheduleFire,
+  ScheduleTaskTemplate,
+  ScheduleVersion,
   Subscription,
   Task,
   TaskResult,
-  BatchSubmitResult,
-  SubmitBatchItem,
-  Schedule,
-  ScheduleVersion,
-  ScheduleFire,
-  ScheduleCalendar,
-  ScheduleTaskTemplate,
-  FireOutcome,
-  CreateScheduleBody,
-  ScheduleVersionInput,
-  ListWorkflowRunsQuery,
-} from './http-client.js';
+} from '@orbit/protocol/http-views';
+export type { CreateScheduleBody, ScheduleVersionInput, SubmitBatchItem } from '@orbit/protocol/http-schemas';
 export type {
   Workflow,
   WorkflowVersion,

@@ -22,32 +22,26 @@ import {
 } from '@orbit/protocol/frames';
 import { OrbitError, isErrorCode } from '@orbit/protocol/errors';
 import { BatchedSocket } from './batched-socket.js';
+import { connectUrl, helloFrame, type ConnectOptions, type ConnectionEvent, type Registration, type ResultInput } from './connect-options.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
-import {
-  assignProblem,
-  connectUrl,
-  eventIterator,
-  helloFrame,
-  isTokenString,
-  outgoingProblem,
-  type ConnectOptions,
-  type ConnectionEvent,
-  type KnownAttempt,
-  type Registration,
-  type ResultInput,
-} from './session-checks.js';
+import { assignProblem, isTokenString, outgoingProblem, type KnownAttempt } from './frame-checks.js';
 
-export * from './session-checks.js';
+export { SDK_AGENT, connectUrl, helloFrame } from './connect-options.js';
+export type { ConnectOptions, HandlerRegistration, KnownAttempt, Registration, ResultInput } from './connect-options.js';
 
 /** Attempt ids remembered for the repeated-assign check; oldest forgotten beyond this. */
 const SEEN_LIMIT = 100_000;
 
-type EventMap = {
-  event: [ConnectionEvent];
+/** The events of one session, in the order the gateway sent them. A frame that came with
+ * hello.ok (same TCP read) is emitted one macrotask after `opened` resolves, so listeners attached
+ * right after `await connect()` miss nothing. */
+export type ConnectionEvents = {
   assign: [TaskAssignFrame];
   cancel: [TaskCancelFrame];
+  /** An error frame that answers no pending request (e.g. about an attempt no longer held). */
   gatewayError: [ErrorFrame];
   goaway: [GoawayFrame];
+  /** The gateway broke the protocol; the session is closing with 1002 (or 1003). */
   protocolError: [ProtocolViolation];
   close: [code: number, reason: string];
 };
@@ -66,7 +60,7 @@ export function connect(opts: ConnectOptions): Promise<WorkerConnection> {
   }
 }
 
-export class WorkerConnection extends EventEmitter<EventMap> {
+export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   readonly registration: Registration;
   /** Set once hello.ok arrived. */
   hello!: HelloOkFrame;
@@ -76,7 +70,6 @@ export class WorkerConnection extends EventEmitter<EventMap> {
   closeReason?: string;
 
   private readonly ws: WebSocket;
-  private readonly onEvent?: (ev: ConnectionEvent) => void;
   private state: 'hello' | 'open' | 'closed' = 'hello';
   private dead = false; // a violation or close happened: ignore every later frame
   private failure?: Error; // why the session ended, handed to waiting requests
@@ -94,7 +87,6 @@ export class WorkerConnection extends EventEmitter<EventMap> {
   constructor(opts: ConnectOptions) {
     super();
     this.registration = opts.registration;
-    this.onEvent = opts.onEvent;
     this.idleMs = opts.idleTimeoutMs ?? 45_000;
     for (const [id, k] of opts.knownAttempts ?? []) this.seen.set(id, { ...k });
     this.opened = new Promise((resolve, reject) => (this.settleOpen = { resolve, reject }));
@@ -172,12 +164,6 @@ export class WorkerConnection extends EventEmitter<EventMap> {
       setTimeout(() => this.ws.terminate(), 5000).unref();
     }
     return this.closed;
-  }
-
-  /** Async iteration over incoming events, ending after `close`. Start it right after connect()
-   * resolves (events are held until the next macrotask after hello.ok). */
-  events(): AsyncIterableIterator<ConnectionEvent> {
-    return eventIterator(this, this.state === 'closed' && this.held === null);
   }
 
   // ---- outgoing -------------------------------------------------------------------------------
@@ -419,13 +405,11 @@ export class WorkerConnection extends EventEmitter<EventMap> {
   }
 
   private deliver(ev: ConnectionEvent): void {
-    this.onEvent?.(ev);
     if (this.held) this.held.push(ev);
     else this.emitEvent(ev);
   }
 
   private emitEvent(ev: ConnectionEvent): void {
-    this.emit('event', ev);
     switch (ev.type) {
       case 'task.assign':
         return void this.emit('assign', ev.frame);

@@ -31,23 +31,6 @@ export interface CommandOptions {
   signal?: AbortSignal;
 }
 
-export type {
-  TaskResult,
-  Task,
-  Attempt,
-  Queue,
-  Subscription,
-  ResultEvent,
-  Delivery,
-  DeliveryRecord,
-  BatchSubmitResult,
-  Schedule,
-  ScheduleVersion,
-  ScheduleFire,
-  ScheduleCalendar,
-  ScheduleTaskTemplate,
-  FireOutcome,
-} from '@orbit/protocol/http-views';
 import type {
   Task,
   Attempt,
@@ -60,8 +43,6 @@ import type {
   ScheduleVersion,
   ScheduleFire,
 } from '@orbit/protocol/http-views';
-export type { SubmitBatchItem, CreateScheduleBody, ScheduleVersionInput } from '@orbit/protocol/http-schemas';
-export type { ListWorkflowRunsQuery } from './workflow-client.js';
 
 export type Revision = string | bigint;
 export interface ListTasksQuery {

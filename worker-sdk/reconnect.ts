@@ -3,13 +3,16 @@
 // gateway that never comes back must end the process, not retry silently forever).
 
 export interface ReconnectPolicy {
-  /** First delay (ms). Default 100. */
+  /** First delay, in ms.
+   * @default 100 */
   initialDelayMs?: number;
-  /** Largest delay (ms). Default 5000: well under a lease, so a resume happens in time. */
+  /** Largest delay, in ms: well under a lease, so a resume happens in time.
+   * @default 5000 */
   maxDelayMs?: number;
   /** Consecutive failed connection attempts (no session in between that lasted) before the worker
-   * gives up: run() rejects and the 'fatal' event fires. Default 30 (about two minutes with the
-   * default delays); `Infinity` retries forever. */
+   * gives up: run() rejects and the 'fatal' event fires. About two minutes with the default
+   * delays; `Infinity` retries forever.
+   * @default 30 */
   maxAttempts?: number;
 }
 

@@ -4,34 +4,62 @@ import type { GatewayError, ProtocolViolation } from './errors.js';
 import type { ReconnectPolicy } from './reconnect.js';
 import type { HandlerMap, Logger, TaskType } from './task-context.js';
 
+/** The options of {@link createWorker}. The worker connects as soon as it is created; `run()`
+ * waits for it to stop, `ready` for its first session, `close()` drains it. */
 export interface WorkerOptions<T = Record<string, TaskType>> {
+  /** The gateway's base URL, `http(s)://host[:port][/prefix]` (or `ws(s)://…`); the SDK appends
+   * `/v1/workers/connect`. */
   url: string;
+  /** The bearer token: a credential with the `worker` role on every queue in `queues`. */
   token: string;
+  /** Queue ids to take tasks from (1 to 64). */
   queues: string[];
+  /** Attempts this worker runs at once at most (0 to 1024; 0 connects paused). Change it later
+   * with `setCapacity()`. */
   capacity: number;
   /** One handler per handler name. Only these names (and their versions) are sent to the gateway
    * as this worker's filter: tasks for other handlers are never assigned to it. */
   handlers: HandlerMap<T>;
-  /** Versions a handler given as a bare function runs (default `['v1']`). */
+  /** Versions a handler given as a bare function runs (a `{ versions, fn }` handler names its own).
+   * @default ['v1'] */
   defaultVersions?: string[];
+  /** Where the worker logs (pino and console both fit). Handlers get no logger from it.
+   * @default one line per record on stderr (`time LEVEL message {fields}`); info, warn and error, no debug */
   logger?: Logger;
-  /** Default `${hostname}-${pid}-${random}`; must be unique to this process. */
+  /** This worker's identity; must be unique to this process (a second session with the same id
+   * replaces the first).
+   * @default `${hostname}-${pid}-${random}` */
   workerId?: string;
+  /** Free text shown in the console and in GET /v1/workers (at most 64 characters).
+   * @default `orbit-worker-sdk/<version>` */
   agent?: string;
+  /** Backoff between connection attempts and when to give up.
+   * @default { initialDelayMs: 100, maxDelayMs: 5000, maxAttempts: 30 } */
   reconnect?: ReconnectPolicy;
+  /** Handshake + hello.ok deadline of each connection attempt, in ms.
+   * @default 10_000 */
   helloTimeoutMs?: number;
+  /** Drop a session (and reconnect) when nothing arrives from the gateway for this long, in ms;
+   * the gateway pings every 15 s. 0 disables.
+   * @default 45_000 */
   idleTimeoutMs?: number;
-  /** Connect at once (default true); otherwise call start(). */
-  autoStart?: boolean;
 }
 
+/** The events of a {@link Worker} (`worker.on(name, listener)`, typed). */
 export type WorkerEvents = {
+  /** A session is established (first connect and every reconnect). */
   connected: [HelloOkFrame];
+  /** A session ended; the worker reconnects unless it was closed or failed. */
   disconnected: [code: number, reason: string];
+  /** The gateway broke the protocol; the session is closed with 1002 and the worker reconnects. */
   protocolError: [ProtocolViolation];
+  /** An error frame that answered no request of this worker. */
   gatewayError: [GatewayError];
+  /** An attempt's lease is gone (task.cancel, a failed renew or resume); its signal has fired. */
   leaseLost: [attemptId: string, reason: string];
+  /** The gateway answered an attempt's result (or refused it: `error` is the code). */
   result: [{ attemptId: string; outcome: string; taskState?: string; deduplicated?: boolean; error?: string }];
+  /** The worker stopped for good: `run()` and `ready` reject with the same error. */
   fatal: [Error];
   newListener: [event: string | symbol, listener: (...args: unknown[]) => void];
 };

@@ -3,10 +3,10 @@
 // periodic renewal, results re-sent until acknowledged, and a draining close().
 import { EventEmitter } from 'node:events';
 import { ERROR_MESSAGE_MAX } from '@orbit/protocol/limits';
-import { WorkerConnection, helloFrame, type ConnectionEvent, type Registration, type ResultInput } from './connection.js';
+import { WorkerConnection, helloFrame, type Registration, type ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
 import { HeldAttempts, type Held } from './held-attempts.js';
-import { clip, errorResult, successResult } from './outcome.js';
+import { clip, errorResult, successResult } from './handler-result.js';
 import { backoffMs, reconnectLimit } from './reconnect.js';
 import type { WorkerEvents, WorkerOptions } from './worker-options.js';
 import {
@@ -30,10 +30,12 @@ const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND'
 const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
 const DRAIN_ACK_MS = 10_000;
 
+/** Creates a worker and starts connecting at once (the one way to start one, as BullMQ's Worker
+ * does by default): nothing is emitted before the caller's synchronous code after this call has
+ * run, so listeners attached right away miss nothing. `await worker.run()` then waits for it to
+ * stop; `close()` drains it. Invalid options throw here, before any I/O. */
 export function createWorker<T = Record<string, TaskType>>(opts: WorkerOptions<NoInfer<T>>): Worker {
-  const w = new Worker(opts);
-  if (opts.autoStart !== false) w.connect();
-  return w;
+  return new Worker(opts);
 }
 
 export class Worker extends EventEmitter<WorkerEvents> {
@@ -41,7 +43,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly readyP: Promise<void>;
   private readonly finished: Promise<void>;
   private settleFinished!: { resolve: () => void; reject: (e: Error) => void };
-  /** Someone will see a fatal error (run(), start(), ready or a 'fatal' listener). */
+  /** Someone will see a fatal error (run(), ready or a 'fatal' listener). */
   private observed = false;
   // Untyped inside: createWorker<T> checked the handlers against T; they are read as Record<string, Handler>.
   private readonly opts: WorkerOptions<unknown>;
@@ -61,6 +63,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private loop?: Promise<void>;
   private closing?: Promise<void>;
 
+  /** Prefer createWorker(), which types the handler map; both start the worker at once. */
   constructor(opts: WorkerOptions<unknown>) {
     super();
     this.opts = opts;
@@ -81,32 +84,27 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.on('newListener', (ev: string | symbol) => {
       if (ev === 'fatal') this.observed = true;
     });
+    this.connect();
   }
 
-  /** Resolves on the first hello.ok; rejects if the worker fails before that. */
+  /** Resolves on the first hello.ok; rejects if the worker stops before that (a fatal error or
+   * close()). For code that must know the worker is connected (tests, a readiness probe). */
   get ready(): Promise<void> {
     this.observed = true;
     return this.readyP;
   }
 
-  /** Starts connecting; resolves once the first session is established. */
-  start(): Promise<void> {
-    this.observed = true;
-    this.connect();
-    return this.readyP;
-  }
-
-  /** Runs the worker until it stops: resolves after close() has drained it, rejects with the
-   * error that stopped it (refused credential, retired queue, reconnect attempts exhausted, …).
-   * `await worker.run()` in a main function makes the process exit non-zero on such an error. */
+  /** Waits for the worker to stop: resolves after close() has drained it, rejects with the error
+   * that stopped it (refused credential, retired queue, reconnect attempts exhausted, …).
+   * `await worker.run()` in a main function makes the process exit non-zero on such an error.
+   * The worker runs from createWorker() on; run() starts nothing. */
   run(): Promise<void> {
     this.observed = true;
-    this.connect();
     return this.finished;
   }
 
-  /** @internal starts the connection loop once. */
-  connect(): void {
+  /** Starts the connection loop, once (from the constructor). */
+  private connect(): void {
     if (this.state === 'idle') {
       this.state = 'running';
       this.loop = this.connectionLoop();
@@ -166,12 +164,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       } catch (err) {
         return this.fail(err as Error); // an invalid registration cannot get better by retrying
       }
-      // The emitter (not onEvent) holds frames that came with hello.ok until onOpen has run, so
-      // an early task.assign is never mistaken for one from a stale session.
-      conn.on('event', (ev) => {
-        if (ev.type === 'goaway') goaway = true;
-        this.onEvent(conn, ev);
-      });
+      // The connection holds frames that came with hello.ok until onOpen has run, so an early
+      // task.assign is never mistaken for one from a stale session.
+      this.listen(conn, () => (goaway = true));
       this.pendingConn = conn;
       const closed = new Promise<void>((r) => conn.once('close', () => r()));
       try {
@@ -257,30 +252,29 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return new Promise((r) => this.waiters.push(r));
   }
 
-  private onEvent(conn: WorkerConnection, ev: ConnectionEvent): void {
-    if (ev.type === 'protocol_error') {
-      this.log.error(
-        { worker_id: this.workerId, attempt_id: ev.error.attemptId, err: ev.error.message },
-        'orbit worker: gateway protocol violation, closing with 1002',
-      );
-      this.emit('protocolError', ev.error);
-      return;
-    }
-    if (conn !== this.conn) return; // a superseded session: ignore
-    switch (ev.type) {
-      case 'task.assign':
-        return this.held.admit(ev.frame, (h) => this.drive(h));
-      case 'task.cancel':
-        return this.held.markLost(ev.frame.attempt_id, ev.frame.reason);
-      case 'goaway':
-        this.log.info({ worker_id: this.workerId, reason: ev.frame.reason }, 'orbit worker: goaway, reconnecting');
-        void conn.close(1000, 'goaway');
-        return;
-      case 'error':
-        this.log.warn({ worker_id: this.workerId, code: ev.frame.code, attempt_id: ev.frame.attempt_id, err: ev.frame.message }, 'orbit worker: gateway error');
-        this.emit('gatewayError', new GatewayError(ev.frame.code, ev.frame.message, { fatal: ev.frame.fatal, attemptId: ev.frame.attempt_id }));
-        return;
-    }
+  /** Wires a session's events; those of a superseded session (not this.conn) are ignored. */
+  private listen(conn: WorkerConnection, onGoaway: () => void): void {
+    conn.on('protocolError', (v) => {
+      this.log.error({ worker_id: this.workerId, attempt_id: v.attemptId, err: v.message }, 'orbit worker: gateway protocol violation, closing with 1002');
+      this.emit('protocolError', v);
+    });
+    conn.on('assign', (f) => {
+      if (conn === this.conn) this.held.admit(f, (h) => this.drive(h));
+    });
+    conn.on('cancel', (f) => {
+      if (conn === this.conn) this.held.markLost(f.attempt_id, f.reason);
+    });
+    conn.on('goaway', (f) => {
+      onGoaway();
+      if (conn !== this.conn) return;
+      this.log.info({ worker_id: this.workerId, reason: f.reason }, 'orbit worker: goaway, reconnecting');
+      void conn.close(1000, 'goaway');
+    });
+    conn.on('gatewayError', (f) => {
+      if (conn !== this.conn) return;
+      this.log.warn({ worker_id: this.workerId, code: f.code, attempt_id: f.attempt_id, err: f.message }, 'orbit worker: gateway error');
+      this.emit('gatewayError', new GatewayError(f.code, f.message, { fatal: f.fatal, attemptId: f.attempt_id }));
+    });
   }
 
   private renew(conn: WorkerConnection): void {

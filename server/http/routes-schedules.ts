@@ -14,8 +14,9 @@ import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
 import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
 import { queueNotFound } from './hints.js';
-import { command, type CommandReply } from './command.js';
+import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
+import { afterLoading, asIs, pageByName, versionNumber } from './definition-routes.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
 /** The version normalized, its queue checked (404 absent, 403 outside queue_ids) and its
@@ -41,14 +42,8 @@ function wake(_result: unknown, ctx: RequestCtx): void {
   ctx.app.signals.schedulesChanged();
 }
 
-/** The schedule's own commands return their frozen reply already. */
-const asIs = (r: CommandReply): CommandReply => r;
-
 /** Commands on an existing schedule load it first: 404 absent, 403 outside queue_ids. */
-async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
-  await loadSchedule(ctx);
-  return b;
-}
+const loaded = afterLoading(loadSchedule);
 
 export const createScheduleRoute = command({
   operation: 'POST /v1/schedules',
@@ -137,11 +132,8 @@ export async function getScheduleRoute(ctx: RequestCtx): Promise<Reply> {
 
 export async function listSchedulesRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, [...READ_SCOPES]);
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
-  const rows = await listSchedules(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit);
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null;
-  return { status: 200, data: { schedules: page.map(scheduleView), next_cursor: next } };
+  const { page, next_cursor } = await pageByName(ctx, (after, limit) => listSchedules(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit));
+  return { status: 200, data: { schedules: page.map(scheduleView), next_cursor } };
 }
 
 export async function listVersionsRoute(ctx: RequestCtx): Promise<Reply> {
@@ -155,9 +147,8 @@ export async function getVersionRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, [...READ_SCOPES]);
   noQuery(ctx);
   const s = await loadSchedule(ctx);
-  const raw = ctx.params.n!;
-  // A malformed number can never name a version: 404 like a malformed id.
-  const row = /^[1-9][0-9]{0,8}$/.test(raw) ? await getVersion(ctx.app.pool, s.id, Number(raw)) : null;
+  const n = versionNumber(ctx);
+  const row = n === null ? null : await getVersion(ctx.app.pool, s.id, n);
   if (!row) throw new OrbitError('NOT_FOUND', 'version not found');
   return { status: 200, data: { version: versionView(row) } };
 }

@@ -17,10 +17,11 @@ import { createWorkflow, publishWorkflowVersion, queueField, retireWorkflow, typ
 import { requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
 import { queueNotFound } from './hints.js';
-import { command, type CommandReply } from './command.js';
+import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
+import { afterLoading, asIs, pageByName, versionNumber } from './definition-routes.js';
 import type { Router } from './router.js';
-import { encodeCursor, listQuery, noQuery } from './list-query.js';
+import { noQuery } from './list-query.js';
 
 /** The version validated and normalized, every queue it names checked (404 absent, 403 outside
  * queue_ids, at the first step naming it) and each task's max_attempts default resolved from its
@@ -50,9 +51,6 @@ async function loadWorkflow(ctx: RequestCtx): Promise<WorkflowRow> {
   if (ctx.cred.queueIds !== '*') requireVersionAccess(ctx.cred, (await versionQueueIds(ctx.app.pool, w.id, Number(w.current_version))) ?? []);
   return w;
 }
-
-/** The definition commands return their frozen reply already. */
-const asIs = (r: CommandReply): CommandReply => r;
 
 export const createWorkflowRoute = command({
   operation: 'POST /v1/workflows',
@@ -84,10 +82,7 @@ export const retireWorkflowRoute = command({
   scope: 'workflows:manage',
   body: RetireWorkflowBody,
   status: 200,
-  load: async (ctx, b) => {
-    await loadWorkflow(ctx);
-    return b;
-  },
+  load: afterLoading(loadWorkflow),
   effect: (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b),
   reply: asIs,
 });
@@ -104,11 +99,8 @@ export async function getWorkflowRoute(ctx: RequestCtx): Promise<Reply> {
 
 export async function listWorkflowsRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, READ_SCOPES);
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
-  const rows = await listWorkflows(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit);
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null;
-  return { status: 200, data: { workflows: page.map(workflowView), next_cursor: next } };
+  const { page, next_cursor } = await pageByName(ctx, (after, limit) => listWorkflows(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit));
+  return { status: 200, data: { workflows: page.map(workflowView), next_cursor } };
 }
 
 /** Every version, oldest first (a workflow has one per publication; the list is not paged). A
@@ -127,9 +119,8 @@ export async function getWorkflowVersionRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, READ_SCOPES);
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
-  const raw = ctx.params.n!;
-  // A malformed number can never name a version: 404 like a malformed id.
-  const v = /^[1-9][0-9]{0,8}$/.test(raw) ? await getVersion(ctx.app.pool, w.id, Number(raw)) : null;
+  const n = versionNumber(ctx);
+  const v = n === null ? null : await getVersion(ctx.app.pool, w.id, n);
   if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
   requireVersionAccess(ctx.cred, v.queueIds);
   return { status: 200, data: { version: workflowVersionView(v) } };

@@ -11,7 +11,6 @@ import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
-import { insertNamed } from '../dispatch/refusals.js';
 import { dbNow } from '../db/clock.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
@@ -27,9 +26,9 @@ import {
   type ScheduleRow,
 } from '../db/schedules.js';
 import { insertAudit, lockNamespace } from '../db/tenants.js';
+import { createDefinition } from '../admin/definitions.js';
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../admin/access.js';
-import { newId } from '../ids.js';
 import { compileCalendar } from './calendar.js';
 import { dbMs, loadReadyVersion, msDb } from './versions.js';
 import type { NormalizedVersion } from './version-input.js';
@@ -114,32 +113,23 @@ async function views(c: Conn, cred: Credential, id: string, number?: number) {
 export async function createSchedule(c: Conn, cred: Credential, b: { name: string; paused: boolean; version: StoredVersion }) {
   await lockNamespace(c, cred.namespaceId);
   const q = await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
-  const active = await countActiveSchedules(c, cred.namespaceId);
-  if (active >= MAX_SCHEDULES_PER_NAMESPACE) {
-    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired schedules (limit ${MAX_SCHEDULES_PER_NAMESPACE}); retire one first`);
-  }
-  const now = await dbNow(c);
-  const id = newId();
-  await insertNamed('schedule', b.name, () =>
-    insertSchedule(c, {
-      id,
-      namespaceId: cred.namespaceId,
-      applicationId: cred.applicationId,
-      name: b.name,
-      paused: b.paused,
-      queueId: q.id,
-      nextFireAt: firstFire(b.version, now, b.paused),
-      now,
-    }),
-  );
-  await publish(c, cred, id, 1, b.version, now);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'schedule.create',
-    targetType: 'schedule',
-    targetId: id,
-    details: { name: b.name },
+  const id = await createDefinition(c, cred, {
+    kind: 'schedule',
+    name: b.name,
+    limit: MAX_SCHEDULES_PER_NAMESPACE,
+    countActive: () => countActiveSchedules(c, cred.namespaceId),
+    insert: (id, now) =>
+      insertSchedule(c, {
+        id,
+        namespaceId: cred.namespaceId,
+        applicationId: cred.applicationId,
+        name: b.name,
+        paused: b.paused,
+        queueId: q.id,
+        nextFireAt: firstFire(b.version, now, b.paused),
+        now,
+      }),
+    publishFirst: (id, now) => publish(c, cred, id, 1, b.version, now),
   });
   return { data: await views(c, cred, id, 1), resourceId: id };
 }

@@ -13,8 +13,8 @@ import type { WorkflowStep } from '@orbit/protocol/workflow-views';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
-import { insertNamed } from '../dispatch/refusals.js';
 import { insertAudit, lockNamespace } from '../db/tenants.js';
+import { createDefinition } from '../admin/definitions.js';
 import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';
 import {
   countActiveWorkflows,
@@ -26,7 +26,6 @@ import {
   workflowView,
   type WorkflowRow,
 } from '../db/workflows.js';
-import { newId } from '../ids.js';
 
 /** A version ready to store: steps normalized with their queues' defaults, and the queue set. This
  * is what the command fingerprints. */
@@ -93,21 +92,13 @@ async function views(c: Conn, cred: Credential, id: string, number?: number) {
 export async function createWorkflow(c: Conn, cred: Credential, b: { name: string; version: VersionToStore }) {
   await lockNamespace(c, cred.namespaceId);
   await lockNamedQueues(c, cred.namespaceId, b.version);
-  const active = await countActiveWorkflows(c, cred.namespaceId);
-  if (active >= MAX_WORKFLOWS_PER_NAMESPACE) {
-    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired workflows (limit ${MAX_WORKFLOWS_PER_NAMESPACE}); retire one first`);
-  }
-  const now = await dbNow(c);
-  const id = newId();
-  await insertNamed('workflow', b.name, () => insertWorkflow(c, { id, namespaceId: cred.namespaceId, applicationId: cred.applicationId, name: b.name, now }));
-  await publish(c, cred, id, 1, b.version, now);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'workflow.create',
-    targetType: 'workflow',
-    targetId: id,
-    details: { name: b.name },
+  const id = await createDefinition(c, cred, {
+    kind: 'workflow',
+    name: b.name,
+    limit: MAX_WORKFLOWS_PER_NAMESPACE,
+    countActive: () => countActiveWorkflows(c, cred.namespaceId),
+    insert: (id, now) => insertWorkflow(c, { id, namespaceId: cred.namespaceId, applicationId: cred.applicationId, name: b.name, now }),
+    publishFirst: (id, now) => publish(c, cred, id, 1, b.version, now),
   });
   return views(c, cred, id, 1);
 }

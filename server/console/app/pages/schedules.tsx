@@ -1,23 +1,15 @@
 // Schedules (../shared/spec/schedules.md): list, detail with versions and fire history, next fire;
 // pause, resume, retire, trigger, publish a version from a JSON editor (a validation error is shown
 // at the editor with the field it names). A server without /v1/schedules gets a clear notice.
-import { useState } from 'preact/hooks';
 import { ActionStatus, LifecycleActions } from '../actions.js';
-import { ApiError, enc, get, withQuery } from '../api.js';
+import { enc, get, withQuery } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import { Badge, Button, ErrorBox, Fields, Json, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Loading, PagerBar, Section, Table, Time } from '../ui.js';
 import type { Fire, Schedule, ScheduleVersion } from './schedules-api.js';
+import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
 
-const UNAVAILABLE = (
-  <p class="notice" data-unavailable>
-    Schedules are not available on this server (it has no /v1/schedules API).
-  </p>
-);
-
-function unavailable(e: ApiError | undefined): boolean {
-  return e?.status === 404 && e.code === 'NOT_FOUND';
-}
+const UNAVAILABLE = <Unavailable what="Schedules" api="/v1/schedules" />;
 
 export function SchedulesPage({ id }: { id?: string }) {
   return id ? <ScheduleDetail id={id} /> : <ScheduleList />;
@@ -34,27 +26,21 @@ function ScheduleList() {
     [pager.cursor],
   );
   return (
-    <Section title="Schedules">
-      {unavailable(list.error) ? UNAVAILABLE : <ErrorBox error={list.error} />}
-      {!list.data && !list.error && <Loading />}
-      {list.data && (
-        <>
-          <Table
-            rows={list.data.schedules}
-            rowKey={(s) => s.id}
-            empty="No schedules."
-            cols={[
-              { label: 'name', cell: (s) => <a href={href('schedules', s.id)}>{s.name}</a> },
-              { label: 'state', cell: (s) => <Badge state={scheduleState(s)} /> },
-              { label: 'version', class: 'num', cell: (s) => s.current_version },
-              { label: 'next fire', cell: (s) => <Time iso={s.next_fire_at} /> },
-              { label: 'last fire', cell: (s) => <Time iso={s.last_fire_at} /> },
-            ]}
-          />
-          <PagerBar pager={pager} nextCursor={list.data.next_cursor} />
-        </>
-      )}
-    </Section>
+    <DefinitionList
+      title="Schedules"
+      notice={UNAVAILABLE}
+      error={list.error}
+      page={list.data && { rows: list.data.schedules, next_cursor: list.data.next_cursor }}
+      pager={pager}
+      empty="No schedules."
+      cols={[
+        { label: 'name', cell: (s) => <a href={href('schedules', s.id)}>{s.name}</a> },
+        { label: 'state', cell: (s) => <Badge state={scheduleState(s)} /> },
+        { label: 'version', class: 'num', cell: (s) => s.current_version },
+        { label: 'next fire', cell: (s) => <Time iso={s.next_fire_at} /> },
+        { label: 'last fire', cell: (s) => <Time iso={s.last_fire_at} /> },
+      ]}
+    />
   );
 }
 
@@ -73,23 +59,12 @@ function ScheduleDetail({ id }: { id: string }) {
     [id, pager.cursor],
   );
   const trigger = useAction<Record<string, never>>(`/v1/schedules/${enc(id)}:trigger`);
-  const publish = useAction<{ expected_revision: string; version: unknown }>(`/v1/schedules/${enc(id)}/versions`);
-  const [text, setText] = useState<string | null>(null);
-  const [parseError, setParseError] = useState<string | null>(null);
   const s = sch.data?.schedule;
   if (unavailable(sch.error) && !s) return <Section title="Schedule">{UNAVAILABLE}</Section>;
   if (sch.error) return <ErrorBox error={sch.error} />;
   if (!s) return <Loading what="schedule" />;
   const all = versions.data?.versions ?? [];
   const current = all.find((v) => v.number === s.current_version);
-  const editorText = text ?? (current ? JSON.stringify(editable(current), null, 2) : '');
-  let publishBody: { expected_revision: string; version: unknown } | null = null;
-  try {
-    publishBody = { expected_revision: s.revision, version: JSON.parse(editorText) };
-  } catch {
-    publishBody = null;
-  }
-  const fieldError = publish.error?.details?.field;
   return (
     <>
       <Section title={`Schedule ${s.name}`} actions={<Badge state={scheduleState(s)} />}>
@@ -112,45 +87,16 @@ function ScheduleDetail({ id }: { id: string }) {
         </div>
         <ActionStatus action={trigger} body={{}} what="Trigger" />
       </Section>
-      <Section title="Publish a new version">
-        <textarea
-          class={`editor${fieldError || parseError ? ' invalid' : ''}`}
-          rows={16}
-          spellcheck={false}
-          value={editorText}
-          onInput={(e) => (setText(e.currentTarget.value), setParseError(null))}
+      {current && (
+        <PublishVersion
+          path={`/v1/schedules/${enc(s.id)}/versions`}
+          revision={s.revision}
+          next={s.current_version + 1}
+          initial={editable(current)}
+          why={s.retired_at ? 'the schedule is retired' : undefined}
         />
-        {parseError && <p class="error">JSON: {parseError}</p>}
-        {fieldError !== undefined && (
-          <p class="field-error">
-            field <code>{String(fieldError)}</code>: {publish.error?.message}
-          </p>
-        )}
-        <div class="row">
-          <Button
-            disabled={publish.busy || !!s.retired_at}
-            onClick={() => (publishBody ? void publish.run(publishBody) : setParseError('not valid JSON'))}
-            data-act="publish"
-          >
-            Publish version {s.current_version + 1}
-          </Button>
-        </div>
-        <ActionStatus action={publish} body={publishBody ?? { expected_revision: s.revision, version: null }} what="Publish" />
-      </Section>
-      <Section title="Versions">
-        <ErrorBox error={versions.error} />
-        {all
-          .slice()
-          .reverse()
-          .map((v) => (
-            <details key={v.number} open={v.number === s.current_version}>
-              <summary>
-                version {v.number} — <Time iso={v.created_at} />
-              </summary>
-              <Json value={editable(v)} />
-            </details>
-          ))}
-      </Section>
+      )}
+      <VersionHistory versions={all} current={s.current_version} error={versions.error} body={editable} />
       <Section title="Fire history">
         <ErrorBox error={fires.error} />
         {fires.data && (

@@ -2,7 +2,7 @@
 // response shapes (protocol/workflow-views.ts), and the scope rules of its commands. A server without
 // /v1/workflows (an older node) answers 404: the pages say so instead of failing.
 import type { Workflow, WorkflowRun, WorkflowRunSummary, WorkflowVersion } from '../../../../protocol/workflow-views.js';
-import { ApiError, enc, get, withQuery } from '../api.js';
+import { enc, get, withQuery } from '../api.js';
 import type { SessionInfo } from '../session.js';
 
 export type { Workflow, WorkflowRun, WorkflowRunSummary, WorkflowVersion };
@@ -14,10 +14,6 @@ export function manageWhy(session: SessionInfo): string | undefined {
 /** Why run commands (start, pause, resume, cancel, signal) are disabled, or undefined. */
 export function runWhy(session: SessionInfo): string | undefined {
   return session.scopes.has('workflows:run') ? undefined : 'needs the workflows:run scope';
-}
-
-export function unavailable(e: ApiError | undefined): boolean {
-  return e?.status === 404 && e.code === 'NOT_FOUND';
 }
 
 export const FINAL_RUN_STATES = ['SUCCEEDED', 'FAILED', 'CANCELLED'];

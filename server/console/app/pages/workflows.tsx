@@ -4,23 +4,20 @@
 // shown at the field and on the steps it names). The run page is workflow-run.tsx.
 import { useEffect, useState } from 'preact/hooks';
 import { WORKFLOW_RUN_STATES } from '../../../../protocol/states.js';
-import type { PublishWorkflowVersionBody, StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
+import type { StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
 import type { WorkflowRunReceipt, WorkflowVersion } from '../../../../protocol/workflow-views.js';
 import { ActionStatus } from '../actions.js';
-import { enc, get } from '../api.js';
+import { enc, get, type ApiError } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Loading, PagerBar, Section, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
-import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, unavailable, workflowState, type Workflow } from './workflows-api.js';
+import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
+import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, workflowState, type Workflow } from './workflows-api.js';
 
-const UNAVAILABLE = (
-  <p class="notice" data-unavailable>
-    Workflows are not available on this server (it has no /v1/workflows API).
-  </p>
-);
+const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
 export function WorkflowsPage({ id, query, session }: { id?: string; query: URLSearchParams; session: SessionInfo }) {
   return id ? <WorkflowDetail id={id} query={query} session={session} /> : <WorkflowList query={query} />;
@@ -32,27 +29,21 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
   const names = new Map((list.data?.workflows ?? []).map((w) => [w.id, w.name]));
   return (
     <>
-      <Section title="Workflows">
-        {unavailable(list.error) ? UNAVAILABLE : <ErrorBox error={list.error} />}
-        {!list.data && !list.error && <Loading />}
-        {list.data && (
-          <>
-            <Table
-              rows={list.data.workflows}
-              rowKey={(w) => w.id}
-              empty="No workflows. Publish one with POST /v1/workflows (see the README)."
-              cols={[
-                { label: 'name', cell: (w) => <a href={href('workflows', w.id)}>{w.name}</a> },
-                { label: 'state', cell: (w) => <Badge state={workflowState(w)} /> },
-                { label: 'version', class: 'num', cell: (w) => w.current_version },
-                { label: 'revision', class: 'num', cell: (w) => w.revision },
-                { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
-              ]}
-            />
-            <PagerBar pager={pager} nextCursor={list.data.next_cursor} />
-          </>
-        )}
-      </Section>
+      <DefinitionList
+        title="Workflows"
+        notice={UNAVAILABLE}
+        error={list.error}
+        page={list.data && { rows: list.data.workflows, next_cursor: list.data.next_cursor }}
+        pager={pager}
+        empty="No workflows. Publish one with POST /v1/workflows (see the README)."
+        cols={[
+          { label: 'name', cell: (w) => <a href={href('workflows', w.id)}>{w.name}</a> },
+          { label: 'state', cell: (w) => <Badge state={workflowState(w)} /> },
+          { label: 'version', class: 'num', cell: (w) => w.current_version },
+          { label: 'revision', class: 'num', cell: (w) => w.revision },
+          { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
+        ]}
+      />
       <RunList query={query} names={names} workflows={list.data?.workflows ?? []} />
     </>
   );
@@ -166,21 +157,17 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
         {current && <WorkflowGraph steps={current.steps} label={`version ${current.number} of ${w.name}`} />}
       </Section>
       <StartRun workflow={w} versions={all} session={session} />
-      {newest && <Publish workflow={w} current={newest} session={session} />}
-      <Section title="Versions">
-        <ErrorBox error={versions.error} />
-        {all
-          .slice()
-          .reverse()
-          .map((v) => (
-            <details key={v.number} open={v.number === w.current_version} data-version={v.number}>
-              <summary>
-                version {v.number} — {v.steps.length} steps — <Time iso={v.created_at} />
-              </summary>
-              <Json value={editable(v)} />
-            </details>
-          ))}
-      </Section>
+      {newest && (
+        <PublishVersion
+          path={`/v1/workflows/${enc(w.id)}/versions`}
+          revision={w.revision}
+          next={w.current_version + 1}
+          initial={editable(newest)}
+          why={manageWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined)}
+          preview={preview}
+        />
+      )}
+      <VersionHistory versions={all} current={w.current_version} error={versions.error} summary={(v) => `${v.steps.length} steps — `} body={editable} />
       <RunList query={query} names={new Map([[w.id, w.name]])} workflows={[w]} fixed={w.id} />
     </>
   );
@@ -239,34 +226,14 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
   );
 }
 
-function Publish({ workflow: w, current, session }: { workflow: Workflow; current: WorkflowVersion; session: SessionInfo }) {
-  const draft = useJsonDraft(JSON.stringify(editable(current), null, 2));
-  const publish = useAction<PublishWorkflowVersionBody>(`/v1/workflows/${enc(w.id)}/versions`);
-  const body = { expected_revision: w.revision, version: draft.value } as PublishWorkflowVersionBody;
-  const steps = (draft.value as { steps?: unknown } | undefined)?.steps;
-  const preview = Array.isArray(steps) ? steps.filter((s): s is { key: string; after?: string[] } => typeof s?.key === 'string') : [];
-  const flagged = publish.error?.details?.steps;
-  const why = manageWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined);
-  return (
-    <Section title="Publish a new version">
-      <div class="two">
-        <JsonField name="version" label="Version (JSON)" draft={draft} error={publish.error} prefix="version" rows={16} disabled={!!why} />
-        <div>
-          <span class="muted">preview</span>
-          {preview.length > 0 ? (
-            <WorkflowGraph steps={preview} flagged={Array.isArray(flagged) ? (flagged as string[]) : []} label="preview of the edited version" />
-          ) : (
-            <p class="muted">No steps to draw.</p>
-          )}
-        </div>
-      </div>
-      <div class="row">
-        <Button why={why} disabled={publish.busy || !!draft.problem} onClick={() => void publish.run(body)} data-act="publish">
-          Publish version {w.current_version + 1}
-        </Button>
-        <span class="muted">expected revision {w.revision}</span>
-      </div>
-      <ActionStatus action={publish} body={body} what="Publish" />
-    </Section>
+/** The graph of the version being edited, with the steps a refusal names flagged. */
+function preview(value: unknown, error: ApiError | undefined) {
+  const steps = (value as { steps?: unknown } | undefined)?.steps;
+  const drawn = Array.isArray(steps) ? steps.filter((s): s is { key: string; after?: string[] } => typeof s?.key === 'string') : [];
+  const flagged = error?.details?.steps;
+  return drawn.length > 0 ? (
+    <WorkflowGraph steps={drawn} flagged={Array.isArray(flagged) ? (flagged as string[]) : []} label="preview of the edited version" />
+  ) : (
+    <p class="muted">No steps to draw.</p>
   );
 }

@@ -1,0 +1,44 @@
+// The create step the two versioned definitions share (schedules/commands.ts, workflows/
+// definitions.ts): the namespace's quota of non-retired ones, the row under its unique name,
+// version 1, and the audit record — in the caller's transaction, after it has taken the namespace
+// lock (which serializes the count against a concurrent create) and whatever its version locks.
+import { OrbitError } from '@orbit/protocol/errors';
+import type { Credential } from '../db/credentials.js';
+import type { Conn } from '../db/pool.js';
+import { dbNow } from '../db/clock.js';
+import { insertAudit } from '../db/tenants.js';
+import { insertNamed } from '../dispatch/refusals.js';
+import { newId } from '../ids.js';
+
+export interface NewDefinition {
+  kind: 'schedule' | 'workflow';
+  name: string;
+  /** Non-retired definitions of this kind the namespace may hold. */
+  limit: number;
+  countActive: () => Promise<number>;
+  /** Inserts the definition's row (a duplicate name becomes ALREADY_EXISTS). */
+  insert: (id: string, now: string) => Promise<unknown>;
+  /** Inserts version 1. */
+  publishFirst: (id: string, now: string) => Promise<void>;
+}
+
+/** Creates the definition; its new id. QUOTA_EXCEEDED when the namespace holds `limit` already. */
+export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
+  const active = await d.countActive();
+  if (active >= d.limit) {
+    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired ${d.kind}s (limit ${d.limit}); retire one first`);
+  }
+  const now = await dbNow(c);
+  const id = newId();
+  await insertNamed(d.kind, d.name, () => d.insert(id, now));
+  await d.publishFirst(id, now);
+  await insertAudit(c, {
+    namespaceId: cred.namespaceId,
+    actor: cred.id,
+    action: `${d.kind}.create`,
+    targetType: d.kind,
+    targetId: id,
+    details: { name: d.name },
+  });
+  return id;
+}

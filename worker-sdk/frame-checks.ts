@@ -1,0 +1,49 @@
+// The SDK's pure checks on the frames of one session (worker-protocol.md, "Worker SDK
+// obligations"): task.assign's key and token, and every outgoing frame against its schema, so a
+// bad frame is refused here instead of costing the whole session.
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { WORKER_FRAMES, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
+import { concurrencyKeyProblem, isUint64String } from '@orbit/protocol/validation';
+
+/** What this process already knows about an attempt (from an earlier session): used to check
+ * that resume and repeated assigns keep the attempt's key and token frozen. */
+export interface KnownAttempt {
+  concurrencyKey?: string;
+  concurrencyToken?: string;
+}
+
+const outgoingChecks = new Map(Object.entries(WORKER_FRAMES).map(([k, s]) => [k, TypeCompiler.Compile(s)]));
+
+/** The SDK's own checks on task.assign: the message of the violation, or null. `prev` is what
+ * this process already knows about the attempt id. */
+export function assignProblem(f: TaskAssignFrame, concurrencyKeys: boolean, prev: KnownAttempt | undefined): string | null {
+  const key = f.task.concurrency_key;
+  const tok = f.concurrency_token;
+  if (key !== undefined && tok === undefined) return 'task.assign has a concurrency_key but no concurrency_token';
+  if (key === undefined && tok !== undefined) return 'task.assign has a concurrency_token but no concurrency_key';
+  if (tok !== undefined && !isTokenString(tok)) return 'concurrency_token is not a non-zero uint64 decimal';
+  if (key !== undefined) {
+    const p = concurrencyKeyProblem(key);
+    if (p) return `concurrency_key ${p}`;
+    if (!concurrencyKeys) return 'keyed task assigned to a session that did not declare concurrency_keys';
+  }
+  // Key and token are frozen for the attempt: a second assign that changes them is a gateway bug
+  // that would hand the resource a wrong fencing token.
+  if (prev && (prev.concurrencyKey !== key || prev.concurrencyToken !== tok)) {
+    return 'repeated task.assign for an attempt with a different concurrency_key or concurrency_token';
+  }
+  return null;
+}
+
+/** A token on the wire: a uint64 decimal string that is not "0" (tokens start at 1). */
+export function isTokenString(tok: string): boolean {
+  return isUint64String(tok) && tok !== '0';
+}
+
+/** Validates an outgoing frame: an error message (`/path message`) or null. */
+export function outgoingProblem(frame: WorkerFrame): string | null {
+  const check = outgoingChecks.get(frame.type)!;
+  if (check.Check(frame)) return null;
+  const e = check.Errors(frame).First();
+  return e ? `${e.path || '/'} ${e.message}` : 'invalid';
+}
