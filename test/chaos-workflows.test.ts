@@ -19,7 +19,8 @@ import { createPool, type Pool } from '../server/db/pool.js';
 import { migrateUp } from '../server/db/migrations.js';
 import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
 import { assertNoGatewaysRunning, startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { assertNoWorkersRunning, killAllWorkers, spawnWorker, waitFor, type WorkerProcess } from './support/workers.js';
+import { assertNoWorkersRunning, killAllWorkers, spawnWorker, type WorkerProcess } from './support/workers.js';
+import { waitFor } from './support/wait.js';
 import { call, ikey, type RawResponse } from './support/http.js';
 import { checkHistory, keyedRunOverlaps } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
@@ -233,7 +234,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     };
 
     await startWave(16);
-    await explained(waitFor(async () => (await succeeded()) >= 15, 30_000, '15 step tasks done'));
+    await explained(waitFor('15 step tasks done', async () => (await succeeded()) >= 15, 30_000));
     // Node 0 dies mid-load; the next wave goes through the other nodes; node 0 comes back.
     await gateways[0]!.kill9();
     const wave2 = startWave(16);
@@ -243,7 +244,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     // The database dies while steps are finishing and a wave of run starts is in flight.
     const before = await succeeded();
     const wave3 = startWave(8);
-    await explained(waitFor(async () => (await succeeded()) >= before + 5, 30_000, '5 more step tasks done'));
+    await explained(waitFor('5 more step tasks done', async () => (await succeeded()) >= before + 5, 30_000));
     const wave4 = startWave(8);
     server.kill();
     await new Promise((r) => setTimeout(r, 1000));
@@ -259,6 +260,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     // wait for it, a live attempt older than 3 s (handlers take ≤ 300 ms) has its lease backdated.
     await explained(
       waitFor(
+        'every step task settled, every late signal sent, and no signal step at or near its timeout (one past it and still waiting: a missed timeout, see signal_steps_past_their_timeout)',
         async () => {
           const late = await sendLate();
           await q(
@@ -272,9 +274,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
           // Signal steps due now or within 5 s (the sweeper runs every 200 ms): not settled yet.
           return (await overdueSignalSteps(5)).length === 0;
         },
-        60_000,
-        'every step task settled, every late signal sent, and no signal step at or near its timeout (one past it and still waiting: a missed timeout, see signal_steps_past_their_timeout)',
-        250,
+        { timeout: 60_000, interval: 250 },
       ),
     );
 
