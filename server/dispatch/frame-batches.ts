@@ -30,7 +30,7 @@ import {
   type ClosedAttempt,
   type TaskAfterResult,
 } from '../db/attempt-batches.js';
-import { GroupCommitter } from './group-commit.js';
+import { coalesce, type Coalesced } from './coalesce.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './outcome.js';
@@ -386,7 +386,7 @@ async function batchInTx(
 }
 
 /** The bytes of a frame's values stored by its transaction (a result's output and error message;
- * a start carries none): the weight that bounds a batch (group-commit.ts). */
+ * a start carries none): the weight that bounds a batch (coalesce.ts). */
 function resultBytes(cmd: FrameCommand): number {
   if (cmd.kind !== 'result') return 0;
   const f = cmd.frame;
@@ -395,13 +395,13 @@ function resultBytes(cmd: FrameCommand): number {
 
 /** The node's frame committer: per-application group commit of start and result frames. */
 export class FrameCommitter {
-  private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
+  private readonly committer: Coalesced<FrameCommand, FrameOutcome>;
 
   /** What recent batches learned about queues (refused, drained). */
   readonly hints = new QueueHints();
 
   constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number, refills: number) => void, host?: HandoffHost) {
-    this.committer = new GroupCommitter(
+    this.committer = coalesce(
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
         const r = await runFrameBatch(pool, cmds, host, this.hints);
@@ -410,13 +410,11 @@ export class FrameCommitter {
         onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length - refills, refills);
         return r.outcomes;
       },
-      256,
-      2,
-      { of: resultBytes, max: () => poolBudget(pool).bytes },
+      { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
     );
   }
 
   run(applicationId: string, cmd: FrameCommand): Promise<FrameOutcome> {
-    return this.committer.submit(applicationId, cmd);
+    return this.committer(applicationId, cmd);
   }
 }

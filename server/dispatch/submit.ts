@@ -32,7 +32,7 @@ import { reserveUnfinishedTasks } from '../db/applications.js';
 import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
-import { GroupCommitter } from './group-commit.js';
+import { coalesce, type Coalesced } from './coalesce.js';
 import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
@@ -269,27 +269,28 @@ function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {
 
 /** The node's task-creation path. */
 export class TaskSubmitter {
-  private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
+  private readonly committer: Coalesced<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
     // 500 items: one full POST /v1/tasks:batch fits one transaction (unless its payloads exceed
     // one packet's worth: the weight).
-    this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2, {
-      of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson),
-      max: () => poolBudget(app.pool).bytes,
+    this.committer = coalesce((_group, items) => this.runBatch(items), {
+      maxBatch: 500,
+      maxParallel: 2,
+      weight: { of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson), max: () => poolBudget(app.pool).bytes },
     });
   }
 
   /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A
    * database failure rejects (the caller answers 503: retry with the same key). */
   submit(cmd: SubmitCommand): Promise<SubmitOutcome> {
-    return this.committer.submit(cmd.credential.applicationId, cmd);
+    return this.committer(cmd.credential.applicationId, cmd);
   }
 
   /** Commands of one request (one credential, so one application), queued together. */
   submitMany(cmds: SubmitCommand[]): Promise<SubmitOutcome>[] {
     if (cmds.length === 0) return [];
-    return this.committer.submitAll(cmds[0]!.credential.applicationId, cmds);
+    return this.committer.all(cmds[0]!.credential.applicationId, cmds);
   }
 
   private afterCommit(r: TxResult): void {

@@ -153,20 +153,14 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
     def.afterCommit?.(done.result, ctx);
     return { status: def.status, data: done.stored };
   };
-  const batcher = ctx.app.commandBatcher;
-  if (!batcher) {
-    const existing = await getReceipt(pool, ns, key);
-    if (existing && existing.http_status !== 0) return replay(existing);
-  } else {
-    try {
-      const started = process.hrtime.bigint();
-      const { value } = await batcher.run(ctx.cred.applicationId, execute);
-      observe(started);
-      return committed(value);
-    } catch (err) {
-      // A coalesced batch that kept failing on a retryable error: this command alone, below.
-      if (!(err instanceof ReceiptTaken) && !isRetryableDbError(err)) throw err;
-    }
+  try {
+    const started = process.hrtime.bigint();
+    const value = await ctx.app.commandTx(ctx.cred.applicationId, execute);
+    observe(started);
+    return committed(value);
+  } catch (err) {
+    // A coalesced batch that kept failing on a retryable error: this command alone, below.
+    if (!(err instanceof ReceiptTaken) && !isRetryableDbError(err)) throw err;
   }
   type Outcome = { replayed: Reply } | { done: Executed<R> };
   const outcome = await withKeyLock(pool, ns, key, async (conn): Promise<Outcome> => {
