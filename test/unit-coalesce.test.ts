@@ -2,8 +2,10 @@
 // each way the server uses it — submits (500 items, weighed by payload bytes), start/result frames
 // (256 items, weighed by output bytes) and receipt-bearing commands (64 items, no weight, under
 // dispatch/coalesce-tx.ts). The batch runner here records its batches instead of committing.
+// Then the idempotent executor that runs behind the coalesced fast path (dispatch/idempotency.ts).
 import { describe, expect, it } from 'vitest';
 import { coalesce, type CoalesceOptions } from '../server/dispatch/coalesce.js';
+import { ALONE, executeIdempotent } from '../server/dispatch/idempotency.js';
 
 /** An item: its id and its weight (bytes it would carry). */
 type Item = { id: number; w: number };
@@ -107,3 +109,57 @@ describe.each(USES)('the coalescer as used by %s', (_use, opts) => {
 function* chunks(n: number, per: number): Generator<number> {
   for (; n > 0; n -= per) yield Math.min(n, per);
 }
+
+describe('the idempotent executor: the batched fast path, then each item it could not answer alone', () => {
+  class Edge extends Error {}
+  const isEdge = (e: unknown) => e instanceof Edge;
+
+  it('answers from the batch, and runs the items marked ALONE alone, in order', async () => {
+    const alone: string[] = [];
+    const out = await executeIdempotent(
+      ['a', 'b', 'c', 'd'],
+      async (items) => items.map((i) => (i === 'b' || i === 'd' ? ALONE : `batch:${i}`)),
+      isEdge,
+      async (i) => (alone.push(i), `alone:${i}`),
+    );
+    expect(out).toEqual(['batch:a', 'alone:b', 'batch:c', 'alone:d']);
+    expect(alone).toEqual(['b', 'd']);
+  });
+
+  it('at the edge of the batch every item runs alone, one after the other in arrival order', async () => {
+    const order: string[] = [];
+    let running = 0;
+    const out = await executeIdempotent(
+      ['a', 'b', 'c'],
+      async () => {
+        throw new Edge();
+      },
+      isEdge,
+      async (i) => {
+        expect(++running).toBe(1);
+        order.push(i);
+        await new Promise((r) => setImmediate(r));
+        running--;
+        return i.toUpperCase();
+      },
+    );
+    expect(out).toEqual(['A', 'B', 'C']);
+    expect(order).toEqual(['a', 'b', 'c']);
+  });
+
+  it("any other failure of the batch is every item's, and nothing runs alone", async () => {
+    let alone = 0;
+    const boom = new Error('database gone');
+    await expect(
+      executeIdempotent(
+        ['a', 'b'],
+        async () => {
+          throw boom;
+        },
+        isEdge,
+        async () => String(++alone),
+      ),
+    ).rejects.toBe(boom);
+    expect(alone).toBe(0);
+  });
+});

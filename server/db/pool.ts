@@ -151,7 +151,7 @@ export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) =
         brokenConnections.add(conn);
       });
       if (isRetryableDbError(err) && attempt < TRANSACTION_TRIES && !broken && !isCommitted(tx)) {
-        if ((err as { errno?: number }).errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
+        if (err.errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
         else transactionRetries.lockWait++;
         // Up to 5 ms × attempt: spreads the retries of transactions that collided on one row.
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
