@@ -72,16 +72,8 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
   return pool;
 }
 
-/** `2026-11-30 01:02:03.456` (DATETIME(3) as string, UTC) → `2026-11-30T01:02:03.456Z`. */
-export function toIso(v: string | null | undefined): string | null {
-  if (v === null || v === undefined) return null;
-  return v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z');
-}
-
-/** RFC 3339 → DATETIME(3) string in UTC. */
-export function fromIso(iso: string): string {
-  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
-}
+/** DATETIME(3) ↔ RFC 3339 (db/time.ts), where most db modules import them from. */
+export { fromIso, toIso } from './time.js';
 
 /** Connections whose ROLLBACK failed: dead (server restarted or connection lost). */
 const brokenConnections = new WeakSet<Conn>();

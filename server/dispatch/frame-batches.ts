@@ -39,6 +39,7 @@ import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
 import { advanceSteps } from './step-advance.js';
+import { dbTimeToMs, plusMs } from '../db/time.js';
 
 export interface Identity {
   namespaceId: string;
@@ -79,11 +80,6 @@ const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string
   ok: false,
   error: new OrbitError(code, message, { attempt_id: attemptId }),
 });
-
-/** DATETIME(3) string + ms, as a DATETIME(3) string (both UTC). */
-function plusMs(dbTime: string, ms: number): string {
-  return new Date(Date.parse(dbTime.replace(' ', 'T') + 'Z') + ms).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 /** A result's output as stored (JSON text, null without output), serialized once per frame: the
  * size limit, the batch weight and the row all read it (it was stringified three times). */
@@ -169,7 +165,7 @@ async function results(
     .map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id)
     .filter((q): q is string => !!q);
   const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
-  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const nowMs = dbTimeToMs(now);
   const closed: ClosedAttempt[] = [];
   const tasks: TaskAfterResult[] = [];
   /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
@@ -207,7 +203,7 @@ async function results(
       attemptsMade: a.t_attempts_made,
       maxAttempts: a.t_max_attempts,
       nowMs,
-      deadlineMs: Date.parse(a.t_deadline_at.replace(' ', 'T') + 'Z'),
+      deadlineMs: dbTimeToMs(a.t_deadline_at),
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });

@@ -36,6 +36,7 @@ import { coalesce, type Coalesced } from './coalesce.js';
 import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone } from './idempotency.js';
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
+import { dbTimeToMs } from '../db/time.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
@@ -91,7 +92,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     items.map((i) => i.prepared.normalized.queue_id),
   );
   const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
-  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const nowMs = dbTimeToMs(now);
   const createdAt = now.length === 19 ? `${now}.000` : now;
 
   // Existence and authorization first: a replay never hands a task of a queue outside queue_ids
