@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
 // A file not named in UNIT or CHAOS is a contract test, so a new file gets the database by default.
 const UNIT = [
   'test/unit-pure.test.ts',
+  'test/unit-coalesce.test.ts',
   'test/unit-config.test.ts',
   'test/unit-admission.test.ts',
   'test/errors-doc.test.ts',

@@ -5,7 +5,7 @@ import type { Metrics } from './metrics.js';
 import type { Faults } from './faults.js';
 import type { WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
-import type { TxBatcher } from './dispatch/tx-batcher.js';
+import type { InTransaction } from './dispatch/coalesce-tx.js';
 
 /** Everything a request or a background loop needs; one per gateway process. Nothing here names
  * the worker gateway: commands reach local sessions through `signals` only. */
@@ -19,8 +19,9 @@ export interface AppContext {
   signals: WorkSignals;
   /** The one task-creation path (submit, batch submit, schedule fires). */
   submitter?: TaskSubmitter;
-  /** Coalesces receipt-bearing HTTP commands of this node into shared transactions. */
-  commandBatcher?: TxBatcher;
+  /** Where receipt-bearing HTTP commands run their transaction (coalesced on a gateway node:
+   * dispatch/coalesce-tx.ts). */
+  commandTx: InTransaction;
   /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
   faults: Faults;
   /** True once SIGTERM arrived: new requests get 503. */

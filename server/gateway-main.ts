@@ -15,7 +15,7 @@ import { setStepAdvancer } from './dispatch/step-advance.js';
 import { advanceRunsInTx } from './workflows/apply.js';
 import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
-import { TxBatcher } from './dispatch/tx-batcher.js';
+import { coalescedTransactions } from './dispatch/coalesce-tx.js';
 import type { AppContext } from './app-context.js';
 import { Faults } from './faults.js';
 import { TaskSubmitter } from './dispatch/submit.js';
@@ -54,7 +54,16 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   metrics.dbStatementBudget.set(budget.bytes);
   log.info({ max_allowed_packet: budget.maxAllowedPacket, statement_budget_bytes: budget.bytes }, 'database statement budget');
   const signals = new NodeSignals();
-  const app: AppContext = { config, pool, log, metrics, signals, shuttingDown: false, faults: new Faults(config.faultInjection) };
+  const commandTx = coalescedTransactions(pool, {
+    path: 'command',
+    maxBatch: 64,
+    maxParallel: 2,
+    onBatch: (size, seconds) => {
+      metrics.commitSeconds.observe({ op: 'commands' }, seconds);
+      metrics.batchSize.observe(size);
+    },
+  });
+  const app: AppContext = { config, pool, log, metrics, signals, commandTx, shuttingDown: false, faults: new Faults(config.faultInjection) };
   if (config.faultInjection) {
     log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
     setTransactionFault(async (c, path) => {
@@ -67,10 +76,6 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   // Transactions that change workflow step tasks advance their runs (server/dispatch/step-advance.ts).
   setStepAdvancer(advanceRunsInTx);
   registerPoolGauges(metrics, pool);
-  app.commandBatcher = new TxBatcher(pool, 64, 2, (size, seconds) => {
-    metrics.commitSeconds.observe({ op: 'commands' }, seconds);
-    metrics.batchSize.observe(size);
-  });
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];

@@ -19,7 +19,6 @@ import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
 import { QueueHints } from '../server/dispatch/queue-hints.js';
 import { budgetFor, MIN_MAX_ALLOWED_PACKET, roundTrips, StatementTooLarge } from '../server/db/packet-budget.js';
-import { GroupCommitter } from '../server/dispatch/group-commit.js';
 
 const base: OutcomeInput = {
   outcome: 'succeeded',
@@ -272,13 +271,5 @@ describe('statement budget (server/db/packet-budget.ts) and byte-bounded batches
     expect(roundTrips(['éé', 'abcd', 'e', 'abcdefghij', 'x'], budget)).toEqual([['éé', 'abcd'], ['e'], ['abcdefghij'], ['x']]);
     expect(roundTrips([], budget)).toEqual([]);
     expect(() => roundTrips(['a', 'ééééé!'], budget)).toThrow(StatementTooLarge);
-  });
-
-  it('a group-commit batch takes items while their weights stay within the bound; a heavier item goes alone', async () => {
-    const batches: number[][] = [];
-    const gc = new GroupCommitter<number, number>(async (_g, items) => (batches.push(items), items), 100, 1, { of: (w) => w, max: () => 10 });
-    const out = await Promise.all(gc.submitAll('app', [5, 5, 5, 20, 1, 2, 3]));
-    expect(out).toEqual([5, 5, 5, 20, 1, 2, 3]);
-    expect(batches).toEqual([[5, 5], [5], [20], [1, 2, 3]]);
   });
 });

@@ -8,8 +8,7 @@ import { commitWith, write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 import { enterWaiting } from './waiting-tasks.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
-
-const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+import { placeholders, placeholderRows } from './placeholders.js';
 
 export interface StartItem {
   attemptId: string;
@@ -36,9 +35,9 @@ export async function startAttempts(c: Conn, items: StartItem[], now: string, le
         SET a.state = 'RUNNING', a.started_at = ?,
             a.lease_expires_at = CAST(? AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
             t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ?
-      WHERE a.id IN (${list(items.length)})
-        AND (a.id, a.namespace_id, a.worker_id) IN (${items.map(() => '(?, ?, ?)').join(', ')})
-        AND a.queue_id IN (${list(queues.length)})
+      WHERE a.id IN (${placeholders(items.length)})
+        AND (a.id, a.namespace_id, a.worker_id) IN (${placeholderRows(items.length, '(?, ?, ?)')})
+        AND a.queue_id IN (${placeholders(queues.length)})
         AND a.state = 'LEASED' AND a.lease_expires_at > ? AND t.deadline_at > ?`,
     [
       now,
@@ -67,7 +66,7 @@ export async function attemptQueues(c: Conn, ids: string[], known: ReadonlyMap<s
     else unknown.push(id);
   }
   if (unknown.length === 0) return out;
-  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, queue_id FROM attempts WHERE id IN (${list(unknown.length)})`, unknown);
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, queue_id FROM attempts WHERE id IN (${placeholders(unknown.length)})`, unknown);
   for (const r of rows) out.set(r.id as string, r.queue_id as string);
   return out;
 }
@@ -87,7 +86,7 @@ export interface StartStateRow extends RowDataPacket {
  * only then, to answer each frame exactly). */
 export async function readStartStates(c: Conn, ids: string[], now: string): Promise<StartStateRow[]> {
   const [rows] = await c.query<StartStateRow[]>(
-    `SELECT id, namespace_id, worker_id, state, started_at, lease_expires_at, (lease_expires_at > ?) AS live FROM attempts WHERE id IN (${list(ids.length)})`,
+    `SELECT id, namespace_id, worker_id, state, started_at, lease_expires_at, (lease_expires_at > ?) AS live FROM attempts WHERE id IN (${placeholders(ids.length)})`,
     [now, ...ids],
   );
   return rows;
@@ -127,7 +126,7 @@ export async function lockResultRows(c: Conn, ids: string[], namespaces: string[
             t.state AS t_state, t.attempts_made AS t_attempts_made, t.max_attempts AS t_max_attempts, t.deadline_at AS t_deadline_at,
             t.current_attempt_id AS t_current_attempt_id, t.workflow_run_id AS t_workflow_run_id, t.workflow_step AS t_workflow_step
        FROM attempts a JOIN tasks t ON t.id = a.task_id
-      WHERE a.id IN (${list(ids.length)}) AND a.namespace_id IN (${list(namespaces.length)})
+      WHERE a.id IN (${placeholders(ids.length)}) AND a.namespace_id IN (${placeholders(namespaces.length)})
       FOR UPDATE`,
     [now, ...ids, ...namespaces],
   );
@@ -192,7 +191,7 @@ export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string)
     await write(
       c,
       `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
-        WHERE id IN (${list(chunk.length)})`,
+        WHERE id IN (${placeholders(chunk.length)})`,
       [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
     );
   }
@@ -248,7 +247,7 @@ export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], 
     await write(
       c,
       `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
-        WHERE id IN (${list(chunk.length)})`,
+        WHERE id IN (${placeholders(chunk.length)})`,
       [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
     );
   }

@@ -5,6 +5,7 @@
 // releasing permits on it. Lease times are computed by the database clock.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export type LeaseSeconds = readonly (readonly [queueId: string, seconds: number])[];
 
@@ -13,10 +14,9 @@ export type LeaseSeconds = readonly (readonly [queueId: string, seconds: number]
  * attempt of a queue not in `lease` is left alone. */
 export async function renewLeases(c: Conn, who: { namespaceId: string; workerId: string }, valid: string[], lease: LeaseSeconds): Promise<void> {
   if (lease.length === 0) return;
-  const placeholders = valid.map(() => '?').join(',');
   await c.query(
     `UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL (CASE queue_id ${lease.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND
-          WHERE id IN (${placeholders}) AND namespace_id = ? AND worker_id = ? AND queue_id IN (${lease.map(() => '?').join(',')})
+          WHERE id IN (${placeholders(valid.length)}) AND namespace_id = ? AND worker_id = ? AND queue_id IN (${placeholders(lease.length)})
             AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,
     [...lease.flat(), ...valid, who.namespaceId, who.workerId, ...lease.map(([q]) => q)],
   );
@@ -30,10 +30,9 @@ export async function readLiveLeases(
   who: { namespaceId: string; workerId: string },
   valid: string[],
 ): Promise<{ id: string; lease_expires_at: string }[]> {
-  const placeholders = valid.map(() => '?').join(',');
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, lease_expires_at FROM attempts
-        WHERE id IN (${placeholders}) AND namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,
+        WHERE id IN (${placeholders(valid.length)}) AND namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,
     [...valid, who.namespaceId, who.workerId],
   );
   return rows.map((r) => ({ id: r.id as string, lease_expires_at: r.lease_expires_at as string }));
@@ -43,7 +42,7 @@ export async function readLiveLeases(
  * lease restarts at now + their queue's lease. The caller holds the rows locked and has checked
  * they are live and owned by the session's worker identity. */
 export async function rebindAttempts(c: Conn, sessionId: string, lease: LeaseSeconds, ids: string[]): Promise<void> {
-  const ph = ids.map(() => '?').join(',');
+  const ph = placeholders(ids.length);
   await c.query(
     `UPDATE attempts SET session_id = ?, lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL (CASE queue_id ${lease.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND
           WHERE id IN (${ph})`,

@@ -8,6 +8,7 @@ import { toIso } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
 import type { AttemptState } from '@orbit/protocol/states';
+import { placeholders } from './placeholders.js';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;
@@ -74,7 +75,7 @@ export async function lockLiveAttemptsOfWorker(c: Conn, namespaceId: string, wor
 /** readAttempts(ids) → the rows of these attempts in id order (no lock; the hello reads back the
  * attempts it resumed, under the locks it already holds). */
 export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]> {
-  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id`, ids);
+  const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${placeholders(ids.length)}) ORDER BY id`, ids);
   return rows;
 }
 
@@ -90,7 +91,7 @@ export interface AttemptHolderRow extends RowDataPacket {
  * reconciler compares them with what this node's sessions think they hold). */
 export async function attemptHolders(pool: Pool, ids: string[]): Promise<AttemptHolderRow[]> {
   const [rows] = await pool.query<AttemptHolderRow[]>(
-    `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${ids.map(() => '?').join(',')})`,
+    `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${placeholders(ids.length)})`,
     ids,
   );
   return rows;

@@ -13,12 +13,11 @@ import { write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
 import { leaveWaiting, type WaitingKey } from './waiting-tasks.js';
+import { placeholders, placeholderRows } from './placeholders.js';
 
 /** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
  * compare highest_token with (a BIGINT UNSIGNED column). */
 export const TOKEN_MAX = TOKEN_MAX_BIGINT.toString();
-
-const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
 export interface PermitHint {
   id: string;
@@ -35,7 +34,7 @@ export async function permitHints(pool: Pool, applicationId: string, queueIds: s
     `SELECT q.id, q.namespace_id, q.max_active_attempts - q.active_attempts AS free, q.lease_seconds,
             a.max_active_attempts - a.active_attempts AS app_free
        FROM applications a LEFT JOIN queues q
-         ON q.id IN (${list(queueIds.length)}) AND q.paused = 0 AND q.retired_at IS NULL AND q.active_attempts < q.max_active_attempts
+         ON q.id IN (${placeholders(queueIds.length)}) AND q.paused = 0 AND q.retired_at IS NULL AND q.active_attempts < q.max_active_attempts
       WHERE a.id = ?`,
     [...queueIds, applicationId],
   );
@@ -67,7 +66,7 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
   for (const [i, s] of specs.entries()) {
     let handlerFilter = '';
     if (s.handlers) {
-      handlerFilter = ' AND (' + s.handlers.map((h) => `(w.handler = ? AND w.handler_version IN (${list(h.versions.length)}))`).join(' OR ') + ')';
+      handlerFilter = ' AND (' + s.handlers.map((h) => `(w.handler = ? AND w.handler_version IN (${placeholders(h.versions.length)}))`).join(' OR ') + ')';
     }
     const keyFilter = s.keyed
       ? ` AND (w.concurrency_key IS NULL OR NOT EXISTS (
@@ -141,7 +140,7 @@ export type CandidateRow = Pick<
  * (rows another claimer holds are skipped, never waited for). */
 export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateRow[]> {
   const [rows] = await c.query<TaskRow[]>(
-    `SELECT ${CANDIDATE_COLUMNS} FROM tasks t WHERE t.id IN (${list(ids.length)}) AND t.state = 'WAITING'
+    `SELECT ${CANDIDATE_COLUMNS} FROM tasks t WHERE t.id IN (${placeholders(ids.length)}) AND t.state = 'WAITING'
       FOR UPDATE SKIP LOCKED`,
     ids,
   );
@@ -172,7 +171,7 @@ export async function grantKeys(
   await write(
     c,
     `INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at)
-     VALUES ${keys.map(() => '(?, ?, 1, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))').join(', ')}
+     VALUES ${placeholderRows(keys.length, '(?, ?, 1, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))')}
      ON DUPLICATE KEY UPDATE
        holder_attempt_id = IF(holder_attempt_id IS NULL AND highest_token < ${TOKEN_MAX}, VALUES(holder_attempt_id), holder_attempt_id),
        highest_token = IF(${granted}, highest_token + 1, highest_token),
@@ -182,7 +181,7 @@ export async function grantKeys(
   );
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT concurrency_key, highest_token, holder_attempt_id, UTC_TIMESTAMP(3) AS now FROM resource_keys
-      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
+      WHERE namespace_id = ? AND concurrency_key IN (${placeholders(keys.length)})`,
     [namespaceId, ...keys.map((k) => k.key)],
   );
   const byKey = new Map(rows.map((r) => [(r.concurrency_key as Buffer).toString('hex'), r]));
@@ -244,7 +243,7 @@ export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId
     c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,
             current_attempt_id = CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END
-      WHERE id IN (${list(rows.length)})`,
+      WHERE id IN (${placeholders(rows.length)})`,
     [now, ...rows.flatMap((r) => [r.taskId, r.attemptId]), ...rows.map((r) => r.taskId)],
   );
   await leaveWaiting(
@@ -261,7 +260,7 @@ export async function takeQueuePermits(c: Conn, perQueue: [string, number][]): P
   const kArgs = sorted.flat();
   const [res] = await c.query(
     `UPDATE queues SET active_attempts = active_attempts + ${k}
-      WHERE id IN (${list(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
+      WHERE id IN (${placeholders(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
     [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
   );
   return (res as { affectedRows: number }).affectedRows === sorted.length;

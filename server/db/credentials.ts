@@ -1,6 +1,7 @@
 // SQL operations on credentials. Each function is one statement.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export interface Credential {
   id: string;
@@ -67,10 +68,7 @@ export async function revokeCredential(db: Pool | Conn, id: string): Promise<boo
 /** revokedCredentialIds(ids) → those of the credentials that are revoked (no lock; the reconciler
  * closes the sessions connected with them). */
 export async function revokedCredentialIds(pool: Pool, ids: string[]): Promise<string[]> {
-  const [revoked] = await pool.query<RowDataPacket[]>(
-    `SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${ids.map(() => '?').join(',')})`,
-    ids,
-  );
+  const [revoked] = await pool.query<RowDataPacket[]>(`SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${placeholders(ids.length)})`, ids);
   return revoked.map((r) => r.id as string);
 }
 
@@ -96,7 +94,7 @@ export async function lockLiveCredential(c: Conn, id: string): Promise<boolean> 
 export async function lockLiveCredentialsWithClock(c: Conn, ids: string[]): Promise<{ live: Set<string>; now: string }> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT c.id, t.now FROM (SELECT UTC_TIMESTAMP(3) AS now) t
-       LEFT JOIN credentials c ON c.id IN (${ids.map(() => '?').join(',')}) AND c.revoked_at IS NULL
+       LEFT JOIN credentials c ON c.id IN (${placeholders(ids.length)}) AND c.revoked_at IS NULL
        LOCK IN SHARE MODE`,
     ids,
   );

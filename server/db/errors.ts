@@ -2,8 +2,10 @@
 // RETRYABLE_ERROR_CODES): which ones a transaction may be re-run after, and which one is a
 // duplicate key. A number that appears raw elsewhere is a bug waiting for a second copy.
 
-/** Error numbers (mysql2's `errno`) Orbit handles by name. */
-export const MYSQL_ERRNO = {
+/** Failures after which the whole transaction has been (or is then) rolled back and can run again
+ * from the start with nothing of it committed: transactionOn retries them with jitter, and an edge
+ * that still gets one after the retries answers UNAVAILABLE (retry later), never INTERNAL. */
+export const RETRYABLE_ERRNO = {
   /** ER_LOCK_DEADLOCK: InnoDB chose this transaction as a deadlock victim and rolled it back whole;
    * Galera reports a failed certification (a write set of another node won) with the same number,
    * also rolled back whole. */
@@ -15,14 +17,25 @@ export const MYSQL_ERRNO = {
   /** ER_LOCK_NOWAIT (MySQL 8): a `FOR UPDATE NOWAIT` found the row locked (MariaDB answers that
    * with 1205). Only the statement is undone, as with a lock wait timeout. */
   LOCK_NOWAIT: 3572,
+} as const;
+
+/** Failures that running the same statements again would only repeat: the caller decides (a
+ * duplicate key means another command got there first: replay its receipt). */
+export const PERMANENT_ERRNO = {
   /** ER_DUP_ENTRY: a unique key already holds the value (only the statement is undone). */
   DUP_ENTRY: 1062,
 } as const;
 
-/** Errors after which the whole transaction has been (or is then) rolled back and can run again
- * from the start with nothing of it committed: transactionOn retries them with jitter, and an edge
- * that still gets one after the retries answers UNAVAILABLE (retry later), never INTERNAL. */
-export const RETRYABLE_ERRNOS: ReadonlySet<number> = new Set([MYSQL_ERRNO.DEADLOCK, MYSQL_ERRNO.LOCK_WAIT_TIMEOUT, MYSQL_ERRNO.LOCK_NOWAIT]);
+/** Error numbers (mysql2's `errno`) Orbit handles by name. */
+export const MYSQL_ERRNO = { ...RETRYABLE_ERRNO, ...PERMANENT_ERRNO } as const;
+
+export type RetryableErrno = (typeof RETRYABLE_ERRNO)[keyof typeof RETRYABLE_ERRNO];
+export type PermanentErrno = (typeof PERMANENT_ERRNO)[keyof typeof PERMANENT_ERRNO];
+
+/** A server error whose number is one of `N`. */
+export type DbError<N extends number> = Error & { errno: N };
+
+export const RETRYABLE_ERRNOS: ReadonlySet<number> = new Set<number>(Object.values(RETRYABLE_ERRNO));
 
 /** The MariaDB error number of `err`, if it is a server error. */
 export function errnoOf(err: unknown): number | undefined {
@@ -31,12 +44,12 @@ export function errnoOf(err: unknown): number | undefined {
 }
 
 /** True for a deadlock, a Galera certification failure or a lock wait timeout (RETRYABLE_ERRNOS). */
-export function isRetryableDbError(err: unknown): boolean {
+export function isRetryableDbError(err: unknown): err is DbError<RetryableErrno> {
   const n = errnoOf(err);
   return n !== undefined && RETRYABLE_ERRNOS.has(n);
 }
 
 /** True for a duplicate key (ER_DUP_ENTRY). */
-export function isDuplicateKey(err: unknown): boolean {
+export function isDuplicateKey(err: unknown): err is DbError<typeof PERMANENT_ERRNO.DUP_ENTRY> {
   return errnoOf(err) === MYSQL_ERRNO.DUP_ENTRY;
 }

@@ -7,8 +7,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX } from './claim-sql.js';
-
-const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+import { placeholders } from './placeholders.js';
 
 /** swapKeyHolders(namespace, [key, released attempt, successor attempt]): each key goes from the
  * released attempt to its successor with highest_token + 1 — only where the released attempt is
@@ -19,8 +18,8 @@ export async function swapKeyHolders(c: Conn, namespaceId: string, swaps: { key:
     c,
     `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swaps.map(() => 'WHEN ? THEN ?').join(' ')} END,
             highest_token = highest_token + 1, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-      WHERE namespace_id = ? AND concurrency_key IN (${list(swaps.length)})
-        AND holder_attempt_id IN (${list(swaps.length)}) AND highest_token < ${TOKEN_MAX}`,
+      WHERE namespace_id = ? AND concurrency_key IN (${placeholders(swaps.length)})
+        AND holder_attempt_id IN (${placeholders(swaps.length)}) AND highest_token < ${TOKEN_MAX}`,
     [...swaps.flatMap((s) => [s.from, s.to]), namespaceId, ...swaps.map((s) => s.key), ...swaps.map((s) => s.from)],
   );
 }
@@ -29,7 +28,7 @@ export async function swapKeyHolders(c: Conn, namespaceId: string, swaps: { key:
  * locked by the caller's swap). */
 export async function readKeyHolders(c: Conn, namespaceId: string, keys: Buffer[]): Promise<{ holder_attempt_id: string | null; highest_token: string }[]> {
   const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)})`,
+    `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${placeholders(keys.length)})`,
     [namespaceId, ...keys],
   );
   return rows.map((r) => ({ holder_attempt_id: r.holder_attempt_id as string | null, highest_token: String(r.highest_token) }));
@@ -43,7 +42,7 @@ export async function releaseKeys(c: Conn, namespaceId: string, keys: { key: Buf
   await write(
     c,
     `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
-      WHERE namespace_id = ? AND concurrency_key IN (${list(keys.length)}) AND holder_attempt_id IN (${list(keys.length)})`,
+      WHERE namespace_id = ? AND concurrency_key IN (${placeholders(keys.length)}) AND holder_attempt_id IN (${placeholders(keys.length)})`,
     [namespaceId, ...keys.map((k) => k.key), ...keys.map((k) => k.attemptId)],
   );
 }
@@ -55,9 +54,9 @@ export async function releaseKeys(c: Conn, namespaceId: string, keys: { key: Buf
 export async function addQueueActive(c: Conn, deltas: [string, number][], checked: string[]): Promise<boolean> {
   const delta = `CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
-      WHERE id IN (${list(deltas.length)})${
+      WHERE id IN (${placeholders(deltas.length)})${
         checked.length
-          ? ` AND (id NOT IN (${list(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
+          ? ` AND (id NOT IN (${placeholders(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
           : ''
       }`;
   const args = [...deltas.flat(), ...deltas.map(([id]) => id), ...(checked.length ? [...checked, ...deltas.flat()] : [])];

@@ -8,7 +8,7 @@
 //     into chunks by chunkRows(), from an upper bound of each row's escaped size;
 //   - the pipeline (db/pipeline.ts) sends its queued texts in as many round trips as the budget
 //     needs, measuring the exact texts.
-// The coalescers also bound a batch by the bytes of its values (GroupCommitter's weight), so a
+// The coalescers also bound a batch by the bytes of its values (the coalescer's weight, dispatch/coalesce.ts), so a
 // transaction's size, its memory and its lock time stay bounded too; correctness does not rest on it.
 //
 // The gateway reads @@max_allowed_packet once at start (readPacketBudget; the session value is the

@@ -72,16 +72,8 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
   return pool;
 }
 
-/** `2026-11-30 01:02:03.456` (DATETIME(3) as string, UTC) → `2026-11-30T01:02:03.456Z`. */
-export function toIso(v: string | null | undefined): string | null {
-  if (v === null || v === undefined) return null;
-  return v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z');
-}
-
-/** RFC 3339 → DATETIME(3) string in UTC. */
-export function fromIso(iso: string): string {
-  return new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
-}
+/** DATETIME(3) ↔ RFC 3339 (db/time.ts), where most db modules import them from. */
+export { fromIso, toIso } from './time.js';
 
 /** Connections whose ROLLBACK failed: dead (server restarted or connection lost). */
 const brokenConnections = new WeakSet<Conn>();
@@ -151,7 +143,7 @@ export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) =
         brokenConnections.add(conn);
       });
       if (isRetryableDbError(err) && attempt < TRANSACTION_TRIES && !broken && !isCommitted(tx)) {
-        if ((err as { errno?: number }).errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
+        if (err.errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
         else transactionRetries.lockWait++;
         // Up to 5 ms × attempt: spreads the retries of transactions that collided on one row.
         await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));

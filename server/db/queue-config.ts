@@ -4,6 +4,7 @@
 // coalesced start/result transaction would pay a statement for it.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export interface QueueConfig {
   leaseSeconds: number;
@@ -26,7 +27,7 @@ export async function queueConfigs(c: Conn, ids: Iterable<string>): Promise<Map<
   }
   if (missing.length > 0) {
     const [rows] = await c.query<RowDataPacket[]>(
-      `SELECT id, lease_seconds, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id IN (${missing.map(() => '?').join(',')})`,
+      `SELECT id, lease_seconds, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier FROM queues WHERE id IN (${placeholders(missing.length)})`,
       missing,
     );
     if (cache.size > 10_000) cache.clear();

@@ -12,6 +12,7 @@ import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { QueueRow } from './queues.js';
 import { unfinishedByState } from './queue-blockers.js';
+import { dbTimeToMs } from './time.js';
 
 export const STATS_MINUTES = 15;
 
@@ -34,7 +35,7 @@ export async function queueStats(db: Pool | Conn, namespaceId: string, queue: Qu
   // nodes answer with the same buckets. `first` is the start of the oldest minute.
   const [[clock]] = await db.query<RowDataPacket[]>(`SELECT DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL ${STATS_MINUTES - 1} MINUTE, '%Y-%m-%d %H:%i:00') AS first`);
   const first = clock!.first as string;
-  const startMs = Date.parse(first.replace(' ', 'T') + 'Z');
+  const startMs = dbTimeToMs(first);
   const minutes: MinuteBucket[] = Array.from({ length: STATS_MINUTES }, (_, i) => ({
     minute: new Date(startMs + i * 60_000).toISOString(),
     succeeded: 0,
@@ -52,7 +53,7 @@ export async function queueStats(db: Pool | Conn, namespaceId: string, queue: Qu
   );
   for (const e of events) {
     const field = OUTCOME_FIELD[e.type as string];
-    const i = Math.round((Date.parse((e.minute as string).replace(' ', 'T') + 'Z') - startMs) / 60_000);
+    const i = Math.round((dbTimeToMs(e.minute as string) - startMs) / 60_000);
     const bucket = minutes[i];
     if (field && bucket) bucket[field] += Number(e.n);
   }

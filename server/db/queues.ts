@@ -6,6 +6,7 @@ import { dbNow } from './clock.js';
 import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
+import { placeholders } from './placeholders.js';
 
 export interface QueueRow extends RowDataPacket {
   id: string;
@@ -127,7 +128,7 @@ export async function readHelloQueues(
   ids: string[],
 ): Promise<{ id: string; lease_seconds: number; retired_at: string | null }[]> {
   const [qrows] = await c.query<RowDataPacket[]>(
-    `SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${ids.map(() => '?').join(',')})`,
+    `SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${placeholders(ids.length)})`,
     [namespaceId, ...ids],
   );
   return qrows as { id: string; lease_seconds: number; retired_at: string | null }[];
@@ -154,7 +155,7 @@ export async function readSubmitQueues(c: Conn, ids: string[]): Promise<{ rows: 
   const valid = ids.filter(isId);
   if (valid.length > 0) {
     const [rows] = await c.query<SubmitQueueRow[]>(
-      `SELECT id, namespace_id, retired_at, retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM queues WHERE id IN (${valid.map(() => '?').join(',')})`,
+      `SELECT id, namespace_id, retired_at, retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM queues WHERE id IN (${placeholders(valid.length)})`,
       valid,
     );
     if (rows.length > 0) return { rows, now: rows[0]!.now };
@@ -168,7 +169,7 @@ export async function readSubmitQueues(c: Conn, ids: string[]): Promise<{ rows: 
  * sees its tasks. Near the end of a submit, so the lock is held only to the commit. */
 export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
   const sorted = [...new Set(ids)].sort();
-  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${sorted.map(() => '?').join(',')}) AND retired_at IS NULL`, sorted);
+  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`, sorted);
   // affectedRows counts matched rows (mysql2 connects with CLIENT_FOUND_ROWS).
   return (res as { affectedRows: number }).affectedRows;
 }

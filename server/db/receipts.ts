@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { chunkRows } from './packet-budget.js';
+import { placeholderRows } from './placeholders.js';
 
 export interface ReceiptRow extends RowDataPacket {
   operation: string;
@@ -56,7 +57,7 @@ export async function findReceipts(c: Pool | Conn, keys: [string, string][]): Pr
   if (keys.length === 0) return [];
   const [rows] = await c.query<ReceiptKeyRow[]>(
     `SELECT namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data FROM receipts
-      WHERE (namespace_id, idempotency_key) IN (${keys.map(() => '(?, ?)').join(', ')})`,
+      WHERE (namespace_id, idempotency_key) IN (${placeholderRows(keys.length, '(?, ?)')})`,
     keys.flat(),
   );
   return rows;
@@ -96,7 +97,7 @@ export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void>
   for (const chunk of chunkRows(c, values, (v) => v)) {
     await c.query(
       `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
-       VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+       VALUES ${placeholderRows(chunk.length, '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')}`,
       chunk.flat(),
     );
   }

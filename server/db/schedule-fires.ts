@@ -5,6 +5,7 @@ import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { FireOutcome, ScheduleFire } from '@orbit/protocol/http-views';
 import type { TaskState } from '@orbit/protocol/states';
+import { placeholders, placeholderRows } from './placeholders.js';
 
 export interface FireRow extends RowDataPacket {
   scheduled_for: string;
@@ -41,7 +42,7 @@ export async function insertFires(
   for (const f of fires) args.push(f.scheduleId, f.scheduledFor, s.namespaceOf(f.scheduleId), s.applicationId, f.version, s.firedAt, f.outcome, f.taskId);
   await c.query(
     `INSERT INTO schedule_fires (schedule_id, scheduled_for, namespace_id, application_id, version, fired_at, outcome, task_id)
-     VALUES ${fires.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+     VALUES ${placeholderRows(fires.length, '(?, ?, ?, ?, ?, ?, ?, ?)')}`,
     args,
   );
 }
@@ -59,6 +60,6 @@ export async function listFires(db: Pool | Conn, scheduleId: string, before: str
 /** taskStates(task_ids) → state by task id (overlap=skip: is the previous task unfinished?). */
 export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, TaskState>> {
   if (taskIds.length === 0) return new Map();
-  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')})`, taskIds);
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${placeholders(taskIds.length)})`, taskIds);
   return new Map(rows.map((r) => [r.id as string, r.state as TaskState]));
 }

@@ -5,6 +5,7 @@ import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
+import { placeholders } from './placeholders.js';
 
 export interface ScheduleRow extends RowDataPacket {
   id: string;
@@ -67,7 +68,7 @@ export async function listSchedules(
   const args: unknown[] = [namespaceId];
   if (queueIds !== '*') {
     if (queueIds.length === 0) return [];
-    where.push(`queue_id IN (${queueIds.map(() => '?').join(',')})`);
+    where.push(`queue_id IN (${placeholders(queueIds.length)})`);
     args.push(...queueIds);
   }
   if (afterName !== undefined) {
@@ -147,7 +148,7 @@ export async function lockDueSchedules(c: Conn, ids: string[]): Promise<DueSched
   if (ids.length === 0) return [];
   const [rows] = await c.query<DueScheduleRow[]>(
     `SELECT ${COLUMNS}, UTC_TIMESTAMP(3) AS now FROM schedules
-      WHERE id IN (${ids.map(() => '?').join(',')}) AND next_fire_at <= UTC_TIMESTAMP(3) AND paused = 0 AND retired_at IS NULL
+      WHERE id IN (${placeholders(ids.length)}) AND next_fire_at <= UTC_TIMESTAMP(3) AND paused = 0 AND retired_at IS NULL
       ORDER BY id FOR UPDATE SKIP LOCKED`,
     ids,
   );
@@ -178,7 +179,7 @@ export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> 
   args.push(...rows.map((a) => a.id));
   await c.query(
     `UPDATE schedules SET next_fire_at = ${next}, last_fire_at = ${last}, last_task_id = COALESCE(${task}, last_task_id), catchup_remaining = ${catchup}
-      WHERE id IN (${rows.map(() => '?').join(',')})`,
+      WHERE id IN (${placeholders(rows.length)})`,
     args,
   );
 }

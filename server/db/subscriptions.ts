@@ -7,6 +7,7 @@ import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
 import type { DeliveryState } from '@orbit/protocol/states';
+import { placeholders } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -155,7 +156,7 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
   return rows[0]!.s === null ? null : String(rows[0]!.s);
 }
 
-const typeList = (types: string[]) => types.map(() => '?').join(',');
+const typeList = (types: string[]) => placeholders(types.length);
 
 /** countUnmaterialized(namespace_id, queue_id, types, cursor, watermark) → matching events in (cursor, watermark]. */
 export async function countUnmaterialized(
@@ -217,7 +218,7 @@ export function eventView(r: EventRow): EventView {
 export async function eventsBySequence(db: Pool | Conn, namespaceId: string, sequences: string[]): Promise<Map<string, EventRow>> {
   if (sequences.length === 0) return new Map();
   const [rows] = await db.query<EventRow[]>(
-    `SELECT sequence, type, task_id, queue_id, occurred_at, result FROM result_events WHERE namespace_id = ? AND sequence IN (${sequences.map(() => '?').join(',')})`,
+    `SELECT sequence, type, task_id, queue_id, occurred_at, result FROM result_events WHERE namespace_id = ? AND sequence IN (${placeholders(sequences.length)})`,
     [namespaceId, ...sequences],
   );
   return new Map(rows.map((r) => [String(r.sequence), r]));
@@ -272,7 +273,7 @@ export async function leaseDeliveryRows(c: Conn, ids: string[], leaseSeconds: nu
   if (ids.length === 0) return;
   await c.query(
     `UPDATE deliveries SET state = 'LEASED', attempts = attempts + 1, lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL ? SECOND
-      WHERE id IN (${ids.map(() => '?').join(',')})`,
+      WHERE id IN (${placeholders(ids.length)})`,
     [leaseSeconds, ...ids],
   );
 }
@@ -284,10 +285,7 @@ const DELIVERY_COLUMNS = `id, sequence,
 /** deliveriesByIds(ids) → rows by sequence. */
 export async function deliveriesByIds(c: Conn, ids: string[]): Promise<DeliveryRow[]> {
   if (ids.length === 0) return [];
-  const [rows] = await c.query<DeliveryRow[]>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY sequence`,
-    ids,
-  );
+  const [rows] = await c.query<DeliveryRow[]>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${placeholders(ids.length)}) ORDER BY sequence`, ids);
   return rows;
 }
 
@@ -296,7 +294,7 @@ export async function deliveriesByIds(c: Conn, ids: string[]): Promise<DeliveryR
 export async function ackDeliveryRows(db: Pool | Conn, subscriptionId: string, ids: string[]): Promise<number> {
   const [res] = await db.query(
     `UPDATE deliveries SET state = 'ACKED', acked_at = UTC_TIMESTAMP(3)
-      WHERE subscription_id = ? AND id IN (${ids.map(() => '?').join(',')}) AND state IN ('LEASED','EXPIRED')`,
+      WHERE subscription_id = ? AND id IN (${placeholders(ids.length)}) AND state IN ('LEASED','EXPIRED')`,
     [subscriptionId, ...ids],
   );
   return (res as { affectedRows: number }).affectedRows;

@@ -7,6 +7,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
+import { placeholders } from './placeholders.js';
 
 /** The attempts matching `where`, soonest lease expiry first, at most `limit`, locked SKIP LOCKED. */
 async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
@@ -83,7 +84,7 @@ export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, li
 export async function lockLeasedAttemptsOfWorker(c: Conn, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<AttemptRow[]> {
   return lockAttempts(
     c,
-    `id IN (${attemptIds.map(() => '?').join(',')}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,
+    `id IN (${placeholders(attemptIds.length)}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,
     [...attemptIds, who.namespaceId, who.workerId],
     attemptIds.length,
   );

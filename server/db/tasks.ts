@@ -9,6 +9,7 @@ import { chunkRows } from './packet-budget.js';
 import { isId } from '@orbit/protocol/ids';
 import { enterWaiting } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
+import { placeholders } from './placeholders.js';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -257,7 +258,7 @@ export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
     args.push(f.queueId);
   } else if (f.queueIds !== '*') {
     if (f.queueIds.length === 0) return [];
-    where.push(`queue_id IN (${f.queueIds.map(() => '?').join(',')})`);
+    where.push(`queue_id IN (${placeholders(f.queueIds.length)})`);
     args.push(...f.queueIds);
   }
   if (f.state) {

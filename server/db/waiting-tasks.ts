@@ -8,8 +8,7 @@
 // statement of the transaction.
 import type { Conn } from './pool.js';
 import { write } from './pipeline.js';
-
-const list = (n: number) => Array.from({ length: n }, () => '?').join(',');
+import { placeholders, placeholderRows } from './placeholders.js';
 
 /** The primary key of a task's waiting row: the task's queue, priority and seq. */
 export interface WaitingKey {
@@ -27,7 +26,7 @@ export async function enterWaiting(c: Conn, taskIds: string[]): Promise<void> {
     `INSERT INTO waiting_tasks (queue_id, priority, seq, task_id, namespace_id, application_id, handler, handler_version, concurrency_key,
         not_before, deadline_at, created_at)
      SELECT queue_id, priority, seq, id, namespace_id, application_id, handler, handler_version, concurrency_key, not_before, deadline_at, created_at
-       FROM tasks WHERE id IN (${list(taskIds.length)})`,
+       FROM tasks WHERE id IN (${placeholders(taskIds.length)})`,
     taskIds,
   );
 }
@@ -38,7 +37,7 @@ export async function leaveWaiting(c: Conn, rows: WaitingKey[]): Promise<void> {
   if (rows.length === 0) return;
   await write(
     c,
-    `DELETE FROM waiting_tasks WHERE (queue_id, priority, seq) IN (${rows.map(() => '(?, ?, ?)').join(', ')})`,
+    `DELETE FROM waiting_tasks WHERE (queue_id, priority, seq) IN (${placeholderRows(rows.length, '(?, ?, ?)')})`,
     rows.flatMap((r) => [r.queue_id, r.priority, String(r.seq)]),
   );
 }

@@ -3,6 +3,7 @@
 // the newest session of the identity (a session that is no longer it was superseded).
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 /** lockWorkerIdentity(namespace_id, worker_id) → its frozen concurrency_keys flag (0 or 1), or
  * null when the identity does not exist yet; the row, when it exists, is locked FOR UPDATE. */
@@ -41,7 +42,7 @@ export async function insertWorkerIdentity(
  * their identity (no lock; the reconciler closes the others: superseded on another node). */
 export async function currentSessionsAmong(pool: Pool, sessionIds: string[]): Promise<string[]> {
   const [ids] = await pool.query<RowDataPacket[]>(
-    `SELECT namespace_id, worker_id, current_session_id FROM worker_identities WHERE current_session_id IN (${sessionIds.map(() => '?').join(',')})`,
+    `SELECT namespace_id, worker_id, current_session_id FROM worker_identities WHERE current_session_id IN (${placeholders(sessionIds.length)})`,
     sessionIds,
   );
   return ids.map((r) => r.current_session_id as string);

@@ -13,6 +13,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkerSession } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 /** A session not seen for this long counts as gone (its node died without closing it). */
 export const SESSION_STALE_SECONDS = 30;
@@ -72,7 +73,7 @@ export async function closeSessionRow(pool: Pool, sessionId: string, code: numbe
 /** touchSessions(session_ids): last_seen_at = now (the caller passes one application's sessions
  * per call: every statement touches one application's rows). */
 export async function touchSessions(pool: Pool, ids: string[]): Promise<void> {
-  await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${ids.map(() => '?').join(',')})`, ids);
+  await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${placeholders(ids.length)})`, ids);
 }
 
 /** capableSessionQueues() → the queue_ids (JSON text) of every live session with the

@@ -6,6 +6,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStepState } from '@orbit/protocol/states';
 import type { SkipReason } from '@orbit/protocol/workflow-views';
 import type { Conn, Pool } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export interface RunStepRow {
   run_id: string;
@@ -34,7 +35,7 @@ const COLUMNS = `run_id, step_key, namespace_id, application_id, run_seq, state,
 export async function readRunSteps(db: Pool | Conn, runIds: string[]): Promise<RunStepRow[]> {
   if (runIds.length === 0) return [];
   const [rows] = await db.query<(RunStepRow & RowDataPacket)[]>(
-    `SELECT ${COLUMNS} FROM workflow_run_steps WHERE run_id IN (${runIds.map(() => '?').join(',')}) ORDER BY run_id, step_key`,
+    `SELECT ${COLUMNS} FROM workflow_run_steps WHERE run_id IN (${placeholders(runIds.length)}) ORDER BY run_id, step_key`,
     runIds,
   );
   return rows.map((r) => ({ ...r, run_seq: String(r.run_seq) }));

@@ -7,6 +7,7 @@ import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
 import { isId } from '@orbit/protocol/ids';
 import { toIso, type Conn, type Pool } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export interface RunRow extends RowDataPacket {
   id: string;
@@ -91,10 +92,7 @@ export async function getRun(db: Pool | Conn, namespaceId: string, id: string, l
 export async function lockRuns(c: Conn, ids: string[]): Promise<RunRow[]> {
   if (ids.length === 0) return [];
   const sorted = [...new Set(ids)].sort();
-  const [rows] = await c.query<RunRow[]>(
-    `SELECT ${COLUMNS} FROM workflow_runs WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`,
-    sorted,
-  );
+  const [rows] = await c.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id IN (${placeholders(sorted.length)}) ORDER BY id FOR UPDATE`, sorted);
   return rows;
 }
 

@@ -3,6 +3,7 @@
 // hold the run row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 /** readKeptSignals(run) → signals sent before their step was reached, by name → payload JSON. */
 export async function readKeptSignals(c: Conn, runId: string): Promise<Map<string, string>> {
@@ -39,8 +40,8 @@ export async function insertSignal(c: Conn, s: NewSignal): Promise<void> {
 /** consumeSignals(run, names): kept signals consumed by the steps that started with them. */
 export async function consumeSignals(c: Conn, runId: string, names: string[]): Promise<void> {
   if (names.length === 0) return;
-  await c.query(
-    `UPDATE workflow_signals SET state = 'CONSUMED', consumed_at = UTC_TIMESTAMP(3) WHERE run_id = ? AND name IN (${names.map(() => '?').join(',')})`,
-    [runId, ...names],
-  );
+  await c.query(`UPDATE workflow_signals SET state = 'CONSUMED', consumed_at = UTC_TIMESTAMP(3) WHERE run_id = ? AND name IN (${placeholders(names.length)})`, [
+    runId,
+    ...names,
+  ]);
 }

@@ -4,6 +4,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TaskState } from '@orbit/protocol/states';
 import type { Conn, Pool } from './pool.js';
+import { placeholderRows, placeholders } from './placeholders.js';
 
 export interface NewStepTask {
   runId: string;
@@ -21,9 +22,7 @@ export interface NewStepTask {
 export async function insertStepTasks(c: Conn, rows: NewStepTask[]): Promise<void> {
   if (rows.length === 0) return;
   await c.query(
-    `INSERT INTO workflow_step_tasks (run_id, step_key, item_index, namespace_id, application_id, task_id, created_at) VALUES ${rows
-      .map(() => '(?, ?, ?, ?, ?, ?, ?)')
-      .join(', ')}`,
+    `INSERT INTO workflow_step_tasks (run_id, step_key, item_index, namespace_id, application_id, task_id, created_at) VALUES ${placeholderRows(rows.length, '(?, ?, ?, ?, ?, ?, ?)')}`,
     rows.flatMap((r) => [r.runId, r.stepKey, r.index, r.namespaceId, r.applicationId, r.taskId, r.createdAt]),
   );
 }
@@ -46,7 +45,7 @@ export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: st
   const [rows] = await db.query<(StepTaskRow & RowDataPacket)[]>(
     `SELECT st.step_key, st.item_index, st.task_id, t.state, ${withOutput ? 't.result_output' : 'NULL AS result_output'}, t.result_error_code, t.result_error_message
        FROM workflow_step_tasks st JOIN tasks t ON t.id = st.task_id
-      WHERE st.run_id = ?${stepKeys === null ? '' : ` AND st.step_key IN (${stepKeys.map(() => '?').join(',')})`}
+      WHERE st.run_id = ?${stepKeys === null ? '' : ` AND st.step_key IN (${placeholders(stepKeys.length)})`}
       ORDER BY st.step_key, st.item_index`,
     [runId, ...(stepKeys ?? [])],
   );
@@ -65,7 +64,7 @@ export async function stepTaskIds(db: Pool | Conn, runId: string): Promise<strin
 export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<string[]> {
   if (taskIds.length === 0) return [];
   const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT current_attempt_id FROM tasks WHERE id IN (${taskIds.map(() => '?').join(',')}) AND state = 'LEASED' AND current_attempt_id IS NOT NULL
+    `SELECT current_attempt_id FROM tasks WHERE id IN (${placeholders(taskIds.length)}) AND state = 'LEASED' AND current_attempt_id IS NOT NULL
       ORDER BY current_attempt_id`,
     taskIds,
   );
@@ -77,5 +76,5 @@ export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<str
 export async function lockTasksById(c: Conn, taskIds: string[]): Promise<void> {
   if (taskIds.length === 0) return;
   const sorted = [...taskIds].sort();
-  await c.query(`SELECT id FROM tasks WHERE id IN (${sorted.map(() => '?').join(',')}) ORDER BY id FOR UPDATE`, sorted);
+  await c.query(`SELECT id FROM tasks WHERE id IN (${placeholders(sorted.length)}) ORDER BY id FOR UPDATE`, sorted);
 }

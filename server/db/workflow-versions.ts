@@ -5,6 +5,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
+import { placeholders, placeholderRows } from './placeholders.js';
 
 interface VersionRow extends RowDataPacket {
   workflow_id: string;
@@ -86,7 +87,7 @@ export async function insertVersionQueues(
   const args: unknown[] = [];
   for (const q of v.queueIds) args.push(q, v.workflowId, v.number, v.namespaceId, v.applicationId);
   await c.query(
-    `INSERT INTO workflow_version_queues (queue_id, workflow_id, version, namespace_id, application_id) VALUES ${v.queueIds.map(() => '(?, ?, ?, ?, ?)').join(', ')}`,
+    `INSERT INTO workflow_version_queues (queue_id, workflow_id, version, namespace_id, application_id) VALUES ${placeholderRows(v.queueIds.length, '(?, ?, ?, ?, ?)')}`,
     args,
   );
 }
@@ -105,7 +106,7 @@ export async function lockVersionQueues(c: Conn, namespaceId: string, queueIds: 
   if (queueIds.length === 0) return [];
   const sorted = [...new Set(queueIds)].sort();
   const [rows] = await c.query<VersionQueueRow[]>(
-    `SELECT id, retired_at FROM queues WHERE namespace_id = ? AND id IN (${sorted.map(() => '?').join(',')}) ORDER BY id LOCK IN SHARE MODE`,
+    `SELECT id, retired_at FROM queues WHERE namespace_id = ? AND id IN (${placeholders(sorted.length)}) ORDER BY id LOCK IN SHARE MODE`,
     [namespaceId, ...sorted],
   );
   return rows;

@@ -11,6 +11,7 @@ import type { Workflow } from '@orbit/protocol/workflow-views';
 import { isId } from '@orbit/protocol/ids';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
+import { placeholders } from './placeholders.js';
 
 export interface WorkflowRow extends RowDataPacket {
   id: string;
@@ -64,7 +65,7 @@ export async function listWorkflows(
   const where = ['w.namespace_id = ?'];
   const args: unknown[] = [namespaceId];
   if (queueIds !== '*') {
-    const allowed = queueIds.length === 0 ? '' : ` AND q.queue_id NOT IN (${queueIds.map(() => '?').join(',')})`;
+    const allowed = queueIds.length === 0 ? '' : ` AND q.queue_id NOT IN (${placeholders(queueIds.length)})`;
     where.push(`NOT EXISTS (SELECT 1 FROM workflow_version_queues q WHERE q.workflow_id = w.id AND q.version = w.current_version${allowed})`);
     args.push(...queueIds);
   }

@@ -36,6 +36,7 @@ import {
 } from '../db/claim-sql.js';
 import { taskWorkflowRef } from '../db/tasks.js';
 import { newId } from '../ids.js';
+import { dbTimeToMs, msToDbTime } from '../db/time.js';
 
 export interface ClaimSession {
   namespaceId: string;
@@ -82,10 +83,6 @@ export interface ClaimRoundResult {
 
 /** Rolls the round back: a conditional permit update did not apply. */
 class PermitsMoved extends Error {}
-
-function dbTime(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 const accepts = (s: ClaimSession, row: CandidateRow) =>
   s.queueIds.includes(row.queue_id) &&
@@ -213,7 +210,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         if (granted.length === 0) return;
 
         // Step 4: attempts and tasks, lease times from the database clock (grantedAt, step 3).
-        const nowMs = Date.parse(grantedAt.replace(' ', 'T') + 'Z');
+        const nowMs = dbTimeToMs(grantedAt);
         const attempts: NewAttempt[] = granted.map((x) => ({
           id: x.attemptId,
           taskId: x.row.id,
@@ -226,7 +223,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
           concurrencyKey: x.row.concurrency_key,
           token: x.token,
           leasedAt: grantedAt,
-          leaseExpiresAt: dbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
+          leaseExpiresAt: msToDbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
         }));
         await insertAttempts(c, attempts);
         await markTasksLeased(

@@ -30,7 +30,7 @@ import {
   type ClosedAttempt,
   type TaskAfterResult,
 } from '../db/attempt-batches.js';
-import { GroupCommitter } from './group-commit.js';
+import { coalesce, type Coalesced } from './coalesce.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './outcome.js';
@@ -39,6 +39,7 @@ import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
 import { advanceSteps } from './step-advance.js';
+import { dbTimeToMs, plusMs } from '../db/time.js';
 
 export interface Identity {
   namespaceId: string;
@@ -79,11 +80,6 @@ const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string
   ok: false,
   error: new OrbitError(code, message, { attempt_id: attemptId }),
 });
-
-/** DATETIME(3) string + ms, as a DATETIME(3) string (both UTC). */
-function plusMs(dbTime: string, ms: number): string {
-  return new Date(Date.parse(dbTime.replace(' ', 'T') + 'Z') + ms).toISOString().replace('T', ' ').replace('Z', '');
-}
 
 /** A result's output as stored (JSON text, null without output), serialized once per frame: the
  * size limit, the batch weight and the row all read it (it was stringified three times). */
@@ -169,7 +165,7 @@ async function results(
     .map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id)
     .filter((q): q is string => !!q);
   const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
-  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const nowMs = dbTimeToMs(now);
   const closed: ClosedAttempt[] = [];
   const tasks: TaskAfterResult[] = [];
   /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
@@ -207,7 +203,7 @@ async function results(
       attemptsMade: a.t_attempts_made,
       maxAttempts: a.t_max_attempts,
       nowMs,
-      deadlineMs: Date.parse(a.t_deadline_at.replace(' ', 'T') + 'Z'),
+      deadlineMs: dbTimeToMs(a.t_deadline_at),
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });
@@ -386,7 +382,7 @@ async function batchInTx(
 }
 
 /** The bytes of a frame's values stored by its transaction (a result's output and error message;
- * a start carries none): the weight that bounds a batch (group-commit.ts). */
+ * a start carries none): the weight that bounds a batch (coalesce.ts). */
 function resultBytes(cmd: FrameCommand): number {
   if (cmd.kind !== 'result') return 0;
   const f = cmd.frame;
@@ -395,13 +391,13 @@ function resultBytes(cmd: FrameCommand): number {
 
 /** The node's frame committer: per-application group commit of start and result frames. */
 export class FrameCommitter {
-  private readonly committer: GroupCommitter<FrameCommand, FrameOutcome>;
+  private readonly committer: Coalesced<FrameCommand, FrameOutcome>;
 
   /** What recent batches learned about queues (refused, drained). */
   readonly hints = new QueueHints();
 
   constructor(pool: Pool, onBatch: (size: number, seconds: number, handoffs: number, refills: number) => void, host?: HandoffHost) {
-    this.committer = new GroupCommitter(
+    this.committer = coalesce(
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
         const r = await runFrameBatch(pool, cmds, host, this.hints);
@@ -410,13 +406,11 @@ export class FrameCommitter {
         onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length - refills, refills);
         return r.outcomes;
       },
-      256,
-      2,
-      { of: resultBytes, max: () => poolBudget(pool).bytes },
+      { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
     );
   }
 
   run(applicationId: string, cmd: FrameCommand): Promise<FrameOutcome> {
-    return this.committer.submit(applicationId, cmd);
+    return this.committer(applicationId, cmd);
   }
 }

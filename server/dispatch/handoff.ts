@@ -18,6 +18,7 @@ import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
 import { payloadText, type Assignment, type ClaimSession } from './claim.js';
 import type { PermitLedger } from './ledger.js';
+import { dbTimeToMs, msToDbTime } from '../db/time.js';
 
 /** What the gateway offers: local sessions that can take a task now. */
 export interface HandoffHost {
@@ -113,7 +114,7 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     c,
     applied.map((p) => p.row.queue_id),
   );
-  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const nowMs = dbTimeToMs(now);
   const attempts: NewAttempt[] = applied.map((p) => ({
     id: p.newAttemptId,
     taskId: p.row.id,
@@ -126,7 +127,7 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     concurrencyKey: p.row.concurrency_key,
     token: p.keyed ? ledger.handoffTokens.get(p.newAttemptId)! : null,
     leasedAt: now,
-    leaseExpiresAt: new Date(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000).toISOString().replace('T', ' ').replace('Z', ''),
+    leaseExpiresAt: msToDbTime(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000),
   }));
   await insertAttempts(c, attempts);
   await markTasksLeased(

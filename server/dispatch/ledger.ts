@@ -3,7 +3,7 @@
 // applications (by id), stream heads (by namespace) — the same order the claim round takes them in
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
-import type { Conn } from '../db/pool.js';
+import { withTransaction, type Conn, type Pool, type TxPath } from '../db/pool.js';
 import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
@@ -195,4 +195,31 @@ function add(m: Map<string, number>, k: string, d: number): void {
 
 function sorted(m: Map<string, number>): [string, number][] {
   return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
+/** Runs `fn` in a transaction with a fresh ledger (fresh again on each retry of a deadlock), flushes
+ * the ledger before the commit, and returns `fn`'s value with the ledger of the run that committed
+ * (its freedQueues say which dispatchers to wake). */
+export async function withLedgerTx<T>(
+  pool: Pool,
+  path: TxPath,
+  fn: (c: Conn, ledger: PermitLedger) => Promise<T>,
+): Promise<{ value: T; ledger: PermitLedger }> {
+  let ledger = new PermitLedger();
+  const value = await withTransaction(pool, path, async (c) => {
+    ledger = new PermitLedger();
+    const v = await fn(c, ledger);
+    await ledger.flush(c);
+    return v;
+  });
+  return { value, ledger };
+}
+
+/** Runs `fn` with a fresh ledger inside the caller's transaction and flushes it after: the changes
+ * of one step (a workflow's advance, a command's effect) in the ledger's lock order. */
+export async function withLedger<T>(c: Conn, fn: (ledger: PermitLedger) => Promise<T>): Promise<{ value: T; ledger: PermitLedger }> {
+  const ledger = new PermitLedger();
+  const value = await fn(ledger);
+  await ledger.flush(c);
+  return { value, ledger };
 }

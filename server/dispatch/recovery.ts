@@ -5,7 +5,7 @@ import { isConnectionError, isDatabaseRefusal, withTransaction, type Conn, type 
 import { closeAttempt, type AttemptRow } from '../db/attempts.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLeasedAttemptsOfWorker, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
-import { PermitLedger } from './ledger.js';
+import { PermitLedger, withLedgerTx } from './ledger.js';
 import { finishTask } from './lifecycle.js';
 import { advanceSteps } from './step-advance.js';
 
@@ -143,11 +143,9 @@ async function dueRows(pool: Pool, applicationId: string, limit: number): Promis
 
 /** One transaction of the sweep of an application: its due rows, or only `only`. */
 async function sweepRows(pool: Pool, applicationId: string, limit: number, only?: SweepRow): Promise<SweepReport> {
-  let ledger = new PermitLedger();
   const report = emptyReport();
   const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
-  await withTransaction(pool, 'sweep', async (c) => {
-    ledger = new PermitLedger(); // fresh on a deadlock retry
+  const { ledger: committed } = await withLedgerTx(pool, 'sweep', async (c, ledger) => {
     report.revoked = [];
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
@@ -179,22 +177,18 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, only?
       report.counts.deadlineWaiting++;
     }
     await advanceSteps(c, ledger);
-    await ledger.flush(c);
   });
-  report.freedQueues = [...ledger.freedQueues];
+  report.freedQueues = [...committed.freedQueues];
   return report;
 }
 
 /** Releases live never-started attempts of one worker identity that were never delivered. */
 export async function releaseAttempts(pool: Pool, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<string[]> {
   if (attemptIds.length === 0) return [];
-  let ledger = new PermitLedger();
-  await withTransaction(pool, async (c) => {
-    ledger = new PermitLedger();
+  const { ledger } = await withLedgerTx(pool, 'other', async (c, ledger) => {
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
     for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
     await advanceSteps(c, ledger);
-    await ledger.flush(c);
   });
   return [...ledger.freedQueues];
 }

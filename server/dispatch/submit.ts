@@ -21,8 +21,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
 import type { Credential } from '../db/credentials.js';
-import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
-import { fromIso, isConnectionError, transactionOn, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isDuplicateKey } from '../db/errors.js';
+import { fromIso, isDatabaseRefusal, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
@@ -32,10 +32,11 @@ import { reserveUnfinishedTasks } from '../db/applications.js';
 import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
-import { GroupCommitter } from './group-commit.js';
-import { commandFingerprint, replayReceipt, withKeyLock } from './idempotency.js';
+import { coalesce, type Coalesced } from './coalesce.js';
+import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone } from './idempotency.js';
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
+import { dbTimeToMs } from '../db/time.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
@@ -68,8 +69,8 @@ export type SubmitOutcome = { ok: true; status: 201 | 200; data: { task: Task; d
 /** Rolls the batch back; its items then run one by one. */
 class EdgeOfBatch extends Error {}
 
-/** 'alone': run by itself after the batch; 'not-found': its refusal (with a hint) is built after. */
-type Slot = SubmitOutcome | 'alone' | 'not-found';
+/** ALONE: run by itself after the batch; 'not-found': its refusal (with a hint) is built after. */
+type Slot = SubmitOutcome | typeof ALONE | 'not-found';
 
 interface TxResult {
   outcomes: Slot[];
@@ -91,7 +92,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     items.map((i) => i.prepared.normalized.queue_id),
   );
   const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
-  const nowMs = Date.parse(now.replace(' ', 'T') + 'Z');
+  const nowMs = dbTimeToMs(now);
   const createdAt = now.length === 19 ? `${now}.000` : now;
 
   // Existence and authorization first: a replay never hands a task of a queue outside queue_ids
@@ -141,7 +142,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
     }
     // A second item with the same key: behaves as a concurrent submit, answered after this one.
     if (k !== null && keysInBatch.has(k)) {
-      outcomes[i] = 'alone';
+      outcomes[i] = ALONE;
       continue;
     }
     if (q.retired_at) {
@@ -227,7 +228,7 @@ export async function createTasksInTransaction(
 ): Promise<{ outcomes: SubmitOutcome[]; afterCommit: () => void }> {
   const r = await createTasksInTx(c, items, true);
   return {
-    outcomes: r.outcomes.map((o) => (o === 'alone' ? refused('INTERNAL', 'duplicate key in one creation') : (o as SubmitOutcome))),
+    outcomes: r.outcomes.map((o) => (o === ALONE ? refused('INTERNAL', 'duplicate key in one creation') : (o as SubmitOutcome))),
     afterCommit: () => afterCommitOf(app, r),
   };
 }
@@ -269,71 +270,62 @@ function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {
 
 /** The node's task-creation path. */
 export class TaskSubmitter {
-  private readonly committer: GroupCommitter<SubmitCommand, SubmitOutcome>;
+  private readonly committer: Coalesced<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
     // 500 items: one full POST /v1/tasks:batch fits one transaction (unless its payloads exceed
     // one packet's worth: the weight).
-    this.committer = new GroupCommitter((_group, items) => this.runBatch(items), 500, 2, {
-      of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson),
-      max: () => poolBudget(app.pool).bytes,
+    this.committer = coalesce((_group, items) => this.runBatch(items), {
+      maxBatch: 500,
+      maxParallel: 2,
+      weight: { of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson), max: () => poolBudget(app.pool).bytes },
     });
   }
 
   /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A
    * database failure rejects (the caller answers 503: retry with the same key). */
   submit(cmd: SubmitCommand): Promise<SubmitOutcome> {
-    return this.committer.submit(cmd.credential.applicationId, cmd);
+    return this.committer(cmd.credential.applicationId, cmd);
   }
 
   /** Commands of one request (one credential, so one application), queued together. */
   submitMany(cmds: SubmitCommand[]): Promise<SubmitOutcome>[] {
     if (cmds.length === 0) return [];
-    return this.committer.submitAll(cmds[0]!.credential.applicationId, cmds);
+    return this.committer.all(cmds[0]!.credential.applicationId, cmds);
   }
 
   private afterCommit(r: TxResult): void {
     afterCommitOf(this.app, r);
   }
 
-  private async runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
-    let r: TxResult;
-    const started = process.hrtime.bigint();
-    try {
-      r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, items, false));
-    } catch (err) {
-      if (!(err instanceof EdgeOfBatch) && !isDuplicateKey(err)) throw err;
+  /** The batched fast path, then each item it could not answer alone (dispatch/idempotency.ts). */
+  private runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
+    return executeIdempotent(
+      items,
+      async (batch) => {
+        const started = process.hrtime.bigint();
+        const r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, batch, false));
+        this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
+        this.afterCommit(r);
+        return r.outcomes as (SubmitOutcome | typeof ALONE)[];
+      },
       // At the edge: every item alone, in order (quota is then granted in arrival order).
-      const out: SubmitOutcome[] = [];
-      for (const it of items) out.push(await this.runAlone(it));
-      return out;
-    }
-    this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
-    this.afterCommit(r);
-    const out: SubmitOutcome[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const o = r.outcomes[i]!;
-      out.push(o === 'alone' ? await this.runAlone(items[i]!) : (o as SubmitOutcome));
-    }
-    return out;
+      (err) => err instanceof EdgeOfBatch || isDuplicateKey(err),
+      (it) => this.alone(it),
+    );
   }
 
-  /** One command in its own transaction, under its key's named lock: a concurrent command with
-   * the same key has committed (→ its receipt is replayed) or rolled back before this runs. */
-  private async runAlone(it: SubmitCommand): Promise<SubmitOutcome> {
+  /** One command in its own transaction, under its key's named lock. */
+  private async alone(it: SubmitCommand): Promise<SubmitOutcome> {
     try {
       // Commands through the submitter always carry a key (keyless ones are schedules' tasks,
-      // created inside their own transactions).
-      const r = await withKeyLock(this.app.pool, it.credential.namespaceId, it.key ?? '', async (conn) => {
-        // A batch on another node inserts receipts without the named lock: its key may commit
-        // while this waits on the row, and the next round replays it.
-        for (let round = 0; ; round++) {
-          try {
-            return await transactionOn(conn, 'submit', (c) => createTasksInTx(c, [it], true));
-          } catch (err) {
-            if (!isDuplicateKey(err) || round >= 2) throw err;
-          }
-        }
+      // created inside their own transactions). The transaction reads the key's receipt itself; a
+      // batch on another node inserts receipts without the named lock, so its key may commit while
+      // this waits on the row (a duplicate key), and the next round replays it.
+      const r = await runAlone(this.app.pool, it.credential.namespaceId, it.key ?? '', {
+        path: 'submit',
+        tx: (c) => createTasksInTx(c, [it], true),
+        taken: isDuplicateKey,
       });
       this.afterCommit(r);
       return r.outcomes[0] as SubmitOutcome;
@@ -341,7 +333,7 @@ export class TaskSubmitter {
       if (err instanceof OrbitError) return { ok: false, error: err };
       // This item's own failure is its answer; it never fails the other items of its group (some
       // of which may have committed already). Its transaction rolled back: nothing of it remains.
-      if (isConnectionError(err) || isRetryableDbError(err) || isDuplicateKey(err)) {
+      if (isDatabaseRefusal(err)) {
         return { ok: false, error: new OrbitError('UNAVAILABLE', 'database busy or unavailable; retry with the same Idempotency-Key') };
       }
       this.app.log.error({ err, idempotency_key: it.key }, 'submit failed');

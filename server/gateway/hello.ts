@@ -4,7 +4,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { HelloFrame } from '@orbit/protocol/frames';
 import type { LiveAttemptState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
-import { withTransaction, toIso, type Pool } from '../db/pool.js';
+import { toIso, type Pool } from '../db/pool.js';
 import { lockLiveCredential, type Credential } from '../db/credentials.js';
 import { canUseQueue } from '../admin/access.js';
 import { lockLiveAttemptsOfWorker, readAttempts } from '../db/attempts.js';
@@ -12,7 +12,7 @@ import { rebindAttempts } from '../db/attempt-leases.js';
 import { readHelloQueues } from '../db/queues.js';
 import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../db/worker-identities.js';
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
-import { PermitLedger } from '../dispatch/ledger.js';
+import { withLedgerTx } from '../dispatch/ledger.js';
 import { revokeAttempt } from '../dispatch/recovery.js';
 import { advanceSteps } from '../dispatch/step-advance.js';
 import { queueConfigs } from '../db/queue-config.js';
@@ -27,9 +27,7 @@ export interface HelloResult {
 export async function helloTransaction(pool: Pool, cred: Credential, sessionId: string, nodeId: string, h: HelloFrame): Promise<HelloResult> {
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
-  let ledger = new PermitLedger();
-  const result = await withTransaction(pool, 'hello', async (c) => {
-    ledger = new PermitLedger();
+  const { value: result, ledger: committed } = await withLedgerTx(pool, 'hello', async (c, ledger) => {
     // The credential was checked at the upgrade, maybe long before this frame: checked again, and
     // share-locked to the commit like a claim's, start's or result's, so a revocation either
     // commits first (nothing is rebound, released or registered) or waits for this hello.
@@ -112,11 +110,10 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
     // A released step task's run advances in this transaction, like every other task change (a
     // fan-out step with a failed element cancels the requeued task; a final run cancels it).
     await advanceSteps(c, ledger);
-    await ledger.flush(c);
     const resumedSet = new Set(resumedIds);
     return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };
   });
-  result.freedQueues = [...ledger.freedQueues];
+  result.freedQueues = [...committed.freedQueues];
   return result;
 }
 

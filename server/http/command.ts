@@ -6,8 +6,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
 import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
-import { transactionOn, type Conn } from '../db/pool.js';
-import { commandFingerprint, replayReceipt, withKeyLock } from '../dispatch/idempotency.js';
+import type { Conn } from '../db/pool.js';
+import { commandFingerprint, executeIdempotent, replayReceipt, runAlone } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { requireScope, type Scope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
@@ -146,47 +146,35 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
     await completeReceipt(c, ns, key, def.status, stored, out.resourceId);
     return { stored, result };
   };
-  const observe = (started: bigint): void => {
-    ctx.app.metrics.commitSeconds.observe({ op: def.operation }, Number(process.hrtime.bigint() - started) / 1e9);
-  };
-  const committed = (done: Executed<R>): Reply => {
-    def.afterCommit?.(done.result, ctx);
-    return { status: def.status, data: done.stored };
-  };
-  const batcher = ctx.app.commandBatcher;
-  if (!batcher) {
-    const existing = await getReceipt(pool, ns, key);
-    if (existing && existing.http_status !== 0) return replay(existing);
-  } else {
-    try {
-      const started = process.hrtime.bigint();
-      const { value } = await batcher.run(ctx.cred.applicationId, execute);
-      observe(started);
-      return committed(value);
-    } catch (err) {
-      // A coalesced batch that kept failing on a retryable error: this command alone, below.
-      if (!(err instanceof ReceiptTaken) && !isRetryableDbError(err)) throw err;
-    }
-  }
+  const observe = (seconds: number): void => ctx.app.metrics.commitSeconds.observe({ op: def.operation }, seconds);
   type Outcome = { replayed: Reply } | { done: Executed<R> };
-  const outcome = await withKeyLock(pool, ns, key, async (conn): Promise<Outcome> => {
-    for (let round = 0; round < 3; round++) {
-      // Autocommit read on the locked connection: sees whatever the previous holder committed.
-      const existing = await getReceipt(conn, ns, key);
-      if (existing && existing.http_status !== 0) return { replayed: replay(existing) };
-      try {
-        const started = process.hrtime.bigint();
-        const done = await transactionOn(conn, 'command', execute);
-        observe(started);
-        return { done };
-      } catch (err) {
-        // Only possible if a receipt got in without the key lock: answer with it.
-        if (err instanceof ReceiptTaken) continue;
-        throw err;
-      }
-    }
-    throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
-  });
-  if ('replayed' in outcome) return outcome.replayed;
-  return committed(outcome.done);
+  const [outcome] = await executeIdempotent<I, Outcome>(
+    [input],
+    // Common path: the command joins the node's coalesced command transaction.
+    async () => {
+      const started = process.hrtime.bigint();
+      const done = await ctx.app.commandTx(ctx.cred.applicationId, execute);
+      observe(Number(process.hrtime.bigint() - started) / 1e9);
+      return [{ done }];
+    },
+    // A key taken by a concurrent command, or a coalesced batch that kept failing on a retryable
+    // error: this command alone, under its key lock.
+    (err) => err instanceof ReceiptTaken || isRetryableDbError(err),
+    () =>
+      runAlone<Outcome>(pool, ns, key, {
+        path: 'command',
+        // Autocommit read on the locked connection: sees whatever the previous holder committed.
+        replayed: async (conn) => {
+          const existing = await getReceipt(conn, ns, key);
+          return existing && existing.http_status !== 0 ? { replayed: replay(existing) } : undefined;
+        },
+        tx: async (c) => ({ done: await execute(c) }),
+        // Only possible if a receipt got in without the key lock: the next round answers with it.
+        taken: (err) => err instanceof ReceiptTaken,
+        committed: observe,
+      }),
+  );
+  if ('replayed' in outcome!) return outcome.replayed;
+  def.afterCommit?.(outcome!.done.result, ctx);
+  return { status: def.status, data: outcome!.done.stored };
 }

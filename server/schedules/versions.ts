@@ -5,16 +5,10 @@ import type { Conn, Pool } from '../db/pool.js';
 import { getVersion, type VersionRow } from '../db/schedule-versions.js';
 import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
 import { compileCalendar, type Calendar, type CalendarSpec } from './calendar.js';
+import { dbTimeToMs as dbMs, msToDbTime as msDb } from '../db/time.js';
 
-/** `2026-11-30 01:02:03.456` (DATETIME(3), UTC) → epoch ms. */
-export function dbMs(v: string): number {
-  return Date.parse(v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z'));
-}
-
-/** epoch ms → DATETIME(3) string (UTC). */
-export function msDb(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-}
+/** DATETIME(3) ↔ epoch ms, under the names the schedules' modules use (db/time.ts). */
+export { dbMs, msDb };
 
 export interface ReadyVersion {
   row: VersionRow;

@@ -6,7 +6,7 @@
 import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyRuns } from '../db/workflow-run-steps.js';
-import { PermitLedger } from '../dispatch/ledger.js';
+import { withLedger } from '../dispatch/ledger.js';
 import { planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
 import { planAndApply } from './apply.js';
 import { loadRun, type LoadedRun } from './run-state.js';
@@ -35,9 +35,7 @@ async function advanceOne(
     const row = await getRun(c, namespaceId, runId, true);
     if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
     const run = await loadRun(c, row);
-    const ledger = new PermitLedger();
-    const r = await planAndApply(c, ledger, run, (opts) => plan(run, opts));
-    await ledger.flush(c);
+    const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
     report.queues.push(...r.queues);
     return r.plan.tasksCreated > 0;
   });
