@@ -11,7 +11,19 @@ import { expectData } from './support/contract.js';
 import { workflowViolations } from './support/workflow-invariants.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { closeWorkers, connect, createQueue, expectNoFrame, nextOf, result, sqlAttempts, start, waitTaskState } from './support/dispatch-fixture.js';
-import { getRun, newWorkflow, runCommand, sqlStepTasks, startRun, stepOf, takeStarted, taskStep, waitRunState } from './support/workflow-runs.js';
+import {
+  getRun,
+  newWorkflow,
+  runCommand,
+  sqlStepTasks,
+  startRun,
+  stepOf,
+  takeStarted,
+  taskStep,
+  waitRunState,
+  waitStepState,
+} from './support/workflow-runs.js';
+import { newTenant } from './support/db.js';
 
 const f = useGatewayFixture();
 const api = () => ({ url: f.gw.url, token: f.t.token });
@@ -116,5 +128,38 @@ describe('the workflow sweeper isolates each run', () => {
     expect(row.state).toBe('WAITING_SIGNAL');
     await f.db.pool.query("UPDATE workflow_runs SET input = 'null' WHERE id = ?", [bad.id]);
     expect(stepOf(await waitRunState(api(), bad.id, 'FAILED'), 'wait').error.code).toBe('SIGNAL_TIMEOUT');
+  });
+});
+
+describe('the workflow sweeper reads each application apart', () => {
+  it("another application's 100 quota-bound runs that cannot start do not hide this application's quota-bound step", async () => {
+    const t = await newTenant(f.db);
+    const tapi = { url: f.gw.url, token: t.token };
+    const appOf = '(SELECT application_id FROM namespaces WHERE id = ?)';
+    await f.db.pool.query(`UPDATE applications SET max_unfinished_tasks = 2 WHERE id = ${appOf}`, [t.namespace_id]);
+    const fan = await newWorkflow(tapi, [taskStep('list', t.queue_id), taskStep('each', t.queue_id, { after: ['list'], for_each: 'list' })]);
+    const run = await startRun(tapi, fan.workflow.id);
+    const { w } = await connect(f, [t.queue_id], {}, t);
+    const l = await takeStarted(w);
+    await result(w, l.attempt_id, 'succeeded', { output: [1, 2, 3] });
+    expect(stepOf(await getRun(tapi, run.id), 'each').state).toBe('READY');
+    // An application whose id sorts before every real one ('!' is below nanoid's alphabet) with 100
+    // runs' steps waiting for quota that the sweeper cannot start (their runs are gone). Before the
+    // per-application read, one `ORDER BY application_id LIMIT 100` returned only these.
+    const ghost = '!'.repeat(32);
+    const rows = Array.from({ length: 100 }, (_, i) => [`ghost${String(i).padStart(27, '0')}`, 'each', ghost, ghost, i + 1]);
+    await f.db.pool.query(
+      `INSERT INTO workflow_run_steps (run_id, step_key, namespace_id, application_id, run_seq, state, ready_cause, updated_at) VALUES ${rows
+        .map(() => "(?, ?, ?, ?, ?, 'READY', 'quota', UTC_TIMESTAMP(3))")
+        .join(', ')}`,
+      rows.flat(),
+    );
+    try {
+      await f.db.pool.query(`UPDATE applications SET max_unfinished_tasks = 10 WHERE id = ${appOf}`, [t.namespace_id]);
+      const started = await waitStepState(tapi, run.id, 'each', 'ACTIVE');
+      expect(stepOf(started, 'each').task_ids).toHaveLength(3);
+    } finally {
+      await f.db.pool.query('DELETE FROM workflow_run_steps WHERE application_id = ?', [ghost]);
+    }
   });
 });

@@ -94,15 +94,32 @@ export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
   );
 }
 
-/** quotaReadyRuns(limit) → runs with a READY step waiting for quota, oldest run first per
- * application (index ix_workflow_run_steps_quota). No lock: the sweeper locks each run after. */
-export async function quotaReadyRuns(pool: Pool, limit: number): Promise<{ run_id: string; namespace_id: string; application_id: string }[]> {
+/** quotaReadyApplications(limit) → applications with a READY step waiting for quota (a loose scan
+ * of ix_workflow_run_steps_quota). No lock. The sweeper then reads each application's runs apart:
+ * one application's runs that cannot start must not hide another application's (a single
+ * `ORDER BY application_id … LIMIT` did: 100 waiting runs of the first application filled it). */
+export async function quotaReadyApplications(pool: Pool, limit: number): Promise<string[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
-    `SELECT run_id, MIN(namespace_id) AS namespace_id, application_id, MIN(run_seq) AS s FROM workflow_run_steps
-      WHERE ready_cause = 'quota' GROUP BY application_id, run_id ORDER BY application_id, s LIMIT ?`,
+    `SELECT DISTINCT application_id FROM workflow_run_steps WHERE ready_cause = 'quota' ORDER BY application_id LIMIT ?`,
     [limit],
   );
-  return rows.map((r) => ({ run_id: r.run_id as string, namespace_id: r.namespace_id as string, application_id: r.application_id as string }));
+  return rows.map((r) => r.application_id as string);
+}
+
+/** quotaReadyRuns(applicationId, limit) → that application's runs with a READY step waiting for
+ * quota, oldest run first (index ix_workflow_run_steps_quota). No lock: the sweeper locks each run
+ * after. */
+export async function quotaReadyRuns(
+  pool: Pool,
+  applicationId: string,
+  limit: number,
+): Promise<{ run_id: string; namespace_id: string; application_id: string }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    `SELECT run_id, MIN(namespace_id) AS namespace_id, MIN(run_seq) AS s FROM workflow_run_steps
+      WHERE ready_cause = 'quota' AND application_id = ? GROUP BY run_id ORDER BY s LIMIT ?`,
+    [applicationId, limit],
+  );
+  return rows.map((r) => ({ run_id: r.run_id as string, namespace_id: r.namespace_id as string, application_id: applicationId }));
 }
 
 /** dueSignalSteps(limit) → WAITING_SIGNAL steps past their timeout by the database clock (index

@@ -5,7 +5,7 @@
 // sweepers may find the same run: the second finds nothing left to do.
 import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
 import { getRun } from '../db/workflow-runs.js';
-import { dueSignalSteps, quotaReadyRuns } from '../db/workflow-run-steps.js';
+import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { withLedger } from '../dispatch/ledger.js';
 import { planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
 import { planAndApply } from './apply.js';
@@ -61,15 +61,16 @@ export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowS
     if (done !== null) report.timedOut++;
   }
   // Oldest run first per application: once one run's READY steps do not fit, the application's
-  // younger runs wait too (the room that appears goes to the oldest run).
-  const full = new Set<string>();
-  for (const r of await quotaReadyRuns(pool, limit)) {
-    if (full.has(r.application_id)) continue;
-    const started = await tryAdvance(r.run_id, report, () =>
-      advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report),
-    );
-    if (started) report.started++;
-    else if (started === false) full.add(r.application_id);
+  // younger runs wait too (the room that appears goes to the oldest run). Each application is read
+  // apart, so the runs of one whose quota is full never crowd another's out of the read.
+  for (const applicationId of await quotaReadyApplications(pool, limit)) {
+    for (const r of await quotaReadyRuns(pool, applicationId, limit)) {
+      const started = await tryAdvance(r.run_id, report, () =>
+        advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report),
+      );
+      if (started) report.started++;
+      else if (started === false) break;
+    }
   }
   return report;
 }
