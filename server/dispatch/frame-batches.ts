@@ -33,7 +33,7 @@ import {
 import { coalesce, type Coalesced } from './coalesce.js';
 import { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
-import { decideOutcome } from './outcome.js';
+import { decideOutcome } from './result-decision.js';
 import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type HandoffPlan, type ReleasedKey, type Reservation } from './handoff.js';
 import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';

@@ -1,5 +1,5 @@
 // renew, and the task transitions shared by results, cancels and the sweeper. start and result
-// frames are applied in batches by frame-batches.ts; what a result decides is outcome.ts.
+// frames are applied in batches by frame-batches.ts; what a result decides is result-decision.ts.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { TerminalTaskState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
