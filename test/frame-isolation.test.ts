@@ -14,7 +14,7 @@ import { hashToken } from '../server/admin/access.js';
 import { createPool, type Pool } from '../server/db/pool.js';
 import { setStatementFault } from '../server/db/pipeline.js';
 import { runFrameBatch, type FrameCommand } from '../server/dispatch/frame-batches.js';
-import { sweep } from '../server/dispatch/recovery.js';
+import { sweep } from '../server/dispatch/sweeper.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';

@@ -13,7 +13,7 @@ import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { renewAttempts } from '../dispatch/lifecycle.js';
+import { renewAttempts } from '../dispatch/renew.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-batches.js';
@@ -29,7 +29,7 @@ import { FrameWindow } from './frame-window.js';
 import { RenewCoalescer } from './renew-coalescer.js';
 import type { TxAdmission } from './tx-admission.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
-import type { CancelReason } from '../dispatch/recovery.js';
+import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';

@@ -21,7 +21,7 @@ import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-batches.js';
 import type { HandoffHost } from '../dispatch/handoff.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
-import { releaseAttempts, type Revoked } from '../dispatch/recovery.js';
+import { releaseAttempts, type Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';

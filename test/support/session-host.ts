@@ -14,7 +14,7 @@ import { createMetrics } from '../../server/metrics.js';
 import { Faults } from '../../server/faults.js';
 import { NodeSignals, type WakeCause } from '../../server/work-signals.js';
 import { FrameCommitter } from '../../server/dispatch/frame-batches.js';
-import { releaseAttempts } from '../../server/dispatch/recovery.js';
+import { releaseAttempts } from '../../server/dispatch/revoke.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
 import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
 import { Session, type SessionHost } from '../../server/gateway/session.js';
