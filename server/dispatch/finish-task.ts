@@ -1,6 +1,6 @@
 // The task transition shared by results, cancels, the sweeper and workflow steps: a task to a
 // terminal state or NEEDS_REVIEW, with its result event and unfinished-count change in the ledger.
-// (start and result frames are applied in batches by frame-batches.ts; what a result decides is
+// (start and result frames are applied in batches by frame-committer.ts; what a result decides is
 // result-decision.ts; renew is renew.ts.)
 import type { TerminalTaskState } from '@orbit/protocol/states';
 import type { Conn } from '../db/pool.js';

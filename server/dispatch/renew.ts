@@ -8,7 +8,7 @@ import { lockLiveCredential } from '../db/credentials.js';
 import { attemptQueues } from '../db/attempt-batches.js';
 import { readLiveLeases, renewLeases } from '../db/attempt-leases.js';
 import { queueConfigs } from '../db/queue-config.js';
-import type { Identity } from './frame-batches.js';
+import type { Identity } from './frame-commands.js';
 
 /** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
 export async function renewAttempts(

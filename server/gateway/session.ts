@@ -16,7 +16,7 @@ import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/renew.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
-import type { FrameCommitter } from '../dispatch/frame-batches.js';
+import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
@@ -50,7 +50,7 @@ export interface SessionHost {
   readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
   readonly faults: Pick<Faults, 'hit'>;
-  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-batches.ts). */
+  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-committer.ts). */
   readonly frames: Pick<FrameCommitter, 'run'>;
   /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
   register(s: Session): void;

@@ -18,7 +18,7 @@ import type { Pool } from '../db/pool.js';
 import { Session, SUPERSEDED, type SessionHost } from './session.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
-import { FrameCommitter } from '../dispatch/frame-batches.js';
+import { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { HandoffHost } from '../dispatch/handoff.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import { releaseAttempts, type Revoked } from '../dispatch/revoke.js';

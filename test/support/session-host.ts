@@ -13,7 +13,7 @@ import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { Faults } from '../../server/faults.js';
 import { NodeSignals, type WakeCause } from '../../server/work-signals.js';
-import { FrameCommitter } from '../../server/dispatch/frame-batches.js';
+import { FrameCommitter } from '../../server/dispatch/frame-committer.js';
 import { releaseAttempts } from '../../server/dispatch/revoke.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
 import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
