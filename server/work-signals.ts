@@ -3,7 +3,7 @@
 // their commit); the loops (the gateway's dispatcher and session registry, the schedule firer)
 // subscribe. Nothing crosses nodes: other nodes find the same changes by polling.
 import { EventEmitter } from 'node:events';
-import type { Revoked } from './dispatch/recovery.js';
+import type { Revoked } from './dispatch/revoke.js';
 
 /** Why a queue is woken: `work` — it may have new WAITING tasks (a submit, a retry, a resume, a
  * task back from an expired lease); `released` — only permits came free (a result that finished

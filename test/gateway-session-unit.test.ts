@@ -10,7 +10,7 @@ import type { Credential } from '../server/db/credentials.js';
 import { findCredentialByTokenHash } from '../server/db/credentials.js';
 import { hashToken } from '../server/admin/access.js';
 import { claimRound } from '../server/dispatch/claim.js';
-import { runFrameBatch } from '../server/dispatch/frame-batches.js';
+import { runFrameBatch } from '../server/dispatch/frame-committer.js';
 import type { Session } from '../server/gateway/session.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { assertNoOpenRawSockets, hello, openRaw, type RawWorker } from './support/raw-worker.js';

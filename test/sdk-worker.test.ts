@@ -81,6 +81,18 @@ describe('outcomes', () => {
     });
   }
 
+  it('a result frame the SDK refuses to send (over the session max_frame_bytes) → failed RESULT_REJECTED', async () => {
+    await gw.close();
+    await gateway({ autoStart: true, autoResult: true, autoHelloOk: false });
+    const w = worker(() => ({ text: 'x'.repeat(8192) }));
+    const s = await gw.nextSession();
+    s.helloOk({ max_frame_bytes: 4096 });
+    await w.ready;
+    const f = s.assign({});
+    expect(await s.next('result')).toMatchObject({ type: 'result', attempt_id: f.attempt_id, outcome: 'failed', error: { code: 'RESULT_REJECTED' } });
+    expect(s.invalid).toEqual([]);
+  });
+
   it('an unknown handler is failed without start', async () => {
     const w = worker(() => null);
     const s = await gw.nextSession();

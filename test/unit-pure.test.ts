@@ -1,5 +1,5 @@
 // Unit tests of pure parts (no database, no processes): what a result decides
-// (server/dispatch/outcome.ts) in every branch, the UTF-8 truncation of protocol strings, and the
+// (server/dispatch/result-decision.ts) in every branch, the UTF-8 truncation of protocol strings, and the
 // protocol's one home of limits, primitives and states (protocol/limits.ts, primitives.ts,
 // states.ts): the schemas enforce the limits, the state lists are the database's ENUMs.
 import fs from 'node:fs';
@@ -14,7 +14,7 @@ import * as states from '../protocol/states.js';
 import { isUint64String } from '../protocol/validation.js';
 import { TOKEN_MAX } from '../server/db/claim-sql.js';
 import { packageRoot } from '../server/paths.js';
-import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/outcome.js';
+import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/result-decision.js';
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
 import { QueueHints } from '../server/dispatch/queue-hints.js';

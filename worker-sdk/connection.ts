@@ -20,11 +20,12 @@ import {
   type TaskCancelFrame,
   type WorkerFrame,
 } from '@orbit/protocol/frames';
-import { OrbitError, isErrorCode } from '@orbit/protocol/errors';
+import { OrbitError } from '@orbit/protocol/errors';
 import { BatchedSocket } from './batched-socket.js';
 import { connectUrl, helloFrame, type ConnectOptions, type ConnectionEvent, type Registration, type ResultInput } from './connect-options.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
 import { assignProblem, isTokenString, outgoingProblem, type KnownAttempt } from './frame-checks.js';
+import { readHandshakeRefusal } from './handshake-refusal.js';
 
 export { SDK_AGENT, connectUrl, helloFrame } from './connect-options.js';
 export type { ConnectOptions, HandlerRegistration, KnownAttempt, Registration, ResultInput } from './connect-options.js';
@@ -100,7 +101,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     });
     this.closed = new Promise((resolve) => this.ws.once('close', () => resolve()));
     this.helloTimer = setTimeout(() => this.fail(new GatewayError('UNAVAILABLE', 'no hello.ok in time', { fatal: true }), 1001), helloMs);
-    this.ws.on('unexpected-response', (_req, res) => this.refused(res));
+    this.ws.on('unexpected-response', (_req, res) => readHandshakeRefusal(res, (err) => this.fail(err, 1006)));
     this.ws.on('error', (err) => (this.failure ??= err));
     this.ws.on('open', () => {
       this.touch();
@@ -336,39 +337,6 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     this.dead = true;
     if (this.ws.readyState === WebSocket.OPEN) this.ws.close(code, err.message.slice(0, 100));
     else this.ws.terminate();
-  }
-
-  private refused(res: import('node:http').IncomingMessage): void {
-    // The handshake was answered with an HTTP error (400 bad subprotocol, 401, 403, …): read the
-    // error envelope so the caller sees the documented code, not "Unexpected server response".
-    const chunks: Buffer[] = [];
-    let size = 0;
-    res.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= 65536) chunks.push(c);
-    });
-    res.on('end', () => {
-      let code: string =
-        res.statusCode === 401
-          ? 'UNAUTHENTICATED'
-          : res.statusCode === 403
-            ? 'PERMISSION_DENIED'
-            : (res.statusCode ?? 0) >= 500
-              ? 'UNAVAILABLE'
-              : 'INVALID_ARGUMENT';
-      let message = `handshake refused with HTTP ${res.statusCode}`;
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: { code?: unknown; message?: unknown } };
-        if (isErrorCode(body.error?.code)) code = body.error.code;
-        if (typeof body.error?.message === 'string') message += `: ${body.error.message}`;
-      } catch {
-        /* not an envelope */
-      }
-      this.fail(new GatewayError(code, message, { fatal: true, status: res.statusCode }), 1006);
-    });
-    res.on('error', () =>
-      this.fail(new GatewayError('UNAVAILABLE', `handshake refused with HTTP ${res.statusCode}`, { fatal: true, status: res.statusCode }), 1006),
-    );
   }
 
   private touch(): void {

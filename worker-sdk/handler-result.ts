@@ -2,7 +2,8 @@
 // Kept apart from worker.ts so the mapping (worker-protocol.md, SDK obligations) is in one place.
 import { ERROR_CODE_MAX, ERROR_MESSAGE_MAX, MAX_BACKOFF_MS, MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import type { ResultInput } from './connection.js';
-import { RetryableError, UnknownOutcomeError } from './errors.js';
+import { GatewayError, RetryableError, UnknownOutcomeError } from './errors.js';
+import type { TaskAssignFrame } from '@orbit/protocol/frames';
 
 /** `output` ≤ 256 KiB of JSON (worker-protocol.md `result`; protocol/limits.ts). */
 export { MAX_OUTPUT_BYTES };
@@ -69,4 +70,18 @@ export function errorResult(attemptId: string, err: unknown): ResultInput {
   }
   if (err instanceof UnknownOutcomeError) return { attemptId, outcome: 'unknown', error: { code: err.code, message: messageOf(err) } };
   return { attemptId, outcome: 'failed', error: { code: codeOf(err, 'HANDLER_ERROR'), message: messageOf(err) } };
+}
+
+/** The result for a task no registered handler runs (the hello's filter should have prevented it):
+ * failed without starting. */
+export function handlerNotFoundResult(attemptId: string, task: TaskAssignFrame['task']): ResultInput {
+  return { attemptId, outcome: 'failed', error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${task.handler}@${task.handler_version}` } };
+}
+
+/** When the SDK itself refused to send a result frame (too big, invalid: thrown before any I/O, so
+ * not a GatewayError), the failed result that reports it instead; null for any other error. */
+export function locallyRejectedResult(attemptId: string, err: unknown): ResultInput | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  if ((code !== 'PAYLOAD_TOO_LARGE' && code !== 'INVALID_ARGUMENT') || err instanceof GatewayError) return null;
+  return { attemptId, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: clip((err as Error).message, MAX_MESSAGE) } };
 }

@@ -1,6 +1,8 @@
 // The worker's reconnect policy: exponential backoff with jitter, bounded by a number of
 // consecutive failed attempts after which the worker stops with a fatal error (a wrong URL or a
-// gateway that never comes back must end the process, not retry silently forever).
+// gateway that never comes back must end the process, not retry silently forever), and the errors
+// no retry can fix.
+import { GatewayError } from './errors.js';
 
 export interface ReconnectPolicy {
   /** First delay, in ms.
@@ -31,4 +33,13 @@ export function backoffMs(p: ReconnectPolicy | undefined, failures: number): num
   const max = p?.maxDelayMs ?? 5000;
   const ceiling = Math.min(max, base * 2 ** Math.min(failures, 20));
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+}
+
+/** Hello errors that retrying cannot fix: the worker stops and reports them. */
+const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
+
+/** True for a connection failure that no reconnect can fix (a refused credential, a retired queue,
+ * a malformed registration): the worker stops at once instead of backing off. */
+export function isFatalConnectError(err: unknown): err is GatewayError {
+  return err instanceof GatewayError && (FATAL_CODES.has(err.code) || err.status === 401 || err.status === 403);
 }

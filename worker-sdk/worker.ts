@@ -2,12 +2,11 @@
 // createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
 // periodic renewal, results re-sent until acknowledged, and a draining close().
 import { EventEmitter } from 'node:events';
-import { ERROR_MESSAGE_MAX } from '@orbit/protocol/limits';
 import { WorkerConnection, helloFrame, type Registration, type ResultInput } from './connection.js';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
 import { HeldAttempts, type Held } from './held-attempts.js';
-import { clip, errorResult, successResult } from './handler-result.js';
-import { backoffMs, reconnectLimit } from './reconnect.js';
+import { errorResult, handlerNotFoundResult, locallyRejectedResult, successResult } from './handler-result.js';
+import { backoffMs, isFatalConnectError, reconnectLimit } from './reconnect.js';
 import type { WorkerEvents, WorkerOptions } from './worker-options.js';
 import {
   DEFAULT_HANDLER_VERSIONS,
@@ -25,8 +24,6 @@ export * from './task-context.js';
 export type { ReconnectPolicy } from './reconnect.js';
 export type { WorkerEvents, WorkerOptions } from './worker-options.js';
 
-/** Hello errors that retrying cannot fix: the worker stops and reports them. */
-const FATAL_CODES = new Set(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'RESOURCE_RETIRED', 'INVALID_ARGUMENT', 'STATE_CONFLICT', 'PROTOCOL_ERROR']);
 const STABLE_SESSION_MS = 10_000; // a session this long resets the backoff
 const DRAIN_ACK_MS = 10_000;
 
@@ -174,7 +171,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       } catch (err) {
         this.pendingConn = undefined;
         if (this.stopped) return;
-        if (this.isFatal(err)) return this.fail(err as Error);
+        if (isFatalConnectError(err)) return this.fail(err);
         failures++;
         if (failures >= limit) {
           return this.fail(
@@ -222,10 +219,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
         resolve();
       };
     });
-  }
-
-  private isFatal(err: unknown): boolean {
-    return err instanceof GatewayError && (FATAL_CODES.has(err.code) || err.status === 401 || err.status === 403);
   }
 
   private onOpen(conn: WorkerConnection): void {
@@ -301,11 +294,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
         'orbit worker: no handler for this task; failing it',
       );
       h.phase = 'reporting';
-      h.result = {
-        attemptId: h.id,
-        outcome: 'failed',
-        error: { code: 'HANDLER_NOT_FOUND', message: `no handler for ${h.frame.task.handler}@${h.frame.task.handler_version}` },
-      };
+      h.result = handlerNotFoundResult(h.id, h.frame.task);
       return this.report(h);
     }
     // Handler code must not run before start.ok; a start lost with the socket is re-sent (a
@@ -351,12 +340,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
         this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, taskState: ok.task_state, deduplicated: ok.deduplicated });
         return;
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        if ((code === 'PAYLOAD_TOO_LARGE' || code === 'INVALID_ARGUMENT') && !(err instanceof GatewayError)) {
-          // Our own frame was refused locally (too big / invalid): report that instead.
-          h.result = { attemptId: h.id, outcome: 'failed', error: { code: 'RESULT_REJECTED', message: clip((err as Error).message, ERROR_MESSAGE_MAX) } };
+        const rejected = locallyRejectedResult(h.id, err);
+        if (rejected) {
+          h.result = rejected; // our own frame was refused locally (too big / invalid): report that instead
           continue;
         }
+        const code = (err as { code?: unknown }).code;
         if (this.held.refused(h, err)) {
           this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, error: String(code) });
           return;

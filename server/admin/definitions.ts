@@ -7,7 +7,7 @@ import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
 import { insertAudit } from '../db/tenants.js';
-import { insertNamed } from '../dispatch/refusals.js';
+import { insertNamed } from './unique-names.js';
 import { newId } from '../ids.js';
 
 export interface NewDefinition {
@@ -16,7 +16,7 @@ export interface NewDefinition {
   /** Non-retired definitions of this kind the namespace may hold. */
   limit: number;
   countActive: () => Promise<number>;
-  /** Inserts the definition's row (a duplicate name becomes ALREADY_EXISTS). */
+  /** Inserts the definition's row (a duplicate name becomes STATE_CONFLICT, unique-names.ts). */
   insert: (id: string, now: string) => Promise<unknown>;
   /** Inserts version 1. */
   publishFirst: (id: string, now: string) => Promise<void>;

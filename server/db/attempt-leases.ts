@@ -1,4 +1,4 @@
-// Lease extension of live attempts: `renew` frames (server/dispatch/lifecycle.ts) and the resume of
+// Lease extension of live attempts: `renew` frames (server/dispatch/renew.ts) and the resume of
 // listed attempts at a hello (server/gateway/hello.ts). Lease lengths go in as literals, per queue
 // (`lease`: [queue_id, seconds] pairs from the cached queue configuration, server/db/queue-config.ts):
 // a join with queues here took a shared lock on the queue row, which deadlocked with results

@@ -1,4 +1,4 @@
-// The statements of the sweeper (server/dispatch/recovery.ts) and of the release of attempts
+// The statements of the sweeper (server/dispatch/sweeper.ts) and of the release of attempts
 // claimed for a session that closed before delivery, each with a named purpose. Every locking read
 // takes its rows FOR UPDATE SKIP LOCKED, so several nodes' sweepers share the work instead of
 // waiting on each other; a row another transaction holds is simply left for the next sweep.
@@ -37,7 +37,7 @@ export async function applicationsDue(pool: Pool, limit: number): Promise<string
   return rows.map((r) => r.application_id as string);
 }
 
-/** `AND id = ?` when the sweep retries one row alone (recovery.ts), else nothing. */
+/** `AND id = ?` when the sweep retries one row alone (dispatch/sweeper.ts), else nothing. */
 const onlyRow = (id: string | undefined): [string, string[]] => (id === undefined ? ['', []] : [' AND id = ?', [id]]);
 
 /** lockExpiredAttempts(application_id, limit, only?) → LEASED and RUNNING attempts of the

@@ -1,5 +1,5 @@
 // Single-task state changes shared by results, cancels, resolves and the sweeper
-// (server/dispatch/lifecycle.ts, recovery.ts, task-commands.ts). Each runs in the caller's
+// (server/dispatch/finish-task.ts, revoke.ts, sweeper.ts, task-commands.ts). Each runs in the caller's
 // transaction, which locks the task row (lockTask) before changing it — after the attempt row when
 // it changes both, the lock order of every transaction (docs/design.md, "Lock order").
 import type { RowDataPacket } from 'mysql2/promise';

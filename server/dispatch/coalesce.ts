@@ -8,7 +8,7 @@
 // items carry (results' outputs, submits' payloads): at most one packet's worth of values per
 // transaction (db/packet-budget.ts), so a burst of large items becomes several transactions of
 // bounded size, memory and lock time. An item heavier than the bound goes alone.
-// Its users: submits (dispatch/submit.ts), start and result frames (dispatch/frame-batches.ts),
+// Its users: submits (dispatch/submit.ts), start and result frames (dispatch/frame-committer.ts),
 // and receipt-bearing HTTP commands through `coalescedTransactions` (one SAVEPOINT per item:
 // dispatch/coalesce-tx.ts).
 

@@ -1,4 +1,4 @@
-// Hints the node's frame committer keeps between result batches (server/dispatch/frame-batches.ts).
+// Hints the node's frame committer keeps between result batches (server/dispatch/frame-committer.ts).
 /** What recent batches learned about queues, so later ones skip work that would be wasted:
  * `refused` — a hand-off or refill was refused (paused, retired, over a lowered limit): not tried
  * again for a second, so a paused queue with attempts still running does not run every result

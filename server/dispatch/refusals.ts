@@ -3,7 +3,6 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
-import { isDuplicateKey } from '../db/errors.js';
 import type { Conn, Pool } from '../db/pool.js';
 import { findQueueByName } from '../db/queues.js';
 import { maxUnfinishedTasks } from '../db/applications.js';
@@ -33,15 +32,4 @@ export async function unfinishedTasksQuota(c: Conn, applicationId: string): Prom
     `application quota of unfinished tasks reached (limit ${limit ?? 'unknown'}): retry once tasks finish, or raise it with \`orbit-admin quota set --application-id ${applicationId} --max-unfinished-tasks N\``,
     { quota: 'max_unfinished_tasks', limit },
   );
-}
-
-/** Runs the INSERT of a named resource (queue, subscription, schedule): names are unique in the
- * namespace forever, so a duplicate key becomes 409 STATE_CONFLICT on `name`. */
-export async function insertNamed(kind: 'queue' | 'subscription' | 'schedule' | 'workflow', name: string, insert: () => Promise<unknown>): Promise<void> {
-  try {
-    await insert();
-  } catch (err) {
-    if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a ${kind} named ${name} exists or existed in this namespace`, { field: 'name' });
-    throw err;
-  }
 }

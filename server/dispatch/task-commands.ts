@@ -7,8 +7,8 @@ import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from '../db/attempts.js';
 import { reopenTaskForRetry } from '../db/task-transitions.js';
 import { PermitLedger } from './ledger.js';
-import { finishTask } from './lifecycle.js';
-import { revokeAttempt, type Revoked } from './recovery.js';
+import { finishTask } from './finish-task.js';
+import { revokeAttempt, type Revoked } from './revoke.js';
 import { advanceSteps } from './step-advance.js';
 
 export interface CommandEffect {

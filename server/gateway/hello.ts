@@ -13,7 +13,7 @@ import { readHelloQueues } from '../db/queues.js';
 import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../db/worker-identities.js';
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
 import { withLedgerTx } from '../dispatch/ledger.js';
-import { revokeAttempt } from '../dispatch/recovery.js';
+import { revokeAttempt } from '../dispatch/revoke.js';
 import { advanceSteps } from '../dispatch/step-advance.js';
 import { queueConfigs } from '../db/queue-config.js';
 

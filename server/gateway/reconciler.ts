@@ -2,7 +2,7 @@
 // reconciliation of local sessions with changes other nodes made — attempts revoked elsewhere get
 // task.cancel here, and a session superseded by a newer session of its worker_id on another node
 // is closed with 4409.
-import { sweep } from '../dispatch/recovery.js';
+import { sweep } from '../dispatch/sweeper.js';
 import { sweepWorkflows } from '../workflows/sweep.js';
 import { isConnectionError } from '../db/pool.js';
 import { attemptHolders } from '../db/attempts.js';

@@ -1,6 +1,6 @@
 // The renew frames of one session, coalesced: at most one renew transaction of a session runs at a
 // time, and the frames that arrive meanwhile go into the next one — one credential check, one
-// UPDATE and one read-back for all of them (server/dispatch/lifecycle.ts renewAttempts), whatever
+// UPDATE and one read-back for all of them (server/dispatch/renew.ts renewAttempts), whatever
 // their number. A batch takes frames in arrival order until their distinct ids would pass
 // MAX_IDS_PER_FRAME, so its statements are never larger than those of one valid frame.
 //

@@ -13,10 +13,10 @@ import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
-import { renewAttempts } from '../dispatch/lifecycle.js';
+import { renewAttempts } from '../dispatch/renew.js';
 import type { Assignment, ClaimSession } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
-import type { FrameCommitter } from '../dispatch/frame-batches.js';
+import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
@@ -29,7 +29,7 @@ import { FrameWindow } from './frame-window.js';
 import { RenewCoalescer } from './renew-coalescer.js';
 import type { TxAdmission } from './tx-admission.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
-import type { CancelReason } from '../dispatch/recovery.js';
+import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
@@ -50,7 +50,7 @@ export interface SessionHost {
   readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
   readonly faults: Pick<Faults, 'hit'>;
-  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-batches.ts). */
+  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-committer.ts). */
   readonly frames: Pick<FrameCommitter, 'run'>;
   /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
   register(s: Session): void;

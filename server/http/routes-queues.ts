@@ -4,7 +4,7 @@ import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { insertAudit } from '../db/tenants.js';
-import { insertNamed } from '../dispatch/refusals.js';
+import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { command } from './command.js';

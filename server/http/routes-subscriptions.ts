@@ -25,7 +25,7 @@ import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
 import { notOneOf, queueNotFound } from './hints.js';
-import { insertNamed } from '../dispatch/refusals.js';
+import { insertNamed } from '../admin/unique-names.js';
 import { command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';

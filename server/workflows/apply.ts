@@ -19,8 +19,8 @@ import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-r
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
 import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
-import { finishTask } from '../dispatch/lifecycle.js';
-import { revokeAttempt, type Revoked } from '../dispatch/recovery.js';
+import { finishTask } from '../dispatch/finish-task.js';
+import { revokeAttempt, type Revoked } from '../dispatch/revoke.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
 import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
 import type { StepTaskView } from './decide.js';

@@ -19,7 +19,7 @@ import { currentAttemptIds, lockTasksById, readStepTasks } from '../db/workflow-
 import { signalSent } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
 import { unfinishedTasksQuota } from '../dispatch/refusals.js';
-import type { Revoked } from '../dispatch/recovery.js';
+import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
 import { initialRunView, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
 import { applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';

@@ -1,21 +1,13 @@
-// Revoking live attempts without a worker result: lease expiry (sweeper), deadlines, cancel, and
-// never-started attempts released at reconnect. Each batch is one transaction; rows are locked
-// with SKIP LOCKED so several nodes' sweepers share the work instead of waiting on each other.
-import { isConnectionError, isDatabaseRefusal, withTransaction, type Conn, type Pool } from '../db/pool.js';
-import { closeAttempt, type AttemptRow } from '../db/attempts.js';
-import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockLeasedAttemptsOfWorker, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
-import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
-import { PermitLedger, withLedgerTx } from './ledger.js';
-import { finishTask } from './lifecycle.js';
+// The sweeper: lease expiry and deadlines settled by database time, without a worker result. Each
+// batch is one transaction per application; rows are locked with SKIP LOCKED so several nodes'
+// sweepers share the work instead of waiting on each other. Each attempt is revoked by revoke.ts.
+import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from '../db/pool.js';
+import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
+import { lockTask } from '../db/task-transitions.js';
+import { withLedgerTx } from './ledger.js';
+import { finishTask } from './finish-task.js';
+import { revokeAttempt, type Revoked } from './revoke.js';
 import { advanceSteps } from './step-advance.js';
-
-export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
-
-export interface Revoked {
-  attemptId: string;
-  sessionId: string;
-  reason: CancelReason;
-}
 
 export interface SweepReport {
   revoked: Revoked[];
@@ -23,50 +15,6 @@ export interface SweepReport {
   counts: { leasedExpired: number; runningExpired: number; deadlineWaiting: number; deadlineLeased: number };
   /** What this sweep could not settle: an application (row null) or one row of it, with why. */
   failed: { applicationId: string; row: SweepRow | null; err: unknown }[];
-}
-
-/** Revokes one live attempt whose row the caller has locked. `kind` decides attempt and task fate. */
-export async function revokeAttempt(
-  c: Conn,
-  ledger: PermitLedger,
-  a: AttemptRow,
-  kind: 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted',
-  reasonText?: string,
-): Promise<CancelReason> {
-  const t = await lockTask(c, a.namespace_id, a.task_id);
-  ledger.releaseAttempt(a);
-  switch (kind) {
-    case 'expire-leased':
-    case 'release-unlisted':
-      await closeAttempt(c, a.id, {
-        state: 'EXPIRED',
-        outcome: null,
-        errorCode: 'LEASE_EXPIRED',
-        errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start',
-      });
-      // A never-started attempt does not consume max_attempts: back to WAITING as it was.
-      await requeueUnstartedTask(c, t.id, a.id);
-      ledger.taskChanged(t);
-      return 'LEASE_EXPIRED';
-    case 'expire-running': {
-      const error = { code: 'LEASE_EXPIRED', message: 'lease ran out while running; effect unknown' };
-      await closeAttempt(c, a.id, { state: 'UNKNOWN', outcome: 'unknown', errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'NEEDS_REVIEW', outcome: 'unknown', error });
-      return 'LEASE_EXPIRED';
-    }
-    case 'deadline': {
-      const error = { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed before start' };
-      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error });
-      return 'DEADLINE_EXCEEDED';
-    }
-    case 'cancel': {
-      const error = { code: 'CANCELLED', message: reasonText ?? 'cancelled' };
-      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error });
-      return 'CANCELLED';
-    }
-  }
 }
 
 /** A row a sweep found due: an expired attempt, a late LEASED attempt or an overdue WAITING task. */
@@ -180,15 +128,4 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, only?
   });
   report.freedQueues = [...committed.freedQueues];
   return report;
-}
-
-/** Releases live never-started attempts of one worker identity that were never delivered. */
-export async function releaseAttempts(pool: Pool, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<string[]> {
-  if (attemptIds.length === 0) return [];
-  const { ledger } = await withLedgerTx(pool, 'other', async (c, ledger) => {
-    const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
-    for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
-    await advanceSteps(c, ledger);
-  });
-  return [...ledger.freedQueues];
 }
