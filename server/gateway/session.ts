@@ -14,7 +14,7 @@ import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame 
 import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/lifecycle.js';
-import type { Assignment, ClaimSession } from '../dispatch/claim.js';
+import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-batches.js';
 import type { Config } from '../config.js';
