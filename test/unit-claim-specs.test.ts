@@ -2,7 +2,8 @@
 // the sessions asking for work and the queues' permit hints into one candidate read per queue.
 import { describe, expect, it } from 'vitest';
 import { specsFor, type ClaimRequest, type ClaimSession } from '../server/dispatch/claim.js';
-import type { PermitHint } from '../server/db/claim-sql.js';
+import { byClaimOrder, type PermitHint } from '../server/db/claim-sql.js';
+import { sessionAccepts } from '../server/dispatch/grant.js';
 
 const NS = 'n'.repeat(32);
 const session = (over: Partial<ClaimSession> = {}): ClaimSession => ({
@@ -53,5 +54,33 @@ describe('specsFor', () => {
   it('keyed tasks are read when any session on the queue declared concurrency_keys', () => {
     expect(specsFor([req(1), req(1, { concurrencyKeys: true })], [hint('q1', 9)])[0]!.keyed).toBe(true);
     expect(specsFor([req(1), req(1)], [hint('q1', 9)])[0]!.keyed).toBe(false);
+  });
+});
+
+// The one rule of which session takes which task (grant.ts), for a claim round and a hand-off alike.
+describe('sessionAccepts', () => {
+  const task = { namespaceId: NS, queueId: 'q1', handler: 'h', handlerVersion: '1', keyed: false };
+  it('its queue in its namespace, its handler version, and the key capability for a keyed task', () => {
+    expect(sessionAccepts(session(), task)).toBe(true);
+    expect(sessionAccepts(session(), { ...task, queueId: 'q2' })).toBe(false);
+    expect(sessionAccepts(session(), { ...task, namespaceId: 'm'.repeat(32) })).toBe(false);
+    expect(sessionAccepts(session(), { ...task, keyed: true })).toBe(false);
+    expect(sessionAccepts(session({ concurrencyKeys: true }), { ...task, keyed: true })).toBe(true);
+    const handlers = [{ handler: 'h', versions: ['1', '2'] }];
+    expect(sessionAccepts(session({ handlers }), task)).toBe(true);
+    expect(sessionAccepts(session({ handlers }), { ...task, handlerVersion: '3' })).toBe(false);
+    expect(sessionAccepts(session({ handlers }), { ...task, handler: 'g' })).toBe(false);
+  });
+});
+
+describe('byClaimOrder', () => {
+  it('priority high first, then seq — compared as integers whether bigint or BIGINT string', () => {
+    const rows = [
+      { id: 'a', priority: 0, seq: '10' },
+      { id: 'b', priority: 0, seq: '9' },
+      { id: 'c', priority: 5, seq: '100' },
+      { id: 'd', priority: 0, seq: 2n ** 63n },
+    ];
+    expect(rows.sort(byClaimOrder).map((r) => r.id)).toEqual(['c', 'b', 'a', 'd']);
   });
 });

@@ -110,9 +110,14 @@ export async function lockKeySuccessors(c: Conn, keys: { namespaceId: string; ke
   return rows;
 }
 
-/** Claim order of candidate rows: priority high first, then age (seq). */
-export function byClaimOrder(a: { priority: number; seq: bigint }, b: { priority: number; seq: bigint }): number {
-  return b.priority - a.priority || (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
+/** Claim order of candidate rows: priority high first, then age (seq) — the order of a claim
+ * round, a refill and a key hand-off alike. `seq` as candidateIds reads it (bigint) or as a
+ * locked row has it (a BIGINT string). */
+export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: { priority: number; seq: bigint | string }): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const x = BigInt(a.seq);
+  const y = BigInt(b.seq);
+  return x < y ? -1 : x > y ? 1 : 0;
 }
 
 /** The task columns a claim reads. */

@@ -8,7 +8,7 @@
 //      hint read found free; a second candidate of a key in the round stays WAITING;
 //   3. keys in key order (one conditional UPDATE for all), a candidate whose key was taken
 //      meanwhile stays WAITING;
-//   4. attempts inserted, tasks LEASED;
+//   4. attempts inserted, tasks LEASED (leaseCandidates, grant.ts: shared with hand-offs and refills);
 //   5. queue and application permits last, as conditional updates: if one does not apply (a
 //      concurrent claim on another node took the last permits, the queue was paused or retired),
 //      the round rolls back and runs again on fresh hints.
@@ -16,58 +16,24 @@
 // the order of every ledger flush — so claims, results, cancels and the sweeper never deadlock
 // on these rows. Frames are sent only after commit.
 import type { Logger } from 'pino';
-import type { AssignedTask } from '@orbit/protocol/frames';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { toIso, withTransaction, type Pool } from '../db/pool.js';
+import { withTransaction, type Conn, type Pool } from '../db/pool.js';
 import {
   byClaimOrder,
   candidateIds,
   grantKeys,
-  insertAttempts,
   lockCandidates,
-  markTasksLeased,
   permitHints,
   takeApplicationPermits,
   takeQueuePermits,
   type CandidateRow,
   type CandidateSpec,
-  type NewAttempt,
   type PermitHint,
 } from '../db/claim-sql.js';
-import { taskWorkflowRef } from '../db/tasks.js';
 import { newId } from '../ids.js';
-import { dbTimeToMs, msToDbTime } from '../db/time.js';
+import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
-export interface ClaimSession {
-  namespaceId: string;
-  applicationId: string;
-  workerId: string;
-  sessionId: string;
-  /** Checked (share-locked) inside the claim transaction: a revoked credential gets nothing. */
-  credentialId: string;
-  queueIds: string[];
-  handlers: { handler: string; versions: string[] }[] | null;
-  concurrencyKeys: boolean;
-}
-
-export interface Assignment {
-  attemptId: string;
-  attemptNo: number;
-  leaseExpiresAt: string;
-  queueId: string;
-  concurrencyToken: string | null;
-  /** The task of the task.assign frame but its payload, which is `payloadJson`. */
-  task: Omit<AssignedTask, 'payload'>;
-  /** The payload as stored (JSON text): spliced into the frame as it is (Session.deliver), not
-   * parsed and serialized again for every assignment (issue 19). */
-  payloadJson: string;
-}
-
-/** A payload column as JSON text (MariaDB returns the JSON column as text; a driver that parsed it
- * gets it serialized once). */
-export function payloadText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v);
-}
+export type { Assignment, ClaimSession } from './grant.js';
 
 export interface ClaimRequest {
   session: ClaimSession;
@@ -81,13 +47,15 @@ export interface ClaimRoundResult {
   revoked: Set<string>;
 }
 
+/** A key whose last token was granted, or that is exhausted: reported after the commit. */
+interface Exhausted {
+  ns: string;
+  key: string;
+  last: boolean;
+}
+
 /** Rolls the round back: a conditional permit update did not apply. */
 class PermitsMoved extends Error {}
-
-const accepts = (s: ClaimSession, row: CandidateRow) =>
-  s.queueIds.includes(row.queue_id) &&
-  (row.concurrency_key === null || s.concurrencyKeys) &&
-  (s.handlers === null || s.handlers.some((h) => h.handler === row.handler && h.versions.includes(row.handler_version)));
 
 /** The candidate read of each queue: the union of what its sessions accept (exported for its unit test). */
 export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
@@ -120,16 +88,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
   if (!applicationId) return out;
-  const exhausted: { ns: string; key: string; last: boolean }[] = [];
-  const reportExhausted = () => {
-    for (const e of exhausted) {
-      log.error(
-        { namespace_id: e.ns, concurrency_key: e.key },
-        e.last ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused',
-      );
-      onExhausted();
-    }
-  };
+  const exhausted: Exhausted[] = [];
   for (let round = 0; round < 3; round++) {
     // Only queues that can grant a permit now supply candidates, so the backlog of a paused or full
     // queue never fills the LIMIT and hides another queue's tasks.
@@ -143,130 +102,28 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(reqs.map((r) => r.session.credentialId))]);
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-        const specs = specsFor(active, queues);
-        if (specs.length === 0) return;
-        const ids = await candidateIds(c, specs, now);
-        if (ids.length === 0) return;
-        ids.sort(byClaimOrder);
-        const order = new Map(ids.map((x, i) => [x.id, i]));
-        const rows = (
-          await lockCandidates(
-            c,
-            ids.slice(0, 512).map((x) => x.id),
-          )
-        ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-
-        // Step 2: candidates to sessions within the hinted permits.
-        const queueFree = new Map(queues.map((q) => [q.id, q.free]));
-        const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
-        const left = new Map(active.map((r) => [r.session.sessionId, r.free]));
-        let appLeft = appFree;
-        let turn = 0;
-        const keysInRound = new Set<string>();
-        const chosen: { row: CandidateRow; s: ClaimSession; attemptId: string; token: string | null }[] = [];
-        for (const row of rows) {
-          if (appLeft <= 0) break;
-          if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
-          const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
-          if (k && keysInRound.has(k)) continue;
-          const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && accepts(r.session, row));
-          if (eligible.length === 0) continue;
-          const r = eligible[turn++ % eligible.length]!;
-          if (k) keysInRound.add(k);
-          left.set(r.session.sessionId, left.get(r.session.sessionId)! - 1);
-          queueFree.set(row.queue_id, queueFree.get(row.queue_id)! - 1);
-          appLeft--;
-          chosen.push({ row, s: r.session, attemptId: newId(), token: null });
-        }
-
-        // Step 3: keys, per namespace, in key-byte order. Lease times start at the database
-        // clock read with the last grant's tokens when the round took any key: a grant may have
-        // waited for the previous holder's release to commit, and a lease must not start before
-        // that (the clock read at the round's start could be earlier than the previous holder's
-        // finished_at).
-        let grantedAt = now;
-        const dropped = new Set<string>();
-        const byNs = new Map<string, typeof chosen>();
-        for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
-        for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-          list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
-          const { grants: got, now: after } = await grantKeys(
-            c,
-            ns,
-            list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
-          );
-          grantedAt = after;
-          for (const x of list) {
-            const g = got.get(x.attemptId)!;
-            // The last token was granted, or a key is exhausted: reported after the commit only
-            // (a retried or rolled-back round would otherwise log and count it twice, or for a
-            // grant that never happened).
-            if (g.exhausted) exhausted.push({ ns, key: x.row.concurrency_key!.toString('utf8'), last: g.token !== null });
-            if (g.token === null) dropped.add(x.attemptId);
-            else x.token = g.token;
-          }
-        }
-        const granted = chosen.filter((x) => !dropped.has(x.attemptId));
+        const rows = await lockRoundCandidates(c, specsFor(active, queues), now);
+        if (rows.length === 0) return;
+        const chosen = toSessions(rows, active, queues, appFree);
+        const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
         if (granted.length === 0) return;
-
-        // Step 4: attempts and tasks, lease times from the database clock (grantedAt, step 3).
-        const nowMs = dbTimeToMs(grantedAt);
-        const attempts: NewAttempt[] = granted.map((x) => ({
-          id: x.attemptId,
-          taskId: x.row.id,
-          namespaceId: x.row.namespace_id,
-          applicationId,
-          queueId: x.row.queue_id,
-          attemptNo: x.row.attempts_created + 1,
-          workerId: x.s.workerId,
-          sessionId: x.s.sessionId,
-          concurrencyKey: x.row.concurrency_key,
-          token: x.token,
-          leasedAt: grantedAt,
-          leaseExpiresAt: msToDbTime(nowMs + lease.get(x.row.queue_id)! * 1000),
-        }));
-        await insertAttempts(c, attempts);
-        await markTasksLeased(
-          c,
-          granted.map((x) => ({ taskId: x.row.id, attemptId: x.attemptId, waiting: x.row })),
-          grantedAt,
-        );
-
-        // Step 5: the hot rows, last.
-        const perQueue = new Map<string, number>();
-        for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
-        if (!(await takeQueuePermits(c, [...perQueue]))) throw new PermitsMoved();
-        if (!(await takeApplicationPermits(c, applicationId, granted.length))) throw new PermitsMoved();
-
-        granted.forEach((x, i) => {
-          const a = attempts[i]!;
-          const task: Assignment['task'] = {
-            id: x.row.id,
-            queue_id: x.row.queue_id,
-            handler: x.row.handler,
-            handler_version: x.row.handler_version,
-            payload_version: x.row.payload_version,
-            priority: x.row.priority,
-            deadline_at: toIso(x.row.deadline_at)!,
-          };
-          if (x.row.business_key !== null) task.business_key = x.row.business_key;
-          if (x.row.concurrency_key) task.concurrency_key = x.row.concurrency_key.toString('utf8');
-          const wf = taskWorkflowRef(x.row);
-          if (wf) task.workflow = wf;
-          const list = out.bySession.get(x.s.sessionId) ?? [];
-          list.push({
-            attemptId: a.id,
-            attemptNo: a.attemptNo,
-            leaseExpiresAt: toIso(a.leaseExpiresAt)!,
-            queueId: a.queueId,
-            concurrencyToken: x.token,
-            task,
-            payloadJson: payloadText(x.row.payload),
-          });
-          out.bySession.set(x.s.sessionId, list);
+        // Step 4: lease times from the database clock (grantedAt, step 3).
+        const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
+        const assignments = await leaseCandidates(c, granted, grantedAt, (q) => lease.get(q)!);
+        await takePermits(c, applicationId, granted);
+        granted.forEach((g, i) => {
+          const list = out.bySession.get(g.session.sessionId) ?? [];
+          list.push(assignments[i]!);
+          out.bySession.set(g.session.sessionId, list);
         });
       });
-      reportExhausted();
+      for (const e of exhausted) {
+        log.error(
+          { namespace_id: e.ns, concurrency_key: e.key },
+          e.last ? 'resource key granted its last token (2^64-1); further claims are refused' : 'resource key token space exhausted; claim refused',
+        );
+        onExhausted();
+      }
       return out;
     } catch (err) {
       if (!(err instanceof PermitsMoved)) throw err;
@@ -275,4 +132,85 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
     }
   }
   return { bySession: new Map(), revoked: out.revoked };
+}
+
+/** Step 1: the candidates of every spec in one read, in claim order, the first 512 locked by
+ * primary key with SKIP LOCKED (those still WAITING, in claim order). */
+async function lockRoundCandidates(c: Conn, specs: CandidateSpec[], now: string): Promise<CandidateRow[]> {
+  if (specs.length === 0) return [];
+  const ids = await candidateIds(c, specs, now);
+  if (ids.length === 0) return [];
+  ids.sort(byClaimOrder);
+  const order = new Map(ids.map((x, i) => [x.id, i]));
+  return (
+    await lockCandidates(
+      c,
+      ids.slice(0, 512).map((x) => x.id),
+    )
+  ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+}
+
+/** Step 2: candidates to sessions within the hinted permits, round-robin among the sessions with a
+ * free slot that accept the task; a second candidate of a key in the round stays WAITING. */
+function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: PermitHint[], appFree: number): Grant[] {
+  const queueFree = new Map(queues.map((q) => [q.id, q.free]));
+  const left = new Map(active.map((r) => [r.session.sessionId, r.free]));
+  let appLeft = appFree;
+  let turn = 0;
+  const keysInRound = new Set<string>();
+  const chosen: Grant[] = [];
+  for (const row of rows) {
+    if (appLeft <= 0) break;
+    if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
+    const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
+    if (k && keysInRound.has(k)) continue;
+    const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && acceptsRow(r.session, row));
+    if (eligible.length === 0) continue;
+    const r = eligible[turn++ % eligible.length]!;
+    if (k) keysInRound.add(k);
+    left.set(r.session.sessionId, left.get(r.session.sessionId)! - 1);
+    queueFree.set(row.queue_id, queueFree.get(row.queue_id)! - 1);
+    appLeft--;
+    chosen.push({ row, session: r.session, attemptId: newId(), token: null });
+  }
+  return chosen;
+}
+
+/** Step 3: the keys of the chosen keyed candidates, per namespace, in key-byte order; a candidate
+ * whose key was taken meanwhile (or is exhausted) is dropped and stays WAITING. Lease times start
+ * at the database clock read with the last grant's tokens when the round took any key: a grant may
+ * have waited for the previous holder's release to commit, and a lease must not start before that
+ * (the clock read at the round's start could be earlier than the previous holder's finished_at).
+ * Exhausted keys are pushed to `exhausted`, reported after the commit only (a retried or
+ * rolled-back round would otherwise log and count them twice, or for a grant that never happened). */
+async function grantRoundKeys(c: Conn, chosen: Grant[], now: string, exhausted: Exhausted[]): Promise<{ granted: Grant[]; grantedAt: string }> {
+  let grantedAt = now;
+  const dropped = new Set<string>();
+  const byNs = new Map<string, Grant[]>();
+  for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
+  for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
+    const { grants: got, now: after } = await grantKeys(
+      c,
+      ns,
+      list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
+    );
+    grantedAt = after;
+    for (const x of list) {
+      const g = got.get(x.attemptId)!;
+      if (g.exhausted) exhausted.push({ ns, key: x.row.concurrency_key!.toString('utf8'), last: g.token !== null });
+      if (g.token === null) dropped.add(x.attemptId);
+      else x.token = g.token;
+    }
+  }
+  return { granted: chosen.filter((x) => !dropped.has(x.attemptId)), grantedAt };
+}
+
+/** Step 5: the hot rows, last — queue permits (by id) and the application's, as conditional
+ * updates; PermitsMoved (the round rolls back) when one does not apply. */
+async function takePermits(c: Conn, applicationId: string, granted: Grant[]): Promise<void> {
+  const perQueue = new Map<string, number>();
+  for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
+  if (!(await takeQueuePermits(c, [...perQueue]))) throw new PermitsMoved();
+  if (!(await takeApplicationPermits(c, applicationId, granted.length))) throw new PermitsMoved();
 }

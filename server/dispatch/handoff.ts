@@ -10,20 +10,19 @@
 // still checked under their locks at the end of the transaction (HandoffRefused otherwise).
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
-import { toIso, type Conn } from '../db/pool.js';
-import { insertAttempts, lockKeySuccessors, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
-import { taskWorkflowRef } from '../db/tasks.js';
+import type { Conn } from '../db/pool.js';
+import { byClaimOrder, lockKeySuccessors, type CandidateRow } from '../db/claim-sql.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
-import { payloadText, type Assignment, type ClaimSession } from './claim.js';
+import { leaseCandidates, type Assignment, type ClaimSession, type TaskToAccept } from './grant.js';
 import type { PermitLedger } from './ledger.js';
-import { dbTimeToMs, msToDbTime } from '../db/time.js';
 
 /** What the gateway offers: local sessions that can take a task now. */
 export interface HandoffHost {
-  /** A session that accepts this task now, with one slot reserved for it; null when none. */
-  reserve(t: { namespaceId: string; queueId: string; handler: string; handlerVersion: string }): ClaimSession | null;
+  /** A session that accepts this task now (grant.ts sessionAccepts), with one slot reserved for
+   * it; null when none. */
+  reserve(t: TaskToAccept): ClaimSession | null;
   /** A reservation that was not used (the transaction is retried, rolled back, or the swap failed). */
   unreserve(sessionId: string): void;
   /** The slot of the session's attempt `attemptId`, whose result is committing in this batch,
@@ -89,9 +88,9 @@ export async function planHandoffs(
   for (const r of released) {
     const next = rows
       .filter((t) => !taken.has(t.id) && t.namespace_id === r.namespaceId && t.queue_id === r.queueId && t.concurrency_key?.equals(r.key))
-      .sort((a, b) => b.priority - a.priority || (BigInt(a.seq) < BigInt(b.seq) ? -1 : 1))[0];
+      .sort(byClaimOrder)[0];
     if (!next) continue;
-    const s = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version });
+    const s = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version, keyed: true });
     if (!s) continue;
     reserved.push({ sessionId: s.sessionId });
     taken.add(next.id);
@@ -114,51 +113,11 @@ export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: Han
     c,
     applied.map((p) => p.row.queue_id),
   );
-  const nowMs = dbTimeToMs(now);
-  const attempts: NewAttempt[] = applied.map((p) => ({
-    id: p.newAttemptId,
-    taskId: p.row.id,
-    namespaceId: p.row.namespace_id,
-    applicationId: p.session.applicationId,
-    queueId: p.row.queue_id,
-    attemptNo: p.row.attempts_created + 1,
-    workerId: p.session.workerId,
-    sessionId: p.session.sessionId,
-    concurrencyKey: p.row.concurrency_key,
-    token: p.keyed ? ledger.handoffTokens.get(p.newAttemptId)! : null,
-    leasedAt: now,
-    leaseExpiresAt: msToDbTime(nowMs + lease.get(p.row.queue_id)!.leaseSeconds * 1000),
-  }));
-  await insertAttempts(c, attempts);
-  await markTasksLeased(
+  const assignments = await leaseCandidates(
     c,
-    applied.map((p) => ({ taskId: p.row.id, attemptId: p.newAttemptId, waiting: p.row })),
+    applied.map((p) => ({ row: p.row, session: p.session, attemptId: p.newAttemptId, token: p.keyed ? ledger.handoffTokens.get(p.newAttemptId)! : null })),
     now,
+    (q) => lease.get(q)!.leaseSeconds,
   );
-  return applied.map((p, i) => {
-    const a = attempts[i]!;
-    const task: Assignment['task'] = {
-      id: p.row.id,
-      queue_id: p.row.queue_id,
-      handler: p.row.handler,
-      handler_version: p.row.handler_version,
-      payload_version: p.row.payload_version,
-      priority: p.row.priority,
-      deadline_at: toIso(p.row.deadline_at)!,
-    };
-    if (p.row.concurrency_key) task.concurrency_key = p.row.concurrency_key.toString('utf8');
-    if (p.row.business_key !== null) task.business_key = p.row.business_key;
-    const wf = taskWorkflowRef(p.row);
-    if (wf) task.workflow = wf;
-    const a2: Assignment = {
-      attemptId: a.id,
-      attemptNo: a.attemptNo,
-      leaseExpiresAt: toIso(a.leaseExpiresAt)!,
-      queueId: a.queueId,
-      concurrencyToken: a.token,
-      task,
-      payloadJson: payloadText(p.row.payload),
-    };
-    return p.keyed ? { session: p.session, a: a2 } : { session: p.session, a: a2, replaces: p.oldAttemptId };
-  });
+  return applied.map((p, i) => (p.keyed ? { session: p.session, a: assignments[i]! } : { session: p.session, a: assignments[i]!, replaces: p.oldAttemptId }));
 }

@@ -19,7 +19,7 @@
 import type { Conn } from '../db/pool.js';
 import { byClaimOrder, candidateIds, lockCandidates, type CandidateSpec } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
-import type { ClaimSession } from './claim.js';
+import type { ClaimSession } from './grant.js';
 import type { HandoffHost, HandoffPlan, Reservation } from './handoff.js';
 import type { PermitLedger } from './ledger.js';
 import type { QueueHints } from './queue-hints.js';

@@ -11,15 +11,9 @@ import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
-import type { Pool } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/renew.js';
-import type { Assignment, ClaimSession } from '../dispatch/claim.js';
-import type { WakeCause } from '../work-signals.js';
-import type { FrameCommitter } from '../dispatch/frame-committer.js';
-import type { Config } from '../config.js';
-import type { Metrics } from '../metrics.js';
-import type { Faults } from '../faults.js';
+import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
 import { helloTransaction } from './hello.js';
@@ -27,60 +21,21 @@ import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
 import { RenewCoalescer } from './renew-coalescer.js';
-import type { TxAdmission } from './tx-admission.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
+import { assignText } from './assign-text.js';
+import type { SessionHost, SessionState } from './session-host.js';
+import { SessionSlots } from './session-slots.js';
 
-export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
+export type { SessionHost, SessionState } from './session-host.js';
+export { assignText } from './assign-text.js';
 
-/** Why a session ends with STATE_CONFLICT, 4409: a newer session of its worker_id said hello. */
-export const SUPERSEDED = 'superseded by a newer session of this worker_id';
-
-/** What a session needs of its node (BullMQ's LockManagerWorkerContext idea): the gateway
- * implements it; a test can implement it around a real pool without a WebSocket server. */
-export interface SessionHost {
-  readonly pool: Pool;
-  readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'pongTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
-  readonly metrics: Pick<
-    Metrics,
-    'tasksFinished' | 'internalErrors' | 'sessionStalls' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'
-  >;
-  /** Turns at the pool for the session's own transactions (renew, hello, its row), per application. */
-  readonly admission: Pick<TxAdmission, 'run'>;
-  readonly log: Logger;
-  readonly faults: Pick<Faults, 'hit'>;
-  /** start and result frames, coalesced with other sessions' (server/dispatch/frame-committer.ts). */
-  readonly frames: Pick<FrameCommitter, 'run'>;
-  /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
-  register(s: Session): void;
-  /** The session ended: no more claims or hand-offs for it. */
-  unregister(s: Session): void;
-  /** Work the host waits for before it shuts down (replies after their commit). */
-  track<T>(p: Promise<T>): Promise<T>;
-  /** Queues with freed permits (WorkSignals.wake). */
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void;
-  /** The session may have free slots: due for a claim round. */
-  kick(s: Session): void;
-  /** Attempts claimed for this session that it will not deliver: back to WAITING now. */
-  releaseUndelivered(s: Session, attemptIds: string[]): void;
-}
-
-export class Session {
+export class Session extends SessionSlots {
   readonly id = newId();
   private current: SessionState = 'hello';
   workerId = '';
-  capacity = 0;
   claim!: ClaimSession;
-  /** Attempts (LEASED/RUNNING) bound to this session, with their queue: capacity accounting,
-   * cancel delivery, and the lease length of a start. */
-  readonly held = new Map<string, string>();
-  /** Slots promised to claim rounds and key hand-offs whose transactions have not committed. */
-  private reserved = 0;
-  /** Of `reserved`, the slots held by a claim round in flight (Dispatcher.round). */
-  private roundReserved = 0;
-  /** Held attempts whose slot a committing refill takes over (reuseSlot / swap). */
-  private readonly reusing = new Set<string>();
   readonly log: Logger;
   private readonly chains = new Map<string, Promise<void>>();
   private helloDone: Promise<void> | null = null;
@@ -100,6 +55,7 @@ export class Session {
     readonly ws: WorkerSocket,
     readonly cred: Credential,
   ) {
+    super();
     this.log = host.log.child({ session_id: this.id });
     this.liveness = new Liveness(
       (data) => ws.ping(data),
@@ -146,53 +102,16 @@ export class Session {
     return this.current;
   }
 
-  /** Holds `n` slots for a claim round (`round`) or a key hand-off until its transaction ends. */
-  reserve(n: number, round = false): void {
-    this.reserved += n;
-    if (round) this.roundReserved += n;
-  }
-
-  /** Gives back slots of reserve() (an unused reservation, or one that became held attempts). */
-  unreserve(n: number, round = false): void {
-    this.reserved = Math.max(0, this.reserved - n);
-    if (round) this.roundReserved = Math.max(0, this.roundReserved - n);
-  }
-
-  /** Slots for new assignments. None while the worker does not answer its pings (liveness.ts): a
-   * worker process that is stopped (SIGSTOP, a debugger, a frozen VM) would otherwise keep
-   * receiving tasks until it misses two pongs (~30 s) and sit on them until their leases run out. */
-  get free(): number {
-    if (!this.takesWork()) return 0;
-    return Math.max(0, this.capacity - this.held.size - this.reserved);
-  }
-
-  private takesWork(): boolean {
+  protected takesWork(): boolean {
     // A socket that is closing gets nothing: an attempt claimed for it would only be released
     // again (its token burned).
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return false;
     return this.liveness.answering();
   }
 
-  /** Promises the slot of held attempt `attemptId` (its result is committing) to a refill
-   * (dispatch/refill.ts): true when the session takes new work now and is within its capacity.
-   * The attempt stays in `held` — its slot counted — until swap(), so no claim round or hand-off
-   * can fill that slot in between. */
-  reuseSlot(attemptId: string): boolean {
-    if (!this.takesWork() || !this.held.has(attemptId) || this.reusing.has(attemptId)) return false;
-    if (this.held.size + this.reserved > this.capacity) return false;
-    this.reusing.add(attemptId);
-    return true;
-  }
-
-  /** A reuseSlot() promise that was not used (no candidate, or the transaction failed). */
-  releaseSlot(attemptId: string): void {
-    this.reusing.delete(attemptId);
-  }
-
   /** A refill committed: `old` (finished) leaves its slot and `a` takes it. */
   swap(old: string, a: Assignment): void {
-    this.reusing.delete(old);
-    this.held.delete(old);
+    this.vacate(old);
     this.deliver([a]);
   }
 
@@ -441,7 +360,7 @@ export class Session {
     // every task claimable when it read (a full batch makes the session due again, and work that
     // came later woke it), so the slot this result frees needs no round of its own. Measured on
     // ten hot keys: most kicks after a hand-off came from such sessions and found nothing.
-    const wasFull = this.free === 0 && this.capacity - this.held.size - (this.reserved - this.roundReserved) <= 0;
+    const wasFull = this.free === 0 && this.fullButForRound;
     // A refilled slot stays held until the refill's delivery swaps the attempts (right after this
     // reply is sent): freeing it here would let a claim round take it in between.
     if (!r.refilled) this.held.delete(f.attempt_id);
@@ -472,7 +391,7 @@ export class Session {
     // An attempt whose slot a committed refill takes over leaves at the swap, not before: freed
     // here (the reconciler sees it finished in the database first), its slot could go to a claim
     // round and the refill's task would find no room.
-    if (this.reusing.has(attemptId)) return;
+    if (this.isReusing(attemptId)) return;
     if (this.held.delete(attemptId)) this.host.kick(this);
   }
 
@@ -490,7 +409,7 @@ export class Session {
     // Never more than the capacity: a capacity frame may have lowered it while the claim that
     // produced these committed (claim rounds and hand-offs reserve their slots, see dispatcher);
     // the excess goes back at once.
-    const room = Math.max(0, this.capacity - this.held.size - this.reserved);
+    const room = this.room;
     if (assignments.length > room) {
       this.host.releaseUndelivered(
         this,
@@ -519,21 +438,4 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
-}
-
-/** The task.assign frame of an assignment as JSON text, its stored payload spliced in as it is
- * (the payload is never parsed and serialized again: issue 19). `task` is the frame's last member
- * and has members, so the serialized head ends with the two closing braces the payload goes
- * before. */
-export function assignText(a: Assignment): string {
-  const frame: Omit<Extract<GatewayFrame, { type: 'task.assign' }>, 'task'> & { task: Assignment['task'] } = {
-    type: 'task.assign',
-    attempt_id: a.attemptId,
-    attempt_no: a.attemptNo,
-    lease_expires_at: a.leaseExpiresAt,
-    ...(a.concurrencyToken !== null ? { concurrency_token: a.concurrencyToken } : {}),
-    task: a.task,
-  };
-  const head = JSON.stringify(frame);
-  return `${head.slice(0, -2)},"payload":${a.payloadJson}}}`;
 }

@@ -15,12 +15,13 @@ import { requireScope } from '../admin/access.js';
 import { endSocketWithError } from '../http/envelope.js';
 import { newId } from '../ids.js';
 import type { Pool } from '../db/pool.js';
-import { Session, SUPERSEDED, type SessionHost } from './session.js';
+import { Session } from './session.js';
+import { SUPERSEDED, type SessionHost } from './session-host.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { HandoffHost } from '../dispatch/handoff.js';
-import type { Assignment, ClaimSession } from '../dispatch/claim.js';
+import { sessionAccepts, type Assignment, type ClaimSession } from '../dispatch/grant.js';
 import { releaseAttempts, type Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { TxAdmission } from './tx-admission.js';
@@ -114,8 +115,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
         for (let i = 0; i < all.length; i++) {
           const s = all[(turn + i) % all.length]!;
           const c = s.claim;
-          if (s.free <= 0 || !c || !c.concurrencyKeys || c.namespaceId !== t.namespaceId || !c.queueIds.includes(t.queueId)) continue;
-          if (c.handlers && !c.handlers.some((h) => h.handler === t.handler && h.versions.includes(t.handlerVersion))) continue;
+          if (s.free <= 0 || !c || !sessionAccepts(c, t)) continue;
           turn = (turn + i + 1) % Math.max(1, all.length);
           s.reserve(1);
           return c;
