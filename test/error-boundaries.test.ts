@@ -6,7 +6,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newTenant } from './support/db.js';
-import { expectServing as expectNodeServing, submitNoop } from './support/serving.js';
+import { expectServing as expectNodeServing } from './support/serving.js';
+import { submitTask } from './support/submit.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
@@ -95,7 +96,7 @@ describe('an unexpected exception ends one request or session, never the node', 
     w.ws.on('ping', () => pings++);
     w.send(hello([t.queue_id], { capacity: 1 }));
     await w.next('hello.ok');
-    await submitNoop(f.gw.url, t);
+    await submitTask(f.gw.url, t);
     const a = await w.next('task.assign');
     await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [a.attempt_id]);
     expect(await w.next('task.cancel')).toMatchObject({ attempt_id: a.attempt_id });

@@ -15,6 +15,7 @@ import { ack, createSub, extraCredential, getSub, lease, makeEvents } from './su
 import { newId } from '../server/ids.js';
 import { packageRoot } from '../server/paths.js';
 import { createQueue } from './support/dispatch-fixture.js';
+import { defaultTaskBody, postTask } from './support/submit.js';
 
 const f = useGatewayFixture();
 
@@ -31,12 +32,7 @@ const retireSub = (id: string, body: unknown, key: string | null = ikey(), token
   call(f.gw.url, 'POST', `/v1/subscriptions/${id}:retire`, { token, key: key ?? undefined, body });
 const retireQ = (id: string, body: unknown, key: string | null = ikey(), token = f.t.token) =>
   call(f.gw.url, 'POST', `/v1/queues/${id}:retire`, { token, key: key ?? undefined, body });
-const submit = (queueId: string, over: Record<string, unknown> = {}) =>
-  call(f.gw.url, 'POST', '/v1/tasks', {
-    token: f.t.token,
-    key: ikey('task'),
-    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
-  });
+const submit = (queueId: string, over: Record<string, unknown> = {}) => postTask(f.gw.url, f.t.token, defaultTaskBody(queueId, { payload: {}, ...over }));
 
 describe('POST /v1/subscriptions/{id}:retire', () => {
   it('refuses while anything is unconsumed (RESOURCE_BUSY naming it) and changes nothing; then retires', async () => {

@@ -13,15 +13,12 @@ import { appendResultEvents } from '../server/dispatch/events.js';
 import { setTaskTime } from './support/waiting.js';
 import { createQueue } from './support/dispatch-fixture.js';
 import { waitFor } from './support/wait.js';
+import { defaultTaskBody, postTask } from './support/submit.js';
 
 const f = useGatewayFixture();
 
 const submit = (queueId: string, over: Record<string, unknown> = {}, key = ikey('task')) =>
-  call(f.gw.url, 'POST', '/v1/tasks', {
-    token: f.t.token,
-    key,
-    body: { queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {}, ...over },
-  });
+  postTask(f.gw.url, f.t.token, defaultTaskBody(queueId, { payload: {}, ...over }), key);
 
 async function eventsOf(taskId: string): Promise<RowDataPacket[]> {
   const [rows] = await f.db.pool.query<RowDataPacket[]>('SELECT sequence, type, result FROM result_events WHERE task_id = ? ORDER BY sequence', [taskId]);

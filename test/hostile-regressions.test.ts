@@ -9,7 +9,8 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
-import { expectServing as expectNodeServing, submitNoop } from './support/serving.js';
+import { expectServing as expectNodeServing } from './support/serving.js';
+import { submitTask } from './support/submit.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 
 const MAX_FRAME = 300 * 1024;
@@ -19,7 +20,7 @@ beforeAll(async () => {
   probe = await newTenant(f.db);
 });
 
-const submit = async (t: CredentialsFile) => (await submitNoop(f.gw.url, t, {})).id;
+const submit = async (t: CredentialsFile) => (await submitTask(f.gw.url, t, { payload: {} })).id;
 const expectServing = () => expectNodeServing(f.gw, probe);
 
 async function expectProtocolClose(w: RawWorker, close: number) {

@@ -8,6 +8,7 @@ import { call, ikey } from './support/http.js';
 import { expectData, expectError, limitedCredential, taskBody } from './support/contract.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { syncWaiting } from './support/waiting.js';
+import { postTask } from './support/submit.js';
 
 let db: TestDb;
 let gw: GatewayProcess;
@@ -25,8 +26,7 @@ afterAll(async () => {
   await endOfFileChecks(db);
 });
 
-const submit = (body: unknown, key: string, opts: { token?: string; url?: string } = {}) =>
-  call(opts.url ?? gw.url, 'POST', '/v1/tasks', { token: opts.token ?? t.token, key, body });
+const submit = (body: unknown, key: string, opts: { token?: string; url?: string } = {}) => postTask(opts.url ?? gw.url, opts.token ?? t.token, body, key);
 const submitRaw = (rawBody: string, key: string) => call(gw.url, 'POST', '/v1/tasks', { token: t.token, key, rawBody });
 
 async function tasksWithKey(key: string, namespaceId = t.namespace_id): Promise<string[]> {

@@ -10,7 +10,8 @@ import { call, ikey } from './support/http.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { spawnWorker } from './support/workers.js';
 import { setTaskTime } from './support/waiting.js';
-import { backdateLeases, keyRow, metric, session, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { backdateLeases, keyRow, metric, session, startAndFinish, taskState } from './support/keys-helpers.js';
+import { submitTask } from './support/submit.js';
 import { sleep, waitFor } from './support/wait.js';
 
 const f = useGatewayFixture({ tenant: false });

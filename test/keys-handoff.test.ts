@@ -7,7 +7,8 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { waitFor } from './support/wait.js';
-import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, submitTask, taskState } from './support/keys-helpers.js';
+import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
+import { submitTask } from './support/submit.js';
 
 const f = useGatewayFixture({ tenant: false });
 const url = () => f.gw.url;

@@ -9,7 +9,8 @@ import { call } from './support/http.js';
 import { checkHistory } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { submitMany } from './support/bulk.js';
-import { useRestartableGateway, backdateLeases, keyRow, liveOnKey, session, startAndFinish, submitTask } from './support/keys-helpers.js';
+import { useRestartableGateway, backdateLeases, keyRow, liveOnKey, session, startAndFinish } from './support/keys-helpers.js';
+import { submitTask } from './support/submit.js';
 import { createWorker, type Worker } from '../worker-sdk/worker.js';
 import { sleep, waitFor } from './support/wait.js';
 

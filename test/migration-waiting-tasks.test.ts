@@ -4,14 +4,12 @@
 // index, finished ones get nothing, and every permit and waiting invariant holds.
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import mysql from 'mysql2/promise';
-import { nanoid } from 'nanoid';
 import type { RowDataPacket } from 'mysql2/promise';
-import { createPool, type Pool } from '../server/db/pool.js';
+import type { Pool } from '../server/db/pool.js';
 import { listMigrations, migrateUp, splitStatements } from '../server/db/migrations.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
-import { newTenant, serverDsn, type TestDb } from './support/db.js';
+import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { endOfFileChecks } from './support/fixture.js';
@@ -27,32 +25,17 @@ let t: CredentialsFile;
 let gw: GatewayProcess | undefined;
 
 /** A database migrated up to (not including) 000007, recorded as the runner records it. */
-async function databaseBefore(): Promise<TestDb> {
-  const name = `t_${nanoid(10).replace(/[^A-Za-z0-9]/g, 'x')}`;
-  const admin = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
-  await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
-  await admin.end();
-  const dsn = serverDsn(name, port);
-  const pool = createPool(dsn, { connectionLimit: 8 });
-  await pool.query(
-    `CREATE TABLE schema_migrations (version INT UNSIGNED NOT NULL, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL,
-       applied_at DATETIME(3) NOT NULL, PRIMARY KEY (version))`,
-  );
-  for (const m of listMigrations().filter((x) => x.version < VERSION)) {
-    for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) await pool.query(stmt);
-    await pool.query('INSERT INTO schema_migrations VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [m.version, m.name, m.checksum]);
-  }
-  return {
-    name,
-    dsn,
-    pool,
-    async drop() {
-      await pool.end().catch(() => {});
-      const c = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
-      await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      await c.end();
-    },
-  };
+function databaseBefore(): Promise<TestDb> {
+  return createTestDb(port, async (pool) => {
+    await pool.query(
+      `CREATE TABLE schema_migrations (version INT UNSIGNED NOT NULL, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL,
+         applied_at DATETIME(3) NOT NULL, PRIMARY KEY (version))`,
+    );
+    for (const m of listMigrations().filter((x) => x.version < VERSION)) {
+      for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) await pool.query(stmt);
+      await pool.query('INSERT INTO schema_migrations VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [m.version, m.name, m.checksum]);
+    }
+  });
 }
 
 /** Inserts a task row as the pre-000007 submit path wrote it (seq from AUTO_INCREMENT). */

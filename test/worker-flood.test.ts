@@ -14,7 +14,7 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { submitNoop } from './support/serving.js';
+import { submitTask } from './support/submit.js';
 import { waitFor } from './support/wait.js';
 
 const f = useGatewayFixture();
@@ -62,7 +62,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
   const flooder = await openRaw(f.gw.url, f.t.token);
   flooder.send(hello([f.t.queue_id], { capacity: 1 }));
   await flooder.next('hello.ok');
-  await submitNoop(f.gw.url, f.t);
+  await submitTask(f.gw.url, f.t);
   const a = await flooder.next('task.assign');
   flooder.send({ type: 'start', attempt_id: a.attempt_id });
   await flooder.next('start.ok');
@@ -94,7 +94,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
   const completing = loop(
     stop,
     async () => {
-      const task = await submitNoop(f.gw.url, busy);
+      const task = await submitTask(f.gw.url, busy);
       const t = await worker.next('task.assign', 30_000);
       expect(t.task.id).toBe(task.id);
       worker.send({ type: 'start', attempt_id: t.attempt_id });
@@ -104,7 +104,7 @@ it(`a ${FLOOD}-renew flood from one session: every renew answered, other tenants
     },
     turnarounds,
   );
-  const submitting = Array.from({ length: 4 }, () => loop(stop, () => submitNoop(f.gw.url, producers).then(() => {}), submits));
+  const submitting = Array.from({ length: 4 }, () => loop(stop, () => submitTask(f.gw.url, producers).then(() => {}), submits));
   await waitFor('the other tenants to be served', () => turnarounds.length >= 2 && submits.length >= 8, { timeout: 10_000 });
 
   const rss0 = rss(pid);

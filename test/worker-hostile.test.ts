@@ -9,7 +9,8 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
-import { expectServing, submitNoop } from './support/serving.js';
+import { expectServing } from './support/serving.js';
+import { submitTask } from './support/submit.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
 import { waitForValue } from './support/wait.js';
@@ -25,7 +26,7 @@ beforeAll(async () => {
   probe = await newTenant(f.db);
 });
 
-const submit = (tenant: CredentialsFile) => submitNoop(f.gw.url, tenant);
+const submit = (tenant: CredentialsFile) => submitTask(f.gw.url, tenant);
 const expectHealthy = () => expectServing(f.gw, probe);
 
 async function inBatches<T>(items: T[], size: number, fn: (x: T, i: number) => Promise<void>) {

@@ -15,6 +15,7 @@ import { waitForValue } from './support/wait.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { newId } from '../server/ids.js';
 import { metric } from './support/keys-helpers.js';
+import { submitTask } from './support/submit.js';
 
 /** Short hello timeout and ping interval (f.gw: default timings, small frame limit). */
 let fast: GatewayProcess;
@@ -24,7 +25,7 @@ beforeAll(async () => {
   fast = await startGateway(f.db.dsn, FAST_ENV);
 });
 
-const { submit, credential, attemptRow, taskState, sessionRow } = protocolHelpers(() => f);
+const { credential, attemptRow, taskState, sessionRow } = protocolHelpers(() => f);
 
 // ---- frames after hello -------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ describe('per-attempt errors are not fatal', () => {
     }
     w.send({ type: 'renew', attempt_ids: ids });
     expect(await w.next('renew.ok')).toEqual({ type: 'renew.ok', leases: [], lost: ids });
-    const task = await submit(tn);
+    const task = await submitTask(f.gw.url, tn);
     const a = await w.next('task.assign');
     expect(a.task.id).toBe(task.id);
     w.send({ type: 'start', attempt_id: a.attempt_id });
@@ -129,7 +130,7 @@ describe('per-attempt errors are not fatal', () => {
   it('start / result / renew for an attempt of another worker_id → LEASE_LOST; nothing changes', async () => {
     const tn = await newTenant(f.db);
     const { w: owner } = await session(f.gw.url, tn, { capacity: 1 });
-    const task = await submit(tn);
+    const task = await submitTask(f.gw.url, tn);
     const a = await owner.next('task.assign');
     expect(a.task.id).toBe(task.id);
     const before = await attemptRow(a.attempt_id);
@@ -159,8 +160,8 @@ describe('per-attempt errors are not fatal', () => {
   it('a protocol error changes nothing about the worker attempts', async () => {
     const tn = await newTenant(f.db);
     const { w, ok } = await session(f.gw.url, tn, { capacity: 2 });
-    const t1 = await submit(tn);
-    const t2 = await submit(tn);
+    const t1 = await submitTask(f.gw.url, tn);
+    const t2 = await submitTask(f.gw.url, tn);
     const a1 = await w.next('task.assign');
     const a2 = await w.next('task.assign');
     const running = [a1, a2].find((a) => a.task.id === t1.id)!;
@@ -191,13 +192,13 @@ describe('intake', () => {
   it('capacity 0 pauses intake; capacity 1 resumes it; capacity bounds LEASED+RUNNING', async () => {
     const tn = await newTenant(f.db);
     const { w } = await session(f.gw.url, tn, { capacity: 0 });
-    const t1 = await submit(tn);
+    const t1 = await submitTask(f.gw.url, tn);
     await expectNothing(w, 'task.assign');
     expect(await taskState(t1.id)).toBe('WAITING');
     w.send({ type: 'capacity', capacity: 1 });
     const a1 = await w.next('task.assign');
     expect(a1.task.id).toBe(t1.id);
-    const t2 = await submit(tn);
+    const t2 = await submitTask(f.gw.url, tn);
     await expectNothing(w, 'task.assign');
     w.send({ type: 'start', attempt_id: a1.attempt_id });
     await w.next('start.ok');
@@ -208,7 +209,7 @@ describe('intake', () => {
     expect(a2.task.id).toBe(t2.id);
     // Pausing again: a held attempt stays, nothing new comes.
     w.send({ type: 'capacity', capacity: 0 });
-    const t3 = await submit(tn);
+    const t3 = await submitTask(f.gw.url, tn);
     await expectNothing(w, 'task.assign');
     w.send({ type: 'result', attempt_id: a2.attempt_id, outcome: 'succeeded' });
     await w.next('result.ok');
@@ -222,11 +223,11 @@ describe('intake', () => {
   it('drain → drain.ok and no further task.assign; held attempts still finish', async () => {
     const tn = await newTenant(f.db);
     const { w, ok } = await session(f.gw.url, tn, { capacity: 4 });
-    await submit(tn);
+    await submitTask(f.gw.url, tn);
     const a = await w.next('task.assign');
     w.send({ type: 'drain' });
     expect(await w.next('drain.ok')).toEqual({ type: 'drain.ok' });
-    const t2 = await submit(tn);
+    const t2 = await submitTask(f.gw.url, tn);
     await expectNothing(w, 'task.assign');
     w.send({ type: 'capacity', capacity: 8 });
     await expectNothing(w, 'task.assign');
@@ -254,10 +255,10 @@ describe('intake', () => {
 
   it('hello.handlers assigns only matching handler@version', async () => {
     const tn = await newTenant(f.db);
-    const a1 = await submit(tn, { handler: 'a', handler_version: 'v1' });
-    const b2 = await submit(tn, { handler: 'b', handler_version: 'v2' });
-    const a2 = await submit(tn, { handler: 'a', handler_version: 'v2' });
-    const c3 = await submit(tn, { handler: 'c', handler_version: 'v3' });
+    const a1 = await submitTask(f.gw.url, tn, { handler: 'a', handler_version: 'v1' });
+    const b2 = await submitTask(f.gw.url, tn, { handler: 'b', handler_version: 'v2' });
+    const a2 = await submitTask(f.gw.url, tn, { handler: 'a', handler_version: 'v2' });
+    const c3 = await submitTask(f.gw.url, tn, { handler: 'c', handler_version: 'v3' });
     const { w } = await session(f.gw.url, tn, {
       capacity: 10,
       handlers: [
@@ -281,8 +282,8 @@ describe('intake', () => {
 
   it('keyed tasks never go to a session without concurrency_keys; unkeyed ones do', async () => {
     const tn = await newTenant(f.db);
-    const keyed = await submit(tn, { concurrency_key: 'object/7' });
-    const plain = await submit(tn);
+    const keyed = await submitTask(f.gw.url, tn, { concurrency_key: 'object/7' });
+    const plain = await submitTask(f.gw.url, tn);
     for (const flag of [false, undefined]) {
       const { w } = await session(f.gw.url, tn, { capacity: 4, ...(flag === undefined ? {} : { concurrency_keys: flag }) });
       if (flag === false) {
@@ -318,7 +319,7 @@ describe('credential revoked while connected', () => {
     w.send(hello([tn.queue_id], { capacity: 1 }));
     const ok = await w.next('hello.ok');
     const { w: bystander } = await session(f.gw.url, { ...tn, token: other.token }, { capacity: 0 });
-    await submit(tn);
+    await submitTask(f.gw.url, tn);
     const a = await w.next('task.assign');
     const before = await attemptRow(a.attempt_id);
     expect(await revokeCredential(f.db.pool, c.id)).toBe(true);
@@ -361,7 +362,7 @@ describe('pings', () => {
     // Like a stopped process (f.gw pings only every 15 s): the socket stays open, nothing is read.
     frozen.ws.pause();
     const stalls = await metric(f.gw.url, 'orbit_session_stalls_total');
-    const t1 = await submit(tn);
+    const t1 = await submitTask(f.gw.url, tn);
     await waitForValue(
       () => assignedTo(t1.id),
       (s) => s.length === 1,
@@ -370,14 +371,14 @@ describe('pings', () => {
       () => metric(f.gw.url, 'orbit_session_stalls_total'),
       (n) => n > stalls,
     );
-    const t2 = await submit(tn);
+    const t2 = await submitTask(f.gw.url, tn);
     const { w: live, ok: liveOk } = await session(f.gw.url, tn, { capacity: 1 });
     expect((await live.next('task.assign')).task.id).toBe(t2.id);
     expect(await assignedTo(t1.id)).toEqual([ok.session_id]);
     expect(await assignedTo(t2.id)).toEqual([liveOk.session_id]);
     // Read again, it answers the ping: the next task goes to it (the live session is full).
     frozen.ws.resume();
-    const t3 = await submit(tn);
+    const t3 = await submitTask(f.gw.url, tn);
     expect((await frozen.next('task.assign')).task.id).toBe(t1.id);
     expect((await frozen.next('task.assign')).task.id).toBe(t3.id);
     frozen.close();

@@ -17,14 +17,16 @@ export function serverDsn(db: string, port = inject('mysqlPort')): string {
   return `mysql://orbit:orbit-local@127.0.0.1:${port}/${db}`;
 }
 
-export async function createTestDb(port = inject('mysqlPort')): Promise<TestDb> {
+/** A fresh database on `port`, brought to its schema by `migrate` (all migrations by default; a
+ * migration test passes one that stops before the migration under test). */
+export async function createTestDb(port = inject('mysqlPort'), migrate: (pool: Pool) => Promise<unknown> = migrateUp): Promise<TestDb> {
   const name = `t_${nanoid(10).replace(/[^A-Za-z0-9]/g, 'x')}`;
   const admin = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
   await admin.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4`);
   await admin.end();
   const dsn = serverDsn(name, port);
   const pool = createPool(dsn, { connectionLimit: 8 });
-  await migrateUp(pool);
+  await migrate(pool);
   return {
     name,
     dsn,

@@ -7,6 +7,7 @@ import type { GatewayProcess } from './gateway.js';
 import { call, ikey, type RawResponse } from './http.js';
 import { expectData, expectError } from './contract.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
+import { postTask } from './submit.js';
 
 /** Helpers bound to a test file's database, gateway and tenant (read when called, so they can be
  * created before beforeAll has run). */
@@ -18,7 +19,7 @@ export function submitHelpers(env: () => { db: TestDb; gw: GatewayProcess; t: Cr
     return { tasks: Number(tr.n), receipts: Number(rr.n) };
   }
 
-  const submit = (body: unknown, key = ikey(), token = env().t.token) => call(env().gw.url, 'POST', '/v1/tasks', { token, key, body });
+  const submit = (body: unknown, key = ikey(), token = env().t.token) => postTask(env().gw.url, token, body, key);
   const submitRaw = (rawBody: string | Buffer, key = ikey(), headers: Record<string, string> = {}) =>
     call(env().gw.url, 'POST', '/v1/tasks', { token: env().t.token, key, rawBody, headers });
 

@@ -1,4 +1,5 @@
-// Small helpers shared by the keys-*.test.ts files: submitting tasks, raw sessions, key rows.
+// Small helpers shared by the keys-*.test.ts files: raw sessions, key rows (tasks are submitted
+// with support/submit.ts's submitTask).
 import { afterAll, beforeAll, expect } from 'vitest';
 import { freePort } from '../../server/db/embedded-mariadb.js';
 import { createTestDb, type TestDb } from './db.js';
@@ -9,12 +10,6 @@ import type { Pool } from '../../server/db/pool.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
-import { submitTask as submit } from './submit.js';
-
-/** submitTask (support/submit.ts) with the keys suites' empty payload. */
-export function submitTask(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<any> {
-  return submit(url, t, { payload: {}, ...over }, ikey('keys'));
-}
 
 /** A raw session after hello.ok. */
 export async function session(url: string, t: CredentialsFile, over: Record<string, unknown> = {}): Promise<RawWorker & { ok: any; workerId: string }> {

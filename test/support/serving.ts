@@ -6,11 +6,6 @@ import { call } from './http.js';
 import { hello, openRaw } from './raw-worker.js';
 import { submitTask } from './submit.js';
 
-/** Submits one no-op task to the tenant's queue; expects 201. */
-export function submitNoop(url: string, tenant: CredentialsFile, payload: unknown = { n: 1 }): Promise<{ id: string }> {
-  return submitTask(url, tenant, { payload });
-}
-
 /** The gateway survived: process alive, /healthz 200, a normal worker of `probe` (a tenant no
  * hostile client uses) gets a submitted task and finishes it, and nothing was logged as uncaught. */
 export async function expectServing(gw: GatewayProcess, probe: CredentialsFile): Promise<void> {
@@ -20,7 +15,7 @@ export async function expectServing(gw: GatewayProcess, probe: CredentialsFile):
   const w = await openRaw(gw.url, probe.token);
   w.send(hello([probe.queue_id], { capacity: 1 }));
   await w.next('hello.ok');
-  const task = await submitNoop(gw.url, probe);
+  const task = await submitTask(gw.url, probe);
   const a = await w.next('task.assign');
   expect(a.task.id).toBe(task.id);
   w.send({ type: 'start', attempt_id: a.attempt_id });

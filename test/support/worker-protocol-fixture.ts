@@ -7,7 +7,6 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { TestDb } from './db.js';
 import type { GatewayProcess } from './gateway.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
-import { submitTask } from './submit.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken, type Scope } from '../../server/admin/access.js';
@@ -25,10 +24,6 @@ export const FAST_ENV = { ORBIT_HELLO_TIMEOUT_MS: String(HELLO_TIMEOUT_MS), ORBI
 /** Helpers bound to a test file's database and default gateway (read when called, so they can be
  * created before beforeAll has run). */
 export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
-  async function submit(tenant: CredentialsFile, over: Record<string, unknown> = {}): Promise<{ id: string }> {
-    return submitTask(env().gw.url, tenant, over);
-  }
-
   async function credential(tenant: CredentialsFile, scopes: Scope[], queueIds: '*' | string[] = '*') {
     const token = newToken();
     const id = newId();
@@ -64,7 +59,7 @@ export function protocolHelpers(env: () => { db: TestDb; gw: GatewayProcess }) {
     return rows[0];
   }
 
-  return { submit, credential, attemptRow, taskState, sessionRow };
+  return { credential, attemptRow, taskState, sessionRow };
 }
 
 /** A raw handshake that reports the HTTP refusal (status and JSON body) instead of throwing. */
