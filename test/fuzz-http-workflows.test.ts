@@ -18,7 +18,7 @@ import { ERROR_CODES, isErrorCode, type ErrorCode } from '../protocol/errors.js'
 import * as W from '../protocol/workflow-schemas.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import { BAD_IDS, HOSTILE_KEYS, HOSTILE_STRINGS, hex32, isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
+import { BAD_IDS, BAD_UTF8, enc, HOSTILE_KEYS, HOSTILE_STRINGS, hex32, isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
 import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noInternalErrors, type Probe } from './support/fuzz-harness.js';
 import { newWorkflow, runCommand, startRun, taskStep } from './support/workflow-runs.js';
 
@@ -42,17 +42,6 @@ beforeAll(async () => {
   real.doneRun = (await startRun(api, real.wf)).id;
   expect((await runCommand(api, real.doneRun, 'cancel', { reason: 'fuzz: a final run' })).status).toBe(200);
 });
-
-/** Percent-encodes every code point outside the unreserved set (a lone surrogate as WTF-8 bytes). */
-function enc(s: string): string {
-  let out = '';
-  for (const ch of s) {
-    if (/^[A-Za-z0-9_.~-]$/.test(ch)) out += ch;
-    else if (ch.isWellFormed()) out += [...Buffer.from(ch, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
-    else out += '%ED%A0%80';
-  }
-  return out;
-}
 
 interface Case {
   method: 'GET' | 'POST';
@@ -89,8 +78,6 @@ const BODY_ENDPOINTS: BodyEndpoint[] = [
   { path: '/v1/workflow-runs/{id}:cancel', schema: W.CancelWorkflowRunBody, ids: () => [real.doneRun] },
   { path: '/v1/workflow-runs/{id}/signals', schema: W.SendSignalBody, ids: () => [real.run, real.doneRun] },
 ];
-
-const BAD_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff]];
 
 /** Values the rules beyond the schema accept, often enough that valid bodies reach the database. */
 function overrides() {

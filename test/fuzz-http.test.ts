@@ -19,6 +19,8 @@ import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
 import {
   BAD_IDS,
+  BAD_UTF8,
+  enc,
   HOSTILE_KEYS,
   HOSTILE_NUMBERS,
   HOSTILE_STRINGS,
@@ -76,21 +78,6 @@ beforeAll(async () => {
   real.doomedSub = await sub('doomed-sub', real.doomed);
 });
 
-/** Percent-encodes every code point outside the unreserved set as UTF-8 (a lone surrogate as the
- * three bytes WTF-8 gives it, which no decoder accepts). */
-function enc(s: string): string {
-  let out = '';
-  for (const ch of s) {
-    if (/^[A-Za-z0-9_.~-]$/.test(ch)) out += ch;
-    else if (ch.isWellFormed()) out += [...Buffer.from(ch, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
-    else {
-      const c = ch.charCodeAt(0);
-      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => '%' + b.toString(16).toUpperCase()).join('');
-    }
-  }
-  return out;
-}
-
 interface HttpCase {
   method: 'GET' | 'POST';
   path: string;
@@ -139,9 +126,6 @@ const BODY_ENDPOINTS: BodyEndpoint[] = [
   { path: '/v1/subscriptions/{id}/deliveries:lease', schema: S.LeaseDeliveriesBody, id: () => real.sub, receipt: false },
   { path: '/v1/subscriptions/{id}/deliveries:ack', schema: S.AckDeliveriesBody, id: () => real.sub, receipt: false },
 ];
-
-/** Byte sequences that are not UTF-8: lone continuation, truncated, overlong, encoded surrogate, 0xFF. */
-const BAD_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]];
 
 const realQueue = (q: unknown) => q === real.queue || q === real.victim || q === real.doomed;
 

@@ -389,3 +389,21 @@ export function storedText(minTokens: number, maxTokens: number): fc.Arbitrary<s
     .map((t) => t.join(''))
     .filter((s) => s.isWellFormed());
 }
+
+/** Percent-encodes every code point outside the unreserved set as UTF-8 (a lone surrogate as the
+ * three bytes WTF-8 gives it, which no decoder accepts). */
+export function enc(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    if (/^[A-Za-z0-9_.~-]$/.test(ch)) out += ch;
+    else if (ch.isWellFormed()) out += [...Buffer.from(ch, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
+    else {
+      const c = ch.charCodeAt(0);
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => '%' + b.toString(16).toUpperCase()).join('');
+    }
+  }
+  return out;
+}
+
+/** Byte sequences that are not UTF-8: lone continuation, truncated, overlong, encoded surrogate, 0xFF. */
+export const BAD_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]];
