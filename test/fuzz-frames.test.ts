@@ -16,16 +16,17 @@ import crypto from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { RowDataPacket } from 'mysql2/promise';
-import { ERROR_CODES, type ErrorCode } from '../protocol/errors.js';
+import type { ErrorCode } from '../protocol/errors.js';
 import { WORKER_FRAMES } from '../protocol/frames.js';
 import { taskBody } from './support/contract.js';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello } from './support/raw-worker.js';
-import { BAD_IDS, hex32, isId, judge, mutantArb, validArb, type Overrides } from './support/fuzz-schema.js';
+import { BAD_IDS, hex32, mutantArb, validArb, type Overrides } from './support/fuzz-schema.js';
 import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzBudget, fuzzTimeout, noInternalErrors, noOpenSessions, show } from './support/fuzz-harness.js';
 import { rawPeer, wsPeer, type Peer } from './support/fuzz-ws.js';
+import { closeOf, documentedOutcome, HELLO_REFUSALS, protocolError, type Expect, type FrameCase, type Phase } from './support/fuzz-frame-outcome.js';
 
 const MAX_FRAME = 300 * 1024;
 const ENV = { ORBIT_MAX_FRAME_BYTES: String(MAX_FRAME) };
@@ -40,54 +41,7 @@ beforeAll(() => {
   queue = f.t.queue_id;
 });
 
-type Phase = 'pre' | 'post';
-type Expect =
-  | { kind: 'fatal'; code: ErrorCode; close: number; why: string }
-  | { kind: 'hello'; mustRefuse: boolean }
-  | { kind: 'reply'; type: string; id?: unknown; orFatal: boolean }
-  | { kind: 'silent' };
-interface FrameCase {
-  phase: Phase;
-  data: string | Buffer;
-  binary?: boolean;
-  /** Send over the hand-framed socket (needed for invalid UTF-8). */
-  raw?: boolean;
-  expect: Expect;
-  /** The mutation applied, for failure reports. */
-  how?: string;
-}
-
-const protocolError = (why: string, close = 1002): Expect => ({ kind: 'fatal', code: 'PROTOCOL_ERROR', close, why });
-// A valid hello naming only the real queue (live, the credential's own) may be refused only for
-// its worker_id: the first hello of a generated worker_id froze another concurrency_keys. NOT_FOUND,
-// PERMISSION_DENIED or RESOURCE_RETIRED there would be a refusal of a queue that exists and is usable.
-const HELLO_REFUSALS: ErrorCode[] = ['STATE_CONFLICT'];
-const closeOf = (code: ErrorCode) => ERROR_CODES[code].close ?? 1008;
-
-/** The documented outcome of a text frame, from the schemas (worker-protocol.md). */
-function expectFor(phase: Phase, text: string): Expect {
-  if (Buffer.byteLength(text) > MAX_FRAME) return protocolError('over max_frame_bytes', 1009);
-  const v = judge(text, (o) =>
-    typeof o.type === 'string' && Object.hasOwn(WORKER_FRAMES, o.type) ? WORKER_FRAMES[o.type as keyof typeof WORKER_FRAMES] : 'unknown type',
-  );
-  if (!v.ok) return protocolError(v.why);
-  const fr = v.value;
-  if (phase === 'pre')
-    return fr.type === 'hello' ? { kind: 'hello', mustRefuse: fr.queues.some((q: string) => q !== queue) } : protocolError('first frame is not hello');
-  switch (fr.type) {
-    case 'hello':
-      return protocolError('second hello');
-    case 'start':
-    case 'result':
-      return { kind: 'reply', type: 'error', id: fr.attempt_id, orFatal: !isId(fr.attempt_id) };
-    case 'renew':
-      return { kind: 'reply', type: 'renew.ok', orFatal: !fr.attempt_ids.every(isId) };
-    case 'drain':
-      return { kind: 'reply', type: 'drain.ok', orFatal: false };
-    default:
-      return { kind: 'silent' };
-  }
-}
+const expectFor = (phase: Phase, text: string) => documentedOutcome(phase, text, { maxFrame: MAX_FRAME, queue });
 
 function seen(p: Peer): string {
   const frames = p.inbox.map((x) => (x.type === 'error' ? `error ${x.code}${x.fatal ? ' fatal' : ''}` : (x.type ?? JSON.stringify(x).slice(0, 80)))).join(', ');

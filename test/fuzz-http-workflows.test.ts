@@ -14,11 +14,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { TSchema } from '@sinclair/typebox';
-import { ERROR_CODES, isErrorCode, type ErrorCode } from '../protocol/errors.js';
+import type { ErrorCode } from '../protocol/errors.js';
 import * as W from '../protocol/workflow-schemas.js';
+import { problem } from './support/fuzz-http-contract.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import { BAD_IDS, BAD_UTF8, enc, HOSTILE_KEYS, HOSTILE_STRINGS, hex32, isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
+import { BAD_UTF8, enc, idArb, HOSTILE_KEYS, HOSTILE_STRINGS, isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
 import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noInternalErrors, type Probe } from './support/fuzz-harness.js';
 import { newWorkflow, runCommand, startRun, taskStep } from './support/workflow-runs.js';
 
@@ -55,12 +56,8 @@ interface Case {
   creates?: 'workflow' | 'version' | 'run';
 }
 
-const idArb = (realIds: string[]): fc.Arbitrary<string> =>
-  fc.oneof(
-    ...(realIds.length ? [{ arbitrary: fc.constantFrom(...realIds), weight: 4 }] : []),
-    { arbitrary: hex32, weight: 1 },
-    { arbitrary: fc.constantFrom(...BAD_IDS), weight: 2 },
-  );
+/** Ids for workflow paths: real ones more often than in fuzz-http (most endpoints have two). */
+const wfIdArb = (realIds: string[]) => idArb(realIds, { real: 4, bad: 2 });
 
 interface BodyEndpoint {
   path: string;
@@ -91,7 +88,7 @@ function overrides() {
     name: fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,24}$/), fc.string({ maxLength: 70 })),
     version: fc.oneof({ arbitrary: stepArb.map((s) => ({ steps: s })), weight: 3 }, validArb(W.WorkflowVersionInput, { queue_id: fc.constant(real.queue) })),
     expected_revision: fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/)),
-    queue_id: fc.oneof(fc.constant(real.queue), idArb([])),
+    queue_id: fc.oneof(fc.constant(real.queue), wfIdArb([])),
     concurrency_key: fc.oneof(fc.constantFrom('', 'object/42', 'é/😀/中'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 })),
     name_signal: fc.constantFrom('go', 'nope'),
   };
@@ -109,7 +106,7 @@ function bodyCase(): fc.Arbitrary<Case> {
         : over;
     return fc
       .record({
-        id: ep.ids ? idArb(ep.ids()) : fc.constant(''),
+        id: ep.ids ? wfIdArb(ep.ids()) : fc.constant(''),
         text: validArb(ep.schema, o).chain((v) =>
           fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 }),
         ),
@@ -143,7 +140,7 @@ function readCase(): fc.Arbitrary<Case> {
   ];
   const one = fc
     .constantFrom(...byId)
-    .chain(([tpl, ids]) => fc.tuple(fc.constant(tpl), fc.constant(ids()), idArb(ids())))
+    .chain(([tpl, ids]) => fc.tuple(fc.constant(tpl), fc.constant(ids()), wfIdArb(ids())))
     .map(([tpl, ids, id]): Case => ({
       method: 'GET',
       path: tpl.replace('{id}', enc(id)),
@@ -155,7 +152,7 @@ function readCase(): fc.Arbitrary<Case> {
           : { why: 'no such id', codes: ['NOT_FOUND'] },
     }));
   const version = fc
-    .tuple(idArb([real.wf]), fc.oneof(fc.constantFrom('1', '2', '0', '-1', '01', '1e3', '99999999999999999999', 'é'), fc.string({ maxLength: 6 })))
+    .tuple(wfIdArb([real.wf]), fc.oneof(fc.constantFrom('1', '2', '0', '-1', '01', '1e3', '99999999999999999999', 'é'), fc.string({ maxLength: 6 })))
     .map(([id, n]): Case => ({
       method: 'GET',
       path: `/v1/workflows/${enc(id)}/versions/${enc(n)}`,
@@ -167,7 +164,7 @@ function readCase(): fc.Arbitrary<Case> {
     ['/v1/workflow-runs', ['workflow_id', 'state', 'limit', 'cursor']],
   ];
   const value = fc.oneof(
-    idArb([real.wf]),
+    wfIdArb([real.wf]),
     fc.constantFrom(...HOSTILE_STRINGS, 'RUNNING', 'CANCELLED', 'running', '1', '500', '501', '0', 'czE'),
     fc.string({ unit: 'binary', maxLength: 10 }),
   );
@@ -198,22 +195,6 @@ function readCase(): fc.Arbitrary<Case> {
 }
 
 /** Why the response breaks the contract, or null. */
-function problem(c: Case, r: RawResponse): string | null {
-  const e = r.body?.error;
-  const head = `${c.method} ${c.path.slice(0, 160)}${c.how ? ` [${c.how.slice(0, 80)}]` : ''} → ${r.status}${e ? ` ${e.code} ${JSON.stringify(String(e.message).slice(0, 140))}` : ''}`;
-  if (r.status >= 500) return `${head}; expected no 5xx${c.refuse ? ` (a refusal: ${c.refuse.why})` : ''}`;
-  if (r.body === undefined || typeof r.body.request_id !== 'string' || r.headers.get('x-request-id') !== r.body.request_id)
-    return `${head}; no envelope with X-Request-Id`;
-  if (r.status >= 400) {
-    if (!isErrorCode(e?.code)) return `${head}; undocumented error code`;
-    if (ERROR_CODES[e.code as ErrorCode].http !== r.status) return `${head}; ${e.code} is documented as ${ERROR_CODES[e.code as ErrorCode].http}`;
-    if (c.refuse && !c.refuse.codes.includes(e.code)) return `${head}; expected ${c.refuse.codes.join('/')} (${c.refuse.why})`;
-    return null;
-  }
-  if (c.refuse) return `${head}; accepted, expected a refusal (${c.refuse.why})`;
-  if (r.status !== 200 && r.status !== 201) return `${head}; unexpected success status`;
-  return null;
-}
 
 /** Every table a workflow command writes, counted and checksummed. */
 const PROBES: Probe[] = [

@@ -12,19 +12,19 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { TSchema } from '@sinclair/typebox';
-import { ERROR_CODES, isErrorCode, type ErrorCode } from '../protocol/errors.js';
+import type { ErrorCode } from '../protocol/errors.js';
 import * as S from '../protocol/http-schemas.js';
 import { taskBody } from './support/contract.js';
+import { DepthReport, problem, type Refusal } from './support/fuzz-http-contract.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
 import {
-  BAD_IDS,
   BAD_UTF8,
   enc,
+  idArb,
   HOSTILE_KEYS,
   HOSTILE_NUMBERS,
   HOSTILE_STRINGS,
-  hex32,
   isId,
   judge,
   mutantArb,
@@ -87,21 +87,13 @@ interface HttpCase {
   /** The mutation applied, for failure reports. */
   how?: string;
   /** Why the input must be refused, and with which codes; null when acceptance is allowed. */
-  refuse: { why: string; codes: ErrorCode[] } | null;
+  refuse: Refusal | null;
   receipt: boolean;
   creates?: 'tasks' | 'queues' | 'subscriptions';
   /** POST /v1/tasks:batch: per item, why it must be refused (or null); no Idempotency-Key header. */
   items?: (Refusal | null)[];
   noKey?: boolean;
 }
-type Refusal = NonNullable<HttpCase['refuse']>;
-
-const idArb = (realId?: string): fc.Arbitrary<string> =>
-  fc.oneof(
-    ...(realId ? [{ arbitrary: fc.constant(realId), weight: 3 }] : []),
-    { arbitrary: hex32, weight: 1 },
-    { arbitrary: fc.constantFrom(...BAD_IDS), weight: 3 },
-  );
 
 interface BodyEndpoint {
   path: string;
@@ -131,8 +123,8 @@ const realQueue = (q: unknown) => q === real.queue || q === real.victim || q ===
 
 function overrides(): Overrides {
   return {
-    queue_id: fc.oneof({ arbitrary: fc.constant(real.queue), weight: 4 }, { arbitrary: fc.constant(real.victim), weight: 1 }, idArb()),
-    delivery_ids: fc.array(idArb(), { minLength: 1, maxLength: 3 }),
+    queue_id: fc.oneof({ arbitrary: fc.constant(real.queue), weight: 4 }, { arbitrary: fc.constant(real.victim), weight: 1 }, idArb([])),
+    delivery_ids: fc.array(idArb([]), { minLength: 1, maxLength: 3 }),
     expected_revision: fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/)),
     // Mostly values the field rules beyond the schema accept, so that valid bodies reach the database.
     not_before: fc.oneof(
@@ -150,7 +142,7 @@ function bodyCase() {
   return fc.constantFrom(...BODY_ENDPOINTS).chain((ep) =>
     fc
       .record({
-        id: ep.id ? idArb(ep.id()) : fc.constant(''),
+        id: ep.id ? idArb([ep.id()]) : fc.constant(''),
         text: validArb(ep.schema, over).chain((v) =>
           fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 }),
         ),
@@ -205,19 +197,6 @@ function batchCase() {
     });
 }
 
-/** Why one slot of a batch answer breaks the contract, or null. */
-function slotProblem(slot: any, want: Refusal | null): string | null {
-  const code = slot?.error?.code;
-  const got = `${slot?.status} ${code ?? ''}`;
-  if (typeof slot?.status !== 'number' || slot.status >= 500) return `slot ${got}: expected no 5xx`;
-  if (slot.status >= 400) {
-    if (!isErrorCode(code) || ERROR_CODES[code].http !== slot.status) return `slot ${got}: not a documented code/status`;
-    if (want && !want.codes.includes(code)) return `slot ${got}: expected ${want.codes.join('/')} (${want.why})`;
-    return null;
-  }
-  return want ? `slot ${got}: accepted, expected a refusal (${want.why})` : null;
-}
-
 const GET_PATHS: [string, () => string | undefined][] = [
   ['/v1/tasks/{id}', () => real.task],
   ['/v1/tasks/{id}/attempts', () => real.task],
@@ -237,7 +216,7 @@ const STATES = ['WAITING', 'SUCCEEDED', 'PENDING', 'ACKED', 'waiting', 'é'];
 
 function readCase() {
   const value = fc.oneof(
-    idArb(),
+    idArb([]),
     fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'),
     fc.string({ unit: 'binary', maxLength: 10 }),
   );
@@ -264,7 +243,7 @@ function readCase() {
           fc.constant(k),
           fc.oneof(
             ...(Object.hasOwn(validFor, k) ? [{ arbitrary: validFor[k]!, weight: 2 }] : []),
-            { arbitrary: idArb(real.queue), weight: 1 },
+            { arbitrary: idArb([real.queue]), weight: 1 },
             { arbitrary: value, weight: 2 },
           ),
         ),
@@ -287,7 +266,7 @@ function readCase() {
     });
   const byId = fc
     .constantFrom(...GET_PATHS)
-    .chain(([tpl, realId]) => fc.tuple(fc.constant(tpl), fc.constant(realId()), idArb(realId())))
+    .chain(([tpl, realId]) => fc.tuple(fc.constant(tpl), fc.constant(realId()), idArb([realId()].filter((x): x is string => !!x))))
     .map(([tpl, realId, id]): HttpCase => ({
       method: 'GET',
       path: tpl.replace('{id}', enc(id)),
@@ -300,35 +279,6 @@ function readCase() {
       receipt: false,
     }));
   return fc.oneof(list, byId);
-}
-
-function describeResponse(r: RawResponse): string {
-  const e = r.body?.error;
-  return `${r.status}${e ? ` ${e.code} ${JSON.stringify(String(e.message).slice(0, 160))}` : ''}`;
-}
-
-/** Why the response breaks the contract, or null. */
-function problem(c: HttpCase, r: RawResponse): string | null {
-  const head = `${c.method} ${c.path.slice(0, 200)}${c.how ? ` [${c.how}]` : ''} → ${describeResponse(r)}`;
-  if (r.status >= 500) return `${head}; expected no 5xx${c.refuse ? ` (a refusal: ${c.refuse.why})` : ''}`;
-  if (r.body === undefined || typeof r.body.request_id !== 'string' || r.headers.get('x-request-id') !== r.body.request_id)
-    return `${head}; no envelope with X-Request-Id`;
-  if (r.status >= 400) {
-    const code = r.body.error?.code;
-    if (!isErrorCode(code)) return `${head}; undocumented error code`;
-    if (ERROR_CODES[code].http !== r.status) return `${head}; ${code} is documented as ${ERROR_CODES[code].http}`;
-    if (c.refuse && !c.refuse.codes.includes(code)) return `${head}; expected ${c.refuse.codes.join('/')} (${c.refuse.why})`;
-    return null;
-  }
-  if (c.refuse) return `${head}; accepted, expected a refusal (${c.refuse.why})`;
-  if (r.status !== 200 && r.status !== 201) return `${head}; unexpected success status`;
-  if (c.items) {
-    const slots = r.body.data?.results;
-    if (!Array.isArray(slots) || slots.length !== c.items.length) return `${head}; expected ${c.items.length} result slots`;
-    const bad = c.items.map((want, i) => slotProblem(slots[i], want)).filter((x) => x !== null);
-    if (bad.length) return `${head}; ${bad.join('; ')}`;
-  }
-  return null;
 }
 
 function probes(): Probe[] {
@@ -369,22 +319,9 @@ const ROWS: RowTable[] = [
 
 /** Per endpoint: cases, accepted ones, and refusals past the schema (a code other than
  * INVALID_ARGUMENT: the input reached the lookups, permits or state checks). */
-type Depth = Map<string, { cases: number; accepted: number; deep: number }>;
-
-function recordDepth(depth: Depth, c: HttpCase, r: RawResponse): void {
-  const d = depth.get(c.ep ?? c.path) ?? { cases: 0, accepted: 0, deep: 0 };
-  d.cases++;
-  if (r.status < 300) d.accepted++;
-  else if (r.status < 500 && r.body?.error?.code !== 'INVALID_ARGUMENT') d.deep++;
-  depth.set(c.ep ?? c.path, d);
-}
-
-/** One property: batches of generated cases, run concurrently, checked case by case and as a
- * batch: refused cases change no row, accepted ones only the rows they name. `mustAccept`: the
- * endpoints where the generator must get some input accepted (else it degraded to all-refused). */
 async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mustAccept: string[], budgetMs: number): Promise<void> {
   const log = new FuzzLog(label, target, budgetMs);
-  const depth: Depth = new Map();
+  const depth = new DepthReport();
   await fc.assert(
     fc.asyncProperty(fc.array(arb, { minLength: BATCH, maxLength: BATCH }), async (cases) => {
       if (log.stopped) return;
@@ -400,7 +337,7 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mu
             ...(key === undefined ? {} : { key }),
             ...(c.body === undefined ? {} : { rawBody: c.body }),
           });
-          recordDepth(depth, c, r);
+          depth.record(c.ep ?? c.path, r);
 
           if (r.status < 300) {
             accepted.push({ c, r, key });
@@ -440,8 +377,7 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mu
     }),
     fcParams(runs),
   );
-  console.log(`${label} depth (cases/accepted/refused past the schema): ${[...depth].map(([ep, d]) => `${ep} ${d.cases}/${d.accepted}/${d.deep}`).join(', ')}`);
-  for (const ep of mustAccept) if (!depth.get(ep)?.accepted) log.fail(`the generator degraded: no input to ${ep} was accepted`);
+  depth.report(label, mustAccept, log);
   log.finish();
 }
 

@@ -407,3 +407,12 @@ export function enc(s: string): string {
 
 /** Byte sequences that are not UTF-8: lone continuation, truncated, overlong, encoded surrogate, 0xFF. */
 export const BAD_UTF8 = [[0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xff], [0xf4, 0x90, 0x80, 0x80]];
+
+/** An id for a path or body: one of the real ids, a well-formed id that cannot exist, or not an id
+ * at all (BAD_IDS), with the given weights. */
+export const idArb = (realIds: string[], weights: { real: number; bad: number } = { real: 3, bad: 3 }): fc.Arbitrary<string> =>
+  fc.oneof(
+    ...(realIds.length ? [{ arbitrary: fc.constantFrom(...realIds), weight: weights.real }] : []),
+    { arbitrary: hex32, weight: 1 },
+    { arbitrary: fc.constantFrom(...BAD_IDS), weight: weights.bad },
+  );
