@@ -8,8 +8,9 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
-import { withTransaction } from '../server/db/pool.js';
-import { commitWith, isCommitted, pipelined, rawConnection, transactionStats, write } from '../server/db/pipeline.js';
+import { transactionOn, withTransaction } from '../server/db/pool.js';
+import { commitWith, Tx, transactionStats, write } from '../server/db/pipeline.js';
+import { lockTask } from '../server/db/task-transitions.js';
 import { budgetOf, budgetStats, chunkRows, readPacketBudget, StatementTooLarge } from '../server/db/packet-budget.js';
 
 let db: TestDb;
@@ -19,6 +20,9 @@ beforeAll(async () => {
   await db.pool.query('CREATE TABLE pipe_big (id INT PRIMARY KEY, v LONGTEXT NOT NULL)');
 });
 afterAll(async () => db?.drop());
+
+/** False: the lines under it are there for tsc (@ts-expect-error), not to run. */
+const typeMistakes = false as boolean;
 
 const rows = async () => (await db.pool.query<RowDataPacket[]>('SELECT id, v FROM pipe_t ORDER BY id'))[0].map((r) => [r.id, r.v]);
 
@@ -71,15 +75,36 @@ describe('pipelined transactions', () => {
     expect(n).toBe(1);
   });
 
-  it('outside a pipelined connection a write runs at once; the raw connection is reachable', async () => {
+  it('a Tx is its own object on the connection, and the types keep a transaction and a pooled connection apart', async () => {
     await db.pool.query('DELETE FROM pipe_t');
     const conn = await db.pool.getConnection();
     try {
-      await write(conn, "INSERT INTO pipe_t VALUES (30, 'now')");
-      expect(await rows()).toEqual([[30, 'now']]);
-      const p = pipelined(conn);
-      expect(rawConnection(p)).toBe(conn);
-      expect(rawConnection(conn)).toBe(conn);
+      await transactionOn(conn, 'other', async (tx) => {
+        expect(tx).toBeInstanceOf(Tx);
+        expect(tx.conn).toBe(conn);
+        await write(tx, "INSERT INTO pipe_t VALUES (30, 'tx')");
+        // Deferred writes (START TRANSACTION too) wait in the transaction's own state for its next
+        // round trip: nothing was sent yet.
+        expect(tx.pending).toEqual(['START TRANSACTION', "INSERT INTO pipe_t VALUES (30, 'tx')"]);
+        if (typeMistakes) {
+          // A transaction cannot start another one on its connection (tsc rejects these lines).
+          // @ts-expect-error transactionOn takes a pooled connection, not a Tx
+          await transactionOn(tx, 'other', async () => null);
+          // @ts-expect-error withTransaction takes the pool
+          await withTransaction(tx, async () => null);
+        }
+      });
+      expect(await rows()).toEqual([[30, 'tx']]);
+      if (typeMistakes) {
+        // A pooled connection in autocommit is no transaction: a deferred write or a commitWith
+        // on it would run at once, outside any lock (tsc rejects these lines).
+        // @ts-expect-error write takes a Tx
+        await write(conn, "INSERT INTO pipe_t VALUES (31, 'autocommit')");
+        // @ts-expect-error commitWith takes a Tx
+        await commitWith(conn, 'SELECT 1');
+        // @ts-expect-error a locking read (FOR UPDATE) takes a Tx: its lock would end with the statement
+        await lockTask(conn, 'ns', 'id');
+      }
     } finally {
       conn.release();
     }
@@ -93,7 +118,7 @@ describe('pipelined transactions', () => {
       await write(c, "INSERT INTO pipe_t VALUES (42, 'queued')");
       const [r] = await commitWith(c, 'UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]);
       changed = (r as { affectedRows: number }).affectedRows;
-      expect(isCommitted(c)).toBe(true);
+      expect(c.committed).toBe(true);
       // A write queued now would never be sent: refused.
       await expect(write(c, "INSERT INTO pipe_t VALUES (43, 'lost')")).rejects.toThrow(/after commitWith/);
       throw new Error('after the commit');

@@ -3,7 +3,7 @@
 // columns) — cut into chunks only when the values of the results exceed the statement budget.
 // Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { Conn, Tx } from './pool.js';
 import { commitWith, write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 import { enterWaiting } from './waiting-tasks.js';
@@ -22,7 +22,7 @@ export interface StartItem {
  * task goes RUNNING with attempts_made + 1 and the lease restarts at now + the queue's lease.
  * Returns the changed rows (2 per started attempt: the attempt and its task). `commit`: the
  * statement is the transaction's last and carries its COMMIT (db/pipeline.ts commitWith). */
-export async function startAttempts(c: Conn, items: StartItem[], now: string, leaseByQueue: Map<string, number>, commit = false): Promise<number> {
+export async function startAttempts(c: Tx, items: StartItem[], now: string, leaseByQueue: Map<string, number>, commit = false): Promise<number> {
   const queues = [...leaseByQueue];
   if (queues.length === 0) return 0;
   // Lease lengths as literals (the caller read them from the cached queue configuration): the
@@ -119,7 +119,7 @@ export interface ResultRow extends RowDataPacket {
 /** lockResultRows(ids, namespaces, now): the attempts and their tasks, locked (attempt, then task,
  * per row — the order of every other transaction that changes both). Only rows of the batch's
  * namespaces: a frame naming another tenant's attempt must not lock its rows. */
-export async function lockResultRows(c: Conn, ids: string[], namespaces: string[], now: string): Promise<ResultRow[]> {
+export async function lockResultRows(c: Tx, ids: string[], namespaces: string[], now: string): Promise<ResultRow[]> {
   const [rows] = await c.query<ResultRow[]>(
     `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
             a.result_fingerprint, a.result_reply, (a.lease_expires_at > ?) AS live,
@@ -157,7 +157,7 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
  * is set to now for an attempt that was never started. The caller holds the row locks.
  * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
  * under the test suite's load; CASE is plain SQL every server plans the same.) */
-export async function closeAttempts(c: Conn, rows: ClosedAttempt[], now: string): Promise<void> {
+export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
   const columns: [string, (r: ClosedAttempt) => unknown][] = [
     ['state', (r) => r.state],
     ['outcome', (r) => r.outcome],
@@ -220,7 +220,7 @@ function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown
  * cleared. A task back to WAITING gets its new not_before, keeps its result columns and gets its
  * waiting row (one INSERT … SELECT); the others get their result and keep their not_before. The
  * caller holds the row locks. */
-export async function updateTasksAfterResults(c: Conn, rows: TaskAfterResult[], now: string): Promise<void> {
+export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], now: string): Promise<void> {
   const id = (r: TaskAfterResult) => r.id;
   // A row's id appears in at most 7 CASEs and the IN list.
   const valuesOf = (r: TaskAfterResult) => {

@@ -3,7 +3,7 @@
 // of the hello and the reconciler. (The batch statements of start/result frames are
 // attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
@@ -45,6 +45,9 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
 /** getAttempt(namespace_id, id, lock) → row or null. `lock`: FOR UPDATE; 'nowait': FOR UPDATE
  * NOWAIT — a row another transaction holds fails the statement at once with 1205 (MariaDB), which
  * withTransaction retries (for a lock taken out of the documented order, which must not wait). */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string): Promise<AttemptRow | null>;
+export async function getAttempt(tx: Tx, namespaceId: string, id: string, lock: boolean | 'nowait'): Promise<AttemptRow | null>;
 export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock: boolean | 'nowait' = false): Promise<AttemptRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;
@@ -64,7 +67,7 @@ export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, tas
 
 /** lockLiveAttemptsOfWorker(namespace_id, worker_id) → the LEASED and RUNNING attempts of one
  * worker identity, locked FOR UPDATE in id order (the hello: resume or release each). */
-export async function lockLiveAttemptsOfWorker(c: Conn, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
+export async function lockLiveAttemptsOfWorker(c: Tx, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
   const [live] = await c.execute<AttemptRow[]>(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND is_live = 1 ORDER BY id FOR UPDATE`,
     [namespaceId, workerId],

@@ -8,7 +8,7 @@
 // row count decides (dispatch.md: "takes the queue and application permits with conditional
 // updates"), so they are locked only from there to the commit.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
@@ -97,7 +97,7 @@ const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t
  * FOR UPDATE SKIP LOCKED by primary key in the same statement: one locking read for a key
  * hand-off. The derived table's rows are not waited for either (SKIP LOCKED covers the whole
  * statement), so taking them before the task rows cannot wait out of the lock order. */
-export async function lockKeySuccessors(c: Conn, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<CandidateRow[]> {
+export async function lockKeySuccessors(c: Tx, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<CandidateRow[]> {
   const parts = keys.map(
     () => `(SELECT w.task_id FROM waiting_tasks w WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
               AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
@@ -143,7 +143,7 @@ export type CandidateRow = Pick<
 
 /** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key
  * (rows another claimer holds are skipped, never waited for). */
-export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateRow[]> {
+export async function lockCandidates(c: Tx, ids: string[]): Promise<CandidateRow[]> {
   const [rows] = await c.query<TaskRow[]>(
     `SELECT ${CANDIDATE_COLUMNS} FROM tasks t WHERE t.id IN (${placeholders(ids.length)}) AND t.state = 'WAITING'
       FOR UPDATE SKIP LOCKED`,
@@ -167,7 +167,7 @@ export async function lockCandidates(c: Conn, ids: string[]): Promise<CandidateR
  * Keys are the first rows of the round's lock order (keys, queues, application — the order of
  * every ledger flush). */
 export async function grantKeys(
-  c: Conn,
+  c: Tx,
   namespaceId: string,
   keys: { key: Buffer; attemptId: string }[],
 ): Promise<{ grants: Map<string, { token: string | null; exhausted: boolean }>; now: string }> {
@@ -217,7 +217,7 @@ export interface NewAttempt {
 }
 
 /** insertAttempts(rows): the granted attempts, LEASED, one multi-row INSERT. */
-export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void> {
+export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
   await write(
     c,
     `INSERT INTO attempts (id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
@@ -243,7 +243,7 @@ export async function insertAttempts(c: Conn, rows: NewAttempt[]): Promise<void>
 /** markTasksLeased([task id, attempt id, its waiting row], now): the claimed tasks LEASED with their
  * current attempt, and their waiting rows deleted (db/waiting-tasks.ts); the caller holds the task
  * rows' locks. Both queued. */
-export async function markTasksLeased(c: Conn, rows: { taskId: string; attemptId: string; waiting: WaitingKey }[], now: string): Promise<void> {
+export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: string; waiting: WaitingKey }[], now: string): Promise<void> {
   await write(
     c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,

@@ -1,6 +1,6 @@
 // SQL operations on credentials. Each function is one statement.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn } from './pool.js';
+import type { Pool, Conn, Tx } from './pool.js';
 import { placeholders } from './placeholders.js';
 
 export interface Credential {
@@ -83,7 +83,7 @@ export async function credentialNamespace(c: Conn, id: string): Promise<string |
  * serializes with every claim, start and result that checked it: either the revocation commits
  * first and the command is refused, or the command commits first and counts as done before the
  * revocation. Shared locks do not conflict, so sessions sharing a credential do not wait on it. */
-export async function lockLiveCredential(c: Conn, id: string): Promise<boolean> {
+export async function lockLiveCredential(c: Tx, id: string): Promise<boolean> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
   return rows.length === 1;
 }
@@ -91,7 +91,7 @@ export async function lockLiveCredential(c: Conn, id: string): Promise<boolean> 
 /** lockLiveCredentialsWithClock(ids) → the ones not revoked (share-locked to the end of the
  * transaction, see lockLiveCredential) and the database clock, in one statement: the first
  * statement of every coalesced start/result transaction. */
-export async function lockLiveCredentialsWithClock(c: Conn, ids: string[]): Promise<{ live: Set<string>; now: string }> {
+export async function lockLiveCredentialsWithClock(c: Tx, ids: string[]): Promise<{ live: Set<string>; now: string }> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT c.id, t.now FROM (SELECT UTC_TIMESTAMP(3) AS now) t
        LEFT JOIN credentials c ON c.id IN (${placeholders(ids.length)}) AND c.revoked_at IS NULL

@@ -4,7 +4,7 @@
 // transaction, and the writes whose row count nobody reads are queued on a pipelined connection
 // (db/pipeline.ts) to travel with the next statement.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX } from './claim-sql.js';
 import { placeholders } from './placeholders.js';
@@ -13,7 +13,7 @@ import { placeholders } from './placeholders.js';
  * released attempt to its successor with highest_token + 1 — only where the released attempt is
  * still the holder and the key is not exhausted (the shape of a claim's grant). Queued: the
  * result is read by readKeyHolders. */
-export async function swapKeyHolders(c: Conn, namespaceId: string, swaps: { key: Buffer; from: string; to: string }[]): Promise<void> {
+export async function swapKeyHolders(c: Tx, namespaceId: string, swaps: { key: Buffer; from: string; to: string }[]): Promise<void> {
   await write(
     c,
     `UPDATE resource_keys SET holder_attempt_id = CASE holder_attempt_id ${swaps.map(() => 'WHEN ? THEN ?').join(' ')} END,
@@ -38,7 +38,7 @@ export async function readKeyHolders(c: Conn, namespaceId: string, keys: Buffer[
  * duplicate or late release never frees a later attempt's permit (an attempt holds one key, so
  * "key in the list and holder in the list" is exact). The primary-key range is walked in key
  * order, the order claims lock keys in. Queued. */
-export async function releaseKeys(c: Conn, namespaceId: string, keys: { key: Buffer; attemptId: string }[]): Promise<void> {
+export async function releaseKeys(c: Tx, namespaceId: string, keys: { key: Buffer; attemptId: string }[]): Promise<void> {
   await write(
     c,
     `UPDATE resource_keys SET holder_attempt_id = NULL, version = version + 1, updated_at = UTC_TIMESTAMP(3)
@@ -51,7 +51,7 @@ export async function releaseKeys(c: Conn, namespaceId: string, keys: { key: Buf
  * `checked` queues (a hand-off or refill took their permits back) must still dispatch — not
  * paused, not retired, within max_active_attempts: returns false when one did not (the caller
  * refuses). Without checked queues the statement is queued and returns true. */
-export async function addQueueActive(c: Conn, deltas: [string, number][], checked: string[]): Promise<boolean> {
+export async function addQueueActive(c: Tx, deltas: [string, number][], checked: string[]): Promise<boolean> {
   const delta = `CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
       WHERE id IN (${placeholders(deltas.length)})${
@@ -81,7 +81,7 @@ export async function addApplicationCountsWithin(c: Conn, applicationId: string,
 }
 
 /** addApplicationCounts(application, active delta, unfinished delta). Queued. */
-export async function addApplicationCounts(c: Conn, applicationId: string, active: number, unfinished: number): Promise<void> {
+export async function addApplicationCounts(c: Tx, applicationId: string, active: number, unfinished: number): Promise<void> {
   await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [
     active,
     unfinished,

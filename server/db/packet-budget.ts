@@ -15,7 +15,7 @@
 // global one at connect time and read-only) and refuses to start below MIN_MAX_ALLOWED_PACKET.
 // A pool that never read it (the CLIs, test pools) uses the budget of that minimum.
 import mysql from 'mysql2/promise';
-import type { Pool, PoolConnection as Conn } from 'mysql2/promise';
+import type { Pool } from 'mysql2/promise';
 
 /** The smallest max_allowed_packet the gateway runs with: MySQL 5.7's default, and 4× the largest
  * single row a valid input makes (a 256 KiB payload or output escaped to at most 512 KiB, with a
@@ -82,9 +82,11 @@ export function poolBudget(pool: Pool): PacketBudget {
   return byPool.get(pool) ?? DEFAULT_BUDGET;
 }
 
-/** The budget of a connection (pipelined or not): its pool's, or the minimum's. */
-export function budgetOf(c: Conn): PacketBudget {
-  const core = (c as { connection?: object }).connection;
+/** The budget of a connection or of a transaction on one (db/pipeline.ts Tx, whose `conn` is the
+ * pooled connection): its pool's, or the minimum's. Typed `object`: pipeline.ts imports this module. */
+export function budgetOf(c: object): PacketBudget {
+  const pooled = (c as { conn?: object }).conn ?? c;
+  const core = (pooled as { connection?: object }).connection;
   return (core && byConnection.get(core)) ?? DEFAULT_BUDGET;
 }
 
@@ -112,7 +114,7 @@ function escapedBound(v: unknown): number {
  * within c's budget; `valuesOf(row)` lists every value the statement carries for the row (a value
  * that appears in several CASE columns is listed once per appearance). One chunk in the common
  * case. Throws StatementTooLarge for a row that alone does not fit. */
-export function chunkRows<T>(c: Conn, rows: T[], valuesOf: (row: T) => unknown[]): T[][] {
+export function chunkRows<T>(c: object, rows: T[], valuesOf: (row: T) => unknown[]): T[][] {
   const budget = budgetOf(c);
   const room = budget.bytes - STATEMENT_TEXT;
   const chunks: T[][] = [];

@@ -9,27 +9,65 @@
 // `execute` (prepared statements) cannot join a multi-statement text: queued writes go first.
 // A round trip never exceeds the connection's byte budget (db/packet-budget.ts): texts that
 // together would are sent in several, in order.
-import type { FieldPacket, QueryResult } from 'mysql2/promise';
-import type { PoolConnection as Conn } from 'mysql2/promise';
+// The transaction is a `Tx` object, not the connection: its type says at every call site that a
+// write may be deferred and that a lock lasts to the commit (River's ExecutorTx). A function that
+// must run inside a transaction — a locking read, a write(), the ledger's flush — takes a `Tx`; one
+// that runs on either takes a `Conn`; one that starts a transaction takes the pool or a `PooledConn`.
+import type { FieldPacket, PoolConnection, QueryResult } from 'mysql2/promise';
 import { budgetOf, roundTrips } from './packet-budget.js';
+
+/** A connection out of the pool: what a transaction starts on (transactionOn), and what holds a
+ * named lock across transactions. Never a transaction itself. */
+export type PooledConn = PoolConnection;
+
+/** What a statement runs on: a pooled connection in autocommit, or a transaction's `Tx`. A plain
+ * read takes it; anything that relies on a lock or on a deferred write takes `Tx` instead. */
+export type Conn = Pick<PoolConnection, 'query' | 'execute' | 'format'>;
 
 /** Process totals read by /metrics (orbit_db_transactions_total, orbit_db_transaction_round_trips_total):
  * round trips per transaction is the figure pipelining changes, and a noisy machine cannot blur it. */
 export const transactionStats = { transactions: 0, roundTrips: 0 };
 
-/** A pipelined connection's state: the raw connection, the writes waiting for the next round
- * trip, and whether commitWith() already committed its transaction. */
-interface Pipe {
-  conn: Conn;
-  pending: string[];
-  committed: boolean;
-}
+/**
+ * One transaction on a pooled connection (made by transactionOn, one per try): its statements go
+ * out through the pipeline, its unread writes wait in `pending` for the next round trip. `pending`
+ * and `committed` are this module's to change (write, commitWith); `conn` is the connection the
+ * transaction runs on. Not a `PooledConn`: code that would start its own transaction cannot take it.
+ */
+export class Tx {
+  /** The writes (formatted) waiting for the transaction's next round trip. */
+  readonly pending: string[] = [];
+  /** True once commitWith() committed the transaction. */
+  committed = false;
 
-const pipes = new WeakMap<object, Pipe>();
+  constructor(readonly conn: PooledConn) {}
 
-/** The raw connection behind a pipelined one (itself when it is not pipelined). */
-export function rawConnection(c: Conn): Conn {
-  return pipes.get(c)?.conn ?? c;
+  /** Sends the queued writes with the statement, in one multi-statement text; returns the
+   * statement's own result. */
+  readonly query = (async (sql: unknown, values?: unknown): Promise<[QueryResult, FieldPacket[]]> => {
+    if (typeof sql !== 'string') {
+      // The object form (options) cannot join a multi-statement text: the queue goes first.
+      if (this.pending.length > 0) await send(this, []);
+      transactionStats.roundTrips++;
+      return (this.conn.query as (s: unknown, v?: unknown) => Promise<[QueryResult, FieldPacket[]]>)(sql, values);
+    }
+    const [[r], [f]] = await send(this, [this.conn.format(sql, (values as unknown[] | undefined) ?? [])]);
+    return [r!, f!];
+  }) as PoolConnection['query'];
+
+  /** A prepared statement, after the queued writes (it cannot join a multi-statement text). */
+  readonly execute = (async (...args: unknown[]) => {
+    if (this.pending.length > 0) await send(this, []);
+    const injected = statementFault?.(this.conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), this.conn.threadId);
+    if (injected) await this.conn.query(injected);
+    transactionStats.roundTrips++;
+    return (this.conn.execute as (...a: unknown[]) => unknown)(...args);
+  }) as PoolConnection['execute'];
+
+  /** mysql2's client-side escaping (the text `query(sql, values)` would send). */
+  format(sql: string, values?: unknown[]): string {
+    return this.conn.format(sql, values);
+  }
 }
 
 /** Test-only fault injection (test/events-head.test.ts, test/frame-isolation.test.ts): offered
@@ -46,26 +84,26 @@ export function setStatementFault(hook: typeof statementFault): void {
  * unless the texts together exceed it: db/packet-budget.ts); returns the results of `statements`
  * (mysql2 answers a multi-statement text with one result and field list per statement). Texts
  * still run in order, so a split changes nothing but the number of round trips. */
-async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
-  let texts = [...p.pending.splice(0), ...statements];
+async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
+  let texts = [...tx.pending.splice(0), ...statements];
   /** Where the results of `statements` start: the results of the statements before them are not read. */
   let from = texts.length - statements.length;
   if (statementFault) {
     const hook = statementFault;
-    const injected = texts.map((t) => hook(t, p.conn.threadId));
+    const injected = texts.map((t) => hook(t, tx.conn.threadId));
     from += injected.filter((x, i) => x !== null && i <= from).length;
     texts = texts.flatMap((t, i) => (injected[i] === null ? [t] : [injected[i]!, t]));
   }
   const results: QueryResult[] = [];
   const fields: FieldPacket[][] = [];
-  for (const trip of roundTrips(texts, budgetOf(p.conn))) {
+  for (const trip of roundTrips(texts, budgetOf(tx.conn))) {
     transactionStats.roundTrips++;
     if (trip.length === 1) {
-      const [r, f] = await p.conn.query(trip[0]!);
+      const [r, f] = await tx.conn.query(trip[0]!);
       results.push(r);
       fields.push(f);
     } else {
-      const [r, f] = (await p.conn.query(trip.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
+      const [r, f] = (await tx.conn.query(trip.join(';\n'))) as unknown as [QueryResult[], FieldPacket[][]];
       results.push(...r);
       fields.push(...f);
     }
@@ -73,64 +111,22 @@ async function send(p: Pipe, statements: string[]): Promise<[QueryResult[], Fiel
   return [results.slice(from), fields.slice(from)];
 }
 
-/** Wraps a connection (for one transaction): its `query` sends the queued writes with it. */
-export function pipelined(conn: Conn): Conn {
-  const p: Pipe = { conn, pending: [], committed: false };
-  const query = async (sql: unknown, values?: unknown): Promise<[QueryResult, FieldPacket[]]> => {
-    if (typeof sql !== 'string') {
-      // The object form (options) cannot join a multi-statement text: the queue goes first.
-      if (p.pending.length > 0) await send(p, []);
-      transactionStats.roundTrips++;
-      return (conn.query as (s: unknown, v?: unknown) => Promise<[QueryResult, FieldPacket[]]>)(sql, values);
-    }
-    const [[r], [f]] = await send(p, [conn.format(sql, (values as unknown[] | undefined) ?? [])]);
-    return [r!, f!];
-  };
-  const execute = async (...args: unknown[]) => {
-    // A prepared statement cannot join a multi-statement text: the queue goes first.
-    if (p.pending.length > 0) await send(p, []);
-    const injected = statementFault?.(conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), conn.threadId);
-    if (injected) await conn.query(injected);
-    transactionStats.roundTrips++;
-    return (conn.execute as (...a: unknown[]) => unknown)(...args);
-  };
-  const proxy = new Proxy(conn, {
-    get(target, prop) {
-      if (prop === 'query') return query;
-      if (prop === 'execute') return execute;
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-  pipes.set(proxy, p);
-  return proxy;
-}
-
-/** commitWith(c, sql, values): the transaction's last statement and its COMMIT in one round trip
+/** commitWith(tx, sql, values): the transaction's last statement and its COMMIT in one round trip
  * (with any queued writes before them); returns the statement's result. For a transaction whose
  * outcome no later statement can change — e.g. a batch of starts: its UPDATE's row count only
  * decides how the frames are answered, and a read-back for that may run after the commit. After
- * it, write() refuses (a queued write would never be sent). On a connection that is not pipelined
- * it only runs the statement (the caller commits as usual). */
-export async function commitWith(c: Conn, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
-  const p = pipes.get(c);
-  if (!p) return c.query(sql, values);
-  const [[r], [f]] = await send(p, [p.conn.format(sql, values), 'COMMIT']);
-  p.committed = true;
+ * it, write() refuses (a queued write would never be sent) and transactionOn neither commits nor
+ * runs the transaction again. */
+export async function commitWith(tx: Tx, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
+  const [[r], [f]] = await send(tx, [tx.conn.format(sql, values), 'COMMIT']);
+  tx.committed = true;
   return [r!, f!];
 }
 
-/** True when commitWith() committed this (pipelined) connection's transaction. */
-export function isCommitted(c: Conn): boolean {
-  return pipes.get(c)?.committed ?? false;
-}
-
-/** write(c, sql, values): a statement whose result is not read. On a pipelined connection it is
- * queued and sent with the transaction's next query (at the latest with its COMMIT); otherwise it
- * runs now. Only for statements whose failure may surface later (any failure rolls back). */
-export async function write(c: Conn, sql: string, values: unknown[] = []): Promise<void> {
-  const p = pipes.get(c);
-  if (!p) return void (await c.query(sql, values));
-  if (p.committed) throw new Error('write() after commitWith(): the transaction is already committed');
-  p.pending.push(p.conn.format(sql, values));
+/** write(tx, sql, values): a statement whose result is not read, queued and sent with the
+ * transaction's next query (at the latest with its COMMIT). Only for statements whose failure may
+ * surface later (any failure rolls back). */
+export async function write(tx: Tx, sql: string, values: unknown[] = []): Promise<void> {
+  if (tx.committed) throw new Error('write() after commitWith(): the transaction is already committed');
+  tx.pending.push(tx.conn.format(sql, values));
 }

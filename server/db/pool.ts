@@ -1,11 +1,12 @@
 import mysql from 'mysql2/promise';
 import { isRetryableDbError, MYSQL_ERRNO } from './errors.js';
-import { isCommitted, pipelined, rawConnection, transactionStats, write } from './pipeline.js';
+import { Tx, transactionStats, write, type Conn, type PooledConn } from './pipeline.js';
 import { setupConnection } from './session-setup.js';
 import { trackPacketBudget } from './packet-budget.js';
 
 export type Pool = mysql.Pool;
-export type Conn = mysql.PoolConnection;
+/** Conn: runs on either; PooledConn: where a transaction starts; Tx: a transaction (db/pipeline.ts). */
+export type { Conn, PooledConn, Tx };
 
 /** Parses `mysql://user:pass@host:port/db` into mysql2 options. Throws a one-line error. */
 export function parseDsn(dsn: string): mysql.PoolOptions {
@@ -76,16 +77,15 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
 export { fromIso, toIso } from './time.js';
 
 /** Connections whose ROLLBACK failed: dead (server restarted or connection lost). */
-const brokenConnections = new WeakSet<Conn>();
+const brokenConnections = new WeakSet<PooledConn>();
 
 /** Marks a connection as unusable (e.g. it may still hold a named lock): destroyed on release. */
-export function markBroken(conn: Conn): void {
-  brokenConnections.add(rawConnection(conn));
+export function markBroken(conn: PooledConn): void {
+  brokenConnections.add(conn);
 }
 
 /** Gives a pooled connection back, or destroys it when a transaction found it dead. */
-export function releaseConnection(c: Conn): void {
-  const conn = rawConnection(c);
+export function releaseConnection(conn: PooledConn): void {
   if (brokenConnections.has(conn)) conn.destroy();
   else conn.release();
 }
@@ -101,7 +101,7 @@ export type TxPath = 'command' | 'submit' | 'frames' | 'claim' | 'sweep' | 'hell
 
 /** Test-only (ORBIT_FAULT_INJECTION=1, wired by gateway-main): called at the start of every
  * transaction with its path; it may queue a statement that fails (db/injected-errors.ts). */
-let transactionFault: ((c: Conn, path: TxPath) => Promise<void>) | null = null;
+let transactionFault: ((tx: Tx, path: TxPath) => Promise<void>) | null = null;
 export function setTransactionFault(hook: typeof transactionFault): void {
   transactionFault = hook;
 }
@@ -123,17 +123,17 @@ export const transactionRetries = { deadlock: 0, lockWait: 0 };
  * rethrown — except a ROLLBACK answered with a retryable error, which Galera sends after a
  * certification failure (mysql-wsrep#39): that transaction is gone and the connection is fine.
  */
-export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) => Promise<T>): Promise<T> {
+export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
     // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
-    const tx = pipelined(conn);
+    const tx = new Tx(conn);
     try {
       transactionStats.transactions++;
       await write(tx, 'START TRANSACTION');
       if (transactionFault) await transactionFault(tx, path);
       const out = await fn(tx);
-      if (!isCommitted(tx)) await tx.query('COMMIT');
+      if (!tx.committed) await tx.query('COMMIT');
       return out;
     } catch (err) {
       let broken = false;
@@ -142,7 +142,7 @@ export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) =
         broken = true;
         brokenConnections.add(conn);
       });
-      if (isRetryableDbError(err) && attempt < TRANSACTION_TRIES && !broken && !isCommitted(tx)) {
+      if (isRetryableDbError(err) && attempt < TRANSACTION_TRIES && !broken && !tx.committed) {
         if (err.errno === MYSQL_ERRNO.DEADLOCK) transactionRetries.deadlock++;
         else transactionRetries.lockWait++;
         // Up to 5 ms × attempt: spreads the retries of transactions that collided on one row.
@@ -156,21 +156,21 @@ export async function transactionOn<T>(conn: Conn, path: TxPath, fn: (c: Conn) =
 
 /** savepoint(name): marks a point of the running transaction that rollbackToSavepoint returns to
  * (one item of a batched transaction undone alone). `name` is a constant identifier. */
-export async function savepoint(c: Conn, name: string): Promise<void> {
-  await c.query(`SAVEPOINT ${name}`);
+export async function savepoint(tx: Tx, name: string): Promise<void> {
+  await tx.query(`SAVEPOINT ${name}`);
 }
 
 /** rollbackToSavepoint(name): undoes what the transaction did since savepoint(name); the row locks
  * it took meanwhile stay held to the end of the transaction (InnoDB). */
-export async function rollbackToSavepoint(c: Conn, name: string): Promise<void> {
-  await c.query(`ROLLBACK TO SAVEPOINT ${name}`);
+export async function rollbackToSavepoint(tx: Tx, name: string): Promise<void> {
+  await tx.query(`ROLLBACK TO SAVEPOINT ${name}`);
 }
 
 /** One transaction on a pooled connection (see transactionOn); `path` names its kind (default
  * 'other'). */
-export async function withTransaction<T>(pool: Pool, fn: (c: Conn) => Promise<T>): Promise<T>;
-export async function withTransaction<T>(pool: Pool, path: TxPath, fn: (c: Conn) => Promise<T>): Promise<T>;
-export async function withTransaction<T>(pool: Pool, a: TxPath | ((c: Conn) => Promise<T>), b?: (c: Conn) => Promise<T>): Promise<T> {
+export async function withTransaction<T>(pool: Pool, fn: (tx: Tx) => Promise<T>): Promise<T>;
+export async function withTransaction<T>(pool: Pool, path: TxPath, fn: (tx: Tx) => Promise<T>): Promise<T>;
+export async function withTransaction<T>(pool: Pool, a: TxPath | ((tx: Tx) => Promise<T>), b?: (tx: Tx) => Promise<T>): Promise<T> {
   const [path, fn] = typeof a === 'function' ? (['other', a] as const) : ([a, b!] as const);
   const conn = await pool.getConnection();
   try {

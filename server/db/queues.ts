@@ -1,6 +1,6 @@
 // SQL operations on queues. Each function is one statement.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn } from './pool.js';
+import type { Pool, Conn, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import { dbNow } from './clock.js';
 import { setPausedAtRevision } from './paused.js';
@@ -56,6 +56,9 @@ const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, 
 
 /** getQueue(namespace_id, id) → row or null; `lock`: 'share' serializes with retire (submit),
  * 'update' for changes. */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getQueue(db: Pool | Conn, namespaceId: string, id: string): Promise<QueueRow | null>;
+export async function getQueue(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<QueueRow | null>;
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;

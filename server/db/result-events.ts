@@ -11,7 +11,7 @@
 // ran (issue 23: Galera multi-writer, head 845, event 846 committed), every later allocation
 // collided with that event forever.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 
@@ -19,7 +19,7 @@ import { chunkRows } from './packet-budget.js';
  * namespace's first event, else bumped by k (its exclusive lock held to the commit). Nothing is
  * read back: insertResultEvents and readAllocatedHead read the head row, so on a pipelined
  * connection the statement costs no round trip of its own. */
-export async function allocateSequences(c: Conn, namespaceId: string, k: number): Promise<void> {
+export async function allocateSequences(c: Tx, namespaceId: string, k: number): Promise<void> {
   await write(
     c,
     `INSERT INTO stream_heads (namespace_id, last_sequence, updated_at) VALUES (?, ?, UTC_TIMESTAMP(3))
@@ -30,7 +30,7 @@ export async function allocateSequences(c: Conn, namespaceId: string, k: number)
 
 /** readAllocatedHead(namespace_id) → the head allocateSequences just set (the last of its k
  * sequences), read from the row this transaction holds locked. */
-export async function readAllocatedHead(c: Conn, namespaceId: string): Promise<bigint> {
+export async function readAllocatedHead(c: Tx, namespaceId: string): Promise<bigint> {
   const [[row]] = await c.query<RowDataPacket[]>('SELECT last_sequence FROM stream_heads WHERE namespace_id = ? FOR UPDATE', [namespaceId]);
   if (!row) throw new Error(`no stream head for namespace ${namespaceId} after its allocation`);
   return BigInt(row.last_sequence as string);
@@ -54,7 +54,7 @@ export interface NewResultEvent {
  * head: had the bump not happened in this transaction, the statement fails on the duplicate key of
  * an existing event (or, had retention pruned it, writes below the head) instead of committing one
  * above it. */
-export async function insertResultEvents(c: Conn, namespaceId: string, rows: NewResultEvent[]): Promise<void> {
+export async function insertResultEvents(c: Tx, namespaceId: string, rows: NewResultEvent[]): Promise<void> {
   const valuesOf = (e: NewResultEvent) => [e.fromHead, e.type, e.taskId, e.queueId, e.result];
   for (const chunk of chunkRows(c, rows, (e) => [namespaceId, ...valuesOf(e)])) {
     await write(

@@ -1,7 +1,7 @@
 // SQL operations on schedules (schedules.md). Each function is one statement. Times are DATETIME(3)
 // strings in UTC; the database clock decides every "now".
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
@@ -46,6 +46,9 @@ export function scheduleView(r: ScheduleRow): Schedule {
 }
 
 /** getSchedule(namespace_id, id, lock?) → row or null; 'update' locks it (commands, fires). */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string): Promise<ScheduleRow | null>;
+export async function getSchedule(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'update'): Promise<ScheduleRow | null>;
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
   if (!isId(id)) return null;
   const [rows] = await db.execute<ScheduleRow[]>(
@@ -144,7 +147,7 @@ export interface DueScheduleRow extends ScheduleRow {
 /** lockDueSchedules(ids) → those of the schedules (one application's) that are enabled and due,
  * with the database clock, locked to the end of the transaction. SKIP LOCKED: a schedule another
  * node is firing is left to it (nodes share the due schedules instead of queueing on their rows). */
-export async function lockDueSchedules(c: Conn, ids: string[]): Promise<DueScheduleRow[]> {
+export async function lockDueSchedules(c: Tx, ids: string[]): Promise<DueScheduleRow[]> {
   if (ids.length === 0) return [];
   const [rows] = await c.query<DueScheduleRow[]>(
     `SELECT ${COLUMNS}, UTC_TIMESTAMP(3) AS now FROM schedules

@@ -1,7 +1,7 @@
 // SQL operations on the result stream's consumer side: subscriptions, deliveries and the committed
 // watermark. Each function is one statement (or one small fixed sequence named in its comment).
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn } from './pool.js';
+import type { Pool, Conn, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
@@ -57,6 +57,9 @@ const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential
   created_at, updated_at, retired_at, retired_sequence`;
 
 /** getSubscription(namespace_id, id) → row or null; `lock` takes the row FOR UPDATE. */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string): Promise<SubscriptionRow | null>;
+export async function getSubscription(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<SubscriptionRow | null>;
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;
@@ -140,7 +143,7 @@ export async function committedWatermark(db: Pool | Conn, namespaceId: string): 
 
 /** lockWatermark(namespace_id): creates the head row if missing and locks it FOR UPDATE (the same
  * lock an outcome takes to append), returning the committed watermark. */
-export async function lockWatermark(c: Conn, namespaceId: string): Promise<string> {
+export async function lockWatermark(c: Tx, namespaceId: string): Promise<string> {
   await c.execute(
     `INSERT INTO stream_heads (namespace_id, last_sequence, updated_at) VALUES (?, 0, UTC_TIMESTAMP(3))
      ON DUPLICATE KEY UPDATE namespace_id = namespace_id`,
@@ -260,7 +263,7 @@ export async function expireLeases(c: Conn, subscriptionId: string): Promise<num
 
 /** lockLeasable(subscription_id, state, limit) → deliveries in that state, by sequence, FOR UPDATE
  * (a locking read sees the latest committed state, so a concurrent ack is never overwritten). */
-export async function lockLeasable(c: Conn, subscriptionId: string, state: 'PENDING' | 'EXPIRED', limit: number): Promise<{ id: string; sequence: string }[]> {
+export async function lockLeasable(c: Tx, subscriptionId: string, state: 'PENDING' | 'EXPIRED', limit: number): Promise<{ id: string; sequence: string }[]> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, sequence FROM deliveries WHERE subscription_id = ? AND state = ? ORDER BY sequence LIMIT ${Number(limit)} FOR UPDATE`,
     [subscriptionId, state],

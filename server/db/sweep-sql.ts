@@ -5,12 +5,12 @@
 //   applicationsDue (no lock, before the transactions) → per application, in one transaction:
 //   lockExpiredAttempts → lockLateLeasedAttempts → lockOverdueWaitingTasks.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
+import type { Tx, Pool } from './pool.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
 import { placeholders } from './placeholders.js';
 
 /** The attempts matching `where`, soonest lease expiry first, at most `limit`, locked SKIP LOCKED. */
-async function lockAttempts(c: Conn, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
+async function lockAttempts(c: Tx, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
   const [rows] = await c.query<AttemptRow[]>(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE ${where} ORDER BY lease_expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`,
     args,
@@ -43,7 +43,7 @@ const onlyRow = (id: string | undefined): [string, string[]] => (id === undefine
 /** lockExpiredAttempts(application_id, limit, only?) → LEASED and RUNNING attempts of the
  * application whose lease ran out (database clock), locked SKIP LOCKED; with `only`, at most that
  * attempt. */
-export async function lockExpiredAttempts(c: Conn, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
+export async function lockExpiredAttempts(c: Tx, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
   const [and, arg] = onlyRow(only);
   return lockAttempts(c, `application_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at <= UTC_TIMESTAMP(3)${and}`, [applicationId, ...arg], limit);
 }
@@ -51,7 +51,7 @@ export async function lockExpiredAttempts(c: Conn, applicationId: string, limit:
 /** lockLateLeasedAttempts(application_id, limit, only?) → LEASED (never started) attempts with a
  * live lease whose task passed its deadline, locked SKIP LOCKED; with `only`, at most that attempt.
  * RUNNING ones are left to finish. */
-export async function lockLateLeasedAttempts(c: Conn, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
+export async function lockLateLeasedAttempts(c: Tx, applicationId: string, limit: number, only?: string): Promise<AttemptRow[]> {
   const [and, arg] = onlyRow(only);
   return lockAttempts(
     c,
@@ -65,7 +65,7 @@ export async function lockLateLeasedAttempts(c: Conn, applicationId: string, lim
 /** lockOverdueWaitingTasks(application_id, limit, only?) → id and namespace of WAITING tasks past
  * their deadline, soonest deadline first (waiting_tasks' deadline index), their task rows locked
  * SKIP LOCKED in the same statement; with `only`, at most that task. */
-export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, limit: number, only?: string): Promise<{ id: string; namespace_id: string }[]> {
+export async function lockOverdueWaitingTasks(c: Tx, applicationId: string, limit: number, only?: string): Promise<{ id: string; namespace_id: string }[]> {
   const [and, arg] = only === undefined ? ['', []] : [' AND task_id = ?', [only]];
   const [waiting] = await c.query<RowDataPacket[]>(
     `SELECT t.id, t.namespace_id FROM (
@@ -81,7 +81,7 @@ export async function lockOverdueWaitingTasks(c: Conn, applicationId: string, li
 /** lockLeasedAttemptsOfWorker({namespace_id, worker_id}, ids) → those of the listed attempts that
  * belong to this worker identity and are still LEASED (never started), locked SKIP LOCKED: claims
  * whose session drained or closed before delivery, released at once. */
-export async function lockLeasedAttemptsOfWorker(c: Conn, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<AttemptRow[]> {
+export async function lockLeasedAttemptsOfWorker(c: Tx, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<AttemptRow[]> {
   return lockAttempts(
     c,
     `id IN (${placeholders(attemptIds.length)}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,

@@ -4,13 +4,13 @@
 // it changes both, the lock order of every transaction (docs/design.md, "Lock order").
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TerminalTaskState } from '@orbit/protocol/states';
-import type { Conn } from './pool.js';
+import type { Conn, Tx } from './pool.js';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
 import { enterWaiting } from './waiting-tasks.js';
 
 /** lockTask(namespace_id, task_id) → the task row, locked FOR UPDATE. The caller knows it exists
  * (it holds an attempt of it, or read it under lock). */
-export async function lockTask(c: Conn, namespaceId: string, taskId: string): Promise<TaskRow> {
+export async function lockTask(c: Tx, namespaceId: string, taskId: string): Promise<TaskRow> {
   const [rows] = await c.execute<(TaskRow & RowDataPacket)[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ? FOR UPDATE`, [
     taskId,
     namespaceId,
@@ -21,7 +21,7 @@ export async function lockTask(c: Conn, namespaceId: string, taskId: string): Pr
 /** requeueUnstartedTask(task_id, attempt_id): back to WAITING after its never-started attempt was
  * revoked, if that attempt is still its current one (such an attempt does not count against
  * max_attempts, so attempts_made stays), with its waiting row. The caller holds the row lock. */
-export async function requeueUnstartedTask(c: Conn, taskId: string, attemptId: string): Promise<void> {
+export async function requeueUnstartedTask(c: Tx, taskId: string, attemptId: string): Promise<void> {
   const [res] = await c.execute(
     `UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`,
     [taskId, attemptId],
@@ -55,7 +55,7 @@ export async function finishTaskRow(c: Conn, taskId: string, f: FinishedTask): P
 
 /** reopenTaskForRetry(task_id): a NEEDS_REVIEW task resolved as `retry` goes back to WAITING, due
  * now, with its result cleared and its waiting row; the caller holds the row lock. */
-export async function reopenTaskForRetry(c: Conn, taskId: string): Promise<void> {
+export async function reopenTaskForRetry(c: Tx, taskId: string): Promise<void> {
   await c.execute(
     `UPDATE tasks SET state = 'WAITING', not_before = NULL, result_outcome = NULL, result_output = NULL, result_error_code = NULL,
               result_error_message = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,

@@ -1,7 +1,7 @@
 // SQL operations on tasks (submit and reads). Claim and result statements are claim-sql.ts and
 // attempt-batches.ts, single-task transitions task-transitions.ts.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn } from './pool.js';
+import type { Pool, Conn, Tx } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
 import { toIso } from './pool.js';
@@ -171,7 +171,7 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
  * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), and
  * one INSERT … SELECT of their waiting rows (db/waiting-tasks.ts), queued. The caller passes times
  * derived from the database clock, so the accepted tasks can be answered without reading them back. */
-export async function insertTasks(c: Conn, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
+export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
   for (const chunk of chunkRows(c, rows, (r) => r)) {
     await c.query(
@@ -228,6 +228,9 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
 }
 
 /** getTask(namespace_id, id, lock?) → row or null. */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;
+export async function getTask(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<TaskRow | null>;
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
   // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
   if (!isId(id)) return null;

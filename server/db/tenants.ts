@@ -1,12 +1,12 @@
 // SQL operations on applications and namespaces (orbit-admin, the embedded bootstrap, and the
 // namespace lock of schedule creation).
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { Conn, Tx } from './pool.js';
 import { newId } from '../ids.js';
 
 /** findOrCreateApplication(name) → id. Locking read then insert; a concurrent creator hits the
  * unique name and the caller's transaction is retried. */
-export async function findOrCreateApplication(c: Conn, name: string): Promise<string> {
+export async function findOrCreateApplication(c: Tx, name: string): Promise<string> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM applications WHERE name = ? FOR UPDATE', [name]);
   if (rows[0]) return rows[0].id as string;
   const id = newId();
@@ -15,7 +15,7 @@ export async function findOrCreateApplication(c: Conn, name: string): Promise<st
 }
 
 /** findOrCreateNamespace(application_id, name, environment) → id. */
-export async function findOrCreateNamespace(c: Conn, applicationId: string, name: string, environment: string): Promise<string> {
+export async function findOrCreateNamespace(c: Tx, applicationId: string, name: string, environment: string): Promise<string> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE application_id = ? AND name = ? FOR UPDATE', [applicationId, name]);
   if (rows[0]) return rows[0].id as string;
   const id = newId();
@@ -43,7 +43,7 @@ export async function namespaceExists(c: Conn, namespaceId: string): Promise<boo
 
 /** lockNamespace(namespace_id): the namespace row FOR UPDATE to the end of the transaction — the
  * per-namespace counts checked against a limit (schedules) then serialize with each other. */
-export async function lockNamespace(c: Conn, namespaceId: string): Promise<void> {
+export async function lockNamespace(c: Tx, namespaceId: string): Promise<void> {
   await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [namespaceId]);
 }
 

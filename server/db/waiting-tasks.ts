@@ -6,7 +6,7 @@
 //   leaveWaiting(rows)       when it leaves WAITING (claim, hand-off, refill, cancel, deadline)
 // Both are queued writes on a pipelined connection (db/pipeline.ts): they travel with the next
 // statement of the transaction.
-import type { Conn } from './pool.js';
+import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 
@@ -19,7 +19,7 @@ export interface WaitingKey {
 
 /** enterWaiting(task ids): the waiting rows of tasks that just became WAITING, copied from their
  * rows (read by primary key; the caller holds their locks). One INSERT … SELECT for any number. */
-export async function enterWaiting(c: Conn, taskIds: string[]): Promise<void> {
+export async function enterWaiting(c: Tx, taskIds: string[]): Promise<void> {
   if (taskIds.length === 0) return;
   await write(
     c,
@@ -33,7 +33,7 @@ export async function enterWaiting(c: Conn, taskIds: string[]): Promise<void> {
 
 /** leaveWaiting(rows [queue, priority, seq]): deletes the waiting rows of tasks that leave WAITING
  * in this transaction, by primary key. */
-export async function leaveWaiting(c: Conn, rows: WaitingKey[]): Promise<void> {
+export async function leaveWaiting(c: Tx, rows: WaitingKey[]): Promise<void> {
   if (rows.length === 0) return;
   await write(
     c,

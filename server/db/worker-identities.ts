@@ -2,12 +2,12 @@
 // hello of that worker_id, which freezes its concurrency_keys capability; current_session_id names
 // the newest session of the identity (a session that is no longer it was superseded).
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { placeholders } from './placeholders.js';
 
 /** lockWorkerIdentity(namespace_id, worker_id) → its frozen concurrency_keys flag (0 or 1), or
  * null when the identity does not exist yet; the row, when it exists, is locked FOR UPDATE. */
-export async function lockWorkerIdentity(c: Conn, namespaceId: string, workerId: string): Promise<{ concurrency_keys: number } | null> {
+export async function lockWorkerIdentity(c: Tx, namespaceId: string, workerId: string): Promise<{ concurrency_keys: number } | null> {
   const [ids] = await c.execute<RowDataPacket[]>('SELECT concurrency_keys FROM worker_identities WHERE namespace_id = ? AND worker_id = ? FOR UPDATE', [
     namespaceId,
     workerId,

@@ -6,7 +6,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
 import { isId } from '@orbit/protocol/ids';
-import { toIso, type Conn, type Pool } from './pool.js';
+import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import { placeholders } from './placeholders.js';
 
 export interface RunRow extends RowDataPacket {
@@ -78,6 +78,9 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
 
 /** getRun(namespace, id, lock?) → the run or null; `lock`: FOR UPDATE (the run commands, after
  * they locked the run's tasks). */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getRun(db: Pool | Conn, namespaceId: string, id: string): Promise<RunRow | null>;
+export async function getRun(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<RunRow | null>;
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<RunRow | null> {
   if (!isId(id)) return null;
   const [rows] = await db.execute<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
@@ -89,7 +92,7 @@ export async function getRun(db: Pool | Conn, namespaceId: string, id: string, l
 
 /** lockRuns(ids) → the runs, locked FOR UPDATE in id order (advancement: the runs whose step tasks
  * changed in this transaction; the caller already holds those tasks). */
-export async function lockRuns(c: Conn, ids: string[]): Promise<RunRow[]> {
+export async function lockRuns(c: Tx, ids: string[]): Promise<RunRow[]> {
   if (ids.length === 0) return [];
   const sorted = [...new Set(ids)].sort();
   const [rows] = await c.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id IN (${placeholders(sorted.length)}) ORDER BY id FOR UPDATE`, sorted);

@@ -3,7 +3,7 @@
 // an element is a duplicate key, and the row commits with its task.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TaskState } from '@orbit/protocol/states';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { placeholderRows, placeholders } from './placeholders.js';
 
 export interface NewStepTask {
@@ -73,7 +73,7 @@ export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<str
 
 /** lockTasksById(task ids): the tasks locked FOR UPDATE in id order (a run :cancel, after their
  * attempts and before the run row). */
-export async function lockTasksById(c: Conn, taskIds: string[]): Promise<void> {
+export async function lockTasksById(c: Tx, taskIds: string[]): Promise<void> {
   if (taskIds.length === 0) return;
   const sorted = [...taskIds].sort();
   await c.query(`SELECT id FROM tasks WHERE id IN (${placeholders(sorted.length)}) ORDER BY id FOR UPDATE`, sorted);

@@ -3,7 +3,7 @@
 // statement; the batched ones take arrays.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 
@@ -102,7 +102,7 @@ export interface VersionQueueRow extends RowDataPacket {
  * retirement locks the row exclusively and then looks for unfinished runs pinning it: whichever
  * commits first wins (a publish or run start that waited finds the queue retired; a retirement
  * that waited sees the version and its runs). Used by create, publish and run start. */
-export async function lockVersionQueues(c: Conn, namespaceId: string, queueIds: readonly string[]): Promise<VersionQueueRow[]> {
+export async function lockVersionQueues(c: Tx, namespaceId: string, queueIds: readonly string[]): Promise<VersionQueueRow[]> {
   if (queueIds.length === 0) return [];
   const sorted = [...new Set(queueIds)].sort();
   const [rows] = await c.query<VersionQueueRow[]>(

@@ -9,7 +9,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Workflow } from '@orbit/protocol/workflow-views';
 import { isId } from '@orbit/protocol/ids';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 import { toIso } from './pool.js';
 import { placeholders } from './placeholders.js';
 
@@ -44,6 +44,9 @@ export function workflowView(r: WorkflowRow): Workflow {
 
 /** getWorkflow(namespace_id, id, lock?) → row or null. 'update': publish and retire; 'share': a run
  * start (serializes with retirement, lets concurrent starts through). A malformed id → null, no SQL. */
+// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string): Promise<WorkflowRow | null>;
+export async function getWorkflow(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<WorkflowRow | null>;
 export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<WorkflowRow | null> {
   if (!isId(id)) return null;
   const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';

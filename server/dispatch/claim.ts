@@ -17,7 +17,7 @@
 // on these rows. Frames are sent only after commit.
 import type { Logger } from 'pino';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { withTransaction, type Conn, type Pool, type Tx } from '../db/pool.js';
 import {
   byClaimOrder,
   candidateIds,
@@ -136,7 +136,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
 
 /** Step 1: the candidates of every spec in one read, in claim order, the first 512 locked by
  * primary key with SKIP LOCKED (those still WAITING, in claim order). */
-async function lockRoundCandidates(c: Conn, specs: CandidateSpec[], now: string): Promise<CandidateRow[]> {
+async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string): Promise<CandidateRow[]> {
   if (specs.length === 0) return [];
   const ids = await candidateIds(c, specs, now);
   if (ids.length === 0) return [];
@@ -183,7 +183,7 @@ function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: Permit
  * (the clock read at the round's start could be earlier than the previous holder's finished_at).
  * Exhausted keys are pushed to `exhausted`, reported after the commit only (a retried or
  * rolled-back round would otherwise log and count them twice, or for a grant that never happened). */
-async function grantRoundKeys(c: Conn, chosen: Grant[], now: string, exhausted: Exhausted[]): Promise<{ granted: Grant[]; grantedAt: string }> {
+async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Exhausted[]): Promise<{ granted: Grant[]; grantedAt: string }> {
   let grantedAt = now;
   const dropped = new Set<string>();
   const byNs = new Map<string, Grant[]>();

@@ -9,11 +9,11 @@
 //    whole transaction, which transactionOn retries from scratch (each piece is re-run); any other
 //    failure of the shared transaction re-runs every piece alone, so one bad piece cannot fail its
 //    neighbours.
-import { isDatabaseRefusal, rollbackToSavepoint, savepoint, withTransaction, type Conn, type Pool, type TxPath } from '../db/pool.js';
+import { isDatabaseRefusal, rollbackToSavepoint, savepoint, withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { coalesce } from './coalesce.js';
 
 /** A piece of work inside a transaction; its result is handed back after the commit. */
-export type TxWork<T> = (c: Conn) => Promise<T>;
+export type TxWork<T> = (tx: Tx) => Promise<T>;
 
 /** Runs `work` inside a committed transaction of `group`'s rows; rejects with its own error (then
  * nothing of it committed). */

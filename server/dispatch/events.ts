@@ -2,7 +2,7 @@
 // outcome's transaction and stays locked until commit, so sequences commit in increasing order and
 // the committed head value is the watermark: no reader can see sequence n+1 while n is uncommitted.
 // The statements are server/db/result-events.ts.
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { allocateSequences, insertResultEvents, readAllocatedHead } from '../db/result-events.js';
 
 export type EventType = 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'task.deadline_exceeded' | 'task.needs_review';
@@ -28,7 +28,7 @@ export const OUTCOME_EVENT: Record<string, EventType> = {
  * nothing is read back, so on a pipelined connection both statements travel with the transaction's
  * next round trip (its COMMIT); otherwise the allocated sequences are returned. */
 export async function appendResultEvents(
-  c: Conn,
+  c: Tx,
   events: PendingEvent[],
   opts: { sequences?: boolean } = {},
 ): Promise<{ namespaceId: string; sequence: string; taskId: string }[]> {

@@ -3,7 +3,7 @@
 // (start and result frames are applied in batches by frame-committer.ts; what a result decides is
 // result-decision.ts; renew is renew.ts.)
 import type { TerminalTaskState } from '@orbit/protocol/states';
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
 import { finishTaskRow } from '../db/task-transitions.js';
 import { leaveWaiting } from '../db/waiting-tasks.js';
@@ -13,7 +13,7 @@ import { OUTCOME_EVENT } from './events.js';
 /** Moves a task to a terminal state or NEEDS_REVIEW with its result, and records the event and
  * the unfinished-count change in the ledger. The caller holds the task row lock. */
 export async function finishTask(
-  c: Conn,
+  c: Tx,
   ledger: PermitLedger,
   t: TaskRow,
   r: {

@@ -15,7 +15,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { isDatabaseRefusal, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isDatabaseRefusal, withTransaction, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { coalesce, type Coalesced } from './coalesce.js';
 import { PermitLedger } from './ledger.js';
@@ -98,7 +98,7 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: Hando
 }
 
 async function batchInTx(
-  c: Conn,
+  c: Tx,
   cmds: FrameCommand[],
   successors: { host: HandoffHost; hints: QueueHints } | null,
   reserved: Reservation[],

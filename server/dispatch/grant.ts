@@ -6,7 +6,7 @@
 // next task of a freed slot's queue) and in how the permits move (taken, or carried over from the
 // released attempt); the grant itself is written here once.
 import type { AssignedTask } from '@orbit/protocol/frames';
-import { toIso, type Conn } from '../db/pool.js';
+import { toIso, type Tx } from '../db/pool.js';
 import { insertAttempts, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
 import { taskWorkflowRef } from '../db/tasks.js';
 import { dbTimeToMs, msToDbTime } from '../db/time.js';
@@ -87,7 +87,7 @@ export interface Grant {
  * order: one attempt per grant inserted (attempt number = attempts created + 1, lease from
  * `leasedAt`, a database clock reading, plus the queue's lease), the tasks LEASED. Locks: the
  * candidate rows are already locked by the caller; the inserts take no other row lock. */
-export async function leaseCandidates(c: Conn, grants: Grant[], leasedAt: string, leaseSeconds: (queueId: string) => number): Promise<Assignment[]> {
+export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, leaseSeconds: (queueId: string) => number): Promise<Assignment[]> {
   if (grants.length === 0) return [];
   const nowMs = dbTimeToMs(leasedAt);
   const attempts: NewAttempt[] = grants.map((g) => ({

@@ -10,7 +10,7 @@
 // still checked under their locks at the end of the transaction (HandoffRefused otherwise).
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { byClaimOrder, lockKeySuccessors, type CandidateRow } from '../db/claim-sql.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
@@ -71,7 +71,7 @@ export interface Delivery {
 /** Picks the successor of each released key (before the ledger flush) and records the swaps in
  * the ledger. Reservations made are pushed to `reserved` (the caller undoes them on failure). */
 export async function planHandoffs(
-  c: Conn,
+  c: Tx,
   host: HandoffHost,
   ledger: PermitLedger,
   released: ReleasedKey[],
@@ -106,7 +106,7 @@ export async function planHandoffs(
 
 /** After the ledger's key phase: the attempts of the hand-offs whose swap applied and of the
  * refills, and their tasks LEASED. Returns what to deliver after the commit. */
-export async function completeHandoffs(c: Conn, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
+export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
   const applied = plans.filter((p) => !p.keyed || ledger.handoffTokens.has(p.newAttemptId));
   if (applied.length === 0) return [];
   const lease = await queueConfigs(

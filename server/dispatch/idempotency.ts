@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import { canonicalJson } from '@orbit/protocol/validation';
-import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, type TxPath } from '../db/pool.js';
+import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, type TxPath, type PooledConn, type Tx } from '../db/pool.js';
 import { getNamedLock, releaseNamedLock } from '../db/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
@@ -42,7 +42,7 @@ const KEY_LOCK_WAIT_SECONDS = 20;
  * certification failure on another Galera node, and replays the receipt) — so its being node-local
  * under Galera costs retries, not correctness (docs/design.md, "Galera").
  */
-export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c: Conn) => Promise<T>): Promise<T> {
+export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (conn: PooledConn) => Promise<T>): Promise<T> {
   const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
   const conn = await pool.getConnection();
   try {
@@ -103,7 +103,7 @@ export interface AloneCommand<T> {
    * previous holder of the key committed, if any (then the command does not run). */
   replayed?: (conn: Conn) => Promise<T | undefined>;
   /** The command's transaction. */
-  tx: (c: Conn) => Promise<T>;
+  tx: (tx: Tx) => Promise<T>;
   /** True when `tx` failed because the key's receipt got in without the key lock (a batch on
    * another node inserts receipts without it): the next round replays it. */
   taken: (err: unknown) => boolean;

@@ -3,7 +3,7 @@
 // applications (by id), stream heads (by namespace) — the same order the claim round takes them in
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
-import { withTransaction, type Conn, type Pool, type TxPath } from '../db/pool.js';
+import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
@@ -104,7 +104,7 @@ export class PermitLedger {
   /** Writes everything in the fixed lock order, one statement per table (per namespace for keys
    * and events): the hot rows of a transaction are touched here, at its end, only. */
   /** Writes everything in the fixed lock order (keys, then the hot rows). */
-  async flush(c: Conn): Promise<void> {
+  async flush(c: Tx): Promise<void> {
     await this.flushKeys(c);
     await this.flushCounters(c);
   }
@@ -112,7 +112,7 @@ export class PermitLedger {
   /** The key phase: hand-off swaps (their tokens in handoffTokens), then releases. Callers that
    * insert hand-off attempts do so between flushKeys and flushCounters, so the hot rows are
    * locked only from flushCounters to the commit. */
-  async flushKeys(c: Conn): Promise<void> {
+  async flushKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
     for (const ns of [...byNs.keys()].sort()) {
@@ -157,7 +157,7 @@ export class PermitLedger {
   }
 
   /** The hot rows: queues, applications, stream heads. */
-  async flushCounters(c: Conn): Promise<void> {
+  async flushCounters(c: Tx): Promise<void> {
     // Every path that changes a step task's state runs the advancement hook (advanceSteps) before
     // its hot rows: one that forgot would commit a step task's change without its run's decision
     // (a released task of a failed fan-out requeued instead of cancelled, a run left stuck).
@@ -200,11 +200,7 @@ function sorted(m: Map<string, number>): [string, number][] {
 /** Runs `fn` in a transaction with a fresh ledger (fresh again on each retry of a deadlock), flushes
  * the ledger before the commit, and returns `fn`'s value with the ledger of the run that committed
  * (its freedQueues say which dispatchers to wake). */
-export async function withLedgerTx<T>(
-  pool: Pool,
-  path: TxPath,
-  fn: (c: Conn, ledger: PermitLedger) => Promise<T>,
-): Promise<{ value: T; ledger: PermitLedger }> {
+export async function withLedgerTx<T>(pool: Pool, path: TxPath, fn: (tx: Tx, ledger: PermitLedger) => Promise<T>): Promise<{ value: T; ledger: PermitLedger }> {
   let ledger = new PermitLedger();
   const value = await withTransaction(pool, path, async (c) => {
     ledger = new PermitLedger();
@@ -217,7 +213,7 @@ export async function withLedgerTx<T>(
 
 /** Runs `fn` with a fresh ledger inside the caller's transaction and flushes it after: the changes
  * of one step (a workflow's advance, a command's effect) in the ledger's lock order. */
-export async function withLedger<T>(c: Conn, fn: (ledger: PermitLedger) => Promise<T>): Promise<{ value: T; ledger: PermitLedger }> {
+export async function withLedger<T>(c: Tx, fn: (ledger: PermitLedger) => Promise<T>): Promise<{ value: T; ledger: PermitLedger }> {
   const ledger = new PermitLedger();
   const value = await fn(ledger);
   await ledger.flush(c);

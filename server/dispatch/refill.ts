@@ -16,7 +16,7 @@
 //     the flush (not paused, not retired, within its limit), and so is the application row (within
 //     its limit) — HandoffRefused otherwise, and the batch runs again without refills.
 // A result whose slot was refilled frees no permit, so it wakes no claim round.
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { byClaimOrder, candidateIds, lockCandidates, type CandidateSpec } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
 import type { ClaimSession } from './grant.js';
@@ -37,7 +37,7 @@ export interface FreedSlot {
  * queues `hints` marks refused or drained (and marking a queue drained when its read finds
  * nothing). Reservations made are pushed to `reserved` (the caller undoes the unused ones). */
 export async function planRefills(
-  c: Conn,
+  c: Tx,
   host: HandoffHost,
   ledger: PermitLedger,
   freed: FreedSlot[],

@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import type { ResultFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { closeAttempts, lockResultRows, updateTasksAfterResults, type ClosedAttempt, type TaskAfterResult } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
@@ -25,7 +25,7 @@ function resultFingerprint(f: ResultFrame): string {
 }
 
 export async function applyResults(
-  c: Conn,
+  c: Tx,
   ledger: PermitLedger,
   items: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[],
   now: string,

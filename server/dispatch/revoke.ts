@@ -1,7 +1,7 @@
 // Revoking a live attempt without a worker result — lease expiry and deadlines (the sweeper,
 // sweeper.ts), cancel (task-commands.ts, workflows), and never-started attempts released at
 // reconnect (releaseAttempts) — in the caller's transaction, which holds the attempt row.
-import type { Pool, Conn } from '../db/pool.js';
+import type { Pool, Tx } from '../db/pool.js';
 import { closeAttempt, type AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
@@ -19,7 +19,7 @@ export interface Revoked {
 
 /** Revokes one live attempt whose row the caller has locked. `kind` decides attempt and task fate. */
 export async function revokeAttempt(
-  c: Conn,
+  c: Tx,
   ledger: PermitLedger,
   a: AttemptRow,
   kind: 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted',

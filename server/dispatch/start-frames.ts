@@ -1,7 +1,7 @@
 // start frames in the frame committer's transaction (frame-committer.ts): the batch's attempts
 // LEASED -> RUNNING with their lease end from the database clock, one UPDATE for all of them; a
 // read-back only when some start did not apply, for each frame's exact answer.
-import { toIso, type Conn } from '../db/pool.js';
+import { toIso, type Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { attemptQueues, readStartStates, startAttempts } from '../db/attempt-batches.js';
 import { plusMs } from '../db/time.js';
@@ -11,7 +11,7 @@ import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js'
  * the COMMIT (one round trip less on every start of a hot key's turnover); the read-back, when a
  * start did not apply, then reads committed state — the rows it reads were not changed by it. */
 export async function applyStarts(
-  c: Conn,
+  c: Tx,
   items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[],
   now: string,
   out: FrameOutcome[],

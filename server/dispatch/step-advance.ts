@@ -3,11 +3,11 @@
 // commit with the event that finished it). Dispatch is the core and imports no other domain
 // directory, so the workflow applier (server/workflows/apply.ts) registers itself here at start
 // (gateway-main.ts). A transaction whose ledger noted no step task pays one length check.
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import type { PermitLedger } from './ledger.js';
 
 /** Advances the runs of the step tasks `ledger` noted; returns the queues that got new tasks. */
-export type StepAdvancer = (c: Conn, ledger: PermitLedger) => Promise<string[]>;
+export type StepAdvancer = (tx: Tx, ledger: PermitLedger) => Promise<string[]>;
 
 let advancer: StepAdvancer | null = null;
 
@@ -17,7 +17,7 @@ export function setStepAdvancer(fn: StepAdvancer): void {
 
 /** Called by every site that changes task states (results, the sweeper, task :cancel/:resolve),
  * after the task rows and before the ledger's hot rows. */
-export async function advanceSteps(c: Conn, ledger: PermitLedger): Promise<string[]> {
+export async function advanceSteps(c: Tx, ledger: PermitLedger): Promise<string[]> {
   if (ledger.stepTasks.length === 0) return [];
   // Never silently: a step task that changed without its run advancing would leave the run stuck.
   if (!advancer) throw new Error('workflow step tasks changed but no advancer is registered (setStepAdvancer)');

@@ -22,7 +22,7 @@ import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
 import type { Credential } from '../db/credentials.js';
 import { isDuplicateKey } from '../db/errors.js';
-import { fromIso, isDatabaseRefusal, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { fromIso, isDatabaseRefusal, withTransaction, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
@@ -85,7 +85,7 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
 
 /** The statements of one transaction for `items` (one application). `alone`: the batch of one
  * under its key lock, where the edge conditions are that item's answer. */
-async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
+async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
   const outcomes: Slot[] = new Array(items.length);
   const { rows, now } = await readSubmitQueues(
     c,
@@ -223,7 +223,7 @@ async function createTasksInTx(c: Conn, items: SubmitCommand[], alone: boolean):
  * Call `afterCommit` once the caller's transaction committed (metrics, dispatcher wake-ups). */
 export async function createTasksInTransaction(
   app: Omit<SubmitDeps, 'pool'>,
-  c: Conn,
+  c: Tx,
   items: SubmitCommand[],
 ): Promise<{ outcomes: SubmitOutcome[]; afterCommit: () => void }> {
   const r = await createTasksInTx(c, items, true);
@@ -252,7 +252,7 @@ function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRo
  * statements of a submit. Throws OrbitError QUOTA_EXCEEDED or RESOURCE_RETIRED for the whole
  * batch (the caller rolls back to its savepoint and plans again); a second task for a (run, step,
  * index) fails with a duplicate key. Returns the created tasks' queues (woken after the commit). */
-export async function createStepTasksInTransaction(c: Conn, items: SubmitCommand[]): Promise<{ outcomes: SubmitOutcome[]; queues: string[] }> {
+export async function createStepTasksInTransaction(c: Tx, items: SubmitCommand[]): Promise<{ outcomes: SubmitOutcome[]; queues: string[] }> {
   const r = await createTasksInTx(c, items, true);
   return { outcomes: r.outcomes as SubmitOutcome[], queues: [...r.queues] };
 }

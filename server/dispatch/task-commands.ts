@@ -2,7 +2,7 @@
 // inside the idempotent command's transaction. Resolve locks only the task (a NEEDS_REVIEW task
 // has no live attempt); cancel locks the attempt before the task (docs/design.md, "Lock order").
 import { OrbitError } from '@orbit/protocol/errors';
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from '../db/attempts.js';
 import { reopenTaskForRetry } from '../db/task-transitions.js';
@@ -22,7 +22,7 @@ export interface CommandEffect {
  * attempt is read without a lock, that attempt locked, then the task. Locking the task first
  * deadlocked with a result of the same attempt (each held the row the other waited for; InnoDB
  * rolled one back and withTransaction hid it by a retry). */
-export async function cancelTask(c: Conn, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
+export async function cancelTask(c: Tx, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
   const seen = (await getTask(c, namespaceId, taskId))!;
   const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
   const t = (await getTask(c, namespaceId, taskId, true))!;
@@ -46,7 +46,7 @@ export async function cancelTask(c: Conn, namespaceId: string, taskId: string, r
 }
 
 export async function resolveTask(
-  c: Conn,
+  c: Tx,
   namespaceId: string,
   taskId: string,
   resolution: 'succeeded' | 'failed' | 'retry',

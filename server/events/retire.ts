@@ -13,7 +13,7 @@
 //   that is still in flight only makes the check more conservative (its work is seen as unfinished).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
-import type { Conn } from '../db/pool.js';
+import type { Conn, Tx } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { getQueue, markQueueRetired, queueView } from '../db/queues.js';
@@ -39,7 +39,7 @@ function revisionConflict(expected: string, current: string): OrbitError {
 }
 
 /** Retires a subscription owned by `cred`. */
-export async function retireSubscription(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
+export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
   const wm = await lockWatermark(c, cred.namespaceId);
   const s = await getSubscription(c, cred.namespaceId, id, true);
   if (!s || s.owner_credential_id !== cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
@@ -152,7 +152,7 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
 }
 
 /** Retires a queue. */
-export async function retireQueue(c: Conn, cred: Credential, id: string, b: RetireBody): Promise<Queue> {
+export async function retireQueue(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<Queue> {
   const q = await getQueue(c, cred.namespaceId, id, 'update');
   if (!q) throw new OrbitError('NOT_FOUND', 'queue not found');
   requireQueueAccess(cred, q.id);

@@ -6,7 +6,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
 import { IDEMPOTENCY_KEY_RE } from '@orbit/protocol/primitives';
 import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import { commandFingerprint, executeIdempotent, replayReceipt, runAlone } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
 import { requireScope, type Scope } from '../admin/access.js';
@@ -76,7 +76,7 @@ export interface CommandDef<S extends TSchema, I, R> {
    * returns the command's input (normalized, defaults applied). Without it the input is the body. */
   load?: (ctx: RequestCtx, body: Static<S>) => Promise<I>;
   /** The effect, inside the command's transaction. Throwing rolls back everything, receipt included. */
-  effect: (c: Conn, input: I, ctx: RequestCtx) => Promise<R>;
+  effect: (tx: Tx, input: I, ctx: RequestCtx) => Promise<R>;
   /** The reply to freeze in the receipt, from the effect's result (still inside the transaction). */
   reply: (result: R, input: I) => CommandReply;
   /** Runs once after the commit of a first execution (wake-ups, cancel frames), never on a replay. */
@@ -134,7 +134,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
   // with the same key makes it fail as ReceiptTaken), then the effect, then the frozen reply.
   // The effect's result travels with the reply of the run that committed (a batch retried after
   // a deadlock re-runs the effect; only the last run's result is seen after the commit).
-  const execute = async (c: Conn): Promise<Executed<R>> => {
+  const execute = async (c: Tx): Promise<Executed<R>> => {
     try {
       await claimReceipt(c, { namespaceId: ns, key, operation: def.operation, targetId, fingerprint, credentialId: ctx.cred.id });
     } catch (err) {

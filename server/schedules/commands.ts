@@ -10,7 +10,7 @@ import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
-import type { Conn } from '../db/pool.js';
+import type { Conn, Tx } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
@@ -55,7 +55,7 @@ export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): St
 }
 
 /** The version's queue, share-locked: absent → 404, outside queue_ids → 403, retired → 409. */
-async function liveQueue(c: Conn, cred: Credential, queueId: string, field: string): Promise<QueueRow> {
+async function liveQueue(c: Tx, cred: Credential, queueId: string, field: string): Promise<QueueRow> {
   const q = await getQueue(c, cred.namespaceId, queueId, 'share');
   if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field });
   requireQueueAccess(cred, q.id);
@@ -64,7 +64,7 @@ async function liveQueue(c: Conn, cred: Credential, queueId: string, field: stri
 }
 
 /** The schedule locked for a command: 404, 403 (its queue), 409 RESOURCE_RETIRED, 409 revision. */
-async function lockForCommand(c: Conn, cred: Credential, id: string, expectedRevision: string | null): Promise<ScheduleRow> {
+async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevision: string | null): Promise<ScheduleRow> {
   const s = await getSchedule(c, cred.namespaceId, id, 'update');
   if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
   requireQueueAccess(cred, s.queue_id);
@@ -110,7 +110,7 @@ async function views(c: Conn, cred: Credential, id: string, number?: number) {
   return out;
 }
 
-export async function createSchedule(c: Conn, cred: Credential, b: { name: string; paused: boolean; version: StoredVersion }) {
+export async function createSchedule(c: Tx, cred: Credential, b: { name: string; paused: boolean; version: StoredVersion }) {
   await lockNamespace(c, cred.namespaceId);
   const q = await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
   const id = await createDefinition(c, cred, {
@@ -134,7 +134,7 @@ export async function createSchedule(c: Conn, cred: Credential, b: { name: strin
   return { data: await views(c, cred, id, 1), resourceId: id };
 }
 
-export async function publishVersion(c: Conn, cred: Credential, id: string, b: { expected_revision: string; version: StoredVersion }) {
+export async function publishVersion(c: Tx, cred: Credential, id: string, b: { expected_revision: string; version: StoredVersion }) {
   const s = await lockForCommand(c, cred, id, b.expected_revision);
   await liveQueue(c, cred, b.version.task.queue_id, 'version.task.queue_id');
   const now = await dbNow(c);
@@ -153,7 +153,7 @@ export async function publishVersion(c: Conn, cred: Credential, id: string, b: {
 }
 
 /** Pause, or resume from now (the paused period is never caught up). */
-export async function setPaused(c: Conn, cred: Credential, id: string, paused: boolean, expectedRevision: string) {
+export async function setPaused(c: Tx, cred: Credential, id: string, paused: boolean, expectedRevision: string) {
   const s = await lockForCommand(c, cred, id, expectedRevision);
   let next: string | null = null;
   if (!paused) {
@@ -173,7 +173,7 @@ export async function setPaused(c: Conn, cred: Credential, id: string, paused: b
   return { data: await views(c, cred, id), resourceId: id };
 }
 
-export async function retireSchedule(c: Conn, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
+export async function retireSchedule(c: Tx, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
   const s = await lockForCommand(c, cred, id, b.expected_revision);
   if (Number(s.paused) !== 1) throw new OrbitError('STATE_CONFLICT', 'only a paused schedule can be retired; pause it first');
   await markScheduleRetired(c, id, b.reason);
@@ -184,7 +184,7 @@ export async function retireSchedule(c: Conn, cred: Credential, id: string, b: {
 /** One task now from the current version, paused or not, through the task-creation path. */
 export async function triggerSchedule(
   app: Pick<AppContext, 'metrics' | 'signals' | 'log'>,
-  c: Conn,
+  c: Tx,
   cred: Credential,
   id: string,
   scheduledFor: string | undefined,

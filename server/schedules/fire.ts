@@ -19,7 +19,7 @@ import type { FireOutcome } from '@orbit/protocol/http-views';
 import { CATCHUP_LIMIT_MAX } from '@orbit/protocol/limits';
 import { UNFINISHED_TASK_STATES } from '@orbit/protocol/states';
 import type { AppContext } from '../app-context.js';
-import { rollbackToSavepoint, savepoint, withTransaction, type Conn } from '../db/pool.js';
+import { rollbackToSavepoint, savepoint, withTransaction, type Tx } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
@@ -47,7 +47,7 @@ type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
 /** Tasks for `items`, all in this transaction; at the quota's edge each alone, the refused ones
  * marked (null). A retired queue is thrown: an enabled schedule never targets one (retirement and
  * resume/publish serialize on the queue row). */
-async function createTasks(app: App, c: Conn, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
+async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
   const afterCommit: (() => void)[] = [];
   const idsOf = (outs: Awaited<ReturnType<typeof createTasksInTransaction>>['outcomes']) =>
     outs.map((o) => {

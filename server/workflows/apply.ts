@@ -10,7 +10,7 @@
 // READY (quota), the rest stands (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
-import type { Conn } from '../db/pool.js';
+import type { Conn, Tx } from '../db/pool.js';
 import { rollbackToSavepoint, savepoint } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockTask } from '../db/task-transitions.js';
@@ -50,7 +50,7 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
 
 /** Plans with `plan(opts)` and applies; a quota refusal plans again with room 0. */
 export async function planAndApply(
-  c: Conn,
+  c: Tx,
   ledger: PermitLedger,
   run: LoadedRun,
   plan: (opts: PlanOptions) => Plan,
@@ -69,7 +69,7 @@ export async function planAndApply(
 let savepoints = 0;
 
 /** Applies `plan` to `run` (locked by the caller). `reason`: the text of a run cancel. */
-export async function applyPlan(c: Conn, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
+export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
   const creates = plan.changes.flatMap((ch) => (ch.state === 'ACTIVE' && ch.started ? [ch] : []));
   const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
   if (sp) await savepoint(c, sp);
@@ -135,7 +135,7 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
 /** The plan's cancellations: each task locked; a WAITING one CANCELLED, a LEASED one (a run
  * cancel) revoked as by a task :cancel (its attempt locked without waiting, after the task: a held
  * row fails the statement and the transaction runs again); any other (it moved on) left alone. */
-async function cancelTasks(c: Conn, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
+async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
   if (plan.cancel.length === 0) return [];
   const rows = await readStepTasks(
     c,
@@ -248,7 +248,7 @@ function signalRow(run: LoadedRun, name: string, stepKey: string, payload: unkno
  * tasks (also in the ledger's freedQueues). A transaction that changed no step task returns at
  * once, without a statement: the plain-task path pays nothing.
  */
-export async function advanceRunsInTx(c: Conn, ledger: PermitLedger): Promise<string[]> {
+export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<string[]> {
   if (ledger.stepTasks.length === 0) return [];
   const changed = ledger.stepTasks.splice(0);
   const byRun = new Map<string, Set<string>>();
@@ -286,7 +286,7 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
 
 /** Locks the tasks a plan would cancel, in id order (then the caller plans again on their settled
  * states). */
-async function lockStepTasks(c: Conn, run: LoadedRun, p: Plan): Promise<void> {
+async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
   const rows = await readStepTasks(
     c,
     run.row.id,

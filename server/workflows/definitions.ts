@@ -11,7 +11,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { MAX_BUSY_RUN_IDS, MAX_WORKFLOWS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { WorkflowStep } from '@orbit/protocol/workflow-views';
 import type { Credential } from '../db/credentials.js';
-import type { Conn } from '../db/pool.js';
+import type { Conn, Tx } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
 import { insertAudit, lockNamespace } from '../db/tenants.js';
 import { createDefinition } from '../admin/definitions.js';
@@ -43,7 +43,7 @@ export function queueField(steps: readonly { task?: { queue_id: string } }[], qu
 /** The version's queues share-locked (to the commit): each must still exist and not be retired
  * (409 RESOURCE_RETIRED naming the step's field and the queue). Existence and authorization were
  * checked before the transaction; a queue is never deleted, only retired. */
-async function lockNamedQueues(c: Conn, namespaceId: string, v: VersionToStore): Promise<void> {
+async function lockNamedQueues(c: Tx, namespaceId: string, v: VersionToStore): Promise<void> {
   const rows = await lockVersionQueues(c, namespaceId, v.queueIds);
   const found = new Map(rows.map((r) => [r.id, r]));
   for (const q of v.queueIds) {
@@ -56,7 +56,7 @@ async function lockNamedQueues(c: Conn, namespaceId: string, v: VersionToStore):
 }
 
 /** The workflow locked for a command: 404, 409 RESOURCE_RETIRED, 409 STATE_CONFLICT on revision. */
-async function lockForCommand(c: Conn, cred: Credential, id: string, expectedRevision: string): Promise<WorkflowRow> {
+async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevision: string): Promise<WorkflowRow> {
   const w = await getWorkflow(c, cred.namespaceId, id, 'update');
   if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
   if (w.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
@@ -89,7 +89,7 @@ async function views(c: Conn, cred: Credential, id: string, number?: number) {
   return { data: out, resourceId: id };
 }
 
-export async function createWorkflow(c: Conn, cred: Credential, b: { name: string; version: VersionToStore }) {
+export async function createWorkflow(c: Tx, cred: Credential, b: { name: string; version: VersionToStore }) {
   await lockNamespace(c, cred.namespaceId);
   await lockNamedQueues(c, cred.namespaceId, b.version);
   const id = await createDefinition(c, cred, {
@@ -103,7 +103,7 @@ export async function createWorkflow(c: Conn, cred: Credential, b: { name: strin
   return views(c, cred, id, 1);
 }
 
-export async function publishWorkflowVersion(c: Conn, cred: Credential, id: string, b: { expected_revision: string; version: VersionToStore }) {
+export async function publishWorkflowVersion(c: Tx, cred: Credential, id: string, b: { expected_revision: string; version: VersionToStore }) {
   const w = await lockForCommand(c, cred, id, b.expected_revision);
   await lockNamedQueues(c, cred.namespaceId, b.version);
   const now = await dbNow(c);
@@ -122,7 +122,7 @@ export async function publishWorkflowVersion(c: Conn, cred: Credential, id: stri
 }
 
 /** Irreversible; refused (409 RESOURCE_BUSY naming up to 10 run ids) while a run is RUNNING or PAUSED. */
-export async function retireWorkflow(c: Conn, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
+export async function retireWorkflow(c: Tx, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
   await lockForCommand(c, cred, id, b.expected_revision);
   const runs = await unfinishedRunsOfWorkflow(c, id, MAX_BUSY_RUN_IDS);
   if (runs.count > 0) {

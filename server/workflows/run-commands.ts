@@ -8,7 +8,7 @@
 // other commands lock the run only: they create tasks (new rows) and cancel none.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { WorkflowRun } from '@orbit/protocol/workflow-views';
-import type { Conn } from '../db/pool.js';
+import type { Tx } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockLiveQueues } from '../db/queues.js';
@@ -38,7 +38,7 @@ const finalStates = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
 /** POST /v1/workflows/{id}/runs: the run, its step rows, and its root steps started in this
  * transaction — their tasks must fit the unfinished-task quota (else 429, nothing created). */
-export async function startRun(c: Conn, cred: Credential, workflowId: string, n: NormalizedRunStart): Promise<RunEffect> {
+export async function startRun(c: Tx, cred: Credential, workflowId: string, n: NormalizedRunStart): Promise<RunEffect> {
   // Share lock: a retirement (FOR UPDATE, then its unfinished runs) and a start never both succeed.
   const wf = await getWorkflow(c, cred.namespaceId, workflowId, 'share');
   if (!wf) throw new OrbitError('NOT_FOUND', 'workflow not found');
@@ -100,20 +100,20 @@ export async function startRun(c: Conn, cred: Credential, workflowId: string, n:
 }
 
 /** The run locked for a command: 404 absent, 409 STATE_CONFLICT final. */
-async function lockedRun(c: Conn, namespaceId: string, runId: string): Promise<LoadedRun> {
+async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {
   const row = await getRun(c, namespaceId, runId, true);
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
   if (finalStates.has(row.state)) throw new OrbitError('STATE_CONFLICT', `workflow run is ${row.state}`);
   return loadRun(c, row);
 }
 
-async function finish(c: Conn, ns: string, run: LoadedRun, ledger: PermitLedger, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
+async function finish(c: Tx, ns: string, run: LoadedRun, ledger: PermitLedger, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
   await ledger.flush(c);
   return { run: await runView(c, (await getRun(c, ns, run.row.id)) as RunRow), queues, revoked };
 }
 
 /** :pause — no new step tasks; steps that may start become READY (paused); created tasks go on. */
-export async function pauseRun(c: Conn, ns: string, runId: string): Promise<RunEffect> {
+export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   const ledger = new PermitLedger();
   await applyPlan(c, ledger, run, planPause(run.version.graph, run.view));
@@ -122,7 +122,7 @@ export async function pauseRun(c: Conn, ns: string, runId: string): Promise<RunE
 
 /** :resume — RUNNING again; the READY steps' tasks are created in this transaction (those that do
  * not fit the quota stay READY for the sweeper). */
-export async function resumeRun(c: Conn, ns: string, runId: string): Promise<RunEffect> {
+export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   const ledger = new PermitLedger();
   const r = await planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts));
@@ -131,7 +131,7 @@ export async function resumeRun(c: Conn, ns: string, runId: string): Promise<Run
 
 /** :cancel — CANCELLED; WAITING and LEASED tasks cancelled as by a task :cancel; RUNNING ones are
  * recorded when they finish; unfinished steps CANCELLED. */
-export async function cancelRun(c: Conn, ns: string, runId: string, reason: string | undefined): Promise<RunEffect> {
+export async function cancelRun(c: Tx, ns: string, runId: string, reason: string | undefined): Promise<RunEffect> {
   // Attempts, then tasks, then the run (the order of results and the sweeper).
   const open = (await readStepTasks(c, runId, null, false)).filter((t) => t.state === 'WAITING' || t.state === 'LEASED').map((t) => t.task_id);
   for (const a of await currentAttemptIds(c, open)) await getAttempt(c, ns, a, true);
@@ -147,7 +147,7 @@ export async function cancelRun(c: Conn, ns: string, runId: string, reason: stri
 
 /** POST …/signals — 400 when no step of the version waits for the name (checked by the route's
  * load), 409 when a signal of the name was already sent or its step is already finished. */
-export async function sendSignal(c: Conn, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
+export async function sendSignal(c: Tx, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });
   const g = run.version.graph;

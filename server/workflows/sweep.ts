@@ -3,7 +3,7 @@
 // tasks fit, oldest run first. Each run is advanced in its own transaction, with the run row
 // locked and its state re-checked (the reads that found it take no lock), so several nodes'
 // sweepers may find the same run: the second finds nothing left to do.
-import { isConnectionError, withTransaction, type Conn, type Pool } from '../db/pool.js';
+import { isConnectionError, withTransaction, type Tx, type Pool } from '../db/pool.js';
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { withLedger } from '../dispatch/ledger.js';
@@ -31,7 +31,7 @@ async function advanceOne(
   plan: (run: LoadedRun, opts: PlanOptions) => Plan,
   report: WorkflowSweepReport,
 ): Promise<boolean> {
-  return withTransaction(pool, 'sweep', async (c: Conn) => {
+  return withTransaction(pool, 'sweep', async (c: Tx) => {
     const row = await getRun(c, namespaceId, runId, true);
     if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
     const run = await loadRun(c, row);
