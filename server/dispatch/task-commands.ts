@@ -6,7 +6,7 @@ import type { Tx } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from '../db/attempts.js';
 import { reopenTaskForRetry } from '../db/task-transitions.js';
-import { PermitLedger } from './ledger.js';
+import { withLedger } from './ledger.js';
 import { finishTask } from './finish-task.js';
 import { revokeAttempt, type Revoked } from './revoke.js';
 import { advanceSteps } from './step-advance.js';
@@ -26,23 +26,24 @@ export async function cancelTask(c: Tx, namespaceId: string, taskId: string, rea
   const seen = (await getTask(c, namespaceId, taskId))!;
   const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
   const t = (await getTask(c, namespaceId, taskId, true))!;
-  const ledger = new PermitLedger();
-  const revoked: Revoked[] = [];
-  if (t.state === 'WAITING') {
-    await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
-  } else if (t.state === 'LEASED' && t.current_attempt_id) {
-    // The task moved on between the two reads (claimed again): its attempt is locked now, after
-    // the task, but without waiting — a held row fails the statement with 1205 and the whole
-    // transaction runs again (withTransaction, or the command's serialized path), in order.
-    const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
-    await revokeAttempt(c, ledger, a, 'cancel', reason);
-    revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
-  } else {
-    throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
-  }
-  await advanceSteps(c, ledger);
-  await ledger.flush(c);
-  return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...ledger.freedQueues] };
+  const { value: revoked, ledger: flushed } = await withLedger(c, async (ledger) => {
+    const done: Revoked[] = [];
+    if (t.state === 'WAITING') {
+      await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
+    } else if (t.state === 'LEASED' && t.current_attempt_id) {
+      // The task moved on between the two reads (claimed again): its attempt is locked now, after
+      // the task, but without waiting — a held row fails the statement with 1205 and the whole
+      // transaction runs again (withTransaction, or the command's serialized path), in order.
+      const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
+      await revokeAttempt(c, ledger, a, 'cancel', reason);
+      done.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
+    } else {
+      throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
+    }
+    await advanceSteps(c, ledger);
+    return done;
+  });
+  return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...flushed.freedQueues] };
 }
 
 export async function resolveTask(
@@ -54,21 +55,21 @@ export async function resolveTask(
 ): Promise<CommandEffect> {
   const t = (await getTask(c, namespaceId, taskId, true))!;
   if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
-  const ledger = new PermitLedger();
   const note = { code: 'RESOLVED', message: reason ?? `resolved as ${resolution}` };
-  if (resolution === 'retry') {
-    // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
-    await reopenTaskForRetry(c, t.id);
-    ledger.taskChanged(t);
-    ledger.freedQueues.add(t.queue_id);
-  } else {
-    await finishTask(c, ledger, t, {
-      state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED',
-      outcome: resolution,
-      error: resolution === 'failed' ? note : null,
-    });
-  }
-  await advanceSteps(c, ledger);
-  await ledger.flush(c);
-  return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...ledger.freedQueues] };
+  const { ledger: flushed } = await withLedger(c, async (ledger) => {
+    if (resolution === 'retry') {
+      // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
+      await reopenTaskForRetry(c, t.id);
+      ledger.taskChanged(t);
+      ledger.freedQueues.add(t.queue_id);
+    } else {
+      await finishTask(c, ledger, t, {
+        state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED',
+        outcome: resolution,
+        error: resolution === 'failed' ? note : null,
+      });
+    }
+    await advanceSteps(c, ledger);
+  });
+  return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...flushed.freedQueues] };
 }

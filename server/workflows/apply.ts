@@ -74,7 +74,9 @@ export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, pla
   const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
   if (sp) await savepoint(c, sp);
   // A ledger of its own: merged into the caller's only when the plan applied (a refused quota
-  // rolls back the rows, and must roll back what the cancels counted too).
+  // rolls back the rows, and must roll back what the cancels counted too). Not withLedger: this
+  // one is never flushed itself — the caller's ledger writes what it merged, at the caller's end,
+  // in the lock order; flushing here would write the hot rows before the caller's later steps.
   const sub = new PermitLedger();
   const revoked = await cancelTasks(c, sub, run, plan, reason);
   await writeRunSteps(c, stepWrites(run, plan));

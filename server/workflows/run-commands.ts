@@ -17,7 +17,7 @@ import { getRun, insertRun, type RunRow } from '../db/workflow-runs.js';
 import { writeRunSteps } from '../db/workflow-run-steps.js';
 import { currentAttemptIds, lockTasksById, readStepTasks } from '../db/workflow-step-tasks.js';
 import { signalSent } from '../db/workflow-signals.js';
-import { PermitLedger } from '../dispatch/ledger.js';
+import { withLedger } from '../dispatch/ledger.js';
 import { unfinishedTasksQuota } from '../dispatch/refusals.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
@@ -88,14 +88,12 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
     view: initialRunView(version.graph, n.input, n.concurrency_key),
   };
   let queues: string[];
-  const ledger = new PermitLedger();
   try {
-    queues = (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues;
+    ({ value: queues } = await withLedger(c, async (ledger) => (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues));
   } catch (err) {
     if (err instanceof QuotaRefused) throw await unfinishedTasksQuota(c, cred.applicationId);
     throw err;
   }
-  await ledger.flush(c);
   return { run: await runView(c, (await getRun(c, cred.namespaceId, id))!), queues, revoked: [] };
 }
 
@@ -107,26 +105,24 @@ async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<Loa
   return loadRun(c, row);
 }
 
-async function finish(c: Tx, ns: string, run: LoadedRun, ledger: PermitLedger, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
-  await ledger.flush(c);
+/** The command's answer, read after its ledger was flushed (withLedger). */
+async function finish(c: Tx, ns: string, run: LoadedRun, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
   return { run: await runView(c, (await getRun(c, ns, run.row.id)) as RunRow), queues, revoked };
 }
 
 /** :pause — no new step tasks; steps that may start become READY (paused); created tasks go on. */
 export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  const ledger = new PermitLedger();
-  await applyPlan(c, ledger, run, planPause(run.version.graph, run.view));
-  return finish(c, ns, run, ledger, [], []);
+  await withLedger(c, (ledger) => applyPlan(c, ledger, run, planPause(run.version.graph, run.view)));
+  return finish(c, ns, run, [], []);
 }
 
 /** :resume — RUNNING again; the READY steps' tasks are created in this transaction (those that do
  * not fit the quota stay READY for the sweeper). */
 export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  const ledger = new PermitLedger();
-  const r = await planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts));
-  return finish(c, ns, run, ledger, r.queues, []);
+  const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
+  return finish(c, ns, run, r.queues, []);
 }
 
 /** :cancel — CANCELLED; WAITING and LEASED tasks cancelled as by a task :cancel; RUNNING ones are
@@ -140,9 +136,8 @@ export async function cancelRun(c: Tx, ns: string, runId: string, reason: string
   // Re-read under the run lock: an advancement that committed meanwhile created tasks (locked by
   // the applier as it cancels them; a WAITING task has no attempt).
   const updates = [...taskViews(await readStepTasks(c, runId, null, false))].map(([key, tasks]) => ({ key, tasks }));
-  const ledger = new PermitLedger();
-  const r = await applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason);
-  return finish(c, ns, run, ledger, [], r.revoked);
+  const { value: r } = await withLedger(c, (ledger) => applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason));
+  return finish(c, ns, run, [], r.revoked);
 }
 
 /** POST …/signals — 400 when no step of the version waits for the name (checked by the route's
@@ -155,7 +150,6 @@ export async function sendSignal(c: Tx, ns: string, runId: string, s: Normalized
     throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
   const first = planSignal(g, run.view, s.name, s.payload);
   if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
-  const ledger = new PermitLedger();
-  const r = await planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan);
-  return finish(c, ns, run, ledger, r.queues, []);
+  const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan));
+  return finish(c, ns, run, r.queues, []);
 }
