@@ -154,7 +154,7 @@ export async function lockCandidates(c: Tx, ids: string[]): Promise<CandidateRow
 
 /** grantKeys(namespace, [key, attempt id] in key-byte order) → the token granted to each attempt,
  * or null (held meanwhile, or exhausted at 2^64−1), and the database clock read after the grants.
- * Two statements for any number of keys, one round trip on a pipelined connection:
+ * Two statements for any number of keys, one round trip in a transaction (the first is queued):
  *   - one INSERT … ON DUPLICATE KEY UPDATE creates a key's row on first use, holder and token 1,
  *     and otherwise takes it when it is free and not exhausted (holder ← attempt, highest_token
  *     + 1, version + 1). The existing row's exclusive lock is taken at once, in key order

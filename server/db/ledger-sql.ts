@@ -1,7 +1,7 @@
 // The statements of a PermitLedger flush (server/dispatch/ledger.ts), in its lock order: resource
 // keys (hand-off swaps, then releases, per namespace in key order), queues (by id), applications
 // (by id); the stream head is db/result-events.ts. Every statement is one per table for the whole
-// transaction, and the writes whose row count nobody reads are queued on a pipelined connection
+// transaction, and the writes whose row count nobody reads are queued on the transaction
 // (db/pipeline.ts) to travel with the next statement.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';

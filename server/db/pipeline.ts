@@ -1,7 +1,7 @@
 // Round trips, not statements, are what a transaction waits for. On a loaded 2-core machine a
 // statement's round trip costs 0.3–0.5 ms of waiting (the gateway, MariaDB and the workers share
 // the cores), and a key turnover's result transaction was 16 of them (docs/benchmarks.md). A
-// pipelined connection sends the writes whose answer nobody reads — `START TRANSACTION`, the
+// transaction (`Tx`) sends the writes whose answer nobody reads — `START TRANSACTION`, the
 // UPDATEs of a coalesced result batch, the INSERT of hand-off attempts, the events — together with
 // the next statement whose answer is read, as one multi-statement query (client-side escaping, the
 // same `format` mysql2's `query(sql, values)` uses; MariaDB runs the statements in order and stops
@@ -71,7 +71,7 @@ export class Tx {
 }
 
 /** Test-only fault injection (test/events-head.test.ts, test/frame-isolation.test.ts): offered
- * every statement a pipelined connection sends (prepared ones formatted), with the connection's
+ * every statement a transaction sends (prepared ones formatted), with the connection's
  * thread id; a statement it returns is sent right before that one, in the same text — a failing
  * one aborts the transaction there, a ROLLBACK undoes what came before while the rest of the text
  * still runs. Null (always, outside those tests): inert. */

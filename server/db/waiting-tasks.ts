@@ -4,7 +4,7 @@
 // order (docs/design.md) — so a task is WAITING exactly when its row exists, at every commit:
 //   enterWaiting(task ids)   after the task row became WAITING (submit, retry, requeue, resolve retry)
 //   leaveWaiting(rows)       when it leaves WAITING (claim, hand-off, refill, cancel, deadline)
-// Both are queued writes on a pipelined connection (db/pipeline.ts): they travel with the next
+// Both are queued writes of the transaction (db/pipeline.ts Tx): they travel with the next
 // statement of the transaction.
 import type { Tx } from './pool.js';
 import { write } from './pipeline.js';

@@ -25,7 +25,7 @@ export const OUTCOME_EVENT: Record<string, EventType> = {
 
 /** appendResultEvents(events, { sequences }): allocates sequences per namespace (namespaces in
  * order) and inserts the events with multi-row VALUES. With `sequences: false` (the ledger flush)
- * nothing is read back, so on a pipelined connection both statements travel with the transaction's
+ * nothing is read back, so both statements travel with the transaction's
  * next round trip (its COMMIT); otherwise the allocated sequences are returned. */
 export async function appendResultEvents(
   c: Tx,
