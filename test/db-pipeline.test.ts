@@ -29,6 +29,7 @@ const rows = async () => (await db.pool.query<RowDataPacket[]>('SELECT id, v FRO
 describe('pipelined transactions', () => {
   it('sends queued writes with the next query and returns that query its own result', async () => {
     await db.pool.query('DELETE FROM pipe_t');
+    const trips = transactionStats.roundTrips;
     const seen = await withTransaction(db.pool, async (c) => {
       await write(c, 'INSERT INTO pipe_t VALUES (?, ?)', [1, "it's"]);
       await write(c, 'INSERT INTO pipe_t VALUES (?, ?)', [2, 'b;c']);
@@ -37,6 +38,8 @@ describe('pipelined transactions', () => {
       return { n: Number(r[0]!.n), m: r[0]!.m as string, changed: (u as { affectedRows: number }).affectedRows };
     });
     expect(seen).toEqual({ n: 2, m: "it's", changed: 1 });
+    // START TRANSACTION and the two writes travel with the SELECT, then the UPDATE, then COMMIT.
+    expect(transactionStats.roundTrips - trips).toBe(3);
     expect(await rows()).toEqual([
       [1, "it's"],
       [2, 'x'],
@@ -114,6 +117,7 @@ describe('pipelined transactions', () => {
     await db.pool.query('DELETE FROM pipe_t');
     await db.pool.query("INSERT INTO pipe_t VALUES (40, 'a'), (41, 'b')");
     let changed = -1;
+    const trips = transactionStats.roundTrips;
     const err = await withTransaction(db.pool, async (c) => {
       await write(c, "INSERT INTO pipe_t VALUES (42, 'queued')");
       const [r] = await commitWith(c, 'UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]);
@@ -125,6 +129,8 @@ describe('pipelined transactions', () => {
     }).catch((e: unknown) => e as Error);
     expect(err?.message).toBe('after the commit');
     expect(changed).toBe(2);
+    // START TRANSACTION, the queued INSERT, the UPDATE and its COMMIT: one round trip.
+    expect(transactionStats.roundTrips - trips).toBe(1);
     expect(await rows()).toEqual([
       [40, 'z'],
       [41, 'z'],
