@@ -71,17 +71,17 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: Hando
   // carry — a key exhausted, a credential revoked, no candidate, a retry, a rollback — are
   // released when it ends. The delivered ones commit at delivery.
   const taken: SlotReservation[] = [];
-  const releaseAll = (keep: ReadonlySet<SlotReservation> = new Set()) => {
-    for (const slot of taken.splice(0)) if (!keep.has(slot)) slot.release();
+  const releaseAll = (delivered: ReadonlySet<SlotReservation> = new Set()) => {
+    for (const slot of taken.splice(0)) if (!delivered.has(slot)) slot.release();
   };
-  const reserving: HandoffHost | undefined = host && {
-    reserve: (t) => keep(host.reserve(t)),
-    reserveFreed: (sessionId, attemptId) => keep(host.reserveFreed(sessionId, attemptId)),
-    deliver: (d) => host.deliver(d),
-  };
-  const keep = <T extends { slot: SlotReservation } | null>(to: T): T => {
+  const record = <T extends { slot: SlotReservation } | null>(to: T): T => {
     if (to) taken.push(to.slot);
     return to;
+  };
+  const reserving: HandoffHost | undefined = host && {
+    reserve: (t) => record(host.reserve(t)),
+    reserveFreed: (sessionId, attemptId) => record(host.reserveFreed(sessionId, attemptId)),
+    deliver: (d) => host.deliver(d),
   };
   try {
     const tx = await withTransaction(pool, 'frames', (c) => {
