@@ -21,6 +21,7 @@ const UNIT = [
   'test/workflows-layout.test.ts',
   'test/unit-bench-cpu.test.ts',
   'test/unit-claim-specs.test.ts',
+  'test/unit-session-slots.test.ts',
 ];
 const CHAOS = [
   'test/chaos-*.test.ts',

@@ -90,7 +90,7 @@ describe('Session on an in-process host', () => {
     expect(host.sessions.get(s.id)).toBe(s);
     // hello kicks a claim round, which holds the free slots while it runs.
     await host.dispatcher.idle();
-    expect(s.free).toBe(2);
+    expect(s.slots.free).toBe(2);
     expect((await sessionRow(s.id))?.state).toBe('OPEN');
   });
 
@@ -101,54 +101,56 @@ describe('Session on an in-process host', () => {
     const a = await w.next('task.assign');
     expect(a.task.id).toBe(taskId);
     expect(host.woken).toContain(q);
-    expect(s.held.get(a.attempt_id)).toBe(q);
+    expect(s.slots.held.get(a.attempt_id)).toBe(q);
     await host.dispatcher.idle();
-    expect(s.free).toBe(1);
+    expect(s.slots.free).toBe(1);
     w.send({ type: 'start', attempt_id: a.attempt_id });
     await w.next('start.ok');
     const before = host.woken.length;
     w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded', output: { done: true } });
     const r = await w.next('result.ok');
     expect(r).toMatchObject({ attempt_id: a.attempt_id, task_state: 'SUCCEEDED', deduplicated: false });
-    expect(s.held.size).toBe(0);
+    expect(s.slots.held.size).toBe(0);
     await host.dispatcher.idle();
-    expect(s.free).toBe(2);
+    expect(s.slots.free).toBe(2);
     // The released permit woke the queue through the same signals as the submit.
     expect(host.woken.slice(before)).toContain(q);
     expect(await taskState(taskId)).toBe('SUCCEEDED');
   });
 
-  it('a slot promised to a refill stays held until the swap: a drop (the reconciler found the attempt finished) does not free it', async () => {
+  it('a slot reserved for a refill stays held until the reservation commits: a drop (the reconciler found the attempt finished) does not free it', async () => {
     const { w, s } = await connect('reuse', { capacity: 1 });
     await submit('reuse', 'reuse-1');
     const a = await w.next('task.assign');
     await host.dispatcher.idle();
-    expect(s.reuseSlot(a.attempt_id)).toBe(true);
-    expect(s.reuseSlot(a.attempt_id)).toBe(false); // one promise per slot
-    expect(s.reuseSlot('f'.repeat(32))).toBe(false); // not held
+    const slot = s.slots.reserveFreed(a.attempt_id)!;
+    expect(slot.replaces).toBe(a.attempt_id);
+    expect(s.slots.reserveFreed(a.attempt_id)).toBeNull(); // one reservation per slot
+    expect(s.slots.reserveFreed('f'.repeat(32))).toBeNull(); // not held
     s.dropAttempt(a.attempt_id);
-    expect(s.held.has(a.attempt_id)).toBe(true);
-    expect(s.free).toBe(0);
+    expect(s.slots.held.has(a.attempt_id)).toBe(true);
+    expect(s.slots.free).toBe(0);
     const next = { ...a, attempt_id: 'e'.repeat(32) };
     const { payload, ...task } = a.task;
-    s.swap(a.attempt_id, {
-      attemptId: next.attempt_id,
-      attemptNo: 1,
-      leaseExpiresAt: a.lease_expires_at,
-      queueId: t.queues.reuse!,
-      concurrencyToken: null,
-      task,
-      payloadJson: JSON.stringify(payload),
-    });
+    s.deliver(slot, [
+      {
+        attemptId: next.attempt_id,
+        attemptNo: 1,
+        leaseExpiresAt: a.lease_expires_at,
+        queueId: t.queues.reuse!,
+        concurrencyToken: null,
+        task,
+        payloadJson: JSON.stringify(payload),
+      },
+    ]);
     expect((await w.next('task.assign')).attempt_id).toBe(next.attempt_id);
-    expect([...s.held.keys()]).toEqual([next.attempt_id]);
-    // An unused promise is given back; the drop then frees the slot.
-    expect(s.reuseSlot(next.attempt_id)).toBe(true);
-    s.releaseSlot(next.attempt_id);
+    expect([...s.slots.held.keys()]).toEqual([next.attempt_id]);
+    // An unused reservation is given back; the drop then frees the slot.
+    s.slots.reserveFreed(next.attempt_id)!.release();
     s.dropAttempt(next.attempt_id);
-    expect(s.held.size).toBe(0);
+    expect(s.slots.held.size).toBe(0);
     await host.dispatcher.idle();
-    expect(s.free).toBe(1);
+    expect(s.slots.free).toBe(1);
   });
 
   it("two identities starting one attempt in the same frame batch: only the owner's start applies", async () => {
@@ -173,7 +175,7 @@ describe('Session on an in-process host', () => {
     s.terminate(4409, 'superseded in a unit test', 'STATE_CONFLICT');
     expect(s.state).toBe('closed');
     expect(host.sessions.has(s.id)).toBe(false);
-    expect(s.free).toBe(0);
+    expect(s.slots.free).toBe(0);
     s.terminate(1011, 'a second end', 'INTERNAL');
     const err = await w.next('error');
     expect(err).toEqual({ type: 'error', code: 'STATE_CONFLICT', message: 'superseded in a unit test', fatal: true });
@@ -215,7 +217,7 @@ describe('Session on an in-process host', () => {
     const b = await connect('no-work');
     const a = await b.w.next('task.assign');
     expect(a.task.id).toBe(taskId);
-    expect(b.s.held.has(a.attempt_id)).toBe(true);
+    expect(b.s.slots.held.has(a.attempt_id)).toBe(true);
   });
 
   it('attempts claimed for a session that ended before delivery go back to WAITING at once; nothing reaches its socket', async () => {
@@ -227,14 +229,15 @@ describe('Session on an in-process host', () => {
     try {
       const { w, s } = await connect('undelivered', { capacity: 2 }, quiet, quietUrl);
       const taskId = await submit('undelivered', 'undelivered-1');
-      const round = await claimRound(db.pool, [{ session: s.claim, free: 2 }], quiet.log, () => {});
+      const slot = s.slots.reserve(2)!;
+      const round = await claimRound(db.pool, [{ session: s.claim, free: slot.size }], quiet.log, () => {});
       const got = round.bySession.get(s.id) ?? [];
       expect(got.map((a) => a.task.id)).toEqual([taskId]);
       expect(await taskState(taskId)).toBe('LEASED');
       s.terminate(4000, 'ended before delivery');
-      s.deliver(got);
+      s.deliver(slot, got);
       await quiet.settle();
-      expect(s.held.size).toBe(0);
+      expect(s.slots.held.size).toBe(0);
       expect(await taskState(taskId)).toBe('WAITING');
       const [rows] = await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [got[0]!.attemptId]);
       // Released like an undelivered claim (dispatch.md: EXPIRED, "released at reconnect").
@@ -254,7 +257,7 @@ describe('Session on an in-process host', () => {
     w.send({ type: 'drain' });
     await w.next('drain.ok');
     expect(s.state).toBe('draining');
-    expect(s.free).toBe(0);
+    expect(s.slots.free).toBe(0);
     expect(host.sessions.has(s.id)).toBe(true);
     const second = await submit('drain', 'drain-2');
     await new Promise((r) => setTimeout(r, DISPATCHER_ROUNDS_MS));

@@ -19,7 +19,8 @@ import { isDatabaseRefusal, withTransaction, type Tx, type Pool } from '../db/po
 import { poolBudget } from '../db/packet-budget.js';
 import { coalesce, type Coalesced } from './coalesce.js';
 import { PermitLedger } from './ledger.js';
-import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type HandoffPlan, type ReleasedKey, type Reservation } from './handoff.js';
+import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type HandoffPlan, type ReleasedKey } from './handoff.js';
+import type { SlotReservation } from './slot-reservation.js';
 import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
@@ -66,43 +67,71 @@ export async function runFrameBatch(pool: Pool, cmds: FrameCommand[], host?: Han
 }
 
 async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: HandoffHost | undefined, hints: QueueHints): Promise<FrameBatchResult> {
-  const reserved: Reservation[] = [];
-  const undo = () => {
-    for (const r of reserved.splice(0)) {
-      if (r.attemptId) host!.unreserveFreed(r.sessionId, r.attemptId);
-      else host!.unreserve(r.sessionId);
-    }
+  // Every slot reservation the transaction takes (session-slots.ts); those its deliveries do not
+  // carry — a key exhausted, a credential revoked, no candidate, a retry, a rollback — are
+  // released when it ends. The delivered ones commit at delivery.
+  const taken: SlotReservation[] = [];
+  const releaseAll = (delivered: ReadonlySet<SlotReservation> = new Set()) => {
+    for (const slot of taken.splice(0)) if (!delivered.has(slot)) slot.release();
+  };
+  const record = <T extends { slot: SlotReservation } | null>(to: T): T => {
+    if (to) taken.push(to.slot);
+    return to;
+  };
+  const reserving: HandoffHost | undefined = host && {
+    reserve: (t) => record(host.reserve(t)),
+    reserveFreed: (sessionId, attemptId) => record(host.reserveFreed(sessionId, attemptId)),
+    deliver: (d) => host.deliver(d),
   };
   try {
-    const r = await withTransaction(pool, 'frames', (c) => {
-      undo(); // a deadlock retry starts over
-      return batchInTx(c, cmds, host ? { host, hints } : null, reserved);
+    const tx = await withTransaction(pool, 'frames', (c) => {
+      releaseAll(); // a deadlock retry starts over
+      return batchInTx(c, cmds, reserving ? { host: reserving, hints } : null);
     });
-    // Reservations not used by an applied hand-off or refill (a key was exhausted, a session's
-    // credential revoked, no candidate) are given back; the used ones become held attempts at
-    // delivery.
-    for (const h of r.handoffs) {
-      const i = reserved.findIndex((x) => x.sessionId === h.session.sessionId && x.attemptId === h.replaces);
-      if (i >= 0) reserved.splice(i, 1);
-    }
-    undo();
+    const r = answers(tx);
+    releaseAll(new Set(r.handoffs.map((d) => d.slot)));
     return r;
   } catch (err) {
-    undo();
+    releaseAll();
     if (!(err instanceof HandoffRefused)) throw err;
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
     // limit): the same batch without them, and that queue is skipped for a while.
     hints.markRefused(err.queueIds);
-    return withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null, reserved));
+    return answers(await withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null)));
   }
 }
 
-async function batchInTx(
-  c: Tx,
-  cmds: FrameCommand[],
-  successors: { host: HandoffHost; hints: QueueHints } | null,
-  reserved: Reservation[],
-): Promise<FrameBatchResult> {
+/** What one frame transaction did: each frame's outcome as decided, the key hand-offs and refills
+ * it committed (delivered after the commit), and the queues of the workflow steps it advanced. */
+interface FrameTransaction {
+  outcomes: FrameOutcome[];
+  handedOff: Delivery[];
+  refilled: Delivery[];
+  stepQueues: string[];
+}
+
+/** The frames' answers: a result whose key was handed off or whose slot was refilled freed no
+ * permit (the successor took it back), so no claim round needs waking for its queue (measured:
+ * 0.64 rounds per task on ten hot keys, 99 % empty, before that rule); the queues of advanced
+ * workflow steps are woken by the first accepted result. */
+function answers(tx: FrameTransaction): FrameBatchResult {
+  const handed = new Set(tx.handedOff.map((d) => d.follows));
+  const refilled = new Set(tx.refilled.map((d) => d.follows));
+  let stepQueues = tx.stepQueues;
+  const outcomes = tx.outcomes.map((o): FrameOutcome => {
+    if (!o?.ok || o.kind !== 'result') return o;
+    let answer = o;
+    if (!o.reply.deduplicated && handed.has(o.reply.attempt_id)) answer = { ...o, freedQueues: [], handedOff: true };
+    else if (!o.reply.deduplicated && refilled.has(o.reply.attempt_id)) answer = { ...o, freedQueues: [], refilled: true };
+    if (stepQueues.length === 0) return answer;
+    const first = { ...answer, freedQueues: [...answer.freedQueues, ...stepQueues] };
+    stepQueues = [];
+    return first;
+  });
+  return { outcomes, handoffs: [...tx.handedOff, ...tx.refilled] };
+}
+
+async function batchInTx(c: Tx, cmds: FrameCommand[], successors: { host: HandoffHost; hints: QueueHints } | null): Promise<FrameTransaction> {
   const out: FrameOutcome[] = new Array(cmds.length);
   const ledger = new PermitLedger();
   const released: ReleasedKey[] = [];
@@ -133,29 +162,21 @@ async function batchInTx(
       released.filter((r) => !refused.has(r.queueId)),
       now,
       live,
-      reserved,
     );
-    refills = await planRefills(c, host, ledger, freed, now, reserved, hints);
+    refills = await planRefills(c, host, ledger, freed, now, hints);
   }
   // Keys first, then the hand-off and refill attempts, then the hot rows to the commit (lock order).
   await ledger.flushKeys(c);
-  const handoffs = await completeHandoffs(c, ledger, [...plans, ...refills], now);
+  const delivered = await completeHandoffs(c, ledger, [...plans, ...refills], now);
   // Workflow steps whose tasks changed advance here, before the hot rows (nothing for plain tasks).
   const stepQueues = await advanceSteps(c, ledger);
   await ledger.flushCounters(c);
-  // A result whose key was handed off or whose slot was refilled freed no permit (the successor
-  // took it back): no claim round needs waking for its queue (measured: 0.64 rounds per task on
-  // ten hot keys, 99 % empty, before that rule).
-  const handed = new Set(plans.filter((p) => ledger.handoffTokens.has(p.newAttemptId)).map((p) => p.oldAttemptId));
-  const refilled = new Set(refills.map((p) => p.oldAttemptId));
-  for (const o of out) {
-    if (!o?.ok || o.kind !== 'result' || o.reply.deduplicated) continue;
-    if (handed.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], handedOff: true });
-    else if (refilled.has(o.reply.attempt_id)) Object.assign(o, { freedQueues: [], refilled: true });
-  }
-  const first = out.find((o) => o?.ok && o.kind === 'result');
-  if (stepQueues.length > 0 && first?.ok && first.kind === 'result') first.freedQueues.push(...stepQueues);
-  return { outcomes: out, handoffs };
+  return {
+    outcomes: out,
+    handedOff: delivered.filter((d) => !d.slot.replaces),
+    refilled: delivered.filter((d) => d.slot.replaces),
+    stepQueues,
+  };
 }
 
 /** The bytes of a frame's values stored by its transaction (a result's output and error message;
@@ -178,8 +199,8 @@ export class FrameCommitter {
       async (_app, cmds) => {
         const started = process.hrtime.bigint();
         const r = await runFrameBatch(pool, cmds, host, this.hints);
-        for (const h of r.handoffs) host!.deliver(h.session, h.a, h.replaces);
-        const refills = r.handoffs.filter((h) => h.replaces).length;
+        for (const d of r.handoffs) host!.deliver(d);
+        const refills = r.handoffs.filter((d) => d.slot.replaces).length;
         onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9, r.handoffs.length - refills, refills);
         return r.outcomes;
       },

@@ -17,24 +17,28 @@ import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
 import { leaseCandidates, type Assignment, type ClaimSession, type TaskToAccept } from './grant.js';
 import type { PermitLedger } from './ledger.js';
+import type { SlotReservation } from './slot-reservation.js';
 
-/** What the gateway offers: local sessions that can take a task now. */
+/** A local session with a slot reserved for a grant of this transaction. */
+export interface ReservedSession {
+  session: ClaimSession;
+  slot: SlotReservation;
+}
+
+/** What the gateway offers: local sessions that can take a task now, each with its slot reserved
+ * (gateway/session-slots.ts). The transaction's owner (frame-committer.ts) releases every
+ * reservation that no delivery carries. */
 export interface HandoffHost {
   /** A session that accepts this task now (grant.ts sessionAccepts), with one slot reserved for
    * it; null when none. */
-  reserve(t: TaskToAccept): ClaimSession | null;
-  /** A reservation that was not used (the transaction is retried, rolled back, or the swap failed). */
-  unreserve(sessionId: string): void;
+  reserve(t: TaskToAccept): ReservedSession | null;
   /** The slot of the session's attempt `attemptId`, whose result is committing in this batch,
-   * promised to a refill (refill.ts): the session's descriptor when it takes new work now and is
-   * within its capacity; null otherwise. The slot stays counted as held until the refill's
-   * delivery swaps the attempts, so no claim round can take it meanwhile. */
-  reserveFreed(sessionId: string, attemptId: string): ClaimSession | null;
-  /** A reserveFreed promise that was not used. */
-  unreserveFreed(sessionId: string, attemptId: string): void;
-  /** After the commit: the task.assign frame (the slot reservation becomes the held attempt).
-   * `replaces`: the session's attempt whose slot a refill took (already finished). */
-  deliver(session: ClaimSession, a: Assignment, replaces?: string): void;
+   * reserved for a refill (refill.ts) when the session takes new work now and is within its
+   * capacity; null otherwise. The slot stays counted as held until the reservation's commit, so
+   * no claim round can take it meanwhile. */
+  reserveFreed(sessionId: string, attemptId: string): ReservedSession | null;
+  /** After the commit: the task.assign frame (the delivery's reservation commits). */
+  deliver(d: Delivery): void;
 }
 
 export interface ReleasedKey {
@@ -45,31 +49,25 @@ export interface ReleasedKey {
   attemptId: string;
 }
 
-export interface HandoffPlan {
+export interface HandoffPlan extends ReservedSession {
   oldAttemptId: string;
   newAttemptId: string;
   row: CandidateRow;
-  session: ClaimSession;
   /** true: a key hand-off (applied only when its swap did); false: an unkeyed refill of the slot
    * `oldAttemptId` freed in the same session (refill.ts), always applied. */
   keyed: boolean;
 }
 
-/** A slot promised while a batch runs: a key hand-off's (sessionId) or a refill's (attemptId too). */
-export interface Reservation {
-  sessionId: string;
-  attemptId?: string;
-}
-
-export interface Delivery {
-  session: ClaimSession;
+/** A committed hand-off or refill: delivered to its session after the commit. */
+export interface Delivery extends ReservedSession {
   a: Assignment;
-  /** A refill: the attempt whose slot it took. */
-  replaces?: string;
+  /** The finished attempt whose key (a hand-off) or slot (a refill: slot.replaces) it took. */
+  follows: string;
 }
 
 /** Picks the successor of each released key (before the ledger flush) and records the swaps in
- * the ledger. Reservations made are pushed to `reserved` (the caller undoes them on failure). */
+ * the ledger. A plan carries its session's slot reservation (an unused one is released by the
+ * transaction's owner, frame-committer.ts). */
 export async function planHandoffs(
   c: Tx,
   host: HandoffHost,
@@ -77,7 +75,6 @@ export async function planHandoffs(
   released: ReleasedKey[],
   now: string,
   liveCredentials: Set<string>,
-  reserved: Reservation[],
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
   // The successors read and locked in one statement (SKIP LOCKED: a task a claim holds is skipped).
@@ -90,11 +87,10 @@ export async function planHandoffs(
       .filter((t) => !taken.has(t.id) && t.namespace_id === r.namespaceId && t.queue_id === r.queueId && t.concurrency_key?.equals(r.key))
       .sort(byClaimOrder)[0];
     if (!next) continue;
-    const s = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version, keyed: true });
-    if (!s) continue;
-    reserved.push({ sessionId: s.sessionId });
+    const to = host.reserve({ namespaceId: r.namespaceId, queueId: r.queueId, handler: next.handler, handlerVersion: next.handler_version, keyed: true });
+    if (!to) continue;
     taken.add(next.id);
-    plans.push({ oldAttemptId: r.attemptId, newAttemptId: newId(), row: next, session: s, keyed: true });
+    plans.push({ ...to, oldAttemptId: r.attemptId, newAttemptId: newId(), row: next, keyed: true });
   }
   // A session of another credential than the batch's: its credential is checked like a claim's.
   const others = [...new Set(plans.map((p) => p.session.credentialId).filter((id) => !liveCredentials.has(id)))];
@@ -105,7 +101,8 @@ export async function planHandoffs(
 }
 
 /** After the ledger's key phase: the attempts of the hand-offs whose swap applied and of the
- * refills, and their tasks LEASED. Returns what to deliver after the commit. */
+ * refills, and their tasks LEASED. Returns what to deliver after the commit (a hand-off whose swap
+ * did not apply delivers nothing: its reservation is released with the unused ones). */
 export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
   const applied = plans.filter((p) => !p.keyed || ledger.handoffTokens.has(p.newAttemptId));
   if (applied.length === 0) return [];
@@ -119,5 +116,5 @@ export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: Hando
     now,
     (q) => lease.get(q)!.leaseSeconds,
   );
-  return applied.map((p, i) => (p.keyed ? { session: p.session, a: assignments[i]! } : { session: p.session, a: assignments[i]!, replaces: p.oldAttemptId }));
+  return applied.map((p, i) => ({ session: p.session, slot: p.slot, a: assignments[i]!, follows: p.oldAttemptId }));
 }

@@ -15,6 +15,7 @@ import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
 import type { Session } from './session.js';
+import type { SlotReservation } from '../dispatch/slot-reservation.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */
@@ -82,7 +83,7 @@ export class Dispatcher {
         this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
         this.productive = false;
         for (const s of this.host.sessions.values()) {
-          if (s.free <= 0 || this.due.has(s)) continue;
+          if (s.slots.free <= 0 || this.due.has(s)) continue;
           this.due.add(s);
           this.polled.add(s);
         }
@@ -98,7 +99,7 @@ export class Dispatcher {
       let app: string | undefined;
       const sessions: Session[] = [];
       for (const s of this.due) {
-        if (s.free <= 0 || s.state !== 'open') {
+        if (s.slots.free <= 0 || s.state !== 'open') {
           this.due.delete(s);
           this.polled.delete(s);
           continue;
@@ -122,45 +123,41 @@ export class Dispatcher {
     }
   }
 
-  private async round(sessions: Session[]): Promise<void> {
-    sessions.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
-    const byPoll = new Set(sessions.filter((s) => this.polled.delete(s)));
-    const reqs: ClaimRequest[] = sessions.map((s) => ({ session: s.claim, free: Math.min(MAX_BATCH, s.free) }));
+  private async round(due: Session[]): Promise<void> {
+    due.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
+    const byPoll = new Set(due.filter((s) => this.polled.delete(s)));
+    // The slots this round may fill are reserved while it runs (session-slots.ts), so that a key
+    // hand-off committing meanwhile (ws-gateway handoffHost) cannot fill them too.
+    const sessions: { s: Session; slot: SlotReservation }[] = [];
+    for (const s of due) {
+      const slot = s.slots.reserve(MAX_BATCH, true);
+      if (slot) sessions.push({ s, slot });
+    }
+    const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));
     const m = this.host.metrics;
     const started = process.hrtime.bigint();
-    // The slots this round may fill are reserved while it runs, so that a key hand-off committing
-    // meanwhile (ws-gateway handoffHost) cannot fill them too: capacity is never exceeded and no
-    // claimed attempt has to be given back (its attempt number and token burned).
-    sessions.forEach((s, i) => s.reserve(reqs[i]!.free, true));
-    let held = true;
-    const unreserve = () => {
-      if (!held) return;
-      held = false;
-      sessions.forEach((s, i) => s.unreserve(reqs[i]!.free, true));
-    };
     try {
       const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc());
-      unreserve();
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
-      for (const s of sessions) {
-        if (r.revoked.has(s.id)) {
-          s.revoked();
+      for (const { s, slot } of sessions) {
+        const got = r.bySession.get(s.id) ?? [];
+        if (r.revoked.has(s.id) || got.length === 0) {
+          slot.release();
+          if (r.revoked.has(s.id)) s.revoked();
           continue;
         }
-        const got = r.bySession.get(s.id) ?? [];
-        if (got.length === 0) continue;
         granted += got.length;
         if (byPoll.has(s)) this.productive = true;
         this.lastServed.set(s, ++this.served);
-        s.deliver(got);
+        s.deliver(slot, got);
         // A full batch suggests more waiting work: due again for the next round.
-        if (got.length === Math.min(MAX_BATCH, reqs.find((x) => x.session.sessionId === s.id)!.free) && s.free > 0) this.due.add(s);
+        if (got.length === slot.size && s.slots.free > 0) this.due.add(s);
       }
       m.claimRounds.inc({ result: granted > 0 ? 'granted' : 'empty' });
       if (granted > 0) m.tasksAssigned.inc(granted);
     } catch (err) {
-      unreserve();
+      for (const { slot } of sessions) slot.release();
       m.claimRounds.inc({ result: 'failed' });
       if (isDatabaseRefusal(err)) this.host.log.warn({ err }, 'claim round failed: database unavailable or busy');
       else this.host.log.error({ err }, 'claim round failed');

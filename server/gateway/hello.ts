@@ -1,7 +1,7 @@
 // The hello transaction: worker identity (capability flag frozen), session row, resume of listed
 // attempts, and immediate release of unlisted never-started attempts of this identity.
 import { OrbitError } from '@orbit/protocol/errors';
-import type { HelloFrame } from '@orbit/protocol/frames';
+import type { GatewayFrame, HelloFrame } from '@orbit/protocol/frames';
 import type { LiveAttemptState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
 import { toIso, type Pool } from '../db/pool.js';
@@ -16,12 +16,41 @@ import { withLedgerTx } from '../dispatch/ledger.js';
 import { revokeAttempt } from '../dispatch/revoke.js';
 import { advanceSteps } from '../dispatch/step-advance.js';
 import { queueConfigs } from '../db/queue-config.js';
+import type { ClaimSession } from '../dispatch/grant.js';
 
 export interface HelloResult {
   resumed: { attempt_id: string; state: LiveAttemptState; lease_expires_at: string; concurrency_token?: string; queueId: string; taskId: string }[];
   lost: string[];
   leaseMs: number;
   freedQueues: string[];
+}
+
+/** The session as the grant path sees it (Session.claim), from its credential and hello. */
+export function helloClaimSession(cred: Credential, sessionId: string, h: HelloFrame): ClaimSession {
+  return {
+    namespaceId: cred.namespaceId,
+    applicationId: cred.applicationId,
+    workerId: h.worker_id,
+    sessionId,
+    credentialId: cred.id,
+    queueIds: [...new Set(h.queues)],
+    handlers: h.handlers ?? null,
+    concurrencyKeys: h.concurrency_keys ?? false,
+  };
+}
+
+/** The hello.ok frame of a committed hello. */
+export function helloOk(sessionId: string, h: HelloFrame, res: HelloResult, maxFrameBytes: number): GatewayFrame {
+  return {
+    type: 'hello.ok',
+    session_id: sessionId,
+    worker_id: h.worker_id,
+    lease_ms: res.leaseMs,
+    renew_ms: Math.max(1000, Math.floor(res.leaseMs / 3)),
+    max_frame_bytes: maxFrameBytes,
+    resumed: res.resumed.map(({ queueId: _q, taskId: _t, ...r }) => r),
+    lost: res.lost,
+  };
 }
 
 export async function helloTransaction(pool: Pool, cred: Credential, sessionId: string, nodeId: string, h: HelloFrame): Promise<HelloResult> {

@@ -88,7 +88,7 @@ export class Reconciler {
     if (sessions.length === 0) return;
     const pool = this.host.pool;
     // Attempts this node thinks its sessions hold, but that are no longer theirs.
-    const held = sessions.flatMap((s) => [...s.held.keys()].map((id) => ({ id, s })));
+    const held = sessions.flatMap((s) => [...s.slots.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
       const rows = await attemptHolders(
@@ -101,7 +101,7 @@ export class Reconciler {
         if (!r) continue;
         const live = r.state === 'LEASED' || r.state === 'RUNNING';
         if (live && r.session_id === s.id) continue;
-        if (!s.held.has(id)) continue;
+        if (!s.slots.held.has(id)) continue;
         if (!live && r.result_fingerprint === null) {
           const reason = r.error_code === 'CANCELLED' ? 'CANCELLED' : r.error_code === 'DEADLINE_EXCEEDED' ? 'DEADLINE_EXCEEDED' : 'LEASE_EXPIRED';
           s.cancelAttempt(id, reason);

@@ -6,17 +6,16 @@
 // and its own transactions take turns with other applications' (tx-admission.ts).
 // A session sees the node only through its SessionHost (the gateway, or a test's host) and its
 // socket; it alone changes its state, and terminate() is the one way to end it from outside.
-import { isUtf8 } from 'node:buffer';
 import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
-import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
+import type { GatewayFrame, HelloFrame, WorkerFrame } from '@orbit/protocol/frames';
 import type { Credential } from '../db/credentials.js';
 import { renewAttempts } from '../dispatch/renew.js';
 import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
-import { helloTransaction } from './hello.js';
+import { helloClaimSession, helloOk, helloTransaction } from './hello.js';
 import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
@@ -25,14 +24,18 @@ import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
 import { assignText } from './assign-text.js';
+import { readWorkerFrame } from './frame-read.js';
 import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
+import type { SlotReservation } from '../dispatch/slot-reservation.js';
 
 export type { SessionHost, SessionState } from './session-host.js';
 export { assignText } from './assign-text.js';
 
-export class Session extends SessionSlots {
+export class Session {
   readonly id = newId();
+  /** Capacity, held attempts and reservations (session-slots.ts: the one owner of these counts). */
+  readonly slots = new SessionSlots(() => this.takesWork());
   private current: SessionState = 'hello';
   workerId = '';
   claim!: ClaimSession;
@@ -55,7 +58,6 @@ export class Session extends SessionSlots {
     readonly ws: WorkerSocket,
     readonly cred: Credential,
   ) {
-    super();
     this.log = host.log.child({ session_id: this.id });
     this.liveness = new Liveness(
       (data) => ws.ping(data),
@@ -67,7 +69,7 @@ export class Session extends SessionSlots {
     );
     this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
     this.renews = new RenewCoalescer(
-      (ids) => this.admitted(() => renewAttempts(host.pool, this.who(), ids, this.held)),
+      (ids) => this.admitted(() => renewAttempts(host.pool, this.who(), ids, this.slots.held)),
       (frames) => host.metrics.renewBatchSize.observe(frames),
     );
     this.helloTimer = setTimeout(
@@ -92,7 +94,7 @@ export class Session extends SessionSlots {
       fn();
     } catch (err) {
       reportInternal(this.host, where, err, { session_id: this.id });
-      if (this.state !== 'closed') this.fatal('INTERNAL', 'internal error', 1011);
+      if (this.state !== 'closed') this.terminate(1011, 'internal error', 'INTERNAL');
     }
   }
 
@@ -102,17 +104,11 @@ export class Session extends SessionSlots {
     return this.current;
   }
 
-  protected takesWork(): boolean {
+  private takesWork(): boolean {
     // A socket that is closing gets nothing: an attempt claimed for it would only be released
     // again (its token burned).
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return false;
     return this.liveness.answering();
-  }
-
-  /** A refill committed: `old` (finished) leaves its slot and `a` takes it. */
-  swap(old: string, a: Assignment): void {
-    this.vacate(old);
-    this.deliver([a]);
   }
 
   /** Called by the gateway's ping timer. */
@@ -164,45 +160,30 @@ export class Session extends SessionSlots {
     this.host.unregister(this);
   }
 
-  private fatal(code: keyof typeof ERROR_CODES, message: string, closeCode: number): void {
-    this.terminate(closeCode, message, code);
-  }
-
   private protocolError(message: string, closeCode = 1002): void {
     if (this.state === 'closed') return;
     this.log.info({ reason: message }, 'protocol error');
-    this.fatal('PROTOCOL_ERROR', message, closeCode);
+    this.terminate(closeCode, message, 'PROTOCOL_ERROR');
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
     this.host.faults.hit('frame');
-    const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
-    // The socket accepts up to twice the limit so that an oversized frame still gets its error
-    // frame before the 1009 close (beyond that, ws closes with 1009 by itself and WorkerSocket
-    // sends the error frame).
-    if (buf.length > this.host.config.maxFrameBytes) {
-      return this.protocolError(`frame over max_frame_bytes (${this.host.config.maxFrameBytes})`, 1009);
-    }
-    // ws skips UTF-8 validation (skipUTF8Validation): invalid text is a protocol error with its
-    // error frame and 1002 here, instead of ws's bare 1007.
-    if (!isUtf8(buf)) return this.protocolError('text frame is not valid UTF-8');
-    const text = buf.toString('utf8');
-    const parsed = parseWorkerFrame(text);
-    if (!parsed.ok) return this.protocolError(parsed.message);
-    const f = parsed.frame;
+    const read = readWorkerFrame(data, this.host.config.maxFrameBytes);
+    if (!read.ok) return this.protocolError(read.message, read.close);
+    const { frame: f, bytes } = read;
     if (this.helloDone === null) {
       if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
       clearTimeout(this.helloTimer!);
-      const done = this.window.enter(buf.length);
+      const done = this.window.enter(bytes);
       this.helloDone = this.track(this.onHello(f));
       void this.helloDone.then(done);
       return;
     }
     if (f.type === 'hello') return this.protocolError('hello may be sent only once');
     // In flight until answered (or failed): the window pauses the socket at the session's limit.
-    const done = this.window.enter(buf.length);
+    const done = this.window.enter(bytes);
     void this.helloDone.then(() =>
       this.boundary('frame', () => {
         if (this.state !== 'open' && this.state !== 'draining') return done();
@@ -236,18 +217,18 @@ export class Session extends SessionSlots {
     if (err instanceof OrbitError) {
       // A documented refusal (e.g. hello NOT_FOUND for a queue) is policy, not an internal error.
       const close = ERROR_CODES[err.code].close ?? 1008;
-      this.fatal(err.code, err.message, close);
+      this.terminate(close, err.message, err.code);
       return;
     }
     if (isDatabaseRefusal(err)) {
       // Nothing of the refused transaction committed: the worker reconnects, resumes and sends
       // its frames again (a result is deduplicated by its fingerprint).
       this.log.warn({ err }, 'database unavailable or busy; closing session so the worker reconnects');
-      this.fatal('UNAVAILABLE', 'database unavailable or busy; reconnect and resume', ERROR_CODES.UNAVAILABLE.close);
+      this.terminate(ERROR_CODES.UNAVAILABLE.close, 'database unavailable or busy; reconnect and resume', 'UNAVAILABLE');
       return;
     }
     reportInternal(this.host, 'session', err, { session_id: this.id });
-    this.fatal('INTERNAL', 'internal error', 1011);
+    this.terminate(1011, 'internal error', 'INTERNAL');
   }
 
   private async onHello(h: HelloFrame): Promise<void> {
@@ -257,30 +238,12 @@ export class Session extends SessionSlots {
       return;
     }
     this.workerId = h.worker_id;
-    this.capacity = h.capacity;
-    this.claim = {
-      namespaceId: this.cred.namespaceId,
-      applicationId: this.cred.applicationId,
-      workerId: h.worker_id,
-      sessionId: this.id,
-      credentialId: this.cred.id,
-      queueIds: [...new Set(h.queues)],
-      handlers: h.handlers ?? null,
-      concurrencyKeys: h.concurrency_keys ?? false,
-    };
-    for (const r of res.resumed) this.held.set(r.attempt_id, r.queueId);
+    this.slots.capacity = h.capacity;
+    this.claim = helloClaimSession(this.cred, this.id, h);
+    this.slots.resume(res.resumed);
     this.current = 'open';
     this.host.register(this);
-    this.send({
-      type: 'hello.ok',
-      session_id: this.id,
-      worker_id: h.worker_id,
-      lease_ms: res.leaseMs,
-      renew_ms: Math.max(1000, Math.floor(res.leaseMs / 3)),
-      max_frame_bytes: this.host.config.maxFrameBytes,
-      resumed: res.resumed.map(({ queueId: _q, taskId: _t, ...r }) => r),
-      lost: res.lost,
-    });
+    this.send(helloOk(this.id, h, res, this.host.config.maxFrameBytes));
     this.log.info({ worker_id: h.worker_id, resumed: res.resumed.length, lost: res.lost.length }, 'session open');
     this.host.wake(res.freedQueues);
     this.host.kick(this);
@@ -297,11 +260,11 @@ export class Session extends SessionSlots {
         void this.track(this.onRenew(f.attempt_ids)).then(done);
         return;
       case 'capacity': {
-        this.capacity = f.capacity;
+        this.slots.capacity = f.capacity;
         // Only the newest capacity is written: a flood of capacity frames is one row update, not one each.
         const n = ++this.capacityFrames;
         const write = () =>
-          n === this.capacityFrames ? this.admitted(() => recordSessionCapacity(this.host.pool, this.id, this.capacity)) : Promise.resolve();
+          n === this.capacityFrames ? this.admitted(() => recordSessionCapacity(this.host.pool, this.id, this.slots.capacity)) : Promise.resolve();
         this.mirror(write, done);
         this.host.kick(this);
         return;
@@ -340,7 +303,12 @@ export class Session extends SessionSlots {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'start', who: this.who(), attemptId, queueId: this.held.get(attemptId) ?? null });
+    const r = await this.host.frames.run(this.cred.applicationId, {
+      kind: 'start',
+      who: this.who(),
+      attemptId,
+      queueId: this.slots.held.get(attemptId) ?? null,
+    });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'start') throw new Error('frame batch answered a start with a result');
     this.send({ type: 'start.ok', attempt_id: attemptId, lease_expires_at: r.leaseExpiresAt });
@@ -360,10 +328,10 @@ export class Session extends SessionSlots {
     // every task claimable when it read (a full batch makes the session due again, and work that
     // came later woke it), so the slot this result frees needs no round of its own. Measured on
     // ten hot keys: most kicks after a hand-off came from such sessions and found nothing.
-    const wasFull = this.free === 0 && this.fullButForRound;
-    // A refilled slot stays held until the refill's delivery swaps the attempts (right after this
-    // reply is sent): freeing it here would let a claim round take it in between.
-    if (!r.refilled) this.held.delete(f.attempt_id);
+    const wasFull = this.slots.free === 0 && this.slots.fullButForRound;
+    // A refilled slot stays held until the refill's delivery commits its reservation (right after
+    // this reply is sent): freeing it here would let a claim round take it in between.
+    if (!r.refilled) this.slots.finish(f.attempt_id);
     this.send(r.reply as GatewayFrame);
     // Per-task lines are debug only, and not even built below it (issue 19: no per-task logging cost).
     if (this.log.isLevelEnabled('debug')) {
@@ -384,45 +352,33 @@ export class Session extends SessionSlots {
   revoked(): void {
     if (this.state === 'closed') return;
     this.log.info('credential revoked; closing session');
-    this.fatal('UNAUTHENTICATED', 'credential revoked', 1008);
+    this.terminate(1008, 'credential revoked', 'UNAUTHENTICATED');
   }
 
   dropAttempt(attemptId: string): void {
-    // An attempt whose slot a committed refill takes over leaves at the swap, not before: freed
-    // here (the reconciler sees it finished in the database first), its slot could go to a claim
-    // round and the refill's task would find no room.
-    if (this.isReusing(attemptId)) return;
-    if (this.held.delete(attemptId)) this.host.kick(this);
+    if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** Sends task.assign frames for committed claims. */
-  deliver(assignments: Assignment[]): void {
+  /** Sends task.assign frames for a committed claim, hand-off or refill, whose slots `slot`
+   * reserved: they become held attempts (slot.commit). */
+  deliver(slot: SlotReservation, assignments: Assignment[]): void {
     // A claim that committed after drain or close: the worker will never see these attempts, so
-    // they go back to WAITING now instead of sitting out their lease.
-    if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) {
+    // they go back to WAITING now instead of sitting out their lease. Never more than the
+    // capacity either: a capacity frame may have lowered it while the claim committed; the
+    // excess goes back at once.
+    const open = this.state === 'open' && this.ws.readyState === this.ws.OPEN;
+    const held = slot.commit(open ? assignments : []);
+    if (held.length < assignments.length) {
       this.host.releaseUndelivered(
         this,
-        assignments.map((a) => a.attemptId),
+        assignments.slice(held.length).map((a) => a.attemptId),
       );
-      return;
-    }
-    // Never more than the capacity: a capacity frame may have lowered it while the claim that
-    // produced these committed (claim rounds and hand-offs reserve their slots, see dispatcher);
-    // the excess goes back at once.
-    const room = this.room;
-    if (assignments.length > room) {
-      this.host.releaseUndelivered(
-        this,
-        assignments.slice(room).map((a) => a.attemptId),
-      );
-      assignments = assignments.slice(0, room);
     }
     // A worker that stopped gets this batch, but no more: nothing new is assigned while this ping
     // stays unanswered past the pong timeout.
-    if (assignments.length > 0) this.liveness.probe();
+    if (held.length > 0) this.liveness.probe();
     const debug = this.log.isLevelEnabled('debug');
-    for (const a of assignments) {
-      this.held.set(a.attemptId, a.queueId);
+    for (const a of held) {
       if (debug) {
         this.log.debug(
           { task_id: a.task.id, attempt_id: a.attemptId, attempt_no: a.attemptNo, concurrency_token: a.concurrencyToken ?? undefined },

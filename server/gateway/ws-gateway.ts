@@ -20,8 +20,8 @@ import { SUPERSEDED, type SessionHost } from './session-host.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-committer.js';
-import type { HandoffHost } from '../dispatch/handoff.js';
-import { sessionAccepts, type Assignment, type ClaimSession } from '../dispatch/grant.js';
+import type { Delivery, HandoffHost } from '../dispatch/handoff.js';
+import { sessionAccepts } from '../dispatch/grant.js';
 import { releaseAttempts, type Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { TxAdmission } from './tx-admission.js';
@@ -105,7 +105,8 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     );
   }
 
-  /** Local sessions for key hand-offs in result transactions (server/dispatch/handoff.ts):
+  /** Local sessions for key hand-offs and refills in result transactions (server/dispatch/
+   * handoff.ts, refill.ts), each with its slot reserved (session-slots.ts): a hand-off goes
    * round-robin over the open sessions that take the task now. */
   private handoffHost(): HandoffHost {
     let turn = 0;
@@ -115,39 +116,36 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
         for (let i = 0; i < all.length; i++) {
           const s = all[(turn + i) % all.length]!;
           const c = s.claim;
-          if (s.free <= 0 || !c || !sessionAccepts(c, t)) continue;
+          if (!c || !sessionAccepts(c, t)) continue;
+          const slot = s.slots.reserve(1);
+          if (!slot) continue;
           turn = (turn + i + 1) % Math.max(1, all.length);
-          s.reserve(1);
-          return c;
+          return { session: c, slot };
         }
         return null;
       },
       reserveFreed: (sessionId, attemptId) => {
         const s = this.sessions.get(sessionId);
-        return s && s.reuseSlot(attemptId) ? s.claim : null;
+        const slot = s?.slots.reserveFreed(attemptId);
+        return s && slot ? { session: s.claim, slot } : null;
       },
-      unreserveFreed: (sessionId, attemptId) => this.sessions.get(sessionId)?.releaseSlot(attemptId),
-      unreserve: (sessionId) => this.sessions.get(sessionId)?.unreserve(1),
-      deliver: (c, a, replaces) => {
+      deliver: (d) => {
         // A refill's task.assign goes after the result.ok of the attempt whose slot it took (the
         // session sends that reply when the batch's outcomes resolve, before the next macrotask),
         // so a worker never sees more assignments than its capacity.
-        if (!replaces) return this.deliverHandoff(c, a);
-        const later = guardTimer(this.app, 'refill delivery', () => this.deliverHandoff(c, a, replaces));
+        if (!d.slot.replaces) return this.deliverHandoff(d);
+        const later = guardTimer(this.app, 'refill delivery', () => this.deliverHandoff(d));
         void this.track(new Promise<void>((resolve) => setImmediate(() => (later(), resolve()))));
       },
     };
   }
 
   /** A committed hand-off or refill to its session, or back to WAITING when the session is gone. */
-  private deliverHandoff(c: ClaimSession, a: Assignment, replaces?: string): void {
+  private deliverHandoff({ session: c, a, slot }: Delivery): void {
     const s = this.sessions.get(c.sessionId);
-    // A refill swaps the finished attempt for the new one in the same slot; a hand-off's slot was
-    // reserved.
-    if (s && replaces) return s.swap(replaces, a);
-    s?.unreserve(1);
-    if (s) return s.deliver([a]);
+    if (s) return s.deliver(slot, [a]);
     // The session closed since: released at once like any undelivered claim.
+    slot.release();
     this.release({ namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId], this.log);
   }
 
@@ -231,7 +229,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   private notifyRevoked(list: readonly Revoked[]): void {
     for (const r of list) {
       const s = this.sessions.get(r.sessionId);
-      if (s && s.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
+      if (s && s.slots.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
     }
   }
 
