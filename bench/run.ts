@@ -77,6 +77,9 @@ async function startGateway(dsn: string, processes: number): Promise<Gateway> {
   // ORBIT_BENCH_CPU_PROF=dir: the gateway writes a V8 CPU profile there at exit (node --cpu-prof).
   // With several processes each one does (node:cluster forks with the primary's exec arguments).
   const prof = process.env.ORBIT_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.ORBIT_BENCH_CPU_PROF}`] : [];
+  // ORBIT_BENCH_GATEWAY_NODE_ARGS='--perf-basic-prof --log-deopt …': more node/V8 options for the
+  // gateway only (profiling: `perf record -p` on its pid, V8's logs), split on spaces.
+  prof.push(...(process.env.ORBIT_BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const hook = ['--expose-gc', '--import', pathToFileURL(path.join(packageRoot(), 'dist/bench/gateway-gc-hook.js')).href];
   const child = spawn(process.execPath, [...prof, ...hook, path.join(packageRoot(), 'dist/server/cli/orbit.js')], {
     env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: '127.0.0.1:0', ORBIT_LOG_LEVEL: 'warn', ORBIT_PROCESSES: String(processes) },

@@ -175,6 +175,17 @@ describe('authentication', () => {
     }
   });
 
+  it('a revoked token the node has cached (it submitted before) → 401 first on POST /v1/tasks, whatever else is wrong', async () => {
+    const c = await limitedCredential(db, a.namespace_id, ['tasks:submit']);
+    expectData(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, key: ikey(), body: taskBody(a.queue_id) }), 201);
+    await revokeCredential(db.pool, c.id);
+    const tasks = await countTasks();
+    expectError(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, key: ikey(), body: taskBody(a.queue_id) }), 401, 'UNAUTHENTICATED');
+    expectError(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, rawBody: '{{{{', key: ikey() }), 401, 'UNAUTHENTICATED');
+    expectError(await call(gw.url, 'POST', '/v1/tasks', { token: c.token, body: taskBody(a.queue_id) }), 401, 'UNAUTHENTICATED');
+    expect(await countTasks()).toBe(tasks);
+  });
+
   it('a revoked token cannot replay its own receipt', async () => {
     const c = await limitedCredential(db, a.namespace_id, ['tasks:submit']);
     const key = ikey();

@@ -152,18 +152,37 @@ export interface SubmitQueueRow extends RowDataPacket {
   now: string;
 }
 
-/** readSubmitQueues(ids) → the queues a submit batch names (no lock: configuration read;
- * retirement is decided by lockLiveQueues at the end), each row with the database clock. */
-export async function readSubmitQueues(c: Conn, ids: string[]): Promise<{ rows: SubmitQueueRow[]; now: string }> {
-  const valid = ids.filter(isId);
+/** readSubmitQueues(ids, credentialIds) → the queues a submit batch names (no lock: configuration
+ * read; retirement is decided by lockLiveQueues at the end), each row with the database clock, and
+ * which of `credentialIds` are live (not revoked; a plain read, as the request's own lookup by
+ * token is) — in one statement: a POST /v1/tasks authenticated from the node's credential cache
+ * (server/http/auth.ts) has its credential checked here instead of in a statement of its own. */
+export async function readSubmitQueues(
+  c: Conn,
+  ids: string[],
+  credentialIds: string[] = [],
+): Promise<{ rows: SubmitQueueRow[]; now: string; liveCredentials: Set<string> }> {
+  const valid = [...new Set(ids.filter(isId))];
+  const creds = [...new Set(credentialIds.filter(isId))];
+  const parts: string[] = [];
   if (valid.length > 0) {
-    const [rows] = await c.query<SubmitQueueRow[]>(
-      `SELECT id, namespace_id, retired_at, retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM queues WHERE id IN (${placeholders(valid.length)})`,
-      valid,
+    parts.push(
+      `SELECT 'q' AS kind, id, namespace_id, retired_at, retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM queues WHERE id IN (${placeholders(valid.length)})`,
     );
-    if (rows.length > 0) return { rows, now: rows[0]!.now };
   }
-  return { rows: [], now: await dbNow(c) };
+  if (creds.length > 0) {
+    parts.push(
+      `SELECT 'c' AS kind, id, NULL AS namespace_id, NULL AS retired_at, NULL AS retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM credentials WHERE id IN (${placeholders(creds.length)}) AND revoked_at IS NULL`,
+    );
+  }
+  if (parts.length > 0) {
+    const [all] = await c.query<(SubmitQueueRow & { kind: string })[]>(parts.join(' UNION ALL '), [...valid, ...creds]);
+    const liveCredentials = new Set(all.filter((r) => r.kind === 'c').map((r) => r.id));
+    // The UNION widens retry_max_attempts to BIGINT, which mysql2 returns as a string.
+    const rows = all.filter((r) => r.kind === 'q').map((r) => Object.assign(r, { retry_max_attempts: Number(r.retry_max_attempts) }));
+    if (all.length > 0) return { rows, now: all[0]!.now, liveCredentials };
+  }
+  return { rows: [], now: await dbNow(c), liveCredentials: new Set() };
 }
 
 /** lockLiveQueues(ids) → how many of these queues are not retired, each locked exclusively to the

@@ -2,6 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn } from './pool.js';
 import { chunkRows } from './packet-budget.js';
+import { write } from './pipeline.js';
 import { placeholderRows } from './placeholders.js';
 
 export interface ReceiptRow extends RowDataPacket {
@@ -80,7 +81,8 @@ export interface NewReceipt {
  * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT (one
  * per chunk when the frozen data exceed the statement budget: db/packet-budget.ts). A key that
  * exists (committed, or in flight in another transaction, which this waits for) fails the
- * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. */
+ * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. Queued on a
+ * pipelined connection (db/pipeline.ts): the failure surfaces at the transaction's next read. */
 export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void> {
   const values = rows.map((r) => [
     r.namespaceId,
@@ -95,7 +97,8 @@ export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void>
     r.createdAt,
   ]);
   for (const chunk of chunkRows(c, values, (v) => v)) {
-    await c.query(
+    await write(
+      c,
       `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
        VALUES ${placeholderRows(chunk.length, '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')}`,
       chunk.flat(),

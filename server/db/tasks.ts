@@ -6,6 +6,7 @@ import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
 import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
+import { write } from './pipeline.js';
 import { isId } from '@orbit/protocol/ids';
 import { enterWaiting } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
@@ -169,12 +170,15 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
 /** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
  * whole submit batch (one per chunk when the payloads exceed the statement budget:
  * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), and
- * one INSERT … SELECT of their waiting rows (db/waiting-tasks.ts), queued. The caller passes times
+ * one INSERT … SELECT of their waiting rows (db/waiting-tasks.ts), both queued. The caller passes times
  * derived from the database clock, so the accepted tasks can be answered without reading them back. */
 export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
+  // Queued (db/pipeline.ts): sent with the submit's next read (lockLiveQueues), not a round trip
+  // of its own; a failure surfaces there and rolls the transaction back.
   for (const chunk of chunkRows(c, rows, (r) => r)) {
-    await c.query(
+    await write(
+      c,
       `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
           business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
           deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index)

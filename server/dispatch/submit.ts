@@ -3,7 +3,8 @@
 //
 // Commands of one application that arrive together share one transaction of batch-shaped
 // statements, whatever their number (measured per batch, not per task):
-//   1. the named queues with the database clock (no lock),
+//   1. the named queues with the database clock (no lock), and whether the credentials of the
+//      commands authenticated from the node's credential cache are live (server/http/auth.ts),
 //   2. the committed receipts of the batch's keys (replays and conflicts answered from them),
 //   3. one multi-row INSERT of tasks and one of complete receipts (the frozen replies),
 //   4. the hot rows last — the queues (a conditional touch that fails on a retired queue) and the
@@ -54,6 +55,10 @@ export interface SubmitCommand {
   credential: Pick<Credential, 'id' | 'namespaceId' | 'applicationId' | 'queueIds'>;
   /** null: no receipt (a schedule's task: the fire record or the trigger's receipt is its identity). */
   key: string | null;
+  /** The credential came from the node's credential cache (server/http/auth.ts), not from a lookup
+   * by this request: the transaction checks that it is still live (not revoked) before anything
+   * else and answers 401 UNAUTHENTICATED if not, as that lookup would have. */
+  checkCredential?: boolean;
   prepared: PreparedSubmit;
   /** Tasks created by a schedule record it. */
   origin?: TaskOrigin;
@@ -87,9 +92,10 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
  * under its key lock, where the edge conditions are that item's answer. */
 async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
   const outcomes: Slot[] = new Array(items.length);
-  const { rows, now } = await readSubmitQueues(
+  const { rows, now, liveCredentials } = await readSubmitQueues(
     c,
     items.map((i) => i.prepared.normalized.queue_id),
+    items.filter((i) => i.checkCredential).map((i) => i.credential.id),
   );
   const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
   const nowMs = dbTimeToMs(now);
@@ -100,6 +106,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean): P
   const fingerprints: string[] = [];
   const live: number[] = [];
   items.forEach((it, i) => {
+    if (it.checkCredential && !liveCredentials.has(it.credential.id)) return (outcomes[i] = refused('UNAUTHENTICATED', 'unknown or revoked credential'));
     const n = it.prepared.normalized;
     const q = queues.get(n.queue_id);
     if (!q || q.namespace_id !== it.credential.namespaceId) return (outcomes[i] = 'not-found');

@@ -19,6 +19,47 @@ export async function authenticate(pool: Pool, req: IncomingMessage): Promise<Cr
   return cred;
 }
 
+/** Credentials found live by a lookup of this node, by token hash (hex): what a credential grants
+ * (namespace, application, scopes, queue_ids) never changes after it is issued, only `revoked_at`
+ * does, so an entry is never stale in those facts. Whether it is still live is not taken from here:
+ * a request authenticated from the cache has it checked by the database before its answer, in its
+ * own transaction (POST /v1/tasks: server/dispatch/submit.ts) or by a lookup before an error is
+ * answered (server/http/server.ts). Bounded; the oldest entry goes first. Per pool (one per
+ * database; tests run several in one process). */
+const cached = new WeakMap<Pool, Map<string, Credential>>();
+const CACHE_ENTRIES = 1000;
+
+/** authenticate(), but a token this node has found live before is answered from the cache without
+ * a statement: `checked` is then false and the caller must have the credential's liveness checked
+ * by the database before it answers (see `cached`). */
+export async function authenticateCached(pool: Pool, req: IncomingMessage): Promise<{ cred: Credential; checked: boolean }> {
+  const h = req.headers.authorization;
+  const m = h ? BEARER.exec(h) : null;
+  if (!m) throw new OrbitError('UNAUTHENTICATED', authProblem(h));
+  const hash = hashToken(m[1]!);
+  let byHash = cached.get(pool);
+  const hit = byHash?.get(hash.toString('hex'));
+  if (hit) return { cred: hit, checked: false };
+  const cred = await findCredentialByTokenHash(pool, hash);
+  if (!cred || cred.revokedAt) throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
+  if (!byHash) cached.set(pool, (byHash = new Map()));
+  if (byHash.size >= CACHE_ENTRIES) byHash.delete(byHash.keys().next().value!);
+  byHash.set(hash.toString('hex'), cred);
+  return { cred, checked: true };
+}
+
+/** Confirms by a lookup that the credential of a request authenticated from the cache is still
+ * live; 401 (and the entry dropped) when it was revoked meanwhile. */
+export async function recheckCredential(pool: Pool, req: IncomingMessage): Promise<void> {
+  const m = BEARER.exec(req.headers.authorization ?? '');
+  const hash = hashToken(m![1]!);
+  const cred = await findCredentialByTokenHash(pool, hash);
+  if (!cred || cred.revokedAt) {
+    cached.get(pool)?.delete(hash.toString('hex'));
+    throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
+  }
+}
+
 /** Why an Authorization header was refused, in words that point at the fix: a missing header, a
  * scheme other than Bearer, or a token that cannot be one Orbit issued (too short, bad bytes) —
  * the last is an unknown credential, not a malformed header. */

@@ -12,6 +12,10 @@ export interface RequestCtx {
   params: Record<string, string>;
   /** Set by the router for every route that needs a credential. */
   cred: Credential;
+  /** false: `cred` came from the node's credential cache and the route (`checksCredential`) must
+   * have its liveness checked by the database before it answers; the router re-checks it before
+   * any error is answered, so that a revoked token still gets 401 first. */
+  credentialChecked?: boolean;
   log: Logger;
 }
 

@@ -8,6 +8,9 @@ export interface Route {
   template: string;
   /** false for /healthz, /readyz, /metrics */
   auth: boolean;
+  /** The handler has the credential's liveness checked in its own transaction (POST /v1/tasks),
+   * so the request may be authenticated from the node's credential cache (server/http/auth.ts). */
+  checksCredential?: true;
   handle: (ctx: RequestCtx) => Promise<Reply | RawReply>;
 }
 

@@ -18,7 +18,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
   // Its own receipts and transaction (server/dispatch/submit.ts), the same request checks.
   const { key, body } = await readCommand(ctx, 'tasks:submit', SubmitTaskBody);
   const prepared = normalizeSubmit(body);
-  const out = await submitter(ctx).submit({ credential: ctx.cred, key, prepared });
+  const out = await submitter(ctx).submit({ credential: ctx.cred, key, prepared, checkCredential: ctx.credentialChecked === false });
   if (!out.ok) throw out.error;
   return { status: out.status, data: out.data };
 }

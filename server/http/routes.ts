@@ -62,7 +62,7 @@ export function buildRoutes(app: AppContext): Router {
   });
   r.add({ method: 'GET', template: '/v1/openapi.json', auth: false, handle: serveApiDocument('openapi') });
   r.add({ method: 'GET', template: '/v1/asyncapi.json', auth: false, handle: serveApiDocument('asyncapi') });
-  r.add({ method: 'POST', template: '/v1/tasks', auth: true, handle: submitTask });
+  r.add({ method: 'POST', template: '/v1/tasks', auth: true, checksCredential: true, handle: submitTask });
   r.add({ method: 'POST', template: '/v1/tasks:batch', auth: true, handle: submitTaskBatch });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });
   r.add({ method: 'GET', template: '/v1/tasks/{id}', auth: true, handle: getTaskRoute });

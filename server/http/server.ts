@@ -2,12 +2,13 @@
 // node:http rather than a framework: the facade is ~15 routes, and owning the body reader keeps the
 // 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
 import http from 'node:http';
+import type { Logger } from 'pino';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { AppContext } from '../app-context.js';
 import { newId } from '../ids.js';
 import { reportInternal, toOrbitError } from '../boundary.js';
 import { serveConsole } from '../console/serve.js';
-import { authenticate } from './auth.js';
+import { authenticate, authenticateCached, recheckCredential } from './auth.js';
 import { endSocketWithError, sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
@@ -75,9 +76,11 @@ async function handle(
   res: http.ServerResponse,
   requestId: string,
 ): Promise<void> {
-  const log = app.log.child({ request_id: requestId });
+  // The request's child logger only when something logs with it (~3 µs per request otherwise).
+  let log: Logger | undefined;
+  const requestLog = (): Logger => (log ??= app.log.child({ request_id: requestId }));
   let routeName = 'unmatched';
-  logRequestOnFinish(log, req, res, () => routeName);
+  if (app.log.isLevelEnabled('info')) logRequestOnFinish(requestLog(), req, res, () => routeName);
   try {
     app.faults.armFromHeader(req.headers['x-orbit-fault']);
     app.faults.hit('http');
@@ -104,9 +107,30 @@ async function handle(
     if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
-    const ctx = { app, req, res, requestId, url, params: m.params, log } as RequestCtx;
-    if (m.route.auth) ctx.cred = await authenticate(app.pool, req);
-    const reply = await m.route.handle(ctx);
+    const ctx = {
+      app,
+      req,
+      res,
+      requestId,
+      url,
+      params: m.params,
+      get log() {
+        return requestLog();
+      },
+    } as RequestCtx;
+    if (m.route.auth && m.route.checksCredential) {
+      // One statement less per POST /v1/tasks (issue 19: 1 of ~3 per request); its liveness is
+      // read in the submit transaction instead (docs/benchmarks.md, "Per-request gateway cost").
+      const a = await authenticateCached(app.pool, req);
+      ctx.cred = a.cred;
+      ctx.credentialChecked = a.checked;
+    } else if (m.route.auth) ctx.cred = await authenticate(app.pool, req);
+    const reply = await m.route.handle(ctx).catch(async (err: unknown) => {
+      // Every answer a credential from the cache gets is one a live credential gets: a revoked
+      // one is 401 before any other refusal, as with a lookup first.
+      if (ctx.credentialChecked === false) await recheckCredential(app.pool, req);
+      throw err;
+    });
     if ('raw' in reply) {
       const r = reply as RawReply;
       res.writeHead(r.status, { 'Content-Type': r.contentType, 'X-Request-Id': requestId });
