@@ -1,6 +1,6 @@
 // SQL operations on idempotency receipts.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn } from './pool.js';
+import type { Pool, Conn, Tx } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { placeholderRows } from './placeholders.js';
@@ -81,9 +81,9 @@ export interface NewReceipt {
  * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT (one
  * per chunk when the frozen data exceed the statement budget: db/packet-budget.ts). A key that
  * exists (committed, or in flight in another transaction, which this waits for) fails the
- * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. Queued on a
- * pipelined connection (db/pipeline.ts): the failure surfaces at the transaction's next read. */
-export async function insertReceipts(c: Conn, rows: NewReceipt[]): Promise<void> {
+ * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. Queued in the
+ * transaction (db/pipeline.ts): the failure surfaces at the transaction's next read. */
+export async function insertReceipts(c: Tx, rows: NewReceipt[]): Promise<void> {
   const values = rows.map((r) => [
     r.namespaceId,
     r.key,
