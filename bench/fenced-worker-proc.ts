@@ -10,20 +10,16 @@ import { createWorker } from '@orbit/worker-sdk/worker';
 import { createFencedResource } from '@orbit/worker-sdk/fenced-resource';
 import { StaleTokenError } from '@orbit/worker-sdk/fenced-resource';
 import { createPool } from '../server/db/pool.js';
+import { exitOnFatal, printLine as out, workerOptionsFromEnv } from './worker-proc-env.js';
 
 const env = process.env;
-const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
 // Orbit's pool: the session settings of every Orbit connection (db/session-setup.ts) apply here too.
 const pool = createPool(env.FENCE_DSN!, { connectionLimit: 4 });
 const fence = createFencedResource(pool, { table: 'chaos_fence' });
 const delay = Number(env.WORKER_DELAY_MS ?? 20);
 
 const worker = createWorker({
-  url: env.ORBIT_URL!,
-  token: env.ORBIT_TOKEN!,
-  queues: env.WORKER_QUEUES!.split(','),
-  capacity: Number(env.WORKER_CAPACITY ?? 4),
-  reconnect: { initialDelayMs: 50, maxDelayMs: 1000 },
+  ...workerOptionsFromEnv(4),
   logger: { info: () => {}, warn: () => {}, error: () => {} },
   handlers: {
     h: async (e) => {
@@ -57,10 +53,7 @@ const worker = createWorker({
   },
 });
 worker.on('connected', (hello) => out({ ev: 'ready', session: hello.session_id }));
-worker.on('fatal', (err) => {
-  out({ ev: 'fatal', message: err.message });
-  process.exit(3);
-});
+exitOnFatal(worker);
 process.on('SIGTERM', () => {
   void worker.close({ timeoutMs: 5000 }).finally(() => pool.end().finally(() => process.exit(0)));
 });

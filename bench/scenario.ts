@@ -7,6 +7,7 @@ import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, type CpuPerTask } from './cpu.js';
 import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
+import { ScenarioProgress } from './scenario-progress.js';
 import { percentile } from './stats.js';
 
 export interface ScenarioSetup {
@@ -130,17 +131,12 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
   const queueId = await createQueue(s.url, s.token, name);
   let workers: WorkerProc[] = [];
   const completed = () => workers.reduce((n, w) => n + w.completed, 0);
-  let lastChange = Date.now();
-  let onAdvance = () => {};
-  const advanced = () => {
-    lastChange = Date.now();
-    onAdvance();
-  };
+  const progressed = new ScenarioProgress();
   const startWorkers = async () => {
-    workers = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, advanced);
+    workers = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, progressed.advanced);
     await Promise.all(workers.map((w) => w.ready));
   };
-  const producers = spawnProducers(s.producers, advanced);
+  const producers = spawnProducers(s.producers, progressed.advanced);
   // Every process tree of the scenario, read at one moment before the producers start and at one
   // when the last result is in: all groups share the window of the task count. Workers started
   // after a preload are read from when they are connected (their start-up is no task's cost).
@@ -179,7 +175,6 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const submitted = () => producers.reduce((n, p) => n + p.submitted, 0);
     const tick = setInterval(() => progress(`${spec.name}: submitted ${submitted()}/${spec.count}, results ${completed()}`), 1000);
     let clock = startAt;
-    let stall: NodeJS.Timeout | undefined;
     try {
       const producing = Promise.all(producers.map((p) => p.done));
       if (spec.preload) {
@@ -188,22 +183,15 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
         cpu0.workers = cpuSnapshot({ workers: groups().workers }).workers;
         clock = now();
       }
-      await new Promise<void>((resolve, reject) => {
-        producing.catch(reject);
-        for (const w of workers) void w.exited.then(() => reject(new Error(`worker process ${w.child.pid} exited during the run`)));
-        stall = setInterval(() => {
-          if (Date.now() - lastChange > s.stallMs)
-            reject(new Error(`${spec.name}: no progress for ${s.stallMs / 1000} s (submitted ${submitted()}, results ${completed()})`));
-        }, 1000);
-        onAdvance = () => {
-          if (completed() >= spec.count) resolve();
-        };
-        onAdvance();
+      await progressed.until(() => completed() >= spec.count, {
+        feeding: producing,
+        workers,
+        stallMs: s.stallMs,
+        name: spec.name,
+        where: () => `submitted ${submitted()}, results ${completed()}`,
       });
     } finally {
       clearInterval(tick);
-      clearInterval(stall);
-      onAdvance = () => {};
     }
     const end = Math.max(...workers.map((w) => w.lastResultAt));
     const cpu1 = cpuSnapshot(groups());

@@ -9,6 +9,7 @@
 //   (bench/workflow-load.ts); one whose params carry `fail: true` throws (a failed step, for the
 //   compensation steps of test/chaos-workflows.test.ts); every other task returns {"ok":true}.
 import { createWorker } from '@orbit/worker-sdk/worker';
+import { exitOnFatal, printLine as out, workerOptionsFromEnv } from './worker-proc-env.js';
 
 const env = process.env;
 const delay = Number(env.WORKER_DELAY_MS ?? 0);
@@ -25,14 +26,9 @@ let reported = 0;
 const doneAt = new Map<string, number>();
 const resultLatencies: number[] = [];
 let completed = 0;
-const out = (o: Record<string, unknown>) => process.stdout.write(JSON.stringify(o) + '\n');
 
 const worker = createWorker({
-  url: env.ORBIT_URL!,
-  token: env.ORBIT_TOKEN!,
-  queues: env.WORKER_QUEUES!.split(','),
-  capacity: Number(env.WORKER_CAPACITY ?? 8),
-  reconnect: { initialDelayMs: 50, maxDelayMs: 1000 },
+  ...workerOptionsFromEnv(8),
   handlers: {
     [env.WORKER_HANDLER ?? 'h']: async (e) => {
       if (logRuns) out({ ev: 'run', task: e.task.id, attempt: e.attemptId, key: e.task.concurrencyKey, token: e.concurrencyToken?.toString(), t: Date.now() });
@@ -60,10 +56,7 @@ worker.on('result', (r) => {
     doneAt.delete(r.attemptId);
   }
 });
-worker.on('fatal', (err) => {
-  out({ ev: 'fatal', message: err.message });
-  process.exit(3);
-});
+exitOnFatal(worker);
 if (progressMs > 0) {
   setInterval(() => {
     if (completed === reported) return;

@@ -14,6 +14,7 @@ import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, uPerTask, type CpuPerTask } from './cpu.js';
 import { spawnWorkers, stopWorkers, type WorkerProc } from './procs.js';
+import { ScenarioProgress } from './scenario-progress.js';
 import { api as post } from './scheduled-load.js';
 import { fmt, percentile, round } from './stats.js';
 
@@ -95,12 +96,8 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
   const { steps, tasksPerRun } = shape(spec.name, queueId);
   const wf = (await post(s.url, s.token, '/v1/workflows', { name: tag, version: { steps } }, `${tag}-workflow`)).workflow;
   const expected = spec.runs * tasksPerRun;
-  let lastChange = Date.now();
-  let onAdvance = () => {};
-  const workers: WorkerProc[] = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, () => {
-    lastChange = Date.now();
-    onAdvance();
-  });
+  const progressed = new ScenarioProgress();
+  const workers: WorkerProc[] = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, progressed.advanced);
   const completed = () => workers.reduce((n, w) => n + w.completed, 0);
   try {
     await Promise.all(workers.map((w) => w.ready));
@@ -121,28 +118,22 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
           await post(s.url, s.token, `/v1/workflows/${wf.id}/runs`, { input: { i } }, `${tag}-run-${i}`);
           started++;
           startsDone = performance.timeOrigin + performance.now();
-          lastChange = Date.now();
+          progressed.advanced();
         }
       }),
     );
     const tick = setInterval(() => progress(`${spec.name}: started ${started}/${spec.runs} runs, tasks done ${completed()}/${expected}`), 1000);
-    let stall: NodeJS.Timeout | undefined;
     try {
-      await new Promise<void>((resolve, reject) => {
-        starting.catch(reject);
-        for (const w of workers) void w.exited.then(() => reject(new Error(`worker process ${w.child.pid} exited during the run`)));
-        stall = setInterval(() => {
-          if (Date.now() - lastChange > s.stallMs)
-            reject(new Error(`${spec.name}: no progress for ${s.stallMs / 1000} s (started ${started}, tasks done ${completed()}/${expected})`));
-        }, 1000);
-        onAdvance = () => completed() >= expected && resolve();
-        onAdvance();
+      await progressed.until(() => completed() >= expected, {
+        feeding: starting,
+        workers,
+        stallMs: s.stallMs,
+        name: spec.name,
+        where: () => `started ${started}, tasks done ${completed()}/${expected}`,
       });
       await starting;
     } finally {
       clearInterval(tick);
-      clearInterval(stall);
-      onAdvance = () => {};
     }
     const end = Math.max(...workers.map((w) => w.lastResultAt));
     const cpu1 = cpuSnapshot(groups());

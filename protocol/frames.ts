@@ -19,7 +19,7 @@ import {
   VERSION_MAX,
   WORKER_ID_MAX,
 } from './limits.js';
-import { Id, IdField, Name, schemaErrorMessage, Text, Timestamp, tooDeep, Uint64 } from './primitives.js';
+import { Id, IdField, Name, schemaErrorMessage, TaskCallFields, Text, Timestamp, tooDeep, Uint64 } from './primitives.js';
 import { LIVE_ATTEMPT_STATES, TASK_STATES } from './states.js';
 
 export const SUBPROTOCOL = 'orbit.worker.v1';
@@ -126,12 +126,7 @@ export const AssignedTask = Type.Object(
   {
     id: Id,
     queue_id: Id,
-    handler: Name(HANDLER_MAX),
-    handler_version: Name(VERSION_MAX),
-    payload_version: Name(VERSION_MAX),
-    payload: Type.Unknown(),
-    business_key: Type.Optional(Type.String()),
-    concurrency_key: Type.Optional(Type.String()),
+    ...TaskCallFields,
     priority: Type.Integer({ minimum: 0, maximum: PRIORITY_MAX }),
     deadline_at: Timestamp,
     /** A workflow step's task (workflows.md): its run, step and, for a for_each element, index. */

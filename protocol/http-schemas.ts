@@ -11,7 +11,6 @@ import {
   DELIVERY_LEASE_SECONDS_MAX,
   DELIVERY_LEASE_SECONDS_MIN,
   EVERY_SECONDS_MAX,
-  HANDLER_MAX,
   MAX_ACTIVE_ATTEMPTS_MAX,
   MAX_ATTEMPTS_MAX,
   MAX_BACKOFF_MS,
@@ -23,9 +22,8 @@ import {
   RETRY_MULTIPLIER_MAX,
   TIMESTAMP_INPUT_MAX,
   TIMEZONE_MAX,
-  VERSION_MAX,
 } from './limits.js';
-import { Id, IdempotencyKey, IdField, Name, ResourceName, schemaErrorMessage, Text, Uint64 } from './primitives.js';
+import { Id, IdempotencyKey, IdField, ResourceName, schemaErrorMessage, TaskCallFields, Text, Uint64 } from './primitives.js';
 
 /** Kept here for existing imports; defined in limits.ts. */
 export { MAX_BATCH_ITEMS } from './limits.js';
@@ -37,12 +35,7 @@ const TimestampInput = Type.String({ minLength: 1, maxLength: TIMESTAMP_INPUT_MA
 export const SubmitTaskBody = Type.Object(
   {
     queue_id: IdField,
-    handler: Name(HANDLER_MAX),
-    handler_version: Name(VERSION_MAX),
-    payload_version: Name(VERSION_MAX),
-    payload: Type.Unknown(),
-    business_key: Type.Optional(Type.String()),
-    concurrency_key: Type.Optional(Type.String()),
+    ...TaskCallFields,
     priority: Type.Optional(Type.Integer({ minimum: 0, maximum: PRIORITY_MAX })),
     max_attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ATTEMPTS_MAX })),
     deadline_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: DEADLINE_SECONDS_MAX })),

@@ -3,7 +3,7 @@
 // each, so a name, an id or a uint64 is the same thing in a frame, a body and a query parameter.
 import { Type } from '@sinclair/typebox';
 import { ID_PATTERN } from './ids.js';
-import { ID_FIELD_MAX, IDEMPOTENCY_KEY_MAX, MAX_JSON_DEPTH, RESOURCE_NAME_MAX } from './limits.js';
+import { HANDLER_MAX, ID_FIELD_MAX, IDEMPOTENCY_KEY_MAX, MAX_JSON_DEPTH, RESOURCE_NAME_MAX, VERSION_MAX } from './limits.js';
 
 /** Free text stored as a text column (reasons, a result's error code and message, hello's agent):
  * any string a UTF-8 column can hold as sent — no lone surrogate. JSON may spell one (`"\ud800"`),
@@ -20,6 +20,18 @@ export function schemaErrorMessage(e: { schema: unknown; message: string }): str
 
 /** A handler, version or worker name: 1–`max` of [A-Za-z0-9._:-]. */
 export const Name = (max: number) => Type.String({ pattern: `^[A-Za-z0-9._:-]{1,${max}}$` });
+
+/** What a task runs and with what: the fields of `POST /v1/tasks` that task.assign hands to the
+ * worker as they were submitted. One definition, so a worker accepts every task a producer could
+ * submit. */
+export const TaskCallFields = {
+  handler: Name(HANDLER_MAX),
+  handler_version: Name(VERSION_MAX),
+  payload_version: Name(VERSION_MAX),
+  payload: Type.Unknown(),
+  business_key: Type.Optional(Type.String()),
+  concurrency_key: Type.Optional(Type.String()),
+};
 
 /** Queue, subscription and schedule names: 1–64 of [a-z0-9._-], unique in a namespace forever. */
 export const RESOURCE_NAME_PATTERN = `^[a-z0-9._-]{1,${RESOURCE_NAME_MAX}}$`;

@@ -1,24 +1,15 @@
 // High-level worker (worker-protocol.md, "Worker SDK obligations"): one worker identity per
-// createWorker() call, a connection kept alive with backoff + resume, start-before-handler,
-// periodic renewal, results re-sent until acknowledged, and a draining close().
+// createWorker() call, a connection kept alive with backoff + resume, periodic renewal and a
+// draining close(). Each assigned attempt runs in attempt-runner.ts (start before the handler,
+// result re-sent until acknowledged); held-attempts.ts keeps what the worker holds.
 import { EventEmitter } from 'node:events';
-import { WorkerConnection, helloFrame, type Registration, type ResultInput } from './connection.js';
+import { WorkerConnection, helloFrame, type Registration } from './connection.js';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
-import { HeldAttempts, type Held } from './held-attempts.js';
-import { errorResult, handlerNotFoundResult, locallyRejectedResult, successResult } from './handler-result.js';
+import { runAttempt, type AttemptHost } from './attempt-runner.js';
+import { HeldAttempts } from './held-attempts.js';
 import { backoffMs, isFatalConnectError, reconnectLimit } from './reconnect.js';
 import type { WorkerEvents, WorkerOptions } from './worker-options.js';
-import {
-  DEFAULT_HANDLER_VERSIONS,
-  consoleLogger,
-  defaultWorkerId,
-  handlerFilter,
-  handlerFor,
-  taskContext,
-  type Handler,
-  type Logger,
-  type TaskType,
-} from './task-context.js';
+import { DEFAULT_HANDLER_VERSIONS, consoleLogger, defaultWorkerId, handlerFilter, type Handler, type Logger, type TaskType } from './task-context.js';
 
 export * from './task-context.js';
 export type { ReconnectPolicy } from './reconnect.js';
@@ -44,8 +35,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private observed = false;
   // Untyped inside: createWorker<T> checked the handlers against T; they are read as Record<string, Handler>.
   private readonly opts: WorkerOptions<unknown>;
-  private readonly handlers: Record<string, Handler>;
-  private readonly defaultVersions: string[];
   private readonly log: Logger;
   private readonly handlerVersions?: Registration['handlers'];
   private capacity: number;
@@ -53,6 +42,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private conn?: WorkerConnection; // the current open session
   private pendingConn?: WorkerConnection; // a session being opened
   private readonly held: HeldAttempts;
+  /** What each assigned attempt is run with (attempt-runner.ts). */
+  private readonly attempts: AttemptHost;
   private waiters: ((c: WorkerConnection | null) => void)[] = [];
   private settleReady!: { resolve: () => void; reject: (e: Error) => void };
   private renewTimer?: NodeJS.Timeout;
@@ -68,10 +59,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.workerId = opts.workerId ?? defaultWorkerId();
     this.capacity = opts.capacity;
     this.held = new HeldAttempts(this.log, this.workerId, (id, reason) => this.emit('leaseLost', id, reason));
-    this.handlers = opts.handlers as Record<string, Handler>;
-    this.defaultVersions = opts.defaultVersions ?? DEFAULT_HANDLER_VERSIONS;
-    if (Object.keys(this.handlers).length === 0) throw new TypeError('createWorker: at least one handler is required');
-    this.handlerVersions = handlerFilter(this.handlers, this.defaultVersions);
+    const handlers = opts.handlers as Record<string, Handler>;
+    const defaultVersions = opts.defaultVersions ?? DEFAULT_HANDLER_VERSIONS;
+    if (Object.keys(handlers).length === 0) throw new TypeError('createWorker: at least one handler is required');
+    this.handlerVersions = handlerFilter(handlers, defaultVersions);
+    this.attempts = {
+      workerId: this.workerId,
+      log: this.log,
+      held: this.held,
+      handlers,
+      defaultVersions,
+      session: () => this.session(),
+      answered: (r) => this.emit('result', r),
+    };
     reconnectLimit(opts.reconnect); // validate now, like the registration
     helloFrame(this.registration([])); // validate now: a bad option must fail at construction
     this.readyP = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
@@ -252,7 +252,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.emit('protocolError', v);
     });
     conn.on('assign', (f) => {
-      if (conn === this.conn) this.held.admit(f, (h) => this.drive(h));
+      if (conn === this.conn) this.held.admit(f, (h) => runAttempt(this.attempts, h));
     });
     conn.on('cancel', (f) => {
       if (conn === this.conn) this.held.markLost(f.attempt_id, f.reason);
@@ -280,78 +280,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
         },
         () => {}, // the session closed; the next one resumes and renews
       );
-    }
-  }
-
-  // ---- attempts -------------------------------------------------------------------------------
-
-  private async drive(h: Held): Promise<void> {
-    const fn = handlerFor(this.handlers, h.frame, this.defaultVersions);
-    if (!fn) {
-      // Not ours to run (the filter should have prevented it): fail it without starting, loudly.
-      this.log.error(
-        { worker_id: this.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version },
-        'orbit worker: no handler for this task; failing it',
-      );
-      h.phase = 'reporting';
-      h.result = handlerNotFoundResult(h.id, h.frame.task);
-      return this.report(h);
-    }
-    // Handler code must not run before start.ok; a start lost with the socket is re-sent (a
-    // repeated start answers start.ok again).
-    for (;;) {
-      if (h.lost) return;
-      const conn = await this.session();
-      if (!conn || h.lost) return;
-      try {
-        const ok = await conn.start(h.id);
-        h.leaseExpiresAt = ok.lease_expires_at;
-        break;
-      } catch (err) {
-        if (this.held.refused(h, err)) return;
-        await conn.whenClosed; // re-send on the next session, never spin on a closing one
-      }
-    }
-    if (h.lost) return;
-    h.phase = 'running';
-    let result: ResultInput;
-    try {
-      const value = await fn(taskContext(h.frame, h.leaseExpiresAt, h.controller.signal, this.workerId));
-      result = successResult(h.id, value);
-    } catch (err) {
-      result = errorResult(h.id, err);
-    }
-    if (h.lost) {
-      this.log.warn({ worker_id: this.workerId, attempt_id: h.id }, 'orbit worker: handler finished after its lease was lost; result not sent');
-      return;
-    }
-    h.phase = 'reporting';
-    h.result = result;
-    return this.report(h);
-  }
-
-  /** Sends the result until the gateway answers it, across reconnects. */
-  private async report(h: Held): Promise<void> {
-    for (;;) {
-      const conn = await this.session();
-      if (!conn) return;
-      try {
-        const ok = await conn.result(h.result!);
-        this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, taskState: ok.task_state, deduplicated: ok.deduplicated });
-        return;
-      } catch (err) {
-        const rejected = locallyRejectedResult(h.id, err);
-        if (rejected) {
-          h.result = rejected; // our own frame was refused locally (too big / invalid): report that instead
-          continue;
-        }
-        const code = (err as { code?: unknown }).code;
-        if (this.held.refused(h, err)) {
-          this.emit('result', { attemptId: h.id, outcome: h.result!.outcome, error: String(code) });
-          return;
-        }
-        await conn.whenClosed;
-      }
     }
   }
 

@@ -1,14 +1,14 @@
 // A private MariaDB/MySQL server run as a child process: used by `npm start` when
 // ORBIT_MYSQL_DSN is unset, by the test setup and by the benchmark. Loopback only, its own port
-// and socket, data in a folder of the caller's choice.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// and socket, data in a folder of the caller's choice. Finding, installing and initializing the
+// server is mariadb-install.ts'; a server an earlier run left behind is leftover-server.ts'.
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
-
-const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin', '/usr/libexec', '/usr/local/mysql/bin'];
+import { stopLeftoverServer } from './leftover-server.js';
+import { findServerBinary, initDataDir, installMariaDb, socketUser } from './mariadb-install.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -34,59 +34,6 @@ export interface EmbeddedServer {
   kill(): void;
   /** Start again on the same port and data directory after stop()/kill(). */
   restart(): Promise<void>;
-}
-
-export function which(names: string[]): string | null {
-  const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
-  for (const name of names) {
-    for (const d of dirs) {
-      const p = path.join(d, name);
-      try {
-        fs.accessSync(p, fs.constants.X_OK);
-        return p;
-      } catch {
-        /* next */
-      }
-    }
-  }
-  return null;
-}
-
-export function findServerBinary(): string | null {
-  return which(['mariadbd', 'mysqld']);
-}
-
-/** Installs Debian's mariadb-server non-interactively, without starting the system service. */
-function installMariaDb(log: (l: string) => void): void {
-  aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
-}
-
-/** Installs Debian packages non-interactively (root with apt-get only; else throws `cannot`),
- * without starting any service they bring: the tests and `npm start` run their own servers. */
-export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
-  const apt = which(['apt-get']);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (!apt || !isRoot) throw new Error(cannot);
-  const names = packages.join(' ');
-  log(`installing ${names} with apt-get (one time, about a minute)...`);
-  // policy-rc.d exit 101 stops a package from starting its system-wide service (we run our own
-  // private server); only created when absent, and removed afterwards.
-  const policy = '/usr/sbin/policy-rc.d';
-  const ownPolicy = !fs.existsSync(policy);
-  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
-  try {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    if (upd.status !== 0) throw new Error(`apt-get update failed; run \`apt-get install -y ${names}\` by hand`);
-    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env,
-    });
-    if (inst.status !== 0) throw new Error(`apt-get install ${names} failed; run it by hand`);
-  } finally {
-    if (ownPolicy) fs.rmSync(policy, { force: true });
-  }
-  log(`${names} installed`);
 }
 
 /** The port of the previous run on this data directory when it is free again (so a DSN written
@@ -118,50 +65,6 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-function initDataDir(binary: string, dataDir: string, log: (l: string) => void): void {
-  const installDb = which(['mariadb-install-db', 'mysql_install_db']);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  fs.mkdirSync(dataDir, { recursive: true });
-  log(`initializing database files in ${dataDir}`);
-  let res;
-  if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    // --auth-root-socket-user: the OS user running this gets a socket-authenticated admin account
-    // (root@localhost only works for the OS user root).
-    const args = [
-      '--no-defaults',
-      `--datadir=${dataDir}`,
-      '--auth-root-authentication-method=socket',
-      `--auth-root-socket-user=${socketUser()}`,
-      '--skip-test-db',
-      '--skip-name-resolve',
-      // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
-      // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
-      '--force',
-    ];
-    if (isRoot) args.push('--user=root');
-    res = spawnSync(installDb, args, { encoding: 'utf8' });
-    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
-      // MySQL's mysqld --initialize-insecure path (no mariadb-install-db options).
-      res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
-    }
-  } else {
-    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
-  }
-  if (res.status !== 0) {
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    throw new Error(`database initialization failed: ${(res.stderr || res.stdout || '').trim().split('\n').slice(-3).join(' | ')}`);
-  }
-}
-
-/** The OS user name: mariadb-install-db gives it a unix_socket admin account. */
-function socketUser(): string {
-  try {
-    return os.userInfo().username;
-  } catch {
-    return 'root';
-  }
 }
 
 /** Admin connection over the socket: as the OS user's own account (MariaDB initialized by this
@@ -204,82 +107,6 @@ async function waitConnectable(socket: string, child: ChildProcess, logFile: str
   }
   const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-8).join('\n') : '';
   throw new Error(`database server did not become ready${exited ? ' (it exited)' : ''}; log tail:\n${tail}`);
-}
-
-function procArgs(pid: number): string[] | null {
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-  } catch {
-    return null;
-  }
-}
-
-function parentPid(pid: number): number | null {
-  try {
-    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ')'.
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
-}
-
-/** True while `pid` runs (a zombie waiting for a parent that never reaps it counts as gone). */
-function isAlive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    /* no /proc entry: gone (or no /proc at all: ask the kernel) */
-  }
-  if (!fs.existsSync('/proc/self/stat')) {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  return false;
-}
-
-/**
- * A server from an earlier run that was killed with -9 keeps running (a child outlives a SIGKILLed
- * parent) and holds the data directory. When the pid file names a live server on this data
- * directory whose launcher is gone, stop it; when its launcher is still alive, another orbit is
- * using this folder and starting a second server on it would fail or corrupt it: refuse.
- */
-async function stopLeftoverServer(dataDir: string, files: string, log: (l: string) => void): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(fs.readFileSync(path.join(dataDir, 'mysqld.pid'), 'utf8').trim());
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return;
-  const args = procArgs(pid);
-  if (!args || !args.includes(`--datadir=${files}`)) return; // gone, or the pid was reused
-  const ppid = parentPid(pid);
-  const parentArgs = ppid && ppid > 1 ? procArgs(ppid) : null;
-  if (ppid !== process.pid && parentArgs && parentArgs.some((a) => /start-embedded|global-setup|vitest|bench/.test(a))) {
-    throw new Error(`the database in ${dataDir} is in use by another orbit process (pid ${ppid}); stop it first`);
-  }
-  log(`stopping a database server left running by an earlier run (pid ${pid})`);
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch {
-    return;
-  }
-  const until = Date.now() + 30_000;
-  while (isAlive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-  if (isAlive(pid)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone */
-    }
-    while (isAlive(pid)) await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const ORBIT_USER = 'orbit';

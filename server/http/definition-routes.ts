@@ -1,7 +1,10 @@
 // What the routes of the two versioned definitions share (routes-schedules.ts, routes-workflows.ts):
-// their commands' replies, the "load the definition first" step of a command on one, the list
-// paged by name, and the version number in a path.
-import type { CommandReply } from './command.js';
+// their commands' replies, the "load the definition first" step of a command on one, the retire
+// command, the list paged by name, and the version number in a path.
+import { RetireBody } from '@orbit/protocol/http-schemas';
+import type { Scope } from '../admin/access.js';
+import type { Credential } from '../db/credentials.js';
+import { command, type CommandDef, type CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
@@ -15,6 +18,28 @@ export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
     await load(ctx);
     return b;
   };
+}
+
+/** The connection a command's effect runs on (its transaction). */
+type EffectConn = Parameters<CommandDef<typeof RetireBody, RetireBody, CommandReply>['effect']>[0];
+
+/** `POST /v1/{definitions}/{id}:retire`: the definition loaded first (404 absent, 403 outside
+ * queue_ids), then `retire` in the command's transaction, its frozen reply answered as it is. */
+export function retireDefinitionRoute(
+  definitions: 'schedules' | 'workflows',
+  scope: Scope,
+  load: (ctx: RequestCtx) => Promise<unknown>,
+  retire: (c: EffectConn, cred: Credential, id: string, b: RetireBody) => Promise<CommandReply>,
+) {
+  return command({
+    operation: `POST /v1/${definitions}/{id}:retire`,
+    scope,
+    body: RetireBody,
+    status: 200,
+    load: afterLoading(load),
+    effect: (c, b, { cred, params }) => retire(c, cred, params.id!, b),
+    reply: asIs,
+  });
 }
 
 /** One page of a list ordered by unique name (`limit`, `cursor` = after that name): `read` is asked

@@ -3,7 +3,7 @@
 // task template, then the queue (404 / 403 before any receipt, as submit does) — before the command
 // transaction starts, so bad input changes nothing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { CreateScheduleBody, PublishVersionBody, RetireBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
+import { CreateScheduleBody, PublishVersionBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
 import { getQueue } from '../db/queues.js';
 import { getSchedule, listSchedules, scheduleView, type ScheduleRow } from '../db/schedules.js';
@@ -16,7 +16,7 @@ import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
 import { queueNotFound } from './hints.js';
 import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
-import { afterLoading, asIs, pageByName, versionNumber } from './definition-routes.js';
+import { afterLoading, asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
 /** The version normalized, its queue checked (404 absent, 403 outside queue_ids) and its
@@ -85,15 +85,7 @@ function pauseOrResume(paused: boolean) {
 export const pauseScheduleRoute = pauseOrResume(true);
 export const resumeScheduleRoute = pauseOrResume(false);
 
-export const retireScheduleRoute = command({
-  operation: 'POST /v1/schedules/{id}:retire',
-  scope: 'schedules:manage',
-  body: RetireBody,
-  status: 200,
-  load: loaded,
-  effect: (c, b, { cred, params }) => retireSchedule(c, cred, params.id!, b),
-  reply: asIs,
-});
+export const retireScheduleRoute = retireDefinitionRoute('schedules', 'schedules:manage', loadSchedule, retireSchedule);
 
 export const triggerScheduleRoute = command({
   operation: 'POST /v1/schedules/{id}:trigger',

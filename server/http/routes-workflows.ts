@@ -8,7 +8,7 @@
 // Visibility: a credential limited to some queues sees (and commands) the workflows whose current
 // version names only queues it may use, as a schedule is seen through its queue.
 import { OrbitError } from '@orbit/protocol/errors';
-import { CreateWorkflowBody, PublishWorkflowVersionBody, RetireWorkflowBody, type WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
+import { CreateWorkflowBody, PublishWorkflowVersionBody, type WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
 import { getQueue } from '../db/queues.js';
 import { getWorkflow, listWorkflows, workflowView, type WorkflowRow } from '../db/workflows.js';
 import { getVersion, listVersions, versionQueueIds, workflowVersionView } from '../db/workflow-versions.js';
@@ -19,7 +19,7 @@ import type { Credential } from '../db/credentials.js';
 import { queueNotFound } from './hints.js';
 import { command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
-import { afterLoading, asIs, pageByName, versionNumber } from './definition-routes.js';
+import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
 import type { Router } from './router.js';
 import { noQuery } from './list-query.js';
 
@@ -77,15 +77,7 @@ export const publishWorkflowVersionRoute = command({
   reply: asIs,
 });
 
-export const retireWorkflowRoute = command({
-  operation: 'POST /v1/workflows/{id}:retire',
-  scope: 'workflows:manage',
-  body: RetireWorkflowBody,
-  status: 200,
-  load: afterLoading(loadWorkflow),
-  effect: (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b),
-  reply: asIs,
-});
+export const retireWorkflowRoute = retireDefinitionRoute('workflows', 'workflows:manage', loadWorkflow, retireWorkflow);
 
 // ---- reads: workflows:manage, workflows:run or tasks:read ----
 

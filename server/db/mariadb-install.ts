@@ -1,0 +1,108 @@
+// Finding a MariaDB/MySQL server binary, installing Debian's package when there is none, and
+// initializing a data directory for it: what embedded-mariadb.ts needs before it can start a
+// private server (the Galera test support uses the same binary search and installer).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin', '/usr/libexec', '/usr/local/mysql/bin'];
+
+export function which(names: string[]): string | null {
+  const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
+  for (const name of names) {
+    for (const d of dirs) {
+      const p = path.join(d, name);
+      try {
+        fs.accessSync(p, fs.constants.X_OK);
+        return p;
+      } catch {
+        /* next */
+      }
+    }
+  }
+  return null;
+}
+
+export function findServerBinary(): string | null {
+  return which(['mariadbd', 'mysqld']);
+}
+
+/** Installs Debian's mariadb-server non-interactively, without starting the system service. */
+export function installMariaDb(log: (l: string) => void): void {
+  aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
+}
+
+/** Installs Debian packages non-interactively (root with apt-get only; else throws `cannot`),
+ * without starting any service they bring: the tests and `npm start` run their own servers. */
+export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
+  const apt = which(['apt-get']);
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!apt || !isRoot) throw new Error(cannot);
+  const names = packages.join(' ');
+  log(`installing ${names} with apt-get (one time, about a minute)...`);
+  // policy-rc.d exit 101 stops a package from starting its system-wide service (we run our own
+  // private server); only created when absent, and removed afterwards.
+  const policy = '/usr/sbin/policy-rc.d';
+  const ownPolicy = !fs.existsSync(policy);
+  if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
+  try {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    if (upd.status !== 0) throw new Error(`apt-get update failed; run \`apt-get install -y ${names}\` by hand`);
+    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env,
+    });
+    if (inst.status !== 0) throw new Error(`apt-get install ${names} failed; run it by hand`);
+  } finally {
+    if (ownPolicy) fs.rmSync(policy, { force: true });
+  }
+  log(`${names} installed`);
+}
+
+/** Creates the server's system tables in `dataDir` (mariadb-install-db, or MySQL's
+ * --initialize-insecure); removes the folder again when that fails. */
+export function initDataDir(binary: string, dataDir: string, log: (l: string) => void): void {
+  const installDb = which(['mariadb-install-db', 'mysql_install_db']);
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  fs.mkdirSync(dataDir, { recursive: true });
+  log(`initializing database files in ${dataDir}`);
+  let res;
+  if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
+    // --auth-root-socket-user: the OS user running this gets a socket-authenticated admin account
+    // (root@localhost only works for the OS user root).
+    const args = [
+      '--no-defaults',
+      `--datadir=${dataDir}`,
+      '--auth-root-authentication-method=socket',
+      `--auth-root-socket-user=${socketUser()}`,
+      '--skip-test-db',
+      '--skip-name-resolve',
+      // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
+      // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
+      '--force',
+    ];
+    if (isRoot) args.push('--user=root');
+    res = spawnSync(installDb, args, { encoding: 'utf8' });
+    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
+      // MySQL's mysqld --initialize-insecure path (no mariadb-install-db options).
+      res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+    }
+  } else {
+    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+  }
+  if (res.status !== 0) {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw new Error(`database initialization failed: ${(res.stderr || res.stdout || '').trim().split('\n').slice(-3).join(' | ')}`);
+  }
+}
+
+/** The OS user name: mariadb-install-db gives it a unix_socket admin account. */
+export function socketUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return 'root';
+  }
+}
