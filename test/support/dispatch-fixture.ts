@@ -2,11 +2,12 @@
 // process, one tenant per file (useGatewayFixture, test/support/fixture.ts); per-test queues created
 // over HTTP with short leases; raw workers; SQL readers and backdating helpers (the tests move
 // database time instead of sleeping).
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queue, Task } from '@orbit/protocol/http-views';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
-import type { GatewayFixture } from './fixture.js';
+import { useGatewayFixture, type GatewayFixture } from './fixture.js';
+import { assertPermitInvariants } from './invariants.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
@@ -15,6 +16,17 @@ import { setTaskTime } from './waiting.js';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
+
+/** The dispatch suites' per-file set-up: useGatewayFixture, and after each test the test's raw
+ * workers closed and the permit invariants asserted. */
+export function useDispatchFixture(): Fixture {
+  const f = useGatewayFixture();
+  afterEach(async () => {
+    closeWorkers(f);
+    await assertPermitInvariants(f.db.pool);
+  });
+  return f;
+}
 
 /** Closes the workers opened by the last test. */
 export function closeWorkers(f: Fixture): void {
@@ -53,6 +65,40 @@ export async function connect(
   w.send(h);
   const ok = await w.next('hello.ok');
   return { w, ok, workerId: h.worker_id };
+}
+
+/** What leasedTask sets up: its queue, worker, task and the assignment. */
+export interface Leased {
+  q: Queue;
+  w: RawWorker;
+  workerId: string;
+  task: Task;
+  assign: any;
+  attemptId: string;
+}
+
+/** Overrides of the queue body, the task body and the hello frame for leasedTask/runningTask. */
+export interface LeasedOptions {
+  queue?: Record<string, unknown>;
+  task?: Record<string, unknown>;
+  hello?: Record<string, unknown>;
+}
+
+/** A queue, a worker on it, one task assigned to it (asserted): returns everything. */
+export async function leasedTask(f: Fixture, opts: LeasedOptions = {}): Promise<Leased> {
+  const q = await createQueue(f, opts.queue);
+  const { w, workerId } = await connect(f, [q.id], opts.hello);
+  const task = await submit(f, q.id, opts.task);
+  const assign = await w.next('task.assign');
+  expect(assign.task.id).toBe(task.id);
+  return { q, w, workerId, task, assign, attemptId: assign.attempt_id as string };
+}
+
+/** leasedTask, then started (start.ok). */
+export async function runningTask(f: Fixture, opts: LeasedOptions = {}): Promise<Leased> {
+  const x = await leasedTask(f, opts);
+  await start(x.w, x.attemptId);
+  return x;
 }
 
 export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<any> {
