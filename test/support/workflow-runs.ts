@@ -1,16 +1,24 @@
 // Helpers of the workflow run tests: a version's steps in a few words, the endpoints by raw HTTP,
 // a raw WebSocket worker loop that answers every step task by a rule, and SQL reads of the run.
 import type { RowDataPacket } from 'mysql2/promise';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { call, ikey, type RawResponse } from './http.js';
 import { expectData } from './contract.js';
-import { nextOf, result, start, type Fixture } from './dispatch-fixture.js';
+import { closeWorkers, connect, createQueue, nextOf, result, start, type Fixture } from './dispatch-fixture.js';
+import { useGatewayFixture } from './fixture.js';
+import { newWorkflow as newDefinition, type Api } from './workflows.js';
+import type { Queue } from '@orbit/protocol/http-views';
 import type { RawWorker } from './raw-worker.js';
 import { waitFor } from './wait.js';
 
-export interface Api {
-  url: string;
-  token: string;
+export type { Api };
+
+/** The workflow run suites' per-file set-up: useGatewayFixture, `api()` for the file's gateway and
+ * tenant, and the raw workers a test opened closed after it. */
+export function useWorkflowRunFixture(): { f: Fixture; api: () => Api } {
+  const f = useGatewayFixture();
+  afterEach(() => closeWorkers(f));
+  return { f, api: () => ({ url: f.gw.url, token: f.t.token }) };
 }
 
 /** A task step on `queueId` (handler wf.step, v1, max_attempts 1 unless given). */
@@ -18,16 +26,20 @@ export function taskStep(key: string, queueId: string, over: Record<string, unkn
   return { key, task: { queue_id: queueId, handler: 'wf.step', handler_version: 'v1', payload_version: 'v1', max_attempts: 1, ...task }, ...over };
 }
 
-let wn = 0;
-/** POST /v1/workflows with these steps; returns {workflow, version}. */
-export async function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
-  wn++;
-  const r = await call(api.url, 'POST', '/v1/workflows', {
-    token: api.token,
-    key: ikey('wf'),
-    body: { name: `wf-${process.pid}-${Date.now() % 100000}-${wn}`, version: { steps } },
-  });
-  return expectData(r, 201);
+/** A queue, a workflow of two task steps a → b on it, a run of it started and a raw worker on the
+ * queue (a's task is assigned to it next). */
+export async function startChainRun(f: Fixture, api: Api): Promise<{ q: Queue; run: any; w: RawWorker; workerId: string }> {
+  const q = await createQueue(f);
+  const { workflow } = await newWorkflow(api, [taskStep('a', q.id), taskStep('b', q.id, { after: ['a'] })]);
+  const run = await startRun(api, workflow.id);
+  const { w, workerId } = await connect(f, [q.id]);
+  return { q, run, w, workerId };
+}
+
+/** POST /v1/workflows of a version with these steps (support/workflows.ts newWorkflow); returns
+ * {workflow, version}. */
+export function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
+  return newDefinition(api, { steps });
 }
 
 export function startRunRaw(api: Api, workflowId: string, body: Record<string, unknown> = {}, key = ikey('run')): Promise<RawResponse> {
