@@ -114,7 +114,7 @@ describe('results', () => {
     expect(Number(row.not_before_in_ms)).toBeGreaterThan(25_000);
     const api = await apiTask(f, task.id);
     expect(api).toMatchObject({ state: 'WAITING', attempts_made: 1, result: null });
-    expect(new Date(api.not_before).getTime()).toBe(dbMs(row.not_before));
+    expect(new Date(api.not_before!).getTime()).toBe(dbMs(row.not_before));
     expect(await sqlEvents(f, task.id)).toEqual([]);
     await expectNoFrame(w, 'task.assign');
 

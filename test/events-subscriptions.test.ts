@@ -112,13 +112,13 @@ describe('POST /v1/subscriptions', () => {
     const subs = [];
     for (let i = 0; i < 64; i++) subs.push(await createSub(f.gw.url, tq.token, { name: `quota-${i}`, queue_id: tq.queue_id, event_types: ['task.succeeded'] }));
     // paused ones count
-    const p = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:pause`, { token: tq.token, key: ikey(), body: { expected_revision: '1' } });
+    const p = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0]!.id}:pause`, { token: tq.token, key: ikey(), body: { expected_revision: '1' } });
     expect(p.status).toBe(200);
     const over = await postSub(f.gw.url, tq.token, { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
     expect(over.status).toBe(429);
     expect(over.body.error.code).toBe('QUOTA_EXCEEDED');
     expect(await count('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ?', [tq.namespace_id])).toBe(64);
-    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:retire`, {
+    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0]!.id}:retire`, {
       token: tq.token,
       key: ikey(),
       body: { expected_revision: '2', reason: 'free a slot' },

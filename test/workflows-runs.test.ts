@@ -67,7 +67,7 @@ describe('run start and chain advancement', () => {
     expect(done.finished_at).toEqual(expect.any(String));
     expect(stepOf(done, 'a')).toMatchObject({ state: 'SUCCEEDED', output: { a: 1 }, task_ids: [a.task.id] });
     expect(stepOf(done, 'c')).toMatchObject({ state: 'SUCCEEDED', output: null });
-    for (const s of done.steps) expect(Date.parse(s.finished_at)).toBeGreaterThanOrEqual(Date.parse(s.started_at));
+    for (const s of done.steps) expect(Date.parse(s.finished_at!)).toBeGreaterThanOrEqual(Date.parse(s.started_at!));
   });
 
   it('receipts: a replay returns the same run; without version and naming the current version are different commands', async () => {
@@ -243,7 +243,7 @@ it('delay_seconds: the step task not_before is the step start + delay (database 
   await result(w, a.attempt_id, 'succeeded');
   const later = stepOf(await getRun(api(), run.id), 'later');
   const t = await apiTask(f, later.task_ids[0]);
-  expect(Date.parse(t.not_before) - Date.parse(t.created_at)).toBe(60_000);
+  expect(Date.parse(t.not_before!) - Date.parse(t.created_at)).toBe(60_000);
   expect(Math.abs(Date.parse(t.created_at) - Date.parse(later.started_at))).toBeLessThan(1000);
   await expectNoFrame(w, 'task.assign', 300);
 });

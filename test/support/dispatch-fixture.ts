@@ -13,6 +13,8 @@ import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
 import { waitFor } from './wait.js';
 import { setTaskTime } from './waiting.js';
+import type { StartOkFrame } from '@orbit/protocol/frames';
+import type { Attempt } from '@orbit/protocol/http-views';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
@@ -101,19 +103,19 @@ export async function runningTask(f: Fixture, opts: LeasedOptions = {}): Promise
   return x;
 }
 
-export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<any> {
+export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<Task> {
   const r = await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: tenant.token });
   expect(r.status).toBe(200);
   return r.body.data.task;
 }
 
-export async function apiAttempts(f: Fixture, taskId: string): Promise<any[]> {
+export async function apiAttempts(f: Fixture, taskId: string): Promise<Attempt[]> {
   const r = await call(f.gw.url, 'GET', `/v1/tasks/${taskId}/attempts`, { token: f.t.token });
   expect(r.status).toBe(200);
   return r.body.data.attempts;
 }
 
-export async function apiAttempt(f: Fixture, id: string): Promise<any> {
+export async function apiAttempt(f: Fixture, id: string): Promise<Attempt> {
   const r = await call(f.gw.url, 'GET', `/v1/attempts/${id}`, { token: f.t.token });
   expect(r.status).toBe(200);
   return r.body.data.attempt;
@@ -180,7 +182,7 @@ export async function expectNoFrame(w: RawWorker, type: string, ms = 700): Promi
   expect(w.frames.filter((fr) => fr.type === type)).toEqual([]);
 }
 
-export async function start(w: RawWorker, attemptId: string): Promise<any> {
+export async function start(w: RawWorker, attemptId: string): Promise<StartOkFrame> {
   w.send({ type: 'start', attempt_id: attemptId });
   return w.next('start.ok');
 }

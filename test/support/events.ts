@@ -8,6 +8,7 @@ import { hashToken, newToken } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 import { call, ikey, type RawResponse } from './http.js';
+import type { Subscription } from '@orbit/protocol/http-views';
 
 const OUTCOME: Record<EventType, { state: string; outcome: string }> = {
   'task.succeeded': { state: 'SUCCEEDED', outcome: 'succeeded' },
@@ -62,7 +63,7 @@ export function postSub(url: string, token: string, body: Record<string, unknown
 }
 
 /** postSub, expecting 201; returns the subscription. */
-export async function createSub(url: string, token: string, body: Record<string, unknown>): Promise<any> {
+export async function createSub(url: string, token: string, body: Record<string, unknown>): Promise<Subscription> {
   const r = await postSub(url, token, body);
   expect(r.status, r.text).toBe(201);
   return r.body.data.subscription;
@@ -80,7 +81,7 @@ export async function ack(url: string, token: string, subId: string, ids: string
   return r.body.data.acked;
 }
 
-export async function getSub(url: string, token: string, subId: string): Promise<any> {
+export async function getSub(url: string, token: string, subId: string): Promise<Subscription> {
   const r = await call(url, 'GET', `/v1/subscriptions/${subId}`, { token });
   expect(r.status, r.text).toBe(200);
   return r.body.data.subscription;

@@ -10,6 +10,7 @@ import { newWorkflow as newDefinition, type Api } from './workflows.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import type { RawWorker } from './raw-worker.js';
 import { waitFor } from './wait.js';
+import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 
 export type { Api };
 
@@ -46,7 +47,7 @@ export function startRunRaw(api: Api, workflowId: string, body: Record<string, u
   return call(api.url, 'POST', `/v1/workflows/${workflowId}/runs`, { token: api.token, key, body });
 }
 
-export async function startRun(api: Api, workflowId: string, body: Record<string, unknown> = {}): Promise<any> {
+export async function startRun(api: Api, workflowId: string, body: Record<string, unknown> = {}): Promise<WorkflowRun> {
   return expectData(await startRunRaw(api, workflowId, body), 201).run;
 }
 
@@ -64,7 +65,7 @@ export function signal(api: Api, runId: string, name: string, payload?: unknown,
   return call(api.url, 'POST', `/v1/workflow-runs/${runId}/signals`, { token: api.token, key, body: payload === undefined ? { name } : { name, payload } });
 }
 
-export async function getRun(api: Api, runId: string): Promise<any> {
+export async function getRun(api: Api, runId: string): Promise<WorkflowRun> {
   return expectData(await call(api.url, 'GET', `/v1/workflow-runs/${runId}`, { token: api.token }), 200).run;
 }
 
@@ -72,7 +73,7 @@ export function stepOf(run: any, key: string): any {
   return run.steps.find((s: any) => s.key === key);
 }
 
-export async function waitRun(api: Api, runId: string, ok: (run: any) => boolean, what: string, ms = 10_000): Promise<any> {
+export async function waitRun(api: Api, runId: string, ok: (run: WorkflowRun) => boolean, what: string, ms = 10_000): Promise<WorkflowRun> {
   return waitFor(
     what,
     async () => {
