@@ -2,48 +2,26 @@
 // load of submits and SDK workers: the pool recovers, producers retry with the same
 // Idempotency-Key, workers reconnect and resume, and at the end every task succeeded exactly once
 // with no duplicate task. Runs on its own durable server (flush at every commit).
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { startEmbeddedMariaDb, ensureDatabase, type EmbeddedServer } from '../server/db/embedded-mariadb.js';
-import { createPool, type Pool } from '../server/db/pool.js';
-import { migrateUp } from '../server/db/migrations.js';
-import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { spawnWorker, killAllWorkers } from './support/workers.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { spawnWorker } from './support/workers.js';
 import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory } from './support/history.js';
 import { waitFor } from './support/wait.js';
+import { useOwnServer } from './support/own-server.js';
 
-let server: EmbeddedServer;
-let dir: string;
-let pool: Pool;
+const own = useOwnServer('orbit-restart-');
+
 let gw: GatewayProcess;
-let t: CredentialsFile;
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-restart-'));
-  server = await startEmbeddedMariaDb({ dataDir: dir, log: () => {} });
-  await ensureDatabase(server, 'orbit');
-  pool = createPool(server.dsn('orbit'), { connectionLimit: 4 });
-  await migrateUp(pool);
-  t = await bootstrap(pool, { application: 'a', namespace: 'n', environment: 'test', queues: ['q'], workerAccess: true, url: '' });
-  await pool.query('UPDATE queues SET lease_seconds = 5');
-  gw = await startGateway(server.dsn('orbit'));
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await stopAllGateways();
-  await pool?.end().catch(() => {});
-  await server?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  gw = await startGateway(own.dsn());
 });
 
 async function succeeded(): Promise<number> {
   try {
-    const [r] = await pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'SUCCEEDED'");
+    const [r] = await own.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state = 'SUCCEEDED'");
     return Number(r[0]!.n);
   } catch {
     return -1;
@@ -52,15 +30,15 @@ async function succeeded(): Promise<number> {
 
 describe('database restart mid-load', () => {
   it('loses and duplicates nothing', async () => {
-    const workers = [0, 1].map(() => spawnWorker(gw.url, t.token, [t.queue_id], { WORKER_CAPACITY: '8', WORKER_DELAY_MS: '3' }));
+    const workers = [0, 1].map(() => spawnWorker(gw.url, own.t.token, [own.t.queue_id], { WORKER_CAPACITY: '8', WORKER_DELAY_MS: '3' }));
     await Promise.all(workers.map((w) => w.ready));
     const N = 800;
-    const tasks = taskBodies(t.queue_id, N, (i) => (i % 3 === 0 ? `k${i % 7}` : undefined));
-    const submitting = submitMany(gw.url, t.token, tasks, { concurrency: 8 });
+    const tasks = taskBodies(own.t.queue_id, N, (i) => (i % 3 === 0 ? `k${i % 7}` : undefined));
+    const submitting = submitMany(gw.url, own.t.token, tasks, { concurrency: 8 });
     await waitFor('150 tasks done', async () => (await succeeded()) >= 150, 60_000);
-    server.kill();
+    own.server.kill();
     await new Promise((r) => setTimeout(r, 1000));
-    await server.restart();
+    await own.server.restart();
     const ids = await submitting;
     expect(new Set(ids).size).toBe(N);
     // Attempts running while the database was down may have outlived their lease: they are in
@@ -68,19 +46,19 @@ describe('database restart mid-load', () => {
     await waitFor(
       'all tasks settled',
       async () => {
-        const [r] = await pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('WAITING','LEASED','RUNNING')");
+        const [r] = await own.pool.query<RowDataPacket[]>("SELECT COUNT(*) AS n FROM tasks WHERE state IN ('WAITING','LEASED','RUNNING')");
         return Number(r[0]!.n) === 0;
       },
       { timeout: 90_000, interval: 250 },
     );
-    const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state');
+    const [rows] = await own.pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM tasks GROUP BY state');
     const byState = Object.fromEntries(rows.map((r) => [r.state, Number(r.n)]));
     expect((byState.SUCCEEDED ?? 0) + (byState.NEEDS_REVIEW ?? 0)).toBe(N);
-    const [total] = await pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks');
+    const [total] = await own.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM tasks');
     expect(Number(total[0]!.n)).toBe(N);
-    const h = await checkHistory(pool);
+    const h = await checkHistory(own.pool);
     expect(h.violations).toEqual([]);
-    const [q] = await pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues');
+    const [q] = await own.pool.query<RowDataPacket[]>('SELECT active_attempts FROM queues');
     expect(Number(q[0]!.active_attempts)).toBe(0);
     expect(gw.child.exitCode).toBeNull();
   }, 240_000);

@@ -9,51 +9,28 @@
 // retired queue under an unfinished run, keyed tokens), the keyed attempts never overlapped and
 // their tokens strictly increased (database and worker-side views), and the dispatch invariants of
 // the permit counters hold.
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { startEmbeddedMariaDb, ensureDatabase, freePort, type EmbeddedServer } from '../server/db/embedded-mariadb.js';
-import { createPool, type Pool } from '../server/db/pool.js';
-import { migrateUp } from '../server/db/migrations.js';
-import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
-import { assertNoGatewaysRunning, startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { assertNoWorkersRunning, killAllWorkers, spawnWorker, type WorkerProcess } from './support/workers.js';
+import { freePort } from '../server/db/embedded-mariadb.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { waitFor } from './support/wait.js';
 import { call, ikey, type RawResponse } from './support/http.js';
 import { checkHistory, keyedRunOverlaps } from './support/history.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { workflowViolations } from './support/workflow-invariants.js';
+import { useOwnServer } from './support/own-server.js';
 
-let server: EmbeddedServer;
-let dir: string;
-let pool: Pool;
-let t: CredentialsFile;
+const own = useOwnServer('orbit-wf-chaos-');
+
 const gateways: GatewayProcess[] = [];
 const ports: number[] = [];
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-wf-chaos-'));
-  server = await startEmbeddedMariaDb({ dataDir: dir, log: () => {} });
-  await ensureDatabase(server, 'orbit');
-  pool = createPool(server.dsn('orbit'), { connectionLimit: 4 });
-  await migrateUp(pool);
-  t = await bootstrap(pool, { application: 'a', namespace: 'n', environment: 'test', queues: ['q'], workerAccess: true, url: '' });
-  await pool.query('UPDATE queues SET lease_seconds = 5');
   for (let i = 0; i < 3; i++) {
     ports.push(await freePort());
-    gateways.push(await startGateway(server.dsn('orbit'), { ORBIT_NODE_ID: `node-${i}`, ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[i]));
+    gateways.push(await startGateway(own.dsn(), { ORBIT_NODE_ID: `node-${i}`, ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[i]));
   }
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await stopAllGateways();
-  await pool?.end().catch(() => {});
-  await server?.stop();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  await assertNoWorkersRunning();
-  await assertNoGatewaysRunning();
 });
 
 const url = (i: number) => `http://127.0.0.1:${ports[i % ports.length]}`;
@@ -64,7 +41,7 @@ async function post(p: string, body: unknown, key = ikey('wf')): Promise<RawResp
   const until = Date.now() + 40_000;
   for (;;) {
     try {
-      const r = await call(url(rr++), 'POST', p, { token: t.token, key, body });
+      const r = await call(url(rr++), 'POST', p, { token: own.t.token, key, body });
       if (r.status < 500) return r;
       if (Date.now() > until) return r;
     } catch (err) {
@@ -82,7 +59,7 @@ async function created(p: string, body: unknown): Promise<any> {
 
 type Kind = 'chain' | 'fanout' | 'signal' | 'timeout' | 'comp' | 'keyed';
 const task = (params: Record<string, unknown> = {}, over: Record<string, unknown> = {}) => ({
-  queue_id: t.queue_id,
+  queue_id: own.t.queue_id,
   handler: 'h',
   handler_version: 'v1',
   payload_version: 'v1',
@@ -140,7 +117,7 @@ interface Run {
 }
 
 async function q<T = RowDataPacket[]>(sql: string, args: unknown[] = []): Promise<T> {
-  return (await pool.query<RowDataPacket[]>(sql, args))[0] as T;
+  return (await own.pool.query<RowDataPacket[]>(sql, args))[0] as T;
 }
 
 async function succeeded(): Promise<number> {
@@ -190,7 +167,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     }
     // One SDK worker process per node; handlers sleep up to 300 ms so the load is in flight at each kill.
     const env = { WORKER_CAPACITY: '8', WORKER_DELAY_MS: '300', WORKER_LOG_RUNS: '1' };
-    const workers: WorkerProcess[] = [0, 1, 2].map((i) => spawnWorker(url(i), t.token, [t.queue_id], env));
+    const workers: WorkerProcess[] = [0, 1, 2].map((i) => spawnWorker(url(i), own.t.token, [own.t.queue_id], env));
     await Promise.all(workers.map((w) => w.ready));
 
     const runs: Run[] = [];
@@ -238,7 +215,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     // Node 0 dies mid-load; the next wave goes through the other nodes; node 0 comes back.
     await gateways[0]!.kill9();
     const wave2 = startWave(16);
-    gateways[0] = await startGateway(server.dsn('orbit'), { ORBIT_NODE_ID: 'node-0b', ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[0]);
+    gateways[0] = await startGateway(own.dsn(), { ORBIT_NODE_ID: 'node-0b', ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[0]);
     await wave2;
     await sendLate();
     // The database dies while steps are finishing and a wave of run starts is in flight.
@@ -246,13 +223,13 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     const wave3 = startWave(8);
     await explained(waitFor('5 more step tasks done', async () => (await succeeded()) >= before + 5, 30_000));
     const wave4 = startWave(8);
-    server.kill();
+    own.server.kill();
     await new Promise((r) => setTimeout(r, 1000));
-    await server.restart();
+    await own.server.restart();
     await Promise.all([wave3, wave4]);
     // Node 2 dies and comes back.
     await gateways[2]!.kill9();
-    gateways[2] = await startGateway(server.dsn('orbit'), { ORBIT_NODE_ID: 'node-2b', ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[2]);
+    gateways[2] = await startGateway(own.dsn(), { ORBIT_NODE_ID: 'node-2b', ORBIT_SWEEP_INTERVAL_MS: '200' }, ports[2]);
 
     // Settle, by conditions only: no task left to run (review tasks stay: their run waits visibly),
     // every late signal sent, and no signal step whose timeout is past or about to come.
@@ -309,7 +286,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     }
     expect(expected).toEqual({});
     const summary = states.reduce<Record<string, number>>((m, r) => ((m[r.state] = (m[r.state] ?? 0) + 1), m), {});
-    console.info('chaos-workflows: runs', summary, 'in review', runs.filter((r) => inReview(r.id)).length, 'tasks', (await checkHistory(pool)).byState);
+    console.info('chaos-workflows: runs', summary, 'in review', runs.filter((r) => inReview(r.id)).length, 'tasks', (await checkHistory(own.pool)).byState);
     const settledNormally = runs.filter((r) => !inReview(r.id)).length;
     expect(settledNormally).toBeGreaterThan(runs.length / 2);
     // The fan-outs made their five element tasks, once each.
@@ -319,19 +296,19 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     expect(fan.filter((r) => fanDone.some((d) => d.id === r.run_id))).toEqual([]);
 
     // 2. The spec's invariants over every run; the keyed history; the permit counters.
-    expect(await workflowViolations(pool)).toEqual([]);
-    const h = await checkHistory(pool);
+    expect(await workflowViolations(own.pool)).toEqual([]);
+    const h = await checkHistory(own.pool);
     expect(h.violations).toEqual([]);
     const keyedAttempts = await q("SELECT COUNT(*) AS n FROM attempts WHERE concurrency_key IS NOT NULL AND state = 'SUCCEEDED'");
     expect(Number(keyedAttempts[0]!.n)).toBeGreaterThan(5);
     const { violations } = keyedRunOverlaps(workers);
     expect(violations).toEqual([]);
-    await assertPermitInvariants(pool);
+    await assertPermitInvariants(own.pool);
     const held = await q('SELECT COUNT(*) AS n FROM resource_keys WHERE holder_attempt_id IS NOT NULL');
     expect(Number(held[0]!.n)).toBe(0);
 
     // 3. Pinned queues: the waiting runs still pin the queue; retiring it is refused with their ids.
-    const retire = await post(`/v1/queues/${t.queue_id}:retire`, { expected_revision: '1', reason: 'chaos' });
+    const retire = await post(`/v1/queues/${own.t.queue_id}:retire`, { expected_revision: '1', reason: 'chaos' });
     expect(retire.status, retire.text).toBe(409);
     expect(retire.body.error.code).toBe('RESOURCE_BUSY');
     expect(Number((await q('SELECT COUNT(*) AS n FROM queues WHERE retired_at IS NOT NULL'))[0]!.n)).toBe(0);

@@ -9,7 +9,8 @@ import { createTestDb, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { endOfFileChecks } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { lines, runBin, runMain } from './support/cli.js';
+import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { lines, readCredentialsFile, runBin, runMain } from './support/cli.js';
 import { main as orbitAdmin } from '../server/cli/orbit-admin.js';
 
 let db: TestDb;
@@ -36,17 +37,6 @@ const adminProcess = (args: string[], env: Record<string, string | undefined> = 
 const BASE = ['tasks:submit', 'tasks:read', 'queues:manage', 'events:manage', 'events:read', 'schedules:manage', 'workflows:manage', 'workflows:run'];
 const WORKER = ['workers:connect', 'workers:consume'];
 
-interface Creds {
-  url: string;
-  token: string;
-  application_id: string;
-  namespace_id: string;
-  environment: string;
-  queue_id: string;
-  queues: Record<string, string>;
-  scopes: string[];
-}
-
 let n = 0;
 async function bootstrapFile(extra: string[], names: { app?: string; ns?: string; queues?: string[] } = {}, env: Record<string, string> = {}, run = admin) {
   n++;
@@ -70,7 +60,7 @@ async function bootstrapFile(extra: string[], names: { app?: string; ns?: string
   );
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
-  return { file, creds: JSON.parse(fs.readFileSync(file, 'utf8')) as Creds, result: r };
+  return { file, creds: readCredentialsFile(file), result: r };
 }
 
 const task = (queueId: string, over: Record<string, unknown> = {}) => ({
@@ -176,7 +166,7 @@ describe('orbit-admin bootstrap', () => {
 });
 
 describe('orbit-admin credential', () => {
-  let base: Creds;
+  let base: CredentialsFile;
   beforeAll(async () => {
     base = (await bootstrapFile([], { app: 'cred-app', queues: ['alpha', 'beta'] })).creds;
   });
@@ -284,7 +274,7 @@ describe('orbit-admin quota set', () => {
 });
 
 describe('orbit-admin bad arguments', () => {
-  let base: Creds;
+  let base: CredentialsFile;
   let otherNsQueue: string;
   let notADir: string;
   beforeAll(async () => {

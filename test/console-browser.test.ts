@@ -9,31 +9,21 @@ import type { Page } from 'playwright-core';
 import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { limitedCredential } from './support/contract.js';
-import { DESKTOP, PHONE, goTo, launchBrowser, screenshotDir, scrollsSideways, signInAs, type Browser, type Watched } from './support/browser.js';
+import { DESKTOP, PHONE, goTo, screenshotDir, scrollsSideways, useConsoleBrowser } from './support/browser.js';
 import { XSS, seedConsoleData, type ConsoleData } from './support/console-data.js';
 import { makeEvents } from './support/events.js';
 
 const f = useGatewayFixture();
-let browser: Browser;
 let d: ConsoleData;
-const watched: Watched[] = [];
+const { watched, open, signIn } = useConsoleBrowser(f);
 
 beforeAll(async () => {
   d = await seedConsoleData(f);
-  browser = await launchBrowser();
 });
 afterAll(async () => {
   for (const w of f.workers.splice(0)) w.close();
-  await browser?.close();
 });
 
-async function open(viewport = DESKTOP): Promise<Watched> {
-  const w = await browser.open(f.gw.url, viewport);
-  watched.push(w);
-  return w;
-}
-
-const signIn = (page: Page, token = f.t.token) => signInAs(page, f.gw.url, token);
 const go = goTo;
 
 async function queue(id: string): Promise<any> {

@@ -14,15 +14,14 @@ import { call, ikey } from './support/http.js';
 import { limitedCredential } from './support/contract.js';
 import { createQueue } from './support/dispatch-fixture.js';
 import { autoWorker, type AutoWorker } from './support/auto-worker.js';
-import { DESKTOP, PHONE, goTo, launchBrowser, screenshotDir, scrollsSideways, signInAs, type Browser, type Watched } from './support/browser.js';
+import { DESKTOP, PHONE, goTo, screenshotDir, scrollsSideways, useConsoleBrowser } from './support/browser.js';
 import { XSS } from './support/console-data.js';
 
 const f = useGatewayFixture();
-let browser: Browser;
 let worker: AutoWorker;
 let wf: any;
 let queueId: string;
-const watched: Watched[] = [];
+const { watched, open, signIn } = useConsoleBrowser(f);
 
 const task = (handler: string) => ({ queue_id: queueId, handler, handler_version: 'v1', payload_version: 'v1' });
 /** fetch → approve (signal) → publish, and undo: compensation that runs only when a step failed. */
@@ -50,20 +49,11 @@ beforeAll(async () => {
   if (created.status !== 201) throw new Error(created.text);
   wf = created.body.data.workflow;
   worker = await autoWorker(f.gw.url, f.t, [queueId], 8);
-  browser = await launchBrowser();
 });
 afterAll(async () => {
   worker?.close();
-  await browser?.close();
 });
 
-async function open(viewport = DESKTOP): Promise<Watched> {
-  const w = await browser.open(f.gw.url, viewport);
-  watched.push(w);
-  return w;
-}
-
-const signIn = (page: Page, token = f.t.token) => signInAs(page, f.gw.url, token);
 const go = goTo;
 
 /** The state the graph shows for a step. */

@@ -1,20 +1,14 @@
 // What the claim transaction assigns and when, against a real gateway process: priority order,
 // not_before, paused queues, queue and application permit limits. not_before and limits are moved
 // in SQL instead of waiting. The permit invariants are asserted after every test.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, ikey } from './support/http.js';
 import { newTenant } from './support/db.js';
-import { assertPermitInvariants } from './support/invariants.js';
-import { closeWorkers, connect, createQueue, expectNoFrame, makeDue, result, sqlTask, start, submit } from './support/dispatch-fixture.js';
-import { useGatewayFixture } from './support/fixture.js';
+import { connect, createQueue, expectNoFrame, makeDue, result, sqlTask, start, submit, useDispatchFixture } from './support/dispatch-fixture.js';
 import { taskBody } from './support/contract.js';
 import { waitFor } from './support/wait.js';
 
-const f = useGatewayFixture();
-afterEach(async () => {
-  closeWorkers(f);
-  await assertPermitInvariants(f.db.pool);
-});
+const f = useDispatchFixture();
 
 async function pause(queueId: string, verb: 'pause' | 'resume') {
   const q = await call(f.gw.url, 'GET', `/v1/queues/${queueId}`, { token: f.t.token });

@@ -3,14 +3,13 @@
 // past in SQL), late results, reconnect with resume (and a hello whose credential was revoked),
 // superseded sessions, and the lock order of a cancel racing a result. The permit invariants are
 // asserted after every test.
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { openRaw } from './support/raw-worker.js';
-import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { assertPermitInvariants } from './support/invariants.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
 import {
   apiAttempt,
   apiTask,
-  closeWorkers,
   cmd,
   connect,
   createQueue,
@@ -26,19 +25,15 @@ import {
   start,
   submit,
   waitTaskState,
+  useDispatchFixture,
 } from './support/dispatch-fixture.js';
-import { useGatewayFixture } from './support/fixture.js';
 import { hello } from './support/raw-worker.js';
 import { protocolHelpers } from './support/worker-protocol-fixture.js';
 import { revokeCredential } from '../server/db/credentials.js';
 import { metric } from './support/keys-helpers.js';
 import { waitFor } from './support/wait.js';
 
-const f = useGatewayFixture();
-afterEach(async () => {
-  closeWorkers(f);
-  await assertPermitInvariants(f.db.pool);
-});
+const f = useDispatchFixture();
 
 async function leased(opts: { task?: Record<string, unknown>; hello?: Record<string, unknown> } = {}) {
   const q = await createQueue(f);

@@ -1,56 +1,37 @@
-// State transitions of dispatch.md driven by a raw WebSocket worker and the HTTP task commands
-// against a real gateway process; every state is checked through the HTTP API and in SQL, and the
-// permit invariants are asserted after every test.
-import { afterEach, describe, expect, it } from 'vitest';
-import { assertPermitInvariants } from './support/invariants.js';
+// State transitions of dispatch.md driven by a raw WebSocket worker (start, results, renew, the
+// result stream) against a real gateway process; every state is checked through the HTTP API and in
+// SQL, and the permit invariants are asserted after every test. The task commands (:resolve,
+// :cancel): dispatch-task-commands.test.ts.
+import { describe, expect, it } from 'vitest';
 import {
   apiAttempt,
   apiAttempts,
   apiTask,
-  closeWorkers,
   cmd,
   connect,
   createQueue,
   dbMs,
   expectEvents,
   expectNoFrame,
+  leasedTask,
   makeDue,
   result,
+  runningTask,
   setCapacity,
   sqlAttempt,
   sqlEvents,
   sqlTask,
   start,
   submit,
+  useDispatchFixture,
 } from './support/dispatch-fixture.js';
-import { useGatewayFixture } from './support/fixture.js';
 import { waitFor } from './support/wait.js';
 
-const f = useGatewayFixture();
-afterEach(async () => {
-  closeWorkers(f);
-  await assertPermitInvariants(f.db.pool);
-});
-
-/** A queue, a worker on it, one task assigned: returns everything. */
-async function leased(opts: { queue?: Record<string, unknown>; task?: Record<string, unknown>; hello?: Record<string, unknown> } = {}) {
-  const q = await createQueue(f, opts.queue);
-  const { w, workerId } = await connect(f, [q.id], opts.hello);
-  const task = await submit(f, q.id, opts.task);
-  const assign = await w.next('task.assign');
-  expect(assign.task.id).toBe(task.id);
-  return { q, w, workerId, task, assign, attemptId: assign.attempt_id as string };
-}
-
-async function running(opts: Parameters<typeof leased>[0] = {}) {
-  const x = await leased(opts);
-  await start(x.w, x.attemptId);
-  return x;
-}
+const f = useDispatchFixture();
 
 describe('start', () => {
   it('LEASED → RUNNING: task RUNNING, attempts_made 1, lease renewed; a repeated start answers start.ok again', async () => {
-    const { w, task, assign, attemptId } = await leased();
+    const { w, task, assign, attemptId } = await leasedTask(f);
     expect(assign.attempt_no).toBe(1);
     expect((await apiTask(f, task.id)).state).toBe('LEASED');
     expect((await sqlAttempt(f, attemptId)).state).toBe('LEASED');
@@ -74,7 +55,7 @@ describe('start', () => {
     expect((await sqlTask(f, task.id)).attempts_made).toBe(1);
   });
   it('start or result from another worker identity → LEASE_LOST, an unknown attempt id → NOT_FOUND; none is fatal and nothing changes', async () => {
-    const { w, q, task, assign, attemptId } = await leased();
+    const { w, q, task, assign, attemptId } = await leasedTask(f);
     const row = await sqlAttempt(f, attemptId);
     expect(new Date(assign.lease_expires_at).getTime()).toBe(dbMs(row.lease_expires_at));
     expect(dbMs(row.lease_expires_at) - dbMs(row.leased_at)).toBe(5000);
@@ -95,7 +76,7 @@ describe('start', () => {
 
 describe('results', () => {
   it('succeeded → attempt and task SUCCEEDED with the output, one task.succeeded event', async () => {
-    const { w, task, attemptId } = await running();
+    const { w, task, attemptId } = await runningTask(f);
     const r = await result(w, attemptId, 'succeeded', { output: { v: 42 } });
     expect(r).toEqual({ type: 'result.ok', attempt_id: attemptId, deduplicated: false, task_state: 'SUCCEEDED' });
     const api = await apiTask(f, task.id);
@@ -108,7 +89,7 @@ describe('results', () => {
   });
 
   it('failed → attempt and task FAILED with the error, one task.failed event', async () => {
-    const { w, task, attemptId } = await running();
+    const { w, task, attemptId } = await runningTask(f);
     const r = await result(w, attemptId, 'failed', { error: { code: 'BAD_INPUT', message: 'no such object' } });
     expect(r).toMatchObject({ type: 'result.ok', task_state: 'FAILED', deduplicated: false });
     const api = await apiTask(f, task.id);
@@ -119,7 +100,7 @@ describe('results', () => {
   });
 
   it('retry with retry_after_ms → attempt RETRY, task WAITING with not_before = now + retry_after_ms; reassigned once due as attempt 2', async () => {
-    const { w, task, attemptId } = await running({ task: { max_attempts: 3 } });
+    const { w, task, attemptId } = await runningTask(f, { task: { max_attempts: 3 } });
     const r = await result(w, attemptId, 'retry', { error: { code: 'UPSTREAM_503', message: 'busy' }, retry_after_ms: 30_000 });
     expect(r).toMatchObject({ type: 'result.ok', task_state: 'WAITING' });
     const a = await sqlAttempt(f, attemptId);
@@ -133,7 +114,7 @@ describe('results', () => {
     expect(Number(row.not_before_in_ms)).toBeGreaterThan(25_000);
     const api = await apiTask(f, task.id);
     expect(api).toMatchObject({ state: 'WAITING', attempts_made: 1, result: null });
-    expect(new Date(api.not_before).getTime()).toBe(dbMs(row.not_before));
+    expect(new Date(api.not_before!).getTime()).toBe(dbMs(row.not_before));
     expect(await sqlEvents(f, task.id)).toEqual([]);
     await expectNoFrame(w, 'task.assign');
 
@@ -152,7 +133,7 @@ describe('results', () => {
   });
 
   it('retry without retry_after_ms uses the queue policy: initial × multiplier^(n−1) ± 20 % jitter', async () => {
-    const { w, task, attemptId } = await running({
+    const { w, task, attemptId } = await runningTask(f, {
       queue: { retry: { max_attempts: 5, initial_backoff_ms: 60_000, max_backoff_ms: 600_000, multiplier: 3 } },
     });
     expect(task.max_attempts).toBe(5);
@@ -176,7 +157,7 @@ describe('results', () => {
   });
 
   it('retry when attempts_made = max_attempts → task FAILED (attempt RETRY), one task.failed event', async () => {
-    const { w, task, attemptId } = await running({ task: { max_attempts: 2 } });
+    const { w, task, attemptId } = await runningTask(f, { task: { max_attempts: 2 } });
     expect(await result(w, attemptId, 'retry', { retry_after_ms: 0 })).toMatchObject({ task_state: 'WAITING' });
     const second = await w.next('task.assign');
     expect(second.attempt_no).toBe(2);
@@ -191,7 +172,7 @@ describe('results', () => {
   });
 
   it('retry whose backoff would pass the deadline → task FAILED', async () => {
-    const { w, task, attemptId } = await running({ task: { deadline_seconds: 20, max_attempts: 5 } });
+    const { w, task, attemptId } = await runningTask(f, { task: { deadline_seconds: 20, max_attempts: 5 } });
     const r = await result(w, attemptId, 'retry', { retry_after_ms: 60_000 });
     expect(r).toMatchObject({ task_state: 'FAILED' });
     expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'RETRY' });
@@ -200,7 +181,7 @@ describe('results', () => {
   });
 
   it('unknown → attempt UNKNOWN, task NEEDS_REVIEW with result outcome unknown, one task.needs_review event', async () => {
-    const { w, task, attemptId } = await running();
+    const { w, task, attemptId } = await runningTask(f);
     const r = await result(w, attemptId, 'unknown', { error: { code: 'TIMEOUT', message: 'no answer from upstream' } });
     expect(r).toMatchObject({ task_state: 'NEEDS_REVIEW' });
     expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'UNKNOWN', outcome: 'unknown' });
@@ -211,136 +192,6 @@ describe('results', () => {
     expect((await sqlEvents(f, task.id))[0]!.result).toMatchObject({ outcome: 'unknown' });
     await expectNoFrame(w, 'task.assign', 300);
     expect(await cmd(f, task.id, 'resolve', { resolution: 'failed' })).toMatchObject({ status: 200 });
-  });
-});
-
-describe(':resolve', () => {
-  async function inReview(opts: Parameters<typeof leased>[0] = {}) {
-    const x = await running(opts);
-    expect(await result(x.w, x.attemptId, 'unknown')).toMatchObject({ task_state: 'NEEDS_REVIEW' });
-    return x;
-  }
-
-  it('succeeded → SUCCEEDED with events needs_review then succeeded', async () => {
-    const { task } = await inReview();
-    const r = await cmd(f, task.id, 'resolve', { resolution: 'succeeded', reason: 'checked upstream: applied' });
-    expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ deduplicated: false, task: { state: 'SUCCEEDED', result: { outcome: 'succeeded' } } });
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'SUCCEEDED', result_outcome: 'succeeded' });
-    expect((await sqlTask(f, task.id)).finished_at).not.toBeNull();
-    await expectEvents(f, task.id, ['task.needs_review', 'task.succeeded']);
-  });
-
-  it('failed → FAILED with events needs_review then failed', async () => {
-    const { task } = await inReview();
-    const r = await cmd(f, task.id, 'resolve', { resolution: 'failed', reason: 'not applied, give up' });
-    expect(r.status).toBe(200);
-    expect(r.body.data.task).toMatchObject({ state: 'FAILED', result: { outcome: 'failed' } });
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'FAILED' });
-    await expectEvents(f, task.id, ['task.needs_review', 'task.failed']);
-  });
-
-  it('retry → WAITING, then a new attempt with a larger token', async () => {
-    const { w, task, assign } = await inReview({ hello: { concurrency_keys: true }, task: { concurrency_key: `obj/${Date.now()}` } });
-    const r = await cmd(f, task.id, 'resolve', { resolution: 'retry', reason: 'not applied' });
-    expect(r.status).toBe(200);
-    expect(r.body.data.task).toMatchObject({ state: 'WAITING', result: null });
-    const next = await w.next('task.assign');
-    expect(next).toMatchObject({ attempt_no: 2, task: { id: task.id } });
-    expect(BigInt(next.concurrency_token)).toBeGreaterThan(BigInt(assign.concurrency_token));
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'LEASED', current_attempt_id: next.attempt_id });
-    await start(w, next.attempt_id);
-    expect(await result(w, next.attempt_id, 'succeeded')).toMatchObject({ task_state: 'SUCCEEDED' });
-    await expectEvents(f, task.id, ['task.needs_review', 'task.succeeded']);
-    expect((await apiAttempts(f, task.id)).map((x) => x.state)).toEqual(['UNKNOWN', 'SUCCEEDED']);
-  });
-
-  it('in WAITING, LEASED, RUNNING or a terminal state → 409 STATE_CONFLICT, nothing changes', async () => {
-    const q = await createQueue(f);
-    const waiting = await submit(f, q.id);
-    const res = await cmd(f, waiting.id, 'resolve', { resolution: 'succeeded' });
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('STATE_CONFLICT');
-
-    const { w } = await connect(f, [q.id], { capacity: 1 });
-    const a = await w.next('task.assign');
-    expect((await cmd(f, waiting.id, 'resolve', { resolution: 'retry' })).body.error.code).toBe('STATE_CONFLICT');
-    await start(w, a.attempt_id);
-    expect((await cmd(f, waiting.id, 'resolve', { resolution: 'failed' })).body.error.code).toBe('STATE_CONFLICT');
-    expect(await sqlTask(f, waiting.id)).toMatchObject({ state: 'RUNNING' });
-    await result(w, a.attempt_id, 'succeeded');
-    const done = await cmd(f, waiting.id, 'resolve', { resolution: 'failed' });
-    expect(done.status).toBe(409);
-    expect(done.body.error.code).toBe('STATE_CONFLICT');
-    expect(await sqlTask(f, waiting.id)).toMatchObject({ state: 'SUCCEEDED' });
-    await expectEvents(f, waiting.id, ['task.succeeded']);
-  });
-});
-
-describe(':cancel', () => {
-  it('WAITING → CANCELLED with one task.cancelled event', async () => {
-    const q = await createQueue(f);
-    const task = await submit(f, q.id);
-    const r = await cmd(f, task.id, 'cancel', { reason: 'no longer needed' });
-    expect(r.status).toBe(200);
-    expect(r.body.data).toMatchObject({ deduplicated: false, task: { state: 'CANCELLED', result: { outcome: 'cancelled' } } });
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', result_outcome: 'cancelled' });
-    await expectEvents(f, task.id, ['task.cancelled']);
-    // a worker arriving later never gets it
-    const { w } = await connect(f, [q.id]);
-    await expectNoFrame(w, 'task.assign', 500);
-  });
-
-  it('LEASED → attempt and task CANCELLED, the worker gets task.cancel; a later start or result → LEASE_LOST (not fatal)', async () => {
-    const { w, task, attemptId } = await leased({ hello: { capacity: 1 } });
-    const r = await cmd(f, task.id, 'cancel', { reason: 'operator' });
-    expect(r.status).toBe(200);
-    expect(r.body.data.task.state).toBe('CANCELLED');
-    expect(await w.next('task.cancel')).toEqual({ type: 'task.cancel', attempt_id: attemptId, reason: 'CANCELLED' });
-    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
-    expect(await apiAttempt(f, attemptId)).toMatchObject({ state: 'CANCELLED' });
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', current_attempt_id: null });
-    await expectEvents(f, task.id, ['task.cancelled']);
-
-    w.send({ type: 'start', attempt_id: attemptId });
-    expect(await w.next('error')).toMatchObject({ code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
-    const late = await result(w, attemptId, 'succeeded', { output: { late: true } });
-    expect(late).toMatchObject({ type: 'error', code: 'LEASE_LOST', attempt_id: attemptId, fatal: false });
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'CANCELLED', result_outcome: 'cancelled' });
-    await expectEvents(f, task.id, ['task.cancelled']);
-    // the session stays open and its capacity was freed: it takes the next task
-    const next = await submit(f, task.queue_id);
-    expect((await w.next('task.assign')).task.id).toBe(next.id);
-  });
-
-  it('RUNNING or terminal → 409 STATE_CONFLICT', async () => {
-    const { w, task, attemptId } = await running();
-    const r = await cmd(f, task.id, 'cancel', {});
-    expect(r.status).toBe(409);
-    expect(r.body.error.code).toBe('STATE_CONFLICT');
-    expect(await sqlTask(f, task.id)).toMatchObject({ state: 'RUNNING' });
-    expect(await sqlAttempt(f, attemptId)).toMatchObject({ state: 'RUNNING' });
-    await result(w, attemptId, 'succeeded');
-    const r2 = await cmd(f, task.id, 'cancel', {});
-    expect(r2.status).toBe(409);
-    expect(r2.body.error.code).toBe('STATE_CONFLICT');
-    await expectEvents(f, task.id, ['task.succeeded']);
-  });
-
-  it('a replay with the same Idempotency-Key → 200 deduplicated with the frozen response; nothing re-executed', async () => {
-    const q = await createQueue(f);
-    const task = await submit(f, q.id);
-    const key = `cancel-${task.id}`;
-    const first = await cmd(f, task.id, 'cancel', { reason: 'dup' }, key);
-    expect(first.status).toBe(200);
-    const again = await cmd(f, task.id, 'cancel', { reason: 'dup' }, key);
-    expect(again.status).toBe(200);
-    expect(again.body.data.deduplicated).toBe(true);
-    expect(again.body.data.task).toEqual(first.body.data.task);
-    await expectEvents(f, task.id, ['task.cancelled']);
-    const other = await cmd(f, task.id, 'cancel', { reason: 'different' }, key);
-    expect(other.status).toBe(409);
-    expect(other.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
   });
 });
 

@@ -6,30 +6,38 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../server/db/embedded-mariadb.js';
-import { binPath, childEnv } from './support/cli.js';
+import type { CredentialsFile } from '../server/admin/bootstrap.js';
+import { binPath, childEnv, readCredentialsFile } from './support/cli.js';
 import { call, ikey } from './support/http.js';
 import { alive, serversUnder, waitUntil } from './support/embedded.js';
 
 let home: string;
 const started = new Set<ChildProcess>();
 
-interface Started {
+/** A start-embedded process: its stdout and stderr in one text, and its exit. */
+interface Spawned {
   child: ChildProcess;
-  url: string;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-async function startEmbedded(port: number): Promise<Started> {
-  const child = spawn(process.execPath, [binPath('start-embedded')], {
-    env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'info' }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+interface Started extends Spawned {
+  url: string;
+}
+
+/** Spawns `npm start`'s bin with `env` (ORBIT_* of this process removed); killed in afterAll. */
+function spawnStartEmbedded(env: Record<string, string>): Spawned {
+  const child = spawn(process.execPath, [binPath('start-embedded')], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   started.add(child);
   let out = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.once('exit', (code, signal) => res({ code, signal })));
+  return { child, output: () => out, exited };
+}
+
+async function startEmbedded(port: number): Promise<Started> {
+  const { child, output, exited } = spawnStartEmbedded({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'info' });
   let dead = false;
   void exited.then(() => (dead = true));
   const url = `http://127.0.0.1:${port}`;
@@ -41,8 +49,8 @@ async function startEmbedded(port: number): Promise<Started> {
       return false;
     }
   }, 90_000);
-  if (!ready || dead) throw new Error(`start-embedded did not become ready (exited=${dead}):\n${out}`);
-  return { child, url, output: () => out, exited };
+  if (!ready || dead) throw new Error(`start-embedded did not become ready (exited=${dead}):\n${output()}`);
+  return { child, url, output, exited };
 }
 
 beforeAll(() => {
@@ -64,18 +72,6 @@ afterAll(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-interface Creds {
-  url: string;
-  token: string;
-  application_id: string;
-  namespace_id: string;
-  environment: string;
-  queue_id: string;
-  queues: Record<string, string>;
-  scopes: string[];
-  mysql_dsn: string;
-}
-
 const task = (queueId: string) => ({
   queue_id: queueId,
   handler: 'object.update',
@@ -86,7 +82,7 @@ const task = (queueId: string) => ({
 });
 
 describe('npm start (embedded)', () => {
-  let first: Creds;
+  let first: CredentialsFile;
   let taskId: string;
 
   it('starts its own MariaDB, writes dev credentials, serves, and stops everything on SIGTERM', async () => {
@@ -95,7 +91,7 @@ describe('npm start (embedded)', () => {
     const credFile = path.join(home, 'dev.credentials.json');
     expect(fs.existsSync(credFile)).toBe(true);
     expect(fs.statSync(credFile).mode & 0o777).toBe(0o600);
-    first = JSON.parse(fs.readFileSync(credFile, 'utf8')) as Creds;
+    first = readCredentialsFile(credFile);
     expect(Object.keys(first).sort()).toEqual(['application_id', 'environment', 'mysql_dsn', 'namespace_id', 'queue_id', 'queues', 'scopes', 'token', 'url']);
     expect(first.mysql_dsn).toMatch(/^mysql:\/\/orbit:[^@]+@127\.0\.0\.1:\d+\/orbit$/);
     // Every line is a pino JSON record (no plain "orbit: …" lines); the start-up lines say how to
@@ -134,7 +130,7 @@ describe('npm start (embedded)', () => {
   it('a second start reuses the credentials file, its token and the data', async () => {
     const port = await freePort();
     const s = await startEmbedded(port);
-    const again = JSON.parse(fs.readFileSync(path.join(home, 'dev.credentials.json'), 'utf8')) as Creds;
+    const again = readCredentialsFile(path.join(home, 'dev.credentials.json'));
     // Same credential, only the URL follows the new address; the database keeps its port.
     expect({ ...again, url: '' }).toEqual({ ...first, url: '' });
     expect(again.url).toBe(s.url);
@@ -154,7 +150,7 @@ describe('npm start (embedded)', () => {
     await s.exited;
     // kill -9 cannot take the child with it; the next start must cope with the leftover.
     const s2 = await startEmbedded(await freePort());
-    const again = JSON.parse(fs.readFileSync(path.join(home, 'dev.credentials.json'), 'utf8')) as Creds;
+    const again = readCredentialsFile(path.join(home, 'dev.credentials.json'));
     expect(again.token).toBe(first.token);
     expect((await call(s2.url, 'GET', `/v1/tasks/${taskId}`, { token: again.token })).status).toBe(200);
     expect(serversUnder(home)).toHaveLength(1);
@@ -170,17 +166,9 @@ describe('npm start (embedded)', () => {
     await new Promise<void>((res) => srv.listen(0, '127.0.0.1', () => res()));
     const busy = (srv.address() as import('node:net').AddressInfo).port;
     try {
-      const child = spawn(process.execPath, [binPath('start-embedded')], {
-        env: childEnv({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${busy}`, ORBIT_LOG_LEVEL: 'warn' }),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      started.add(child);
-      let err = '';
-      child.stdout!.setEncoding('utf8').on('data', (d: string) => (err += d));
-      child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-      const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
-      expect(code).toBe(1);
-      expect(JSON.parse(err.trim().split('\n').at(-1)!)).toMatchObject({ level: 60, msg: expect.stringMatching(/ORBIT_HTTP_ADDR|EADDRINUSE/) });
+      const { output, exited } = spawnStartEmbedded({ ORBIT_HOME: home, ORBIT_HTTP_ADDR: `127.0.0.1:${busy}`, ORBIT_LOG_LEVEL: 'warn' });
+      expect((await exited).code).toBe(1);
+      expect(JSON.parse(output().trim().split('\n').at(-1)!)).toMatchObject({ level: 60, msg: expect.stringMatching(/ORBIT_HTTP_ADDR|EADDRINUSE/) });
       expect(await waitUntil(() => serversUnder(home).length === 0, 5_000)).toBe(true);
     } finally {
       srv.close();
@@ -189,33 +177,19 @@ describe('npm start (embedded)', () => {
 
   it('SIGTERM while the database is still starting stops everything and exits 0', async () => {
     const home2 = path.join(home, 'early');
-    const child = spawn(process.execPath, [binPath('start-embedded')], {
-      env: childEnv({ ORBIT_HOME: home2, ORBIT_HTTP_ADDR: `127.0.0.1:${await freePort()}`, ORBIT_LOG_LEVEL: 'warn' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    started.add(child);
-    let err = '';
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
+    const { child, output, exited } = spawnStartEmbedded({ ORBIT_HOME: home2, ORBIT_HTTP_ADDR: `127.0.0.1:${await freePort()}`, ORBIT_LOG_LEVEL: 'warn' });
     // As soon as a server process exists for this home, before the gateway is up.
-    expect(await waitUntil(() => serversUnder(home2).length > 0, 30_000), err).toBe(true);
+    expect(await waitUntil(() => serversUnder(home2).length > 0, 30_000), output()).toBe(true);
     child.kill('SIGTERM');
-    expect(await exited, err).toBe(0);
+    expect((await exited).code, output()).toBe(0);
     expect(await waitUntil(() => serversUnder(home2).length === 0, 5_000)).toBe(true);
   });
 
   it('invalid configuration stops it with one line before any database is started', async () => {
     const home3 = path.join(home, 'badconfig');
-    const child = spawn(process.execPath, [binPath('start-embedded')], {
-      env: childEnv({ ORBIT_HOME: home3, ORBIT_HTTP_ADDR: '127.0.0.1:8080', ORBIT_LOG_LEVEL: 'chatty' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    started.add(child);
-    let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const code = await new Promise<number | null>((res) => child.once('exit', (c) => res(c)));
-    expect(code).toBe(1);
+    const { output, exited } = spawnStartEmbedded({ ORBIT_HOME: home3, ORBIT_HTTP_ADDR: '127.0.0.1:8080', ORBIT_LOG_LEVEL: 'chatty' });
+    expect((await exited).code).toBe(1);
+    const err = output();
     expect(err.trim().split('\n'), err).toHaveLength(1);
     expect(JSON.parse(err)).toMatchObject({ level: 60, msg: expect.stringMatching(/ORBIT_LOG_LEVEL/) });
     expect(fs.existsSync(path.join(home3, 'mysql'))).toBe(false);

@@ -5,7 +5,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { ALL_TYPES, ack, createSub, extraCredential, getSub, lease, makeEvents } from './support/events.js';
+import { ALL_TYPES, ack, createSub, extraCredential, getSub, lease, makeEvents, postSub } from './support/events.js';
 import { pruneEvents } from '../server/events/retention.js';
 import { createQueue } from './support/dispatch-fixture.js';
 
@@ -41,11 +41,7 @@ describe('POST /v1/subscriptions', () => {
     expect(s.retired_sequence).toBeUndefined();
     expect(s.id).toMatch(/^[0-9a-f]{32}$/);
     // Key order and the order of event_types do not matter.
-    const again = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: f.t.token,
-      key,
-      body: { event_types: ['task.succeeded', 'task.failed'], queue_id: q.id, name: 'consumer-a' },
-    });
+    const again = await postSub(f.gw.url, f.t.token, { event_types: ['task.succeeded', 'task.failed'], queue_id: q.id, name: 'consumer-a' }, key);
     expect(again.status).toBe(200);
     expect(again.body.data).toEqual({ subscription: s, deduplicated: true });
     const other = await call(f.gw.url, 'POST', '/v1/subscriptions', { token: f.t.token, key, body: { ...body, name: 'consumer-b' } });
@@ -87,50 +83,26 @@ describe('POST /v1/subscriptions', () => {
     });
     expect(withQuery.status).toBe(400);
     // The key was never spent on a failed validation.
-    const ok = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: f.t.token,
-      key,
-      body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.failed'] },
-    });
+    const ok = await postSub(f.gw.url, f.t.token, { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.failed'] }, key);
     expect(ok.status).toBe(201);
-    const dup = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: f.t.token,
-      key: ikey(),
-      body: { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.succeeded'] },
-    });
+    const dup = await postSub(f.gw.url, f.t.token, { name: 'unique-name', queue_id: f.t.queue_id, event_types: ['task.succeeded'] });
     expect(dup.status).toBe(409);
     expect(dup.body.error.code).toBe('STATE_CONFLICT');
   });
 
   it('authorization: scope 403, queue outside queue_ids 403, other namespace / unknown queue 404', async () => {
     const readOnly = await extraCredential(f.db.pool, f.t, ['events:read']);
-    const r1 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: readOnly.token,
-      key: ikey(),
-      body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] },
-    });
+    const r1 = await postSub(f.gw.url, readOnly.token, { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] });
     expect(r1.status).toBe(403);
     expect(r1.body.error.code).toBe('PERMISSION_DENIED');
     const q2 = await createQueue(f, { name: 'limited-other', lease_seconds: 30 });
     const limited = await extraCredential(f.db.pool, f.t, ['events:manage', 'events:read'], [f.t.queue_id]);
-    const r2 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: limited.token,
-      key: ikey(),
-      body: { name: 'nope', queue_id: q2.id, event_types: ['task.failed'] },
-    });
+    const r2 = await postSub(f.gw.url, limited.token, { name: 'nope', queue_id: q2.id, event_types: ['task.failed'] });
     expect(r2.status).toBe(403);
-    const r3 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: f.t.token,
-      key: ikey(),
-      body: { name: 'nope', queue_id: 'f'.repeat(32), event_types: ['task.failed'] },
-    });
+    const r3 = await postSub(f.gw.url, f.t.token, { name: 'nope', queue_id: 'f'.repeat(32), event_types: ['task.failed'] });
     expect(r3.status).toBe(404);
     const t2 = await newTenant(f.db);
-    const r4 = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: t2.token,
-      key: ikey(),
-      body: { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] },
-    });
+    const r4 = await postSub(f.gw.url, t2.token, { name: 'nope', queue_id: f.t.queue_id, event_types: ['task.failed'] });
     expect(r4.status).toBe(404);
     expect(await count(`SELECT COUNT(*) AS n FROM subscriptions WHERE name = 'nope'`)).toBe(0);
   });
@@ -140,36 +112,24 @@ describe('POST /v1/subscriptions', () => {
     const subs = [];
     for (let i = 0; i < 64; i++) subs.push(await createSub(f.gw.url, tq.token, { name: `quota-${i}`, queue_id: tq.queue_id, event_types: ['task.succeeded'] }));
     // paused ones count
-    const p = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:pause`, { token: tq.token, key: ikey(), body: { expected_revision: '1' } });
+    const p = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0]!.id}:pause`, { token: tq.token, key: ikey(), body: { expected_revision: '1' } });
     expect(p.status).toBe(200);
-    const over = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: tq.token,
-      key: ikey(),
-      body: { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
-    });
+    const over = await postSub(f.gw.url, tq.token, { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
     expect(over.status).toBe(429);
     expect(over.body.error.code).toBe('QUOTA_EXCEEDED');
     expect(await count('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ?', [tq.namespace_id])).toBe(64);
-    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0].id}:retire`, {
+    const ret = await call(f.gw.url, 'POST', `/v1/subscriptions/${subs[0]!.id}:retire`, {
       token: tq.token,
       key: ikey(),
       body: { expected_revision: '2', reason: 'free a slot' },
     });
     expect(ret.status, ret.text).toBe(200);
     // The retired name is still taken, even with a free slot.
-    const reuse = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: tq.token,
-      key: ikey(),
-      body: { name: 'quota-0', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
-    });
+    const reuse = await postSub(f.gw.url, tq.token, { name: 'quota-0', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
     expect(reuse.status).toBe(409);
     expect(reuse.body.error.code).toBe('STATE_CONFLICT');
     await createSub(f.gw.url, tq.token, { name: 'quota-64', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
-    const full = await call(f.gw.url, 'POST', '/v1/subscriptions', {
-      token: tq.token,
-      key: ikey(),
-      body: { name: 'quota-65', queue_id: tq.queue_id, event_types: ['task.succeeded'] },
-    });
+    const full = await postSub(f.gw.url, tq.token, { name: 'quota-65', queue_id: tq.queue_id, event_types: ['task.succeeded'] });
     expect(full.status).toBe(429);
   });
 });

@@ -8,30 +8,16 @@
 // database is unchanged, after mixed batches the row counts moved only by what was accepted; the
 // process is alive and /healthz answers 200 at the end.
 //
-// Seeded: ORBIT_FUZZ_SEED (default in support/fuzz-harness.ts), ORBIT_FUZZ_RUNS for more runs.
+// The generated cases: support/fuzz-http-cases.ts. Seeded: ORBIT_FUZZ_SEED (default in
+// support/fuzz-harness.ts), ORBIT_FUZZ_RUNS for more runs.
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { TSchema } from '@sinclair/typebox';
-import type { ErrorCode } from '../protocol/errors.js';
-import * as S from '../protocol/http-schemas.js';
 import { taskBody } from './support/contract.js';
-import { DepthReport, problem, type Refusal } from './support/fuzz-http-contract.js';
+import { DepthReport, problem } from './support/fuzz-http-contract.js';
+import { batchCase, bodyCase, GET_PATHS, LISTS, readCase, type HttpCase, type RealIds } from './support/fuzz-http-cases.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import {
-  BAD_UTF8,
-  enc,
-  idArb,
-  HOSTILE_KEYS,
-  HOSTILE_NUMBERS,
-  HOSTILE_STRINGS,
-  isId,
-  judge,
-  mutantArb,
-  validArb,
-  violation,
-  type Overrides,
-} from './support/fuzz-schema.js';
+import { enc } from './support/fuzz-schema.js';
 import {
   dbDiff,
   dbState,
@@ -53,9 +39,8 @@ const BATCH = 25;
 const CONCURRENCY = 8;
 const f = useGatewayFixture({ queues: ['main', 'victim', 'doomed'] });
 let target: FuzzTarget;
-/** Real ids of the tenant: paths and bodies name these, or ids that cannot exist. Retirement is
- * aimed at the doomed queue and subscription, so the others stay live for the rest of the run. */
-const real = { queue: '', victim: '', doomed: '', task: '', sub: '', doomedSub: '' };
+/** The tenant's real ids (support/fuzz-http-cases.ts RealIds), set in beforeAll. */
+const real: RealIds = { queue: '', victim: '', doomed: '', task: '', sub: '', doomedSub: '' };
 
 beforeAll(async () => {
   target = new FuzzTarget(f);
@@ -77,209 +62,6 @@ beforeAll(async () => {
   real.sub = await sub('fuzz-sub', real.victim);
   real.doomedSub = await sub('doomed-sub', real.doomed);
 });
-
-interface HttpCase {
-  method: 'GET' | 'POST';
-  path: string;
-  /** The endpoint (path template), for the depth report. */
-  ep?: string;
-  body?: string | Buffer;
-  /** The mutation applied, for failure reports. */
-  how?: string;
-  /** Why the input must be refused, and with which codes; null when acceptance is allowed. */
-  refuse: Refusal | null;
-  receipt: boolean;
-  creates?: 'tasks' | 'queues' | 'subscriptions';
-  /** POST /v1/tasks:batch: per item, why it must be refused (or null); no Idempotency-Key header. */
-  items?: (Refusal | null)[];
-  noKey?: boolean;
-}
-
-interface BodyEndpoint {
-  path: string;
-  schema: TSchema;
-  id?: () => string;
-  receipt: boolean;
-  creates?: HttpCase['creates'];
-}
-const BODY_ENDPOINTS: BodyEndpoint[] = [
-  { path: '/v1/tasks', schema: S.SubmitTaskBody, receipt: true, creates: 'tasks' },
-  { path: '/v1/tasks', schema: S.SubmitTaskBody, receipt: true, creates: 'tasks' },
-  { path: '/v1/queues', schema: S.CreateQueueBody, receipt: true, creates: 'queues' },
-  { path: '/v1/queues/{id}:pause', schema: S.RevisionBody, id: () => real.victim, receipt: true },
-  { path: '/v1/queues/{id}:resume', schema: S.RevisionBody, id: () => real.victim, receipt: true },
-  { path: '/v1/queues/{id}:retire', schema: S.RetireBody, id: () => real.doomed, receipt: true },
-  { path: '/v1/tasks/{id}:cancel', schema: S.CancelTaskBody, id: () => real.task, receipt: true },
-  { path: '/v1/tasks/{id}:resolve', schema: S.ResolveTaskBody, id: () => real.task, receipt: true },
-  { path: '/v1/subscriptions', schema: S.CreateSubscriptionBody, receipt: true, creates: 'subscriptions' },
-  { path: '/v1/subscriptions/{id}:pause', schema: S.RevisionBody, id: () => real.sub, receipt: true },
-  { path: '/v1/subscriptions/{id}:resume', schema: S.RevisionBody, id: () => real.sub, receipt: true },
-  { path: '/v1/subscriptions/{id}:retire', schema: S.RetireBody, id: () => real.doomedSub, receipt: true },
-  { path: '/v1/subscriptions/{id}/deliveries:lease', schema: S.LeaseDeliveriesBody, id: () => real.sub, receipt: false },
-  { path: '/v1/subscriptions/{id}/deliveries:ack', schema: S.AckDeliveriesBody, id: () => real.sub, receipt: false },
-];
-
-const realQueue = (q: unknown) => q === real.queue || q === real.victim || q === real.doomed;
-
-function overrides(): Overrides {
-  return {
-    queue_id: fc.oneof({ arbitrary: fc.constant(real.queue), weight: 4 }, { arbitrary: fc.constant(real.victim), weight: 1 }, idArb([])),
-    delivery_ids: fc.array(idArb([]), { minLength: 1, maxLength: 3 }),
-    expected_revision: fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.stringMatching(/^(0|[1-9][0-9]{0,19})$/)),
-    // Mostly values the field rules beyond the schema accept, so that valid bodies reach the database.
-    not_before: fc.oneof(
-      fc.date({ min: new Date('2000-01-01'), max: new Date('2025-01-01'), noInvalidDate: true }).map((d) => d.toISOString()),
-      fc.string({ maxLength: 40 }),
-    ),
-    business_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }),
-    concurrency_key: fc.oneof(fc.constantFrom('', 'object/42', 'é/😀/中'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 })),
-    idempotency_key: fc.stringMatching(/^[\x21-\x7e]{1,40}$/),
-  };
-}
-
-function bodyCase() {
-  const over = overrides();
-  return fc.constantFrom(...BODY_ENDPOINTS).chain((ep) =>
-    fc
-      .record({
-        id: ep.id ? idArb([ep.id()]) : fc.constant(''),
-        text: validArb(ep.schema, over).chain((v) =>
-          fc.oneof({ arbitrary: fc.constant({ text: JSON.stringify(v), how: 'valid' }), weight: 1 }, { arbitrary: mutantArb(v), weight: 2 }),
-        ),
-        bytes: fc.oneof({ arbitrary: fc.constant(null), weight: 12 }, fc.constantFrom(...BAD_UTF8)),
-        query: fc.oneof({ arbitrary: fc.constant(''), weight: 15 }, fc.constantFrom('?queue_id=%C3%A9', '?x=1', '?', '?%F0%9F%98%80=%ED%A0%80')),
-      })
-      .map(({ id, text: { text, how }, bytes, query }): HttpCase => {
-        const path = ep.path.replace('{id}', enc(id)) + query;
-        const c: HttpCase = { method: 'POST', path, ep: ep.path, body: text, how, refuse: null, receipt: ep.receipt, creates: ep.creates };
-        const idBad = ep.id !== undefined && !isId(id);
-        const refuse = (why: string, ...codes: ErrorCode[]) => ((c.refuse = { why, codes: idBad ? [...codes, 'NOT_FOUND'] : codes }), c);
-        if (bytes) {
-          const at = text.indexOf('"') + 1;
-          c.body = Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from(bytes), Buffer.from(text.slice(at))]);
-          return refuse('body is not UTF-8', 'INVALID_ARGUMENT');
-        }
-        if (query.length > 1) return refuse('command with query parameters', 'INVALID_ARGUMENT');
-        const v = judge(text === '' ? '{}' : text, () => ep.schema);
-        if (!v.ok) return refuse(v.why, 'INVALID_ARGUMENT');
-        if (idBad) return refuse(`path id ${JSON.stringify(id)} cannot exist`, 'INVALID_ARGUMENT');
-        const q = v.value.queue_id;
-        if (q !== undefined && !realQueue(q)) return refuse(`queue_id ${JSON.stringify(q)} does not exist`, 'INVALID_ARGUMENT', 'NOT_FOUND');
-        return c;
-      }),
-  );
-}
-
-/** POST /v1/tasks:batch: items from SubmitBatchItem, the whole body mutated; refusals per item. */
-function batchCase() {
-  const item = validArb(S.SubmitBatchItem, overrides());
-  return fc
-    .record({
-      items: fc.array(item, { minLength: 1, maxLength: 4 }),
-      mutate: fc.boolean(),
-      header: fc.oneof({ arbitrary: fc.constant(false), weight: 15 }, fc.constant(true)),
-    })
-    .chain(({ items, mutate, header }) =>
-      (mutate ? mutantArb({ tasks: items }) : fc.constant({ text: JSON.stringify({ tasks: items }), how: 'valid' })).map((m) => ({ ...m, header })),
-    )
-    .map(({ text, how, header }): HttpCase => {
-      const c: HttpCase = { method: 'POST', path: '/v1/tasks:batch', ep: '/v1/tasks:batch', body: text, how, refuse: null, receipt: false, noKey: !header };
-      if (header) return ((c.refuse = { why: 'Idempotency-Key header on a batch', codes: ['INVALID_ARGUMENT'] }), c);
-      const v = judge(text === '' ? '{}' : text, () => S.SubmitBatchBody);
-      if (!v.ok) return ((c.refuse = { why: v.why, codes: ['INVALID_ARGUMENT'] }), c);
-      c.items = (v.value.tasks as unknown[]).map((it): Refusal | null => {
-        const why = it === null || typeof it !== 'object' || Array.isArray(it) ? 'item is not an object' : violation(it, S.SubmitBatchItem);
-        if (why) return { why, codes: ['INVALID_ARGUMENT'] };
-        const q = (it as { queue_id: unknown }).queue_id;
-        return realQueue(q) ? null : { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
-      });
-      return c;
-    });
-}
-
-const GET_PATHS: [string, () => string | undefined][] = [
-  ['/v1/tasks/{id}', () => real.task],
-  ['/v1/tasks/{id}/attempts', () => real.task],
-  ['/v1/attempts/{id}', () => undefined],
-  ['/v1/queues/{id}', () => real.queue],
-  ['/v1/subscriptions/{id}', () => real.sub],
-  ['/v1/subscriptions/{id}/deliveries', () => real.sub],
-  ['/v1/queues/{id}/stats', () => real.queue],
-];
-/** List endpoints and the query parameters each allows. */
-const LISTS: [string, string[]][] = [
-  ['/v1/tasks', ['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']],
-  ['/v1/subscriptions/{sub}/deliveries', ['state', 'limit', 'cursor']],
-  ['/v1/workers', ['queue_id']],
-];
-const STATES = ['WAITING', 'SUCCEEDED', 'PENDING', 'ACKED', 'waiting', 'é'];
-
-function readCase() {
-  const value = fc.oneof(
-    idArb([]),
-    fc.constantFrom(...HOSTILE_STRINGS, ...HOSTILE_NUMBERS, ...STATES, '1', '500', '501', 'czE'),
-    fc.string({ unit: 'binary', maxLength: 10 }),
-  );
-  // A value the parameter accepts, a third of the time: else a list with two or three parameters
-  // is almost never valid and the generator stops reaching past the checks (see the depth report).
-  const validFor: Record<string, fc.Arbitrary<string>> = {
-    queue_id: fc.constant(real.queue),
-    state: fc.constantFrom('WAITING', 'SUCCEEDED', 'PENDING', 'ACKED'),
-    limit: fc.constantFrom('1', '100', '500'),
-    concurrency_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
-    business_key: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
-  };
-  // Names: mostly the list's own (else a deliveries list, which takes three of the six, is almost
-  // never valid), then the other lists' and hostile ones.
-  const listParam = (allowed: string[]) =>
-    fc
-      .oneof(
-        { arbitrary: fc.constantFrom(...allowed), weight: 6 },
-        { arbitrary: fc.constantFrom('queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor'), weight: 1 },
-        fc.constantFrom(...HOSTILE_KEYS),
-      )
-      .chain((k) =>
-        fc.tuple(
-          fc.constant(k),
-          fc.oneof(
-            ...(Object.hasOwn(validFor, k) ? [{ arbitrary: validFor[k]!, weight: 2 }] : []),
-            { arbitrary: idArb([real.queue]), weight: 1 },
-            { arbitrary: value, weight: 2 },
-          ),
-        ),
-      );
-  const list = fc
-    .constantFrom(...LISTS)
-    .chain((list) => fc.record({ list: fc.constant(list), params: fc.array(listParam(list[1]), { minLength: 1, maxLength: 3 }) }))
-    .map(({ list: [base, allowed], params }): HttpCase => {
-      const path = base.replace('{sub}', real.sub) + '?' + params.map(([k, v]) => `${enc(k)}=${enc(v)}`).join('&');
-      const names = params.map(([k]) => (k.isWellFormed() ? k : k.toWellFormed()));
-      const c: HttpCase = { method: 'GET', path, ep: base, refuse: null, receipt: false };
-      const bad = names.find((k) => !allowed.includes(k));
-      const q = params.find(([k]) => k === 'queue_id')?.[1];
-      if (bad !== undefined) c.refuse = { why: `unknown parameter ${JSON.stringify(bad)}`, codes: ['INVALID_ARGUMENT'] };
-      // Past the names, the checks run parameter by parameter: a repeat and a missing queue both refuse.
-      else if (new Set(names).size < names.length) c.refuse = { why: 'repeated parameter', codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
-      else if (q !== undefined && q !== real.queue)
-        c.refuse = { why: `queue_id ${JSON.stringify(q)} does not exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] };
-      return c;
-    });
-  const byId = fc
-    .constantFrom(...GET_PATHS)
-    .chain(([tpl, realId]) => fc.tuple(fc.constant(tpl), fc.constant(realId()), idArb([realId()].filter((x): x is string => !!x))))
-    .map(([tpl, realId, id]): HttpCase => ({
-      method: 'GET',
-      path: tpl.replace('{id}', enc(id)),
-      ep: tpl,
-      refuse: !isId(id)
-        ? { why: `id ${JSON.stringify(id)} cannot exist`, codes: ['INVALID_ARGUMENT', 'NOT_FOUND'] }
-        : id !== realId
-          ? { why: 'no such id', codes: ['NOT_FOUND'] }
-          : null,
-      receipt: false,
-    }));
-  return fc.oneof(list, byId);
-}
 
 function probes(): Probe[] {
   return [
@@ -385,7 +167,7 @@ describe('HTTP fuzz (real gateway)', () => {
   it('request bodies from the schemas, mutated, on every command endpoint', { timeout: fuzzTimeout(60, 250) }, async () => {
     await fuzz(
       'fuzz-http bodies',
-      fc.oneof({ arbitrary: bodyCase(), weight: 6 }, batchCase()),
+      fc.oneof({ arbitrary: bodyCase(real), weight: 6 }, batchCase(real)),
       60,
       ['/v1/tasks', '/v1/tasks:batch', '/v1/queues', '/v1/subscriptions', '/v1/subscriptions/{id}/deliveries:lease'],
       fuzzBudget(60, 250),
@@ -395,7 +177,7 @@ describe('HTTP fuzz (real gateway)', () => {
   it('ids and query parameters in reads: not-an-id, multi-byte, lone surrogates, unknown and repeated names', { timeout: fuzzTimeout(32, 150) }, async () => {
     await fuzz(
       'fuzz-http reads',
-      readCase(),
+      readCase(real),
       32,
       [
         ...LISTS.map(([base]) => base),

@@ -8,11 +8,10 @@ import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { setTaskTime } from './support/waiting.js';
-import { createWorker } from '../worker-sdk/index.js';
 import { waitFor } from './support/wait.js';
+import { tenantWorker } from './support/sdk-worker.js';
 
 const f = useGatewayFixture({ gatewayEnv: { ORBIT_LOG_LEVEL: 'debug' } });
-const silent = { info() {}, warn() {}, error() {} };
 
 function metric(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
@@ -53,14 +52,7 @@ describe('metrics', () => {
   });
 
   it('claim and commit histograms fill as a worker runs the tasks; depth goes back to 0', async () => {
-    const w = createWorker({
-      url: f.gw.url,
-      token: f.t.token,
-      queues: [f.t.queue_id],
-      capacity: 4,
-      logger: silent,
-      handlers: { 'object.update': () => ({ ok: true }) },
-    });
+    const w = tenantWorker(f, { 'object.update': () => ({ ok: true }) });
     await waitFor(
       'all SUCCEEDED',
       async () => {

@@ -5,34 +5,27 @@
 // the end every fire time of each schedule's calendar from its first fire to the pause has exactly
 // one record; every `created` record has exactly one task (with that fire time) and every skipped
 // one none; no task exists without its record. Runs on its own durable server (flush at commit).
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { ensureDatabase, freePort, startEmbeddedMariaDb, type EmbeddedServer } from '../server/db/embedded-mariadb.js';
-import { createPool, type Pool } from '../server/db/pool.js';
-import { migrateUp } from '../server/db/migrations.js';
-import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
+import { freePort } from '../server/db/embedded-mariadb.js';
 import { compileCalendar } from '../server/schedules/calendar.js';
-import { startGateway, stopAllGateways, type GatewayProcess } from './support/gateway.js';
-import { killAllWorkers, spawnWorker } from './support/workers.js';
+import { startGateway, type GatewayProcess } from './support/gateway.js';
+import { spawnWorker } from './support/workers.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { call, ikey } from './support/http.js';
 import { fireRecords, scheduleName, versionBody } from './support/schedules.js';
 import { sleep } from './support/wait.js';
+import { useOwnServer } from './support/own-server.js';
 
-let server: EmbeddedServer;
-let dir: string;
-let pool: Pool;
-let t: CredentialsFile;
+const own = useOwnServer('orbit-sched-chaos-');
+
 const ports: number[] = [];
 const gateways: (GatewayProcess | null)[] = [null, null, null];
 
 /** Every process started, for the error lines of a failure. */
 const all: GatewayProcess[] = [];
 const start = async (i: number) => {
-  gateways[i] = await startGateway(server.dsn('orbit'), { ORBIT_NODE_ID: `node-${i}-${Date.now()}` }, ports[i]);
+  gateways[i] = await startGateway(own.dsn(), { ORBIT_NODE_ID: `node-${i}-${Date.now()}` }, ports[i]);
   all.push(gateways[i]!);
 };
 const kill = async (i: number) => {
@@ -42,24 +35,10 @@ const kill = async (i: number) => {
 const url = (i: number) => `http://127.0.0.1:${ports[i]}`;
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-sched-chaos-'));
-  server = await startEmbeddedMariaDb({ dataDir: dir, log: () => {} });
-  await ensureDatabase(server, 'orbit');
-  pool = createPool(server.dsn('orbit'), { connectionLimit: 4 });
-  await migrateUp(pool);
-  t = await bootstrap(pool, { application: 'a', namespace: 'n', environment: 'test', queues: ['q'], workerAccess: true, url: '' });
-  await pool.query('UPDATE queues SET lease_seconds = 5');
   for (let i = 0; i < 3; i++) {
     ports.push(await freePort());
     await start(i);
   }
-});
-afterAll(async () => {
-  await killAllWorkers();
-  await stopAllGateways();
-  await pool?.end().catch(() => {});
-  await server?.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** A command sent to any live node, retried (same Idempotency-Key) through kills and restarts. */
@@ -68,7 +47,7 @@ async function command(path: string, body: unknown, status: number): Promise<any
   for (let round = 0; ; round++) {
     const live = gateways.map((g, i) => (g ? i : -1)).filter((i) => i >= 0);
     try {
-      const r = await call(url(live[round % live.length]!), 'POST', path, { token: t.token, key, body });
+      const r = await call(url(live[round % live.length]!), 'POST', path, { token: own.t.token, key, body });
       if (r.status === status || (r.status === 200 && status === 201)) return r.body.data;
       if (r.status !== 503) throw new Error(`${path}: ${r.status} ${r.text}`);
     } catch (err) {
@@ -84,7 +63,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
       const errors = all.flatMap((g) => g.output.filter((l) => /"level":(50|60)/.test(l)));
       process.stderr.write(`gateway errors:\n${errors.slice(-30).join('\n')}\n`);
     });
-    const workers = [0, 1].map((i) => spawnWorker(url(i), t.token, [t.queue_id], { WORKER_CAPACITY: '16', WORKER_DELAY_MS: '5' }));
+    const workers = [0, 1].map((i) => spawnWorker(url(i), own.t.token, [own.t.queue_id], { WORKER_CAPACITY: '16', WORKER_DELAY_MS: '5' }));
     await Promise.all(workers.map((w) => w.ready));
     const specs = [
       { calendar: { every_seconds: 1 } },
@@ -96,7 +75,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
     for (const s of specs) {
       const d = await command(
         '/v1/schedules',
-        { name: scheduleName('chaos'), version: versionBody(t.queue_id, s, { handler: 'h', concurrency_key: `chaos/${made.length}` }) },
+        { name: scheduleName('chaos'), version: versionBody(own.t.queue_id, s, { handler: 'h', concurrency_key: `chaos/${made.length}` }) },
         201,
       );
       made.push({ id: d.schedule.id, version: d.version });
@@ -111,9 +90,9 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
     await sleep(2000);
     await Promise.all([start(0), start(2)]);
     await sleep(5000);
-    server.kill();
+    own.server.kill();
     await sleep(2000);
-    await server.restart();
+    await own.server.restart();
     await sleep(8000);
     // Every node down across several fire times (longer than the catch-up grace of 5 s).
     await Promise.all([kill(0), kill(1), kill(2)]);
@@ -128,7 +107,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
 
     const pausedAt: number[] = [];
     for (const m of made) {
-      const s = (await call(url(0), 'GET', `/v1/schedules/${m.id}`, { token: t.token })).body.data.schedule;
+      const s = (await call(url(0), 'GET', `/v1/schedules/${m.id}`, { token: own.t.token })).body.data.schedule;
       const p = await command(`/v1/schedules/${m.id}:pause`, { expected_revision: s.revision }, 200);
       pausedAt.push(Date.parse(p.schedule.updated_at));
     }
@@ -136,7 +115,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
     for (const [i, m] of made.entries()) {
       const v = m.version;
       const cal = compileCalendar('cron' in v.calendar ? v.calendar : { every_seconds: v.calendar.every_seconds }, Date.parse(v.created_at), null, null);
-      const recs = await fireRecords(pool, m.id);
+      const recs = await fireRecords(own.pool, m.id);
       expect(recs.length, `schedule ${i} fired`).toBeGreaterThan(0);
       // The calendar's times from the first fire after publication up to the last record: each has
       // exactly one record (the primary key forbids two), none is missing.
@@ -154,7 +133,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
         return last;
       })();
       if (lastDue > 0) expect(recs[recs.length - 1]!.scheduled_for, `schedule ${i} fired up to the pause`).toBeGreaterThanOrEqual(lastDue);
-      const [rows] = await pool.query<RowDataPacket[]>('SELECT id, scheduled_for FROM tasks WHERE schedule_id = ? ORDER BY scheduled_for', [m.id]);
+      const [rows] = await own.pool.query<RowDataPacket[]>('SELECT id, scheduled_for FROM tasks WHERE schedule_id = ? ORDER BY scheduled_for', [m.id]);
       const tasks = rows.map((r) => ({ id: r.id as string, at: Date.parse(String(r.scheduled_for).replace(' ', 'T') + 'Z') }));
       const created = recs.filter((r) => r.outcome === 'created');
       expect(
@@ -166,7 +145,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
       expect(recs.every((r) => ['created', 'skipped_catchup', 'skipped_overlap'].includes(r.outcome))).toBe(true);
       if (i === 0) expect(recs.length).toBeGreaterThan(50);
     }
-    await assertPermitInvariants(pool);
+    await assertPermitInvariants(own.pool);
     for (const g of gateways) expect(g?.child.exitCode ?? null).toBeNull();
   }, 180_000);
 });

@@ -73,7 +73,7 @@ describe('on time', () => {
     const next = (await call(url(), 'GET', `/v1/schedules/${schedule.id}/fires?limit=2&cursor=${page.next_cursor}`, { token: f.t.token })).body.data;
     expect(Date.parse(next.fires[0].scheduled_for)).toBe(all[all.length - 3]!.scheduled_for);
     const s = await getSchedule(api(), schedule.id);
-    expect(Date.parse(s.last_fire_at)).toBe(all[all.length - 1]!.scheduled_for);
+    expect(Date.parse(s.last_fire_at!)).toBe(all[all.length - 1]!.scheduled_for);
     const metrics = (await call(url(), 'GET', '/metrics')).text;
     expect(metrics).toMatch(/orbit_schedule_fires_total\{outcome="created"\} [1-9]/);
     expect(metrics).toMatch(/orbit_schedule_lag_seconds_count [1-9]/);
@@ -166,7 +166,7 @@ describe('every gateway stopped across several fire times, then one started', ()
       expect(tasks.filter((t) => created.some((c) => c.task_id === t.id)).map((t) => t.scheduled_for)).toEqual(created.map((c) => c.scheduled_for));
       // Next fire: the grid continues after the missed times.
       const s = await getSchedule(api(), id);
-      expect(Date.parse(s.next_fire_at)).toBe(times.get(id)![4]! + P);
+      expect(Date.parse(s.next_fire_at!)).toBe(times.get(id)![4]! + P);
     };
     const SC = 'skipped_catchup';
     const SO = 'skipped_overlap';

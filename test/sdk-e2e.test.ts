@@ -6,8 +6,7 @@ import { useGatewayFixture } from './support/fixture.js';
 import { createClient, createWorker, RetryableError, type TaskContext } from '../worker-sdk/index.js';
 import { createFencedResource } from '../worker-sdk/fenced-resource.js';
 import { waitFor } from './support/wait.js';
-
-const silent = { info() {}, warn() {}, error() {} };
+import { silent } from './support/sdk-worker.js';
 
 const f = useGatewayFixture();
 

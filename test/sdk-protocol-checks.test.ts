@@ -2,12 +2,12 @@
 // in-process hostile gateway (worker-sdk/testing.ts, a raw `ws` server). No real gateway needed.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';
-import { FakeGateway, assignFrame, hexId, type AssignOptions } from '../worker-sdk/testing.js';
+import { FakeGateway, assignFrame, hexId, type AssignOptions, type FakeSession } from '../worker-sdk/testing.js';
 import { FAST, waitFor } from './support/wait.js';
+import { silent } from './support/sdk-worker.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
-const silent = { info() {}, warn() {}, error() {} };
 
 beforeEach(async () => {
   gw = await FakeGateway.start({ token: 'secret-token' });
@@ -29,6 +29,20 @@ function worker(handler: (e: TaskContext) => unknown, extra: { queues?: string[]
   });
   workers.push(w);
   return w;
+}
+
+/** A worker whose handler only counts its calls, collecting its protocol violations; returns it
+ * with its first session (ready). */
+async function countingWorker(): Promise<{ w: Worker; s: FakeSession; violations: ProtocolViolation[]; calls: () => number }> {
+  let calls = 0;
+  const w = worker(() => {
+    calls++;
+  });
+  const violations: ProtocolViolation[] = [];
+  w.on('protocolError', (v) => violations.push(v));
+  const s = await gw.nextSession();
+  await w.ready;
+  return { w, s, violations, calls: () => calls };
 }
 
 const MAX = '18446744073709551615';
@@ -81,14 +95,7 @@ describe('handshake', () => {
 describe('bad task.assign → close 1002, protocol error, handler never runs', () => {
   for (const [name, variant] of badVariants) {
     it(name, async () => {
-      let calls = 0;
-      const w = worker(() => {
-        calls++;
-      });
-      const violations: ProtocolViolation[] = [];
-      w.on('protocolError', (v) => violations.push(v));
-      const s = await gw.nextSession();
-      await w.ready;
+      const { s, violations, calls } = await countingWorker();
       const f = s.assign({ ...variant, register: false });
       const closed = await s.closed;
       expect(closed.code).toBe(1002);
@@ -99,7 +106,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       const s2 = await gw.nextSession();
       expect(s2.hello.resume).toBeUndefined();
       await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called late
-      expect(calls).toBe(0);
+      expect(calls()).toBe(0);
       expect(s.received.filter((x) => x.type === 'start' || x.type === 'result')).toEqual([]);
       expect(s.invalid).toEqual([]);
     });
@@ -107,14 +114,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
 
   for (const change of ['token', 'key'] as const) {
     it(`a repeated task.assign with a different ${change}`, async () => {
-      let calls = 0;
-      const w = worker(() => {
-        calls++;
-      });
-      const violations: ProtocolViolation[] = [];
-      w.on('protocolError', (v) => violations.push(v));
-      const s = await gw.nextSession();
-      await w.ready;
+      const { w, s, violations, calls } = await countingWorker();
       const first = s.assign({ key: 'object/42', token: '5' });
       expect(await s.next('start')).toEqual({ type: 'start', attempt_id: first.attempt_id });
       // No start.ok yet; the gateway re-sends the same attempt with a changed key or token.
@@ -133,7 +133,7 @@ describe('bad task.assign → close 1002, protocol error, handler never runs', (
       s2.send({ type: 'error', code: 'LEASE_LOST', message: 'gone', attempt_id: first.attempt_id, fatal: false });
       await waitFor('no task in flight', () => w.inFlight === 0, FAST);
       await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called late
-      expect(calls).toBe(0);
+      expect(calls()).toBe(0);
     });
   }
 

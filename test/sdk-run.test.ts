@@ -17,10 +17,10 @@ import { errorResult } from '../worker-sdk/handler-result.js';
 import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';
 import { FakeGateway } from '../worker-sdk/testing.js';
 import { waitFor } from './support/wait.js';
+import { silent, tenantWorker } from './support/sdk-worker.js';
 
 const f = useGatewayFixture();
 const root = packageRoot();
-const silent = { info() {}, warn() {}, error() {} };
 
 function runNode(
   args: string[],
@@ -120,14 +120,7 @@ describe('handler filter', () => {
     const typo = await submit('object.updat3');
     const good = await submit('object.update');
     const ran: string[] = [];
-    const w = createWorker({
-      url: f.gw.url,
-      token: f.t.token,
-      queues: [f.t.queue_id],
-      capacity: 4,
-      logger: silent,
-      handlers: { 'object.update': (e) => void ran.push(e.task.id) },
-    });
+    const w = tenantWorker(f, { 'object.update': (e) => void ran.push(e.task.id) });
     const get = async (id: string) => (await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: f.t.token })).body.data.task;
     await waitFor('own task SUCCEEDED', async () => (await get(good)).state === 'SUCCEEDED', 10_000);
     await new Promise((r) => setTimeout(r, 300)); // a claim round after the worker went idle
@@ -135,14 +128,7 @@ describe('handler filter', () => {
     expect(ran).toEqual([good]);
     await w.close();
     // The typo'd task is still there for a worker that has the handler.
-    const w2 = createWorker({
-      url: f.gw.url,
-      token: f.t.token,
-      queues: [f.t.queue_id],
-      capacity: 4,
-      logger: silent,
-      handlers: { 'object.updat3': () => 'ok' },
-    });
+    const w2 = tenantWorker(f, { 'object.updat3': () => 'ok' });
     await waitFor('typo task SUCCEEDED by its own worker', async () => (await get(typo)).state === 'SUCCEEDED', 10_000);
     await w2.close();
   });

@@ -4,10 +4,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorker, LeaseLostError, PermanentError, RetryableError, UnknownOutcomeError, type TaskContext, type Worker } from '../worker-sdk/index.js';
 import { FakeGateway, hexId, type FakeGatewayOptions } from '../worker-sdk/testing.js';
 import { FAST, sleep, waitFor } from './support/wait.js';
+import { silent } from './support/sdk-worker.js';
 
 let gw: FakeGateway;
 const workers: Worker[] = [];
-const silent = { info() {}, warn() {}, error() {} };
 
 async function gateway(opts: FakeGatewayOptions = {}) {
   gw = await FakeGateway.start(opts);

@@ -10,10 +10,10 @@ import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { submitMany, taskBodies } from './support/bulk.js';
 import { metric } from './support/keys-helpers.js';
 import { createWorker, type Worker } from '../worker-sdk/index.js';
+import { silent } from './support/sdk-worker.js';
 
 // No heartbeat ping in the middle of a test: the only pings are the ones sent with assignments.
 const f = useGatewayFixture({ queues: ['raw', 'raw2', 'sdk'], gatewayEnv: { ORBIT_PING_INTERVAL_MS: '600000' } });
-const silent = { info() {}, warn() {}, error() {} };
 const raws: RawWorker[] = [];
 const workers: Worker[] = [];
 

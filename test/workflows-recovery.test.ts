@@ -4,13 +4,12 @@
 // a failed element cancels the released element's task instead of requeueing it, and finishes.
 // Through a real gateway and raw WebSocket sessions that reconnect with the same worker_id. Last,
 // the sweeper's workflow duties: one run it cannot advance does not stop the others' timeouts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { useGatewayFixture } from './support/fixture.js';
 import { expectData } from './support/contract.js';
 import { workflowViolations } from './support/workflow-invariants.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { closeWorkers, connect, createQueue, expectNoFrame, nextOf, result, sqlAttempts, start, waitTaskState } from './support/dispatch-fixture.js';
+import { connect, createQueue, expectNoFrame, nextOf, result, sqlAttempts, start, waitTaskState } from './support/dispatch-fixture.js';
 import {
   getRun,
   newWorkflow,
@@ -22,12 +21,12 @@ import {
   taskStep,
   waitRunState,
   waitStepState,
+  useWorkflowRunFixture,
+  startChainRun,
 } from './support/workflow-runs.js';
 import { newTenant } from './support/db.js';
 
-const f = useGatewayFixture();
-const api = () => ({ url: f.gw.url, token: f.t.token });
-afterEach(() => closeWorkers(f));
+const { f, api } = useWorkflowRunFixture();
 
 /** Closes a raw session and waits until the gateway saw it go (its close handshake done). */
 async function drop(w: { close(): void; closed: Promise<unknown> }): Promise<void> {
@@ -82,10 +81,7 @@ describe('a step task released at reconnect advances its run in the hello transa
   });
 
   it('a run cancelled while its step task is leased: the task is cancelled at once; a hello that does not list it changes nothing', async () => {
-    const q = await createQueue(f);
-    const { workflow } = await newWorkflow(api(), [taskStep('a', q.id), taskStep('b', q.id, { after: ['a'] })]);
-    const run = await startRun(api(), workflow.id);
-    const { w, workerId } = await connect(f, [q.id]);
+    const { q, run, w, workerId } = await startChainRun(f, api());
     const a = await nextOf(w, ['task.assign']);
     expect((await waitTaskState(f, a.task.id, 'LEASED')).current_attempt_id).toBe(a.attempt_id);
     // Cancel while LEASED: cancelled as by a task :cancel, task.cancel to the session.

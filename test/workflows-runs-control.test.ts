@@ -2,14 +2,13 @@
 // cancel, quota, the run key, exactly-once children, the run reads and the SDK's step handler, on a
 // real gateway with raw HTTP, raw WebSocket workers and the SDK. Start, advancement, for_each,
 // run_if, delays, signals and review: workflows-runs.test.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { useGatewayFixture } from './support/fixture.js';
 import { call } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
 import { newTenant } from './support/db.js';
 import { workflowViolations } from './support/workflow-invariants.js';
-import { apiTask, closeWorkers, connect, createQueue, expectNoFrame, nextOf, result } from './support/dispatch-fixture.js';
+import { apiTask, connect, createQueue, expectNoFrame, nextOf, result } from './support/dispatch-fixture.js';
 import {
   getRun,
   newWorkflow,
@@ -24,16 +23,13 @@ import {
   taskStep,
   waitRunState,
   waitStepState,
+  useWorkflowRunFixture,
+  startChainRun,
 } from './support/workflow-runs.js';
 
-const f = useGatewayFixture();
-const api = () => ({ url: f.gw.url, token: f.t.token });
-afterEach(() => closeWorkers(f));
+const { f, api } = useWorkflowRunFixture();
 it('pause: a step whose parents finish becomes READY without tasks; resume creates them in its transaction', async () => {
-  const q = await createQueue(f);
-  const { workflow } = await newWorkflow(api(), [taskStep('a', q.id), taskStep('b', q.id, { after: ['a'] })]);
-  const run = await startRun(api(), workflow.id);
-  const { w } = await connect(f, [q.id]);
+  const { run, w } = await startChainRun(f, api());
   const a = await takeStarted(w);
   const paused = expectData(await runCommand(api(), run.id, 'pause'), 200).run;
   expect(paused.state).toBe('PAUSED');

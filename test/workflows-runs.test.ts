@@ -3,13 +3,12 @@
 // with the event that caused it (the child's task exists as soon as result.ok arrives, which is
 // sent after the result's commit — no separate job). Pause, cancel, quota, the run key, exactly-once
 // children, reads and the SDK: workflows-runs-control.test.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
 import { workflowViolations } from './support/workflow-invariants.js';
-import { apiTask, closeWorkers, cmd, connect, createQueue, expectNoFrame, result } from './support/dispatch-fixture.js';
+import { apiTask, cmd, connect, createQueue, expectNoFrame, result } from './support/dispatch-fixture.js';
 import {
   getRun,
   newWorkflow,
@@ -23,11 +22,11 @@ import {
   takeStarted,
   taskStep,
   waitRunState,
+  useWorkflowRunFixture,
+  startChainRun,
 } from './support/workflow-runs.js';
 
-const f = useGatewayFixture();
-const api = () => ({ url: f.gw.url, token: f.t.token });
-afterEach(() => closeWorkers(f));
+const { f, api } = useWorkflowRunFixture();
 
 describe('run start and chain advancement', () => {
   it('roots start in the run start; each result creates the next step task in its own transaction; outputs flow as parents', async () => {
@@ -68,7 +67,7 @@ describe('run start and chain advancement', () => {
     expect(done.finished_at).toEqual(expect.any(String));
     expect(stepOf(done, 'a')).toMatchObject({ state: 'SUCCEEDED', output: { a: 1 }, task_ids: [a.task.id] });
     expect(stepOf(done, 'c')).toMatchObject({ state: 'SUCCEEDED', output: null });
-    for (const s of done.steps) expect(Date.parse(s.finished_at)).toBeGreaterThanOrEqual(Date.parse(s.started_at));
+    for (const s of done.steps) expect(Date.parse(s.finished_at!)).toBeGreaterThanOrEqual(Date.parse(s.started_at!));
   });
 
   it('receipts: a replay returns the same run; without version and naming the current version are different commands', async () => {
@@ -244,7 +243,7 @@ it('delay_seconds: the step task not_before is the step start + delay (database 
   await result(w, a.attempt_id, 'succeeded');
   const later = stepOf(await getRun(api(), run.id), 'later');
   const t = await apiTask(f, later.task_ids[0]);
-  expect(Date.parse(t.not_before) - Date.parse(t.created_at)).toBe(60_000);
+  expect(Date.parse(t.not_before!) - Date.parse(t.created_at)).toBe(60_000);
   expect(Math.abs(Date.parse(t.created_at) - Date.parse(later.started_at))).toBeLessThan(1000);
   await expectNoFrame(w, 'task.assign', 300);
 });
@@ -307,10 +306,7 @@ describe('signals', () => {
 });
 
 it('NEEDS_REVIEW keeps the step IN_REVIEW and the run from advancing until :resolve', async () => {
-  const q = await createQueue(f);
-  const { workflow } = await newWorkflow(api(), [taskStep('a', q.id), taskStep('b', q.id, { after: ['a'] })]);
-  const run = await startRun(api(), workflow.id);
-  const { w } = await connect(f, [q.id]);
+  const { run, w } = await startChainRun(f, api());
   const a = await takeStarted(w);
   await result(w, a.attempt_id, 'unknown', { error: { code: 'TIMEOUT', message: 'effect unknown' } });
   const mid = await getRun(api(), run.id);

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { onTestFailed } from 'vitest';
+import { afterAll, beforeAll, onTestFailed } from 'vitest';
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
 
 export const CHROMIUM = process.env.ORBIT_CHROMIUM ?? '/usr/bin/chromium';
@@ -116,4 +116,37 @@ export async function signInAs(page: Page, origin: string, token: string): Promi
 export async function goTo(page: Page, hash: string, ready: string): Promise<void> {
   await page.evaluate((h) => (location.hash = h), hash);
   await page.getByText(ready, { exact: false }).first().waitFor();
+}
+
+/** A file's console browser on its gateway: the pages it opened (each watched) and sign-in. */
+export interface ConsoleBrowser {
+  /** Every page opened so far, for the end-of-file check that none saw a problem. */
+  readonly watched: Watched[];
+  /** A new watched page of the browser at `viewport`. */
+  open(viewport?: { width: number; height: number }): Promise<Watched>;
+  /** signInAs on the fixture's gateway, with the fixture tenant's token unless given. */
+  signIn(page: Page, token?: string): Promise<void>;
+}
+
+/** Launches the browser in beforeAll and closes it in afterAll (both registered here, so the file's
+ * own hooks registered before this call run first). */
+export function useConsoleBrowser(f: { readonly gw: { url: string }; readonly t: { token: string } }): ConsoleBrowser {
+  let browser: Browser | undefined;
+  const watched: Watched[] = [];
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    watched,
+    async open(viewport = DESKTOP) {
+      if (!browser) throw new Error('useConsoleBrowser: open() before beforeAll');
+      const w = await browser.open(f.gw.url, viewport);
+      watched.push(w);
+      return w;
+    },
+    signIn: (page, token = f.t.token) => signInAs(page, f.gw.url, token),
+  };
 }

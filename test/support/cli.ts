@@ -2,9 +2,11 @@
 // CLI's main() in-process with the same inputs and the same result shape (no process start: the
 // bulk of the CLI cases; a few per binary still go through the real process).
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../../server/paths.js';
 import type { CliMain } from '../../server/cli/args.js';
+import type { CredentialsFile } from '../../server/admin/bootstrap.js';
 
 export interface BinResult {
   code: number | null;
@@ -55,4 +57,9 @@ export async function runMain(main: CliMain, args: string[], env: Record<string,
 /** The non-empty lines of a stream. */
 export function lines(s: string): string[] {
   return s.split('\n').filter((l) => l.trim() !== '');
+}
+
+/** A credentials file a CLI wrote (orbit-admin --output, npm start's dev.credentials.json). */
+export function readCredentialsFile(file: string): CredentialsFile {
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
 }

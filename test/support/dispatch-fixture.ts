@@ -2,19 +2,33 @@
 // process, one tenant per file (useGatewayFixture, test/support/fixture.ts); per-test queues created
 // over HTTP with short leases; raw workers; SQL readers and backdating helpers (the tests move
 // database time instead of sleeping).
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Queue, Task } from '@orbit/protocol/http-views';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
-import type { GatewayFixture } from './fixture.js';
+import { useGatewayFixture, type GatewayFixture } from './fixture.js';
+import { assertPermitInvariants } from './invariants.js';
 import { call, ikey } from './http.js';
 import { hello, openRaw, type RawWorker } from './raw-worker.js';
 import { submitTask } from './submit.js';
 import { waitFor } from './wait.js';
 import { setTaskTime } from './waiting.js';
+import type { StartOkFrame } from '@orbit/protocol/frames';
+import type { Attempt } from '@orbit/protocol/http-views';
 
 /** The file's database, gateway, tenant and raw workers: useGatewayFixture() (test/support/fixture.ts). */
 export type Fixture = GatewayFixture;
+
+/** The dispatch suites' per-file set-up: useGatewayFixture, and after each test the test's raw
+ * workers closed and the permit invariants asserted. */
+export function useDispatchFixture(): Fixture {
+  const f = useGatewayFixture();
+  afterEach(async () => {
+    closeWorkers(f);
+    await assertPermitInvariants(f.db.pool);
+  });
+  return f;
+}
 
 /** Closes the workers opened by the last test. */
 export function closeWorkers(f: Fixture): void {
@@ -55,19 +69,53 @@ export async function connect(
   return { w, ok, workerId: h.worker_id };
 }
 
-export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<any> {
+/** What leasedTask sets up: its queue, worker, task and the assignment. */
+export interface Leased {
+  q: Queue;
+  w: RawWorker;
+  workerId: string;
+  task: Task;
+  assign: any;
+  attemptId: string;
+}
+
+/** Overrides of the queue body, the task body and the hello frame for leasedTask/runningTask. */
+export interface LeasedOptions {
+  queue?: Record<string, unknown>;
+  task?: Record<string, unknown>;
+  hello?: Record<string, unknown>;
+}
+
+/** A queue, a worker on it, one task assigned to it (asserted): returns everything. */
+export async function leasedTask(f: Fixture, opts: LeasedOptions = {}): Promise<Leased> {
+  const q = await createQueue(f, opts.queue);
+  const { w, workerId } = await connect(f, [q.id], opts.hello);
+  const task = await submit(f, q.id, opts.task);
+  const assign = await w.next('task.assign');
+  expect(assign.task.id).toBe(task.id);
+  return { q, w, workerId, task, assign, attemptId: assign.attempt_id as string };
+}
+
+/** leasedTask, then started (start.ok). */
+export async function runningTask(f: Fixture, opts: LeasedOptions = {}): Promise<Leased> {
+  const x = await leasedTask(f, opts);
+  await start(x.w, x.attemptId);
+  return x;
+}
+
+export async function apiTask(f: Fixture, id: string, tenant: CredentialsFile = f.t): Promise<Task> {
   const r = await call(f.gw.url, 'GET', `/v1/tasks/${id}`, { token: tenant.token });
   expect(r.status).toBe(200);
   return r.body.data.task;
 }
 
-export async function apiAttempts(f: Fixture, taskId: string): Promise<any[]> {
+export async function apiAttempts(f: Fixture, taskId: string): Promise<Attempt[]> {
   const r = await call(f.gw.url, 'GET', `/v1/tasks/${taskId}/attempts`, { token: f.t.token });
   expect(r.status).toBe(200);
   return r.body.data.attempts;
 }
 
-export async function apiAttempt(f: Fixture, id: string): Promise<any> {
+export async function apiAttempt(f: Fixture, id: string): Promise<Attempt> {
   const r = await call(f.gw.url, 'GET', `/v1/attempts/${id}`, { token: f.t.token });
   expect(r.status).toBe(200);
   return r.body.data.attempt;
@@ -134,7 +182,7 @@ export async function expectNoFrame(w: RawWorker, type: string, ms = 700): Promi
   expect(w.frames.filter((fr) => fr.type === type)).toEqual([]);
 }
 
-export async function start(w: RawWorker, attemptId: string): Promise<any> {
+export async function start(w: RawWorker, attemptId: string): Promise<StartOkFrame> {
   w.send({ type: 'start', attempt_id: attemptId });
   return w.next('start.ok');
 }

@@ -7,7 +7,8 @@ import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';
 import type { CredentialsFile } from '../../server/admin/bootstrap.js';
-import { call, ikey } from './http.js';
+import { call, ikey, type RawResponse } from './http.js';
+import type { Subscription } from '@orbit/protocol/http-views';
 
 const OUTCOME: Record<EventType, { state: string; outcome: string }> = {
   'task.succeeded': { state: 'SUCCEEDED', outcome: 'succeeded' },
@@ -56,8 +57,14 @@ export async function extraCredential(
   return { id, token };
 }
 
-export async function createSub(url: string, token: string, body: Record<string, unknown>): Promise<any> {
-  const r = await call(url, 'POST', '/v1/subscriptions', { token, key: ikey('s'), body });
+/** POST /v1/subscriptions with `body` as `token` under `key`; any status. */
+export function postSub(url: string, token: string, body: Record<string, unknown>, key: string = ikey('s')): Promise<RawResponse> {
+  return call(url, 'POST', '/v1/subscriptions', { token, key, body });
+}
+
+/** postSub, expecting 201; returns the subscription. */
+export async function createSub(url: string, token: string, body: Record<string, unknown>): Promise<Subscription> {
+  const r = await postSub(url, token, body);
   expect(r.status, r.text).toBe(201);
   return r.body.data.subscription;
 }
@@ -74,7 +81,7 @@ export async function ack(url: string, token: string, subId: string, ids: string
   return r.body.data.acked;
 }
 
-export async function getSub(url: string, token: string, subId: string): Promise<any> {
+export async function getSub(url: string, token: string, subId: string): Promise<Subscription> {
   const r = await call(url, 'GET', `/v1/subscriptions/${subId}`, { token });
   expect(r.status, r.text).toBe(200);
   return r.body.data.subscription;

@@ -3,6 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../../server/db/pool.js';
 import { call, ikey, type RawResponse } from './http.js';
+import type { Schedule } from '@orbit/protocol/http-views';
 
 export function versionBody(queueId: string, over: Record<string, unknown> = {}, task: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -26,7 +27,7 @@ export const createSchedule = (a: Api, body: unknown, key = ikey('sc')): Promise
 export const scheduleCommand = (a: Api, id: string, action: string, body: unknown, key = ikey('sc')): Promise<RawResponse> =>
   call(a.url, 'POST', action === 'versions' ? `/v1/schedules/${id}/versions` : `/v1/schedules/${id}:${action}`, { token: a.token, key, body });
 
-export async function getSchedule(a: Api, id: string): Promise<any> {
+export async function getSchedule(a: Api, id: string): Promise<Schedule> {
   const r = await call(a.url, 'GET', `/v1/schedules/${id}`, { token: a.token });
   if (r.status !== 200) throw new Error(r.text);
   return r.body.data.schedule;

@@ -1,16 +1,25 @@
 // Helpers of the workflow run tests: a version's steps in a few words, the endpoints by raw HTTP,
 // a raw WebSocket worker loop that answers every step task by a rule, and SQL reads of the run.
 import type { RowDataPacket } from 'mysql2/promise';
-import { expect } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { call, ikey, type RawResponse } from './http.js';
 import { expectData } from './contract.js';
-import { nextOf, result, start, type Fixture } from './dispatch-fixture.js';
+import { closeWorkers, connect, createQueue, nextOf, result, start, type Fixture } from './dispatch-fixture.js';
+import { useGatewayFixture } from './fixture.js';
+import { newWorkflow as newDefinition, type Api } from './workflows.js';
+import type { Queue } from '@orbit/protocol/http-views';
 import type { RawWorker } from './raw-worker.js';
 import { waitFor } from './wait.js';
+import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 
-export interface Api {
-  url: string;
-  token: string;
+export type { Api };
+
+/** The workflow run suites' per-file set-up: useGatewayFixture, `api()` for the file's gateway and
+ * tenant, and the raw workers a test opened closed after it. */
+export function useWorkflowRunFixture(): { f: Fixture; api: () => Api } {
+  const f = useGatewayFixture();
+  afterEach(() => closeWorkers(f));
+  return { f, api: () => ({ url: f.gw.url, token: f.t.token }) };
 }
 
 /** A task step on `queueId` (handler wf.step, v1, max_attempts 1 unless given). */
@@ -18,23 +27,27 @@ export function taskStep(key: string, queueId: string, over: Record<string, unkn
   return { key, task: { queue_id: queueId, handler: 'wf.step', handler_version: 'v1', payload_version: 'v1', max_attempts: 1, ...task }, ...over };
 }
 
-let wn = 0;
-/** POST /v1/workflows with these steps; returns {workflow, version}. */
-export async function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
-  wn++;
-  const r = await call(api.url, 'POST', '/v1/workflows', {
-    token: api.token,
-    key: ikey('wf'),
-    body: { name: `wf-${process.pid}-${Date.now() % 100000}-${wn}`, version: { steps } },
-  });
-  return expectData(r, 201);
+/** A queue, a workflow of two task steps a → b on it, a run of it started and a raw worker on the
+ * queue (a's task is assigned to it next). */
+export async function startChainRun(f: Fixture, api: Api): Promise<{ q: Queue; run: any; w: RawWorker; workerId: string }> {
+  const q = await createQueue(f);
+  const { workflow } = await newWorkflow(api, [taskStep('a', q.id), taskStep('b', q.id, { after: ['a'] })]);
+  const run = await startRun(api, workflow.id);
+  const { w, workerId } = await connect(f, [q.id]);
+  return { q, run, w, workerId };
+}
+
+/** POST /v1/workflows of a version with these steps (support/workflows.ts newWorkflow); returns
+ * {workflow, version}. */
+export function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
+  return newDefinition(api, { steps });
 }
 
 export function startRunRaw(api: Api, workflowId: string, body: Record<string, unknown> = {}, key = ikey('run')): Promise<RawResponse> {
   return call(api.url, 'POST', `/v1/workflows/${workflowId}/runs`, { token: api.token, key, body });
 }
 
-export async function startRun(api: Api, workflowId: string, body: Record<string, unknown> = {}): Promise<any> {
+export async function startRun(api: Api, workflowId: string, body: Record<string, unknown> = {}): Promise<WorkflowRun> {
   return expectData(await startRunRaw(api, workflowId, body), 201).run;
 }
 
@@ -52,7 +65,7 @@ export function signal(api: Api, runId: string, name: string, payload?: unknown,
   return call(api.url, 'POST', `/v1/workflow-runs/${runId}/signals`, { token: api.token, key, body: payload === undefined ? { name } : { name, payload } });
 }
 
-export async function getRun(api: Api, runId: string): Promise<any> {
+export async function getRun(api: Api, runId: string): Promise<WorkflowRun> {
   return expectData(await call(api.url, 'GET', `/v1/workflow-runs/${runId}`, { token: api.token }), 200).run;
 }
 
@@ -60,7 +73,7 @@ export function stepOf(run: any, key: string): any {
   return run.steps.find((s: any) => s.key === key);
 }
 
-export async function waitRun(api: Api, runId: string, ok: (run: any) => boolean, what: string, ms = 10_000): Promise<any> {
+export async function waitRun(api: Api, runId: string, ok: (run: WorkflowRun) => boolean, what: string, ms = 10_000): Promise<WorkflowRun> {
   return waitFor(
     what,
     async () => {
