@@ -76,14 +76,7 @@ export function walkRefills<S, R extends { id: string; concurrency_key: unknown 
  * queues `hints` marks refused or drained (and marking a queue drained when its read finds
  * nothing). A plan carries its slot's reservation (an unused one is released by the
  * transaction's owner, frame-committer.ts). */
-export async function planRefills(
-  c: Tx,
-  host: HandoffHost,
-  ledger: PermitLedger,
-  freed: FreedSlot[],
-  now: string,
-  hints: QueueHints,
-): Promise<HandoffPlan[]> {
+export async function planRefills(c: Tx, host: HandoffHost, ledger: PermitLedger, freed: FreedSlot[], now: string, hints: QueueHints): Promise<HandoffPlan[]> {
   const skip = hints.refillSkips();
   // Per session and queue: the session's descriptor and the slots its results free whose reuse it
   // accepts now (oldest result first).
