@@ -2,13 +2,12 @@
 // watermark that never passes an uncommitted event, queue retirement racing submits, and 10 000
 // events consumed by a subscriber that crashes and re-leases.
 import { describe, expect, it } from 'vitest';
-import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2/promise';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { ack, createSub, getSub, lease, makeEvents } from './support/events.js';
-import { parseDsn } from '../server/db/pool.js';
+import { Tx } from '../server/db/pipeline.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
 import { setTaskTime } from './support/waiting.js';
 import { createQueue } from './support/dispatch-fixture.js';
@@ -105,8 +104,10 @@ describe('committed watermark', () => {
     const q = await createQueue(f, { name: 'watermark', lease_seconds: 30 });
     const s = await createSub(f.gw.url, f.t.token, { name: 'watermark', queue_id: q.id, event_types: ['task.succeeded'] });
     const [first] = await makeEvents(f.db.pool, f.t, q.id, 1);
-    const conns = await Promise.all([mysql.createConnection(parseDsn(f.db.dsn)), mysql.createConnection(parseDsn(f.db.dsn))]);
-    const [a, b] = conns as [mysql.Connection, mysql.Connection];
+    // Two transactions of the pool's kind (Tx: the ledger's event writes are queued and travel with
+    // the transaction's next statement, here its COMMIT).
+    const conns = await Promise.all([f.db.pool.getConnection(), f.db.pool.getConnection()]);
+    const [a, b] = conns.map((c) => new Tx(c)) as [Tx, Tx];
     try {
       const ev = (taskId: string) => ({
         namespaceId: f.t.namespace_id,
@@ -116,10 +117,10 @@ describe('committed watermark', () => {
         result: { outcome: 'succeeded' },
       });
       await a.query('START TRANSACTION');
-      const [seqA] = await appendResultEvents(a as any, [ev('a'.repeat(32))]);
+      const [seqA] = await appendResultEvents(a, [ev('a'.repeat(32))]);
       await b.query('START TRANSACTION');
       let bDone = false;
-      const bAppend = appendResultEvents(b as any, [ev('b'.repeat(32))]).then((r) => {
+      const bAppend = appendResultEvents(b, [ev('b'.repeat(32))]).then((r) => {
         bDone = true;
         return r;
       });
@@ -148,7 +149,7 @@ describe('committed watermark', () => {
         ),
       ).toBe(3);
     } finally {
-      await Promise.all(conns.map((c) => c.end().catch(() => {})));
+      for (const c of conns) c.destroy();
     }
   });
 });
