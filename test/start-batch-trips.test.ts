@@ -20,53 +20,49 @@ import { assertPermitInvariants } from './support/invariants.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { InProcessHost } from './support/session-host.js';
 
-let db: TestDb;
-let tenant: CredentialsFile;
-let live: Credential;
-let host: InProcessHost;
-let url: string;
+/** The file's database, tenant, the tenant's credential and the in-process host (beforeAll). */
+let f: { db: TestDb; tenant: CredentialsFile; live: Credential; host: InProcessHost; url: string };
 const sockets: RawWorker[] = [];
 
 beforeAll(async () => {
-  db = await createTestDb();
-  tenant = await newTenant(db, { queues: ['starts', 'refusals'] });
-  live = (await findCredentialByTokenHash(db.pool, hashToken(tenant.token)))!;
-  host = new InProcessHost(db.pool);
-  url = await host.listen();
+  const db = await createTestDb();
+  const tenant = await newTenant(db, { queues: ['starts', 'refusals'] });
+  const host = new InProcessHost(db.pool);
+  f = { db, tenant, live: (await findCredentialByTokenHash(db.pool, hashToken(tenant.token)))!, host, url: await host.listen() };
 });
 afterEach(async () => {
   for (const w of sockets.splice(0)) w.close();
-  await assertPermitInvariants(db.pool);
+  await assertPermitInvariants(f.db.pool);
 });
 afterAll(async () => {
-  await host?.close();
-  await db?.drop();
+  await f?.host.close();
+  await f?.db.drop();
 });
 
 /** A session on `queue` at full capacity: `count` attempts assigned to it and not started. With
  * no free slot the dispatcher claims nothing for it, so the counters below see only the batch. */
 async function fullSession(queue: string, count: number): Promise<{ workerId: string; attemptIds: string[] }> {
-  const created = host.nextSession();
-  const w = await openRaw(url, tenant.token);
+  const created = f.host.nextSession();
+  const w = await openRaw(f.url, f.tenant.token);
   sockets.push(w);
   await created;
-  const h = hello([tenant.queues[queue]!], { capacity: count });
+  const h = hello([f.tenant.queues[queue]!], { capacity: count });
   w.send(h);
   await w.next('hello.ok');
   for (let n = 0; n < count; n++) {
-    const r = await host.submit(live, tenant.queues[queue]!, `${queue}-${n}`);
+    const r = await f.host.submit(f.live, f.tenant.queues[queue]!, `${queue}-${n}`);
     if (!r.ok) throw r.error;
   }
   const attemptIds: string[] = [];
   while (attemptIds.length < count) attemptIds.push((await w.next('task.assign')).attempt_id as string);
-  await host.dispatcher.idle();
+  await f.host.dispatcher.idle();
   return { workerId: h.worker_id, attemptIds };
 }
 
 /** A start frame as a session sends it: with the attempt's queue, which the session holds. */
-const start = (attemptId: string, workerId: string, credentialId = live.id, queueId: string | null = null): FrameCommand => ({
+const start = (attemptId: string, workerId: string, credentialId = f.live.id, queueId: string | null = null): FrameCommand => ({
   kind: 'start',
-  who: { namespaceId: tenant.namespace_id, workerId, credentialId },
+  who: { namespaceId: f.tenant.namespace_id, workerId, credentialId },
   attemptId,
   queueId,
 });
@@ -74,12 +70,12 @@ const start = (attemptId: string, workerId: string, credentialId = live.id, queu
 /** runFrameBatch and the transactions and round trips it cost. */
 async function counted(cmds: FrameCommand[]) {
   const before = { ...transactionStats };
-  const r = await runFrameBatch(db.pool, cmds);
+  const r = await runFrameBatch(f.db.pool, cmds);
   return { r, transactions: transactionStats.transactions - before.transactions, roundTrips: transactionStats.roundTrips - before.roundTrips };
 }
 
 async function attemptRows(ids: string[]): Promise<Map<string, RowDataPacket>> {
-  const [rows] = await db.pool.query<RowDataPacket[]>(
+  const [rows] = await f.db.pool.query<RowDataPacket[]>(
     `SELECT a.id, a.state, a.lease_expires_at, a.started_at, t.state AS t_state, t.attempts_made
        FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id IN (?)`,
     [ids],
@@ -93,7 +89,7 @@ describe('a batch of starts only', () => {
       workerId,
       attemptIds: [first, ...attemptIds],
     } = await fullSession('starts', 4);
-    const held = (id: string) => start(id, workerId, live.id, tenant.queues.starts!);
+    const held = (id: string) => start(id, workerId, f.live.id, f.tenant.queues.starts!);
     // The first start reads the queue's configuration (cached for 5 s: db/queue-config.ts), as the
     // first start on a queue does on every node.
     expect((await counted([held(first!)])).r.outcomes[0]).toMatchObject({ ok: true });
@@ -118,16 +114,16 @@ describe('a batch of starts only', () => {
     const { workerId, attemptIds } = await fullSession('refusals', 4);
     const [applies, byRevoked, byIntruder, expired] = attemptIds as [string, string, string, string];
     const revoked = newId();
-    await insertCredential(db.pool, {
+    await insertCredential(f.db.pool, {
       id: revoked,
-      namespaceId: tenant.namespace_id,
+      namespaceId: f.tenant.namespace_id,
       name: 'revoked',
       tokenHash: hashToken(revoked),
       scopes: ['worker'],
       queueIds: '*',
     });
-    expect(await revokeCredential(db.pool, revoked)).toBe(true);
-    await db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [expired]);
+    expect(await revokeCredential(f.db.pool, revoked)).toBe(true);
+    await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [expired]);
     const { r } = await counted([
       start(applies, workerId),
       start(byRevoked, workerId, revoked),
