@@ -4,7 +4,7 @@
 // Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
-import { commitWith, write } from './pipeline.js';
+import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 import { enterWaiting } from './waiting-tasks.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
@@ -14,44 +14,63 @@ export interface StartItem {
   attemptId: string;
   namespaceId: string;
   workerId: string;
+  /** The session's credential: checked by the statement itself when the clock is @orbit_now. */
+  credentialId: string;
 }
 
 /** startAttempts(items [attempt id, namespace, worker], now (database clock, read in this
  * transaction), lease seconds per queue): LEASED → RUNNING for each attempt that is LEASED, owned
  * by that worker identity, unexpired, with its task still current and before its deadline; the
  * task goes RUNNING with attempts_made + 1 and the lease restarts at now + the queue's lease.
- * Returns the changed rows (2 per started attempt: the attempt and its task). `commit`: the
- * statement is the transaction's last and carries its COMMIT (db/pipeline.ts commitWith). */
-export async function startAttempts(c: Tx, items: StartItem[], now: string, leaseByQueue: Map<string, number>, commit = false): Promise<number> {
+ * Returns the changed rows (2 per started attempt: the attempt and its task). */
+export async function startAttempts(c: Tx, items: StartItem[], now: string, leaseByQueue: Map<string, number>): Promise<number> {
+  if (leaseByQueue.size === 0) return 0;
+  const [res] = await c.query(...startAttemptsSql(items, now, leaseByQueue));
+  return (res as { affectedRows: number }).affectedRows;
+}
+
+/** The UPDATE of startAttempts. `now` null: the clock is the session variable @orbit_now, set by
+ * the credential check sent before it in the same text (liveCredentialsWithClockSql), and the
+ * statement checks each item's credential itself (joined, live) — the client has not read them
+ * yet. Only rows of live credentials change; the check's share locks (taken just before, in the
+ * same transaction) keep them live to the commit. */
+export function startAttemptsSql(items: StartItem[], now: string | null, leaseByQueue: Map<string, number>): [string, unknown[]] {
   const queues = [...leaseByQueue];
-  if (queues.length === 0) return 0;
+  const clock = now === null ? '@orbit_now' : '?';
+  const clockValue = now === null ? [] : [now];
   // Lease lengths as literals (the caller read them from the cached queue configuration): the
   // statement reads no queue row, so it takes no lock on one — a subquery on queues here took
   // shared locks that deadlocked with the counter updates at the end of the batch (measured: 85
   // deadlocks in one 3-node chaos run).
-  const run = (sql: string, values: unknown[]) => (commit ? commitWith(c, sql, values) : c.query(sql, values));
-  const [res] = await run(
-    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
-        SET a.state = 'RUNNING', a.started_at = ?,
-            a.lease_expires_at = CAST(? AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
-            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ?
+  const owners =
+    now === null
+      ? `JOIN credentials cr ON cr.id IN (${placeholders(new Set(items.map((i) => i.credentialId)).size)}) AND cr.revoked_at IS NULL
+          AND (a.id, a.namespace_id, a.worker_id, cr.id) IN (${placeholderRows(items.length, '(?, ?, ?, ?)')})`
+      : '';
+  const ownerValues =
+    now === null ? [...new Set(items.map((i) => i.credentialId)), ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId, i.credentialId])] : [];
+  return [
+    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id ${owners}
+        SET a.state = 'RUNNING', a.started_at = ${clock},
+            a.lease_expires_at = CAST(${clock} AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
+            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ${clock}
       WHERE a.id IN (${placeholders(items.length)})
         AND (a.id, a.namespace_id, a.worker_id) IN (${placeholderRows(items.length, '(?, ?, ?)')})
         AND a.queue_id IN (${placeholders(queues.length)})
-        AND a.state = 'LEASED' AND a.lease_expires_at > ? AND t.deadline_at > ?`,
+        AND a.state = 'LEASED' AND a.lease_expires_at > ${clock} AND t.deadline_at > ${clock}`,
     [
-      now,
-      now,
+      ...ownerValues,
+      ...clockValue,
+      ...clockValue,
       ...queues.flat(),
-      now,
+      ...clockValue,
       ...items.map((i) => i.attemptId),
       ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId]),
       ...queues.map(([q]) => q),
-      now,
-      now,
+      ...clockValue,
+      ...clockValue,
     ],
-  );
-  return (res as { affectedRows: number }).affectedRows;
+  ];
 }
 
 /** attemptQueues(ids, known) → queue of each attempt (no lock). `known`: the queues the session

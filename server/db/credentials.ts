@@ -92,11 +92,23 @@ export async function lockLiveCredential(c: Tx, id: string): Promise<boolean> {
  * transaction, see lockLiveCredential) and the database clock, in one statement: the first
  * statement of every coalesced start/result transaction. */
 export async function lockLiveCredentialsWithClock(c: Tx, ids: string[]): Promise<{ live: Set<string>; now: string }> {
-  const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT c.id, t.now FROM (SELECT UTC_TIMESTAMP(3) AS now) t
+  const [rows] = await c.query<RowDataPacket[]>(...liveCredentialsWithClockSql(ids));
+  return liveCredentialsWithClockOf(rows);
+}
+
+/** The statement of lockLiveCredentialsWithClock, for a caller that sends it with others in one
+ * text (start-frames.ts). The clock it reads is also left in the session variable @orbit_now, so
+ * that a statement after it in the same transaction computes with the same instant. */
+export function liveCredentialsWithClockSql(ids: string[]): [string, string[]] {
+  return [
+    `SELECT c.id, t.now FROM (SELECT @orbit_now := UTC_TIMESTAMP(3) AS now) t
        LEFT JOIN credentials c ON c.id IN (${placeholders(ids.length)}) AND c.revoked_at IS NULL
        LOCK IN SHARE MODE`,
     ids,
-  );
+  ];
+}
+
+/** The answer of liveCredentialsWithClockSql's statement. */
+export function liveCredentialsWithClockOf(rows: RowDataPacket[]): { live: Set<string>; now: string } {
   return { live: new Set(rows.filter((r) => r.id !== null).map((r) => r.id as string)), now: rows[0]!.now as string };
 }

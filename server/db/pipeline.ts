@@ -118,9 +118,16 @@ async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], Field
  * it, write() refuses (a queued write would never be sent) and transactionOn neither commits nor
  * runs the transaction again. */
 export async function commitWith(tx: Tx, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
-  const [[r], [f]] = await send(tx, [tx.conn.format(sql, values), 'COMMIT']);
+  const [r] = await commitWithAll(tx, [[sql, values]]);
+  return r!;
+}
+
+/** commitWithAll(tx, [[sql, values], …]): commitWith for several last statements, each result
+ * read (a start-only frame batch: its credential check with the clock, then its UPDATE). */
+export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
+  const [r, f] = await send(tx, [...statements.map(([sql, values]) => tx.conn.format(sql, values)), 'COMMIT']);
   tx.committed = true;
-  return [r!, f!];
+  return statements.map((_, i) => [r[i]!, f[i]!]);
 }
 
 /** write(tx, sql, values): a statement whose result is not read, queued and sent with the

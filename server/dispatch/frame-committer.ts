@@ -4,6 +4,8 @@
 //   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
 //   did not apply), 1 locking read of the results' attempts and tasks, 1 UPDATE of attempts,
 //   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
+// A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
+// (start-frames.ts applyStartsAlone).
 // The starts are applied by start-frames.ts, the results by result-frames.ts (what each decides:
 // result-decision.ts). Results hand a released key to its next task (handoff.ts) and an unkeyed attempt's slot to the
 // next task of its queue for the same session (refill.ts) in the same transaction.
@@ -26,7 +28,7 @@ import { QueueHints } from './queue-hints.js';
 import { HandoffRefused } from './ledger.js';
 import { advanceSteps } from './step-advance.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
-import { applyStarts } from './start-frames.js';
+import { applyStarts, applyStartsAlone } from './start-frames.js';
 import { applyResults } from './result-frames.js';
 
 export interface FrameBatchResult {
@@ -136,6 +138,11 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], successors: { host: Handof
   const ledger = new PermitLedger();
   const released: ReleasedKey[] = [];
   const freed: FreedSlot[] = [];
+  if (cmds.every((x) => x.kind === 'start')) {
+    // Starts only: one round trip (start-frames.ts); nothing else to write or hand off.
+    await applyStartsAlone(c, cmds as Extract<FrameCommand, { kind: 'start' }>[], out);
+    return { outcomes: out, handedOff: [], refilled: [], stepQueues: [] };
+  }
   const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
   const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
   const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
@@ -148,7 +155,7 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], successors: { host: Handof
       out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
     } else resultItems.push({ i, cmd });
   });
-  await applyStarts(c, startItems, now, out, resultItems.length === 0);
+  await applyStarts(c, startItems, now, out);
   await applyResults(c, ledger, resultItems, now, out, released, freed);
   let plans: HandoffPlan[] = [];
   let refills: HandoffPlan[] = [];

@@ -1,49 +1,100 @@
 // start frames in the frame committer's transaction (frame-committer.ts): the batch's attempts
 // LEASED -> RUNNING with their lease end from the database clock, one UPDATE for all of them; a
 // read-back only when some start did not apply, for each frame's exact answer.
+import type { RowDataPacket } from 'mysql2/promise';
+import { OrbitError } from '@orbit/protocol/errors';
+import { isId } from '@orbit/protocol/ids';
 import { toIso, type Tx } from '../db/pool.js';
+import { commitWithAll } from '../db/pipeline.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { attemptQueues, readStartStates, startAttempts } from '../db/attempt-batches.js';
+import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
+import { attemptQueues, readStartStates, startAttempts, startAttemptsSql, type StartItem } from '../db/attempt-batches.js';
 import { plusMs } from '../db/time.js';
 import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
-/** `last`: nothing else in the transaction writes (a batch of starts only), so the UPDATE carries
- * the COMMIT (one round trip less on every start of a hot key's turnover); the read-back, when a
- * start did not apply, then reads committed state — the rows it reads were not changed by it. */
-export async function applyStarts(
-  c: Tx,
-  items: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[],
-  now: string,
-  out: FrameOutcome[],
-  last = false,
-): Promise<void> {
+type StartCommand = Extract<FrameCommand, { kind: 'start' }>;
+type Indexed = { i: number; cmd: StartCommand };
+
+/** The starts of a batch with results (their credentials checked and the clock read already). */
+export async function applyStarts(c: Tx, items: Indexed[], now: string, out: FrameOutcome[]): Promise<void> {
   if (items.length === 0) return;
-  // One entry per (attempt, identity): two workers naming the same attempt in one batch are two
-  // starts (only the owner's applies; the other is answered LEASE_LOST by the read-back), while a
-  // repeated start of one worker is one.
-  const unique = new Map(items.map((x) => [`${x.cmd.attemptId}/${x.cmd.who.namespaceId}/${x.cmd.who.workerId}`, x]));
+  const { unique, lease, queueOf } = await startPlan(c, items);
+  const changed = await startAttempts(c, [...unique.values()].map(startItem), now, lease);
+  await answerStarts(c, items, unique.size, changed, now, lease, queueOf, out);
+}
+
+/** A batch of starts only, in one round trip: START TRANSACTION, the credential check that reads
+ * the clock (left in @orbit_now), the UPDATE that checks each start's credential itself and
+ * computes with that clock, and COMMIT, as one text (db/pipeline.ts commitWithAll) — the answers
+ * are decided from the check's rows and the UPDATE's row count. Before this the check was a round
+ * trip of its own, then the UPDATE with the COMMIT: 2 per start transaction (docs/benchmarks.md).
+ * A start that did not apply is answered by a read-back after the commit, of committed state the
+ * transaction did not change for it. */
+export async function applyStartsAlone(c: Tx, cmds: StartCommand[], out: FrameOutcome[]): Promise<void> {
+  const valid = cmds.map((cmd, i) => ({ i, cmd })).filter((x) => isId(x.cmd.attemptId));
+  const { lease, queueOf } = await startPlan(c, valid);
+  // The UPDATE's rows: one per (attempt, identity, credential), so that a start repeated under a
+  // revoked credential cannot stand in for the same start under a live one.
+  const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
+  const credentials = [...new Set(cmds.map((x) => x.who.credentialId))];
+  const update = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, null, lease)] : [];
+  const [check, started] = await commitWithAll(c, [liveCredentialsWithClockSql(credentials), ...update]);
+  const { live, now } = liveCredentialsWithClockOf(check![0] as RowDataPacket[]);
+  const changed = started ? (started[0] as { affectedRows: number }).affectedRows : 0;
+  cmds.forEach((cmd, i) => {
+    if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
+    else if (!isId(cmd.attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
+  });
+  const liveItems = valid.filter((x) => live.has(x.cmd.who.credentialId));
+  const liveUnique = new Set(liveItems.map((x) => uniqueKey(x.cmd)));
+  await answerStarts(c, liveItems, liveUnique.size, changed, now, lease, queueOf, out);
+}
+
+/** One entry per (attempt, identity): two workers naming the same attempt in one batch are two
+ * starts (only the owner's applies; the other is answered LEASE_LOST by the read-back), while a
+ * repeated start of one worker is one. */
+const uniqueKey = (cmd: StartCommand) => `${cmd.attemptId}/${cmd.who.namespaceId}/${cmd.who.workerId}`;
+
+const startItem = ({ cmd }: Indexed): StartItem => ({
+  attemptId: cmd.attemptId,
+  namespaceId: cmd.who.namespaceId,
+  workerId: cmd.who.workerId,
+  credentialId: cmd.who.credentialId,
+});
+
+/** The starts to apply and their queues' lease lengths (queues the session holds are known; the
+ * configuration is cached: usually no statement). */
+async function startPlan(c: Tx, items: Indexed[]) {
+  const unique = new Map(items.map((x) => [uniqueKey(x.cmd), x]));
   const attemptIds = [...new Set(items.map((x) => x.cmd.attemptId))];
   const known = new Map([...unique.values()].filter((x) => x.cmd.queueId !== null).map((x) => [x.cmd.attemptId, x.cmd.queueId!]));
   const queueOf = await attemptQueues(c, attemptIds, known);
   const cfg = await queueConfigs(c, queueOf.values());
   const lease = new Map([...cfg].map(([q, v]) => [q, v.leaseSeconds]));
-  const changed = await startAttempts(
-    c,
-    [...unique.values()].map((x) => ({ attemptId: x.cmd.attemptId, namespaceId: x.cmd.who.namespaceId, workerId: x.cmd.who.workerId })),
-    now,
-    lease,
-    last,
-  );
-  if (changed === 2 * unique.size) {
-    // Every start applied (an attempt and its task each): the lease ends are now + the queue's
-    // lease, as the statement computed them; no read-back.
+  return { unique, lease, queueOf };
+}
+
+/** Each start's answer: when every start applied (an attempt and its task each, 2 rows per
+ * start), the lease ends are now + the queue's lease, as the statement computed them; otherwise
+ * every attempt of the batch is read back for its exact answer. */
+async function answerStarts(
+  c: Tx,
+  items: Indexed[],
+  starts: number,
+  changed: number,
+  now: string,
+  lease: Map<string, number>,
+  queueOf: Map<string, string>,
+  out: FrameOutcome[],
+): Promise<void> {
+  if (items.length === 0) return;
+  if (changed === 2 * starts) {
     for (const { i, cmd } of items) {
       out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(plusMs(now, lease.get(queueOf.get(cmd.attemptId)!)! * 1000))! };
     }
     return;
   }
-  // Some start did not apply: read every attempt of the batch back for its exact answer.
-  const rows = new Map((await readStartStates(c, attemptIds, now)).map((r) => [r.id, r]));
+  const rows = new Map((await readStartStates(c, [...new Set(items.map((x) => x.cmd.attemptId))], now)).map((r) => [r.id, r]));
   for (const { i, cmd } of items) {
     const a = rows.get(cmd.attemptId);
     if (!a || a.namespace_id !== cmd.who.namespaceId) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
