@@ -10,6 +10,7 @@ import { newWorkflow as newDefinition, type Api } from './workflows.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import type { RawWorker } from './raw-worker.js';
 import { waitFor } from './wait.js';
+import { workflowViolations } from './workflow-invariants.js';
 import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 
 export type { Api };
@@ -130,4 +131,12 @@ export async function sqlStepTasks(f: Fixture, runId: string): Promise<RowDataPa
     [runId],
   );
   return rows;
+}
+
+/** The invariants of workflows.md over every run in the file's database, of which there are at
+ * least `minRuns` (a file's last test: the runs its tests finished, cancelled or left waiting). */
+export async function expectRunInvariants(f: Fixture, minRuns: number): Promise<void> {
+  expect(await workflowViolations(f.db.pool)).toEqual([]);
+  const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
+  expect(Number(runs[0]!.n)).toBeGreaterThanOrEqual(minRuns);
 }
