@@ -25,6 +25,7 @@ import {
   useWorkflowRunFixture,
   startChainRun,
   expectRunInvariants,
+  startFanOutRun,
 } from './support/workflow-runs.js';
 
 const { f, api } = useWorkflowRunFixture();
@@ -132,13 +133,7 @@ it('use_run_key: runs on one key never hold it at once; tokens strictly increase
 
 describe('exactly once per (run, step, index)', () => {
   it('a replayed result and two concurrent results of a fan-out create the child task once', async () => {
-    const q = await createQueue(f);
-    const { workflow } = await newWorkflow(api(), [
-      taskStep('list', q.id),
-      taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
-      taskStep('after', q.id, { after: ['each'] }),
-    ]);
-    const run = await startRun(api(), workflow.id);
+    const { q, run } = await startFanOutRun(f, api(), 'after');
     const one = await connect(f, [q.id], { capacity: 1 });
     const two = await connect(f, [q.id], { capacity: 1 });
     const l = await takeStarted(one.w);

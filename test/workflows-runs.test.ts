@@ -24,6 +24,7 @@ import {
   useWorkflowRunFixture,
   startChainRun,
   expectRunInvariants,
+  startFanOutRun,
 } from './support/workflow-runs.js';
 
 const { f, api } = useWorkflowRunFixture();
@@ -134,13 +135,7 @@ describe('retirement', () => {
 
 describe('for_each', () => {
   it('fans out one task per element; the step output is the outputs in element order, whatever order they finish in', async () => {
-    const q = await createQueue(f);
-    const { workflow } = await newWorkflow(api(), [
-      taskStep('list', q.id),
-      taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
-      taskStep('sum', q.id, { after: ['each'] }),
-    ]);
-    const run = await startRun(api(), workflow.id);
+    const { q, run } = await startFanOutRun(f, api(), 'sum');
     const { w } = await connect(f, [q.id], { capacity: 8 });
     const l = await takeStarted(w);
     await result(w, l.attempt_id, 'succeeded', { output: [10, 20, 30] });

@@ -38,6 +38,18 @@ export async function startChainRun(f: Fixture, api: Api): Promise<{ q: Queue; r
   return { q, run, w, workerId };
 }
 
+/** A queue, a workflow list → each (one task per element of list's output) → `last` on it, and a
+ * run of it started (list's task is assigned next to a worker on the queue). */
+export async function startFanOutRun(f: Fixture, api: Api, last: string): Promise<{ q: Queue; run: WorkflowRun }> {
+  const q = await createQueue(f);
+  const { workflow } = await newWorkflow(api, [
+    taskStep('list', q.id),
+    taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
+    taskStep(last, q.id, { after: ['each'] }),
+  ]);
+  return { q, run: await startRun(api, workflow.id) };
+}
+
 /** POST /v1/workflows of a version with these steps (support/workflows.ts newWorkflow); returns
  * {workflow, version}. */
 export function newWorkflow(api: Api, steps: unknown[]): Promise<{ workflow: any; version: any }> {
