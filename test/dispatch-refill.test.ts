@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { keyRow, metric, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
+import { finishWhileQueuePaused, keyRow, metric, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
 import { submitTask } from './support/submit.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -78,13 +78,7 @@ describe('refill of a freed slot in the result transaction', () => {
     const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
     const a = await w.next('task.assign');
     const second = await submitTask(url(), t);
-    w.send({ type: 'start', attempt_id: a.attempt_id });
-    await w.next('start.ok');
-    await setQueuePausedOverHttp(url(), t, true);
-    w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
-    expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
-    await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
-    expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
+    await finishWhileQueuePaused(url(), t, w, a.attempt_id, f.db.pool, second.id);
     await assertPermitInvariants(f.db.pool);
     await setQueuePausedOverHttp(url(), t, false);
     const b = await w.next('task.assign');

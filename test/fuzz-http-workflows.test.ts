@@ -8,7 +8,7 @@
 // batch with acceptances moves the row counts by what was accepted only; no internal error is
 // counted; the process is alive at the end. A file of its own with a small budget (fuzz-http's own
 // file hit its timeout under load when these endpoints were added to it); the harness is
-// support/fuzz-harness.ts and support/fuzz-schema.ts, shared with fuzz-http.
+// support/fuzz-harness.ts, support/fuzz-schema.ts and support/fuzz-hostile.ts, shared with fuzz-http.
 //
 // Seeded: ORBIT_FUZZ_SEED, ORBIT_FUZZ_RUNS for more runs (support/fuzz-harness.ts).
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +19,8 @@ import * as W from '../protocol/workflow-schemas.js';
 import { problem } from './support/fuzz-http-contract.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import { BAD_UTF8, enc, idArb, HOSTILE_KEYS, HOSTILE_STRINGS, isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
+import { isId, judge, mutantArb, validArb } from './support/fuzz-schema.js';
+import { BAD_UTF8, enc, idArb, HOSTILE_KEYS, HOSTILE_STRINGS } from './support/fuzz-hostile.js';
 import { dbDiff, dbState, fcParams, FuzzLog, FuzzTarget, fuzzTimeout, noInternalErrors, type Probe } from './support/fuzz-harness.js';
 import { newWorkflow, runCommand, startRun, taskStep } from './support/workflow-runs.js';
 

@@ -17,7 +17,7 @@ import { DepthReport, problem } from './support/fuzz-http-contract.js';
 import { batchCase, bodyCase, GET_PATHS, LISTS, readCase, type HttpCase, type RealIds } from './support/fuzz-http-cases.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey, type RawResponse } from './support/http.js';
-import { enc } from './support/fuzz-schema.js';
+import { enc } from './support/fuzz-hostile.js';
 import {
   dbDiff,
   dbState,

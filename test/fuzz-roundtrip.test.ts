@@ -1,7 +1,7 @@
 // Property: every string Orbit stores comes back byte-exact (issue 18 item 3). Generated payload
 // strings and object keys, concurrency keys, business keys, outputs, error codes and messages —
 // quotes, backslash combinations, injection shapes, NUL, Ctrl-Z, 2-4 byte UTF-8 mixed with any
-// code point (support/fuzz-schema.ts, storedText) — go in over HTTP and a raw worker's result
+// code point (support/fuzz-hostile.ts, storedText) — go in over HTTP and a raw worker's result
 // frames, and must come out equal in the submit answer, the task.assign frame, GET /v1/tasks/{id},
 // GET …/attempts, the key filters of GET /v1/tasks, and as bytes in the database columns.
 //
@@ -13,7 +13,7 @@ import { KEY_MAX_CODE_POINTS } from '../protocol/limits.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
-import { storedText } from './support/fuzz-schema.js';
+import { storedText } from './support/fuzz-hostile.js';
 import { fcParams, fuzzTimeout } from './support/fuzz-harness.js';
 
 const BATCH = 6;

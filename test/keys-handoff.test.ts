@@ -7,7 +7,7 @@ import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
 import { waitFor } from './support/wait.js';
-import { keyRow, liveOnKey, metric, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
+import { finishWhileQueuePaused, keyRow, liveOnKey, metric, session, startAndFinish, taskState } from './support/keys-helpers.js';
 import { submitTask } from './support/submit.js';
 
 const f = useGatewayFixture({ tenant: false });
@@ -47,13 +47,7 @@ describe('key hand-off in the result transaction', () => {
     await submitTask(url(), t, { concurrency_key: 'paused/1' });
     const second = await submitTask(url(), t, { concurrency_key: 'paused/1' });
     const a = await w.next('task.assign');
-    w.send({ type: 'start', attempt_id: a.attempt_id });
-    await w.next('start.ok');
-    await setQueuePausedOverHttp(url(), t, true);
-    w.send({ type: 'result', attempt_id: a.attempt_id, outcome: 'succeeded' });
-    expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
-    await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
-    expect(await taskState(f.db.pool, second.id)).toBe('WAITING');
+    await finishWhileQueuePaused(url(), t, w, a.attempt_id, f.db.pool, second.id);
     expect(await keyRow(f.db.pool, t.namespace_id, 'paused/1')).toMatchObject({ holder_attempt_id: null });
     w.close();
     await w.closed;

@@ -7,7 +7,6 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { call } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
 import { newTenant } from './support/db.js';
-import { workflowViolations } from './support/workflow-invariants.js';
 import { apiTask, connect, createQueue, expectNoFrame, nextOf, result } from './support/dispatch-fixture.js';
 import {
   getRun,
@@ -25,6 +24,8 @@ import {
   waitStepState,
   useWorkflowRunFixture,
   startChainRun,
+  expectRunInvariants,
+  startFanOutRun,
 } from './support/workflow-runs.js';
 
 const { f, api } = useWorkflowRunFixture();
@@ -132,13 +133,7 @@ it('use_run_key: runs on one key never hold it at once; tokens strictly increase
 
 describe('exactly once per (run, step, index)', () => {
   it('a replayed result and two concurrent results of a fan-out create the child task once', async () => {
-    const q = await createQueue(f);
-    const { workflow } = await newWorkflow(api(), [
-      taskStep('list', q.id),
-      taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
-      taskStep('after', q.id, { after: ['each'] }),
-    ]);
-    const run = await startRun(api(), workflow.id);
+    const { q, run } = await startFanOutRun(f, api(), 'after');
     const one = await connect(f, [q.id], { capacity: 1 });
     const two = await connect(f, [q.id], { capacity: 1 });
     const l = await takeStarted(one.w);
@@ -226,7 +221,5 @@ it('the SDK: stepHandler reads input, params, parents and item; e.workflow names
 // Last: the invariants of workflows.md over every run this file made (finished, cancelled, or left
 // waiting on a delay, a signal, a task or review).
 it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
-  expect(await workflowViolations(f.db.pool)).toEqual([]);
-  const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
-  expect(Number(runs[0]!.n)).toBeGreaterThanOrEqual(10); // the runs this file's tests start (23 in the two files)
+  await expectRunInvariants(f, 10); // the runs this file's tests start (23 in the two files)
 });

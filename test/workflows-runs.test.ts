@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { call, ikey } from './support/http.js';
 import { expectData, expectError } from './support/contract.js';
-import { workflowViolations } from './support/workflow-invariants.js';
 import { apiTask, cmd, connect, createQueue, expectNoFrame, result } from './support/dispatch-fixture.js';
 import {
   getRun,
@@ -24,6 +23,8 @@ import {
   waitRunState,
   useWorkflowRunFixture,
   startChainRun,
+  expectRunInvariants,
+  startFanOutRun,
 } from './support/workflow-runs.js';
 
 const { f, api } = useWorkflowRunFixture();
@@ -134,13 +135,7 @@ describe('retirement', () => {
 
 describe('for_each', () => {
   it('fans out one task per element; the step output is the outputs in element order, whatever order they finish in', async () => {
-    const q = await createQueue(f);
-    const { workflow } = await newWorkflow(api(), [
-      taskStep('list', q.id),
-      taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
-      taskStep('sum', q.id, { after: ['each'] }),
-    ]);
-    const run = await startRun(api(), workflow.id);
+    const { q, run } = await startFanOutRun(f, api(), 'sum');
     const { w } = await connect(f, [q.id], { capacity: 8 });
     const l = await takeStarted(w);
     await result(w, l.attempt_id, 'succeeded', { output: [10, 20, 30] });
@@ -327,7 +322,5 @@ it('NEEDS_REVIEW keeps the step IN_REVIEW and the run from advancing until :reso
 // Last: the invariants of workflows.md over every run this file made (finished, cancelled, or left
 // waiting on a delay, a signal, a task or review).
 it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
-  expect(await workflowViolations(f.db.pool)).toEqual([]);
-  const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
-  expect(Number(runs[0]!.n)).toBeGreaterThanOrEqual(13); // the runs this file's tests start (23 in the two files)
+  await expectRunInvariants(f, 13); // the runs this file's tests start (23 in the two files)
 });

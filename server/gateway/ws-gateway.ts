@@ -9,7 +9,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { SUBPROTOCOL } from '@orbit/protocol/frames';
 import type { Logger } from 'pino';
 import type { AppContext } from '../app-context.js';
-import type { WakeCause, WorkSignals, WorkSignalSource } from '../work-signals.js';
+import type { WorkSignals, WorkSignalSource } from '../work-signals.js';
 import { authenticate } from '../http/auth.js';
 import { requireScope } from '../admin/access.js';
 import { endSocketWithError } from '../http/envelope.js';
@@ -17,12 +17,13 @@ import { newId } from '../ids.js';
 import type { Pool } from '../db/pool.js';
 import { Session } from './session.js';
 import { SUPERSEDED, type SessionHost } from './session-host.js';
+import { SessionHostBase } from './session-host-base.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Delivery, HandoffHost } from '../dispatch/handoff.js';
 import { sessionAccepts } from '../dispatch/grant.js';
-import { releaseAttempts, type Revoked } from '../dispatch/revoke.js';
+import type { Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
@@ -30,7 +31,7 @@ import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
 export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'shuttingDown'>;
 
-export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
+export class Gateway extends SessionHostBase implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly config: AppContext['config'];
   readonly pool: Pool;
   readonly log: Logger;
@@ -40,7 +41,6 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly sessions = new Map<string, Session>();
   /** `${namespace}/${worker_id}` → the newest local session of that identity. */
   private readonly byWorker = new Map<string, Session>();
-  private readonly inflight = new Set<Promise<unknown>>();
   readonly wss: WsServer<typeof WorkerSocket>;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
@@ -58,6 +58,7 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     /** The node's signals (AppContext.signals and its subscriber side). */
     readonly signals: WorkSignals & WorkSignalSource,
   ) {
+    super();
     ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults } = app);
     const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
@@ -207,23 +208,6 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
     this.app.metrics.liveSessions.set(this.sessions.size);
   }
 
-  /** Keeps a promise in the in-flight set so shutdown can wait for committed replies. */
-  track<T>(p: Promise<T>): Promise<T> {
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p)).catch(() => {});
-    return p;
-  }
-
-  /** Queues whose permits were released or that got new work: through the node's signals, like
-   * every other wake-up. */
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
-    this.signals.wake(queueIds, cause);
-  }
-
-  kick(s: Session): void {
-    this.dispatcher.kick(s);
-  }
-
   /** Delivers task.cancel for attempts revoked by this node (WorkSignals.revoked: sweeper, HTTP
    * cancel). */
   private notifyRevoked(list: readonly Revoked[]): void {
@@ -231,22 +215,6 @@ export class Gateway implements SessionHost, DispatcherHost, ReconcilerHost {
       const s = this.sessions.get(r.sessionId);
       if (s && s.slots.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
     }
-  }
-
-  /** Attempts claimed for a session that drained or closed before delivery: released at once
-   * (attempt EXPIRED, task WAITING, permits back) in one transaction. */
-  releaseUndelivered(s: Session, attemptIds: string[]): void {
-    this.release({ namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds, s.log);
-  }
-
-  /** Attempts granted but never delivered: EXPIRED, tasks WAITING, permits back, queues woken; on
-   * failure they expire with their lease. */
-  private release(who: { namespaceId: string; workerId: string }, attemptIds: string[], log: Logger): void {
-    void this.track(
-      releaseAttempts(this.pool, who, attemptIds)
-        .then((freed) => this.wake(freed))
-        .catch((err) => log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
-    );
   }
 
   async close(): Promise<void> {

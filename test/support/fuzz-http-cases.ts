@@ -7,20 +7,8 @@ import type { TSchema } from '@sinclair/typebox';
 import type { ErrorCode } from '../../protocol/errors.js';
 import * as S from '../../protocol/http-schemas.js';
 import type { Refusal } from './fuzz-http-contract.js';
-import {
-  BAD_UTF8,
-  enc,
-  idArb,
-  HOSTILE_KEYS,
-  HOSTILE_NUMBERS,
-  HOSTILE_STRINGS,
-  isId,
-  judge,
-  mutantArb,
-  validArb,
-  violation,
-  type Overrides,
-} from './fuzz-schema.js';
+import { isId, judge, mutantArb, validArb, violation, type Overrides } from './fuzz-schema.js';
+import { BAD_UTF8, enc, idArb, HOSTILE_KEYS, HOSTILE_NUMBERS, HOSTILE_STRINGS } from './fuzz-hostile.js';
 
 /** Real ids of the tenant: paths and bodies name these, or ids that cannot exist. Retirement is
  * aimed at the doomed queue and subscription, so the others stay live for the rest of the run. */

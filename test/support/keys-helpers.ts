@@ -90,6 +90,26 @@ export async function setQueuePausedOverHttp(url: string, t: CredentialsFile, pa
   expect(r.status, r.text).toBe(200);
 }
 
+/** Starts the attempt, pauses the tenant's queue over HTTP, then sends its result: the task is
+ * SUCCEEDED and no task.assign follows (neither a key hand-off nor a refill goes to a paused
+ * queue), so `waitingTaskId` is still WAITING. */
+export async function finishWhileQueuePaused(
+  url: string,
+  t: CredentialsFile,
+  w: RawWorker,
+  attemptId: string,
+  pool: Pool,
+  waitingTaskId: string,
+): Promise<void> {
+  w.send({ type: 'start', attempt_id: attemptId });
+  await w.next('start.ok');
+  await setQueuePausedOverHttp(url, t, true);
+  w.send({ type: 'result', attempt_id: attemptId, outcome: 'succeeded' });
+  expect((await w.next('result.ok')).task_state).toBe('SUCCEEDED');
+  await expect(w.next('task.assign', 800)).rejects.toThrow(/no task.assign/);
+  expect(await taskState(pool, waitingTaskId)).toBe('WAITING');
+}
+
 /** The keys invariant suites' set-up: the file's database and a gateway on a fixed port, so a
  * restart (clean or kill -9) keeps the URL; end-of-file leak checks. Read db/gw when called. */
 export function useRestartableGateway() {

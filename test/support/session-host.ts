@@ -2,7 +2,8 @@
 // Session, Dispatcher, FrameCommitter, TaskSubmitter and NodeSignals around a real pool and a plain
 // WebSocket server — no HTTP server, no gateway process, nothing of ours replaced by a fake. It is
 // what SessionHost and DispatcherHost make possible: a Session needs only this, not a Gateway and
-// an AppContext.
+// an AppContext. Tracking, wake-ups, kicks and the release of undelivered attempts are the
+// gateway's own (SessionHostBase, which both extend).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -12,17 +13,17 @@ import { findCredentialByTokenHash } from '../../server/db/credentials.js';
 import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { Faults } from '../../server/faults.js';
-import { NodeSignals, type WakeCause } from '../../server/work-signals.js';
+import { NodeSignals } from '../../server/work-signals.js';
 import { FrameCommitter } from '../../server/dispatch/frame-committer.js';
-import { releaseAttempts } from '../../server/dispatch/revoke.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
 import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
 import { Session, type SessionHost } from '../../server/gateway/session.js';
+import { SessionHostBase } from '../../server/gateway/session-host-base.js';
 import { Dispatcher, type DispatcherHost } from '../../server/gateway/dispatcher.js';
 import { WorkerSocket } from '../../server/gateway/worker-socket.js';
 import { TxAdmission } from '../../server/gateway/tx-admission.js';
 
-export class InProcessHost implements SessionHost, DispatcherHost {
+export class InProcessHost extends SessionHostBase implements SessionHost, DispatcherHost {
   readonly log = pino({ level: 'silent' });
   readonly metrics = createMetrics();
   readonly faults = new Faults(false);
@@ -45,13 +46,13 @@ export class InProcessHost implements SessionHost, DispatcherHost {
   readonly created: Session[] = [];
   /** Queue ids of every wake-up, in order (they all go through `signals`). */
   readonly woken: string[] = [];
-  private readonly inflight = new Set<Promise<unknown>>();
   private readonly wss: WsServer<typeof WorkerSocket>;
   private readonly server = http.createServer();
   private readonly unsubscribe: () => void;
   private waiters: ((s: Session) => void)[] = [];
 
   constructor(readonly pool: Pool) {
+    super();
     this.frames = new FrameCommitter(pool, () => {});
     this.dispatcher = new Dispatcher(this);
     this.submitter = new TaskSubmitter({ pool, metrics: this.metrics, log: this.log, signals: this.signals });
@@ -98,24 +99,6 @@ export class InProcessHost implements SessionHost, DispatcherHost {
 
   unregister(s: Session): void {
     this.sessions.delete(s.id);
-  }
-
-  track<T>(p: Promise<T>): Promise<T> {
-    this.inflight.add(p);
-    void p.finally(() => this.inflight.delete(p)).catch(() => {});
-    return p;
-  }
-
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
-    this.signals.wake(queueIds, cause);
-  }
-
-  kick(s: Session): void {
-    this.dispatcher.kick(s);
-  }
-
-  releaseUndelivered(s: Session, attemptIds: string[]): void {
-    void this.track(releaseAttempts(this.pool, { namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds).then((freed) => this.wake(freed)));
   }
 
   /** Waits for everything tracked (replies after their commit, session row updates). */

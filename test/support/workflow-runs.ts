@@ -10,6 +10,7 @@ import { newWorkflow as newDefinition, type Api } from './workflows.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import type { RawWorker } from './raw-worker.js';
 import { waitFor } from './wait.js';
+import { workflowViolations } from './workflow-invariants.js';
 import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 
 export type { Api };
@@ -35,6 +36,18 @@ export async function startChainRun(f: Fixture, api: Api): Promise<{ q: Queue; r
   const run = await startRun(api, workflow.id);
   const { w, workerId } = await connect(f, [q.id]);
   return { q, run, w, workerId };
+}
+
+/** A queue, a workflow list → each (one task per element of list's output) → `last` on it, and a
+ * run of it started (list's task is assigned next to a worker on the queue). */
+export async function startFanOutRun(f: Fixture, api: Api, last: string): Promise<{ q: Queue; run: WorkflowRun }> {
+  const q = await createQueue(f);
+  const { workflow } = await newWorkflow(api, [
+    taskStep('list', q.id),
+    taskStep('each', q.id, { after: ['list'], for_each: 'list' }),
+    taskStep(last, q.id, { after: ['each'] }),
+  ]);
+  return { q, run: await startRun(api, workflow.id) };
 }
 
 /** POST /v1/workflows of a version with these steps (support/workflows.ts newWorkflow); returns
@@ -130,4 +143,12 @@ export async function sqlStepTasks(f: Fixture, runId: string): Promise<RowDataPa
     [runId],
   );
   return rows;
+}
+
+/** The invariants of workflows.md over every run in the file's database, of which there are at
+ * least `minRuns` (a file's last test: the runs its tests finished, cancelled or left waiting). */
+export async function expectRunInvariants(f: Fixture, minRuns: number): Promise<void> {
+  expect(await workflowViolations(f.db.pool)).toEqual([]);
+  const [runs] = await f.db.pool.query<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflow_runs');
+  expect(Number(runs[0]!.n)).toBeGreaterThanOrEqual(minRuns);
 }
