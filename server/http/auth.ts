@@ -11,10 +11,20 @@ const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]{8,512})$/i;
 
 /** Authenticates a request (HTTP or WebSocket handshake). 401 for anything but a live token. */
 export async function authenticate(pool: Pool, req: IncomingMessage): Promise<Credential> {
+  return liveCredential(pool, tokenHash(req));
+}
+
+/** The hash of the request's bearer token; 401 when the header is not one. */
+function tokenHash(req: IncomingMessage): Buffer {
   const h = req.headers.authorization;
   const m = h ? BEARER.exec(h) : null;
   if (!m) throw new OrbitError('UNAUTHENTICATED', authProblem(h));
-  const cred = await findCredentialByTokenHash(pool, hashToken(m[1]!));
+  return hashToken(m[1]!);
+}
+
+/** The live credential of a token hash, by a lookup; 401 when it is unknown or revoked. */
+async function liveCredential(pool: Pool, hash: Buffer): Promise<Credential> {
+  const cred = await findCredentialByTokenHash(pool, hash);
   if (!cred || cred.revokedAt) throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
   return cred;
 }
@@ -33,15 +43,11 @@ const CACHE_ENTRIES = 1000;
  * a statement: `checked` is then false and the caller must have the credential's liveness checked
  * by the database before it answers (see `cached`). */
 export async function authenticateCached(pool: Pool, req: IncomingMessage): Promise<{ cred: Credential; checked: boolean }> {
-  const h = req.headers.authorization;
-  const m = h ? BEARER.exec(h) : null;
-  if (!m) throw new OrbitError('UNAUTHENTICATED', authProblem(h));
-  const hash = hashToken(m[1]!);
+  const hash = tokenHash(req);
   let byHash = cached.get(pool);
   const hit = byHash?.get(hash.toString('hex'));
   if (hit) return { cred: hit, checked: false };
-  const cred = await findCredentialByTokenHash(pool, hash);
-  if (!cred || cred.revokedAt) throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
+  const cred = await liveCredential(pool, hash);
   if (!byHash) cached.set(pool, (byHash = new Map()));
   if (byHash.size >= CACHE_ENTRIES) byHash.delete(byHash.keys().next().value!);
   byHash.set(hash.toString('hex'), cred);
@@ -51,12 +57,12 @@ export async function authenticateCached(pool: Pool, req: IncomingMessage): Prom
 /** Confirms by a lookup that the credential of a request authenticated from the cache is still
  * live; 401 (and the entry dropped) when it was revoked meanwhile. */
 export async function recheckCredential(pool: Pool, req: IncomingMessage): Promise<void> {
-  const m = BEARER.exec(req.headers.authorization ?? '');
-  const hash = hashToken(m![1]!);
-  const cred = await findCredentialByTokenHash(pool, hash);
-  if (!cred || cred.revokedAt) {
+  const hash = tokenHash(req);
+  try {
+    await liveCredential(pool, hash);
+  } catch (err) {
     cached.get(pool)?.delete(hash.toString('hex'));
-    throw new OrbitError('UNAUTHENTICATED', 'unknown or revoked credential');
+    throw err;
   }
 }
 
