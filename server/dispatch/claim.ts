@@ -1,17 +1,20 @@
 // The claim transaction of dispatch.md, as one round for every session of one application on this
-// node (the node's dispatcher runs one round per application per wake-up, not one per session):
-//   1. candidates: WAITING, due, matching handlers and capability, key not held — filtered before
-//      LIMIT — for every queue the sessions consume, in one UNION ALL read, then locked by primary
-//      key with SKIP LOCKED;
-//   2. each candidate goes to a session (round-robin among the sessions that consume its queue,
+// node (the node's dispatcher runs one round per application per wake-up, not one per session).
+// The steps carry docs/design.md's numbers ("The claim"):
+//   0. permit hints, read without a lock (permitHints);
+//   1. the sessions' credentials (shared lock) and the database clock in one statement;
+//   2–3. candidates: WAITING, due, matching handlers and capability, key not held — filtered
+//      before LIMIT — for every queue the sessions consume, in one UNION ALL read, then locked by
+//      primary key with SKIP LOCKED (lockRoundCandidates);
+//   4. each candidate goes to a session (round-robin among the sessions that consume its queue,
 //      accept its handler and, for a keyed task, declared the capability), within the permits the
-//      hint read found free; a second candidate of a key in the round stays WAITING;
-//   3. keys in key order (one conditional UPDATE for all), a candidate whose key was taken
-//      meanwhile stays WAITING;
-//   4. attempts inserted, tasks LEASED (leaseCandidates, grant.ts: shared with hand-offs and refills);
-//   5. queue and application permits last, as conditional updates: if one does not apply (a
+//      hint read found free; a second candidate of a key in the round stays WAITING (toSessions);
+//   5. keys in key order (one conditional upsert for all), a candidate whose key was taken
+//      meanwhile stays WAITING (grantRoundKeys);
+//   6. attempts inserted, tasks LEASED (leaseCandidates, grant.ts: shared with hand-offs and refills);
+//   7. queue and application permits last, as conditional updates: if one does not apply (a
 //      concurrent claim on another node took the last permits, the queue was paused or retired),
-//      the round rolls back and runs again on fresh hints.
+//      the round rolls back and runs again on fresh hints (takePermits).
 // Lock order: candidate rows, resource keys (by key bytes), queues (by id), the application —
 // the order of every ledger flush — so claims, results, cancels and the sweeper never deadlock
 // on these rows. Frames are sent only after commit.
