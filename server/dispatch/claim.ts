@@ -34,6 +34,7 @@ import {
   type PermitHint,
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
+import { event } from '../phase-trace.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
 export type { Assignment, ClaimSession } from './grant.js';
@@ -95,7 +96,9 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
   for (let round = 0; round < 3; round++) {
     // Only queues that can grant a permit now supply candidates, so the backlog of a paused or full
     // queue never fills the LIMIT and hides another queue's tasks.
+    event('hints0', { round });
     const { queues, appFree } = await permitHints(pool, applicationId, [...new Set(reqs.flatMap((r) => r.session.queueIds))]);
+    event('hints1', { appFree, free: queues.map((q) => q.free) });
     if (queues.length === 0 || appFree <= 0) return out;
     try {
       await withTransaction(pool, 'claim', async (c) => {
