@@ -1,19 +1,21 @@
 // The statements of a claim round (server/dispatch/claim.ts), each with a named purpose. A round
 // serves every session of one application on this node with one transaction:
-//   permitHints (no lock, before the transaction) → candidateIds (one UNION ALL over the queues of
-//   waiting_tasks) → lockCandidates (SKIP LOCKED by primary key) → grantKeys (keyed only) →
-//   insertAttempts → markTasksLeased (and the waiting rows deleted) → takeQueuePermits →
-//   takeApplicationPermits.
+//   permitHintsSql (no lock, with the credential check) → candidateIds (one UNION ALL over the
+//   queues of waiting_tasks) → lockCandidates (SKIP LOCKED by primary key) → grantKeys (keyed
+//   only) → insertAttempts → markTasksLeased (and the waiting rows deleted) → queuePermits →
+//   applicationPermits.
 // The hot rows (queue and application counters) are written last, as conditional updates whose
 // row count decides (dispatch.md: "takes the queue and application permits with conditional
-// updates"), so they are locked only from there to the commit.
+// updates"), sent with the COMMIT (db/conditional-commit.ts), so they are locked only from there
+// to the commit.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool, Tx } from './pool.js';
+import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
 import { leaveWaiting, type WaitingKey } from './waiting-tasks.js';
 import { placeholders, placeholderRows } from './placeholders.js';
+import type { ConditionalUpdate } from './conditional-commit.js';
 
 /** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
  * compare highest_token with (a BIGINT UNSIGNED column). */
@@ -26,18 +28,23 @@ export interface PermitHint {
   lease_seconds: number;
 }
 
-/** permitHints(application_id, queue ids) → the queues that can grant a permit now (not paused,
- * not retired, below their limit) with their free permits, and the application's free count.
- * A hint only (autocommit read, no lock): the conditional updates at the end of the round decide. */
-export async function permitHints(pool: Pool, applicationId: string, queueIds: string[]): Promise<{ queues: PermitHint[]; appFree: number }> {
-  const [rows] = await pool.query<RowDataPacket[]>(
+/** permitHintsSql(application_id, queue ids): the queues that can grant a permit now (not paused,
+ * not retired, below their limit) with their free permits, and the application's free count; sent
+ * with the credential check in a claim round's first round trip (dispatch/claim.ts). A hint only
+ * (a plain read, no lock): the conditional updates at the end of the round decide. */
+export function permitHintsSql(applicationId: string, queueIds: string[]): [string, string[]] {
+  return [
     `SELECT q.id, q.namespace_id, q.max_active_attempts - q.active_attempts AS free, q.lease_seconds,
             a.max_active_attempts - a.active_attempts AS app_free
        FROM applications a LEFT JOIN queues q
          ON q.id IN (${placeholders(queueIds.length)}) AND q.paused = 0 AND q.retired_at IS NULL AND q.active_attempts < q.max_active_attempts
       WHERE a.id = ?`,
     [...queueIds, applicationId],
-  );
+  ];
+}
+
+/** The answer of permitHintsSql's statement. */
+export function permitHintsOf(rows: RowDataPacket[]): { queues: PermitHint[]; appFree: number } {
   const appFree = rows[0] ? Number(rows[0].app_free) : 0;
   const queues = rows
     .filter((r) => r.id !== null)
@@ -257,27 +264,28 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
   );
 }
 
-/** takeQueuePermits([queue id, k] by id) → true when every queue granted its k permits (not
- * paused, not retired, within its limit); one conditional UPDATE. */
-export async function takeQueuePermits(c: Conn, perQueue: [string, number][]): Promise<boolean> {
+/** queuePermits([queue id, k] by id): every queue grants its k permits (not paused, not retired,
+ * within its limit), as one conditional update for commitIfApplied (db/conditional-commit.ts). */
+export function queuePermits(perQueue: [string, number][]): ConditionalUpdate {
   const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   const kArgs = sorted.flat();
-  const [res] = await c.query(
-    `UPDATE queues SET active_attempts = active_attempts + ${k}
+  return {
+    sql: `UPDATE queues SET active_attempts = active_attempts + ${k}
       WHERE id IN (${placeholders(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
-    [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
-  );
-  return (res as { affectedRows: number }).affectedRows === sorted.length;
+    values: [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
+    rows: sorted.length,
+    tag: 'queue-permits',
+  };
 }
 
-/** takeApplicationPermits(application id, k) → true when the application's active-attempt limit
- * allows k more; one conditional UPDATE. */
-export async function takeApplicationPermits(c: Conn, applicationId: string, k: number): Promise<boolean> {
-  const [res] = await c.execute('UPDATE applications SET active_attempts = active_attempts + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts', [
-    k,
-    applicationId,
-    k,
-  ]);
-  return (res as { affectedRows: number }).affectedRows === 1;
+/** applicationPermits(application id, k): the application's active-attempt limit allows k more, as
+ * a conditional update for commitIfApplied (db/conditional-commit.ts). */
+export function applicationPermits(applicationId: string, k: number): ConditionalUpdate {
+  return {
+    sql: 'UPDATE applications SET active_attempts = active_attempts + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts',
+    values: [k, applicationId, k],
+    rows: 1,
+    tag: 'application-permits',
+  };
 }

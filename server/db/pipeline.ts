@@ -138,6 +138,16 @@ export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): 
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
 
+/** queryAll(tx, [[sql, values], …]): several statements in one round trip (after the queued
+ * writes), each result read; the transaction goes on. */
+export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
+  const [r, f] = await send(
+    tx,
+    statements.map(([sql, values]) => tx.conn.format(sql, values)),
+  );
+  return statements.map((_, i) => [r[i]!, f[i]!]);
+}
+
 /** write(tx, sql, values): a statement whose result is not read, queued and sent with the
  * transaction's next query (at the latest with its COMMIT). Only for statements whose failure may
  * surface later (any failure rolls back). */

@@ -1,4 +1,5 @@
 // SQL operations on queues. Each function is one statement.
+import type { ConditionalUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import { toIso } from './pool.js';
@@ -190,8 +191,16 @@ export async function readSubmitQueues(
  * a submit that finds the queue retired here rolls back, and a retirement that waited for a submit
  * sees its tasks. Near the end of a submit, so the lock is held only to the commit. */
 export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
-  const sorted = [...new Set(ids)].sort();
-  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`, sorted);
+  const { sql, values } = liveQueuesTouch(ids);
+  const [res] = await c.query(sql, values);
   // affectedRows counts matched rows (mysql2 connects with CLIENT_FOUND_ROWS).
   return (res as { affectedRows: number }).affectedRows;
+}
+
+/** lockLiveQueues' statement as a conditional update (db/conditional-commit.ts): applied when none
+ * of the queues is retired. */
+export function liveQueuesTouch(ids: string[]): ConditionalUpdate {
+  const sorted = [...new Set(ids)].sort();
+  const sql = `UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`;
+  return { sql, values: sorted, rows: sorted.length, tag: 'queues-live' };
 }

@@ -1,7 +1,7 @@
 // The claim transaction of dispatch.md, as one round for every session of one application on this
 // node (the node's dispatcher runs one round per application per wake-up, not one per session).
 // The steps carry docs/design.md's numbers ("The claim"):
-//   0. permit hints, read without a lock (permitHints);
+//   0. permit hints, read without a lock, in step 1's round trip (permitHintsSql);
 //   1. the sessions' credentials (shared lock) and the database clock in one statement;
 //   2–3. candidates: WAITING, due, matching handlers and capability, key not held — filtered
 //      before LIMIT — for every queue the sessions consume, in one UNION ALL read, then locked by
@@ -12,29 +12,33 @@
 //   5. keys in key order (one conditional upsert for all), a candidate whose key was taken
 //      meanwhile stays WAITING (grantRoundKeys);
 //   6. attempts inserted, tasks LEASED (leaseCandidates, grant.ts: shared with hand-offs and refills);
-//   7. queue and application permits last, as conditional updates: if one does not apply (a
-//      concurrent claim on another node took the last permits, the queue was paused or retired),
-//      the round rolls back and runs again on fresh hints (takePermits).
+//   7. queue and application permits last, as conditional updates sent with the COMMIT in one
+//      round trip (db/conditional-commit.ts): if one does not apply (a concurrent claim on another
+//      node took the last permits, the queue was paused or retired), the round rolls back and runs
+//      again on fresh hints (takePermitsAndCommit).
 // Lock order: candidate rows, resource keys (by key bytes), queues (by id), the application —
 // the order of every ledger flush — so claims, results, cancels and the sweeper never deadlock
 // on these rows. Frames are sent only after commit.
 import type { Logger } from 'pino';
-import { lockLiveCredentialsWithClock } from '../db/credentials.js';
-import { withTransaction, type Conn, type Pool, type Tx } from '../db/pool.js';
+import type { RowDataPacket } from 'mysql2/promise';
+import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
+import { queryAll } from '../db/pipeline.js';
+import { withTransaction, type Pool, type Tx } from '../db/pool.js';
+import { commitIfApplied, NotApplied } from '../db/conditional-commit.js';
 import {
   byClaimOrder,
   candidateIds,
   grantKeys,
   lockCandidates,
-  permitHints,
-  takeApplicationPermits,
-  takeQueuePermits,
+  permitHintsOf,
+  permitHintsSql,
+  applicationPermits,
+  queuePermits,
   type CandidateRow,
   type CandidateSpec,
   type PermitHint,
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
-import { event } from '../phase-trace.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
 export type { Assignment, ClaimSession } from './grant.js';
@@ -93,20 +97,25 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
   const applicationId = reqs[0]?.session.applicationId;
   if (!applicationId) return out;
   const exhausted: Exhausted[] = [];
+  const credentialIds = [...new Set(reqs.map((r) => r.session.credentialId))];
+  const queueIds = [...new Set(reqs.flatMap((r) => r.session.queueIds))];
   for (let round = 0; round < 3; round++) {
-    // Only queues that can grant a permit now supply candidates, so the backlog of a paused or full
-    // queue never fills the LIMIT and hides another queue's tasks.
-    event('hints0', { round });
-    const { queues, appFree } = await permitHints(pool, applicationId, [...new Set(reqs.flatMap((r) => r.session.queueIds))]);
-    event('hints1', { appFree, free: queues.map((q) => q.free) });
-    if (queues.length === 0 || appFree <= 0) return out;
     try {
       await withTransaction(pool, 'claim', async (c) => {
         out.bySession = new Map();
         out.revoked = new Set();
         exhausted.length = 0;
-        const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(reqs.map((r) => r.session.credentialId))]);
+        // The credentials (share-locked) with the clock, and the permit hints — only queues that
+        // can grant a permit now supply candidates, so the backlog of a paused or full queue never
+        // fills the LIMIT and hides another queue's tasks — in the round's first round trip. The
+        // hints were an autocommit read of their own before the transaction: one round trip more
+        // between a wake-up and the candidate read (issue 19, docs/benchmarks.md "Where the paced
+        // p99 goes"). A plain read inside the transaction sees what it saw: the last committed rows.
+        const [credentials, hints] = await queryAll(c, [liveCredentialsWithClockSql(credentialIds), permitHintsSql(applicationId, queueIds)]);
+        const { live, now } = liveCredentialsWithClockOf(credentials![0] as RowDataPacket[]);
+        const { queues, appFree } = permitHintsOf(hints![0] as RowDataPacket[]);
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
+        if (queues.length === 0 || appFree <= 0) return;
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
         const rows = await lockRoundCandidates(c, specsFor(active, queues), now);
         if (rows.length === 0) return;
@@ -116,7 +125,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         // Step 4: lease times from the database clock (grantedAt, step 3).
         const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
         const assignments = await leaseCandidates(c, granted, grantedAt, (q) => lease.get(q)!);
-        await takePermits(c, applicationId, granted);
+        await takePermitsAndCommit(c, applicationId, granted);
         granted.forEach((g, i) => {
           const list = out.bySession.get(g.session.sessionId) ?? [];
           list.push(assignments[i]!);
@@ -213,10 +222,16 @@ async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Ex
 }
 
 /** Step 5: the hot rows, last — queue permits (by id) and the application's, as conditional
- * updates; PermitsMoved (the round rolls back) when one does not apply. */
-async function takePermits(c: Conn, applicationId: string, granted: Grant[]): Promise<void> {
+ * updates sent with the COMMIT in one round trip (db/conditional-commit.ts), so that the rows are
+ * locked only while the server runs that text, not across three round trips of this process;
+ * PermitsMoved (the round rolls back) when one does not apply. */
+async function takePermitsAndCommit(c: Tx, applicationId: string, granted: Grant[]): Promise<void> {
   const perQueue = new Map<string, number>();
   for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
-  if (!(await takeQueuePermits(c, [...perQueue]))) throw new PermitsMoved();
-  if (!(await takeApplicationPermits(c, applicationId, granted.length))) throw new PermitsMoved();
+  try {
+    await commitIfApplied(c, [queuePermits([...perQueue]), applicationPermits(applicationId, granted.length)]);
+  } catch (err) {
+    if (err instanceof NotApplied) throw new PermitsMoved();
+    throw err;
+  }
 }

@@ -28,8 +28,9 @@ import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
 import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
-import { lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
-import { reserveUnfinishedTasks } from '../db/applications.js';
+import { liveQueuesTouch, lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
+import { reserveUnfinishedTasks, unfinishedTasksReservation } from '../db/applications.js';
+import { commitIfApplied, NotApplied } from '../db/conditional-commit.js';
 import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
@@ -90,8 +91,10 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
 }
 
 /** The statements of one transaction for `items` (one application). `alone`: the batch of one
- * under its key lock, where the edge conditions are that item's answer. */
-async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean): Promise<TxResult> {
+ * under its key lock, where the edge conditions are that item's answer. `commit`: the transaction
+ * is the submitter's batch, committed here with its hot rows (never alone: a caller's transaction
+ * goes on after the tasks). */
+async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, commit = false): Promise<TxResult> {
   const outcomes: Slot[] = new Array(items.length);
   const { rows, now, liveCredentials } = await readSubmitQueues(
     c,
@@ -217,6 +220,19 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean): P
   if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
   await insertReceipts(c, receipts);
   // The hot rows, last and in the ledger's lock order: queues (by id), then the application.
+  // A batch of the submitter's own transaction sends them with its COMMIT, as one round trip
+  // (db/conditional-commit.ts): the rows every submit and claim of the application waits for stay
+  // locked only while the server runs that text; at the edge (one did not apply) the batch rolls
+  // back and its items run alone, where the separate statements give each item's exact answer.
+  if (commit) {
+    try {
+      await commitIfApplied(c, [liveQueuesTouch([...byQueue]), unfinishedTasksReservation(items[0]!.credential.applicationId, tasks.length)]);
+    } catch (err) {
+      if (err instanceof NotApplied) throw new EdgeOfBatch();
+      throw err;
+    }
+    return { outcomes, queues: byQueue, accepted: tasks.length };
+  }
   if ((await lockLiveQueues(c, [...byQueue])) !== byQueue.size) {
     if (alone) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
     throw new EdgeOfBatch();
@@ -317,7 +333,7 @@ export class TaskSubmitter {
       items,
       async (batch) => {
         const started = process.hrtime.bigint();
-        const r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, batch, false));
+        const r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, batch, false, true));
         this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
         this.afterCommit(r);
         return r.outcomes as (SubmitOutcome | typeof ALONE)[];
