@@ -39,6 +39,5 @@ export function unfinishedTasksReservation(applicationId: string, k: number): Co
     sql: 'UPDATE applications SET unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND unfinished_tasks + ? <= max_unfinished_tasks',
     values: [k, applicationId, k],
     rows: 1,
-    tag: 'unfinished-quota',
   };
 }

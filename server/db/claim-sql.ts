@@ -275,7 +275,6 @@ export function queuePermits(perQueue: [string, number][]): ConditionalUpdate {
       WHERE id IN (${placeholders(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
     values: [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
     rows: sorted.length,
-    tag: 'queue-permits',
   };
 }
 
@@ -286,6 +285,5 @@ export function applicationPermits(applicationId: string, k: number): Conditiona
     sql: 'UPDATE applications SET active_attempts = active_attempts + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts',
     values: [k, applicationId, k],
     rows: 1,
-    tag: 'application-permits',
   };
 }

@@ -202,5 +202,5 @@ export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
 export function liveQueuesTouch(ids: string[]): ConditionalUpdate {
   const sorted = [...new Set(ids)].sort();
   const sql = `UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`;
-  return { sql, values: sorted, rows: sorted.length, tag: 'queues-live' };
+  return { sql, values: sorted, rows: sorted.length };
 }
