@@ -65,8 +65,7 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     // mysql2's promise wrapper captures a stack trace per query for nicer async errors; measured
     // 7.5 % of the gateway's CPU under load. SQL errors still carry the statement.
     trace: false,
-    // The same texts as mysql2's own format, without walking a statement's text again for every
-    // call of its shape, nor once more for a text already formatted (db/sql-format.ts).
+    // mysql2's own format, without walking a text already formatted once more (db/sql-format.ts).
     queryFormat: queryFormat as unknown as mysql.PoolOptions['queryFormat'],
     ...extra,
   });
