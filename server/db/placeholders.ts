@@ -3,7 +3,8 @@
 
 /** `?,?,?`: `n` placeholders, for `IN (…)`. */
 export function placeholders(n: number): string {
-  return Array.from({ length: n }, () => '?').join(',');
+  // repeat, not Array.from(…).join: a claim or result batch builds several lists of up to ~100.
+  return n > 0 ? '?,'.repeat(n - 1) + '?' : '';
 }
 
 /** `(?, ?), (?, ?)`: `n` copies of one row's text, for a multi-row `VALUES` or a row `IN (…)`. */
