@@ -15,6 +15,12 @@ export const USERSTAT_ARG = '--userstat=1';
  * 10.11, whose INNODB_METRICS dml_* are off by default: the handler counts are the same rows.) */
 const ROW_STATUS = ['Handler_write', 'Handler_update', 'Handler_delete'];
 
+/** Rows the handler read (in the JSON's status_delta only): by scanning (`Handler_read_rnd_next`,
+ * full scans and temporary tables) and by key (`_key`, `_next`) — against the rows changed, the
+ * measure of statements that examine more than they touch (a full scan of waiting_tasks per
+ * hand-off was found this way: docs/benchmarks.md, "Where mariadbd's CPU goes"). */
+const READ_STATUS = ['Handler_read_rnd_next', 'Handler_read_key', 'Handler_read_next', 'Handler_read_rnd', 'Handler_tmp_write'];
+
 const TRX_METRICS = ['trx_rw_commits', 'trx_ro_commits', 'trx_commits_insert_update', 'trx_rollbacks'];
 
 export type DbStatus = Map<string, number>;
@@ -26,7 +32,7 @@ export type DbStatus = Map<string, number>;
 export async function dbStatus(q: mysql.Pool | mysql.Connection): Promise<DbStatus> {
   const [rows] = await q.query<RowDataPacket[]>(
     "SHOW GLOBAL STATUS WHERE Variable_name LIKE 'Com\\_%' OR Variable_name IN ('Questions','Queries','Innodb_row_lock_waits','Innodb_row_lock_time',?)",
-    [ROW_STATUS],
+    [[...ROW_STATUS, ...READ_STATUS]],
   );
   const m: DbStatus = new Map(rows.map((r) => [r.Variable_name as string, Number(r.Value)]));
   const [trx] = await q.query<RowDataPacket[]>('SELECT NAME, COUNT FROM information_schema.INNODB_METRICS WHERE NAME IN (?)', [TRX_METRICS]);

@@ -37,6 +37,7 @@ import { bootstrap } from '../server/admin/bootstrap.js';
 import { packageRoot } from '../server/paths.js';
 import { baselines, type BaselineOptions } from './baseline.js';
 import { dbCalibrate, INNODB_MONITOR_ARG, USERSTAT_ARG } from './counters.js';
+import { extraServerArgs } from './db-profile.js';
 import { uPerTask } from './cpu.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
@@ -126,7 +127,7 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-bench-'));
   const db = await startEmbeddedMariaDb({
     dataDir: dir,
-    serverArgs: ['--innodb-flush-log-at-trx-commit=1', '--sync-binlog=0', INNODB_MONITOR_ARG, USERSTAT_ARG],
+    serverArgs: ['--innodb-flush-log-at-trx-commit=1', '--sync-binlog=0', INNODB_MONITOR_ARG, USERSTAT_ARG, ...extraServerArgs()],
     log: say,
   });
   let gw: Gateway | null = null;

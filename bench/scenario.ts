@@ -6,6 +6,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, type CpuPerTask } from './cpu.js';
+import { startDbProfile } from './db-profile.js';
 import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
 import { ScenarioProgress } from './scenario-progress.js';
 import { percentile } from './stats.js';
@@ -150,6 +151,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     if (!spec.preload) await startWorkers();
     await Promise.all(producers.map((p) => p.ready));
 
+    const profile = await startDbProfile(s.pool, s.mariadbPid, spec.name);
     const dbBefore = await dbStatus(s.pool);
     const mBefore = await scrapeMetrics(s.url);
     const cpu0 = cpuSnapshot(groups());
@@ -197,6 +199,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const cpu1 = cpuSnapshot(groups());
     const mAfter = await scrapeMetrics(s.url);
     const db = dbPerUnit(dbDelta(dbBefore, await dbStatus(s.pool), s.overhead), spec.count);
+    await profile?.stop(spec.count);
 
     await stopWorkers(workers);
     await stopProducers(producers);

@@ -32,12 +32,19 @@ export async function enterWaiting(c: Tx, taskIds: string[]): Promise<void> {
 }
 
 /** leaveWaiting(rows [queue, priority, seq]): deletes the waiting rows of tasks that leave WAITING
- * in this transaction, by primary key. */
+ * in this transaction, by primary key. One row is named by its three columns, not by a one-element
+ * row list: MariaDB 10.11 plans a single-table DELETE whose WHERE is `(a, b, c) IN ((x, y, z))`
+ * (rewritten to a row equality) as a full scan — measured in the bench's profile: every hand-off
+ * and lone refill read the whole waiting table, 50–60 rows examined per task and 7 % of the
+ * database's CPU on `unkeyed-batch` (docs/benchmarks.md, "Where mariadbd's CPU goes"). Two rows
+ * and more are a `range` read of the primary key (test/statement-plans.test.ts). */
 export async function leaveWaiting(c: Tx, rows: WaitingKey[]): Promise<void> {
   if (rows.length === 0) return;
-  await write(
-    c,
-    `DELETE FROM waiting_tasks WHERE (queue_id, priority, seq) IN (${placeholderRows(rows.length, '(?, ?, ?)')})`,
-    rows.flatMap((r) => [r.queue_id, r.priority, String(r.seq)]),
-  );
+  await write(c, ...leaveWaitingSql(rows));
+}
+
+export function leaveWaitingSql(rows: WaitingKey[]): [string, unknown[]] {
+  const values = rows.flatMap((r) => [r.queue_id, r.priority, String(r.seq)]);
+  if (rows.length === 1) return ['DELETE FROM waiting_tasks WHERE queue_id = ? AND priority = ? AND seq = ?', values];
+  return [`DELETE FROM waiting_tasks WHERE (queue_id, priority, seq) IN (${placeholderRows(rows.length, '(?, ?, ?)')})`, values];
 }
