@@ -130,6 +130,18 @@ export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): 
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
 
+/** queryAll(tx, [[sql, values], …]): several statements (after the queued writes) in one round
+ * trip, each result read — the reads of a frame batch's first round trip: the credential check
+ * with the clock, the starts' UPDATE, the results' locking read (frame-committer.ts). */
+export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
+  if (tx.committed) throw new Error('queryAll() after commitWith(): the transaction is already committed');
+  const [r, f] = await send(
+    tx,
+    statements.map(([sql, values]) => tx.conn.format(sql, values)),
+  );
+  return statements.map((_, i) => [r[i]!, f[i]!]);
+}
+
 /** write(tx, sql, values): a statement whose result is not read, queued and sent with the
  * transaction's next query (at the latest with its COMMIT). Only for statements whose failure may
  * surface later (any failure rolls back). */

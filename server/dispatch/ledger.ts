@@ -4,7 +4,15 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
-import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
+import {
+  addApplicationCounts,
+  addApplicationCountsWithin,
+  addQueueActive,
+  isPermitCheckRefusal,
+  readKeyHolders,
+  releaseKeys,
+  swapKeyHolders,
+} from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
@@ -16,6 +24,14 @@ export class HandoffRefused extends Error {
   ) {
     super('a hand-off or refill was refused at the flush');
   }
+}
+
+/** The HandoffRefused of a failed transaction whose ledger checked hand-off or refill permits, or
+ * null: the checks fail their statement (db/ledger-sql.ts isPermitCheckRefusal), which surfaces
+ * where the queued statements were sent — the COMMIT. */
+export function refusalOf(err: unknown, ledger: PermitLedger | null): HandoffRefused | null {
+  if (err instanceof HandoffRefused) return err;
+  return ledger && ledger.checksPermits() && isPermitCheckRefusal(err) ? new HandoffRefused(ledger.checkedQueues()) : null;
 }
 
 interface KeyRelease {
@@ -74,6 +90,16 @@ export class PermitLedger {
     this.handoffApps.add(applicationId);
     add(this.queueActive, queueId, 1);
     add(this.appActive, applicationId, 1);
+  }
+
+  /** True when the flush checks permits a hand-off or refill took back (HandoffRefused possible). */
+  checksPermits(): boolean {
+    return this.handoffQueues.size > 0 || this.handoffApps.size > 0;
+  }
+
+  /** The queues of the hand-offs and refills whose permits the flush checks. */
+  checkedQueues(): string[] {
+    return [...this.handoffQueues];
   }
 
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
@@ -166,12 +192,10 @@ export class PermitLedger {
     // Queues of hand-offs are written even when their count does not change (the released and
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
-    if (q.length > 0) {
-      // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
-      // retired or over a lowered limit meanwhile → refused.
-      const checked = [...this.handoffQueues];
-      if (!(await addQueueActive(c, q, checked))) throw new HandoffRefused(checked);
-    }
+    // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
+    // retired or over a lowered limit meanwhile → the statement fails, and with it the transaction
+    // (HandoffRefused, see refusalOf). Every statement here is queued: they go with the COMMIT.
+    if (q.length > 0) await addQueueActive(c, q, [...this.handoffQueues]);
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
       const da = this.appActive.get(id) ?? 0;
@@ -180,7 +204,7 @@ export class PermitLedger {
         // Like a claim's conditional update: the permits a hand-off or refill took back must fit
         // the application's limit as it is now (`orbit-admin quota set` may have lowered it), also
         // when the counts do not change (a released and a new attempt cancel out).
-        if (!(await addApplicationCountsWithin(c, id, da, du))) throw new HandoffRefused([...this.handoffQueues]);
+        await addApplicationCountsWithin(c, id, da, du);
       } else if (da !== 0 || du !== 0) {
         await addApplicationCounts(c, id, da, du);
       }
