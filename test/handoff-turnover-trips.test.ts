@@ -63,7 +63,7 @@ async function counted(cmds: FrameCommand[], host?: HandoffHost) {
 }
 
 describe('one hot-key turnover', () => {
-  it('result with hand-off: 1 transaction of 4 round trips; the successor start: 1 of 1', async () => {
+  it('result with hand-off: 1 transaction of 3 round trips; the successor start: 1 of 1', async () => {
     const created = f.host.nextSession();
     const w = await openRaw(f.url, f.tenant.token);
     sockets.push(w);
@@ -103,12 +103,12 @@ describe('one hot-key turnover', () => {
     expect(BigInt(b.concurrency_token)).toBe(BigInt(a.concurrency_token) + 1n);
     expect({ transactions: result.transactions, roundTrips: result.roundTrips, statements: result.statements.length }).toEqual({
       transactions: 1,
-      roundTrips: 4,
+      roundTrips: 3,
       statements: 16,
     });
     // Each statement once: the credential check with the clock, the results' locking read, the
-    // successor's locking read, the swap and its token read, the attempt, the task, the waiting
-    // row, the queue, the application, the stream head, the event.
+    // attempt and task closed, the successor's locking read, the key row's lock, the swap, the new
+    // attempt, its task, its waiting row, the queue, the application, the stream head, the event.
     expect(result.statements.filter((s) => s.startsWith('SELECT'))).toHaveLength(4);
     expect(result.statements.filter((s) => s === 'COMMIT')).toHaveLength(1);
 

@@ -9,11 +9,19 @@ import {
   addApplicationCountsWithin,
   addQueueActive,
   isPermitCheckRefusal,
-  readKeyHolders,
+  lockKeyRowsSql,
+  type LockedKeyRow,
   releaseKeys,
   swapKeyHolders,
 } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
+import { TOKEN_MAX } from '@orbit/protocol/limits';
+
+/** The key rows of `keys`, locked (lockKeyRowsSql): for a flush whose keys no hand-off locked before. */
+async function lockedKeyRows(c: Tx, namespaceId: string, keys: Buffer[]): Promise<LockedKeyRow[]> {
+  const [rows] = await c.query(...lockKeyRowsSql(namespaceId, keys));
+  return rows as LockedKeyRow[];
+}
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
  * meanwhile): the caller runs the batch again without hand-offs. */
@@ -56,6 +64,8 @@ export class PermitLedger {
   private readonly handoffApps = new Set<string>();
   /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
   readonly handoffTokens = new Map<string, string>();
+  /** Key rows a hand-off locked before the flush (handoff.ts), by namespace. */
+  private readonly lockedKeys = new Map<string, LockedKeyRow[]>();
   /** Workflow step tasks whose state changed in this transaction: their runs advance before the
    * flush (server/workflows/apply.ts, advanceRunsInTx). Empty for plain tasks. */
   readonly stepTasks: { runId: string; step: string }[] = [];
@@ -90,6 +100,11 @@ export class PermitLedger {
     this.handoffApps.add(applicationId);
     add(this.queueActive, queueId, 1);
     add(this.appActive, applicationId, 1);
+  }
+
+  /** The key rows of `namespaceId` locked by this transaction (lockKeyRowsSql), for the flush's swaps. */
+  keyRowsLocked(namespaceId: string, rows: LockedKeyRow[]): void {
+    this.lockedKeys.set(namespaceId, rows);
   }
 
   /** True when the flush checks permits a hand-off or refill took back (HandoffRefused possible). */
@@ -146,21 +161,26 @@ export class PermitLedger {
       let release = all;
       const swapped = all.filter((k) => this.swaps.has(k.attemptId));
       if (swapped.length > 0) {
-        // Hand-offs first, in the same statement shape as a claim's grant; the read returns the
-        // tokens (the swap travels with it: one round trip).
+        // Hand-offs first, in the same statement shape as a claim's grant. Which swaps apply and
+        // their tokens follow from the key rows locked before (handoff.ts planHandoffs; read and
+        // locked here when a caller did not): the swap itself is queued.
+        const locked =
+          this.lockedKeys.get(ns) ??
+          (await lockedKeyRows(
+            c,
+            ns,
+            swapped.map((k) => k.key),
+          ));
+        for (const k of swapped) {
+          const row = locked.find((r) => r.concurrency_key.equals(k.key));
+          if (row?.holder_attempt_id !== k.attemptId || BigInt(row.highest_token) >= TOKEN_MAX) continue;
+          this.handoffTokens.set(this.swaps.get(k.attemptId)!.newAttemptId, (BigInt(row.highest_token) + 1n).toString());
+        }
         await swapKeyHolders(
           c,
           ns,
           swapped.map((k) => ({ key: k.key, from: k.attemptId, to: this.swaps.get(k.attemptId)!.newAttemptId })),
         );
-        const rows = await readKeyHolders(
-          c,
-          ns,
-          swapped.map((k) => k.key),
-        );
-        for (const r of rows) {
-          if (r.holder_attempt_id) this.handoffTokens.set(r.holder_attempt_id, String(r.highest_token));
-        }
         for (const k of swapped) {
           const sw = this.swaps.get(k.attemptId)!;
           if (!this.handoffTokens.has(sw.newAttemptId)) continue;
