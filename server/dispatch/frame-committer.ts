@@ -2,7 +2,8 @@
 // transactions of batch-shaped statements (server/db/attempt-batches.ts). A transaction of k starts
 // and m results costs, whatever k and m:
 //   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
-//   did not apply), 1 locking read of the results' attempts and tasks, 1 UPDATE of attempts,
+//   did not apply), 1 locking read of the results' attempts and tasks (these three in one round
+//   trip), 1 UPDATE of attempts,
 //   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
 // A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
 // (start-frames.ts applyStartsAlone).
