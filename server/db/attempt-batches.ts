@@ -135,21 +135,22 @@ export interface ResultRow extends RowDataPacket {
   t_workflow_step: string | null;
 }
 
-/** lockResultRows(ids, namespaces, now): the attempts and their tasks, locked (attempt, then task,
- * per row — the order of every other transaction that changes both). Only rows of the batch's
- * namespaces: a frame naming another tenant's attempt must not lock its rows. */
-export async function lockResultRows(c: Tx, ids: string[], namespaces: string[], now: string): Promise<ResultRow[]> {
-  const [rows] = await c.query<ResultRow[]>(
+/** lockResultRowsSql(ids, namespaces): the attempts and their tasks, locked (attempt, then task,
+ * per row — the order of every other transaction that changes both), `live` from the clock the
+ * credential check sent before it left in @orbit_now (the frame batch's first round trip,
+ * frame-committer.ts). Only rows of the batch's namespaces: a frame naming another tenant's
+ * attempt must not lock its rows. */
+export function lockResultRowsSql(ids: string[], namespaces: string[]): [string, unknown[]] {
+  return [
     `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
-            a.result_fingerprint, a.result_reply, (a.lease_expires_at > ?) AS live,
+            a.result_fingerprint, a.result_reply, (a.lease_expires_at > @orbit_now) AS live,
             t.state AS t_state, t.attempts_made AS t_attempts_made, t.max_attempts AS t_max_attempts, t.deadline_at AS t_deadline_at,
             t.current_attempt_id AS t_current_attempt_id, t.workflow_run_id AS t_workflow_run_id, t.workflow_step AS t_workflow_step
        FROM attempts a JOIN tasks t ON t.id = a.task_id
       WHERE a.id IN (${placeholders(ids.length)}) AND a.namespace_id IN (${placeholders(namespaces.length)})
       FOR UPDATE`,
-    [now, ...ids, ...namespaces],
-  );
-  return rows;
+    [...ids, ...namespaces],
+  ];
 }
 
 export interface ClosedAttempt {

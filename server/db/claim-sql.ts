@@ -98,23 +98,24 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
 const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
   t.concurrency_key, t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index`;
 
-/** lockKeySuccessors([namespace, key, queue], now) → the next due WAITING tasks of each key in its
- * queue (a few per key, so that rows a claim holds can be skipped), read from waiting_tasks
- * (index ix_waiting_key: each part stops after a few rows whatever the key's backlog) and locked
- * FOR UPDATE SKIP LOCKED by primary key in the same statement: one locking read for a key
- * hand-off. The derived table's rows are not waited for either (SKIP LOCKED covers the whole
- * statement), so taking them before the task rows cannot wait out of the lock order. */
-export async function lockKeySuccessors(c: Tx, keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): Promise<CandidateRow[]> {
+/** lockKeySuccessorsSql([namespace, key, queue], now) → the statement that reads the next due
+ * WAITING tasks of each key in its queue (a few per key, so that rows a claim holds can be
+ * skipped) from waiting_tasks (index ix_waiting_key: each part stops after a few rows whatever the
+ * key's backlog) and locks them FOR UPDATE SKIP LOCKED by primary key in the same statement: one
+ * locking read for a key hand-off (CandidateRow rows), sent with the key rows' lock
+ * (ledger-sql.ts lockKeyRowsSql) in one round trip. The derived table's rows are not waited for
+ * either (SKIP LOCKED covers the whole statement), so taking them before the task rows cannot
+ * wait out of the lock order. */
+export function lockKeySuccessorsSql(keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): [string, unknown[]] {
   const parts = keys.map(
     () => `(SELECT w.task_id FROM waiting_tasks w WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
               AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
   );
-  const [rows] = await c.query<TaskRow[]>(
+  return [
     `SELECT ${CANDIDATE_COLUMNS} FROM (${parts.join(' UNION ALL ')}) n JOIN tasks t ON t.id = n.task_id
       WHERE t.state = 'WAITING' FOR UPDATE SKIP LOCKED`,
     keys.flatMap((k) => [k.namespaceId, k.key, k.queueId, now, now]),
-  );
-  return rows;
+  ];
 }
 
 /** Claim order of candidate rows: priority high first, then age (seq) — the order of a claim

@@ -3,8 +3,8 @@
 // (by id); the stream head is db/result-events.ts. Every statement is one per table for the whole
 // transaction, and the writes whose row count nobody reads are queued on the transaction
 // (db/pipeline.ts) to travel with the next statement.
-import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Tx } from './pool.js';
+import type { Tx } from './pool.js';
+import { errnoOf, MYSQL_ERRNO } from './errors.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX } from './claim-sql.js';
 import { placeholders } from './placeholders.js';
@@ -12,7 +12,8 @@ import { placeholders } from './placeholders.js';
 /** swapKeyHolders(namespace, [key, released attempt, successor attempt]): each key goes from the
  * released attempt to its successor with highest_token + 1 — only where the released attempt is
  * still the holder and the key is not exhausted (the shape of a claim's grant). Queued: the
- * result is read by readKeyHolders. */
+ * caller holds the key rows' locks (lockKeyRowsSql) and knows from them which swaps apply and the
+ * tokens they give. */
 export async function swapKeyHolders(c: Tx, namespaceId: string, swaps: { key: Buffer; from: string; to: string }[]): Promise<void> {
   await write(
     c,
@@ -24,14 +25,23 @@ export async function swapKeyHolders(c: Tx, namespaceId: string, swaps: { key: B
   );
 }
 
-/** readKeyHolders(namespace, keys) → holder and highest token of each key row (the rows are
- * locked by the caller's swap). */
-export async function readKeyHolders(c: Conn, namespaceId: string, keys: Buffer[]): Promise<{ holder_attempt_id: string | null; highest_token: string }[]> {
-  const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT holder_attempt_id, highest_token FROM resource_keys WHERE namespace_id = ? AND concurrency_key IN (${placeholders(keys.length)})`,
+/** A key row as a hand-off decides on it (locked). */
+export interface LockedKeyRow {
+  concurrency_key: Buffer;
+  holder_attempt_id: string | null;
+  highest_token: string;
+}
+
+/** lockKeyRowsSql(namespace, keys): the key rows' holder and highest token, locked FOR UPDATE
+ * (primary key, walked in key order: the order claims lock keys in). Under that lock nothing
+ * else moves a row's holder or token, so a swap's outcome and token are known from it before the
+ * swap is sent (it replaced a read after the swap: one round trip less per hand-off). */
+export function lockKeyRowsSql(namespaceId: string, keys: Buffer[]): [string, unknown[]] {
+  return [
+    `SELECT concurrency_key, holder_attempt_id, highest_token FROM resource_keys
+      WHERE namespace_id = ? AND concurrency_key IN (${placeholders(keys.length)}) FOR UPDATE`,
     [namespaceId, ...keys],
-  );
-  return rows.map((r) => ({ holder_attempt_id: r.holder_attempt_id as string | null, highest_token: String(r.highest_token) }));
+  ];
 }
 
 /** releaseKeys(namespace, [key, attempt]): clears the holder where it is still that attempt — a
@@ -47,37 +57,42 @@ export async function releaseKeys(c: Tx, namespaceId: string, keys: { key: Buffe
   );
 }
 
-/** addQueueActive([queue id, delta] by id, checked): one UPDATE of the queues' active counts.
- * `checked` queues (a hand-off or refill took their permits back) must still dispatch — not
- * paused, not retired, within max_active_attempts: returns false when one did not (the caller
- * refuses). Without checked queues the statement is queued and returns true. */
-export async function addQueueActive(c: Tx, deltas: [string, number][], checked: string[]): Promise<boolean> {
+/** addQueueActive([queue id, delta] by id, checked): one UPDATE of the queues' active counts,
+ * queued (it travels with the transaction's next round trip, usually its COMMIT). `checked` queues
+ * (a hand-off or refill took their permits back) must still dispatch — not paused, not retired,
+ * within max_active_attempts: where one does not, the statement sets its count to NULL, which the
+ * NOT NULL column refuses (errno 1048, isPermitCheckRefusal), so the text stops there and the
+ * transaction rolls back before its COMMIT runs. The check used to be the statement's row count,
+ * read in a round trip of its own; failing the statement lets it, the application's check and
+ * the COMMIT go as one text (docs/benchmarks.md, "The hot-key turnover"). */
+export async function addQueueActive(c: Tx, deltas: [string, number][], checked: string[]): Promise<void> {
   const delta = `CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END`;
-  const sql = `UPDATE queues SET active_attempts = active_attempts + ${delta}
-      WHERE id IN (${placeholders(deltas.length)})${
-        checked.length
-          ? ` AND (id NOT IN (${placeholders(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts))`
-          : ''
-      }`;
-  const args = [...deltas.flat(), ...deltas.map(([id]) => id), ...(checked.length ? [...checked, ...deltas.flat()] : [])];
-  if (checked.length === 0) {
-    await write(c, sql, args);
-    return true;
-  }
-  const [res] = await c.query(sql, args);
-  return (res as { affectedRows: number }).affectedRows === deltas.length;
+  const value = checked.length
+    ? `IF(id NOT IN (${placeholders(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts),
+          active_attempts + ${delta}, NULL)`
+    : `active_attempts + ${delta}`;
+  const args = [...(checked.length ? [...checked, ...deltas.flat()] : []), ...deltas.flat(), ...deltas.map(([id]) => id)];
+  await write(c, `UPDATE queues SET active_attempts = ${value} WHERE id IN (${placeholders(deltas.length)})`, args);
 }
 
 /** addApplicationCountsWithin(application, active delta, unfinished delta): the same change, only
  * when the active count stays within max_active_attempts (a hand-off or refill took permits back:
- * the check of a claim's conditional update). Locks the application row; false when refused. */
-export async function addApplicationCountsWithin(c: Conn, applicationId: string, active: number, unfinished: number): Promise<boolean> {
-  const [res] = await c.query(
-    'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts',
-    [active, unfinished, applicationId, active],
+ * the check of a claim's conditional update). Queued; refused like addQueueActive's checked
+ * queues (the count set to NULL: errno 1048, the transaction rolls back). */
+export async function addApplicationCountsWithin(c: Tx, applicationId: string, active: number, unfinished: number): Promise<void> {
+  await write(
+    c,
+    `UPDATE applications SET unfinished_tasks = unfinished_tasks + ?,
+            active_attempts = IF(active_attempts + ? <= max_active_attempts, active_attempts + ?, NULL) WHERE id = ?`,
+    [unfinished, active, active, applicationId],
   );
-  // Matched rows (mysql2 connects with CLIENT_FOUND_ROWS, as addQueueActive's check relies on).
-  return (res as { affectedRows: number }).affectedRows === 1;
+}
+
+/** True for the refusal of a checked permit (addQueueActive, addApplicationCountsWithin): a count
+ * set to NULL by the check, refused by the NOT NULL column. No other statement of a frame
+ * transaction writes NULL into these columns. */
+export function isPermitCheckRefusal(err: unknown): boolean {
+  return errnoOf(err) === MYSQL_ERRNO.BAD_NULL && /'active_attempts'/.test((err as Error).message);
 }
 
 /** addApplicationCounts(application, active delta, unfinished delta). Queued. */

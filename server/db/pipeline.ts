@@ -130,9 +130,12 @@ export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): 
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
 
-/** queryAll(tx, [[sql, values], …]): several statements in one round trip (after the queued
- * writes), each result read; the transaction goes on. */
+/** queryAll(tx, [[sql, values], …]): several statements (after the queued writes) in one round
+ * trip, each result read — e.g. a frame batch's first round trip (the credential check with
+ * the clock, the starts' UPDATE, the results' locking read: frame-committer.ts) or a claim round's
+ * (the credential check with the permit hints). */
 export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
+  if (tx.committed) throw new Error('queryAll() after commitWith(): the transaction is already committed');
   const [r, f] = await send(
     tx,
     statements.map(([sql, values]) => tx.conn.format(sql, values)),

@@ -2,7 +2,8 @@
 // transactions of batch-shaped statements (server/db/attempt-batches.ts). A transaction of k starts
 // and m results costs, whatever k and m:
 //   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
-//   did not apply), 1 locking read of the results' attempts and tasks, 1 UPDATE of attempts,
+//   did not apply), 1 locking read of the results' attempts and tasks (these three in one round
+//   trip), 1 UPDATE of attempts,
 //   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
 // A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
 // (start-frames.ts applyStartsAlone).
@@ -16,7 +17,10 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
-import { lockLiveCredentialsWithClock } from '../db/credentials.js';
+import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
+import type { ResultRow } from '../db/attempt-batches.js';
+import { queryAll } from '../db/pipeline.js';
+import type { RowDataPacket } from 'mysql2/promise';
 import { isDatabaseRefusal, withTransaction, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { coalesce, type Coalesced } from './coalesce.js';
@@ -25,11 +29,11 @@ import { completeHandoffs, planHandoffs, type Delivery, type HandoffHost, type H
 import type { SlotReservation } from './slot-reservation.js';
 import { planRefills, type FreedSlot } from './refill.js';
 import { QueueHints } from './queue-hints.js';
-import { HandoffRefused } from './ledger.js';
+import { refusalOf } from './ledger.js';
 import { advanceSteps } from './step-advance.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
-import { applyStarts, applyStartsAlone } from './start-frames.js';
-import { applyResults } from './result-frames.js';
+import { applyStartsAlone, checkedStarts } from './start-frames.js';
+import { applyResults, resultRowsSql } from './result-frames.js';
 
 export interface FrameBatchResult {
   outcomes: FrameOutcome[];
@@ -85,21 +89,25 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], host: Hando
     reserveFreed: (sessionId, attemptId) => record(host.reserveFreed(sessionId, attemptId)),
     deliver: (d) => host.deliver(d),
   };
+  /** The ledger of the transaction's last try: its permit checks fail at the COMMIT (refusalOf). */
+  let ledger: PermitLedger | null = null;
   try {
     const tx = await withTransaction(pool, 'frames', (c) => {
       releaseAll(); // a deadlock retry starts over
-      return batchInTx(c, cmds, reserving ? { host: reserving, hints } : null);
+      ledger = new PermitLedger();
+      return batchInTx(c, cmds, reserving ? { host: reserving, hints } : null, ledger);
     });
     const r = answers(tx);
     releaseAll(new Set(r.handoffs.map((d) => d.slot)));
     return r;
   } catch (err) {
     releaseAll();
-    if (!(err instanceof HandoffRefused)) throw err;
+    const refused = refusalOf(err, ledger);
+    if (!refused) throw err;
     // A queue of a hand-off or refill was paused or retired meanwhile (or is over a lowered
     // limit): the same batch without them, and that queue is skipped for a while.
-    hints.markRefused(err.queueIds);
-    return answers(await withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null)));
+    hints.markRefused(refused.queueIds);
+    return answers(await withTransaction(pool, 'frames', (c) => batchInTx(c, cmds, null, new PermitLedger())));
   }
 }
 
@@ -133,9 +141,13 @@ function answers(tx: FrameTransaction): FrameBatchResult {
   return { outcomes, handoffs: [...tx.handedOff, ...tx.refilled] };
 }
 
-async function batchInTx(c: Tx, cmds: FrameCommand[], successors: { host: HandoffHost; hints: QueueHints } | null): Promise<FrameTransaction> {
+async function batchInTx(
+  c: Tx,
+  cmds: FrameCommand[],
+  successors: { host: HandoffHost; hints: QueueHints } | null,
+  ledger: PermitLedger,
+): Promise<FrameTransaction> {
   const out: FrameOutcome[] = new Array(cmds.length);
-  const ledger = new PermitLedger();
   const released: ReleasedKey[] = [];
   const freed: FreedSlot[] = [];
   if (cmds.every((x) => x.kind === 'start')) {
@@ -143,20 +155,36 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], successors: { host: Handof
     await applyStartsAlone(c, cmds as Extract<FrameCommand, { kind: 'start' }>[], out);
     return { outcomes: out, handedOff: [], refilled: [], stepQueues: [] };
   }
-  const { live, now } = await lockLiveCredentialsWithClock(c, [...new Set(cmds.map((x) => x.who.credentialId))]);
+  // One round trip for the batch's reads: the credential check with the database clock (left in
+  // @orbit_now), the starts' UPDATE (each start's credential checked by the statement itself) and
+  // the results' locking read (3 round trips before; docs/benchmarks.md, "The hot-key turnover").
+  // The rows of a result whose credential turns out revoked are locked but not written.
+  const tooLarge = (f: Extract<FrameCommand, { kind: 'result' }>['frame']) => Buffer.byteLength(outputJson(f) ?? '') > MAX_OUTPUT_BYTES;
   const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
   const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
+  cmds.forEach((cmd, i) => {
+    if (cmd.kind === 'start' ? !isId(cmd.attemptId) : !isId(cmd.frame.attempt_id) || tooLarge(cmd.frame)) return;
+    if (cmd.kind === 'start') startItems.push({ i, cmd });
+    else resultItems.push({ i, cmd });
+  });
+  const starts = await checkedStarts(c, startItems);
+  const reads = await queryAll(c, [
+    liveCredentialsWithClockSql([...new Set(cmds.map((x) => x.who.credentialId))]),
+    ...starts.update,
+    ...(resultItems.length > 0 ? [resultRowsSql(resultItems)] : []),
+  ]);
+  const { live, now } = liveCredentialsWithClockOf(reads[0]![0] as RowDataPacket[]);
+  const changed = starts.update.length > 0 ? (reads[1]![0] as { affectedRows: number }).affectedRows : 0;
+  const locked = resultItems.length > 0 ? (reads[reads.length - 1]![0] as ResultRow[]) : [];
   cmds.forEach((cmd, i) => {
     const attemptId = cmd.kind === 'start' ? cmd.attemptId : cmd.frame.attempt_id;
     if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
     else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
-    else if (cmd.kind === 'start') startItems.push({ i, cmd });
-    else if (Buffer.byteLength(outputJson(cmd.frame) ?? '') > MAX_OUTPUT_BYTES) {
-      out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
-    } else resultItems.push({ i, cmd });
+    else if (cmd.kind === 'result' && tooLarge(cmd.frame)) out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
   });
-  await applyStarts(c, startItems, now, out);
-  await applyResults(c, ledger, resultItems, now, out, released, freed);
+  await starts.answer(live, now, changed, out);
+  const liveResults = resultItems.filter((x) => live.has(x.cmd.who.credentialId));
+  await applyResults(c, ledger, liveResults, locked, now, out, released, freed);
   let plans: HandoffPlan[] = [];
   let refills: HandoffPlan[] = [];
   if (successors) {

@@ -11,7 +11,9 @@
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
 import type { Tx } from '../db/pool.js';
-import { byClaimOrder, lockKeySuccessors, type CandidateRow } from '../db/claim-sql.js';
+import { byClaimOrder, lockKeySuccessorsSql, type CandidateRow } from '../db/claim-sql.js';
+import { lockKeyRowsSql, type LockedKeyRow } from '../db/ledger-sql.js';
+import { queryAll } from '../db/pipeline.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
@@ -77,8 +79,16 @@ export async function planHandoffs(
   liveCredentials: Set<string>,
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
-  // The successors read and locked in one statement (SKIP LOCKED: a task a claim holds is skipped).
-  const rows = await lockKeySuccessors(c, released, now);
+  // One round trip: the successors read and locked in one statement (SKIP LOCKED: a task a claim
+  // holds is skipped), then the released keys' rows locked in key order (lock order: tasks, waiting
+  // rows, keys) — under that lock the ledger knows which swaps apply and their tokens without
+  // reading them back after the swap (ledger.ts flushKeys).
+  const byNs = new Map<string, Buffer[]>();
+  for (const r of released) byNs.set(r.namespaceId, [...(byNs.get(r.namespaceId) ?? []), r.key]);
+  const namespaces = [...byNs.keys()].sort();
+  const [successors, ...keyRows] = await queryAll(c, [lockKeySuccessorsSql(released, now), ...namespaces.map((ns) => lockKeyRowsSql(ns, byNs.get(ns)!))]);
+  namespaces.forEach((ns, i) => ledger.keyRowsLocked(ns, keyRows[i]![0] as LockedKeyRow[]));
+  const rows = successors![0] as CandidateRow[];
   if (rows.length === 0) return [];
   const plans: HandoffPlan[] = [];
   const taken = new Set<string>();

@@ -4,8 +4,24 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
-import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, readKeyHolders, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
+import {
+  addApplicationCounts,
+  addApplicationCountsWithin,
+  addQueueActive,
+  isPermitCheckRefusal,
+  lockKeyRowsSql,
+  type LockedKeyRow,
+  releaseKeys,
+  swapKeyHolders,
+} from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
+import { TOKEN_MAX } from '@orbit/protocol/limits';
+
+/** The key rows of `keys`, locked (lockKeyRowsSql): for a flush whose keys no hand-off locked before. */
+async function lockedKeyRows(c: Tx, namespaceId: string, keys: Buffer[]): Promise<LockedKeyRow[]> {
+  const [rows] = await c.query(...lockKeyRowsSql(namespaceId, keys));
+  return rows as LockedKeyRow[];
+}
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
  * meanwhile): the caller runs the batch again without hand-offs. */
@@ -16,6 +32,14 @@ export class HandoffRefused extends Error {
   ) {
     super('a hand-off or refill was refused at the flush');
   }
+}
+
+/** The HandoffRefused of a failed transaction whose ledger checked hand-off or refill permits, or
+ * null: the checks fail their statement (db/ledger-sql.ts isPermitCheckRefusal), which surfaces
+ * where the queued statements were sent — the COMMIT. */
+export function refusalOf(err: unknown, ledger: PermitLedger | null): HandoffRefused | null {
+  if (err instanceof HandoffRefused) return err;
+  return ledger && ledger.checksPermits() && isPermitCheckRefusal(err) ? new HandoffRefused(ledger.checkedQueues()) : null;
 }
 
 interface KeyRelease {
@@ -40,6 +64,8 @@ export class PermitLedger {
   private readonly handoffApps = new Set<string>();
   /** After flush: the token each hand-off attempt got (absent: the swap did not apply). */
   readonly handoffTokens = new Map<string, string>();
+  /** Key rows a hand-off locked before the flush (handoff.ts), by namespace. */
+  private readonly lockedKeys = new Map<string, LockedKeyRow[]>();
   /** Workflow step tasks whose state changed in this transaction: their runs advance before the
    * flush (server/workflows/apply.ts, advanceRunsInTx). Empty for plain tasks. */
   readonly stepTasks: { runId: string; step: string }[] = [];
@@ -74,6 +100,21 @@ export class PermitLedger {
     this.handoffApps.add(applicationId);
     add(this.queueActive, queueId, 1);
     add(this.appActive, applicationId, 1);
+  }
+
+  /** The key rows of `namespaceId` locked by this transaction (lockKeyRowsSql), for the flush's swaps. */
+  keyRowsLocked(namespaceId: string, rows: LockedKeyRow[]): void {
+    this.lockedKeys.set(namespaceId, rows);
+  }
+
+  /** True when the flush checks permits a hand-off or refill took back (HandoffRefused possible). */
+  checksPermits(): boolean {
+    return this.handoffQueues.size > 0 || this.handoffApps.size > 0;
+  }
+
+  /** The queues of the hand-offs and refills whose permits the flush checks. */
+  checkedQueues(): string[] {
+    return [...this.handoffQueues];
   }
 
   /** A task became terminal (SUCCEEDED, FAILED, CANCELLED, DEADLINE_EXCEEDED). */
@@ -120,21 +161,26 @@ export class PermitLedger {
       let release = all;
       const swapped = all.filter((k) => this.swaps.has(k.attemptId));
       if (swapped.length > 0) {
-        // Hand-offs first, in the same statement shape as a claim's grant; the read returns the
-        // tokens (the swap travels with it: one round trip).
+        // Hand-offs first, in the same statement shape as a claim's grant. Which swaps apply and
+        // their tokens follow from the key rows locked before (handoff.ts planHandoffs; read and
+        // locked here when a caller did not): the swap itself is queued.
+        const locked =
+          this.lockedKeys.get(ns) ??
+          (await lockedKeyRows(
+            c,
+            ns,
+            swapped.map((k) => k.key),
+          ));
+        for (const k of swapped) {
+          const row = locked.find((r) => r.concurrency_key.equals(k.key));
+          if (row?.holder_attempt_id !== k.attemptId || BigInt(row.highest_token) >= TOKEN_MAX) continue;
+          this.handoffTokens.set(this.swaps.get(k.attemptId)!.newAttemptId, (BigInt(row.highest_token) + 1n).toString());
+        }
         await swapKeyHolders(
           c,
           ns,
           swapped.map((k) => ({ key: k.key, from: k.attemptId, to: this.swaps.get(k.attemptId)!.newAttemptId })),
         );
-        const rows = await readKeyHolders(
-          c,
-          ns,
-          swapped.map((k) => k.key),
-        );
-        for (const r of rows) {
-          if (r.holder_attempt_id) this.handoffTokens.set(r.holder_attempt_id, String(r.highest_token));
-        }
         for (const k of swapped) {
           const sw = this.swaps.get(k.attemptId)!;
           if (!this.handoffTokens.has(sw.newAttemptId)) continue;
@@ -166,12 +212,10 @@ export class PermitLedger {
     // Queues of hand-offs are written even when their count does not change (the released and
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
-    if (q.length > 0) {
-      // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
-      // retired or over a lowered limit meanwhile → refused.
-      const checked = [...this.handoffQueues];
-      if (!(await addQueueActive(c, q, checked))) throw new HandoffRefused(checked);
-    }
+    // A queue whose permits a hand-off or refill took back is checked under its lock: paused,
+    // retired or over a lowered limit meanwhile → the statement fails, and with it the transaction
+    // (HandoffRefused, see refusalOf). Every statement here is queued: they go with the COMMIT.
+    if (q.length > 0) await addQueueActive(c, q, [...this.handoffQueues]);
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
       const da = this.appActive.get(id) ?? 0;
@@ -180,7 +224,7 @@ export class PermitLedger {
         // Like a claim's conditional update: the permits a hand-off or refill took back must fit
         // the application's limit as it is now (`orbit-admin quota set` may have lowered it), also
         // when the counts do not change (a released and a new attempt cancel out).
-        if (!(await addApplicationCountsWithin(c, id, da, du))) throw new HandoffRefused([...this.handoffQueues]);
+        await addApplicationCountsWithin(c, id, da, du);
       } else if (da !== 0 || du !== 0) {
         await addApplicationCounts(c, id, da, du);
       }

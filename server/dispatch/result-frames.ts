@@ -8,7 +8,7 @@ import type { ResultFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { closeAttempts, lockResultRows, updateTasksAfterResults, type ClosedAttempt, type TaskAfterResult } from '../db/attempt-batches.js';
+import { closeAttempts, lockResultRowsSql, updateTasksAfterResults, type ClosedAttempt, type ResultRow, type TaskAfterResult } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
@@ -24,18 +24,27 @@ function resultFingerprint(f: ResultFrame): string {
     .digest('hex');
 }
 
+type ResultItem = { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> };
+
+/** The locking read of the results' attempts and tasks (db/attempt-batches.ts lockResultRowsSql),
+ * sent in the batch's first round trip after the credential check (frame-committer.ts). */
+export function resultRowsSql(items: ResultItem[]): [string, unknown[]] {
+  return lockResultRowsSql([...new Set(items.map((x) => x.cmd.frame.attempt_id))], [...new Set(items.map((x) => x.cmd.who.namespaceId))]);
+}
+
+/** The results `items` (credentials live) decided on their locked rows `locked` (resultRowsSql). */
 export async function applyResults(
   c: Tx,
   ledger: PermitLedger,
-  items: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[],
+  items: ResultItem[],
+  locked: ResultRow[],
   now: string,
   out: FrameOutcome[],
   released: ReleasedKey[],
   freed: FreedSlot[],
 ): Promise<void> {
   if (items.length === 0) return;
-  const namespaces = [...new Set(items.map((x) => x.cmd.who.namespaceId))];
-  const rows = new Map((await lockResultRows(c, [...new Set(items.map((x) => x.cmd.frame.attempt_id))], namespaces, now)).map((r) => [r.id, r]));
+  const rows = new Map(locked.map((r) => [r.id, r]));
   const retryQueues = items
     .filter((x) => x.cmd.frame.outcome === 'retry')
     .map((x) => rows.get(x.cmd.frame.attempt_id)?.queue_id)

@@ -8,20 +8,12 @@ import { toIso, type Tx } from '../db/pool.js';
 import { commitWithAll } from '../db/pipeline.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
-import { attemptQueues, readStartStates, startAttempts, startAttemptsSql, type StartItem } from '../db/attempt-batches.js';
+import { attemptQueues, readStartStates, startAttemptsSql, type StartItem } from '../db/attempt-batches.js';
 import { plusMs } from '../db/time.js';
 import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
 type StartCommand = Extract<FrameCommand, { kind: 'start' }>;
 type Indexed = { i: number; cmd: StartCommand };
-
-/** The starts of a batch with results (their credentials checked and the clock read already). */
-export async function applyStarts(c: Tx, items: Indexed[], now: string, out: FrameOutcome[]): Promise<void> {
-  if (items.length === 0) return;
-  const { unique, lease, queueOf } = await startPlan(c, items);
-  const changed = await startAttempts(c, [...unique.values()].map(startItem), now, lease);
-  await answerStarts(c, items, unique.size, changed, now, lease, queueOf, out);
-}
 
 /** A batch of starts only, in one round trip: START TRANSACTION, the credential check that reads
  * the clock (left in @orbit_now), the UPDATE that checks each start's credential itself and
@@ -32,22 +24,35 @@ export async function applyStarts(c: Tx, items: Indexed[], now: string, out: Fra
  * transaction did not change for it. */
 export async function applyStartsAlone(c: Tx, cmds: StartCommand[], out: FrameOutcome[]): Promise<void> {
   const valid = cmds.map((cmd, i) => ({ i, cmd })).filter((x) => isId(x.cmd.attemptId));
-  const { lease, queueOf } = await startPlan(c, valid);
-  // The UPDATE's rows: one per (attempt, identity, credential), so that a start repeated under a
-  // revoked credential cannot stand in for the same start under a live one.
-  const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
+  const starts = await checkedStarts(c, valid);
   const credentials = [...new Set(cmds.map((x) => x.who.credentialId))];
-  const update = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, null, lease)] : [];
-  const [check, started] = await commitWithAll(c, [liveCredentialsWithClockSql(credentials), ...update]);
+  const [check, started] = await commitWithAll(c, [liveCredentialsWithClockSql(credentials), ...starts.update]);
   const { live, now } = liveCredentialsWithClockOf(check![0] as RowDataPacket[]);
-  const changed = started ? (started[0] as { affectedRows: number }).affectedRows : 0;
   cmds.forEach((cmd, i) => {
     if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
     else if (!isId(cmd.attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
   });
-  const liveItems = valid.filter((x) => live.has(x.cmd.who.credentialId));
-  const liveUnique = new Set(liveItems.map((x) => uniqueKey(x.cmd)));
-  await answerStarts(c, liveItems, liveUnique.size, changed, now, lease, queueOf, out);
+  await starts.answer(live, now, started ? (started[0] as { affectedRows: number }).affectedRows : 0, out);
+}
+
+/** The starts `valid` (ids checked) as an UPDATE that checks each start's credential itself and
+ * takes its clock from @orbit_now — for a text that sends the credential check
+ * (liveCredentialsWithClockSql) before it: a batch of starts only (applyStartsAlone) or the first
+ * round trip of a batch with results (frame-committer.ts). `answer` answers the starts of live
+ * credentials from the check's clock and the UPDATE's row count (the frames of revoked
+ * credentials are the caller's to answer). */
+export async function checkedStarts(c: Tx, valid: Indexed[]) {
+  const { lease, queueOf } = await startPlan(c, valid);
+  // The UPDATE's rows: one per (attempt, identity, credential), so that a start repeated under a
+  // revoked credential cannot stand in for the same start under a live one.
+  const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
+  const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, null, lease)] : [];
+  const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]) => {
+    const liveItems = valid.filter((x) => live.has(x.cmd.who.credentialId));
+    const liveUnique = new Set(liveItems.map((x) => uniqueKey(x.cmd)));
+    await answerStarts(c, liveItems, liveUnique.size, changed, now, lease, queueOf, out);
+  };
+  return { update, answer };
 }
 
 /** One entry per (attempt, identity): two workers naming the same attempt in one batch are two

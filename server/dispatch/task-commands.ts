@@ -18,7 +18,7 @@ export interface CommandEffect {
 }
 
 /** Cancels a WAITING or LEASED task. Locks in the fixed order of docs/design.md ("Lock order"),
- * the attempt before its task, as results (lockResultRows) and the sweeper do: the task's current
+ * the attempt before its task, as results (lockResultRowsSql) and the sweeper do: the task's current
  * attempt is read without a lock, that attempt locked, then the task. Locking the task first
  * deadlocked with a result of the same attempt (each held the row the other waited for; InnoDB
  * rolled one back and withTransaction hid it by a retry). */
