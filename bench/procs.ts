@@ -25,6 +25,10 @@ export function spawnWorkers(url: string, token: string, queueId: string, count:
   // ORBIT_BENCH_CPU_PROF=dir: each worker process writes a V8 CPU profile to dir/workers at exit.
   const dir = process.env.ORBIT_BENCH_CPU_PROF;
   const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, 'workers')}`] : [];
+  // ORBIT_BENCH_WORKER_NODE_ARGS='--perf-prof --interpreted-frames-native-stack': more node/V8
+  // options for the worker processes (as ORBIT_BENCH_GATEWAY_NODE_ARGS for the gateway), e.g. to
+  // attribute their on-CPU samples with `perf record -p` + `perf inject --jit`.
+  prof.push(...(process.env.ORBIT_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
   return Array.from({ length: count }, () => {
     const child = spawn(process.execPath, [...prof, path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
       env: {

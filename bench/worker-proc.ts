@@ -17,12 +17,18 @@ const logRuns = env.WORKER_LOG_RUNS === '1';
 // WORKER_LATENCY=1: record handler-return → result.ok latency (ms) per attempt, printed as one
 // {"ev":"latency"} line at exit (the benchmark's result→result.ok figure).
 const trackLatency = env.WORKER_LATENCY === '1';
-// WORKER_PROGRESS_MS=N: every N ms in which results arrived, one {"ev":"progress","completed",
-// "t"} line (t = epoch ms of the latest result.ok): the benchmark detects a scenario's end from
-// these, without polling the database it measures.
+// WORKER_PROGRESS_MS=N: after results arrived, one {"ev":"progress","completed","t"} line (t =
+// epoch ms of the latest result.ok): the benchmark detects a scenario's end from these, without
+// polling the database it measures. Within N ms once the worker has nothing left in flight (how
+// every scenario ends), else every 10 N ms (the stall check and the display need no more): a
+// 20 ms interval woke each worker 50 times a second, more often than tasks came on hot keys, and
+// that measurement overhead was counted in `workers` (issue 19).
 const progressMs = Number(env.WORKER_PROGRESS_MS ?? 0);
 let lastResultAt = 0;
 let reported = 0;
+let progressTimer: NodeJS.Timeout | undefined;
+let progressDue = Infinity;
+let reportedAt = 0;
 const doneAt = new Map<string, number>();
 const resultLatencies: number[] = [];
 let completed = 0;
@@ -49,20 +55,41 @@ worker.on('connected', (h) => {
 });
 worker.on('result', (r) => {
   completed++;
-  if (progressMs > 0) lastResultAt = performance.timeOrigin + performance.now();
+  const now = performance.now();
+  if (progressMs > 0) {
+    lastResultAt = performance.timeOrigin + now;
+    scheduleProgress(now);
+  }
   const t0 = doneAt.get(r.attemptId);
   if (t0 !== undefined) {
-    resultLatencies.push(performance.now() - t0);
+    resultLatencies.push(now - t0);
     doneAt.delete(r.attemptId);
   }
 });
 exitOnFatal(worker);
-if (progressMs > 0) {
-  setInterval(() => {
+
+/** Arms the progress line: soon when this result was the last in flight (it is still counted in
+ * inFlight while its 'result' event runs), later otherwise; an earlier due time wins. A short
+ * timer that finds new work in flight waits for the long one instead. */
+function scheduleProgress(now: number): void {
+  armProgress(now, worker.inFlight <= 1 ? progressMs : 10 * progressMs);
+}
+
+function armProgress(now: number, delay: number): void {
+  if (progressDue <= now + delay) return;
+  clearTimeout(progressTimer);
+  progressDue = now + delay;
+  progressTimer = setTimeout(() => {
+    const at = performance.now();
+    progressTimer = undefined;
+    progressDue = Infinity;
     if (completed === reported) return;
+    if (worker.inFlight > 0 && at - reportedAt < 10 * progressMs) return armProgress(at, reportedAt + 10 * progressMs - at);
     reported = completed;
+    reportedAt = at;
     out({ ev: 'progress', completed, t: lastResultAt });
-  }, progressMs).unref();
+  }, delay);
+  progressTimer.unref();
 }
 const stop = () => {
   if (trackLatency) out({ ev: 'latency', completed, result_ms: resultLatencies.map((x) => Math.round(x * 100) / 100) });

@@ -157,6 +157,31 @@ describe('leases', () => {
     await waitFor('no task in flight', () => w.inFlight === 0, FAST);
     expect(s.received.some((x) => x.type === 'result')).toBe(false);
   });
+
+  it('a cancel before the handler first reads e.signal: the signal it then gets is already aborted', async () => {
+    // The AbortController is made on the first read of e.signal (held-attempts.ts).
+    let cancelled!: () => void;
+    const cancelSeen = new Promise<void>((r) => (cancelled = r));
+    let seen: { aborted: boolean; reason: unknown } | undefined;
+    let entered = false;
+    const w = worker(async (e) => {
+      entered = true;
+      await cancelSeen;
+      seen = { aborted: e.signal.aborted, reason: e.signal.reason };
+      throw e.signal.reason;
+    });
+    w.on('leaseLost', () => cancelled());
+    const s = await gw.nextSession();
+    await w.ready;
+    const f = s.assign({});
+    await s.next('start');
+    await waitFor('the handler running', () => entered, FAST);
+    s.send({ type: 'task.cancel', attempt_id: f.attempt_id, reason: 'CANCELLED' });
+    await waitFor('no task in flight', () => w.inFlight === 0, FAST);
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toBeInstanceOf(LeaseLostError);
+    expect(s.received.some((x) => x.type === 'result')).toBe(false);
+  });
 });
 
 describe('reconnect and resume', () => {

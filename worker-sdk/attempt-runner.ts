@@ -3,7 +3,7 @@
 // then the result re-sent across reconnects until the gateway answers it. The worker (worker.ts)
 // owns the sessions; this module only asks it for the open one.
 import type { ResultInput, WorkerConnection } from './connection.js';
-import type { Held, HeldAttempts } from './held-attempts.js';
+import { heldSignal, type Held, type HeldAttempts } from './held-attempts.js';
 import { errorResult, handlerNotFoundResult, locallyRejectedResult, successResult } from './handler-result.js';
 import { handlerFor, taskContext, type Handler, type Logger } from './task-context.js';
 import type { WorkerEvents } from './worker-options.js';
@@ -17,60 +17,66 @@ export interface AttemptHost {
   readonly defaultVersions: string[];
   /** The open session, waiting for a reconnect if needed; null once the worker is closed. */
   session(): Promise<WorkerConnection | null>;
+  /** The open session if there is one now: spares the attempt an await (a promise hop) per request. */
+  openSession(): WorkerConnection | undefined;
   /** The gateway answered the attempt's result (or refused it). */
   answered(r: WorkerEvents['result'][0]): void;
 }
 
-/** Runs a held attempt to its end: started, handled, reported (or lost on the way). */
+/** Runs a held attempt to its end: started, handled, reported (or lost on the way); then released. */
 export async function runAttempt(host: AttemptHost, h: Held): Promise<void> {
-  const fn = handlerFor(host.handlers, h.frame, host.defaultVersions);
-  if (!fn) {
-    // Not ours to run (the filter should have prevented it): fail it without starting, loudly.
-    host.log.error(
-      { worker_id: host.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version },
-      'orbit worker: no handler for this task; failing it',
-    );
-    h.phase = 'reporting';
-    h.result = handlerNotFoundResult(h.id, h.frame.task);
-    return reportResult(host, h);
-  }
-  // Handler code must not run before start.ok; a start lost with the socket is re-sent (a
-  // repeated start answers start.ok again).
-  for (;;) {
-    if (h.lost) return;
-    const conn = await host.session();
-    if (!conn || h.lost) return;
-    try {
-      const ok = await conn.start(h.id);
-      h.leaseExpiresAt = ok.lease_expires_at;
-      break;
-    } catch (err) {
-      if (host.held.refused(h, err)) return;
-      await conn.whenClosed; // re-send on the next session, never spin on a closing one
-    }
-  }
-  if (h.lost) return;
-  h.phase = 'running';
-  let result: ResultInput;
   try {
-    const value = await fn(taskContext(h.frame, h.leaseExpiresAt, h.controller.signal, host.workerId));
-    result = successResult(h.id, value);
-  } catch (err) {
-    result = errorResult(h.id, err);
+    const fn = handlerFor(host.handlers, h.frame, host.defaultVersions);
+    if (!fn) {
+      // Not ours to run (the filter should have prevented it): fail it without starting, loudly.
+      host.log.error(
+        { worker_id: host.workerId, attempt_id: h.id, handler: h.frame.task.handler, handler_version: h.frame.task.handler_version },
+        'orbit worker: no handler for this task; failing it',
+      );
+      h.phase = 'reporting';
+      h.result = handlerNotFoundResult(h.id, h.frame.task);
+      return await reportResult(host, h);
+    }
+    // Handler code must not run before start.ok; a start lost with the socket is re-sent (a
+    // repeated start answers start.ok again).
+    for (;;) {
+      if (h.lost) return;
+      const conn = host.openSession() ?? (await host.session());
+      if (!conn || h.lost) return;
+      try {
+        const ok = await conn.start(h.id);
+        h.leaseExpiresAt = ok.lease_expires_at;
+        break;
+      } catch (err) {
+        if (host.held.refused(h, err)) return;
+        await conn.whenClosed; // re-send on the next session, never spin on a closing one
+      }
+    }
+    if (h.lost) return;
+    h.phase = 'running';
+    let result: ResultInput;
+    try {
+      const value = await fn(taskContext(h.frame, h.leaseExpiresAt, () => heldSignal(h), host.workerId));
+      result = successResult(h.id, value);
+    } catch (err) {
+      result = errorResult(h.id, err);
+    }
+    if (h.lost) {
+      host.log.warn({ worker_id: host.workerId, attempt_id: h.id }, 'orbit worker: handler finished after its lease was lost; result not sent');
+      return;
+    }
+    h.phase = 'reporting';
+    h.result = result;
+    return await reportResult(host, h);
+  } finally {
+    host.held.release(h);
   }
-  if (h.lost) {
-    host.log.warn({ worker_id: host.workerId, attempt_id: h.id }, 'orbit worker: handler finished after its lease was lost; result not sent');
-    return;
-  }
-  h.phase = 'reporting';
-  h.result = result;
-  return reportResult(host, h);
 }
 
 /** Sends the result until the gateway answers it, across reconnects. */
 async function reportResult(host: AttemptHost, h: Held): Promise<void> {
   for (;;) {
-    const conn = await host.session();
+    const conn = host.openSession() ?? (await host.session());
     if (!conn) return;
     try {
       const ok = await conn.result(h.result!);

@@ -21,11 +21,13 @@ import {
   type WorkerFrame,
 } from '@orbit/protocol/frames';
 import { OrbitError } from '@orbit/protocol/errors';
+import { ID_RE } from '@orbit/protocol/ids';
 import { BatchedSocket } from './batched-socket.js';
 import { connectUrl, helloFrame, type ConnectOptions, type ConnectionEvent, type Registration, type ResultInput } from './connect-options.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
 import { assignProblem, isTokenString, outgoingProblem, type KnownAttempt } from './frame-checks.js';
 import { readHandshakeRefusal } from './handshake-refusal.js';
+import { IdleWatch } from './idle-watch.js';
 
 export { SDK_AGENT, connectUrl, helloFrame } from './connect-options.js';
 export type { ConnectOptions, HandlerRegistration, KnownAttempt, Registration, ResultInput } from './connect-options.js';
@@ -82,13 +84,18 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   private readonly closed: Promise<void>;
   private held: ConnectionEvent[] | null = []; // events held until the opener had a chance to listen
   private helloTimer?: NodeJS.Timeout;
-  private idleTimer?: NodeJS.Timeout;
-  private readonly idleMs: number;
+  private readonly idle?: IdleWatch;
 
   constructor(opts: ConnectOptions) {
     super();
     this.registration = opts.registration;
-    this.idleMs = opts.idleTimeoutMs ?? 45_000;
+    const idleMs = opts.idleTimeoutMs ?? 45_000;
+    if (idleMs > 0) {
+      this.idle = new IdleWatch(idleMs, () => {
+        this.failure ??= new ConnectionClosedError(1006, 'idle timeout: no frame or ping from the gateway');
+        this.ws.terminate();
+      });
+    }
     for (const [id, k] of opts.knownAttempts ?? []) this.seen.set(id, { ...k });
     this.opened = new Promise((resolve, reject) => (this.settleOpen = { resolve, reject }));
     this.opened.catch(() => {}); // callers of connect() see it; a bare `new` must not crash
@@ -125,7 +132,12 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
 
   /** Confirms the right to execute. Rejects with LeaseLostError on LEASE_LOST. */
   start(attemptId: string): Promise<StartOkFrame> {
-    return this.request('start', attemptId, { type: 'start', attempt_id: attemptId });
+    // Its one field checked here and the frame written as text: an id (ID_RE) needs no JSON
+    // escaping, so sendFrame's schema check and JSON.stringify would add nothing but CPU.
+    if (this.state === 'open' && !ID_RE.test(attemptId)) {
+      return Promise.reject(new OrbitError('INVALID_ARGUMENT', 'invalid start frame: /attempt_id must be an id (32 lowercase hex characters)'));
+    }
+    return this.request('start', attemptId, `{"type":"start","attempt_id":"${attemptId}"}`);
   }
 
   /** Sends a result. Resolves with result.ok (deduplicated on a re-send); rejects with
@@ -176,14 +188,21 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     const text = JSON.stringify(frame);
     const limit = this.hello?.max_frame_bytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (Buffer.byteLength(text) > limit) throw new OrbitError('PAYLOAD_TOO_LARGE', `${frame.type} frame exceeds max_frame_bytes (${limit})`);
+    this.sendText(text);
+  }
+
+  /** Sends a frame's text that is known valid and small (start). */
+  private sendText(text: string): void {
     if (this.dead || this.ws.readyState !== WebSocket.OPEN) throw this.closedError();
     this.ws.send(text);
   }
 
-  private request<T extends StartOkFrame | ResultOkFrame>(kind: 'start' | 'result', attemptId: string, frame: WorkerFrame): Promise<T> {
+  private request<T extends StartOkFrame | ResultOkFrame>(kind: 'start' | 'result', attemptId: string, frame: WorkerFrame | string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (this.state !== 'open') return reject(this.closedError());
-      this.sendFrame(frame); // throws synchronously → rejects this promise
+      // Either throws synchronously → rejects this promise.
+      if (typeof frame === 'string') this.sendText(frame);
+      else this.sendFrame(frame);
       const list = this.pending.get(attemptId) ?? [];
       // settle() hands a 'start' entry the start.ok frame and a 'result' entry the result.ok frame,
       // which is what the caller named as T.
@@ -340,15 +359,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private touch(): void {
-    if (this.idleMs <= 0 || this.state === 'closed') return;
-    // Every incoming frame restarts the timer: refresh() re-arms the one Timeout instead of
-    // allocating and inserting a new one per frame.
-    if (this.idleTimer) return void this.idleTimer.refresh();
-    this.idleTimer = setTimeout(() => {
-      this.failure ??= new ConnectionClosedError(1006, 'idle timeout: no frame or ping from the gateway');
-      this.ws.terminate();
-    }, this.idleMs);
-    this.idleTimer.unref();
+    if (this.state !== 'closed') this.idle?.touch();
   }
 
   private onClose(code: number, reason: string): void {
@@ -359,7 +370,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     this.closeCode = code;
     this.closeReason = reason;
     clearTimeout(this.helloTimer);
-    clearTimeout(this.idleTimer);
+    this.idle?.stop();
     const err =
       this.failure instanceof ProtocolViolation || this.failure instanceof GatewayError
         ? this.failure

@@ -11,11 +11,33 @@ export interface Held {
   id: string;
   frame: TaskAssignFrame;
   phase: 'starting' | 'running' | 'reporting';
-  controller: AbortController;
+  /** Made on the first read of the handler's `e.signal` (heldSignal): most handlers never read it,
+   * and an AbortController (an EventTarget) was the largest allocation of an attempt. An abort
+   * before then is kept in `abortReason` and applied when the signal is made, so a handler still
+   * sees an already aborted signal. */
+  controller?: AbortController;
+  aborted: boolean;
+  abortReason?: unknown;
   lost: boolean;
   result?: ResultInput;
   leaseExpiresAt: string;
-  done: Promise<void>;
+}
+
+/** The attempt's abort signal (made on first use, aborted if the attempt already was). */
+export function heldSignal(h: Held): AbortSignal {
+  if (!h.controller) {
+    h.controller = new AbortController();
+    if (h.aborted) h.controller.abort(h.abortReason);
+  }
+  return h.controller.signal;
+}
+
+/** Aborts the attempt's handler with `reason`; the first abort's reason is kept (as AbortController does). */
+function abortHeld(h: Held, reason: unknown): void {
+  if (h.aborted) return;
+  h.aborted = true;
+  h.abortReason = reason;
+  h.controller?.abort(reason);
 }
 
 /** How many finished attempt ids are remembered to ignore a repeated task.assign. */
@@ -24,6 +46,7 @@ const FINISHED_MEMORY = 10_000;
 export class HeldAttempts {
   private readonly held = new Map<string, Held>();
   private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
+  private emptied: (() => void)[] = []; // settle() waiting for nothing to be held
 
   constructor(
     private readonly log: Logger,
@@ -62,27 +85,23 @@ export class HeldAttempts {
     if (h) h.leaseExpiresAt = leaseExpiresAt;
   }
 
-  /** Holds a newly assigned attempt and runs `drive` for it; when that settles the attempt is
-   * released. A re-assign of a held or recently finished attempt is ignored. */
+  /** Holds a newly assigned attempt and runs `drive` for it; `drive` calls release() when it is
+   * done with it (one callback instead of a `done` promise and a `.finally` chain per attempt). A
+   * re-assign of a held or recently finished attempt is ignored. */
   admit(f: TaskAssignFrame, drive: (h: Held) => Promise<void>): void {
     if (this.held.has(f.attempt_id) || this.finished.has(f.attempt_id)) return; // same key/token (checked by the connection)
-    let finish!: () => void;
-    const h: Held = {
-      id: f.attempt_id,
-      frame: f,
-      phase: 'starting',
-      controller: new AbortController(),
-      lost: false,
-      leaseExpiresAt: f.lease_expires_at,
-      done: new Promise<void>((r) => (finish = r)),
-    };
+    const h: Held = { id: f.attempt_id, frame: f, phase: 'starting', aborted: false, lost: false, leaseExpiresAt: f.lease_expires_at };
     this.held.set(h.id, h);
-    void drive(h).finally(() => {
-      this.held.delete(h.id);
-      this.finished.add(h.id);
-      if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.values().next().value!);
-      finish();
-    });
+    void drive(h);
+  }
+
+  /** The attempt is over (answered, lost or refused): no longer held, a re-assign of it ignored. */
+  release(h: Held): void {
+    if (this.held.get(h.id) !== h) return;
+    this.held.delete(h.id);
+    this.finished.add(h.id);
+    if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.values().next().value!);
+    if (this.held.size === 0) for (const w of this.emptied.splice(0)) w();
   }
 
   /** The attempt lost its right to execute: abort its handler (a result being reported is kept). */
@@ -91,7 +110,7 @@ export class HeldAttempts {
     if (!h || h.phase === 'reporting' || h.lost) return;
     h.lost = true;
     this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
-    h.controller.abort(new LeaseLostError(id, reason));
+    abortHeld(h, new LeaseLostError(id, reason));
     this.onLost(id, reason);
   }
 
@@ -106,30 +125,28 @@ export class HeldAttempts {
     );
     if (h.phase !== 'reporting') {
       h.lost = true;
-      h.controller.abort(err);
+      abortHeld(h, err);
     }
     return true;
   }
 
   /** Aborts every held handler with `reason`. */
   abortAll(reason: unknown): void {
-    for (const h of this.held.values()) h.controller.abort(reason);
+    for (const h of this.held.values()) abortHeld(h, reason);
   }
 
   /** Waits until nothing is held, including attempts admitted meanwhile. After `timeoutMs` the
    * handlers are aborted and their leases left to expire. */
   async settle(timeoutMs?: number): Promise<void> {
+    if (this.held.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((r) => {
       if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
     });
-    while (this.held.size > 0) {
-      const r = await Promise.race([Promise.all([...this.held.values()].map((h) => h.done)), timedOut]);
-      if (r === 'timeout') {
-        this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
-        this.abortAll(new Error('worker closed before the handler finished'));
-        break;
-      }
+    const emptied = new Promise<'empty'>((r) => this.emptied.push(() => r('empty')));
+    if ((await Promise.race([emptied, timedOut])) === 'timeout') {
+      this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
+      this.abortAll(new Error('worker closed before the handler finished'));
     }
     clearTimeout(timer);
   }

@@ -88,8 +88,9 @@ export function handlerFor(handlers: Record<string, Handler>, f: TaskAssignFrame
   return typeof spec === 'function' ? spec : spec.fn;
 }
 
-/** The handler's `e`: camelCase task fields and the token as an exact bigint. */
-export function taskContext(f: TaskAssignFrame, leaseExpiresAt: string, signal: AbortSignal, workerId: string): TaskContext {
+/** The handler's `e`: camelCase task fields and the token as an exact bigint. `signal` is read
+ * through `signalOf` on first use (held-attempts.ts makes the AbortController then). */
+export function taskContext(f: TaskAssignFrame, leaseExpiresAt: string, signalOf: () => AbortSignal, workerId: string): TaskContext {
   const t = f.task;
   const e: TaskContext = {
     task: {
@@ -108,7 +109,9 @@ export function taskContext(f: TaskAssignFrame, leaseExpiresAt: string, signal: 
     attemptNo: f.attempt_no,
     concurrencyToken: f.concurrency_token === undefined ? undefined : BigInt(f.concurrency_token),
     leaseExpiresAt,
-    signal,
+    get signal() {
+      return signalOf();
+    },
     workerId,
   };
   if (t.workflow) {

@@ -70,6 +70,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       handlers,
       defaultVersions,
       session: () => this.session(),
+      openSession: () => this.openSession(),
       answered: (r) => this.emit('result', r),
     };
     reconnectLimit(opts.reconnect); // validate now, like the registration
@@ -243,6 +244,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
     if (this.state === 'closed' || this.state === 'failed') return Promise.resolve(null);
     if (this.conn?.isOpen) return Promise.resolve(this.conn);
     return new Promise((r) => this.waiters.push(r));
+  }
+
+  /** The open session right now, without a promise (undefined: ask session()). */
+  private openSession(): WorkerConnection | undefined {
+    return this.state !== 'closed' && this.state !== 'failed' && this.conn?.isOpen ? this.conn : undefined;
   }
 
   /** Wires a session's events; those of a superseded session (not this.conn) are ignored. */
