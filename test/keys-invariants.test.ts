@@ -103,8 +103,17 @@ describe('dispatch.md invariants over a real gateway', () => {
     const a0 = await w0.next('task.assign');
     await startAndFinish(w0, a0.attempt_id);
     w0.close();
-    // Closed before the next submit: a claim for the closing session would burn token 2.
+    // Closed before the next submit: a claim for the closing session would burn token 2. The
+    // client's close is not enough — under load the gateway may not have seen it yet (this test
+    // once got token 3): wait for the gateway to mark the session closed.
     await w0.closed;
+    await waitFor("the gateway to close w0's session", async () => {
+      const [rows] = await k.db.pool.query<RowDataPacket[]>('SELECT state FROM worker_sessions WHERE namespace_id = ? AND worker_id = ?', [
+        t.namespace_id,
+        w0.workerId,
+      ]);
+      return rows.length > 0 && rows.every((r) => r.state === 'CLOSED');
+    });
 
     const task = await submitTask(url(), t, { concurrency_key: 'stable/1' });
     const w1 = await session(url(), t, { capacity: 1 });
