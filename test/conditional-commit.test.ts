@@ -1,14 +1,15 @@
-// commitIfApplied (server/db/conditional-commit.ts): the conditional updates that decide a submit
+// commitIfApplied (server/db/conditional-commit.ts): the checked updates that decide a submit
 // batch or a claim round, sent with the COMMIT in one round trip. On a real MariaDB: when every
-// update matches its rows the transaction commits in that one round trip; when one does not, the
-// text stops at its check — nothing of the transaction is committed (the updates before it
+// check passes the transaction commits in that one round trip; when one fails (a row of its
+// UPDATE whose condition does not hold is set to NULL, refused by the NOT NULL column), the text
+// stops at that statement — nothing of the transaction is committed (the updates before it
 // included), the statements after it never run — and the caller gets NotApplied.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { unfinishedTasksReservation } from '../server/db/applications.js';
 import { applicationPermits, queuePermits } from '../server/db/claim-sql.js';
-import { commitIfApplied, NotApplied } from '../server/db/conditional-commit.js';
+import { commitIfApplied, NotApplied, type CheckedUpdate } from '../server/db/conditional-commit.js';
 import { transactionStats } from '../server/db/pipeline.js';
 import { withTransaction } from '../server/db/pool.js';
 import { liveQueuesTouch } from '../server/db/queues.js';
@@ -74,18 +75,35 @@ describe('commitIfApplied', () => {
     expect(await counters()).toEqual(was);
   });
 
-  it('the first update not applying stops the text there: the later ones never run, nothing commits', async () => {
+  // A statement that fails with a 1048 that is no check's (NULL into a NOT NULL column that no
+  // check names): placed after a check, it shows whether the text ran on past it.
+  const notACheck = (): CheckedUpdate => ({ sql: 'UPDATE applications SET max_unfinished_tasks = NULL WHERE id = ?', values: [tenant.application_id] });
+
+  it('the first check failing stops the text there: the later statements never run, nothing commits', async () => {
     const was = await counters();
-    // A queue id that names no queue: the multi-row update matches one row of the two it must.
-    // After it a statement that would fail otherwise (NULL into a NOT NULL column, error 1048):
-    // NotApplied, not that error, shows the text stopped at the first check.
+    // Queue a can grant its permit, queue b cannot (over its limit): the row of b alone fails the
+    // multi-row update. NotApplied, not the later statement's error, shows the text stopped there.
     const r = await run([
       queuePermits([
         [tenant.queues.a!, 1],
-        ['no-such-queue', 1],
+        [tenant.queues.b!, 1_000_000_000],
       ]),
-      { sql: 'UPDATE applications SET unfinished_tasks = NULL WHERE id = ?', values: [tenant.application_id], rows: 1 },
+      notACheck(),
     ]);
+    expect(r.err).toBeInstanceOf(NotApplied);
+    expect(await counters()).toEqual(was);
+  });
+
+  it('a paused queue refuses its permits (each row checked in the SET)', async () => {
+    await db.pool.query('UPDATE queues SET paused = 1 WHERE id = ?', [tenant.queues.b]);
+    const was = await counters();
+    const r = await run([
+      queuePermits([
+        [tenant.queues.a!, 1],
+        [tenant.queues.b!, 1],
+      ]),
+    ]);
+    await db.pool.query('UPDATE queues SET paused = 0 WHERE id = ?', [tenant.queues.b]);
     expect(r.err).toBeInstanceOf(NotApplied);
     expect(await counters()).toEqual(was);
   });
@@ -98,12 +116,9 @@ describe('commitIfApplied', () => {
     expect(await counters()).toEqual(was);
   });
 
-  it('a statement after a check that passes does run: its own error comes back as itself', async () => {
+  it('a statement after a check that passes does run: its own error (another 1048) comes back as itself', async () => {
     const was = await counters();
-    const r = await run([
-      applicationPermits(tenant.application_id, 1),
-      { sql: 'UPDATE applications SET unfinished_tasks = NULL WHERE id = ?', values: [tenant.application_id], rows: 1 },
-    ]);
+    const r = await run([applicationPermits(tenant.application_id, 1), notACheck()]);
     expect(r.err).not.toBeInstanceOf(NotApplied);
     expect((r.err as { errno?: number }).errno).toBe(1048);
     expect(await counters()).toEqual(was);

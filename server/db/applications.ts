@@ -1,5 +1,5 @@
 // SQL operations on the application quota counters.
-import type { ConditionalUpdate } from './conditional-commit.js';
+import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 
@@ -28,16 +28,19 @@ export async function releaseUnfinishedTasks(c: Conn, applicationId: string, n: 
  * statement of a submit transaction (the application row is the widest, hottest lock a
  * transaction takes, so it is held only from here to the commit). */
 export async function reserveUnfinishedTasks(c: Conn, applicationId: string, k: number): Promise<boolean> {
-  const { sql, values } = unfinishedTasksReservation(applicationId, k);
-  const [res] = await c.execute(sql, values);
+  const [res] = await c.execute(
+    'UPDATE applications SET unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND unfinished_tasks + ? <= max_unfinished_tasks',
+    [k, applicationId, k],
+  );
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 
-/** reserveUnfinishedTasks' statement as a conditional update (db/conditional-commit.ts). */
-export function unfinishedTasksReservation(applicationId: string, k: number): ConditionalUpdate {
+/** unfinishedTasksReservation(application_id, k): reserveUnfinishedTasks as a checked update for
+ * commitIfApplied (db/conditional-commit.ts): refused when k more would pass the quota. The
+ * application is the submitting credential's, read in the same transaction. */
+export function unfinishedTasksReservation(applicationId: string, k: number): CheckedUpdate {
   return {
-    sql: 'UPDATE applications SET unfinished_tasks = unfinished_tasks + ? WHERE id = ? AND unfinished_tasks + ? <= max_unfinished_tasks',
-    values: [k, applicationId, k],
-    rows: 1,
+    sql: `UPDATE applications SET ${checkedAssignment('applications', 'unfinished_tasks', 'unfinished_tasks + ? <= max_unfinished_tasks', 'unfinished_tasks + ?')} WHERE id = ?`,
+    values: [k, k, applicationId],
   };
 }

@@ -15,7 +15,7 @@ import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
 import { leaveWaiting, type WaitingKey } from './waiting-tasks.js';
 import { placeholders, placeholderRows } from './placeholders.js';
-import type { ConditionalUpdate } from './conditional-commit.js';
+import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 
 /** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
  * compare highest_token with (a BIGINT UNSIGNED column). */
@@ -266,25 +266,30 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
 }
 
 /** queuePermits([queue id, k] by id): every queue grants its k permits (not paused, not retired,
- * within its limit), as one conditional update for commitIfApplied (db/conditional-commit.ts). */
-export function queuePermits(perQueue: [string, number][]): ConditionalUpdate {
+ * within its limit) — checked per row in the SET, a queue that cannot grant refuses the statement
+ * (db/conditional-commit.ts). The ids are the queues of candidates read in this round. */
+export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
   const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   const kArgs = sorted.flat();
   return {
-    sql: `UPDATE queues SET active_attempts = active_attempts + ${k}
-      WHERE id IN (${placeholders(sorted.length)}) AND paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`,
-    values: [...kArgs, ...sorted.map(([id]) => id), ...kArgs],
-    rows: sorted.length,
+    sql: `UPDATE queues SET ${checkedAssignment('queues', 'active_attempts', queueDispatches(k), `active_attempts + ${k}`)}
+      WHERE id IN (${placeholders(sorted.length)})`,
+    values: [...kArgs, ...kArgs, ...sorted.map(([id]) => id)],
   };
 }
 
-/** applicationPermits(application id, k): the application's active-attempt limit allows k more, as
- * a conditional update for commitIfApplied (db/conditional-commit.ts). */
-export function applicationPermits(applicationId: string, k: number): ConditionalUpdate {
+/** queueDispatches(delta): the SQL condition that a queue row grants `delta` more permits now —
+ * not paused, not retired, within max_active_attempts (a claim's and a hand-off's check). */
+export function queueDispatches(delta: string): string {
+  return `paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts`;
+}
+
+/** applicationPermits(application id, k): the application's active-attempt limit allows k more,
+ * checked in the SET (db/conditional-commit.ts). */
+export function applicationPermits(applicationId: string, k: number): CheckedUpdate {
   return {
-    sql: 'UPDATE applications SET active_attempts = active_attempts + ? WHERE id = ? AND active_attempts + ? <= max_active_attempts',
-    values: [k, applicationId, k],
-    rows: 1,
+    sql: `UPDATE applications SET ${checkedAssignment('applications', 'active_attempts', 'active_attempts + ? <= max_active_attempts', 'active_attempts + ?')} WHERE id = ?`,
+    values: [k, k, applicationId],
   };
 }

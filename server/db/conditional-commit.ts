@@ -1,49 +1,75 @@
-// The conditional updates that decide a transaction — the hot rows of a submit (queue touch,
-// unfinished-task quota) and of a claim (queue and application permits) — sent with its COMMIT
-// in one round trip. Each update is followed by a check of its matched rows that fails when they
-// differ from what it must match: `SELECT (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT()
-// <> n)` — a scalar subquery that returns two rows, error 1242, exactly when the update before it
-// matched other than n rows (as `DO` MariaDB 10.11 does not evaluate it: no error). Plain statements, so it runs on MySQL 8 as on MariaDB (a compound
-// `BEGIN NOT ATOMIC … IF … SIGNAL` would be MariaDB's only). The multi-statement text stops at the
-// failing check, the COMMIT after it never runs, and transactionOn rolls the transaction back. Before, each update
-// was a round trip of its own and the COMMIT another, and the hot rows stayed locked across all
-// of them: on the paced path (issue 19) every submit and claim of the application queued on those
-// rows, each waiting out the other's round trips (docs/benchmarks.md, "Where the paced p99 goes").
+// Orbit's one way to make a transaction's conditional counter updates decide it in the round trip
+// of its COMMIT: a checked assignment, `column = IF(condition, new value, NULL)`, on a NOT NULL
+// column. Where the condition fails the statement writes NULL, which the column refuses under
+// Orbit's strict sql_mode (db/session-setup.ts: errno 1048, statement undone), so a
+// multi-statement text stops at that statement — the COMMIT after it never runs and transactionOn
+// rolls the whole transaction back. Used by a submit batch (the queue touch, the unfinished-task
+// quota), a claim round (queue and application permits) and a result transaction's hand-off and
+// refill permits (db/ledger-sql.ts). The check is inside the UPDATE, not a statement of its own:
+// the mariadbd profile of issue 19 has per-statement work (parse ~17 %, optimize ~20 % of its
+// CPU) dominating the database (docs/benchmarks.md, "Where mariadbd's CPU goes"); a separate
+// `SELECT … WHERE ROW_COUNT() <> n` after each update cost one statement more per update.
+// Plain statements, so it runs on MySQL 8 as on MariaDB.
+//
+// A checked assignment updates every row its WHERE names, the condition decided per row: a row
+// that fails its condition fails the statement. A row that does not exist is not checked — every
+// caller names rows it read in the same transaction (queues and the application of a submit or a
+// claim, and they are never deleted), so none can be missing.
 import type { Tx } from './pipeline.js';
 import { commitWithAll } from './pipeline.js';
+import { errnoOf, MYSQL_ERRNO } from './errors.js';
 
-/** One conditional update: `sql` with `values`, applied when it matched exactly `rows` rows
- * (mysql2 connects with CLIENT_FOUND_ROWS, so ROW_COUNT() counts matched rows). */
-export interface ConditionalUpdate {
-  sql: string;
-  values: (string | number)[];
-  rows: number;
+/** The NOT NULL columns a check may set to NULL, by table. No other statement of Orbit writes NULL
+ * into them, so errno 1048 on one of them is a check's refusal and nothing else. The message names
+ * the column only, not the table: a column name here must mean a check wherever it appears. */
+const CHECKED_COLUMNS = {
+  queues: ['active_attempts', 'revision'],
+  applications: ['active_attempts', 'unfinished_tasks'],
+} as const;
+
+type CheckedTable = keyof typeof CHECKED_COLUMNS;
+
+/** checkedAssignment(table, column, condition, value): `column = IF(condition, value, NULL)` for
+ * an UPDATE's SET — the column keeps `value` where `condition` holds, and the statement is refused
+ * (isCheckRefusal) where it does not. */
+export function checkedAssignment<T extends CheckedTable>(_table: T, column: (typeof CHECKED_COLUMNS)[T][number], condition: string, value: string): string {
+  return `${column} = IF(${condition}, ${value}, NULL)`;
 }
 
-/** The first update of a commitIfApplied that did not match its rows: nothing was committed and the
- * transaction is still open (the caller's transactionOn rolls it back). */
+const REFUSED_COLUMN = new RegExp(`^Column '(${[...new Set(Object.values(CHECKED_COLUMNS).flat())].join('|')})' cannot be null`);
+
+/** True for a checked assignment's refusal: errno 1048 on one of the checked columns (never any
+ * other 1048: a NULL into another column is a bug and comes back as itself). */
+export function isCheckRefusal(err: unknown): boolean {
+  return errnoOf(err) === MYSQL_ERRNO.BAD_NULL && REFUSED_COLUMN.test((err as Error).message);
+}
+
+/** An UPDATE whose SET holds checked assignments, with its values. */
+export interface CheckedUpdate {
+  sql: string;
+  values: (string | number)[];
+}
+
+/** A check of a commitIfApplied failed: nothing was committed and the transaction is still open
+ * (the caller's transactionOn rolls it back). */
 export class NotApplied extends Error {
   constructor() {
     super('conditional update not applied');
   }
 }
 
-/** ER_SUBQUERY_NO_1_ROW: the check's subquery returned its second row. */
-const CHECK_ERRNO = 1242;
-
 /** commitIfApplied(tx, updates): the updates in order, then COMMIT, in one round trip (with the
- * transaction's queued writes before them). Throws NotApplied (nothing committed) when one did
- * not match its rows; other errors (a deadlock, a lost connection) as the statements raise them. */
-export async function commitIfApplied(tx: Tx, updates: ConditionalUpdate[]): Promise<void> {
-  const texts: [string, (string | number)[]][] = [];
-  for (const u of updates) {
-    if (!Number.isInteger(u.rows) || u.rows < 0) throw new Error(`bad conditional update: rows ${u.rows}`);
-    texts.push([u.sql, u.values], [`SELECT (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT() <> ${u.rows})`, []]);
-  }
+ * transaction's queued writes before them). Throws NotApplied (nothing committed, the updates
+ * after the refused one never ran) when a check failed; other errors (a deadlock, a lost
+ * connection) as the statements raise them. */
+export async function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
   try {
-    await commitWithAll(tx, texts);
+    await commitWithAll(
+      tx,
+      updates.map((u) => [u.sql, u.values]),
+    );
   } catch (err) {
-    if ((err as { errno?: number }).errno === CHECK_ERRNO) throw new NotApplied();
+    if (isCheckRefusal(err)) throw new NotApplied();
     throw err;
   }
 }

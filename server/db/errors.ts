@@ -24,8 +24,9 @@ export const RETRYABLE_ERRNO = {
 export const PERMANENT_ERRNO = {
   /** ER_DUP_ENTRY: a unique key already holds the value (only the statement is undone). */
   DUP_ENTRY: 1062,
-  /** ER_BAD_NULL_ERROR: NULL into a NOT NULL column. The hand-off and refill permit checks
-   * (db/ledger-sql.ts) set a count to NULL on purpose to fail their transaction before its COMMIT. */
+  /** ER_BAD_NULL_ERROR: NULL into a NOT NULL column. The checked assignments of
+   * db/conditional-commit.ts set a counter to NULL on purpose to fail their transaction before its
+   * COMMIT (isCheckRefusal tells them from any other). */
   BAD_NULL: 1048,
 } as const;
 

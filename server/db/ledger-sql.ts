@@ -4,9 +4,9 @@
 // transaction, and the writes whose row count nobody reads are queued on the transaction
 // (db/pipeline.ts) to travel with the next statement.
 import type { Tx } from './pool.js';
-import { errnoOf, MYSQL_ERRNO } from './errors.js';
+import { checkedAssignment } from './conditional-commit.js';
 import { write } from './pipeline.js';
-import { TOKEN_MAX } from './claim-sql.js';
+import { queueDispatches, TOKEN_MAX } from './claim-sql.js';
 import { placeholders } from './placeholders.js';
 
 /** swapKeyHolders(namespace, [key, released attempt, successor attempt]): each key goes from the
@@ -60,39 +60,30 @@ export async function releaseKeys(c: Tx, namespaceId: string, keys: { key: Buffe
 /** addQueueActive([queue id, delta] by id, checked): one UPDATE of the queues' active counts,
  * queued (it travels with the transaction's next round trip, usually its COMMIT). `checked` queues
  * (a hand-off or refill took their permits back) must still dispatch — not paused, not retired,
- * within max_active_attempts: where one does not, the statement sets its count to NULL, which the
- * NOT NULL column refuses (errno 1048, isPermitCheckRefusal), so the text stops there and the
- * transaction rolls back before its COMMIT runs. The check used to be the statement's row count,
- * read in a round trip of its own; failing the statement lets it, the application's check and
- * the COMMIT go as one text (docs/benchmarks.md, "The hot-key turnover"). */
+ * within max_active_attempts — as a claim's queuePermits checks them: a checked assignment
+ * (db/conditional-commit.ts), refused where one does not, so the text stops there and the
+ * transaction rolls back before its COMMIT runs (HandoffRefused). The check used to be the
+ * statement's row count, read in a round trip of its own; failing the statement lets it, the
+ * application's check and the COMMIT go as one text (docs/benchmarks.md, "The hot-key turnover"). */
 export async function addQueueActive(c: Tx, deltas: [string, number][], checked: string[]): Promise<void> {
   const delta = `CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END`;
-  const value = checked.length
-    ? `IF(id NOT IN (${placeholders(checked.length)}) OR (paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts),
-          active_attempts + ${delta}, NULL)`
-    : `active_attempts + ${delta}`;
+  const set = checked.length
+    ? checkedAssignment('queues', 'active_attempts', `id NOT IN (${placeholders(checked.length)}) OR (${queueDispatches(delta)})`, `active_attempts + ${delta}`)
+    : `active_attempts = active_attempts + ${delta}`;
   const args = [...(checked.length ? [...checked, ...deltas.flat()] : []), ...deltas.flat(), ...deltas.map(([id]) => id)];
-  await write(c, `UPDATE queues SET active_attempts = ${value} WHERE id IN (${placeholders(deltas.length)})`, args);
+  await write(c, `UPDATE queues SET ${set} WHERE id IN (${placeholders(deltas.length)})`, args);
 }
 
 /** addApplicationCountsWithin(application, active delta, unfinished delta): the same change, only
  * when the active count stays within max_active_attempts (a hand-off or refill took permits back:
- * the check of a claim's conditional update). Queued; refused like addQueueActive's checked
- * queues (the count set to NULL: errno 1048, the transaction rolls back). */
+ * a claim's applicationPermits check). Queued; refused like addQueueActive's checked queues. */
 export async function addApplicationCountsWithin(c: Tx, applicationId: string, active: number, unfinished: number): Promise<void> {
   await write(
     c,
     `UPDATE applications SET unfinished_tasks = unfinished_tasks + ?,
-            active_attempts = IF(active_attempts + ? <= max_active_attempts, active_attempts + ?, NULL) WHERE id = ?`,
+            ${checkedAssignment('applications', 'active_attempts', 'active_attempts + ? <= max_active_attempts', 'active_attempts + ?')} WHERE id = ?`,
     [unfinished, active, active, applicationId],
   );
-}
-
-/** True for the refusal of a checked permit (addQueueActive, addApplicationCountsWithin): a count
- * set to NULL by the check, refused by the NOT NULL column. No other statement of a frame
- * transaction writes NULL into these columns. */
-export function isPermitCheckRefusal(err: unknown): boolean {
-  return errnoOf(err) === MYSQL_ERRNO.BAD_NULL && /'active_attempts'/.test((err as Error).message);
 }
 
 /** addApplicationCounts(application, active delta, unfinished delta). Queued. */

@@ -1,5 +1,5 @@
 // SQL operations on queues. Each function is one statement.
-import type { ConditionalUpdate } from './conditional-commit.js';
+import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import { toIso } from './pool.js';
@@ -191,16 +191,20 @@ export async function readSubmitQueues(
  * a submit that finds the queue retired here rolls back, and a retirement that waited for a submit
  * sees its tasks. Near the end of a submit, so the lock is held only to the commit. */
 export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
-  const { sql, values } = liveQueuesTouch(ids);
-  const [res] = await c.query(sql, values);
+  const sorted = [...new Set(ids)].sort();
+  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`, sorted);
   // affectedRows counts matched rows (mysql2 connects with CLIENT_FOUND_ROWS).
   return (res as { affectedRows: number }).affectedRows;
 }
 
-/** lockLiveQueues' statement as a conditional update (db/conditional-commit.ts): applied when none
- * of the queues is retired. */
-export function liveQueuesTouch(ids: string[]): ConditionalUpdate {
+/** liveQueuesTouch(ids): lockLiveQueues as a checked update for commitIfApplied
+ * (db/conditional-commit.ts) — the same exclusive row locks, refused when one of the queues is
+ * retired. It writes no change (revision keeps its value: only a check may set it to NULL); the ids
+ * are queues the submit read in the same transaction (readSubmitQueues). */
+export function liveQueuesTouch(ids: string[]): CheckedUpdate {
   const sorted = [...new Set(ids)].sort();
-  const sql = `UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`;
-  return { sql, values: sorted, rows: sorted.length };
+  return {
+    sql: `UPDATE queues SET ${checkedAssignment('queues', 'revision', 'retired_at IS NULL', 'revision')} WHERE id IN (${placeholders(sorted.length)})`,
+    values: sorted,
+  };
 }

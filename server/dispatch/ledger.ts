@@ -4,11 +4,11 @@
 // (keys, then its conditional permit updates), so claims, results, cancels and the sweeper never
 // deadlock against each other on these rows.
 import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
+import { isCheckRefusal } from '../db/conditional-commit.js';
 import {
   addApplicationCounts,
   addApplicationCountsWithin,
   addQueueActive,
-  isPermitCheckRefusal,
   lockKeyRowsSql,
   type LockedKeyRow,
   releaseKeys,
@@ -35,11 +35,11 @@ export class HandoffRefused extends Error {
 }
 
 /** The HandoffRefused of a failed transaction whose ledger checked hand-off or refill permits, or
- * null: the checks fail their statement (db/ledger-sql.ts isPermitCheckRefusal), which surfaces
+ * null: the checks fail their statement (checked assignments, db/conditional-commit.ts isCheckRefusal), which surfaces
  * where the queued statements were sent — the COMMIT. */
 export function refusalOf(err: unknown, ledger: PermitLedger | null): HandoffRefused | null {
   if (err instanceof HandoffRefused) return err;
-  return ledger && ledger.checksPermits() && isPermitCheckRefusal(err) ? new HandoffRefused(ledger.checkedQueues()) : null;
+  return ledger && ledger.checksPermits() && isCheckRefusal(err) ? new HandoffRefused(ledger.checkedQueues()) : null;
 }
 
 interface KeyRelease {
