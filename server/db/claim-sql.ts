@@ -66,7 +66,10 @@ export interface CandidateSpec {
 /** candidateIds(specs, now) → due, undeadlined waiting task ids of each queue in claim order, read
  * in place from waiting_tasks (clustered by queue, priority DESC, seq: the scan stops at LIMIT),
  * one UNION ALL statement for all queues; no locks. `spec` is the index of the spec a row was
- * read for. */
+ * read for. The busy-key filter is checked row by row, so the scan walks every waiting row of a
+ * busy key ahead of LIMIT: with all keys busy it reads the whole backlog (1 000 waiting rows on
+ * 10 held keys: 1 000 rows plus 1 000 key probes per read; docs/benchmarks.md "Hot keys with a
+ * backlog", with the proposed bound). */
 export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint; spec: number }[]> {
   const parts: string[] = [];
   const args: unknown[] = [];
