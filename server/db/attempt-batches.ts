@@ -172,43 +172,70 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
   };
 }
 
-/** closeAttempts(rows, now): the accepted results, one UPDATE per chunk of rows (one chunk
- * unless their values exceed the statement budget: db/packet-budget.ts); started_at is set to now
- * for an attempt that was never started. The caller holds the row locks (lockResultRowsSql).
+/** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column (one per
+ * chunk of rows when their values exceed the statement budget: db/packet-budget.ts; one row: a
+ * plain UPDATE, closeOneAttemptSql); started_at is set to now for an attempt that was never
+ * started. The caller holds the row locks.
  * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
- * under the test suite's load.) */
+ * under the test suite's load; CASE is plain SQL every server plans the same.) */
 export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
   for (const chunk of chunkRows(c, rows, closedValues)) await write(c, ...closeAttemptsSql(chunk, now));
 }
 
-/** One row's values in the derived table of closeAttemptsSql, in its column order. */
-const closedValues = (r: ClosedAttempt): unknown[] => [r.id, r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply];
-
-function rowValues(rows: ClosedAttempt[]): unknown[] {
-  // A flat push, not flatMap (a list built with flatMap cost 4 µs per row, measured; this 0.8 µs).
-  const out: unknown[] = [];
-  for (const r of rows) out.push(r.id, r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply);
-  return out;
+/** The UPDATE of closeAttempts for one chunk of rows. */
+export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, unknown[]] {
+  if (chunk.length === 1) return closeOneAttemptSql(chunk[0]!, now);
+  const columns: [string, (r: ClosedAttempt) => unknown][] = [
+    ['state', (r) => r.state],
+    ['outcome', (r) => r.outcome],
+    ['output', (r) => r.output],
+    ['error_code', (r) => r.errorCode],
+    ['error_message', (r) => r.errorMessage],
+    ['result_fingerprint', (r) => r.fingerprint],
+    ['result_reply', (r) => r.reply],
+  ];
+  const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
+  return [
+    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
+        WHERE id IN (${placeholders(chunk.length)})`,
+    [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
+  ];
 }
 
-/** The UPDATE of closeAttempts: each row's values stated once, as one SELECT of a UNION ALL
- * derived table joined to attempts by primary key. The CASE form it replaced (`col = CASE id WHEN
- * ? THEN ? … END` per column and an IN list) repeated every 32-character id eight times: 631–779
- * bytes of SQL per task, the largest share after the receipts (docs/benchmarks.md, issue 19).
- * STRAIGHT_JOIN reads the derived rows first and finds each attempt by its key (eq_ref, checked
- * by test/statement-plans.test.ts) on any server's optimizer. The first SELECT types the id as
- * the key's own character set (ascii_bin; a utf8mb4 id would turn the key lookup into a scan) and
- * names the columns; a UNION's column types come from all its SELECTs, so a NULL in the first row
- * does not narrow a column. No new lock: the caller locked these rows (attempt before task). */
-export function closeAttemptsSql(rows: ClosedAttempt[], now: string): [string, unknown[]] {
-  const first =
-    'SELECT CAST(? AS CHAR(32) CHARACTER SET ascii) COLLATE ascii_bin AS id, ? AS state, ? AS outcome, ? AS output, ? AS error_code, ? AS error_message, ? AS fingerprint, ? AS reply';
-  const more = ' UNION ALL SELECT ?,?,?,?,?,?,?,?'.repeat(rows.length - 1);
+/** Every value closeAttemptsSql's CASE form carries for a row (its id in every CASE and in the IN
+ * list), for the statement budget. (A flat literal: built with flatMap, the list cost 4 µs per
+ * row, measured; this 0.8 µs.) */
+const closedValues = (r: ClosedAttempt) => [
+  r.id,
+  r.id,
+  r.state,
+  r.id,
+  r.outcome,
+  r.id,
+  r.output,
+  r.id,
+  r.errorCode,
+  r.id,
+  r.errorMessage,
+  r.id,
+  r.fingerprint,
+  r.id,
+  r.reply,
+];
+
+/** closeAttempts' statement for one attempt (every result of a hot-key turnover: 0.27 per task
+ * on `hot-keys-10`): each value once and the id once, 510 bytes against the CASE form's 912 for a
+ * typical result, and 160 against 200 µs of mariadbd per statement (test server, 4 alternated
+ * rounds of 1 000 each). Several rows keep the CASE form: a UNION ALL derived table joined to
+ * attempts (each row's values stated once, 2 885 against 5 070 bytes for 8 rows) cost 1 100–1 800
+ * against 580–730 µs — one SELECT to prepare per row, the derived table materialized and the
+ * multi-table UPDATE's buffer of row positions (docs/benchmarks.md, "SQL bytes per task"). */
+export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
   return [
-    `UPDATE (${first}${more}) v STRAIGHT_JOIN attempts a ON a.id = v.id
-        SET a.state = v.state, a.outcome = v.outcome, a.output = v.output, a.error_code = v.error_code, a.error_message = v.error_message,
-            a.result_fingerprint = v.fingerprint, a.result_reply = v.reply, a.finished_at = ?, a.started_at = COALESCE(a.started_at, ?)`,
-    [...rowValues(rows), now, now],
+    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
+            finished_at = ?, started_at = COALESCE(started_at, ?)
+      WHERE id = ?`,
+    [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, now, r.id],
   ];
 }
 
