@@ -270,6 +270,10 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
     return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
   };
   for (const chunk of chunkRows(c, rows, valuesOf)) {
+    if (chunk.length === 1) {
+      await write(c, ...updateOneTaskAfterResultSql(chunk[0]!, now));
+      continue;
+    }
     const waiting = chunk.filter((r) => !r.result);
     const results = chunk.filter((r) => r.result);
     const cols = [
@@ -298,4 +302,15 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
     c,
     rows.filter((r) => r.state === 'WAITING').map((r) => r.id),
   );
+}
+
+/** updateTasksAfterResults' statement for one task (the one-row case of closeOneAttemptSql, for
+ * the same reason: each value once, no CASE): the columns the CASE form sets for that row. */
+function updateOneTaskAfterResultSql(r: TaskAfterResult, now: string): [string, unknown[]] {
+  const x = r.result;
+  const rest = x ? ', result_outcome = ?, result_output = ?, result_error_code = ?, result_error_message = ?' : ', not_before = ?';
+  return [
+    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${rest}, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
+    [r.state, r.attemptsMade, r.terminal ? now : null, ...(x ? [x.outcome, x.output, x.errorCode, x.errorMessage] : [r.notBefore]), now, r.id],
+  ];
 }
