@@ -173,11 +173,18 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
 }
 
 /** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column (one per
- * chunk of rows when their values exceed the statement budget: db/packet-budget.ts); started_at
- * is set to now for an attempt that was never started. The caller holds the row locks.
+ * chunk of rows when their values exceed the statement budget: db/packet-budget.ts; one row: a
+ * plain UPDATE, closeOneAttemptSql); started_at is set to now for an attempt that was never
+ * started. The caller holds the row locks.
  * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
  * under the test suite's load; CASE is plain SQL every server plans the same.) */
 export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
+  for (const chunk of chunkRows(c, rows, closedValues)) await write(c, ...closeAttemptsSql(chunk, now));
+}
+
+/** The UPDATE of closeAttempts for one chunk of rows. */
+export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, unknown[]] {
+  if (chunk.length === 1) return closeOneAttemptSql(chunk[0]!, now);
   const columns: [string, (r: ClosedAttempt) => unknown][] = [
     ['state', (r) => r.state],
     ['outcome', (r) => r.outcome],
@@ -187,34 +194,49 @@ export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): 
     ['result_fingerprint', (r) => r.fingerprint],
     ['result_reply', (r) => r.reply],
   ];
-  // Each row's id appears in every CASE and in the IN list. (A flat literal: built with flatMap,
-  // the list cost 4 µs per row, measured; this 0.8 µs.)
-  const valuesOf = (r: ClosedAttempt) => [
-    r.id,
-    r.id,
-    r.state,
-    r.id,
-    r.outcome,
-    r.id,
-    r.output,
-    r.id,
-    r.errorCode,
-    r.id,
-    r.errorMessage,
-    r.id,
-    r.fingerprint,
-    r.id,
-    r.reply,
-  ];
-  for (const chunk of chunkRows(c, rows, valuesOf)) {
-    const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
-    await write(
-      c,
-      `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
+  const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
+  return [
+    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
         WHERE id IN (${placeholders(chunk.length)})`,
-      [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
-    );
-  }
+    [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
+  ];
+}
+
+/** Every value closeAttemptsSql's CASE form carries for a row (its id in every CASE and in the IN
+ * list), for the statement budget. (A flat literal: built with flatMap, the list cost 4 µs per
+ * row, measured; this 0.8 µs.) */
+const closedValues = (r: ClosedAttempt) => [
+  r.id,
+  r.id,
+  r.state,
+  r.id,
+  r.outcome,
+  r.id,
+  r.output,
+  r.id,
+  r.errorCode,
+  r.id,
+  r.errorMessage,
+  r.id,
+  r.fingerprint,
+  r.id,
+  r.reply,
+];
+
+/** closeAttempts' statement for one attempt (every result of a hot-key turnover: 0.27 per task
+ * on `hot-keys-10`): each value once and the id once, 510 bytes against the CASE form's 912 for a
+ * typical result, and 160 against 200 µs of mariadbd per statement (test server, 4 alternated
+ * rounds of 1 000 each). Several rows keep the CASE form: a UNION ALL derived table joined to
+ * attempts (each row's values stated once, 2 885 against 5 070 bytes for 8 rows) cost 1 100–1 800
+ * against 580–730 µs — one SELECT to prepare per row, the derived table materialized and the
+ * multi-table UPDATE's buffer of row positions (docs/benchmarks.md, "SQL bytes per task"). */
+export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
+  return [
+    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
+            finished_at = ?, started_at = COALESCE(started_at, ?)
+      WHERE id = ?`,
+    [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, now, r.id],
+  ];
 }
 
 export interface TaskAfterResult {
@@ -248,6 +270,10 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
     return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
   };
   for (const chunk of chunkRows(c, rows, valuesOf)) {
+    if (chunk.length === 1) {
+      await write(c, ...updateOneTaskAfterResultSql(chunk[0]!, now));
+      continue;
+    }
     const waiting = chunk.filter((r) => !r.result);
     const results = chunk.filter((r) => r.result);
     const cols = [
@@ -276,4 +302,15 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
     c,
     rows.filter((r) => r.state === 'WAITING').map((r) => r.id),
   );
+}
+
+/** updateTasksAfterResults' statement for one task (the one-row case of closeOneAttemptSql, for
+ * the same reason: each value once, no CASE): the columns the CASE form sets for that row. */
+function updateOneTaskAfterResultSql(r: TaskAfterResult, now: string): [string, unknown[]] {
+  const x = r.result;
+  const rest = x ? ', result_outcome = ?, result_output = ?, result_error_code = ?, result_error_message = ?' : ', not_before = ?';
+  return [
+    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${rest}, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
+    [r.state, r.attemptsMade, r.terminal ? now : null, ...(x ? [x.outcome, x.output, x.errorCode, x.errorMessage] : [r.notBefore]), now, r.id],
+  ];
 }

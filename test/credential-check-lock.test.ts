@@ -1,0 +1,80 @@
+// The credential check with the clock (liveCredentialsWithClockSql, the first statement of every
+// coalesced claim, start and result transaction) must hold a share lock on each live credential's
+// row to the end of its transaction, so that a revocation's UPDATE waits for it (design.md: a
+// command either commits before the revocation or is refused). Both of its forms — the scalar
+// subquery of one credential and the join of several — are held here on one connection while
+// another revokes: the revoke must be seen waiting on the lock, and go through only after the
+// check's COMMIT.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { liveCredentialsWithClockOf, liveCredentialsWithClockSql, revokeCredential } from '../server/db/credentials.js';
+import { createTestDb, type TestDb } from './support/db.js';
+
+let db: TestDb;
+const idOf = (n: number) => n.toString(16).padStart(32, '0');
+
+beforeAll(async () => {
+  db = await createTestDb();
+  await db.pool.query(`INSERT INTO credentials (id, namespace_id, name, token_hash, scopes, created_at) VALUES ?`, [
+    [1, 2, 3, 4].map((n) => [idOf(n), 'n'.repeat(32), `c${n}`, Buffer.alloc(32, n), 'worker', '2026-01-01']),
+  ]);
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+/** Until the server reports connection `b`'s transaction waiting for a lock (information_schema);
+ * throws at once if `b`'s revoke went through instead (no lock held). */
+async function waitUntilLockWait(observer: PoolConnection, b: PoolConnection, revoke: Promise<boolean>): Promise<void> {
+  let done = false;
+  void revoke.finally(() => (done = true));
+  for (;;) {
+    if (done) throw new Error('the revoke went through while the check held its transaction open: no share lock');
+    const [rows] = await observer.query<RowDataPacket[]>('SELECT trx_state FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ?', [b.threadId]);
+    if (rows[0]?.trx_state === 'LOCK WAIT') return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function checkThenRevoke(checked: string[], revoked: string) {
+  const [a, b, observer] = await Promise.all([db.pool.getConnection(), db.pool.getConnection(), db.pool.getConnection()]);
+  try {
+    await a.query('START TRANSACTION');
+    const [rows] = await a.query<RowDataPacket[]>(...liveCredentialsWithClockSql(checked));
+    const check = liveCredentialsWithClockOf(rows);
+    const revoke = revokeCredential(b, revoked);
+    await waitUntilLockWait(observer, b, revoke);
+    // Still waiting while the check's transaction runs on; it goes through after the COMMIT.
+    await a.query('COMMIT');
+    return { check, revokedAfterCommit: await revoke };
+  } finally {
+    a.release();
+    b.release();
+    observer.release();
+  }
+}
+
+describe('the credential check with the clock holds a share lock that a revocation waits for', () => {
+  it('one credential (the scalar-subquery form)', async () => {
+    const r = await checkThenRevoke([idOf(1)], idOf(1));
+    expect(r.check.live).toEqual(new Set([idOf(1)]));
+    expect(r.check.now).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/);
+    expect(r.revokedAfterCommit).toBe(true);
+  });
+
+  it('several credentials (the join form)', async () => {
+    const r = await checkThenRevoke([idOf(2), idOf(3)], idOf(3));
+    expect(r.check.live).toEqual(new Set([idOf(2), idOf(3)]));
+    expect(r.revokedAfterCommit).toBe(true);
+  });
+
+  it('a revoked credential: not live, the clock still read (both forms)', async () => {
+    await revokeCredential(db.pool, idOf(4));
+    for (const ids of [[idOf(4)], [idOf(4), idOf(2)]]) {
+      const [rows] = await db.pool.query<RowDataPacket[]>(...liveCredentialsWithClockSql(ids));
+      const check = liveCredentialsWithClockOf(rows);
+      expect(check.live.has(idOf(4))).toBe(false);
+      expect(check.now).toMatch(/^\d{4}-/);
+    }
+  });
+});
