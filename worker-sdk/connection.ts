@@ -28,6 +28,7 @@ import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation,
 import { assignProblem, isTokenString, outgoingProblem, type KnownAttempt } from './frame-checks.js';
 import { readHandshakeRefusal } from './handshake-refusal.js';
 import { IdleWatch } from './idle-watch.js';
+import { PendingReplies } from './pending-replies.js';
 
 export { SDK_AGENT, connectUrl, helloFrame } from './connect-options.js';
 export type { ConnectOptions, HandlerRegistration, KnownAttempt, Registration, ResultInput } from './connect-options.js';
@@ -49,7 +50,6 @@ export type ConnectionEvents = {
   close: [code: number, reason: string];
 };
 
-type Pending = { kind: 'start' | 'result'; resolve: (f: StartOkFrame | ResultOkFrame) => void; reject: (e: Error) => void };
 type Waiter<T> = { resolve: (v: T) => void; reject: (e: Error) => void };
 
 /** Opens a session: handshake
@@ -78,7 +78,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   private failure?: Error; // why the session ended, handed to waiting requests
   private settleOpen!: { resolve: (c: WorkerConnection) => void; reject: (e: Error) => void };
   private readonly seen = new Map<string, KnownAttempt>();
-  private readonly pending = new Map<string, Pending[]>();
+  private readonly pending = new PendingReplies();
   private readonly renews: Waiter<RenewOkFrame>[] = [];
   private readonly drains: Waiter<void>[] = [];
   private readonly closed: Promise<void>;
@@ -203,11 +203,9 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
       // Either throws synchronously → rejects this promise.
       if (typeof frame === 'string') this.sendText(frame);
       else this.sendFrame(frame);
-      const list = this.pending.get(attemptId) ?? [];
-      // settle() hands a 'start' entry the start.ok frame and a 'result' entry the result.ok frame,
+      // settle() hands a start entry the start.ok frame and a result entry the result.ok frame,
       // which is what the caller named as T.
-      list.push({ kind, resolve: resolve as Pending['resolve'], reject });
-      this.pending.set(attemptId, list);
+      this.pending.add(attemptId, kind, resolve as (f: StartOkFrame | ResultOkFrame) => void, reject);
     });
   }
 
@@ -245,9 +243,9 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
         return this.deliver({ type: 'task.assign', frame: f });
       }
       case 'start.ok':
-        return this.settle(f.attempt_id, 'start', f);
+        return this.pending.settle(f.attempt_id, 'start', f);
       case 'result.ok':
-        return this.settle(f.attempt_id, 'result', f);
+        return this.pending.settle(f.attempt_id, 'result', f);
       case 'renew.ok':
         return void this.renews.shift()?.resolve(f); // replies come in request order
       case 'drain.ok':
@@ -303,27 +301,16 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     if (this.seen.size > SEEN_LIMIT) this.seen.delete(this.seen.keys().next().value!);
   }
 
-  private settle(attemptId: string, kind: 'start' | 'result', frame: StartOkFrame | ResultOkFrame): void {
-    const list = this.pending.get(attemptId);
-    const i = list?.findIndex((p) => p.kind === kind) ?? -1;
-    if (!list || i < 0) return; // a late reply to a request made on an earlier session: nothing waits
-    const [p] = list.splice(i, 1);
-    if (list.length === 0) this.pending.delete(attemptId);
-    p!.resolve(frame);
-  }
-
   private onErrorFrame(f: ErrorFrame): void {
-    const list = f.attempt_id !== undefined ? this.pending.get(f.attempt_id) : undefined;
-    if (list && list.length > 0) {
-      // Errors about one attempt answer the oldest request for it (the gateway answers in order).
-      const p = list.shift()!;
-      if (list.length === 0) this.pending.delete(f.attempt_id!);
-      p.reject(
+    // Errors about one attempt answer the oldest request for it (the gateway answers in order).
+    const answered =
+      f.attempt_id !== undefined &&
+      this.pending.rejectOldest(f.attempt_id, () =>
         f.code === 'LEASE_LOST'
           ? new LeaseLostError(f.attempt_id!, 'LEASE_LOST', f.message)
           : new GatewayError(f.code, f.message, { fatal: f.fatal, attemptId: f.attempt_id }),
       );
-    } else {
+    if (!answered) {
       this.deliver({ type: 'error', frame: f });
     }
     if (f.fatal) {
@@ -376,8 +363,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
         ? this.failure
         : new ConnectionClosedError(code, reason || (this.failure ? describeError(this.failure) : ''));
     this.settleOpen.reject(err);
-    for (const list of this.pending.values()) for (const p of list) p.reject(err);
-    this.pending.clear();
+    this.pending.rejectAll(err);
     for (const w of this.renews.splice(0)) w.reject(err);
     for (const w of this.drains.splice(0)) w.reject(err);
     this.deliver({ type: 'close', code, reason });
