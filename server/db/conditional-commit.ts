@@ -3,9 +3,10 @@
 // column. Where the condition fails the statement writes NULL, which the column refuses under
 // Orbit's strict sql_mode (db/session-setup.ts: errno 1048, statement undone), so a
 // multi-statement text stops at that statement — the COMMIT after it never runs and transactionOn
-// rolls the whole transaction back. Used by a submit batch (the queue touch, the unfinished-task
-// quota), a claim round (queue and application permits) and a result transaction's hand-off and
-// refill permits (db/ledger-sql.ts). The check is inside the UPDATE, not a statement of its own:
+// rolls the whole transaction back. Used by every task creation (the queue touch, the
+// unfinished-task quota: a submit batch, an item alone, and without the COMMIT inside a schedule's
+// or a workflow's own transaction, applyChecked), a claim round (queue and application permits) and
+// a result transaction's hand-off and refill permits (db/ledger-sql.ts). The check is inside the UPDATE, not a statement of its own:
 // the mariadbd profile of issue 19 has per-statement work (parse ~17 %, optimize ~20 % of its
 // CPU) dominating the database (docs/benchmarks.md, "Where mariadbd's CPU goes"); a separate
 // `SELECT … WHERE ROW_COUNT() <> n` after each update cost one statement more per update.
@@ -16,7 +17,7 @@
 // caller names rows it read in the same transaction (queues and the application of a submit or a
 // claim, and they are never deleted), so none can be missing.
 import type { Tx } from './pipeline.js';
-import { commitWithAll } from './pipeline.js';
+import { commitWithAll, queryAll } from './pipeline.js';
 import { errnoOf, MYSQL_ERRNO } from './errors.js';
 
 /** The NOT NULL columns a check may set to NULL, by table. No other statement of Orbit writes NULL
@@ -44,18 +45,32 @@ export function isCheckRefusal(err: unknown): boolean {
   return errnoOf(err) === MYSQL_ERRNO.BAD_NULL && REFUSED_COLUMN.test((err as Error).message);
 }
 
-/** An UPDATE whose SET holds checked assignments, with its values. */
+/** An UPDATE whose SET holds checked assignments, with its values. `column`: the checked column,
+ * for an update whose refusal the caller tells apart from the others' (NotApplied.refused). */
 export interface CheckedUpdate {
   sql: string;
   values: (string | number)[];
+  column?: string;
 }
 
-/** A check of a commitIfApplied failed: nothing was committed and the transaction is still open
- * (the caller's transactionOn rolls it back). */
+/** A check failed: nothing was committed and the transaction is still open (the caller's
+ * transactionOn rolls it back, or the caller rolls back to its savepoint). `column` is the
+ * refused check's column, from the server's message: it names which update failed when the
+ * updates of one text check different columns (a submit's queues.revision and
+ * applications.unfinished_tasks), so the refusal needs no read to say which condition failed. */
 export class NotApplied extends Error {
-  constructor() {
+  constructor(readonly column: string | undefined) {
     super('conditional update not applied');
   }
+
+  /** True when `update`'s own check (its column) was the one refused. */
+  refused(update: CheckedUpdate): boolean {
+    return update.column !== undefined && update.column === this.column;
+  }
+}
+
+function notApplied(err: unknown): unknown {
+  return isCheckRefusal(err) ? new NotApplied(REFUSED_COLUMN.exec((err as Error).message)?.[1]) : err;
 }
 
 /** commitIfApplied(tx, updates): the updates in order, then COMMIT, in one round trip (with the
@@ -69,7 +84,21 @@ export async function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise
       updates.map((u) => [u.sql, u.values]),
     );
   } catch (err) {
-    if (isCheckRefusal(err)) throw new NotApplied();
-    throw err;
+    throw notApplied(err);
+  }
+}
+
+/** applyChecked(tx, updates): the same updates in a transaction that goes on after them (a
+ * caller's own, which commits later), in one round trip with the queued writes; NotApplied when a
+ * check failed (the refused update undone by the server, the ones after it never ran, the
+ * transaction still open). */
+export async function applyChecked(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
+  try {
+    await queryAll(
+      tx,
+      updates.map((u) => [u.sql, u.values]),
+    );
+  } catch (err) {
+    throw notApplied(err);
   }
 }
