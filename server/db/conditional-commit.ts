@@ -69,36 +69,29 @@ export class NotApplied extends Error {
   }
 }
 
-function notApplied(err: unknown): unknown {
-  return isCheckRefusal(err) ? new NotApplied(REFUSED_COLUMN.exec((err as Error).message)?.[1]) : err;
+/** The outcome of a text of checked updates: a check's refusal as NotApplied, anything else as is. */
+async function decided(sent: Promise<unknown>): Promise<void> {
+  try {
+    await sent;
+  } catch (err) {
+    throw isCheckRefusal(err) ? new NotApplied(REFUSED_COLUMN.exec((err as Error).message)?.[1]) : err;
+  }
 }
+
+const statementsOf = (updates: CheckedUpdate[]): [string, unknown[]][] => updates.map((u) => [u.sql, u.values]);
 
 /** commitIfApplied(tx, updates): the updates in order, then COMMIT, in one round trip (with the
  * transaction's queued writes before them). Throws NotApplied (nothing committed, the updates
  * after the refused one never ran) when a check failed; other errors (a deadlock, a lost
  * connection) as the statements raise them. */
-export async function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
-  try {
-    await commitWithAll(
-      tx,
-      updates.map((u) => [u.sql, u.values]),
-    );
-  } catch (err) {
-    throw notApplied(err);
-  }
+export function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
+  return decided(commitWithAll(tx, statementsOf(updates)));
 }
 
 /** applyChecked(tx, updates): the same updates in a transaction that goes on after them (a
  * caller's own, which commits later), in one round trip with the queued writes; NotApplied when a
  * check failed (the refused update undone by the server, the ones after it never ran, the
  * transaction still open). */
-export async function applyChecked(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
-  try {
-    await queryAll(
-      tx,
-      updates.map((u) => [u.sql, u.values]),
-    );
-  } catch (err) {
-    throw notApplied(err);
-  }
+export function applyChecked(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
+  return decided(queryAll(tx, statementsOf(updates)));
 }
