@@ -14,8 +14,8 @@
 //
 // A checked assignment updates every row its WHERE names, the condition decided per row: a row
 // that fails its condition fails the statement. A row that does not exist is not checked — every
-// caller names rows it read in the same transaction (queues and the application of a submit or a
-// claim, and they are never deleted), so none can be missing.
+// caller names queues and applications that exist (read in the same transaction, or a published
+// workflow version's queues), and neither is ever deleted, so none can be missing.
 import type { Tx } from './pipeline.js';
 import { commitWithAll, queryAll } from './pipeline.js';
 import { errnoOf, MYSQL_ERRNO } from './errors.js';
