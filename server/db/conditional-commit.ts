@@ -69,12 +69,19 @@ export class NotApplied extends Error {
   }
 }
 
-/** The outcome of a text of checked updates: a check's refusal as NotApplied, anything else as is. */
-async function decided(sent: Promise<unknown>): Promise<void> {
+/** The outcome of a text of checked updates: a check's refusal as NotApplied, anything else as is.
+ * When the updates declare their columns, a refusal of another column is not theirs (a queued
+ * write's own check, e.g. a ledger's hand-off permits ahead of them in the text) and comes back as
+ * itself, for that write's owner to recognize (isCheckRefusal). */
+async function decided(sent: Promise<unknown>, updates: CheckedUpdate[]): Promise<void> {
   try {
     await sent;
   } catch (err) {
-    throw isCheckRefusal(err) ? new NotApplied(REFUSED_COLUMN.exec((err as Error).message)?.[1]) : err;
+    if (!isCheckRefusal(err)) throw err;
+    const column = REFUSED_COLUMN.exec((err as Error).message)?.[1];
+    const declared = updates.filter((u) => u.column !== undefined);
+    if (declared.length > 0 && !declared.some((u) => u.column === column)) throw err;
+    throw new NotApplied(column);
   }
 }
 
@@ -85,7 +92,7 @@ const statementsOf = (updates: CheckedUpdate[]): [string, unknown[]][] => update
  * after the refused one never ran) when a check failed; other errors (a deadlock, a lost
  * connection) as the statements raise them. */
 export function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
-  return decided(commitWithAll(tx, statementsOf(updates)));
+  return decided(commitWithAll(tx, statementsOf(updates)), updates);
 }
 
 /** applyChecked(tx, updates): the same updates in a transaction that goes on after them (a
@@ -93,5 +100,5 @@ export function commitIfApplied(tx: Tx, updates: CheckedUpdate[]): Promise<void>
  * check failed (the refused update undone by the server, the ones after it never ran, the
  * transaction still open). */
 export function applyChecked(tx: Tx, updates: CheckedUpdate[]): Promise<void> {
-  return decided(queryAll(tx, statementsOf(updates)));
+  return decided(queryAll(tx, statementsOf(updates)), updates);
 }
