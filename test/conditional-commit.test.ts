@@ -1,4 +1,4 @@
-// commitIfApplied (server/db/conditional-commit.ts): the checked updates that decide a submit
+// commitIfApplied and applyChecked (server/db/conditional-commit.ts): the checked updates that decide a submit
 // batch or a claim round, sent with the COMMIT in one round trip. On a real MariaDB: when every
 // check passes the transaction commits in that one round trip; when one fails (a row of its
 // UPDATE whose condition does not hold is set to NULL, refused by the NOT NULL column), the text
@@ -9,8 +9,8 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { unfinishedTasksReservation } from '../server/db/applications.js';
 import { applicationPermits, queuePermits } from '../server/db/claim-sql.js';
-import { commitIfApplied, NotApplied, type CheckedUpdate } from '../server/db/conditional-commit.js';
-import { transactionStats } from '../server/db/pipeline.js';
+import { applyChecked, checkedAssignment, commitIfApplied, isCheckRefusal, NotApplied, type CheckedUpdate } from '../server/db/conditional-commit.js';
+import { transactionStats, write } from '../server/db/pipeline.js';
 import { withTransaction } from '../server/db/pool.js';
 import { liveQueuesTouch } from '../server/db/queues.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
@@ -111,8 +111,43 @@ describe('commitIfApplied', () => {
   it('a retired queue fails the live-queue touch (a submit and a retirement never both commit)', async () => {
     await db.pool.query('UPDATE queues SET retired_at = UTC_TIMESTAMP(3) WHERE id = ?', [tenant.queues.b]);
     const was = await counters();
-    const r = await run([liveQueuesTouch([tenant.queues.a!, tenant.queues.b!]), unfinishedTasksReservation(tenant.application_id, 1)]);
+    const touch = liveQueuesTouch([tenant.queues.a!, tenant.queues.b!]);
+    const r = await run([touch, unfinishedTasksReservation(tenant.application_id, 1)]);
     expect(r.err).toBeInstanceOf(NotApplied);
+    // The refusal names its check: the touch, not the quota (a submit alone answers 409 from it).
+    expect((r.err as NotApplied).refused(touch)).toBe(true);
+    expect(await counters()).toEqual(was);
+    await db.pool.query('UPDATE queues SET retired_at = NULL WHERE id = ?', [tenant.queues.b]);
+  });
+
+  it('applyChecked (a transaction that goes on): one round trip, no COMMIT; the quota refusal names the reservation', async () => {
+    const was = await counters();
+    const reservation = unfinishedTasksReservation(tenant.application_id, 1_000_000_000);
+    let trips = 0;
+    const err = await withTransaction(db.pool, async (tx) => {
+      const before = transactionStats.roundTrips;
+      const e = await applyChecked(tx, [liveQueuesTouch([tenant.queues.a!]), reservation]).catch((x: unknown) => x);
+      trips = transactionStats.roundTrips - before;
+      // The transaction is still open and usable after the refusal.
+      await tx.query('SELECT 1');
+      return e;
+    });
+    expect(trips).toBe(1);
+    expect(err).toBeInstanceOf(NotApplied);
+    expect((err as NotApplied).refused(reservation)).toBe(true);
+    expect(await counters()).toEqual(was);
+  });
+
+  it("a queued write's own check of another column, refused in the same text, comes back as itself, not as these updates' NotApplied", async () => {
+    const was = await counters();
+    const err = await withTransaction(db.pool, async (tx) => {
+      await write(tx, `UPDATE applications SET ${checkedAssignment('applications', 'active_attempts', 'FALSE', 'active_attempts')} WHERE id = ?`, [
+        tenant.application_id,
+      ]);
+      return applyChecked(tx, [liveQueuesTouch([tenant.queues.a!]), unfinishedTasksReservation(tenant.application_id, 1)]).catch((x: unknown) => x);
+    });
+    expect(err).not.toBeInstanceOf(NotApplied);
+    expect(isCheckRefusal(err)).toBe(true);
     expect(await counters()).toEqual(was);
   });
 

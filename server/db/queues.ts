@@ -153,16 +153,21 @@ export interface SubmitQueueRow extends RowDataPacket {
   now: string;
 }
 
-/** readSubmitQueues(ids, credentialIds) → the queues a submit batch names (no lock: configuration
- * read; retirement is decided by lockLiveQueues at the end), each row with the database clock, and
- * which of `credentialIds` are live (not revoked; a plain read, as the request's own lookup by
- * token is) — in one statement: a POST /v1/tasks authenticated from the node's credential cache
- * (server/http/auth.ts) has its credential checked here instead of in a statement of its own. */
-export async function readSubmitQueues(
-  c: Conn,
-  ids: string[],
-  credentialIds: string[] = [],
-): Promise<{ rows: SubmitQueueRow[]; now: string; liveCredentials: Set<string> }> {
+/** What a submit batch reads first: its queues, the database clock, its live credentials. */
+export interface SubmitQueues {
+  rows: SubmitQueueRow[];
+  now: string;
+  liveCredentials: Set<string>;
+}
+
+/** submitQueuesRead(ids, credentialIds) → the statement that reads the queues a submit batch
+ * names (no lock: configuration read; retirement is decided by liveQueuesTouch at the end), each
+ * row with the database clock, and which of `credentialIds` are live (not revoked; a plain read, as
+ * the request's own lookup by token is): a POST /v1/tasks authenticated from the node's credential
+ * cache (server/http/auth.ts) has its credential checked here instead of in a statement of its own.
+ * Null when no id can name anything. The submit sends it with its receipts read (queryAll);
+ * submitQueuesOf reads its result. */
+export function submitQueuesRead(ids: string[], credentialIds: string[]): [string, string[]] | null {
   const valid = [...new Set(ids.filter(isId))];
   const creds = [...new Set(credentialIds.filter(isId))];
   const parts: string[] = [];
@@ -176,35 +181,33 @@ export async function readSubmitQueues(
       `SELECT 'c' AS kind, id, NULL AS namespace_id, NULL AS retired_at, NULL AS retry_max_attempts, UTC_TIMESTAMP(3) AS now FROM credentials WHERE id IN (${placeholders(creds.length)}) AND revoked_at IS NULL`,
     );
   }
-  if (parts.length > 0) {
-    const [all] = await c.query<(SubmitQueueRow & { kind: string })[]>(parts.join(' UNION ALL '), [...valid, ...creds]);
-    const liveCredentials = new Set(all.filter((r) => r.kind === 'c').map((r) => r.id));
-    // The UNION widens retry_max_attempts to BIGINT, which mysql2 returns as a string.
-    const rows = all.filter((r) => r.kind === 'q').map((r) => Object.assign(r, { retry_max_attempts: Number(r.retry_max_attempts) }));
-    if (all.length > 0) return { rows, now: all[0]!.now, liveCredentials };
-  }
-  return { rows: [], now: await dbNow(c), liveCredentials: new Set() };
+  return parts.length > 0 ? [parts.join(' UNION ALL '), [...valid, ...creds]] : null;
 }
 
-/** lockLiveQueues(ids) → how many of these queues are not retired, each locked exclusively to the
- * end of the transaction. A queue retirement locks the same row: whichever commits first wins —
- * a submit that finds the queue retired here rolls back, and a retirement that waited for a submit
- * sees its tasks. Near the end of a submit, so the lock is held only to the commit. */
-export async function lockLiveQueues(c: Conn, ids: string[]): Promise<number> {
-  const sorted = [...new Set(ids)].sort();
-  const [res] = await c.query(`UPDATE queues SET retired_at = retired_at WHERE id IN (${placeholders(sorted.length)}) AND retired_at IS NULL`, sorted);
-  // affectedRows counts matched rows (mysql2 connects with CLIENT_FOUND_ROWS).
-  return (res as { affectedRows: number }).affectedRows;
+/** submitQueuesOf(c, result of submitQueuesRead or undefined) → the queues, the clock (read on its
+ * own only when no row came back: rare, every id unknown) and the live credentials. */
+export async function submitQueuesOf(c: Conn, result: RowDataPacket[] | undefined): Promise<SubmitQueues> {
+  const all = (result ?? []) as (SubmitQueueRow & { kind: string })[];
+  if (all.length === 0) return { rows: [], now: await dbNow(c), liveCredentials: new Set() };
+  const liveCredentials = new Set(all.filter((r) => r.kind === 'c').map((r) => r.id));
+  // The UNION widens retry_max_attempts to BIGINT, which mysql2 returns as a string.
+  const rows = all.filter((r) => r.kind === 'q').map((r) => Object.assign(r, { retry_max_attempts: Number(r.retry_max_attempts) }));
+  return { rows, now: all[0]!.now, liveCredentials };
 }
 
-/** liveQueuesTouch(ids): lockLiveQueues as a checked update for commitIfApplied
- * (db/conditional-commit.ts) — the same exclusive row locks, refused when one of the queues is
- * retired. It writes no change (revision keeps its value: only a check may set it to NULL); the ids
- * are queues the submit read in the same transaction (readSubmitQueues). */
+/** liveQueuesTouch(ids): the queues locked exclusively to the end of the transaction, a checked
+ * update (db/conditional-commit.ts) refused when one of them is retired — the one definition of
+ * the retirement check of every task creation and workflow run start. A queue retirement locks the
+ * same row: whichever commits first wins — a submit that finds the queue retired here rolls back,
+ * and a retirement that waited for a submit sees its tasks. Near the end of a submit, so the lock
+ * is held only to the commit. It writes no change (revision keeps its value: only a check may set
+ * it to NULL); the ids are queues read in the same transaction (queues are never deleted), sorted
+ * (the lock order). */
 export function liveQueuesTouch(ids: string[]): CheckedUpdate {
   const sorted = [...new Set(ids)].sort();
   return {
     sql: `UPDATE queues SET ${checkedAssignment('queues', 'revision', 'retired_at IS NULL', 'revision')} WHERE id IN (${placeholders(sorted.length)})`,
     values: sorted,
+    column: 'revision',
   };
 }

@@ -52,16 +52,15 @@ export interface ReceiptKeyRow extends ReceiptRow {
   idempotency_key: string;
 }
 
-/** findReceipts(keys: [namespace_id, idempotency_key][]) → the committed receipts among them, one
- * statement for a whole submit batch (replays are answered from these without a fallback). */
-export async function findReceipts(c: Pool | Conn, keys: [string, string][]): Promise<ReceiptKeyRow[]> {
-  if (keys.length === 0) return [];
-  const [rows] = await c.query<ReceiptKeyRow[]>(
+/** receiptsRead(keys: [namespace_id, idempotency_key][]) → the statement that reads the committed
+ * receipts among them (ReceiptKeyRow), one for a whole submit batch (replays are answered from
+ * these without a fallback); sent by the submit in the round trip of its queues read (queryAll). */
+export function receiptsRead(keys: [string, string][]): [string, string[]] {
+  return [
     `SELECT namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data FROM receipts
       WHERE (namespace_id, idempotency_key) IN (${placeholderRows(keys.length, '(?, ?)')})`,
     keys.flat(),
-  );
-  return rows;
+  ];
 }
 
 export interface NewReceipt {

@@ -174,8 +174,8 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
  * derived from the database clock, so the accepted tasks can be answered without reading them back. */
 export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
-  // Queued (db/pipeline.ts): sent with the submit's next read (lockLiveQueues), not a round trip
-  // of its own; a failure surfaces there and rolls the transaction back.
+  // Queued (db/pipeline.ts): sent with the submit's hot-row checks (and its COMMIT), not a round
+  // trip of its own; a failure surfaces there and rolls the transaction back.
   for (const chunk of chunkRows(c, rows, (r) => r)) {
     await write(
       c,

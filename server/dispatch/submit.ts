@@ -2,22 +2,25 @@
 // fires create tasks here, with the same checks, quota, receipts and wake-ups.
 //
 // Commands of one application that arrive together share one transaction of batch-shaped
-// statements, whatever their number (measured per batch, not per task):
-//   1. the named queues with the database clock (no lock), and whether the credentials of the
-//      commands authenticated from the node's credential cache are live (server/http/auth.ts),
-//   2. the committed receipts of the batch's keys (replays and conflicts answered from them),
-//   3. one multi-row INSERT of tasks and one of complete receipts (the frozen replies),
-//   4. the hot rows last — the queues (a conditional touch that fails on a retired queue) and the
-//      application's unfinished-task counter (a conditional increment that fails past the quota) —
-//      so they are locked only from there to the commit.
-// At the edge — a queue retired or the quota reached in step 4, a key that another transaction is
+// statements, whatever their number (measured per batch, not per task), in two round trips:
+//   1. (with START TRANSACTION) the named queues with the database clock (no lock), whether the
+//      credentials of the commands authenticated from the node's credential cache are live
+//      (server/http/auth.ts), and the committed receipts of the batch's keys (replays and
+//      conflicts answered from them),
+//   2. one multi-row INSERT of tasks and one of complete receipts (the frozen replies), then the
+//      hot rows — the queues (a checked touch refused on a retired queue) and the application's
+//      unfinished-task counter (a checked increment refused past the quota) — and the COMMIT, so
+//      they are locked only while the server runs that text (db/conditional-commit.ts).
+// At the edge — a queue retired or the quota reached in step 2, a key that another transaction is
 // inserting — the transaction rolls back and each item runs alone, under its key's named lock,
-// where the same statements give the exact per-item answer (429, 409, or the other command's
-// receipt). Quota is never exceeded by one task, and a submit and a retirement never both succeed.
+// with the same statements; there the refusal is the item's exact answer (409 RESOURCE_RETIRED or
+// 429 QUOTA_EXCEEDED: the refusal names its check), or the other command's receipt. Quota is never
+// exceeded by one task, and a submit and a retirement never both succeed.
 //
-// Schedules create their tasks with the same statements inside their own transactions
-// (createTasksInTransaction): a fire has no Idempotency-Key (its fire record, unique per
-// (schedule, fire time), is its identity), so no receipt is written for it.
+// Schedules and workflows create their tasks with the same statements inside their own
+// transactions (createTasksInTransaction, createStepTasksInTransaction: the checks without our
+// COMMIT, applyChecked): a fire has no Idempotency-Key (its fire record, unique per (schedule,
+// fire time), is its identity), so no receipt is written for it.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
@@ -27,10 +30,12 @@ import { fromIso, isDatabaseRefusal, withTransaction, type Tx, type Pool } from 
 import { poolBudget } from '../db/packet-budget.js';
 import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
-import { findReceipts, insertReceipts, type NewReceipt, type ReceiptRow } from '../db/receipts.js';
-import { liveQueuesTouch, lockLiveQueues, readSubmitQueues, type SubmitQueueRow } from '../db/queues.js';
-import { reserveUnfinishedTasks, unfinishedTasksReservation } from '../db/applications.js';
-import { commitIfApplied, NotApplied } from '../db/conditional-commit.js';
+import type { RowDataPacket } from 'mysql2/promise';
+import { insertReceipts, receiptsRead, type NewReceipt, type ReceiptKeyRow, type ReceiptRow } from '../db/receipts.js';
+import { liveQueuesTouch, submitQueuesOf, submitQueuesRead, type SubmitQueueRow, type SubmitQueues } from '../db/queues.js';
+import { queryAll } from '../db/pipeline.js';
+import { unfinishedTasksReservation } from '../db/applications.js';
+import { applyChecked, commitIfApplied, NotApplied } from '../db/conditional-commit.js';
 import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
@@ -89,17 +94,35 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
   return { ok: false, error: new OrbitError(code, message, field ? { field } : undefined) };
 }
 
-/** The statements of one transaction for `items` (one application). `alone`: the batch of one
- * under its key lock, where the edge conditions are that item's answer. `commit`: the transaction
- * is the submitter's batch, committed here with its hot rows (never alone: a caller's transaction
- * goes on after the tasks). */
-async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, commit = false): Promise<TxResult> {
-  const outcomes: Slot[] = new Array(items.length);
-  const { rows, now, liveCredentials } = await readSubmitQueues(
-    c,
+/** The batch's first round trip (after START TRANSACTION): its queues with the database clock and
+ * its cached credentials (submitQueuesRead), and the committed receipts of its keys (receiptsRead,
+ * replays and conflicts answered from them) — two reads that do not depend on each other, so one
+ * round trip, not two (issue 19: a submit transaction is 2 round trips, the other its COMMIT). The
+ * receipts of every keyed item are read, also those that turn out refused (their receipt is then
+ * not used: authorization comes first). */
+async function readBatch(c: Tx, items: SubmitCommand[]): Promise<SubmitQueues & { receipts: Map<string, ReceiptRow> }> {
+  const keys = items.flatMap((i): [string, string][] => (i.key === null ? [] : [[i.credential.namespaceId, i.key]]));
+  const queuesRead = submitQueuesRead(
     items.map((i) => i.prepared.normalized.queue_id),
     items.filter((i) => i.checkCredential).map((i) => i.credential.id),
   );
+  const reads: [string, unknown[]][] = [];
+  if (queuesRead) reads.push(queuesRead);
+  if (keys.length > 0) reads.push(receiptsRead(keys));
+  const results = reads.length > 0 ? (await queryAll(c, reads)).map(([r]) => r as RowDataPacket[]) : [];
+  const read = await submitQueuesOf(c, queuesRead ? results[0] : undefined);
+  const receipts = new Map<string, ReceiptRow>();
+  for (const r of (keys.length > 0 ? results[results.length - 1]! : []) as ReceiptKeyRow[]) receipts.set(`${r.namespace_id}\n${r.idempotency_key}`, r);
+  return { ...read, receipts };
+}
+
+/** The statements of one transaction for `items` (one application). `alone`: the edge conditions
+ * are the items' answer (an item alone under its key lock, or a caller's transaction, which gets
+ * them thrown for the whole batch). `commit`: the transaction is the submitter's (a batch or an
+ * item alone), committed here with its hot rows; a caller's transaction goes on after the tasks. */
+async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, commit = false): Promise<TxResult> {
+  const outcomes: Slot[] = new Array(items.length);
+  const { rows, now, liveCredentials, receipts: stored } = await readBatch(c, items);
   const queues = new Map<string, SubmitQueueRow>(rows.map((q) => [q.id, q]));
   const nowMs = dbTimeToMs(now);
   const createdAt = now.length === 19 ? `${now}.000` : now;
@@ -123,14 +146,6 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
     live.push(i);
   });
 
-  const stored = new Map<string, ReceiptRow>();
-  const keyed = live.filter((i) => items[i]!.key !== null);
-  for (const r of await findReceipts(
-    c,
-    keyed.map((i) => [items[i]!.credential.namespaceId, items[i]!.key!]),
-  )) {
-    stored.set(`${r.namespace_id}\n${r.idempotency_key}`, r);
-  }
   const keysInBatch = new Set<string>();
   const tasks: (NewTask & { createdAt: string; deadlineAt: string })[] = [];
   const receipts: NewReceipt[] = [];
@@ -214,27 +229,23 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   await insertTasks(c, tasks);
   if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
   await insertReceipts(c, receipts);
-  // The hot rows, last and in the ledger's lock order: queues (by id), then the application.
-  // A batch of the submitter's own transaction sends them with its COMMIT, as one round trip
-  // (db/conditional-commit.ts): the rows every submit and claim of the application waits for stay
-  // locked only while the server runs that text; at the edge (one did not apply) the batch rolls
-  // back and its items run alone, where the separate statements give each item's exact answer.
-  if (commit) {
-    try {
-      await commitIfApplied(c, [liveQueuesTouch([...byQueue]), unfinishedTasksReservation(items[0]!.credential.applicationId, tasks.length)]);
-    } catch (err) {
-      if (err instanceof NotApplied) throw new EdgeOfBatch();
-      throw err;
-    }
-    return { outcomes, queues: byQueue, accepted: tasks.length };
-  }
-  if ((await lockLiveQueues(c, [...byQueue])) !== byQueue.size) {
-    if (alone) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
-    throw new EdgeOfBatch();
-  }
-  if (!(await reserveUnfinishedTasks(c, items[0]!.credential.applicationId, tasks.length))) {
-    if (alone) throw await unfinishedTasksQuota(c, items[0]!.credential.applicationId);
-    throw new EdgeOfBatch();
+  // The hot rows, last and in the ledger's lock order: queues (by id), then the application, as
+  // checked updates (db/conditional-commit.ts), both in one round trip. The submitter's own
+  // transaction (a batch, an item alone) sends them with its COMMIT: the rows every submit and
+  // claim of the application waits for stay locked only while the server runs that text. A
+  // caller's transaction (schedules, workflows) goes on after them, so they go without it.
+  const app = items[0]!.credential.applicationId;
+  const touch = liveQueuesTouch([...byQueue]);
+  try {
+    await (commit ? commitIfApplied : applyChecked)(c, [touch, unfinishedTasksReservation(app, tasks.length)]);
+  } catch (err) {
+    if (!(err instanceof NotApplied)) throw err;
+    // At the batch's edge its items run alone; alone, the refusal is the item's answer: which
+    // check refused is in the refusal itself (a retired queue, else the quota), so only the
+    // quota's 429 reads anything (its limit), on refusals only.
+    if (!alone) throw new EdgeOfBatch();
+    if (err.refused(touch)) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
+    throw await unfinishedTasksQuota(c, app);
   }
   return { outcomes, queues: byQueue, accepted: tasks.length };
 }
@@ -347,7 +358,7 @@ export class TaskSubmitter {
       // this waits on the row (a duplicate key), and the next round replays it.
       const r = await runAlone(this.app.pool, it.credential.namespaceId, it.key ?? '', {
         path: 'submit',
-        tx: (c) => createTasksInTx(c, [it], true),
+        tx: (c) => createTasksInTx(c, [it], true, true),
         taken: isDuplicateKey,
       });
       this.afterCommit(r);

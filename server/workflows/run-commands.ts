@@ -11,7 +11,8 @@ import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 import type { Tx } from '../db/pool.js';
 import type { Credential } from '../db/credentials.js';
 import { getAttempt } from '../db/attempts.js';
-import { lockLiveQueues } from '../db/queues.js';
+import { liveQueuesTouch } from '../db/queues.js';
+import { applyChecked, NotApplied } from '../db/conditional-commit.js';
 import { getWorkflow } from '../db/workflows.js';
 import { getRun, insertRun, type RunRow } from '../db/workflow-runs.js';
 import { writeRunSteps } from '../db/workflow-run-steps.js';
@@ -77,8 +78,10 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
   await writeRunSteps(c, rows);
   // Every queue of the version, reached or not, locked to the commit: a queue retirement locks the
   // row and then looks for unfinished runs that pin it, so the two never both succeed.
-  if (version.queueIds.length > 0 && (await lockLiveQueues(c, [...version.queueIds])) !== version.queueIds.length) {
-    throw new OrbitError('RESOURCE_RETIRED', 'a queue of the workflow version is retired', { field: 'version' });
+  if (version.queueIds.length > 0) {
+    await applyChecked(c, [liveQueuesTouch([...version.queueIds])]).catch((err: unknown) => {
+      throw err instanceof NotApplied ? new OrbitError('RESOURCE_RETIRED', 'a queue of the workflow version is retired', { field: 'version' }) : err;
+    });
   }
   const row = (await getRun(c, cred.namespaceId, id))!;
   const run: LoadedRun = {
