@@ -6,6 +6,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
+import { enterWaiting } from './waiting-tasks.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
 import { placeholders, placeholderRows } from './placeholders.js';
 
@@ -164,7 +165,7 @@ export interface ClosedAttempt {
 }
 
 /** One column of a multi-row update: `CASE id WHEN ? THEN ? … END` with its arguments. */
-export function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string, key = 'id'): { sql: string; args: unknown[] } {
+function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string, key = 'id'): { sql: string; args: unknown[] } {
   return {
     sql: `${column} = CASE ${key} ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`,
     args: rows.flatMap((r) => [id(r), value(r)]),
@@ -235,5 +236,81 @@ export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unkn
             finished_at = ?, started_at = COALESCE(started_at, ?)
       WHERE id = ?`,
     [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, now, r.id],
+  ];
+}
+
+export interface TaskAfterResult {
+  id: string;
+  state: TaskState;
+  attemptsMade: number;
+  /** WAITING (retry): the new not_before; else null. */
+  notBefore: string | null;
+  /** Terminal or review: the result columns (set); WAITING: left as they are. */
+  result: { outcome: string; output: string | null; errorCode: string | null; errorMessage: string | null } | null;
+  /** Terminal: finished_at = now. */
+  terminal: boolean;
+}
+
+/** A CASE over some rows only: the other rows keep the column's value (ELSE column). */
+function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string): { sql: string; args: unknown[] } {
+  const c = caseOf(rows, id, value, column);
+  return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
+}
+
+/** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column (one per chunk of rows
+ * when their values exceed the statement budget: db/packet-budget.ts); current_attempt_id
+ * cleared. A task back to WAITING gets its new not_before, keeps its result columns and gets its
+ * waiting row (one INSERT … SELECT); the others get their result and keep their not_before. The
+ * caller holds the row locks. */
+export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], now: string): Promise<void> {
+  const id = (r: TaskAfterResult) => r.id;
+  // A row's id appears in at most 7 CASEs and the IN list.
+  const valuesOf = (r: TaskAfterResult) => {
+    const x = r.result;
+    return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
+  };
+  for (const chunk of chunkRows(c, rows, valuesOf)) {
+    if (chunk.length === 1) {
+      await write(c, ...updateOneTaskAfterResultSql(chunk[0]!, now));
+      continue;
+    }
+    const waiting = chunk.filter((r) => !r.result);
+    const results = chunk.filter((r) => r.result);
+    const cols = [
+      caseOf(chunk, id, (r) => r.state, 'state'),
+      caseOf(chunk, id, (r) => r.attemptsMade, 'attempts_made'),
+      caseOf(chunk, id, (r) => (r.terminal ? now : null), 'finished_at'),
+      ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
+      ...(results.length
+        ? [
+            caseOfSome(results, id, (r) => r.result!.outcome, 'result_outcome'),
+            caseOfSome(results, id, (r) => r.result!.output, 'result_output'),
+            caseOfSome(results, id, (r) => r.result!.errorCode, 'result_error_code'),
+            caseOfSome(results, id, (r) => r.result!.errorMessage, 'result_error_message'),
+          ]
+        : []),
+    ];
+    await write(
+      c,
+      `UPDATE tasks SET ${cols.map((x) => x.sql).join(', ')}, current_attempt_id = NULL, updated_at = ?
+        WHERE id IN (${placeholders(chunk.length)})`,
+      [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
+    );
+  }
+  // Tasks back to WAITING (a retry) are claimable again, at their new not_before.
+  await enterWaiting(
+    c,
+    rows.filter((r) => r.state === 'WAITING').map((r) => r.id),
+  );
+}
+
+/** updateTasksAfterResults' statement for one task (the one-row case of closeOneAttemptSql, for
+ * the same reason: each value once, no CASE): the columns the CASE form sets for that row. */
+function updateOneTaskAfterResultSql(r: TaskAfterResult, now: string): [string, unknown[]] {
+  const x = r.result;
+  const rest = x ? ', result_outcome = ?, result_output = ?, result_error_code = ?, result_error_message = ?' : ', not_before = ?';
+  return [
+    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${rest}, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
+    [r.state, r.attemptsMade, r.terminal ? now : null, ...(x ? [x.outcome, x.output, x.errorCode, x.errorMessage] : [r.notBefore]), now, r.id],
   ];
 }

@@ -4,8 +4,7 @@
 //   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
 //   did not apply), 1 locking read of the results' attempts and tasks (these three in one round
 //   trip), 1 UPDATE of attempts,
-//   1 UPDATE of tasks (with the tasks its hand-offs and refills lease: db/result-tasks.ts), then
-//   the ledger flush (queues, application, keys, stream head, events).
+//   1 UPDATE of tasks, then the ledger flush (queues, application, keys, stream head, events).
 // A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
 // (start-frames.ts applyStartsAlone).
 // The starts are applied by start-frames.ts, the results by result-frames.ts (what each decides:
@@ -185,7 +184,7 @@ async function batchInTx(
   });
   await starts.answer(live, now, changed, out);
   const liveResults = resultItems.filter((x) => live.has(x.cmd.who.credentialId));
-  const finishedTasks = await applyResults(c, ledger, liveResults, locked, now, out, released, freed);
+  await applyResults(c, ledger, liveResults, locked, now, out, released, freed);
   let plans: HandoffPlan[] = [];
   let refills: HandoffPlan[] = [];
   if (successors) {
@@ -203,7 +202,7 @@ async function batchInTx(
   }
   // Keys first, then the hand-off and refill attempts, then the hot rows to the commit (lock order).
   await ledger.flushKeys(c);
-  const delivered = await completeHandoffs(c, ledger, [...plans, ...refills], now, finishedTasks);
+  const delivered = await completeHandoffs(c, ledger, [...plans, ...refills], now);
   // Workflow steps whose tasks changed advance here, before the hot rows (nothing for plain tasks).
   const stepQueues = await advanceSteps(c, ledger);
   await ledger.flushCounters(c);

@@ -8,7 +8,6 @@
 import type { AssignedTask } from '@orbit/protocol/frames';
 import { toIso, type Tx } from '../db/pool.js';
 import { insertAttempts, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
-import type { LeasedTask } from '../db/result-tasks.js';
 import { taskWorkflowRef } from '../db/tasks.js';
 import { dbTimeToMs, msToDbTime } from '../db/time.js';
 
@@ -86,17 +85,9 @@ export interface Grant {
 
 /** leaseCandidates(grants, leasedAt, leaseSeconds by queue) → the assignments, in the grants'
  * order: one attempt per grant inserted (attempt number = attempts created + 1, lease from
- * `leasedAt`, a database clock reading, plus the queue's lease), the tasks LEASED — by
- * `markLeased`, markTasksLeased unless the caller writes them with other tasks of its transaction
- * in one UPDATE (a result transaction's hand-offs and refills: db/result-tasks.ts). Locks: the
+ * `leasedAt`, a database clock reading, plus the queue's lease), the tasks LEASED. Locks: the
  * candidate rows are already locked by the caller; the inserts take no other row lock. */
-export async function leaseCandidates(
-  c: Tx,
-  grants: Grant[],
-  leasedAt: string,
-  leaseSeconds: (queueId: string) => number,
-  markLeased: (rows: LeasedTask[]) => Promise<void> = (rows) => markTasksLeased(c, rows, leasedAt),
-): Promise<Assignment[]> {
+export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, leaseSeconds: (queueId: string) => number): Promise<Assignment[]> {
   if (grants.length === 0) return [];
   const nowMs = dbTimeToMs(leasedAt);
   const attempts: NewAttempt[] = grants.map((g) => ({
@@ -114,7 +105,11 @@ export async function leaseCandidates(
     leaseExpiresAt: msToDbTime(nowMs + leaseSeconds(g.row.queue_id) * 1000),
   }));
   await insertAttempts(c, attempts);
-  await markLeased(grants.map((g) => ({ taskId: g.row.id, attemptId: g.attemptId, waiting: g.row })));
+  await markTasksLeased(
+    c,
+    grants.map((g) => ({ taskId: g.row.id, attemptId: g.attemptId, waiting: g.row })),
+    leasedAt,
+  );
   return grants.map((g, i) => {
     const a = attempts[i]!;
     return {

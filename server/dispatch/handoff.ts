@@ -15,7 +15,6 @@ import { byClaimOrder, lockKeySuccessorsSql, type CandidateRow, type KeySuccesso
 import type { LockedKeyRow } from '../db/ledger-sql.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { updateTasksAfterResults, type TaskAfterResult } from '../db/result-tasks.js';
 import { newId } from '../ids.js';
 import { leaseCandidates, type Assignment, type ClaimSession, type TaskToAccept } from './grant.js';
 import type { PermitLedger } from './ledger.js';
@@ -115,16 +114,11 @@ export async function planHandoffs(
 }
 
 /** After the ledger's key phase: the attempts of the hand-offs whose swap applied and of the
- * refills, and their tasks LEASED in one UPDATE with `finishedTasks`, the transaction's results'
- * tasks (applyResults held them back for it; written alone when nothing is handed off). Returns
- * what to deliver after the commit (a hand-off whose swap did not apply delivers nothing: its
- * reservation is released with the unused ones). */
-export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: HandoffPlan[], now: string, finishedTasks: TaskAfterResult[]): Promise<Delivery[]> {
+ * refills, and their tasks LEASED. Returns what to deliver after the commit (a hand-off whose swap
+ * did not apply delivers nothing: its reservation is released with the unused ones). */
+export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: HandoffPlan[], now: string): Promise<Delivery[]> {
   const applied = plans.filter((p) => !p.keyed || ledger.handoffTokens.has(p.newAttemptId));
-  if (applied.length === 0) {
-    await updateTasksAfterResults(c, finishedTasks, now);
-    return [];
-  }
+  if (applied.length === 0) return [];
   const lease = await queueConfigs(
     c,
     applied.map((p) => p.row.queue_id),
@@ -134,7 +128,6 @@ export async function completeHandoffs(c: Tx, ledger: PermitLedger, plans: Hando
     applied.map((p) => ({ row: p.row, session: p.session, attemptId: p.newAttemptId, token: p.keyed ? ledger.handoffTokens.get(p.newAttemptId)! : null })),
     now,
     (q) => lease.get(q)!.leaseSeconds,
-    (leased) => updateTasksAfterResults(c, finishedTasks, now, leased),
   );
   return applied.map((p, i) => ({ session: p.session, slot: p.slot, a: assignments[i]!, follows: p.oldAttemptId }));
 }

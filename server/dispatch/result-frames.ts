@@ -1,16 +1,14 @@
 // result frames in the frame committer's transaction (frame-committer.ts): one locking read of
 // the results' attempts and tasks, each result decided (result-decision.ts) or answered from the
-// stored reply (a repeated frame), then one UPDATE of attempts; the UPDATE of their tasks is held
-// back for the hand-off and refill grants of the same transaction, which write their LEASED tasks
-// in the same statement (db/result-tasks.ts); permits, events and the keys and slots freed for a
-// hand-off or refill are collected for the rest of the transaction.
+// stored reply (a repeated frame), then one UPDATE of attempts and one of tasks; permits, events
+// and the keys and slots freed for a hand-off or refill are collected for the rest of the
+// transaction.
 import crypto from 'node:crypto';
 import type { ResultFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { closeAttempts, lockResultRowsSql, type ClosedAttempt, type ResultRow } from '../db/attempt-batches.js';
-import { updateTasksAfterResults, type TaskAfterResult } from '../db/result-tasks.js';
+import { closeAttempts, lockResultRowsSql, updateTasksAfterResults, type ClosedAttempt, type ResultRow, type TaskAfterResult } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
@@ -34,12 +32,7 @@ export function resultRowsSql(items: ResultItem[]): [string, unknown[]] {
   return lockResultRowsSql([...new Set(items.map((x) => x.cmd.frame.attempt_id))], [...new Set(items.map((x) => x.cmd.who.namespaceId))]);
 }
 
-/** The results `items` (credentials live) decided on their locked rows `locked` (resultRowsSql).
- * Returns the accepted results' task updates not yet written: the caller writes them in one UPDATE
- * with the tasks its hand-offs and refills lease (handoff.ts completeHandoffs). A batch with a
- * retry writes them here, before the successor and refill reads: its task is WAITING again, with
- * its waiting row, and may be granted by them in this transaction (as when the statements were
- * two). */
+/** The results `items` (credentials live) decided on their locked rows `locked` (resultRowsSql). */
 export async function applyResults(
   c: Tx,
   ledger: PermitLedger,
@@ -49,8 +42,8 @@ export async function applyResults(
   out: FrameOutcome[],
   released: ReleasedKey[],
   freed: FreedSlot[],
-): Promise<TaskAfterResult[]> {
-  if (items.length === 0) return [];
+): Promise<void> {
+  if (items.length === 0) return;
   const rows = new Map(locked.map((r) => [r.id, r]));
   const retryQueues = items
     .filter((x) => x.cmd.frame.outcome === 'retry')
@@ -140,7 +133,5 @@ export async function applyResults(
     out[i] = { ok: true, kind: 'result', reply, freedQueues: [a.queue_id] };
   }
   await closeAttempts(c, closed, now);
-  if (!tasks.some((t) => t.state === 'WAITING')) return tasks;
   await updateTasksAfterResults(c, tasks, now);
-  return [];
 }
