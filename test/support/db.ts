@@ -5,6 +5,7 @@ import { nanoid } from 'nanoid';
 import { createPool, type Pool } from '../../server/db/pool.js';
 import { migrateUp } from '../../server/db/migrations.js';
 import { bootstrap, type CredentialsFile } from '../../server/admin/bootstrap.js';
+import { waitingHeadViolations } from './waiting.js';
 
 export interface TestDb {
   name: string;
@@ -36,10 +37,23 @@ export async function createTestDb(port = inject('mysqlPort'), migrate: (pool: P
       // without release(), or a query nobody awaited). Measured before end(), which closes them all;
       // the database is dropped either way so the run continues cleanly, then the file fails.
       const held = checkedOut(pool);
+      // The waiting-heads invariant over whatever the file did (db/waiting-tasks.ts): checked here
+      // so that every test file checks it. A database without the column (a migration test that
+      // stopped before 000009) or without the table is skipped (errno 1054, 1146).
+      const heads =
+        held > 0
+          ? []
+          : await waitingHeadViolations(pool).catch((err: { errno?: number }) => {
+              if (err.errno === 1054 || err.errno === 1146) return [];
+              throw err;
+            });
       await pool.end().catch(() => {});
       const c = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
+      if (heads.length > 0) {
+        throw new Error(`TestDb.drop(): the waiting-heads invariant is broken in ${name} (db/waiting-tasks.ts): ${JSON.stringify(heads)}`);
+      }
       if (held > 0) {
         throw new Error(
           `TestDb.drop(): ${held} connection(s) of the pool of ${name} are still checked out at the end of the file ` +
