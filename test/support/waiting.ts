@@ -32,21 +32,27 @@ export async function syncWaiting(pool: Pool): Promise<void> {
        FROM tasks t WHERE t.state = 'WAITING'
         AND NOT EXISTS (SELECT 1 FROM waiting_tasks w WHERE (w.queue_id, w.priority, w.seq) = (t.queue_id, t.priority, t.seq))`,
   );
+  // Rows deleted here may have been their group's head: flag every row (over-flagging keeps the
+  // waiting-heads invariant; inserted rows are flagged by the column's default).
+  await pool.query('UPDATE waiting_tasks SET claimable = 1 WHERE claimable = 0');
 }
 
 /** The rows that break the waiting-heads flag rule (migration 000009, db/waiting-tasks.ts): an
  * unkeyed row or a row with not_before unflagged, or a group (namespace, key, queue, handler,
- * version) whose first row without not_before in claim order is unflagged. Empty when it holds. */
-export async function waitingHeadViolations(pool: Pool): Promise<RowDataPacket[]> {
+ * version) whose first row without not_before in claim order is unflagged (of `namespaceId`, or
+ * of every namespace). Empty when it holds. */
+export async function waitingHeadViolations(pool: Pool, namespaceId?: string): Promise<RowDataPacket[]> {
+  const ns = namespaceId === undefined ? '' : ' AND namespace_id = ?';
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT 'unflagged row' AS what, task_id, queue_id, priority, seq FROM waiting_tasks
-      WHERE claimable = 0 AND (concurrency_key IS NULL OR not_before IS NOT NULL)
+      WHERE claimable = 0 AND (concurrency_key IS NULL OR not_before IS NOT NULL)${ns}
      UNION ALL
      SELECT 'unflagged head', task_id, queue_id, priority, seq FROM (
        SELECT task_id, queue_id, priority, seq, claimable,
               ROW_NUMBER() OVER (PARTITION BY namespace_id, concurrency_key, queue_id, handler, handler_version ORDER BY priority DESC, seq) AS n
-         FROM waiting_tasks WHERE concurrency_key IS NOT NULL AND not_before IS NULL) g
+         FROM waiting_tasks WHERE concurrency_key IS NOT NULL AND not_before IS NULL${ns}) g
       WHERE n = 1 AND claimable = 0`,
+    namespaceId === undefined ? [] : [namespaceId, namespaceId],
   );
   return rows;
 }
