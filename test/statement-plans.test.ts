@@ -4,7 +4,7 @@
 // Handler_read_* counters), on a table holding many more rows than the statement touches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
-import { leaveWaitingSql, type WaitingKey } from '../server/db/waiting-tasks.js';
+import { flagHeadsSql, leaveWaitingSql, type WaitingKey } from '../server/db/waiting-tasks.js';
 import { candidateReadSql } from '../server/db/claim-sql.js';
 import { createTestDb, type TestDb } from './support/db.js';
 
@@ -167,6 +167,33 @@ describe('candidateIds: the claim read scans the claimable rows (migration 00000
       const all = await read(queueId, 'PRIMARY', '');
       expect(all.found).toBe(0);
       expect(all.readNext).toBeGreaterThanOrEqual(n);
+    }
+    // The next head after a claim of 3 keys (flagHeadsSql): one dive of the key's index per group,
+    // whatever the backlog (the primary key's walk read the rows of other keys, and locked them).
+    const [sql, args] = flagHeadsSql(
+      KEYS.slice(0, 3).map((k) => ({
+        queue_id: 'hot3000'.padEnd(32, 'x'),
+        priority: 0,
+        seq: '1',
+        namespace_id: NS,
+        concurrency_key: k,
+        handler: 'h',
+        handler_version: 'v1',
+      })),
+    )!;
+    const c = await db.pool.getConnection();
+    try {
+      const [plan] = await c.query<RowDataPacket[]>(`EXPLAIN ${sql}`, args);
+      expect(plan.filter((p) => p.table === 'waiting_tasks').map((p) => p.key)).toEqual(['ix_waiting_key', 'ix_waiting_key', 'ix_waiting_key']);
+      await c.query('START TRANSACTION');
+      const before = await handlerReads(c);
+      await c.query(sql, args);
+      const after = await handlerReads(c);
+      await c.query('ROLLBACK');
+      const reads = ['Handler_read_key', 'Handler_read_next', 'Handler_read_rnd_next'].reduce((n, k) => n + (after.get(k) ?? 0) - (before.get(k) ?? 0), 0);
+      expect(reads).toBeLessThanOrEqual(20);
+    } finally {
+      c.release();
     }
     // Flat: the 10 flagged heads and their 10 key probes, whatever the backlog.
     expect(flagged[1]).toEqual(flagged[0]);

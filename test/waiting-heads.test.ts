@@ -16,7 +16,7 @@ import { newTenant } from './support/db.js';
 import { call, ikey } from './support/http.js';
 import { drainFrames, session, useRestartableGateway } from './support/keys-helpers.js';
 import type { RawWorker } from './support/raw-worker.js';
-import { submitTask } from './support/submit.js';
+import { defaultTaskBody, submitTask } from './support/submit.js';
 import { sleep } from './support/wait.js';
 import { waitingHeadViolations } from './support/waiting.js';
 
@@ -85,8 +85,15 @@ async function checkSnapshot(t: CredentialsFile): Promise<void> {
   }
 }
 
+interface Item {
+  key: number | null;
+  priority: number;
+  handler: number;
+  delayed: boolean;
+}
+
 type Step =
-  | { op: 'submit'; key: number | null; priority: number; handler: number; delayed: boolean }
+  | { op: 'submit'; items: Item[] }
   | { op: 'open'; filter: number }
   | { op: 'finish'; worker: number; outcome: 'succeeded' | 'retry-now' | 'retry-later' }
   | { op: 'close'; worker: number }
@@ -97,10 +104,17 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 5,
     arbitrary: fc.record({
       op: fc.constant('submit' as const),
-      key: fc.option(fc.integer({ min: 0, max: KEYS.length - 1 }), { freq: 5 }),
-      priority: fc.integer({ min: 0, max: 3 }),
-      handler: fc.integer({ min: 0, max: HANDLERS.length - 1 }),
-      delayed: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+      // One item: POST /v1/tasks; more: one POST /v1/tasks:batch (one INSERT … SELECT, flags
+      // decided within the batch too: behindInBatch).
+      items: fc.array(
+        fc.record({
+          key: fc.option(fc.integer({ min: 0, max: KEYS.length - 1 }), { freq: 5 }),
+          priority: fc.integer({ min: 0, max: 3 }),
+          handler: fc.integer({ min: 0, max: HANDLERS.length - 1 }),
+          delayed: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+        }),
+        { minLength: 1, maxLength: 6 },
+      ),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('open' as const), filter: fc.integer({ min: 0, max: FILTERS.length - 1 }) }) },
@@ -121,14 +135,20 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 async function runStep(t: CredentialsFile, workers: RawWorker[], s: Step): Promise<void> {
   switch (s.op) {
     case 'submit': {
-      const h = HANDLERS[s.handler]!;
-      await submitTask(k.url(), t, {
-        handler: h.handler,
-        handler_version: h.version,
-        priority: s.priority,
-        ...(s.key === null ? {} : { concurrency_key: KEYS[s.key] }),
-        ...(s.delayed ? { not_before: new Date(Date.now() + 3_600_000).toISOString() } : {}),
-      });
+      const bodies = s.items.map((i) => ({
+        handler: HANDLERS[i.handler]!.handler,
+        handler_version: HANDLERS[i.handler]!.version,
+        priority: i.priority,
+        ...(i.key === null ? {} : { concurrency_key: KEYS[i.key] }),
+        ...(i.delayed ? { not_before: new Date(Date.now() + 3_600_000).toISOString() } : {}),
+      }));
+      if (bodies.length === 1) await submitTask(k.url(), t, bodies[0]);
+      else {
+        const tasks = bodies.map((b) => defaultTaskBody(t.queue_id, { ...b, idempotency_key: ikey('b') }));
+        const r = await call(k.url(), 'POST', '/v1/tasks:batch', { token: t.token, body: { tasks } });
+        expect(r.status, r.text).toBe(200);
+        expect((r.body.data.results as { status: number }[]).map((x) => x.status)).toEqual(tasks.map(() => 201));
+      }
       return;
     }
     case 'open': {
@@ -182,6 +202,22 @@ describe('waiting heads: the flagged candidate read', () => {
       { numRuns: 12 },
     );
   }, 300_000);
+});
+
+describe('waiting heads: a submit batch', () => {
+  it('flags the first row of each group in the batch only, by priority then order', async () => {
+    const t = await newTenant(k.db);
+    const body = (key: string, priority: number, handler_version = 'v1') =>
+      defaultTaskBody(t.queue_id, { concurrency_key: key, priority, handler_version, idempotency_key: ikey('b') });
+    const tasks = [body('b/1', 0), body('b/1', 0), body('b/1', 0, 'v2'), body('b/2', 0), body('b/2', 5), body('b/2', 5)];
+    const r = await call(k.url(), 'POST', '/v1/tasks:batch', { token: t.token, body: { tasks } });
+    expect(r.status, r.text).toBe(200);
+    const ids = (r.body.data.results as { data: { task: { id: string } } }[]).map((x) => x.data.task.id);
+    const [rows] = await k.db.pool.query<RowDataPacket[]>('SELECT task_id, claimable FROM waiting_tasks WHERE namespace_id = ?', [t.namespace_id]);
+    const flag = new Map(rows.map((x) => [x.task_id as string, Number(x.claimable)]));
+    // b/1 v1: the first; b/1 v2: a group of its own; b/2: the first priority-5 task.
+    expect(ids.map((id) => flag.get(id))).toEqual([1, 0, 1, 0, 1, 0]);
+  });
 });
 
 /** Three waiting tasks of one group on key `key` (priority 0, oldest first), submitted over HTTP. */

@@ -8,7 +8,7 @@ import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { isId } from '@orbit/protocol/ids';
-import { enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
+import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
 import { placeholders } from './placeholders.js';
 
@@ -195,6 +195,7 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
   await enterWaiting(
     c,
     tasks.map((t) => t.id),
+    behindInBatch(tasks),
   );
 }
 
