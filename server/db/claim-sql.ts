@@ -79,7 +79,9 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
   const parts: string[] = [];
   const args: unknown[] = [];
   for (const [i, s] of specs.entries()) {
-    const [sql, values] = candidateReadSql(s, now, i, 'ix_waiting_claimable', 'AND w.claimable = 1 ');
+    // A read of unkeyed rows only (keyed: false) needs no flag — every unkeyed row is claimable —
+    // and reads the rows in place by the primary key, as before 000009 (no lookup per row).
+    const [sql, values] = s.keyed ? candidateReadSql(s, now, i, 'ix_waiting_claimable', 'AND w.claimable = 1 ') : candidateReadSql(s, now, i, 'PRIMARY', '');
     parts.push(sql);
     args.push(...values);
   }

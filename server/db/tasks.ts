@@ -195,7 +195,7 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
   await enterWaiting(
     c,
     tasks.map((t) => t.id),
-    behindInBatch(tasks),
+    lock ? behindInBatch(tasks) : null,
   );
 }
 

@@ -56,18 +56,23 @@ const CLAIMABLE = `t.concurrency_key IS NULL OR t.not_before IS NOT NULL OR NOT 
 
 /** enterWaiting(task ids, behind): the waiting rows of tasks that just became WAITING, copied from
  * their rows (read by primary key; the caller holds their locks), flagged (CLAIMABLE; 0 for the
- * ids in `behind`: behindInBatch). One INSERT … SELECT for any number. The caller holds the key row of every keyed task without not_before
+ * ids in `behind`: behindInBatch). `behind` null: no row is keyed without not_before (unkeyed
+ * submits, a result's retries), all are flagged 1 without reading waiting_tasks — the statement
+ * of before 000009, which MariaDB runs without buffering the SELECT (a SELECT that reads the
+ * INSERT's own table goes through a temporary table first); null is also safe for any row
+ * (over-flagging). One INSERT … SELECT for any number. The caller holds the key row of every keyed task without not_before
  * (see the top of this file); a result's retry has a not_before (its backoff) and needs none. */
-export async function enterWaiting(c: Tx, taskIds: string[], behind: string[] = []): Promise<void> {
+export async function enterWaiting(c: Tx, taskIds: string[], behind: string[] | null = null): Promise<void> {
   if (taskIds.length === 0) return;
-  const flag = behind.length ? `IF(t.id IN (${placeholders(behind.length)}), 0, ${CLAIMABLE})` : CLAIMABLE;
+  const b = behind ?? [];
+  const flag = behind === null ? '1' : b.length ? `IF(t.id IN (${placeholders(b.length)}), 0, ${CLAIMABLE})` : CLAIMABLE;
   await write(
     c,
     `INSERT INTO waiting_tasks (queue_id, priority, seq, task_id, namespace_id, application_id, handler, handler_version, concurrency_key,
         not_before, deadline_at, created_at, claimable)
      SELECT ${COPIED}, ${flag}
        FROM tasks t WHERE t.id IN (${placeholders(taskIds.length)})`,
-    [...behind, ...taskIds],
+    [...b, ...taskIds],
   );
 }
 

@@ -233,9 +233,11 @@ export class PermitLedger {
       );
     }
     await leaveWaiting(c, this.left.splice(0));
+    const entered = this.entered.splice(0);
     await enterWaiting(
       c,
-      this.entered.splice(0).map((t) => t.id),
+      entered.map((t) => t.id),
+      keysToLock(entered).length ? [] : null,
     );
   }
 
