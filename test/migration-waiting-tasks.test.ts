@@ -2,14 +2,13 @@
 // their claimable rows and are dispatched after the upgrade in claim order (priority, then age; a
 // keyed one too; one not yet due only once due), the NEEDS_REVIEW one is counted by the new review
 // index, finished ones get nothing, and every permit and waiting invariant holds.
-import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
-import { listMigrations, migrateUp, splitStatements } from '../server/db/migrations.js';
+import { listMigrations, migrateUp } from '../server/db/migrations.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
-import { createTestDb, newTenant, type TestDb } from './support/db.js';
+import { createTestDbBefore, newTenant, type TestDb } from './support/db.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { endOfFileChecks } from './support/fixture.js';
@@ -24,18 +23,9 @@ let db: TestDb;
 let t: CredentialsFile;
 let gw: GatewayProcess | undefined;
 
-/** A database migrated up to (not including) 000007, recorded as the runner records it. */
+/** A database migrated up to (not including) 000007. */
 function databaseBefore(): Promise<TestDb> {
-  return createTestDb(port, async (pool) => {
-    await pool.query(
-      `CREATE TABLE schema_migrations (version INT UNSIGNED NOT NULL, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL,
-         applied_at DATETIME(3) NOT NULL, PRIMARY KEY (version))`,
-    );
-    for (const m of listMigrations().filter((x) => x.version < VERSION)) {
-      for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) await pool.query(stmt);
-      await pool.query('INSERT INTO schema_migrations VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [m.version, m.name, m.checksum]);
-    }
-  });
+  return createTestDbBefore(VERSION, port);
 }
 
 /** Inserts a task row as the pre-000007 submit path wrote it (seq from AUTO_INCREMENT). */

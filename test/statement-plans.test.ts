@@ -4,8 +4,8 @@
 // Handler_read_* counters), on a table holding many more rows than the statement touches.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
-import { leaveWaitingSql, type WaitingKey } from '../server/db/waiting-tasks.js';
-import { lockKeySuccessorsSql } from '../server/db/claim-sql.js';
+import { flagHeadsSql, leaveWaitingSql, type WaitingKey } from '../server/db/waiting-tasks.js';
+import { candidateReadSql, lockKeySuccessorsSql } from '../server/db/claim-sql.js';
 import { createTestDb, type TestDb } from './support/db.js';
 
 let db: TestDb;
@@ -145,5 +145,110 @@ describe("a key hand-off's successors read: each successor's key row joined by i
     const [rows] = await db.pool.query<RowDataPacket[]>(sql, values);
     expect(rows).toHaveLength(3);
     expect(rows[0]).toMatchObject({ key_holder_attempt_id: 'x'.repeat(32), key_highest_token: '5' });
+  });
+});
+
+describe('candidateIds: the claim read scans the claimable rows (migration 000009), not the backlog of busy keys', () => {
+  const NS = 'm'.repeat(32);
+  const KEYS = Array.from({ length: 10 }, (_, i) => Buffer.from(`hot/${i}`));
+
+  /** `n` waiting rows of queue `queueId` on the 10 keys (round robin), flagged as the writers flag
+   * them: the first row of each key's group. */
+  async function backlog(queueId: string, n: number): Promise<void> {
+    const rows = Array.from({ length: n }, (_, i) => [
+      queueId,
+      0,
+      String(100_000 + i),
+      `${queueId.slice(0, 8)}${String(i).padStart(24, '0')}`,
+      NS,
+      'a'.repeat(32),
+      'h',
+      'v1',
+      KEYS[i % 10],
+      null,
+      '2999-01-01',
+      '2026-01-01',
+      i < 10 ? 1 : 0,
+    ]);
+    await db.pool.query(
+      `INSERT INTO waiting_tasks (queue_id, priority, seq, task_id, namespace_id, application_id, handler, handler_version, concurrency_key,
+          not_before, deadline_at, created_at, claimable) VALUES ?`,
+      [rows],
+    );
+  }
+
+  /** The read of one queue with `limit: 10`, keyed (as a claim of a keyed session): its plan, the
+   * rows found, and the session's Handler_read_key / _next deltas. */
+  async function read(queueId: string, index: string, flag: string) {
+    const [sql, args] = candidateReadSql({ queueId, namespaceId: NS, limit: 10, handlers: null, keyed: true }, '2026-06-01 00:00:00.000', 0, index, flag);
+    const c = await db.pool.getConnection();
+    try {
+      const [plan] = await c.query<RowDataPacket[]>(`EXPLAIN ${sql.slice(1, -1)}`, args);
+      const before = await handlerReads(c);
+      const [rows] = await c.query<RowDataPacket[]>(sql, args);
+      const after = await handlerReads(c);
+      const delta = (k: string) => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+      return {
+        key: plan[0]!.key as string,
+        extra: String(plan[0]!.Extra),
+        found: rows.length,
+        readKey: delta('Handler_read_key'),
+        readNext: delta('Handler_read_next'),
+      };
+    } finally {
+      c.release();
+    }
+  }
+
+  it('reads the same rows at 300, 1 000 and 3 000 waiting rows on 10 held keys; the scan of every row reads them all', async () => {
+    await db.pool.query(
+      `INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at) VALUES ?`,
+      [KEYS.map((k, i) => [NS, k, 1, `holder${i}`.padEnd(32, '0'), 1, '2026-01-01', '2026-01-01'])],
+    );
+    const flagged = [];
+    for (const n of [300, 1000, 3000]) {
+      const queueId = `hot${n}`.padEnd(32, 'x');
+      await backlog(queueId, n);
+      await db.pool.query('ANALYZE TABLE waiting_tasks');
+      const r = await read(queueId, 'ix_waiting_claimable', 'AND w.claimable = 1 ');
+      expect(r).toMatchObject({ key: 'ix_waiting_claimable', found: 0 });
+      expect(r.extra).not.toContain('filesort');
+      flagged.push({ readKey: r.readKey, readNext: r.readNext });
+      // The statement before 000009 (every row, by the primary key) on the same rows: grows with n.
+      const all = await read(queueId, 'PRIMARY', '');
+      expect(all.found).toBe(0);
+      expect(all.readNext).toBeGreaterThanOrEqual(n);
+    }
+    // The next head after a claim of 3 keys (flagHeadsSql): one dive of the key's index per group,
+    // whatever the backlog (the primary key's walk read the rows of other keys, and locked them).
+    const [sql, args] = flagHeadsSql(
+      KEYS.slice(0, 3).map((k) => ({
+        queue_id: 'hot3000'.padEnd(32, 'x'),
+        priority: 0,
+        seq: '1',
+        namespace_id: NS,
+        concurrency_key: k,
+        handler: 'h',
+        handler_version: 'v1',
+      })),
+    )!;
+    const c = await db.pool.getConnection();
+    try {
+      const [plan] = await c.query<RowDataPacket[]>(`EXPLAIN ${sql}`, args);
+      expect(plan.filter((p) => p.table === 'waiting_tasks').map((p) => p.key)).toEqual(['ix_waiting_key', 'ix_waiting_key', 'ix_waiting_key']);
+      await c.query('START TRANSACTION');
+      const before = await handlerReads(c);
+      await c.query(sql, args);
+      const after = await handlerReads(c);
+      await c.query('ROLLBACK');
+      const reads = ['Handler_read_key', 'Handler_read_next', 'Handler_read_rnd_next'].reduce((n, k) => n + (after.get(k) ?? 0) - (before.get(k) ?? 0), 0);
+      expect(reads).toBeLessThanOrEqual(20);
+    } finally {
+      c.release();
+    }
+    // Flat: the 10 flagged heads and their 10 key probes, whatever the backlog.
+    expect(flagged[1]).toEqual(flagged[0]);
+    expect(flagged[2]).toEqual(flagged[0]);
+    expect(flagged[0]!.readKey + flagged[0]!.readNext).toBeLessThanOrEqual(40);
   });
 });

@@ -13,7 +13,7 @@ import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskRow } from './tasks.js';
-import { leaveWaiting, type WaitingKey } from './waiting-tasks.js';
+import { leaveWaiting, type WaitingRow } from './waiting-tasks.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 
@@ -64,37 +64,53 @@ export interface CandidateSpec {
 }
 
 /** candidateIds(specs, now) → due, undeadlined waiting task ids of each queue in claim order, read
- * in place from waiting_tasks (clustered by queue, priority DESC, seq: the scan stops at LIMIT),
- * one UNION ALL statement for all queues; no locks. `spec` is the index of the spec a row was
- * read for. The busy-key filter is checked row by row, so the scan walks every waiting row of a
- * busy key ahead of LIMIT: with all keys busy it reads the whole backlog (1 000 waiting rows on
- * 10 held keys: 1 000 rows plus 1 000 key probes per read; docs/benchmarks.md "Hot keys with a
- * backlog", with the proposed bound). */
+ * in place from the claimable rows of waiting_tasks (ix_waiting_claimable: queue, claimable,
+ * priority DESC, seq — the scan stops at LIMIT), one UNION ALL statement for all queues; no locks.
+ * `spec` is the index of the spec a row was read for. The busy-key filter is checked row by row,
+ * so the scan walks the claimable rows of busy keys ahead of LIMIT; only each key group's first
+ * row without not_before is claimable (db/waiting-tasks.ts "Waiting heads"), so that is about one
+ * row per busy key and group, not the key's backlog: 1 000 waiting rows on 10 held keys read 10
+ * rows instead of 1 000 (docs/benchmarks.md "Hot keys with a backlog"). The first eligible row
+ * of each free key is the same as a scan of every row would find: it is either a row with
+ * not_before (always claimable) or its group's first row without not_before — an earlier row of
+ * the same group would be eligible too — except when that first row is past its deadline: then
+ * the group's later rows are not seen until the sweeper removes it (one sweep). */
 export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint; spec: number }[]> {
   const parts: string[] = [];
   const args: unknown[] = [];
   for (const [i, s] of specs.entries()) {
-    let handlerFilter = '';
-    if (s.handlers) {
-      handlerFilter = ' AND (' + s.handlers.map((h) => `(w.handler = ? AND w.handler_version IN (${placeholders(h.versions.length)}))`).join(' OR ') + ')';
-    }
-    const keyFilter = s.keyed
-      ? ` AND (w.concurrency_key IS NULL OR NOT EXISTS (
-            SELECT 1 FROM resource_keys r
-             WHERE r.namespace_id = w.namespace_id AND r.concurrency_key = w.concurrency_key
-               AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
-      : ' AND w.concurrency_key IS NULL';
-    // FORCE INDEX: with many deadlines due soon the optimizer may prefer the deadline index, which
-    // needs a sort of every waiting row of the queue; the primary key delivers claim order.
-    parts.push(`(SELECT w.task_id AS id, w.priority, w.seq, ${i} AS spec FROM waiting_tasks w FORCE INDEX (PRIMARY)
-        WHERE w.queue_id = ? AND w.namespace_id = ?
-          AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ?${handlerFilter}${keyFilter}
-        ORDER BY w.priority DESC, w.seq ASC LIMIT ${s.limit})`);
-    args.push(s.queueId, s.namespaceId, now, now);
-    for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
+    // A read of unkeyed rows only (keyed: false) needs no flag — every unkeyed row is claimable —
+    // and reads the rows in place by the primary key, as before 000009 (no lookup per row).
+    const [sql, values] = s.keyed ? candidateReadSql(s, now, i, 'ix_waiting_claimable', 'AND w.claimable = 1 ') : candidateReadSql(s, now, i, 'PRIMARY', '');
+    parts.push(sql);
+    args.push(...values);
   }
   const [rows] = await c.query<RowDataPacket[]>(parts.join(' UNION ALL '), args);
   return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
+}
+
+/** One queue's part of the candidate read, reading index `index` with the extra condition
+ * `flag` (test/waiting-heads.test.ts compares it with the scan of every row: PRIMARY, no flag).
+ * FORCE INDEX: with many deadlines due soon the optimizer may prefer the deadline index, which
+ * needs a sort of every waiting row of the queue; the index delivers claim order. */
+export function candidateReadSql(s: CandidateSpec, now: string, i: number, index: string, flag: string): [string, unknown[]] {
+  let handlerFilter = '';
+  if (s.handlers) {
+    handlerFilter = ' AND (' + s.handlers.map((h) => `(w.handler = ? AND w.handler_version IN (${placeholders(h.versions.length)}))`).join(' OR ') + ')';
+  }
+  const keyFilter = s.keyed
+    ? ` AND (w.concurrency_key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM resource_keys r
+           WHERE r.namespace_id = w.namespace_id AND r.concurrency_key = w.concurrency_key
+             AND (r.holder_attempt_id IS NOT NULL OR r.highest_token >= ${TOKEN_MAX})))`
+    : ' AND w.concurrency_key IS NULL';
+  const sql = `(SELECT w.task_id AS id, w.priority, w.seq, ${i} AS spec FROM waiting_tasks w FORCE INDEX (${index})
+      WHERE w.queue_id = ? ${flag}AND w.namespace_id = ?
+        AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ?${handlerFilter}${keyFilter}
+      ORDER BY w.priority DESC, w.seq ASC LIMIT ${s.limit})`;
+  const args: unknown[] = [s.queueId, s.namespaceId, now, now];
+  for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
+  return [sql, args];
 }
 
 /** The task columns a claim, refill or hand-off reads (CandidateRow). */
@@ -262,9 +278,10 @@ export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
 }
 
 /** markTasksLeased([task id, attempt id, its waiting row], now): the claimed tasks LEASED with their
- * current attempt, and their waiting rows deleted (db/waiting-tasks.ts); the caller holds the task
- * rows' locks. Both queued. */
-export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: string; waiting: WaitingKey }[], now: string): Promise<void> {
+ * current attempt, and their waiting rows deleted with the next row of each key's group flagged
+ * (db/waiting-tasks.ts); the caller holds the task rows' locks and the key rows' (the grant's
+ * upsert, the hand-off's lock). All queued. */
+export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: string; waiting: WaitingRow }[], now: string): Promise<void> {
   await write(
     c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,

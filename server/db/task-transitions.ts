@@ -6,7 +6,6 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { TerminalTaskState } from '@orbit/protocol/states';
 import type { Conn, Tx } from './pool.js';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
-import { enterWaiting } from './waiting-tasks.js';
 
 /** lockTask(namespace_id, task_id) → the task row, locked FOR UPDATE. The caller knows it exists
  * (it holds an attempt of it, or read it under lock). */
@@ -18,15 +17,16 @@ export async function lockTask(c: Tx, namespaceId: string, taskId: string): Prom
   return rows[0]!;
 }
 
-/** requeueUnstartedTask(task_id, attempt_id): back to WAITING after its never-started attempt was
- * revoked, if that attempt is still its current one (such an attempt does not count against
- * max_attempts, so attempts_made stays), with its waiting row. The caller holds the row lock. */
-export async function requeueUnstartedTask(c: Tx, taskId: string, attemptId: string): Promise<void> {
+/** requeueUnstartedTask(task_id, attempt_id) → true when the task went back to WAITING after its
+ * never-started attempt was revoked (that attempt was still its current one; such an attempt does
+ * not count against max_attempts, so attempts_made stays). The caller holds the row lock and has
+ * the waiting row written (PermitLedger.enterWaiting: under the key row's lock). */
+export async function requeueUnstartedTask(c: Tx, taskId: string, attemptId: string): Promise<boolean> {
   const [res] = await c.execute(
     `UPDATE tasks SET state = 'WAITING', current_attempt_id = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ? AND current_attempt_id = ?`,
     [taskId, attemptId],
   );
-  if ((res as { affectedRows: number }).affectedRows === 1) await enterWaiting(c, [taskId]);
+  return (res as { affectedRows: number }).affectedRows === 1;
 }
 
 export interface FinishedTask {
@@ -54,12 +54,12 @@ export async function finishTaskRow(c: Conn, taskId: string, f: FinishedTask): P
 }
 
 /** reopenTaskForRetry(task_id): a NEEDS_REVIEW task resolved as `retry` goes back to WAITING, due
- * now, with its result cleared and its waiting row; the caller holds the row lock. */
+ * now (not_before NULL), with its result cleared; the caller holds the row lock and has the
+ * waiting row written (PermitLedger.enterWaiting: under the key row's lock). */
 export async function reopenTaskForRetry(c: Tx, taskId: string): Promise<void> {
   await c.execute(
     `UPDATE tasks SET state = 'WAITING', not_before = NULL, result_outcome = NULL, result_output = NULL, result_error_code = NULL,
               result_error_message = NULL, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
     [taskId],
   );
-  await enterWaiting(c, [taskId]);
 }

@@ -8,7 +8,7 @@ import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { isId } from '@orbit/protocol/ids';
-import { enterWaiting } from './waiting-tasks.js';
+import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
 import { placeholders } from './placeholders.js';
 
@@ -169,8 +169,9 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
 
 /** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
  * whole submit batch (one per chunk when the payloads exceed the statement budget:
- * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), and
- * one INSERT … SELECT of their waiting rows (db/waiting-tasks.ts), both queued. The caller passes times
+ * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), the
+ * lock of the key rows of keyed tasks without not_before, and one INSERT … SELECT of their waiting
+ * rows (db/waiting-tasks.ts), all queued. The caller passes times
  * derived from the database clock, so the accepted tasks can be answered without reading them back. */
 export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
@@ -186,10 +187,15 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
       chunk.flat(),
     );
   }
-  // Their claimable rows, copied from the rows just written (seq is the table's AUTO_INCREMENT).
+  // Their claimable rows, copied from the rows just written (seq is the table's AUTO_INCREMENT),
+  // flagged under the lock of their key rows (db/waiting-tasks.ts "Waiting heads"): after the task
+  // rows, before the queue and application rows (the lock order, docs/design.md).
+  const lock = lockKeysSql(keysToLock(tasks.map((t) => ({ namespace_id: t.namespaceId, concurrency_key: t.concurrencyKey, not_before: t.notBefore }))));
+  if (lock) await write(c, ...lock);
   await enterWaiting(
     c,
     tasks.map((t) => t.id),
+    lock ? behindInBatch(tasks) : null,
   );
 }
 

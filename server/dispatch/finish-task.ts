@@ -6,7 +6,6 @@ import type { TerminalTaskState } from '@orbit/protocol/states';
 import type { Tx } from '../db/pool.js';
 import type { TaskRow } from '../db/tasks.js';
 import { finishTaskRow } from '../db/task-transitions.js';
-import { leaveWaiting } from '../db/waiting-tasks.js';
 import type { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 
@@ -34,8 +33,9 @@ export async function finishTask(
     errorMessage: r.error?.message ?? null,
     terminal,
   });
-  // A WAITING task (cancel, deadline) is no longer claimable.
-  if (t.state === 'WAITING') await leaveWaiting(c, [t]);
+  // A WAITING task (cancel, deadline) is no longer claimable: its waiting row goes at the flush,
+  // under its key row's lock (db/waiting-tasks.ts "Waiting heads").
+  if (t.state === 'WAITING') ledger.leaveWaiting(t);
   if (terminal) ledger.taskFinished(t.application_id);
   ledger.taskChanged(t);
   const result: Record<string, unknown> = { outcome: r.outcome };

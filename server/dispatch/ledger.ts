@@ -15,6 +15,8 @@ import {
   swapKeyHolders,
 } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
+import { enterWaiting, keysToLock, leaveWaiting, lockKeysSql, type WaitingRow } from '../db/waiting-tasks.js';
+import { write } from '../db/pipeline.js';
 import { TOKEN_MAX } from '@orbit/protocol/limits';
 
 /** The key rows of `keys`, locked (lockKeyRowsSql): for a flush whose keys no hand-off locked before. */
@@ -66,6 +68,10 @@ export class PermitLedger {
   readonly handoffTokens = new Map<string, string>();
   /** Key rows a hand-off locked before the flush (handoff.ts), by namespace. */
   private readonly lockedKeys = new Map<string, LockedKeyRow[]>();
+  /** Waiting rows entered and left by this transaction (enterWaiting, leaveWaiting): written in the
+   * key phase of the flush, after their key rows are locked (db/waiting-tasks.ts). */
+  private readonly entered: { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null }[] = [];
+  private readonly left: (WaitingRow & { not_before: string | null })[] = [];
   /** Workflow step tasks whose state changed in this transaction: their runs advance before the
    * flush (server/workflows/apply.ts, advanceRunsInTx). Empty for plain tasks. */
   readonly stepTasks: { runId: string; step: string }[] = [];
@@ -73,6 +79,18 @@ export class PermitLedger {
   /** A task changed state; a workflow step's task is noted for advancement (a plain task: nothing). */
   taskChanged(t: { workflow_run_id: string | null; workflow_step: string | null }): void {
     if (t.workflow_run_id) this.stepTasks.push({ runId: t.workflow_run_id, step: t.workflow_step! });
+  }
+
+  /** Task `t` became WAITING in this transaction (its row is written): its waiting row is
+   * inserted at the flush, under its key row's lock when it is keyed without not_before. */
+  enterWaiting(t: { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null }): void {
+    this.entered.push(t);
+  }
+
+  /** Task `t` (as locked, WAITING) leaves WAITING in this transaction: its waiting row is deleted
+   * at the flush, under its key row's lock when keyed, and its group's next row flagged. */
+  leaveWaiting(t: WaitingRow & { not_before: string | null }): void {
+    this.left.push(t);
   }
 
   /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
@@ -133,6 +151,8 @@ export class PermitLedger {
     for (const [k, d] of o.appActive) add(this.appActive, k, d);
     for (const [k, d] of o.appUnfinished) add(this.appUnfinished, k, d);
     this.keys.push(...o.keys);
+    this.entered.push(...o.entered);
+    this.left.push(...o.left);
     this.events.push(...o.events);
     for (const q of o.freedQueues) this.freedQueues.add(q);
     this.stepTasks.push(...o.stepTasks);
@@ -150,14 +170,26 @@ export class PermitLedger {
     await this.flushCounters(c);
   }
 
-  /** The key phase: hand-off swaps (their tokens in handoffTokens), then releases. Callers that
-   * insert hand-off attempts do so between flushKeys and flushCounters, so the hot rows are
-   * locked only from flushCounters to the commit. */
+  /** The key phase: per namespace, the key rows of the waiting rows entered and left locked
+   * (with the keys released here, in one statement in key order, so no key row is taken out of
+   * order), hand-off swaps (their tokens in handoffTokens), then releases; then the waiting rows
+   * (db/waiting-tasks.ts: their flags are decided under those locks). Callers that insert
+   * hand-off attempts do so between flushKeys and flushCounters, so the hot rows are locked only
+   * from flushCounters to the commit. */
   async flushKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    const waitingKeys = [
+      ...keysToLock(this.entered),
+      ...this.left.flatMap((t) => (t.concurrency_key ? [{ namespace_id: t.namespace_id, concurrency_key: t.concurrency_key }] : [])),
+    ];
+    for (const k of waitingKeys) if (!byNs.has(k.namespace_id)) byNs.set(k.namespace_id, []);
     for (const ns of [...byNs.keys()].sort()) {
       const all = byNs.get(ns)!;
+      const lock = waitingKeys.some((k) => k.namespace_id === ns)
+        ? lockKeysSql([...waitingKeys.filter((k) => k.namespace_id === ns), ...all.map((k) => ({ namespace_id: ns, concurrency_key: k.key }))])
+        : null;
+      if (lock) await write(c, ...lock);
       let release = all;
       const swapped = all.filter((k) => this.swaps.has(k.attemptId));
       if (swapped.length > 0) {
@@ -200,6 +232,13 @@ export class PermitLedger {
         release.map((k) => ({ key: k.key, attemptId: k.attemptId })),
       );
     }
+    await leaveWaiting(c, this.left.splice(0));
+    const entered = this.entered.splice(0);
+    await enterWaiting(
+      c,
+      entered.map((t) => t.id),
+      keysToLock(entered).length ? [] : null,
+    );
   }
 
   /** The hot rows: queues, applications, stream heads. */

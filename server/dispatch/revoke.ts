@@ -37,7 +37,7 @@ export async function revokeAttempt(
         errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start',
       });
       // A never-started attempt does not consume max_attempts: back to WAITING as it was.
-      await requeueUnstartedTask(c, t.id, a.id);
+      if (await requeueUnstartedTask(c, t.id, a.id)) ledger.enterWaiting(t);
       ledger.taskChanged(t);
       return 'LEASE_EXPIRED';
     case 'expire-running': {

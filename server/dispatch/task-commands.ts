@@ -60,6 +60,7 @@ export async function resolveTask(
     if (resolution === 'retry') {
       // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
       await reopenTaskForRetry(c, t.id);
+      ledger.enterWaiting({ ...t, not_before: null });
       ledger.taskChanged(t);
       ledger.freedQueues.add(t.queue_id);
     } else {

@@ -3,8 +3,10 @@ import { inject } from 'vitest';
 import mysql from 'mysql2/promise';
 import { nanoid } from 'nanoid';
 import { createPool, type Pool } from '../../server/db/pool.js';
-import { migrateUp } from '../../server/db/migrations.js';
+import fs from 'node:fs';
+import { listMigrations, migrateUp, splitStatements } from '../../server/db/migrations.js';
 import { bootstrap, type CredentialsFile } from '../../server/admin/bootstrap.js';
+import { waitingHeadViolations } from './waiting.js';
 
 export interface TestDb {
   name: string;
@@ -36,10 +38,23 @@ export async function createTestDb(port = inject('mysqlPort'), migrate: (pool: P
       // without release(), or a query nobody awaited). Measured before end(), which closes them all;
       // the database is dropped either way so the run continues cleanly, then the file fails.
       const held = checkedOut(pool);
+      // The waiting-heads invariant over whatever the file did (db/waiting-tasks.ts): checked here
+      // so that every test file checks it. A database without the column (a migration test that
+      // stopped before 000009) or without the table is skipped (errno 1054, 1146).
+      const heads =
+        held > 0
+          ? []
+          : await waitingHeadViolations(pool).catch((err: { errno?: number }) => {
+              if (err.errno === 1054 || err.errno === 1146) return [];
+              throw err;
+            });
       await pool.end().catch(() => {});
       const c = await mysql.createConnection({ host: '127.0.0.1', port, user: 'orbit', password: 'orbit-local' });
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
+      if (heads.length > 0) {
+        throw new Error(`TestDb.drop(): the waiting-heads invariant is broken in ${name} (db/waiting-tasks.ts): ${JSON.stringify(heads)}`);
+      }
       if (held > 0) {
         throw new Error(
           `TestDb.drop(): ${held} connection(s) of the pool of ${name} are still checked out at the end of the file ` +
@@ -69,5 +84,20 @@ export async function newTenant(db: TestDb, opts: { queues?: string[]; workerAcc
     queues: opts.queues ?? ['initial'],
     workerAccess: opts.workerAccess ?? true,
     url: 'http://unused',
+  });
+}
+
+/** A database migrated up to (not including) migration `version`, recorded as the runner records
+ * it: for the tests of a migration on a database that already holds rows. */
+export function createTestDbBefore(version: number, port = inject('mysqlPort')): Promise<TestDb> {
+  return createTestDb(port, async (pool) => {
+    await pool.query(
+      `CREATE TABLE schema_migrations (version INT UNSIGNED NOT NULL, name VARCHAR(128) NOT NULL, checksum CHAR(64) NOT NULL,
+         applied_at DATETIME(3) NOT NULL, PRIMARY KEY (version))`,
+    );
+    for (const m of listMigrations().filter((x) => x.version < version)) {
+      for (const stmt of splitStatements(fs.readFileSync(m.file, 'utf8'))) await pool.query(stmt);
+      await pool.query('INSERT INTO schema_migrations VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [m.version, m.name, m.checksum]);
+    }
   });
 }
