@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { flagHeadsSql, leaveWaitingSql, type WaitingKey } from '../server/db/waiting-tasks.js';
-import { candidateReadSql, lockKeySuccessorsSql } from '../server/db/claim-sql.js';
+import { candidateReadSql } from '../server/db/claim-sql.js';
 import { createTestDb, type TestDb } from './support/db.js';
 
 let db: TestDb;
@@ -94,57 +94,6 @@ describe('leaveWaiting: a task leaving WAITING deletes its waiting row by primar
     // If a server version plans this by key, the special case in leaveWaitingSql may go.
     expect(r).toMatchObject({ type: 'ALL', deleted: 1 });
     expect(r.scanned).toBeGreaterThanOrEqual(ROWS);
-  });
-});
-
-describe("a key hand-off's successors read: each successor's key row joined by its primary key", () => {
-  it('the task and the key row are eq_ref reads of their primary keys, the waiting rows a read of ix_waiting_key', async () => {
-    const ns = 'm'.repeat(32);
-    const queue = 'q'.repeat(31) + '3';
-    const key = (k: number) => Buffer.from(`key-${k}`);
-    const id = (n: number) => `k${String(n).padStart(31, '0')}`;
-    const tasks = Array.from({ length: 200 }, (_, i) => [
-      id(i),
-      ns,
-      'a'.repeat(32),
-      queue,
-      'h',
-      'v1',
-      'v1',
-      '{}',
-      'WAITING',
-      3,
-      key(i % 10),
-      '2999-01-01',
-      '2026-01-01',
-      '2026-01-01',
-    ]);
-    await db.pool.query(
-      `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload, state, max_attempts,
-          concurrency_key, deadline_at, created_at, updated_at) VALUES ?`,
-      [tasks],
-    );
-    await db.pool.query(
-      `INSERT INTO waiting_tasks (queue_id, priority, seq, task_id, namespace_id, application_id, handler, handler_version, concurrency_key,
-          not_before, deadline_at, created_at)
-       SELECT queue_id, priority, seq, id, namespace_id, application_id, handler, handler_version, concurrency_key, not_before, deadline_at, created_at
-         FROM tasks WHERE namespace_id = ?`,
-      [ns],
-    );
-    await db.pool.query(
-      'INSERT INTO resource_keys (namespace_id, concurrency_key, highest_token, holder_attempt_id, version, created_at, updated_at) VALUES ?',
-      [Array.from({ length: 10 }, (_, k) => [ns, key(k), 5, 'x'.repeat(32), 5, '2026-01-01', '2026-01-01'])],
-    );
-    await db.pool.query('ANALYZE TABLE tasks, waiting_tasks, resource_keys');
-    const [sql, values] = lockKeySuccessorsSql([{ namespaceId: ns, key: key(3), queueId: queue }], '2026-12-03 10:00:00.000');
-    const [plan] = await db.pool.query<RowDataPacket[]>(`EXPLAIN ${sql}`, values);
-    const of = (table: string) => plan.find((r) => r.table === table);
-    expect(of('t')).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
-    expect(of('r')).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
-    expect(of('w')).toMatchObject({ key: 'ix_waiting_key' });
-    const [rows] = await db.pool.query<RowDataPacket[]>(sql, values);
-    expect(rows).toHaveLength(3);
-    expect(rows[0]).toMatchObject({ key_holder_attempt_id: 'x'.repeat(32), key_highest_token: '5' });
   });
 });
 

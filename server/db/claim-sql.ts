@@ -120,32 +120,22 @@ const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t
 /** lockKeySuccessorsSql([namespace, key, queue], now) → the statement that reads the next due
  * WAITING tasks of each key in its queue (a few per key, so that rows a claim holds can be
  * skipped) from waiting_tasks (index ix_waiting_key: each part stops after a few rows whatever the
- * key's backlog) and locks them FOR UPDATE SKIP LOCKED by primary key in the same statement, with
- * their key's row (its holder and highest token as key_holder_attempt_id, key_highest_token): one
- * locking read for a key hand-off (KeySuccessorRow rows). Nothing in it is waited for (SKIP
- * LOCKED covers the whole statement: the derived table's rows and the key rows too), so taking
- * rows of several tables in one statement cannot wait out of the lock order; a successor whose
- * key row another transaction holds is skipped, and that key is released instead (a claim round
- * grants it). The key rows were a locking read of their own (lockKeyRowsSql) in the same round
- * trip: one statement less per keyed result transaction (docs/benchmarks.md, "Fewer statements in
- * the result transaction"). */
+ * key's backlog) and locks them FOR UPDATE SKIP LOCKED by primary key in the same statement: one
+ * locking read for a key hand-off (CandidateRow rows), sent with the key rows' lock
+ * (ledger-sql.ts lockKeyRowsSql) in one round trip. The derived table's rows are not waited for
+ * either (SKIP LOCKED covers the whole statement), so taking them before the task rows cannot
+ * wait out of the lock order. */
 export function lockKeySuccessorsSql(keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): [string, unknown[]] {
   const parts = keys.map(
     () => `(SELECT w.task_id FROM waiting_tasks w WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
               AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
   );
   return [
-    `SELECT ${CANDIDATE_COLUMNS}, r.holder_attempt_id AS key_holder_attempt_id, r.highest_token AS key_highest_token
-       FROM (${parts.join(' UNION ALL ')}) n JOIN tasks t ON t.id = n.task_id
-       JOIN resource_keys r ON r.namespace_id = t.namespace_id AND r.concurrency_key = t.concurrency_key
+    `SELECT ${CANDIDATE_COLUMNS} FROM (${parts.join(' UNION ALL ')}) n JOIN tasks t ON t.id = n.task_id
       WHERE t.state = 'WAITING' FOR UPDATE SKIP LOCKED`,
     keys.flatMap((k) => [k.namespaceId, k.key, k.queueId, now, now]),
   ];
 }
-
-/** A successor row of lockKeySuccessorsSql: the task and its key row's holder and highest token
- * (locked with it). */
-export type KeySuccessorRow = CandidateRow & { key_holder_attempt_id: string | null; key_highest_token: string };
 
 /** Claim order of candidate rows: priority high first, then age (seq) — the order of a claim
  * round, a refill and a key hand-off alike. `seq` as candidateIds reads it (bigint) or as a

@@ -11,8 +11,9 @@
 // Exclusion is the claim's: the swap is conditional on the released attempt being the holder and
 // the key not being exhausted, and a task already locked by a claim is skipped.
 import type { Tx } from '../db/pool.js';
-import { byClaimOrder, lockKeySuccessorsSql, type CandidateRow, type KeySuccessorRow } from '../db/claim-sql.js';
-import type { LockedKeyRow } from '../db/ledger-sql.js';
+import { byClaimOrder, lockKeySuccessorsSql, type CandidateRow } from '../db/claim-sql.js';
+import { lockKeyRowsSql, type LockedKeyRow } from '../db/ledger-sql.js';
+import { queryAll } from '../db/pipeline.js';
 import { lockLiveCredentialsWithClock } from '../db/credentials.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { newId } from '../ids.js';
@@ -78,21 +79,17 @@ export async function planHandoffs(
   liveCredentials: Set<string>,
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
-  // One statement: the successors read and locked with their key rows (SKIP LOCKED: a task or a
-  // key row another transaction holds is skipped, and that key released instead) — under the key
-  // row's lock the ledger knows which swaps apply and their tokens without reading them back
-  // after the swap (ledger.ts flushKeys). A released key without a successor needs no lock before
-  // its release (releaseKeys is conditional on the holder).
-  const [successors] = await c.query(...lockKeySuccessorsSql(released, now));
-  const rows = successors as KeySuccessorRow[];
+  // One round trip: the successors read and locked in one statement (SKIP LOCKED: a task a claim
+  // holds is skipped), then the released keys' rows locked in key order (lock order: tasks, waiting
+  // rows, keys) — under that lock the ledger knows which swaps apply and their tokens without
+  // reading them back after the swap (ledger.ts flushKeys).
+  const byNs = new Map<string, Buffer[]>();
+  for (const r of released) byNs.set(r.namespaceId, [...(byNs.get(r.namespaceId) ?? []), r.key]);
+  const namespaces = [...byNs.keys()].sort();
+  const [successors, ...keyRows] = await queryAll(c, [lockKeySuccessorsSql(released, now), ...namespaces.map((ns) => lockKeyRowsSql(ns, byNs.get(ns)!))]);
+  namespaces.forEach((ns, i) => ledger.keyRowsLocked(ns, keyRows[i]![0] as LockedKeyRow[]));
+  const rows = successors![0] as CandidateRow[];
   if (rows.length === 0) return [];
-  const keyRows = new Map<string, LockedKeyRow[]>();
-  for (const t of rows)
-    keyRows.set(t.namespace_id, [
-      ...(keyRows.get(t.namespace_id) ?? []),
-      { concurrency_key: t.concurrency_key!, holder_attempt_id: t.key_holder_attempt_id, highest_token: t.key_highest_token },
-    ]);
-  for (const [ns, locked] of keyRows) ledger.keyRowsLocked(ns, locked);
   const plans: HandoffPlan[] = [];
   const taken = new Set<string>();
   for (const r of released) {
