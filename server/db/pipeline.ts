@@ -15,7 +15,6 @@
 // that runs on either takes a `Conn`; one that starts a transaction takes the pool or a `PooledConn`.
 import type { FieldPacket, PoolConnection, QueryResult } from 'mysql2/promise';
 import { budgetOf, roundTrips } from './packet-budget.js';
-import { heads, type TxTrace } from '../phase-trace.js';
 
 /** A connection out of the pool: what a transaction starts on (transactionOn), and what holds a
  * named lock across transactions. Never a transaction itself. */
@@ -40,8 +39,6 @@ export class Tx {
   readonly pending: string[] = [];
   /** True once commitWith() committed the transaction. */
   committed = false;
-  /** TEMPORARY (server/phase-trace.ts). */
-  trace: TxTrace | undefined;
 
   constructor(readonly conn: PooledConn) {}
 
@@ -64,10 +61,7 @@ export class Tx {
     const injected = statementFault?.(this.conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), this.conn.threadId);
     if (injected) await this.conn.query(injected);
     transactionStats.roundTrips++;
-    const t0 = performance.now();
-    const out = await (this.conn.execute as (...a: unknown[]) => Promise<unknown>)(...args);
-    this.trace?.trips.push([t0, performance.now(), heads([String(args[0])])]);
-    return out;
+    return (this.conn.execute as (...a: unknown[]) => unknown)(...args);
   }) as PoolConnection['execute'];
 
   /** mysql2's client-side escaping (the text `query(sql, values)` would send). */
@@ -104,7 +98,6 @@ async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], Field
   const fields: FieldPacket[][] = [];
   for (const trip of roundTrips(texts, budgetOf(tx.conn))) {
     transactionStats.roundTrips++;
-    const t0 = performance.now();
     if (trip.length === 1) {
       const [r, f] = await tx.conn.query(trip[0]!);
       results.push(r);
@@ -114,7 +107,6 @@ async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], Field
       results.push(...r);
       fields.push(...f);
     }
-    tx.trace?.trips.push([t0, performance.now(), heads(trip)]);
   }
   return [results.slice(from), fields.slice(from)];
 }

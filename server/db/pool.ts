@@ -4,7 +4,6 @@ import { Tx, transactionStats, write, type Conn, type PooledConn } from './pipel
 import { setupConnection } from './session-setup.js';
 import { queryFormat } from './sql-format.js';
 import { trackPacketBudget } from './packet-budget.js';
-import { txDone, txTrace } from '../phase-trace.js';
 
 export type Pool = mysql.Pool;
 /** Conn: runs on either; PooledConn: where a transaction starts; Tx: a transaction (db/pipeline.ts). */
@@ -127,22 +126,19 @@ export const transactionRetries = { deadlock: 0, lockWait: 0 };
  * rethrown — except a ROLLBACK answered with a retryable error, which Galera sends after a
  * certification failure (mysql-wsrep#39): that transaction is gone and the connection is fine.
  */
-export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: Tx) => Promise<T>, asked = performance.now()): Promise<T> {
+export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
     // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
     const tx = new Tx(conn);
-    tx.trace = txTrace(path, attempt === 1 ? asked : performance.now());
     try {
       transactionStats.transactions++;
       await write(tx, 'START TRANSACTION');
       if (transactionFault) await transactionFault(tx, path);
       const out = await fn(tx);
       if (!tx.committed) await tx.query('COMMIT');
-      txDone(tx.trace, true);
       return out;
     } catch (err) {
-      txDone(tx.trace, false);
       let broken = false;
       await conn.query('ROLLBACK').catch((e: unknown) => {
         if (isRetryableDbError(e)) return;
@@ -179,10 +175,9 @@ export async function withTransaction<T>(pool: Pool, fn: (tx: Tx) => Promise<T>)
 export async function withTransaction<T>(pool: Pool, path: TxPath, fn: (tx: Tx) => Promise<T>): Promise<T>;
 export async function withTransaction<T>(pool: Pool, a: TxPath | ((tx: Tx) => Promise<T>), b?: (tx: Tx) => Promise<T>): Promise<T> {
   const [path, fn] = typeof a === 'function' ? (['other', a] as const) : ([a, b!] as const);
-  const asked = performance.now();
   const conn = await pool.getConnection();
   try {
-    return await transactionOn(conn, path, fn, asked);
+    return await transactionOn(conn, path, fn);
   } finally {
     releaseConnection(conn);
   }

@@ -89,7 +89,6 @@ export interface Grant {
  * candidate rows are already locked by the caller; the inserts take no other row lock. */
 export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, leaseSeconds: (queueId: string) => number): Promise<Assignment[]> {
   if (grants.length === 0) return [];
-  if (c.trace) c.trace.tags.assigned = [...((c.trace.tags.assigned as string[] | undefined) ?? []), ...grants.map((g) => g.row.id)];
   const nowMs = dbTimeToMs(leasedAt);
   const attempts: NewAttempt[] = grants.map((g) => ({
     id: g.attemptId,

@@ -39,7 +39,6 @@ import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone }
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
 import { dbTimeToMs } from '../db/time.js';
-import { enqueued } from '../phase-trace.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
@@ -212,10 +211,6 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   }
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
-  if (c.trace) {
-    c.trace.tags.tasks = tasks.map((t) => t.id);
-    c.trace.tags.enq = items.map((i) => enqueued.get(i) ?? null);
-  }
   await insertTasks(c, tasks);
   if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
   await insertReceipts(c, receipts);
@@ -313,7 +308,6 @@ export class TaskSubmitter {
   /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A
    * database failure rejects (the caller answers 503: retry with the same key). */
   submit(cmd: SubmitCommand): Promise<SubmitOutcome> {
-    enqueued.set(cmd, performance.now());
     return this.committer(cmd.credential.applicationId, cmd);
   }
 

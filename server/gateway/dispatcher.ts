@@ -26,7 +26,6 @@ import type { Faults } from '../faults.js';
 import type { Session } from './session.js';
 import type { SlotReservation } from '../dispatch/slot-reservation.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
-import { event } from '../phase-trace.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */
 export interface DispatcherHost {
@@ -79,12 +78,6 @@ export class Dispatcher {
   /** A queue got new work or freed permits (WorkSignals.wake): its sessions are due. */
   wake(queueId: string, cause: WakeCause = 'work'): void {
     if (this.stopped) return;
-    event('wake', {
-      q: queueId,
-      running: this.running,
-      busy: this.inFlight.size,
-      free: [...this.host.sessions.values()].map((s) => [s.slots.free, s.slots.capacity, s.slots.held.size]),
-    });
     for (const s of this.host.sessions.values()) {
       if (!s.claim?.queueIds.includes(queueId)) continue;
       this.mark(s);
@@ -110,7 +103,6 @@ export class Dispatcher {
       void guarded(this.host, 'dispatcher-poll', () => {
         this.pollMs = this.productive ? MIN_POLL_MS : Math.min(MAX_POLL_MS, this.pollMs * 2);
         this.productive = false;
-        event('poll');
         for (const s of this.host.sessions.values()) {
           if (s.slots.free <= 0 || this.due.has(s)) continue;
           this.due.add(s);
@@ -179,7 +171,6 @@ export class Dispatcher {
 
   /** One claim round for `due`; `readDone` once its candidate read answered. */
   private async round(due: Session[], readDone: () => void): Promise<void> {
-    event('round', { n: due.length, polled: due.filter((s) => this.polled.has(s)).length });
     due.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
     const byPoll = new Set(due.filter((s) => this.polled.delete(s)));
     // The slots this round may fill are reserved while it runs (session-slots.ts), so that a key
@@ -197,7 +188,6 @@ export class Dispatcher {
       },
       // The slots it cannot fill are free again, and a second round may start for work woken since.
       read: () => {
-        event('read');
         sessions.forEach(({ slot }, i) => slot.shrink(reqs[i]!.free));
         readDone();
         this.pump();
@@ -220,7 +210,6 @@ export class Dispatcher {
         if (byPoll.has(s)) this.productive = true;
         this.lastServed.set(s, ++this.served);
         s.deliver(slot, got);
-        event('delivered', { tasks: got.map((a) => a.task.id) });
         // A full batch suggests more waiting work: due again for the next round.
         if (got.length === reserved && s.slots.free > 0) this.due.add(s);
       }
