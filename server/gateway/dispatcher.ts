@@ -127,10 +127,11 @@ export class Dispatcher {
       let app: string | undefined;
       const sessions: Session[] = [];
       for (const s of this.due) {
-        // A session whose slots are all a round's in flight stays due: that round may have read
-        // before this wake-up's work committed, so the next round is its (dropping it here left
-        // the work to the next unrelated wake-up or the poll).
-        if (s.state !== 'open' || (s.slots.free <= 0 && s.slots.fullButForRound)) {
+        // A session whose slots are all a round's in flight stays due when new work was woken
+        // after that round's read was sent: the round cannot see it, so the next round is its
+        // (dropping it here left the work to the next unrelated wake-up or the poll). Anything
+        // else that made it due came before the read and is that round's to see.
+        if (s.state !== 'open' || (s.slots.free <= 0 && (s.slots.fullButForRound || !this.woken.has(s)))) {
           this.due.delete(s);
           this.polled.delete(s);
           this.woken.delete(s);
@@ -183,8 +184,14 @@ export class Dispatcher {
     const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));
     const progress: RoundProgress = {
       // Work woken until now is this round's to see: no second round for it.
+      // Whatever made its sessions due until now (work, freed slots or permits) is this round's to
+      // see: no round after it or next to it for that (a full batch makes a session due again).
       reading: () => {
-        for (const { s } of sessions) this.woken.delete(s);
+        for (const { s } of sessions) {
+          this.due.delete(s);
+          this.polled.delete(s);
+          this.woken.delete(s);
+        }
       },
       // The slots it cannot fill are free again, and a second round may start for work woken since.
       read: () => {
