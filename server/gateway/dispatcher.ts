@@ -6,13 +6,13 @@
 // (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs are folded
 // into its next round, so a burst of commits costs one round, not one per session per commit —
 // except new work woken after the running round's candidate read was sent: that round cannot see
-// it, so once the read has answered (and the round gave back the reserved slots it cannot fill) a
-// second round of the application starts for it next to the first, instead of after the first's
-// remaining round trips (issue 19, docs/benchmarks.md "Wake-ups during a claim round": that wait
-// was the largest share of the paced p99 the dispatcher owns). Two rounds of one application stay
-// exact: each fills only the slots it reserved, SKIP LOCKED gives each candidate to one of them,
-// and the permits are conditional updates at each one's COMMIT (a round that finds them moved
-// rolls back and runs again).
+// it, so once the read has answered, when it drained the queue for a session (the round gave back
+// the reserved slots it cannot fill) a second round of the application starts for it next to the
+// first, instead of after the first's remaining round trips (issue 19, docs/benchmarks.md
+// "Wake-ups during a claim round": that wait was the largest share of the paced p99 the dispatcher
+// owns). Two rounds of one application stay exact: each fills only the slots it reserved, SKIP
+// LOCKED gives each candidate to one of them, and the permits are conditional updates at each
+// one's COMMIT (a round that finds them moved rolls back and runs again).
 // Local wake-ups do not shorten the poll: the work they announce is claimed by the rounds they
 // start, and a poll kept at 10 ms by them ran one empty round per 10 ms on a busy node (issue 19:
 // on ten hot keys most claim rounds were the poll's, empty, and they reserved the free slots a key
