@@ -50,6 +50,28 @@ describe('SessionSlots: reservations', () => {
     expect(slots.free).toBe(3);
   });
 
+  it("shrink: a claim round gives back the slots its candidate read cannot fill; never grows, nor a refill's, nor once ended", () => {
+    const { slots } = slotsOf(4);
+    const r = slots.reserve(64, true)!;
+    expect(slots.free).toBe(0);
+    r.shrink(1);
+    expect(r.size).toBe(1);
+    expect(slots.free).toBe(3);
+    expect(slots.fullButForRound).toBe(false);
+    r.shrink(3);
+    expect(r.size).toBe(1);
+    expect(slots.free).toBe(3);
+    const a = [assignment()];
+    expect(r.commit(a)).toEqual(a);
+    r.shrink(0);
+    expect(slots.free).toBe(3);
+    const refill = slots.reserveFreed(a[0]!.attemptId)!;
+    refill.shrink(0);
+    expect(refill.size).toBe(1);
+    refill.release();
+    expect(slots.free).toBe(3);
+  });
+
   it('commit: the committed attempts become held, the unused reserved slots are free again', () => {
     const { slots } = slotsOf(4);
     const r = slots.reserve(3)!;

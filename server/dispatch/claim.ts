@@ -49,6 +49,17 @@ export interface ClaimRequest {
   free: number;
 }
 
+/** What a round tells its caller as it goes (the dispatcher, gateway/dispatcher.ts). */
+export interface RoundProgress {
+  /** The candidate read is about to be sent: under READ COMMITTED it sees every task whose submit
+   * committed before now, so the work of wake-ups received so far is offered to this round. */
+  reading?(): void;
+  /** The candidate read answered with `found` candidates: no session can be dealt more, so each
+   * request's `free` has been lowered to at most `found` (also for a retried round) and the caller
+   * may give the rest of its reserved slots back. */
+  read?(found: number): void;
+}
+
 export interface ClaimRoundResult {
   bySession: Map<string, Assignment[]>;
   /** Sessions whose credential the transaction found revoked. */
@@ -92,7 +103,13 @@ export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSp
   return specs;
 }
 
-export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, onExhausted: () => void = () => {}): Promise<ClaimRoundResult> {
+export async function claimRound(
+  pool: Pool,
+  reqs: ClaimRequest[],
+  log: Logger,
+  onExhausted: () => void = () => {},
+  progress: RoundProgress = {},
+): Promise<ClaimRoundResult> {
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
   if (!applicationId) return out;
@@ -117,7 +134,7 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         if (queues.length === 0 || appFree <= 0) return;
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-        const rows = await lockRoundCandidates(c, specsFor(active, queues), now);
+        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, progress, reqs);
         if (rows.length === 0) return;
         const chosen = toSessions(rows, active, queues, appFree);
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
@@ -150,10 +167,14 @@ export async function claimRound(pool: Pool, reqs: ClaimRequest[], log: Logger, 
 }
 
 /** Step 1: the candidates of every spec in one read, in claim order, the first 512 locked by
- * primary key with SKIP LOCKED (those still WAITING, in claim order). */
-async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string): Promise<CandidateRow[]> {
+ * primary key with SKIP LOCKED (those still WAITING, in claim order). `reqs`' free slots are
+ * lowered to the number found (RoundProgress.read). */
+async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, progress: RoundProgress, reqs: ClaimRequest[]): Promise<CandidateRow[]> {
   if (specs.length === 0) return [];
+  progress.reading?.();
   const ids = await candidateIds(c, specs, now);
+  for (const r of reqs) r.free = Math.min(r.free, ids.length);
+  progress.read?.(ids.length);
   if (ids.length === 0) return [];
   ids.sort(byClaimOrder);
   const order = new Map(ids.map((x, i) => [x.id, i]));

@@ -15,6 +15,10 @@ export interface SlotReservation {
    * have lowered it meanwhile. Returns the assignments now held; the rest have no slot (the
    * caller releases their attempts). Ends the reservation; a second commit is a bug (throws). */
   commit(assignments: readonly Assignment[]): Assignment[];
+  /** A claim round's: it read its candidates and cannot fill more than `to` of its slots; the
+   * rest are free again at once (so a round for work woken after that read can reserve them while
+   * this one commits). Never grows; does nothing for a refill's or once the reservation ended. */
+  shrink(to: number): void;
   /** The grant did not happen (nothing to grant, rolled back, retried, refused): its slots are
    * free again, a refill's attempt keeps its slot. Does nothing once the reservation ended. */
   release(): void;

@@ -4,13 +4,22 @@
 // found work, doubling to 250 ms while polls find none) only marks sessions due; one claim round per
 // application then serves all of that application's due sessions in one transaction
 // (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs are folded
-// into its next round, so a burst of commits costs one round, not one per session per commit.
+// into its next round, so a burst of commits costs one round, not one per session per commit —
+// except new work woken after the running round's candidate read was sent: that round cannot see
+// it, so once the read has answered, when it drained the queue for a session (the round gave back
+// the reserved slots it cannot fill) a second round of the application starts for it next to the
+// first, instead of after the first's remaining round trips (issue 19, docs/benchmarks.md
+// "Wake-ups during a claim round": that wait was the largest share of the paced p99 the dispatcher
+// owns). Two rounds of one application stay exact: each fills only the slots it reserved, SKIP
+// LOCKED gives each candidate to one of them, and the permits are conditional updates at each
+// one's COMMIT (a round that finds them moved rolls back and runs again).
 // Local wake-ups do not shorten the poll: the work they announce is claimed by the rounds they
 // start, and a poll kept at 10 ms by them ran one empty round per 10 ms on a busy node (issue 19:
 // on ten hot keys most claim rounds were the poll's, empty, and they reserved the free slots a key
 // hand-off needed, sending that turnover through release + claim instead).
 import type { Logger } from 'pino';
-import { claimRound, type ClaimRequest } from '../dispatch/claim.js';
+import { claimRound, type ClaimRequest, type RoundProgress } from '../dispatch/claim.js';
+import type { WakeCause } from '../work-signals.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Faults } from '../faults.js';
@@ -30,8 +39,11 @@ export interface DispatcherHost {
 }
 
 const MAX_BATCH = 64;
-/** Rounds in flight at once (different applications). */
+/** Rounds in flight at once (different applications, or an application's overlapping second). */
 const MAX_PARALLEL = 2;
+/** Rounds of one application in flight at once: the second only for work woken after the first's
+ * candidate read. */
+const MAX_APPLICATION_ROUNDS = 2;
 const MIN_POLL_MS = 10;
 const MAX_POLL_MS = 250;
 
@@ -40,7 +52,12 @@ export class Dispatcher {
   /** Due sessions that only the poll marked (no wake-up or kick since): a grant to one of them is
    * work the node was not told of, which keeps the poll fast. */
   private readonly polled = new Set<Session>();
-  private readonly busyApps = new Set<string>();
+  /** Per application with rounds in flight: how many, and how many have not answered their
+   * candidate read yet (while one has not, no second round starts: it would read the same). */
+  private readonly inFlight = new Map<string, { rounds: number; unread: number }>();
+  /** Due sessions woken by new work that no round in flight was reading for when it came: they may
+   * get a round next to their application's round in flight. */
+  private readonly woken = new Set<Session>();
   private running = 0;
   private stopped = false;
   private pollMs = MIN_POLL_MS;
@@ -59,9 +76,13 @@ export class Dispatcher {
   }
 
   /** A queue got new work or freed permits (WorkSignals.wake): its sessions are due. */
-  wake(queueId: string): void {
+  wake(queueId: string, cause: WakeCause = 'work'): void {
     if (this.stopped) return;
-    for (const s of this.host.sessions.values()) if (s.claim?.queueIds.includes(queueId)) this.mark(s);
+    for (const s of this.host.sessions.values()) {
+      if (!s.claim?.queueIds.includes(queueId)) continue;
+      this.mark(s);
+      if (cause === 'work') this.woken.add(s);
+    }
     this.pump();
   }
 
@@ -93,54 +114,109 @@ export class Dispatcher {
     }, this.pollMs);
   }
 
+  /** Whether a round of application `a` may start now for due session `s`: none in flight, or one
+   * that has read its candidates while `s` was woken by work that read could not see. */
+  private mayStart(a: string, s: Session): boolean {
+    const f = this.inFlight.get(a);
+    return !f || (f.unread === 0 && f.rounds < MAX_APPLICATION_ROUNDS && this.woken.has(s));
+  }
+
   private pump(): void {
     while (!this.stopped && this.running < MAX_PARALLEL) {
-      // The due sessions of the first application without a round in flight.
+      // The due sessions with free slots of the first application that may start a round.
       let app: string | undefined;
       const sessions: Session[] = [];
       for (const s of this.due) {
-        if (s.slots.free <= 0 || s.state !== 'open') {
+        // A session whose slots are all a round's in flight stays due when new work was woken
+        // after that round's read was sent: the round cannot see it, so the next round is its
+        // (dropping it here left the work to the next unrelated wake-up or the poll). Anything
+        // else that made it due came before the read and is that round's to see.
+        if (s.state !== 'open' || (s.slots.free <= 0 && (s.slots.fullButForRound || !this.woken.has(s)))) {
           this.due.delete(s);
           this.polled.delete(s);
+          this.woken.delete(s);
           continue;
         }
+        if (s.slots.free <= 0) continue;
         const a = s.cred.applicationId;
-        if (this.busyApps.has(a)) continue;
+        if (app === undefined && !this.mayStart(a, s)) continue;
         app ??= a;
         if (a === app) sessions.push(s);
       }
       if (!app) break;
-      for (const s of sessions) this.due.delete(s);
+      for (const s of sessions) {
+        this.due.delete(s);
+        this.woken.delete(s);
+      }
       const a = app;
+      const f = this.inFlight.get(a) ?? { rounds: 0, unread: 0 };
+      this.inFlight.set(a, f);
+      f.rounds++;
+      f.unread++;
       this.running++;
-      this.busyApps.add(a);
-      void this.host.track(this.round(sessions)).finally(() => {
+      let unread = true;
+      const readDone = () => {
+        if (!unread) return;
+        unread = false;
+        f.unread--;
+      };
+      void this.host.track(this.round(sessions, readDone)).finally(() => {
+        readDone();
         this.running--;
-        this.busyApps.delete(a);
+        if (--f.rounds === 0) this.inFlight.delete(a);
         if (this.running === 0 && this.due.size === 0) for (const w of this.idleWaiters.splice(0)) w();
         this.pump();
       });
     }
   }
 
-  private async round(due: Session[]): Promise<void> {
+  /** One claim round for `due`; `readDone` once its candidate read answered. */
+  private async round(due: Session[], readDone: () => void): Promise<void> {
     due.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
     const byPoll = new Set(due.filter((s) => this.polled.delete(s)));
     // The slots this round may fill are reserved while it runs (session-slots.ts), so that a key
     // hand-off committing meanwhile (ws-gateway handoffHost) cannot fill them too.
-    const sessions: { s: Session; slot: SlotReservation }[] = [];
+    const sessions: { s: Session; slot: SlotReservation; reserved: number }[] = [];
     for (const s of due) {
       const slot = s.slots.reserve(MAX_BATCH, true);
-      if (slot) sessions.push({ s, slot });
+      if (slot) sessions.push({ s, slot, reserved: slot.size });
     }
     const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));
+    const progress: RoundProgress = {
+      // Work woken until now is this round's to see: no second round for it.
+      // Whatever made its sessions due until now (work, freed slots or permits) is this round's to
+      // see: no round after it or next to it for that (a full batch makes a session due again).
+      reading: () => {
+        for (const { s } of sessions) {
+          this.due.delete(s);
+          this.polled.delete(s);
+          this.woken.delete(s);
+        }
+      },
+      // The slots it cannot fill are free again, and a second round may start for work woken since
+      // — only when the read drained the queue for a session (found fewer than its slots): with a
+      // backlog the first round fills its slots, a full batch makes them due again, and results
+      // refill the rest; a second round there only split the work into more, smaller rounds
+      // (unkeyed, the throughput run: claim rounds per task 0.060-0.065 -> 0.088-0.090, CPU per
+      // task up ~5 %, first alternated sets of docs/benchmarks.md "Wake-ups during a claim round").
+      read: () => {
+        let drained = false;
+        sessions.forEach(({ slot }, i) => {
+          if (reqs[i]!.free < slot.size) drained = true;
+          slot.shrink(reqs[i]!.free);
+        });
+        if (!drained) return;
+        readDone();
+        this.pump();
+      },
+    };
     const m = this.host.metrics;
     const started = process.hrtime.bigint();
     try {
-      const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc());
+      const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc(), progress);
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
-      for (const { s, slot } of sessions) {
+      for (const { s, slot, reserved } of sessions) {
         const got = r.bySession.get(s.id) ?? [];
         if (r.revoked.has(s.id) || got.length === 0) {
           slot.release();
@@ -152,7 +228,7 @@ export class Dispatcher {
         this.lastServed.set(s, ++this.served);
         s.deliver(slot, got);
         // A full batch suggests more waiting work: due again for the next round.
-        if (got.length === slot.size && s.slots.free > 0) this.due.add(s);
+        if (got.length === reserved && s.slots.free > 0) this.due.add(s);
       }
       m.claimRounds.inc({ result: granted > 0 ? 'granted' : 'empty' });
       if (granted > 0) m.tasksAssigned.inc(granted);

@@ -58,9 +58,9 @@ export class SessionSlots {
     if (size <= 0) return null;
     this.reserved += size;
     if (round) this.roundReserved += size;
-    return this.reservation(size, null, () => {
-      this.reserved -= size;
-      if (round) this.roundReserved -= size;
+    return this.reservation(size, null, (n) => {
+      this.reserved -= n;
+      if (round) this.roundReserved -= n;
     });
   }
 
@@ -72,21 +72,30 @@ export class SessionSlots {
     if (!this.takesWork() || !this.attempts.has(attemptId) || this.reusing.has(attemptId)) return null;
     if (this.attempts.size + this.reserved > this.capacity) return null;
     this.reusing.add(attemptId);
-    return this.reservation(1, attemptId, () => this.reusing.delete(attemptId));
+    return this.reservation(1, attemptId, () => void this.reusing.delete(attemptId));
   }
 
-  /** A reservation whose end (`unreserve`) happens once, by commit or release. */
-  private reservation(size: number, replaces: string | null, unreserve: () => void): SlotReservation {
+  /** A reservation whose end happens once, by commit or release; `unreserve(n)` gives back n of
+   * its slots (all of them at its end, the excess at a shrink). */
+  private reservation(size: number, replaces: string | null, unreserve: (n: number) => void): SlotReservation {
     let open = true;
     const end = (): boolean => {
       if (!open) return false;
       open = false;
-      unreserve();
+      unreserve(size);
       return true;
     };
     return {
-      size,
+      get size() {
+        return size;
+      },
       replaces,
+      shrink: (to) => {
+        const excess = size - Math.max(0, to);
+        if (!open || replaces || excess <= 0) return;
+        size -= excess;
+        unreserve(excess);
+      },
       commit: (assignments) => {
         if (!end()) throw new Error('slot reservation committed after it ended');
         if (replaces) this.attempts.delete(replaces);

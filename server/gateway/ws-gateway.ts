@@ -94,7 +94,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     this.offWork = signals.onWork((q, cause) => {
       // Only new work ends a queue's "drained" hint: a result's released permits bring no task.
       if (cause === 'work') this.frames.hints.noteWork(q);
-      this.dispatcher.wake(q);
+      this.dispatcher.wake(q, cause);
     });
     this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
