@@ -92,7 +92,14 @@ const ROWS: RowTable[] = [
   { table: 'attempts', key: 'id', owners: ['task_id'] },
   { table: 'audit_log', key: 'id', owners: ['target_id'] },
   { table: 'result_events', key: "CONCAT(namespace_id, '/', sequence)", owners: ["IF(type = 'task.deadline_exceeded', 'deadline', task_id)"] },
-  { table: 'resource_keys', key: "CONCAT(namespace_id, '/', HEX(concurrency_key))", owners: [] },
+  // A key row at token 0 without a holder is a key never granted: a transaction that writes a
+  // keyed waiting row locks its key's row and creates it so when new (waiting heads, migration
+  // 000009) — an accepted keyed submit, or the sweeper ending a keyed task at its deadline.
+  {
+    table: 'resource_keys',
+    key: "CONCAT(namespace_id, '/', HEX(concurrency_key))",
+    owners: ["IF(highest_token = 0 AND holder_attempt_id IS NULL, 'key-lock', NULL)"],
+  },
   { table: 'worker_sessions', key: 'id', owners: [] },
   // Counters and stream heads move with any accepted submit or cancel, and with any new event.
   { table: 'stream_heads', key: 'namespace_id', owners: ['*', "'events'"] },
@@ -131,7 +138,7 @@ async function fuzz(label: string, arb: fc.Arbitrary<HttpCase>, runs: number, mu
       );
       if (!ok) return;
       const rowsAfter = await rowPrints(f.db.pool, ROWS);
-      const touched = new Set<string>(['deadline', ...(accepted.length ? ['*'] : [])]);
+      const touched = new Set<string>(['deadline', 'key-lock', ...(accepted.length ? ['*'] : [])]);
       if (rowsAfter.get('result_events')!.size > rowsBefore.get('result_events')!.size) touched.add('events');
       for (const { c, r, key } of accepted) {
         for (const id of namedIds(c.path, c.body, r.text)) touched.add(id);

@@ -125,11 +125,19 @@ export async function leaveWaiting(c: Tx, rows: WaitingRow[]): Promise<void> {
  * ((x, y, z))` (rewritten to a row equality) as a full scan — measured in the bench's profile:
  * every hand-off and lone refill read the whole waiting table, 50–60 rows examined per task and
  * 7 % of the database's CPU on `unkeyed-batch` (docs/benchmarks.md, "Where mariadbd's CPU
- * goes"). Two rows and more are a `range` read of the primary key (test/statement-plans.test.ts). */
+ * goes"). Two rows and more are a `range` read of the primary key (test/statement-plans.test.ts).
+ * FORCE INDEX (PRIMARY), in the multi-table form (the one both MySQL and MariaDB give index hints
+ * in a DELETE): on a small table MariaDB 10.11 planned the one-row DELETE as a range on
+ * ix_waiting_claimable's `queue_id` prefix (migration 000009), which locks every claimable row of
+ * the queue it passes — a claim round then waited for another round's deleted row
+ * (test/dispatch-overlapping-rounds.test.ts hung on it). */
 export function leaveWaitingSql(rows: WaitingKey[]): [string, unknown[]] {
   const values = rows.flatMap((r) => [r.queue_id, r.priority, String(r.seq)]);
-  if (rows.length === 1) return ['DELETE FROM waiting_tasks WHERE queue_id = ? AND priority = ? AND seq = ?', values];
-  return [`DELETE FROM waiting_tasks WHERE (queue_id, priority, seq) IN (${placeholderRows(rows.length, '(?, ?, ?)')})`, values];
+  if (rows.length === 1) return ['DELETE w FROM waiting_tasks w FORCE INDEX (PRIMARY) WHERE w.queue_id = ? AND w.priority = ? AND w.seq = ?', values];
+  return [
+    `DELETE w FROM waiting_tasks w FORCE INDEX (PRIMARY) WHERE (w.queue_id, w.priority, w.seq) IN (${placeholderRows(rows.length, '(?, ?, ?)')})`,
+    values,
+  ];
 }
 
 /** flagHeadsSql(deleted rows) → the UPDATE that flags the first not_before-NULL row of each keyed

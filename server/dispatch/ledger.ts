@@ -19,6 +19,26 @@ import { enterWaiting, keysToLock, leaveWaiting, lockKeysSql, type WaitingRow } 
 import { write } from '../db/pipeline.js';
 import { TOKEN_MAX } from '@orbit/protocol/limits';
 
+type EnteredTask = { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null };
+type WaitingOp = { op: 'enter'; t: EnteredTask } | { op: 'leave'; t: WaitingRow & { id: string; not_before: string | null } };
+
+/** The waiting rows a transaction's enters and leaves come to, in the order they happened: a task
+ * whose first change left WAITING had a row at the start (deleted; its row as locked), one whose
+ * last change entered WAITING has a row at the end (inserted). A task requeued and then cancelled
+ * in one transaction (a workflow's released element, cancelled by its run's advancement) has
+ * neither; one that left and came back has its old row deleted and a new one inserted. */
+function netWaiting(ops: WaitingOp[]): { entered: EnteredTask[]; left: (WaitingRow & { not_before: string | null })[] } {
+  const first = new Map<string, WaitingOp>();
+  const last = new Map<string, WaitingOp>();
+  for (const o of ops) {
+    if (!first.has(o.t.id)) first.set(o.t.id, o);
+    last.set(o.t.id, o);
+  }
+  const left = [...first.values()].flatMap((o) => (o.op === 'leave' ? [o.t] : []));
+  const entered = [...last.values()].flatMap((o) => (o.op === 'enter' ? [o.t] : []));
+  return { entered, left };
+}
+
 /** The key rows of `keys`, locked (lockKeyRowsSql): for a flush whose keys no hand-off locked before. */
 async function lockedKeyRows(c: Tx, namespaceId: string, keys: Buffer[]): Promise<LockedKeyRow[]> {
   const [rows] = await c.query(...lockKeyRowsSql(namespaceId, keys));
@@ -70,8 +90,7 @@ export class PermitLedger {
   private readonly lockedKeys = new Map<string, LockedKeyRow[]>();
   /** Waiting rows entered and left by this transaction (enterWaiting, leaveWaiting): written in the
    * key phase of the flush, after their key rows are locked (db/waiting-tasks.ts). */
-  private readonly entered: { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null }[] = [];
-  private readonly left: (WaitingRow & { not_before: string | null })[] = [];
+  private readonly waitingOps: WaitingOp[] = [];
   /** Workflow step tasks whose state changed in this transaction: their runs advance before the
    * flush (server/workflows/apply.ts, advanceRunsInTx). Empty for plain tasks. */
   readonly stepTasks: { runId: string; step: string }[] = [];
@@ -84,13 +103,13 @@ export class PermitLedger {
   /** Task `t` became WAITING in this transaction (its row is written): its waiting row is
    * inserted at the flush, under its key row's lock when it is keyed without not_before. */
   enterWaiting(t: { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null }): void {
-    this.entered.push(t);
+    this.waitingOps.push({ op: 'enter', t });
   }
 
   /** Task `t` (as locked, WAITING) leaves WAITING in this transaction: its waiting row is deleted
    * at the flush, under its key row's lock when keyed, and its group's next row flagged. */
-  leaveWaiting(t: WaitingRow & { not_before: string | null }): void {
-    this.left.push(t);
+  leaveWaiting(t: WaitingRow & { id: string; not_before: string | null }): void {
+    this.waitingOps.push({ op: 'leave', t });
   }
 
   /** A live attempt left LEASED/RUNNING: its queue permit, application count and key (if any). */
@@ -151,8 +170,7 @@ export class PermitLedger {
     for (const [k, d] of o.appActive) add(this.appActive, k, d);
     for (const [k, d] of o.appUnfinished) add(this.appUnfinished, k, d);
     this.keys.push(...o.keys);
-    this.entered.push(...o.entered);
-    this.left.push(...o.left);
+    this.waitingOps.push(...o.waitingOps);
     this.events.push(...o.events);
     for (const q of o.freedQueues) this.freedQueues.add(q);
     this.stepTasks.push(...o.stepTasks);
@@ -179,9 +197,10 @@ export class PermitLedger {
   async flushKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    const { entered, left } = netWaiting(this.waitingOps.splice(0));
     const waitingKeys = [
-      ...keysToLock(this.entered),
-      ...this.left.flatMap((t) => (t.concurrency_key ? [{ namespace_id: t.namespace_id, concurrency_key: t.concurrency_key }] : [])),
+      ...keysToLock(entered),
+      ...left.flatMap((t) => (t.concurrency_key ? [{ namespace_id: t.namespace_id, concurrency_key: t.concurrency_key }] : [])),
     ];
     for (const k of waitingKeys) if (!byNs.has(k.namespace_id)) byNs.set(k.namespace_id, []);
     for (const ns of [...byNs.keys()].sort()) {
@@ -232,8 +251,7 @@ export class PermitLedger {
         release.map((k) => ({ key: k.key, attemptId: k.attemptId })),
       );
     }
-    await leaveWaiting(c, this.left.splice(0));
-    const entered = this.entered.splice(0);
+    await leaveWaiting(c, left);
     await enterWaiting(
       c,
       entered.map((t) => t.id),
