@@ -124,10 +124,13 @@ const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t
  * locking read for a key hand-off (CandidateRow rows), sent with the key rows' lock
  * (ledger-sql.ts lockKeyRowsSql) in one round trip. The derived table's rows are not waited for
  * either (SKIP LOCKED covers the whole statement), so taking them before the task rows cannot
- * wait out of the lock order. */
+ * wait out of the lock order. FORCE INDEX: the read must stay on the key's rows — planned on
+ * ix_waiting_claimable's `queue_id` prefix (a small table can make it look as cheap) it would pass,
+ * and under SKIP LOCKED skip, other keys' rows, and a successor could be missed (the key then
+ * released instead of handed off). */
 export function lockKeySuccessorsSql(keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): [string, unknown[]] {
   const parts = keys.map(
-    () => `(SELECT w.task_id FROM waiting_tasks w WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
+    () => `(SELECT w.task_id FROM waiting_tasks w FORCE INDEX (ix_waiting_key) WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
               AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
   );
   return [
