@@ -15,9 +15,10 @@ import { cancelTask } from '../server/dispatch/task-commands.js';
 import { newTenant } from './support/db.js';
 import { call, ikey } from './support/http.js';
 import { drainFrames, session, useRestartableGateway } from './support/keys-helpers.js';
+import { lockKeysSql } from '../server/db/waiting-tasks.js';
 import type { RawWorker } from './support/raw-worker.js';
 import { defaultTaskBody, submitTask } from './support/submit.js';
-import { sleep } from './support/wait.js';
+import { sleep, waitFor } from './support/wait.js';
 import { waitingHeadViolations } from './support/waiting.js';
 
 const k = useRestartableGateway();
@@ -278,5 +279,73 @@ describe('waiting heads: writers of one group are serialized by the key row', ()
     const [rows] = await k.db.pool.query<RowDataPacket[]>('SELECT task_id, claimable FROM waiting_tasks WHERE namespace_id = ?', [t.namespace_id]);
     expect(rows.map((r) => ({ ...r }))).toEqual([{ task_id: task.id, claimable: 1 }]);
     expect(await waitingHeadViolations(k.db.pool)).toEqual([]);
+  });
+});
+
+/** InnoDB's count of deadlocks it resolved (rolling a transaction back) since the server started. */
+async function deadlocks(pool: Pool): Promise<number> {
+  const [[r]] = await pool.query<RowDataPacket[]>("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'");
+  return Number(r!.Value);
+}
+
+describe("waiting heads: a cancel and the key holder's retry at once", () => {
+  it("the cancel of a key's waiting row does not deadlock with the result retrying the key's holder", async () => {
+    const t = await newTenant(k.db);
+    const w = await session(k.url(), t, { capacity: 1 });
+    try {
+      const holder = (await submitTask(k.url(), t, { concurrency_key: 'race/retry' })).id;
+      const assign = await w.next('task.assign');
+      expect(assign.task.id).toBe(holder);
+      w.send({ type: 'start', attempt_id: assign.attempt_id });
+      await w.next('start.ok');
+      const waiting = (await submitTask(k.url(), t, { concurrency_key: 'race/retry' })).id;
+      const before = await deadlocks(k.db.pool);
+      // The cancel of the waiting task as the ledger runs it, with its key row lock taken first and
+      // held (the interleaving where the retry's statements land between the cancel's key upsert
+      // and its delete and flag UPDATE); then the real cancel (the upsert again, the delete, the
+      // flag UPDATE's locking read of the group on ix_waiting_key).
+      let runs = 0;
+      let keyHeld!: () => void;
+      const held = new Promise<void>((r) => (keyHeld = r));
+      let proceed!: () => void;
+      const go = new Promise<void>((r) => (proceed = r));
+      const cancel = withTransaction(k.db.pool, 'command', async (c) => {
+        runs++;
+        await c.query('SELECT id FROM tasks WHERE id = ? FOR UPDATE', [waiting]);
+        await c.query(...lockKeysSql([{ namespace_id: t.namespace_id, concurrency_key: Buffer.from('race/retry') }])!);
+        keyHeld();
+        await go;
+        await cancelTask(c, t.namespace_id, waiting, 'race');
+        await c.query('SELECT 1'); // the queued waiting writes are sent before this
+      });
+      await held;
+      // The holder's result: retry with a backoff (its waiting row has a not_before). Its frame
+      // transaction waits for the key row the cancel holds (release or hand-off).
+      w.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'retry', retry_after_ms: 3_600_000, error: { code: 'E', message: 'again' } });
+      // (Its wait shows in the process list, not in INNODB_TRX: MariaDB reads a row looked up by
+      // primary key while planning, so the statement waits in state "Statistics".)
+      try {
+        await waitFor('the result waiting for the key row', async () => {
+          const [rows] = await k.db.pool.query<RowDataPacket[]>(
+            "SELECT 1 FROM information_schema.PROCESSLIST WHERE id <> CONNECTION_ID() AND command = 'Query' AND info LIKE '%FROM resource_keys%FOR UPDATE'",
+          );
+          return rows.length > 0;
+        });
+      } finally {
+        proceed();
+      }
+      await cancel;
+      expect((await w.next('result.ok')).task_state).toBe('WAITING');
+      // Neither transaction was rolled back: the cancel ran once, InnoDB resolved no deadlock.
+      expect({ runs, deadlocks: (await deadlocks(k.db.pool)) - before }).toEqual({ runs: 1, deadlocks: 0 });
+      const [rows] = await k.db.pool.query<RowDataPacket[]>(
+        'SELECT task_id, claimable, not_before IS NOT NULL AS backoff FROM waiting_tasks WHERE namespace_id = ?',
+        [t.namespace_id],
+      );
+      expect(rows.map((r) => ({ ...r }))).toEqual([{ task_id: holder, claimable: 1, backoff: 1 }]);
+      expect(await waitingHeadViolations(k.db.pool)).toEqual([]);
+    } finally {
+      w.close();
+    }
   });
 });

@@ -6,7 +6,6 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
-import { enterWaiting } from './waiting-tasks.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
 import { placeholders, placeholderRows } from './placeholders.js';
 
@@ -259,9 +258,9 @@ function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown
 
 /** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column (one per chunk of rows
  * when their values exceed the statement budget: db/packet-budget.ts); current_attempt_id
- * cleared. A task back to WAITING gets its new not_before, keeps its result columns and gets its
- * waiting row (one INSERT … SELECT); the others get their result and keep their not_before. The
- * caller holds the row locks. */
+ * cleared. A task back to WAITING gets its new not_before and keeps its result columns (its waiting
+ * row is the caller's: PermitLedger.enterWaiting, written after the key row's lock); the others
+ * get their result and keep their not_before. The caller holds the row locks. */
 export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], now: string): Promise<void> {
   const id = (r: TaskAfterResult) => r.id;
   // A row's id appears in at most 7 CASEs and the IN list.
@@ -297,11 +296,6 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
       [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
     );
   }
-  // Tasks back to WAITING (a retry) are claimable again, at their new not_before.
-  await enterWaiting(
-    c,
-    rows.filter((r) => r.state === 'WAITING').map((r) => r.id),
-  );
 }
 
 /** updateTasksAfterResults' statement for one task (the one-row case of closeOneAttemptSql, for

@@ -111,7 +111,13 @@ export async function applyResults(
     else if (cmd.sessionId)
       freed.push({ sessionId: cmd.sessionId, namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, attemptId: a.id });
     if (d.taskState === 'WAITING') {
-      tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore: plusMs(now, d.backoffMs), result: null, terminal: false });
+      const notBefore = plusMs(now, d.backoffMs);
+      tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore, result: null, terminal: false });
+      // Its waiting row is written at the flush, after the key row's lock (the release or the
+      // hand-off's): inserted here, before it, a cancel of the key's next row that held the key
+      // row and read the group for its flag waited for this row while this transaction waited for
+      // the key row — a deadlock (docs/design.md "Waiting heads", *Serialization*).
+      ledger.enterWaiting({ id: a.task_id, namespace_id: a.namespace_id, concurrency_key: a.concurrency_key, not_before: notBefore });
     } else {
       const taskOutput = f.outcome === 'succeeded' ? output : null;
       tasks.push({
