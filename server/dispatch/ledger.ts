@@ -5,15 +5,7 @@
 // deadlock against each other on these rows.
 import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { isCheckRefusal } from '../db/conditional-commit.js';
-import {
-  addApplicationCounts,
-  addApplicationCountsWithin,
-  addQueueActive,
-  lockKeyRowsSql,
-  type LockedKeyRow,
-  releaseKeys,
-  swapKeyHolders,
-} from '../db/ledger-sql.js';
+import { addApplicationCounts, addApplicationCountsWithin, addQueueActive, type LockedKeyRow, releaseKeys, swapKeyHolders } from '../db/ledger-sql.js';
 import { appendResultEvents, type PendingEvent } from './events.js';
 import { enterWaiting, keysToLock, leaveWaiting, lockKeysSql, type WaitingRow } from '../db/waiting-tasks.js';
 import { write } from '../db/pipeline.js';
@@ -37,12 +29,6 @@ function netWaiting(ops: WaitingOp[]): { entered: EnteredTask[]; left: (WaitingR
   const left = [...first.values()].flatMap((o) => (o.op === 'leave' ? [o.t] : []));
   const entered = [...last.values()].flatMap((o) => (o.op === 'enter' ? [o.t] : []));
   return { entered, left };
-}
-
-/** The key rows of `keys`, locked (lockKeyRowsSql): for a flush whose keys no hand-off locked before. */
-async function lockedKeyRows(c: Tx, namespaceId: string, keys: Buffer[]): Promise<LockedKeyRow[]> {
-  const [rows] = await c.query(...lockKeyRowsSql(namespaceId, keys));
-  return rows as LockedKeyRow[];
 }
 
 /** A key hand-off was refused at the end of the transaction (its queue was paused or retired
@@ -213,15 +199,11 @@ export class PermitLedger {
       const swapped = all.filter((k) => this.swaps.has(k.attemptId));
       if (swapped.length > 0) {
         // Hand-offs first, in the same statement shape as a claim's grant. Which swaps apply and
-        // their tokens follow from the key rows locked before (handoff.ts planHandoffs; read and
-        // locked here when a caller did not): the swap itself is queued.
-        const locked =
-          this.lockedKeys.get(ns) ??
-          (await lockedKeyRows(
-            c,
-            ns,
-            swapped.map((k) => k.key),
-          ));
+        // their tokens follow from the key rows handoff.ts planHandoffs locked and read before it
+        // recorded the swaps (one statement per key row: that read, then this queued swap; the
+        // read shares its round trip with the successors' read, so the swap needs no answer).
+        const locked = this.lockedKeys.get(ns);
+        if (!locked) throw new Error('a key hand-off without its key rows locked (handoff.ts planHandoffs records them)');
         for (const k of swapped) {
           const row = locked.find((r) => r.concurrency_key.equals(k.key));
           if (row?.holder_attempt_id !== k.attemptId || BigInt(row.highest_token) >= TOKEN_MAX) continue;
