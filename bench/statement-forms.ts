@@ -51,7 +51,16 @@ function statements(): Statement[] {
       name: 'closeAttempts, one row',
       make: (i) =>
         closeOneAttemptSql(
-          { id: hex(i % ROWS, 'e'), state: 'SUCCEEDED', outcome: 'succeeded', output: `{"n":${i}}`, errorCode: null, errorMessage: null, fingerprint: 'f'.repeat(64), reply: `{"ok":${i}}` },
+          {
+            id: hex(i % ROWS, 'e'),
+            state: 'SUCCEEDED',
+            outcome: 'succeeded',
+            output: `{"n":${i}}`,
+            errorCode: null,
+            errorMessage: null,
+            fingerprint: 'f'.repeat(64),
+            reply: `{"ok":${i}}`,
+          },
           NOW,
         ),
     },
@@ -162,7 +171,12 @@ async function main(): Promise<void> {
     conn.release();
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const f = (xs: number[]) => `${med(xs).toFixed(0)} (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
-    console.log(`${N} executions per form per round, ${ROUNDS} rounds, transactions of ${PER_TX}; idle server ${(idlePerMs * 1000).toFixed(1)} µs/s; load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    console.log(
+      `${N} executions per form per round, ${ROUNDS} rounds, transactions of ${PER_TX}; idle server ${(idlePerMs * 1000).toFixed(1)} µs/s; load ${os
+        .loadavg()
+        .map((x) => x.toFixed(1))
+        .join(' ')}`,
+    );
     console.log('| statement | form | mariadbd µs / execution, median (min–max) | client (node) µs / execution |');
     console.log('| --- | --- | --- | --- |');
     for (const [key, a] of acc) {
