@@ -46,7 +46,7 @@ async function executes(c: Conn): Promise<number> {
 }
 
 describe('readFixedShape: the claim candidate read', () => {
-  it('alone: prepared (one text for every limit), the same rows as the text form in claim order', async () => {
+  it('alone: prepared, one text (one prepare) for every limit, rows in claim order', async () => {
     const conn = await db.pool.getConnection();
     try {
       const before = await executes(conn);
