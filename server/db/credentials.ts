@@ -84,7 +84,10 @@ export async function credentialNamespace(c: Conn, id: string): Promise<string |
  * first and the command is refused, or the command commits first and counts as done before the
  * revocation. Shared locks do not conflict, so sessions sharing a credential do not wait on it. */
 export async function lockLiveCredential(c: Tx, id: string): Promise<boolean> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
+  // Text, not prepared: it is the first statement of its transaction (hello, renew), so it goes
+  // with the queued START TRANSACTION in one round trip; `execute` sent that alone first (one
+  // round trip more per hello and per renew transaction).
+  const [rows] = await c.query<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
   return rows.length === 1;
 }
 

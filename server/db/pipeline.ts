@@ -143,6 +143,20 @@ export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promi
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
 
+/** readFixedShape(c, sql, values): a read of a fixed shape (its text depends on no value: values
+ * only in `?` marks) sent prepared — binary protocol, parsed and planned once per connection
+ * (mysql2 caches it by text; pool.ts bounds the cache) — when nothing waits to go with it, and as
+ * text with the queued writes when something does (a prepared statement cannot join a
+ * multi-statement text, and sending the queue first would cost a round trip). Measured per
+ * execution: the claim candidate read 62 against 115 µs of mariadbd as text, the one-row closes
+ * and updates ~40–50 against ~70–85 (bench/statement-forms.ts, docs/benchmarks.md "Prepared
+ * statements against text"). Not for a transaction's first statement: START TRANSACTION waits in
+ * the queue, so that one goes as text. */
+export async function readFixedShape<T extends QueryResult>(c: Conn, sql: string, values: unknown[]): Promise<[T, FieldPacket[]]> {
+  if (c instanceof Tx && c.pending.length > 0) return c.query<T>(sql, values);
+  return c.execute<T>(sql, values as never);
+}
+
 /** write(tx, sql, values): a statement whose result is not read, queued and sent with the
  * transaction's next query (at the latest with its COMMIT). Only for statements whose failure may
  * surface later (any failure rolls back). */

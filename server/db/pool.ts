@@ -65,6 +65,11 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     // mysql2's promise wrapper captures a stack trace per query for nicer async errors; measured
     // 7.5 % of the gateway's CPU under load. SQL errors still carry the statement.
     trace: false,
+    // Prepared statements (readFixedShape, the `execute` calls) stay cached per connection, by
+    // text. mysql2's default (16 000 per connection) could, over 16 connections and several
+    // nodes, exhaust the server's max_prepared_stmt_count (16 382 by default, server-wide): past
+    // 256 the least recently used is closed. Orbit's fixed-shape texts number in the dozens.
+    maxPreparedStatements: 256,
     // mysql2's own format, without walking a text already formatted once more (db/sql-format.ts).
     queryFormat: queryFormat as unknown as mysql.PoolOptions['queryFormat'],
     ...extra,
