@@ -9,7 +9,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, type CpuPerTask } from './cpu.js';
-import { startDbProfile } from './db-profile.js';
+import { startDbProfile, startGatewayProfile } from './db-profile.js';
 import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
 import { ScenarioProgress } from './scenario-progress.js';
 import { drainedWarmup, warmupCount } from './scenario-warmup.js';
@@ -230,6 +230,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const inWindow = () => workers.reduce((n, w) => n + w.completed - (before.get(w) ?? 0), 0);
 
     const profile = await startDbProfile(s.pool, s.mariadbPid, spec.name);
+    const gatewayProfile = await startGatewayProfile(s.gatewayPid, spec.name);
     const dbBefore = await dbStatus(s.pool);
     const mBefore = await scrapeMetrics(s.url);
     const cpu0 = cpuSnapshot(groups());
@@ -248,6 +249,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const mAfter = await scrapeMetrics(s.url);
     const db = dbPerUnit(dbDelta(dbBefore, await dbStatus(s.pool), s.overhead), spec.count);
     await profile?.stop(spec.count);
+    await gatewayProfile?.stop();
 
     await stopWorkers(workers);
     await stopProducers(producers);
