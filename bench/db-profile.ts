@@ -1,5 +1,5 @@
-// Profiling mariadbd inside one scenario's measurement window (issue 19: where the database's CPU
-// per task goes). Off unless asked for; nothing here runs in a plain `npm run bench`.
+// Profiling mariadbd (and the gateway) inside one scenario's measurement window (issue 19: where
+// the database's CPU per task goes). Off unless asked for; nothing here runs in a plain `npm run bench`.
 //
 // ORBIT_BENCH_SERVER_ARGS='--performance-schema=ON …': more options for the bench's own server,
 // after its fixed ones (so `--userstat=0` overrides). Only for a profiling run: the bench's figures
@@ -39,6 +39,22 @@ function stopPerf(perf: ChildProcess | null): Promise<void> {
   const exited = new Promise<void>((r) => perf.once('exit', () => r()));
   perf.kill('SIGINT');
   return exited;
+}
+
+/** ORBIT_BENCH_GATEWAY_PROFILE=dir: `perf record` attached to the gateway (all its threads: the
+ * JIT's compile threads and GC helpers too) for exactly each scenario's window, into
+ * dir/<scenario>.gateway.perf.data; ORBIT_BENCH_GATEWAY_PERF_ARGS replaces the default on-CPU
+ * sampling. For JIT frames by name run the gateway with ORBIT_BENCH_GATEWAY_NODE_ARGS='--perf-prof
+ * --interpreted-frames-native-stack' and `perf inject --jit` the file (`-k 1`: the jitdump's
+ * clock). Returns null when the variable is not set. */
+export async function startGatewayProfile(gatewayPid: number | undefined, scenario: string): Promise<{ stop(): Promise<void> } | null> {
+  const dir = process.env.ORBIT_BENCH_GATEWAY_PROFILE;
+  if (!dir || gatewayPid === undefined) return null;
+  fs.mkdirSync(dir, { recursive: true });
+  const args = (process.env.ORBIT_BENCH_GATEWAY_PERF_ARGS ?? '-e cpu-clock -F 499 -g -k 1').split(/\s+/).filter(Boolean);
+  const perf = spawn('perf', ['record', ...args, '-p', String(gatewayPid), '-o', path.join(dir, `${scenario}.gateway.perf.data`)], { stdio: 'ignore' });
+  await new Promise((r) => setTimeout(r, 300)); // attached to every thread before the window opens
+  return { stop: () => stopPerf(perf) };
 }
 
 /** Starts the window's profile, or returns null when ORBIT_BENCH_DB_PROFILE is not set. */

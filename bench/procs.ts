@@ -75,11 +75,12 @@ export async function stopWorkers(ws: WorkerProc[]): Promise<void> {
 export interface ProducerProc {
   child: ChildProcess;
   ready: Promise<void>;
+  /** Tasks submitted so far by the current job (a scenario's warm-up, then its measured window). */
   submitted: number;
-  /** Resolves when the producer has submitted its share; rejects on its error. */
-  done: Promise<void>;
   exited: Promise<void>;
-  go(job: ProducerJob): void;
+  /** Starts a job; resolves when the producer has submitted its share, rejects on its error or
+   * exit. One job at a time. */
+  go(job: ProducerJob): Promise<void>;
 }
 
 export function spawnProducers(count: number, onProgress: () => void): ProducerProc[] {
@@ -87,8 +88,11 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
     const child = fork(path.join(packageRoot(), 'dist/bench/producer-proc.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const exited = exitedPromise(child);
     let onReady!: () => void;
-    let onDone!: () => void;
-    let onError!: (e: Error) => void;
+    let job: { resolve: () => void; reject: (e: Error) => void } | null = null;
+    const fail = (e: Error) => {
+      job?.reject(e);
+      job = null;
+    };
     const p: ProducerProc = {
       child,
       ready: new Promise<void>((resolve, reject) => {
@@ -96,21 +100,29 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
         void exited.then(() => reject(new Error(`producer process ${child.pid} exited before it was ready`)));
       }),
       submitted: 0,
-      done: new Promise<void>((resolve, reject) => ((onDone = resolve), (onError = reject))),
       exited,
-      go: (job) => child.send(job),
+      go: (j) => {
+        if (job) throw new Error('producer: a job is already running');
+        p.submitted = 0;
+        const done = new Promise<void>((resolve, reject) => (job = { resolve, reject }));
+        done.catch(() => {});
+        child.send(j);
+        return done;
+      },
     };
-    p.done.catch(() => {});
     p.ready.catch(() => {});
     child.on('message', (m: any) => {
       if (m.ev === 'ready') onReady();
       else if (m.ev === 'progress' || m.ev === 'done') {
         p.submitted = m.submitted;
         onProgress();
-        if (m.ev === 'done') onDone();
-      } else if (m.ev === 'error') onError(new Error(`producer: ${m.message}`));
+        if (m.ev === 'done') {
+          job?.resolve();
+          job = null;
+        }
+      } else if (m.ev === 'error') fail(new Error(`producer: ${m.message}`));
     });
-    void exited.then(() => onError(new Error(`producer process ${child.pid} exited (code ${child.exitCode})`)));
+    void exited.then(() => fail(new Error(`producer process ${child.pid} exited (code ${child.exitCode})`)));
     return p;
   });
 }

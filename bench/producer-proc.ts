@@ -2,8 +2,11 @@
 // A benchmark producer process (forked with an IPC channel by bench/scenario.ts): submits its
 // share of a scenario's tasks over HTTP, one per `POST /v1/tasks` or many per
 // `POST /v1/tasks:batch`, from `concurrency` loops over keep-alive connections.
-//   parent → child: ProducerJob ({type:'go', …}) once;
-//   child → parent: {ev:'ready'}, {ev:'progress', submitted} every 500 ms, {ev:'done', submitted},
+//   parent → child: ProducerJob ({type:'go', …}), one job at a time (a scenario's warm-up, then
+//   its measured window, in the same warm process; each job opens its own keep-alive connections:
+//   reusing the warm-up's could meet the gateway's 5 s idle close after a long drain);
+//   child → parent: {ev:'ready'}, then per job {ev:'progress', submitted} every 500 ms,
+//   {ev:'done', submitted},
 //   or {ev:'error', message} (then exit 2).
 import http from 'node:http';
 

@@ -18,6 +18,9 @@ export interface ReportInput {
   mode: 'quick' | 'full';
   command: string;
   baselineHow: string;
+  /** Share of each scenario's tasks run as its warm-up (0: measured cold; absent in reports made
+   * before the warm-up, which were all cold). */
+  warmupFraction?: number;
   autocommit: BaselineResult;
   transaction: BaselineResult;
   scenarios: (ScenarioResult | Skipped)[];
@@ -53,6 +56,8 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
   const u = uPerTask(r.cpuMsPerTask, unitUs);
   return {
     ...head,
+    warmup_tasks: r.warmupTasks,
+    warmup_seconds: round(r.warmupSeconds),
     tasks: r.tasks,
     seconds: round(r.seconds),
     tasks_per_s: round(r.tasksPerSec, 1),
@@ -94,6 +99,7 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     cpu_ms_per_task: cpu,
     submit_to_assign_ms: { p50: round(r.submitToAssignMs.p50, 1), p99: round(r.submitToAssignMs.p99, 1) },
     result_to_ok_ms: { p50: round(r.resultToOkMs.p50, 1), p99: round(r.resultToOkMs.p99, 1) },
+    latency_samples: { submit_to_assign: r.latencySamples.submitToAssign, result_to_ok: r.latencySamples.resultToOk },
     key_handoff_ms: round(r.keyHandoffMs, 1),
     status_delta: d.raw,
   };
@@ -113,6 +119,24 @@ function baselineJson(b: BaselineResult) {
   };
 }
 
+/** How the scenarios were measured: warm (after a drained warm-up in the same processes) or cold. */
+function warmupJson(fraction: number) {
+  return {
+    measured: fraction > 0 ? ('warm' as const) : ('cold' as const),
+    fraction: round(fraction, 4),
+    how:
+      fraction > 0
+        ? `before each scenario's window, ${round(fraction * 100, 1)} % of its task count submitted, claimed and completed the same way by the same gateway, worker and producer processes and drained (no WAITING/LEASED/RUNNING task left); per scenario warmup_tasks; no figure counts them (counters, CPU and latencies from the window's opening)`
+        : "cold (--no-warmup): each scenario measured from its worker and producer processes' start, the gateway as the previous scenarios left it",
+  };
+}
+
+function warmupText(fraction: number): string {
+  return fraction > 0
+    ? `Scenarios measured warm: each after a drained warm-up of ${fmt(fraction * 100)} % of its task count in the same processes (tasks: counted + warm-up; no figure counts the warm-up).`
+    : 'Scenarios measured cold (--no-warmup): from the start of their worker and producer processes.';
+}
+
 export function reportJson(x: ReportInput) {
   const base = x.autocommit.medianPerSec;
   return {
@@ -123,6 +147,7 @@ export function reportJson(x: ReportInput) {
     baseline_transaction_per_s: round(x.transaction.medianPerSec, 1),
     baseline_insert_cpu_us: round(x.autocommit.cpuUsPerRow, 1),
     baseline_reported: x.baselineHow,
+    warmup: warmupJson(x.warmupFraction ?? 0),
     baseline: { autocommit: baselineJson(x.autocommit), transaction: baselineJson(x.transaction) },
     scenarios: x.scenarios.map((r) => scenarioJson(r, base, x.autocommit.cpuUsPerRow, x.batchSize)),
     scheduled_load: x.scheduled
@@ -161,7 +186,7 @@ export function reportJson(x: ReportInput) {
         'information_schema.TABLE_STATISTICS deltas of the orbit schema (server started with --userstat=1): rows_changed = rows inserted, updated or deleted in the table; rows_changed_x_indexes = rows_changed x the table\'s indexes (primary key included), an upper bound of the index entries written (an UPDATE that changes no indexed column writes the clustered record only; docs/design.md "Index entries per task" counts them exactly)',
       claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',
       cpu_ms:
-        '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment before the producers start and one after the last result (workers started after a preload: from their connection): mariadbd, gateway, worker processes (sum), producer processes (sum)',
+        '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment when the window opens (after the warm-up is drained, before the producers start the counted tasks) and one after the last result (workers started after a preload: from their connection): mariadbd, gateway, worker processes (sum), producer processes (sum)',
     },
   };
 }
@@ -180,6 +205,8 @@ export function reportText(x: ReportInput): string {
     `  u = MariaDB CPU per autocommit INSERT:  ${fmt(unit, 1)} µs  (rounds ${x.autocommit.roundsCpuUsPerRow.map((v) => fmt(v, 1)).join(' / ')}; ` +
       `the transaction form: ${fmt(x.transaction.cpuUsPerRow, 1)} µs per row)`,
     '',
+    warmupText(x.warmupFraction ?? 0),
+    '',
     '| scenario | submit | tasks | tasks/s | CPU u per task | u: db / gateway / workers / producers | × autocommit baseline | submit→assign p50 / p99 ms | result→ok p50 / p99 ms | key release→next grant ms |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...x.scenarios.map((r) => {
@@ -187,7 +214,7 @@ export function reportText(x: ReportInput): string {
       if (isSkipped(r)) return `| ${label(r.spec)} | ${sub} | skipped: ${r.reason} | | | | | | | |`;
       const u = uPerTask(r.cpuMsPerTask, unit);
       return (
-        `| ${label(r.spec)} | ${sub} | ${fmt(r.tasks)} | ${fmt(r.tasksPerSec)} | ${fmt(u.total, 1)} | ` +
+        `| ${label(r.spec)} | ${sub} | ${fmt(r.tasks)}${r.warmupTasks ? ` + ${fmt(r.warmupTasks)}` : ''} | ${fmt(r.tasksPerSec)} | ${fmt(u.total, 1)} | ` +
         `${[u.db, u.gateway, u.workers, u.producers].map((v) => fmt(v, 1)).join(' / ')} | ${fmt(r.tasksPerSec / base, 3)} | ` +
         `${fmt(r.submitToAssignMs.p50, 1)} / ${fmt(r.submitToAssignMs.p99, 1)} | ${fmt(r.resultToOkMs.p50, 1)} / ${fmt(r.resultToOkMs.p99, 1)} | ${fmt(r.keyHandoffMs, 1)} |`
       );

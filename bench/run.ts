@@ -20,6 +20,9 @@
 //       fan-out, statements per run, step and task, CPU per run and task (bench/workflow-load.ts);
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
 //       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
+// Each scenario of (b)–(d) is measured warm, as the baseline is: the same processes first run a
+// third of its task count (--warmup=F: that share; --no-warmup: none, the cold measurement),
+// drained before its window opens, and no figure counts those tasks (bench/scenario-warmup.ts).
 // --processes=N runs the gateway as N processes (ORBIT_PROCESSES); --processes=1,2 runs each
 // throughput scenario in --pairs=N (default 2) alternated rounds per count, each on a freshly
 // started gateway, and adds the scaling table (bench/process-scaling.ts); the other parts then run
@@ -39,6 +42,7 @@ import { baselines, type BaselineOptions } from './baseline.js';
 import { dbCalibrate, INNODB_MONITOR_ARG, USERSTAT_ARG } from './counters.js';
 import { extraServerArgs } from './db-profile.js';
 import { uPerTask } from './cpu.js';
+import { warmupFraction } from './scenario-warmup.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
 import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
@@ -58,6 +62,7 @@ const batchSize = Number(opt('batch-size') ?? 100);
 const keyedSubmit = opt('keyed-submit') === 'single' ? 'single' : 'batch';
 const processCounts = parseProcessCounts(opt('processes'));
 const pairs = Number(opt('pairs') ?? 2);
+const warmup = warmupFraction(argv);
 const progress = (l: string) => {
   if (!asJson || process.stderr.isTTY) process.stderr.write(`\r\x1b[K${l}`);
 };
@@ -175,6 +180,7 @@ async function main(): Promise<void> {
       gatewayPid: gw.child.pid,
       overhead,
       stallMs: 60_000,
+      warmupFraction: warmup,
     };
     const hasBatch = await batchEndpointAvailable(gw.url, creds.token);
     if (!hasBatch) say('POST /v1/tasks:batch is not available on this gateway: unkeyed-batch skipped, keyed scenarios submit one task per request');
@@ -212,6 +218,7 @@ async function main(): Promise<void> {
         spec = { ...spec, submit: 'single' };
       }
       const r = await runScenario(setup, spec, progress);
+      if (r.warmupTasks > 0) say(`${spec.name}: warm-up of ${fmt(r.warmupTasks)} tasks in ${fmt(r.warmupSeconds, 1)} s, drained`);
       say(
         `${spec.name}: ${fmt(r.tasks)} tasks in ${fmt(r.seconds, 1)} s = ${fmt(r.tasksPerSec)} tasks/s (${fmt(r.tasksPerSec / autocommit.medianPerSec, 3)} × autocommit baseline), ` +
           `${fmt(uPerTask(r.cpuMsPerTask, autocommit.cpuUsPerRow).total, 1)} u per task`,
@@ -278,6 +285,7 @@ async function main(): Promise<void> {
       mode: quick ? ('quick' as const) : ('full' as const),
       command: ['npm run bench', ...(argv.length ? ['--', ...argv] : [])].join(' '),
       baselineHow,
+      warmupFraction: warmup,
       autocommit,
       transaction,
       scenarios: results,

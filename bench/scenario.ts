@@ -2,13 +2,17 @@
 // tasks (submit → assign → start → result committed), timed from the producers' start to the last
 // result.ok a worker received. Progress comes from the workers (stdout) and producers (IPC), never
 // from the database; its counters, the gateway's /metrics and /proc are read only before and after.
+// Unless the warm-up share is 0, the same processes first run a warm-up of part of the task count
+// the same way, drained before the measured window opens (bench/scenario-warmup.ts): every figure
+// of the result is the window's, none includes a warm-up task.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
 import { dbDelta, dbPerUnit, dbStatus, metricDelta, scrapeMetrics, type DbPerUnit, type DbStatus } from './counters.js';
 import { cpuPerTask, cpuSnapshot, type CpuPerTask } from './cpu.js';
-import { startDbProfile } from './db-profile.js';
+import { startDbProfile, startGatewayProfile } from './db-profile.js';
 import { spawnProducers, spawnWorkers, stopProducers, stopWorkers, type WorkerProc } from './procs.js';
 import { ScenarioProgress } from './scenario-progress.js';
+import { drainedWarmup, warmupCount } from './scenario-warmup.js';
 import { percentile } from './stats.js';
 
 export interface ScenarioSetup {
@@ -29,6 +33,8 @@ export interface ScenarioSetup {
   overhead: DbStatus;
   /** Fail when neither submits nor results advance for this long. */
   stallMs: number;
+  /** Share of each scenario's task count run as a warm-up before the window (0: measured cold). */
+  warmupFraction: number;
 }
 
 export interface ScenarioSpec {
@@ -46,6 +52,12 @@ export interface ScenarioSpec {
 
 export interface ScenarioResult {
   spec: ScenarioSpec;
+  /** The scenario's queue (its warm-up tasks and its counted ones). */
+  queueId: string;
+  /** Tasks run (and drained) before the window, in none of the figures, and their seconds. */
+  warmupTasks: number;
+  warmupSeconds: number;
+  /** Tasks counted: the window's, the divisor of every per-task figure. */
   tasks: number;
   seconds: number;
   tasksPerSec: number;
@@ -74,6 +86,8 @@ export interface ScenarioResult {
   cpuMsPerTask: CpuPerTask;
   submitToAssignMs: { p50: number; p99: number };
   resultToOkMs: { p50: number; p99: number };
+  /** How many tasks the two latencies above were taken over (the window's: its task count). */
+  latencySamples: { submitToAssign: number; resultToOk: number };
   /** Keyed: mean release → next grant of the same key (ms, database clock). */
   keyHandoffMs: number;
 }
@@ -104,15 +118,16 @@ export async function batchEndpointAvailable(url: string, token: string): Promis
 
 /** After a scenario: submit→assign of every first attempt (task created_at → attempt leased_at,
  * database clock) and, for keyed tasks, the mean gap from an attempt's finish to the grant of the
- * next token of its key. One read by queue; the pairing is done here (a self-join was slow). */
-async function attemptLatencies(pool: Pool, queueId: string): Promise<{ assign: number[]; handoff: number }> {
+ * next token of its key, over the queue's tasks above `afterSeq` (the window's: the warm-up's are
+ * at or below it). One read by queue; the pairing is done here (a self-join was slow). */
+async function attemptLatencies(pool: Pool, queueId: string, afterSeq: number): Promise<{ assign: number[]; handoff: number }> {
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT a.attempt_no AS n, a.concurrency_key AS k, a.concurrency_token AS tok,
             TIMESTAMPDIFF(MICROSECOND, t.created_at, a.leased_at) AS assign_us,
             TIMESTAMPDIFF(MICROSECOND, '2000-01-01', a.leased_at) AS leased_us,
             TIMESTAMPDIFF(MICROSECOND, '2000-01-01', a.finished_at) AS finished_us
-       FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.queue_id = ?`,
-    [queueId],
+       FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.queue_id = ? AND t.seq > ?`,
+    [queueId, afterSeq],
   );
   const assign = rows.filter((r) => Number(r.n) === 1).map((r) => Number(r.assign_us) / 1000);
   const finished = new Map<string, number>();
@@ -130,6 +145,7 @@ async function attemptLatencies(pool: Pool, queueId: string): Promise<{ assign: 
 export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress: (line: string) => void): Promise<ScenarioResult> {
   const name = `bench-${spec.name}-${Date.now()}`;
   const queueId = await createQueue(s.url, s.token, name);
+  const warmupTasks = warmupCount(spec.count, s.warmupFraction);
   let workers: WorkerProc[] = [];
   const completed = () => workers.reduce((n, w) => n + w.completed, 0);
   const progressed = new ScenarioProgress();
@@ -138,9 +154,51 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     await Promise.all(workers.map((w) => w.ready));
   };
   const producers = spawnProducers(s.producers, progressed.advanced);
-  // Every process tree of the scenario, read at one moment before the producers start and at one
-  // when the last result is in: all groups share the window of the task count. Workers started
-  // after a preload are read from when they are connected (their start-up is no task's cost).
+  const submitted = () => producers.reduce((n, p) => n + p.submitted, 0);
+  /** Every producer's share of `count` tasks (idempotency and concurrency keys under `prefix`),
+   * from a common start 50 ms ahead (paced from it). */
+  const submit = (prefix: string, count: number) => {
+    const startAt = now() + 50;
+    const producing = Promise.all(
+      producers.map((p, index) =>
+        p.go({
+          type: 'go',
+          url: s.url,
+          token: s.token,
+          queueId,
+          prefix,
+          index,
+          of: producers.length,
+          count,
+          keys: spec.keys,
+          batch: spec.submit === 'batch' ? s.batchSize : 0,
+          concurrency: spec.submit === 'batch' ? s.batchConcurrency : s.singleConcurrency,
+          rate: spec.rate ?? null,
+          startAt,
+        }),
+      ),
+    );
+    return { startAt, producing };
+  };
+  /** Waits until the workers have `target` results in all, showing `label`'s progress. */
+  const until = async (label: string, target: () => number, feeding: Promise<unknown>, done: () => number) => {
+    const tick = setInterval(() => progress(`${label}: submitted ${submitted()}/${target()}, results ${done()}`), 1000);
+    try {
+      await progressed.until(() => done() >= target(), {
+        feeding,
+        workers,
+        stallMs: s.stallMs,
+        name: label,
+        where: () => `submitted ${submitted()}, results ${done()}`,
+      });
+    } finally {
+      clearInterval(tick);
+    }
+  };
+  // Every process tree of the scenario, read at one moment when the window opens (after the
+  // warm-up is drained, before the producers start) and at one when the last result is in: all
+  // groups share the window of the task count. Workers started after a preload are read from when
+  // they are connected (their start-up is no task's cost).
   const groups = () => ({
     mariadbd: [s.mariadbPid],
     gateway: [s.gatewayPid],
@@ -148,58 +206,50 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     producers: producers.map((p) => p.child.pid),
   });
   try {
-    if (!spec.preload) await startWorkers();
+    if (!spec.preload || warmupTasks > 0) await startWorkers();
     await Promise.all(producers.map((p) => p.ready));
 
+    // The warm-up: the same submits, claims and results in the same processes, under its own keys
+    // (`…-warmup/<i>`), drained before the window: its tasks are none of the window's figures.
+    let warmupSeconds = 0;
+    let afterSeq = 0;
+    if (warmupTasks > 0) {
+      const w = submit(`${name}-warmup`, warmupTasks);
+      await until(`${spec.name} warm-up`, () => warmupTasks, w.producing, completed);
+      warmupSeconds = (Math.max(...workers.map((x) => x.lastResultAt)) - w.startAt) / 1000;
+      afterSeq = await drainedWarmup(s.pool, queueId, warmupTasks);
+      // A preloaded window needs no worker while it submits: its workers start afterwards, fresh
+      // (only the gateway, the database and the producers are warm there).
+      if (spec.preload) {
+        await stopWorkers(workers);
+        workers = [];
+      }
+    }
+    // Results each worker had before the window: its latency list starts with theirs.
+    const before = new Map(workers.map((w) => [w, w.completed]));
+    const inWindow = () => workers.reduce((n, w) => n + w.completed - (before.get(w) ?? 0), 0);
+
     const profile = await startDbProfile(s.pool, s.mariadbPid, spec.name);
+    const gatewayProfile = await startGatewayProfile(s.gatewayPid, spec.name);
     const dbBefore = await dbStatus(s.pool);
     const mBefore = await scrapeMetrics(s.url);
     const cpu0 = cpuSnapshot(groups());
 
-    const startAt = now() + 50;
-    producers.forEach((p, index) =>
-      p.go({
-        type: 'go',
-        url: s.url,
-        token: s.token,
-        queueId,
-        prefix: name,
-        index,
-        of: producers.length,
-        count: spec.count,
-        keys: spec.keys,
-        batch: spec.submit === 'batch' ? s.batchSize : 0,
-        concurrency: spec.submit === 'batch' ? s.batchConcurrency : s.singleConcurrency,
-        rate: spec.rate ?? null,
-        startAt,
-      }),
-    );
-    const submitted = () => producers.reduce((n, p) => n + p.submitted, 0);
-    const tick = setInterval(() => progress(`${spec.name}: submitted ${submitted()}/${spec.count}, results ${completed()}`), 1000);
+    const { startAt, producing } = submit(name, spec.count);
     let clock = startAt;
-    try {
-      const producing = Promise.all(producers.map((p) => p.done));
-      if (spec.preload) {
-        await producing;
-        await startWorkers();
-        cpu0.workers = cpuSnapshot({ workers: groups().workers }).workers;
-        clock = now();
-      }
-      await progressed.until(() => completed() >= spec.count, {
-        feeding: producing,
-        workers,
-        stallMs: s.stallMs,
-        name: spec.name,
-        where: () => `submitted ${submitted()}, results ${completed()}`,
-      });
-    } finally {
-      clearInterval(tick);
+    if (spec.preload) {
+      await producing;
+      await startWorkers();
+      cpu0.workers = cpuSnapshot({ workers: groups().workers }).workers;
+      clock = now();
     }
+    await until(spec.name, () => spec.count, producing, inWindow);
     const end = Math.max(...workers.map((w) => w.lastResultAt));
     const cpu1 = cpuSnapshot(groups());
     const mAfter = await scrapeMetrics(s.url);
     const db = dbPerUnit(dbDelta(dbBefore, await dbStatus(s.pool), s.overhead), spec.count);
     await profile?.stop(spec.count);
+    await gatewayProfile?.stop();
 
     await stopWorkers(workers);
     await stopProducers(producers);
@@ -227,11 +277,15 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const framesSent = metricDelta(mBefore, mAfter, 'orbit_worker_frames_sent_total');
     const flushes = metricDelta(mBefore, mAfter, 'orbit_worker_socket_flushes_total');
 
-    const lat = await attemptLatencies(s.pool, queueId);
-    const results = workers.flatMap((w) => w.latencies);
+    const lat = await attemptLatencies(s.pool, queueId, afterSeq);
+    // A worker prints its handler-return → result.ok latencies at exit, in the order of its results.
+    const results = workers.flatMap((w) => w.latencies.slice(before.get(w) ?? 0));
     const seconds = (end - clock) / 1000;
     return {
       spec,
+      queueId,
+      warmupTasks,
+      warmupSeconds,
       tasks: spec.count,
       seconds,
       tasksPerSec: spec.count / seconds,
@@ -250,6 +304,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       cpuMsPerTask: cpu,
       submitToAssignMs: { p50: percentile(lat.assign, 50), p99: percentile(lat.assign, 99) },
       resultToOkMs: { p50: percentile(results, 50), p99: percentile(results, 99) },
+      latencySamples: { submitToAssign: lat.assign.length, resultToOk: results.length },
       keyHandoffMs: lat.handoff,
     };
   } finally {

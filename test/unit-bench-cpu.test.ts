@@ -1,7 +1,8 @@
 // The benchmark's CPU accounting and its unit u (bench/cpu.ts), without a database: /proc stat
 // parsing, process-tree sums on a synthetic table and on real processes (a grandchild's CPU is
 // counted while it runs and after its parent reaped it), the u arithmetic, and the report's u
-// fields and headline columns (bench/report.ts).
+// fields and headline columns (bench/report.ts), the warm-up's options and how the report says
+// whether a run was measured warm (bench/scenario-warmup.ts).
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { dbPerUnit } from '../bench/counters.js';
 import { cpuPerTask, cpuSnapshot, parseStat, treeCpuMs, uPerTask, type ProcStat } from '../bench/cpu.js';
 import { reportJson, reportText, type ReportInput } from '../bench/report.js';
 import type { ScenarioResult } from '../bench/scenario.js';
+import { DEFAULT_WARMUP_FRACTION, warmupCount, warmupFraction } from '../bench/scenario-warmup.js';
 
 /** A /proc/<pid>/stat line: fields 14–17 (utime, stime, cutime, cstime) in ticks. */
 const statLine = (pid: number, comm: string, ppid: number, t: [number, number, number, number]) =>
@@ -81,6 +83,9 @@ describe('bench report in u', () => {
   });
   const scenario: ScenarioResult = {
     spec: { name: 'unkeyed-batch', count: 3000, keys: null, submit: 'batch' },
+    queueId: 'q',
+    warmupTasks: 1000,
+    warmupSeconds: 3,
     tasks: 3000,
     seconds: 6,
     tasksPerSec: 500,
@@ -99,6 +104,7 @@ describe('bench report in u', () => {
     cpuMsPerTask: cpuPerTask({ mariadbd: 3000 * 1.1, gateway: 3000 * 0.88, workers: 3000 * 0.44, producers: 3000 * 0.022 }, 3000),
     submitToAssignMs: { p50: 1, p99: 2 },
     resultToOkMs: { p50: 1, p99: 2 },
+    latencySamples: { submitToAssign: 3000, resultToOk: 3000 },
     keyHandoffMs: NaN,
   };
   // Only what this report reads; reports other branches add (e.g. a flood's) may stay absent.
@@ -107,6 +113,7 @@ describe('bench report in u', () => {
     mode: 'quick',
     command: 'npm run bench -- --quick',
     baselineHow: 'median of 3 rounds',
+    warmupFraction: 1 / 3,
     autocommit: baseline('autocommit', 9000, [120, 110, 100]),
     transaction: baseline('transaction', 4000, [200, 210, 190]),
     scenarios: [scenario, { spec: { name: 'skipped-one', count: 1, keys: null, submit: 'batch' }, reason: 'not here' }],
@@ -121,6 +128,34 @@ describe('bench report in u', () => {
     expect(j.baseline.autocommit).toMatchObject({ cpu_us_per_row: 110, rounds_cpu_us_per_row: [120, 110, 100] });
     expect(j.scenarios[0]).toMatchObject({ cpu_u_per_task: 22.2, db_u: 10, gateway_u: 8, workers_u: 4, producers_u: 0.2, tasks_per_s: 500 });
     expect(j.scenarios[1]).toMatchObject({ skipped: 'not here', cpu_u_per_task: null });
+  });
+
+  it('says whether the scenarios were measured warm, and how many warm-up tasks each ran', () => {
+    const j = reportJson(input);
+    expect(j.warmup).toMatchObject({ measured: 'warm', fraction: 0.3333 });
+    expect(j.scenarios[0]).toMatchObject({
+      warmup_tasks: 1000,
+      warmup_seconds: 3,
+      tasks: 3000,
+      latency_samples: { submit_to_assign: 3000, result_to_ok: 3000 },
+    });
+    const text = reportText(input);
+    expect(text).toContain('Scenarios measured warm: each after a drained warm-up of 33 % of its task count');
+    expect(text).toContain('| unkeyed-batch | batch of 100 | 3 000 + 1 000 |');
+    const cold = { ...input, warmupFraction: 0, scenarios: [{ ...scenario, warmupTasks: 0 }] };
+    expect(reportJson(cold).warmup.measured).toBe('cold');
+    expect(reportText(cold)).toContain('| unkeyed-batch | batch of 100 | 3 000 |');
+  });
+
+  it('reads --warmup=F and --no-warmup, and sizes a warm-up from the task count', () => {
+    expect(warmupFraction([])).toBe(DEFAULT_WARMUP_FRACTION);
+    expect(warmupFraction(['--quick', '--warmup=0.5'])).toBe(0.5);
+    expect(warmupFraction(['--warmup=0.5', '--no-warmup'])).toBe(0);
+    expect(() => warmupFraction(['--warmup=2'])).toThrow(/between 0 and 1/);
+    expect(() => warmupFraction(['--warmup=x'])).toThrow(/between 0 and 1/);
+    expect(warmupCount(2000, 1 / 3)).toBe(667);
+    expect(warmupCount(2, 0.1)).toBe(1);
+    expect(warmupCount(2000, 0)).toBe(0);
   });
 
   it('shows u beside tasks/s in the headline table', () => {
