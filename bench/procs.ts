@@ -76,6 +76,8 @@ export interface ProducerProc {
   child: ChildProcess;
   ready: Promise<void>;
   submitted: number;
+  /** Its requests' response times (ms), filled in when it is done. */
+  responseMs: number[];
   /** Resolves when the producer has submitted its share; rejects on its error. */
   done: Promise<void>;
   exited: Promise<void>;
@@ -96,6 +98,7 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
         void exited.then(() => reject(new Error(`producer process ${child.pid} exited before it was ready`)));
       }),
       submitted: 0,
+      responseMs: [],
       done: new Promise<void>((resolve, reject) => ((onDone = resolve), (onError = reject))),
       exited,
       go: (job) => child.send(job),
@@ -107,7 +110,10 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
       else if (m.ev === 'progress' || m.ev === 'done') {
         p.submitted = m.submitted;
         onProgress();
-        if (m.ev === 'done') onDone();
+        if (m.ev === 'done') {
+          p.responseMs = m.responseMs ?? [];
+          onDone();
+        }
       } else if (m.ev === 'error') onError(new Error(`producer: ${m.message}`));
     });
     void exited.then(() => onError(new Error(`producer process ${child.pid} exited (code ${child.exitCode})`)));

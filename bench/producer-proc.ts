@@ -3,8 +3,8 @@
 // share of a scenario's tasks over HTTP, one per `POST /v1/tasks` or many per
 // `POST /v1/tasks:batch`, from `concurrency` loops over keep-alive connections.
 //   parent → child: ProducerJob ({type:'go', …}) once;
-//   child → parent: {ev:'ready'}, {ev:'progress', submitted} every 500 ms, {ev:'done', submitted},
-//   or {ev:'error', message} (then exit 2).
+//   child → parent: {ev:'ready'}, {ev:'progress', submitted} every 500 ms, {ev:'done', submitted,
+//   responseMs} (each request's send → last byte of its reply, ms), or {ev:'error', message} (then exit 2).
 import http from 'node:http';
 
 export interface ProducerJob {
@@ -32,6 +32,8 @@ export interface ProducerJob {
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const send = (m: Record<string, unknown>) => process.send!(m);
+/** Each request's response time as this client sees it (request written → reply read), ms. */
+const responseMs: number[] = [];
 
 interface Reply {
   status: number;
@@ -46,11 +48,13 @@ function post(agent: http.Agent, base: URL, token: string, path: string, body: u
     'content-length': data.length,
   };
   if (key) headers['idempotency-key'] = key;
+  const sent = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request({ agent, host: base.hostname, port: base.port, method: 'POST', path, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
+        responseMs.push(performance.now() - sent);
         try {
           resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
         } catch (err) {
@@ -143,7 +147,7 @@ process.on('message', (m: ProducerJob) => {
   if (m.type !== 'go') return;
   run(m).then(
     (submitted) => {
-      send({ ev: 'done', submitted });
+      send({ ev: 'done', submitted, responseMs });
     },
     (err: Error) => {
       send({ ev: 'error', message: err.message });

@@ -99,6 +99,8 @@ describe('bench report in u', () => {
     cpuMsPerTask: cpuPerTask({ mariadbd: 3000 * 1.1, gateway: 3000 * 0.88, workers: 3000 * 0.44, producers: 3000 * 0.022 }, 3000),
     submitToAssignMs: { p50: 1, p99: 2 },
     resultToOkMs: { p50: 1, p99: 2 },
+    httpResponseMs: { p50: 3, p99: 9 },
+    submitTransactionsPerTask: 0.01,
     keyHandoffMs: NaN,
   };
   // Only what this report reads; reports other branches add (e.g. a flood's) may stay absent.

@@ -311,7 +311,8 @@ export class TaskSubmitter {
     // one packet's worth: the weight).
     this.committer = coalesce((_group, items) => this.runBatch(items), {
       maxBatch: 500,
-      maxParallel: 2,
+      // EXPERIMENT (issue 19, session 30): ORBIT_SUBMIT_MAX_PARALLEL overrides; removed or documented after.
+      maxParallel: Number(process.env.ORBIT_SUBMIT_MAX_PARALLEL ?? 2),
       weight: { of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson), max: () => poolBudget(app.pool).bytes },
     });
   }
