@@ -308,11 +308,18 @@ export class TaskSubmitter {
 
   constructor(private readonly app: SubmitDeps) {
     // 500 items: one full POST /v1/tasks:batch fits one transaction (unless its payloads exceed
-    // one packet's worth: the weight).
+    // one packet's worth: the weight). One batch per application in flight: every batch of an
+    // application updates its queue rows and its unfinished-task counter with its COMMIT, so a
+    // second one in flight does not commit sooner, it only splits the requests that would have
+    // shared a transaction. Measured on `unkeyed` (32 concurrent requests, one application;
+    // docs/benchmarks.md "Requests per submit transaction", session 30): 14.3–14.9 requests per
+    // transaction against 7.9–8.1 with two in flight, 2.9–3.1 statements per task against
+    // 3.6–3.8, CPU per task −11 % on the means of 4 alternated runs, no p99 cost seen. Two
+    // applications still commit side by side (maxParallel).
     this.committer = coalesce((_group, items) => this.runBatch(items), {
       maxBatch: 500,
-      // EXPERIMENT (issue 19, session 30): ORBIT_SUBMIT_MAX_PARALLEL overrides; removed or documented after.
-      maxParallel: Number(process.env.ORBIT_SUBMIT_MAX_PARALLEL ?? 2),
+      maxParallel: 2,
+      maxPerGroup: 1,
       weight: { of: (cmd) => Buffer.byteLength(cmd.prepared.payloadJson), max: () => poolBudget(app.pool).bytes },
     });
   }
