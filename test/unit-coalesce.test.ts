@@ -11,7 +11,7 @@ import { ALONE, executeIdempotent } from '../server/dispatch/idempotency.js';
 type Item = { id: number; w: number };
 
 const USES: [string, CoalesceOptions<Item>][] = [
-  ['submits', { maxBatch: 500, maxParallel: 2, maxPerGroup: 1, weight: { of: (i) => i.w, max: () => 1000 } }],
+  ['submits', { maxBatch: 500, maxParallel: 2, maxPerGroup: 1, overlapFrom: 100, weight: { of: (i) => i.w, max: () => 1000 } }],
   ['frames', { maxBatch: 256, maxParallel: 2, weight: { of: (i) => i.w, max: () => 1000 } }],
   ['commands', { maxBatch: 64, maxParallel: 2 }],
 ];
@@ -123,6 +123,21 @@ describe('maxPerGroup: batches of one group in flight at once', () => {
     // Items 2 and 3 gathered into one batch after item 1's.
     expect(r.batches[2]).toEqual({ group: 'a', ids: [2, 3] });
     expect(r.batches).toHaveLength(3);
+  });
+
+  it('overlapFrom: a group past maxPerGroup starts a batch beside its own once that many items wait', async () => {
+    const r = recorder();
+    const c = coalesce(r.run, { maxBatch: 500, maxParallel: 2, maxPerGroup: 1, overlapFrom: 3 });
+    const ps = [c('a', { id: 1, w: 1 }), ...c.all('a', items(2, 2))];
+    // Two items wait (below 3): they wait for batch 1.
+    expect(r.batches).toEqual([{ group: 'a', ids: [1] }]);
+    ps.push(...c.all('a', items(4, 2)));
+    // Four wait: a second batch of `a` takes the free slot.
+    expect(r.batches).toEqual([
+      { group: 'a', ids: [1] },
+      { group: 'a', ids: [2, 3, 4, 5] },
+    ]);
+    await r.drain(ps);
   });
 
   it('without it, a group uses every slot (frames, commands)', async () => {

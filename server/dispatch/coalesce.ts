@@ -33,6 +33,10 @@ export interface CoalesceOptions<I> {
    * updated by every batch), so that a second batch in flight only splits the items that would
    * have shared one transaction; other groups still run beside it. */
   maxPerGroup?: number;
+  /** With maxPerGroup: a group past it still starts a batch when at least this many items wait —
+   * a batch that large gains nothing more by waiting to grow, and running it beside the one in
+   * flight overlaps its statement building with the database's work on the other. */
+  overlapFrom?: number;
   /** Bounds a batch by the summed weight of its items as well (at least one item per batch). */
   weight?: BatchWeight<I>;
 }
@@ -55,6 +59,7 @@ interface Pending<I, O> {
 export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOptions<I>): Coalesced<I, O> {
   const { maxBatch, maxParallel, weight } = options;
   const maxPerGroup = options.maxPerGroup ?? maxParallel;
+  const overlapFrom = options.overlapFrom ?? Infinity;
   /** group → items waiting, in arrival order; Map order = the order groups became non-empty. */
   const waiting = new Map<string, Pending<I, O>[]>();
   let running = 0;
@@ -85,10 +90,10 @@ export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOpt
     }
   };
 
-  /** The group that has waited longest (first in Map order) among those below maxPerGroup; the
-   * scan passes at most the groups in flight (fewer than maxParallel). */
+  /** The group that has waited longest (first in Map order) among those below maxPerGroup or with
+   * overlapFrom items waiting; the scan passes at most the groups in flight (fewer than maxParallel). */
   const nextGroup = (): [string, Pending<I, O>[]] | undefined => {
-    for (const entry of waiting) if ((runningOf.get(entry[0]) ?? 0) < maxPerGroup) return entry;
+    for (const entry of waiting) if ((runningOf.get(entry[0]) ?? 0) < maxPerGroup || entry[1].length >= overlapFrom) return entry;
     return undefined;
   };
 
