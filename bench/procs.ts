@@ -77,6 +77,8 @@ export interface ProducerProc {
   ready: Promise<void>;
   /** Tasks submitted so far by the current job (a scenario's warm-up, then its measured window). */
   submitted: number;
+  /** Its requests' response times (ms) in the current job, filled in when the job is done. */
+  responseMs: number[];
   exited: Promise<void>;
   /** Starts a job; resolves when the producer has submitted its share, rejects on its error or
    * exit. One job at a time. */
@@ -100,6 +102,7 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
         void exited.then(() => reject(new Error(`producer process ${child.pid} exited before it was ready`)));
       }),
       submitted: 0,
+      responseMs: [],
       exited,
       go: (j) => {
         if (job) throw new Error('producer: a job is already running');
@@ -117,6 +120,7 @@ export function spawnProducers(count: number, onProgress: () => void): ProducerP
         p.submitted = m.submitted;
         onProgress();
         if (m.ev === 'done') {
+          p.responseMs = m.responseMs ?? [];
           job?.resolve();
           job = null;
         }

@@ -6,7 +6,7 @@
 //   its measured window, in the same warm process; each job opens its own keep-alive connections:
 //   reusing the warm-up's could meet the gateway's 5 s idle close after a long drain);
 //   child → parent: {ev:'ready'}, then per job {ev:'progress', submitted} every 500 ms,
-//   {ev:'done', submitted},
+//   {ev:'done', submitted, responseMs} (each request's send → last byte of its reply, ms),
 //   or {ev:'error', message} (then exit 2).
 import http from 'node:http';
 
@@ -35,6 +35,9 @@ export interface ProducerJob {
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const send = (m: Record<string, unknown>) => process.send!(m);
+/** Each request's response time in the current job as this client sees it (request written → reply
+ * read), ms; emptied when a job starts, so the window's figures exclude the warm-up's requests. */
+const responseMs: number[] = [];
 
 interface Reply {
   status: number;
@@ -49,11 +52,13 @@ function post(agent: http.Agent, base: URL, token: string, path: string, body: u
     'content-length': data.length,
   };
   if (key) headers['idempotency-key'] = key;
+  const sent = performance.now();
   return new Promise((resolve, reject) => {
     const req = http.request({ agent, host: base.hostname, port: base.port, method: 'POST', path, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
+        responseMs.push(performance.now() - sent);
         try {
           resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
         } catch (err) {
@@ -144,9 +149,10 @@ async function run(job: ProducerJob): Promise<number> {
 
 process.on('message', (m: ProducerJob) => {
   if (m.type !== 'go') return;
+  responseMs.length = 0;
   run(m).then(
     (submitted) => {
-      send({ ev: 'done', submitted });
+      send({ ev: 'done', submitted, responseMs });
     },
     (err: Error) => {
       send({ ev: 'error', message: err.message });

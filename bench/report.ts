@@ -100,6 +100,8 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     submit_to_assign_ms: { p50: round(r.submitToAssignMs.p50, 1), p99: round(r.submitToAssignMs.p99, 1) },
     result_to_ok_ms: { p50: round(r.resultToOkMs.p50, 1), p99: round(r.resultToOkMs.p99, 1) },
     latency_samples: { submit_to_assign: r.latencySamples.submitToAssign, result_to_ok: r.latencySamples.resultToOk },
+    http_response_ms: { p50: round(r.httpResponseMs.p50, 1), p99: round(r.httpResponseMs.p99, 1) },
+    submit_transactions_per_task: round(r.submitTransactionsPerTask),
     key_handoff_ms: round(r.keyHandoffMs, 1),
     status_delta: d.raw,
   };

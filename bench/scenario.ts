@@ -88,6 +88,11 @@ export interface ScenarioResult {
   resultToOkMs: { p50: number; p99: number };
   /** How many tasks the two latencies above were taken over (the window's: its task count). */
   latencySamples: { submitToAssign: number; resultToOk: number };
+  /** The producers' HTTP response times (request sent → reply read, ms; every request). */
+  httpResponseMs: { p50: number; p99: number };
+  /** Submit transactions (coalesced batches: orbit_commit_seconds_count{op="POST /v1/tasks"}) per
+   * task; its inverse is the requests per submit transaction on the one-request path. */
+  submitTransactionsPerTask: number | null;
   /** Keyed: mean release → next grant of the same key (ms, database clock). */
   keyHandoffMs: number;
 }
@@ -276,10 +281,12 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const batchCount = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_count');
     const framesSent = metricDelta(mBefore, mAfter, 'orbit_worker_frames_sent_total');
     const flushes = metricDelta(mBefore, mAfter, 'orbit_worker_socket_flushes_total');
+    const submitTxs = metricDelta(mBefore, mAfter, 'orbit_commit_seconds_count', 'op="POST /v1/tasks"');
 
     const lat = await attemptLatencies(s.pool, queueId, afterSeq);
     // A worker prints its handler-return → result.ok latencies at exit, in the order of its results.
     const results = workers.flatMap((w) => w.latencies.slice(before.get(w) ?? 0));
+    const responses = producers.flatMap((p) => p.responseMs);
     const seconds = (end - clock) / 1000;
     return {
       spec,
@@ -305,6 +312,8 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       submitToAssignMs: { p50: percentile(lat.assign, 50), p99: percentile(lat.assign, 99) },
       resultToOkMs: { p50: percentile(results, 50), p99: percentile(results, 99) },
       latencySamples: { submitToAssign: lat.assign.length, resultToOk: results.length },
+      httpResponseMs: { p50: percentile(responses, 50), p99: percentile(responses, 99) },
+      submitTransactionsPerTask: submitTxs === null ? null : submitTxs / spec.count,
       keyHandoffMs: lat.handoff,
     };
   } finally {

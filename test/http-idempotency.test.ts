@@ -53,6 +53,19 @@ describe('replay', () => {
     expect(await tasksWithKey(key)).toEqual([first.task.id]);
   });
 
+  it('a payload with quotes, backslashes and control characters: the reply, its frozen receipt and the replay are the same', async () => {
+    // The receipt's frozen reply is written as a JsonText literal (db/sql-format.ts) and the reply
+    // is that same text spliced into the envelope (http/envelope.ts sendData).
+    const key = ikey();
+    const payload = { s: `it's \\ \\' "q" \u0000\b\t\n\r\u001a ünï 𝄞 \u2028`, a: ["'", '\\', '"'] };
+    const first = expectData(await submit(taskBody(t.queue_id, { payload }), key), 201);
+    expect(first.task.payload).toEqual(payload);
+    const again = expectData(await submit(taskBody(t.queue_id, { payload }), key), 200);
+    expect(again).toEqual({ task: first.task, deduplicated: true });
+    const [[row]] = (await db.pool.query('SELECT response_data FROM receipts WHERE namespace_id = ? AND idempotency_key = ?', [t.namespace_id, key])) as any;
+    expect(JSON.parse(row.response_data)).toEqual(first);
+  });
+
   it('the replayed receipt is frozen: the task changing later does not change the replay', async () => {
     const key = ikey();
     const first = expectData(await submit(taskBody(t.queue_id), key), 201).task;

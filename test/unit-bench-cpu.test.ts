@@ -105,6 +105,8 @@ describe('bench report in u', () => {
     submitToAssignMs: { p50: 1, p99: 2 },
     resultToOkMs: { p50: 1, p99: 2 },
     latencySamples: { submitToAssign: 3000, resultToOk: 3000 },
+    httpResponseMs: { p50: 3, p99: 9 },
+    submitTransactionsPerTask: 0.01,
     keyHandoffMs: NaN,
   };
   // Only what this report reads; reports other branches add (e.g. a flood's) may stay absent.

@@ -11,7 +11,7 @@ import { ALONE, executeIdempotent } from '../server/dispatch/idempotency.js';
 type Item = { id: number; w: number };
 
 const USES: [string, CoalesceOptions<Item>][] = [
-  ['submits', { maxBatch: 500, maxParallel: 2, weight: { of: (i) => i.w, max: () => 1000 } }],
+  ['submits', { maxBatch: 500, maxParallel: 2, maxPerGroup: 1, overlapFrom: 100, weight: { of: (i) => i.w, max: () => 1000 } }],
   ['frames', { maxBatch: 256, maxParallel: 2, weight: { of: (i) => i.w, max: () => 1000 } }],
   ['commands', { maxBatch: 64, maxParallel: 2 }],
 ];
@@ -102,6 +102,53 @@ describe.each(USES)('the coalescer as used by %s', (_use, opts) => {
     // Later items of the failed group still run.
     const after = await r.drain([c('a', { id: 6, w: 1 })]);
     expect(after[0]).toEqual({ status: 'fulfilled', value: 'a:6' });
+  });
+});
+
+describe('maxPerGroup: batches of one group in flight at once', () => {
+  it("a group's next batch waits for its batch in flight, gathering what arrives; another group runs beside it", async () => {
+    const r = recorder();
+    const c = coalesce(r.run, { maxBatch: 500, maxParallel: 2, maxPerGroup: 1 });
+    const ps = [c('a', { id: 1, w: 1 }), c('a', { id: 2, w: 1 })];
+    // One batch of `a` in flight: item 2 waits although a slot is free.
+    expect(r.batches).toEqual([{ group: 'a', ids: [1] }]);
+    ps.push(c('a', { id: 3, w: 1 }), c('b', { id: 4, w: 1 }));
+    // `b` takes the free slot at once, past `a`'s waiting items.
+    expect(r.batches).toEqual([
+      { group: 'a', ids: [1] },
+      { group: 'b', ids: [4] },
+    ]);
+    const out = await r.drain(ps);
+    expect(out.map((o) => (o.status === 'fulfilled' ? o.value : o.reason))).toEqual(['a:1', 'a:2', 'a:3', 'b:4']);
+    // Items 2 and 3 gathered into one batch after item 1's.
+    expect(r.batches[2]).toEqual({ group: 'a', ids: [2, 3] });
+    expect(r.batches).toHaveLength(3);
+  });
+
+  it('overlapFrom: a group past maxPerGroup starts a batch beside its own once that many items wait', async () => {
+    const r = recorder();
+    const c = coalesce(r.run, { maxBatch: 500, maxParallel: 2, maxPerGroup: 1, overlapFrom: 3 });
+    const ps = [c('a', { id: 1, w: 1 }), ...c.all('a', items(2, 2))];
+    // Two items wait (below 3): they wait for batch 1.
+    expect(r.batches).toEqual([{ group: 'a', ids: [1] }]);
+    ps.push(...c.all('a', items(4, 2)));
+    // Four wait: a second batch of `a` takes the free slot.
+    expect(r.batches).toEqual([
+      { group: 'a', ids: [1] },
+      { group: 'a', ids: [2, 3, 4, 5] },
+    ]);
+    await r.drain(ps);
+  });
+
+  it('without it, a group uses every slot (frames, commands)', async () => {
+    const r = recorder();
+    const c = coalesce(r.run, { maxBatch: 500, maxParallel: 2 });
+    const ps = [c('a', { id: 1, w: 1 }), c('a', { id: 2, w: 1 })];
+    expect(r.batches).toEqual([
+      { group: 'a', ids: [1] },
+      { group: 'a', ids: [2] },
+    ]);
+    await r.drain(ps);
   });
 });
 

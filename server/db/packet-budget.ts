@@ -16,6 +16,7 @@
 // A pool that never read it (the CLIs, test pools) uses the budget of that minimum.
 import mysql from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
+import { JsonText } from './sql-format.js';
 
 /** The smallest max_allowed_packet the gateway runs with: MySQL 5.7's default, and 4× the largest
  * single row a valid input makes (a 256 KiB payload or output escaped to at most 512 KiB, with a
@@ -105,6 +106,7 @@ export class StatementTooLarge extends Error {
 function escapedBound(v: unknown): number {
   if (v === null || v === undefined) return 4;
   if (typeof v === 'string') return 2 * Buffer.byteLength(v) + 2;
+  if (v instanceof JsonText) return 2 * Buffer.byteLength(v.json) + 2;
   if (Buffer.isBuffer(v)) return 2 * v.length + 3;
   if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v).length;
   return Buffer.byteLength(mysql.escape(v as Parameters<typeof mysql.escape>[0]));

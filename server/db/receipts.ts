@@ -4,6 +4,7 @@ import type { Pool, Conn, Tx } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { placeholderRows } from './placeholders.js';
+import { JsonText } from './sql-format.js';
 
 export interface ReceiptRow extends RowDataPacket {
   operation: string;
@@ -70,7 +71,8 @@ export interface NewReceipt {
   targetId: string;
   fingerprint: string;
   httpStatus: number;
-  data: unknown;
+  /** The frozen reply: JSON.stringify of the response data (the HTTP reply sends the same text). */
+  json: string;
   resourceId: string | null;
   credentialId: string;
   createdAt: string;
@@ -90,7 +92,7 @@ export async function insertReceipts(c: Tx, rows: NewReceipt[]): Promise<void> {
     r.targetId,
     r.fingerprint,
     r.httpStatus,
-    JSON.stringify(r.data),
+    new JsonText(r.json),
     r.resourceId,
     r.credentialId,
     r.createdAt,

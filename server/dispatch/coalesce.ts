@@ -28,6 +28,15 @@ export interface CoalesceOptions<I> {
   maxBatch: number;
   /** Batches in flight at once over all groups (bounded by the pool). */
   maxParallel: number;
+  /** Batches of one group in flight at once (default: maxParallel). 1 when a group's batches
+   * serialize on the same rows anyway (submits: the application's counter and its queue rows are
+   * updated by every batch), so that a second batch in flight only splits the items that would
+   * have shared one transaction; other groups still run beside it. */
+  maxPerGroup?: number;
+  /** With maxPerGroup: a group past it still starts a batch when at least this many items wait —
+   * a batch that large gains nothing more by waiting to grow, and running it beside the one in
+   * flight overlaps its statement building with the database's work on the other. */
+  overlapFrom?: number;
   /** Bounds a batch by the summed weight of its items as well (at least one item per batch). */
   weight?: BatchWeight<I>;
 }
@@ -49,9 +58,13 @@ interface Pending<I, O> {
 
 export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOptions<I>): Coalesced<I, O> {
   const { maxBatch, maxParallel, weight } = options;
+  const maxPerGroup = options.maxPerGroup ?? maxParallel;
+  const overlapFrom = options.overlapFrom ?? Infinity;
   /** group → items waiting, in arrival order; Map order = the order groups became non-empty. */
   const waiting = new Map<string, Pending<I, O>[]>();
   let running = 0;
+  /** group → its batches in flight (only groups with one or more). */
+  const runningOf = new Map<string, number>();
 
   /** How many of the waiting items the next batch takes: up to maxBatch, and (with a weight)
    * while their weights stay within the bound — at least one. */
@@ -77,16 +90,29 @@ export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOpt
     }
   };
 
+  /** The group that has waited longest (first in Map order) among those below maxPerGroup or with
+   * overlapFrom items waiting; the scan passes at most the groups in flight (fewer than maxParallel). */
+  const nextGroup = (): [string, Pending<I, O>[]] | undefined => {
+    for (const entry of waiting) if ((runningOf.get(entry[0]) ?? 0) < maxPerGroup || entry[1].length >= overlapFrom) return entry;
+    return undefined;
+  };
+
   const pump = (): void => {
     while (running < maxParallel && waiting.size > 0) {
-      // The group that has waited longest (first in Map order); re-queued at the back if items remain.
-      const [group, q] = waiting.entries().next().value as [string, Pending<I, O>[]];
+      const next = nextGroup();
+      if (!next) return;
+      // Re-queued at the back if items remain.
+      const [group, q] = next;
       waiting.delete(group);
       const batch = q.splice(0, batchLength(q));
       if (q.length > 0) waiting.set(group, q);
       running++;
+      runningOf.set(group, (runningOf.get(group) ?? 0) + 1);
       void execute(group, batch).finally(() => {
         running--;
+        const left = runningOf.get(group)! - 1;
+        if (left > 0) runningOf.set(group, left);
+        else runningOf.delete(group);
         pump();
       });
     }

@@ -22,4 +22,6 @@ export interface RequestCtx {
 export interface Reply {
   status: number;
   data: unknown;
+  /** `data` already serialized (JSON.stringify(data)), sent as it is (http/envelope.ts sendData). */
+  json?: string;
 }

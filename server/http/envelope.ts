@@ -5,9 +5,16 @@ import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 
-/** Writes `{"request_id","data"}` with the X-Request-Id header. */
-export function sendData(res: ServerResponse, requestId: string, status: number, data: unknown): void {
-  send(res, requestId, status, JSON.stringify({ request_id: requestId, data }));
+/** Writes `{"request_id","data"}` with the X-Request-Id header. `json`: `data` already serialized
+ * (JSON.stringify(data), e.g. a submit's frozen reply), spliced in: the same bytes as serializing
+ * the envelope, without serializing `data` a second time. */
+export function sendData(res: ServerResponse, requestId: string, status: number, data: unknown, json?: string): void {
+  send(
+    res,
+    requestId,
+    status,
+    json === undefined ? JSON.stringify({ request_id: requestId, data }) : `{"request_id":${JSON.stringify(requestId)},"data":${json}}`,
+  );
 }
 
 export function sendError(res: ServerResponse, requestId: string, err: OrbitError): void {

@@ -20,7 +20,7 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
   const prepared = normalizeSubmit(body);
   const out = await submitter(ctx).submit({ credential: ctx.cred, key, prepared, checkCredential: ctx.credentialChecked === false });
   if (!out.ok) throw out.error;
-  return { status: out.status, data: out.data };
+  return { status: out.status, data: out.data, json: out.json };
 }
 
 type BatchSlot = { status: number; data: Extract<SubmitOutcome, { ok: true }>['data'] } | { status: number; error: ErrorBody };

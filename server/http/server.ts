@@ -138,7 +138,7 @@ async function handle(
       app.metrics.httpRequests.inc({ route: routeName, status: String(r.status) });
       return;
     }
-    sendData(res, requestId, reply.status, reply.data);
+    sendData(res, requestId, reply.status, reply.data, reply.json);
     app.metrics.httpRequests.inc({ route: routeName, status: String(reply.status) });
   } catch (err) {
     const e = toOrbitError(app, 'http', err, requestId, { route: routeName });
