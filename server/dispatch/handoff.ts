@@ -80,9 +80,11 @@ export async function planHandoffs(
 ): Promise<HandoffPlan[]> {
   if (released.length === 0) return [];
   // One round trip: the successors read and locked in one statement (SKIP LOCKED: a task a claim
-  // holds is skipped), then the released keys' rows locked in key order (lock order: tasks, waiting
-  // rows, keys) — under that lock the ledger knows which swaps apply and their tokens without
-  // reading them back after the swap (ledger.ts flushKeys).
+  // holds is skipped), then the released keys' rows locked in key order — under that lock the
+  // ledger knows which swaps apply and their tokens without reading them back after the swap
+  // (ledger.ts flushKeys). The successors' read comes before the keys but never waits (SKIP
+  // LOCKED), so it cannot close a cycle with design.md's lock order (keys before waiting rows);
+  // test/waiting-heads.test.ts "a cancel and the key holder's retry at once" runs it beside a cancel.
   const byNs = new Map<string, Buffer[]>();
   for (const r of released) byNs.set(r.namespaceId, [...(byNs.get(r.namespaceId) ?? []), r.key]);
   const namespaces = [...byNs.keys()].sort();
