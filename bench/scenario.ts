@@ -221,6 +221,9 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     if (warmupTasks > 0) {
       const w = submit(`${name}-warmup`, warmupTasks);
       await until(`${spec.name} warm-up`, () => warmupTasks, w.producing, completed);
+      // Its producers' jobs ended too (their last replies and `done` messages can trail the
+      // workers' results): the window's jobs start on idle producers (procs.ts: one job at a time).
+      await w.producing;
       warmupSeconds = (Math.max(...workers.map((x) => x.lastResultAt)) - w.startAt) / 1000;
       afterSeq = await drainedWarmup(s.pool, queueId, warmupTasks);
       // A preloaded window needs no worker while it submits: its workers start afterwards, fresh

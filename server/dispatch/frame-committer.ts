@@ -205,6 +205,10 @@ async function batchInTx(
   const delivered = await completeHandoffs(c, ledger, [...plans, ...refills], now);
   // Workflow steps whose tasks changed advance here, before the hot rows (nothing for plain tasks).
   const stepQueues = await advanceSteps(c, ledger);
+  // A second key phase for what the advancement recorded: a failed element's WAITING siblings
+  // cancelled (their waiting rows leave) and leased ones revoked (their keys released). Without it
+  // those were dropped (a CANCELLED task's waiting row left claimable; test/workflows-result-cancels).
+  await ledger.flushKeys(c);
   await ledger.flushCounters(c);
   return {
     outcomes: out,

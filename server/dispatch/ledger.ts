@@ -182,7 +182,9 @@ export class PermitLedger {
    * from flushCounters to the commit. */
   async flushKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
-    for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    // Taken out as they are written: a second key phase (frame-committer.ts, after a workflow's
+    // advancement merged its cancels) writes only what was recorded since, never a key twice.
+    for (const k of this.keys.splice(0)) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
     const { entered, left } = netWaiting(this.waitingOps.splice(0));
     const waitingKeys = [
       ...keysToLock(entered),
@@ -248,6 +250,10 @@ export class PermitLedger {
     // (a released task of a failed fan-out requeued instead of cancelled, a run left stuck).
     // Loud instead: the transaction rolls back.
     if (this.stepTasks.length > 0) throw new Error('workflow step tasks changed but advanceSteps was not called before the flush');
+    // Key releases and waiting rows are written by the key phase only: recorded after it (a merged
+    // ledger of a workflow's cancels), they would be dropped — a key held by a cancelled attempt,
+    // a CANCELLED task's waiting row left claimable. Loud instead: the transaction rolls back.
+    if (this.keys.length > 0 || this.waitingOps.length > 0) throw new Error('key releases or waiting rows recorded after the key phase (flushKeys) ran');
     // Queues of hand-offs are written even when their count does not change (the released and
     // the new attempt cancel out), to check under the row lock that they still dispatch.
     const q = sorted(this.queueActive).filter(([id, d]) => d !== 0 || this.handoffQueues.has(id));
