@@ -6,6 +6,7 @@ import type { Faults } from './faults.js';
 import type { WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
 import type { InTransaction } from './dispatch/coalesce-tx.js';
+import type { StepAdvancer } from './dispatch/ledger.js';
 
 /** Everything a request or a background loop needs; one per gateway process. Nothing here names
  * the worker gateway: commands reach local sessions through `signals` only. */
@@ -22,6 +23,9 @@ export interface AppContext {
   /** Where receipt-bearing HTTP commands run their transaction (coalesced on a gateway node:
    * dispatch/coalesce-tx.ts). */
   commandTx: InTransaction;
+  /** Advances the workflow runs whose step tasks a transaction changed, before its ledger writes
+   * (server/workflows/apply.ts advanceRunsInTx). */
+  advanceSteps: StepAdvancer;
   /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
   faults: Faults;
   /** True once SIGTERM arrived: new requests get 503. */

@@ -11,7 +11,6 @@ import { createLogger } from './logger.js';
 import { createMetrics } from './metrics.js';
 import { registerQueueGauges } from './queue-metrics.js';
 import { registerWorkflowGauges } from './workflow-metrics.js';
-import { setStepAdvancer } from './dispatch/step-advance.js';
 import { advanceRunsInTx } from './workflows/apply.js';
 import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
@@ -63,7 +62,17 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
       metrics.batchSize.observe(size);
     },
   });
-  const app: AppContext = { config, pool, log, metrics, signals, commandTx, shuttingDown: false, faults: new Faults(config.faultInjection) };
+  const app: AppContext = {
+    config,
+    pool,
+    log,
+    metrics,
+    signals,
+    commandTx,
+    advanceSteps: advanceRunsInTx,
+    shuttingDown: false,
+    faults: new Faults(config.faultInjection),
+  };
   if (config.faultInjection) {
     log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
     setTransactionFault(async (c, path) => {
@@ -73,8 +82,6 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   }
   registerQueueGauges(metrics, pool);
   registerWorkflowGauges(metrics, pool);
-  // Transactions that change workflow step tasks advance their runs (server/dispatch/step-advance.ts).
-  setStepAdvancer(advanceRunsInTx);
   registerPoolGauges(metrics, pool);
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);

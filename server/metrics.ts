@@ -32,16 +32,6 @@ export function createMetrics() {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
-    slotRefills: new client.Counter({
-      name: 'orbit_slot_refills_total',
-      help: 'tasks assigned inside the result transaction that freed the slot (same session, same queue, unkeyed)',
-      registers: [registry],
-    }),
-    keyHandoffs: new client.Counter({
-      name: 'orbit_key_handoffs_total',
-      help: 'resource keys handed to their next waiting task inside the result transaction that released them',
-      registers: [registry],
-    }),
     claimRounds: new client.Counter({
       name: 'orbit_claim_rounds_total',
       help: 'claim rounds (one transaction for the due sessions of one application) by result: granted, empty, failed',

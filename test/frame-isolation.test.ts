@@ -5,6 +5,7 @@
 // run again row by row the same way. And a real result transaction aborted before each of its
 // statements (a real 1213, retried; the connection killed, not retried) keeps the stream head equal
 // to the last event, and the result sent again succeeds.
+import { advanceRunsInTx } from '../server/workflows/apply.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -97,6 +98,7 @@ describe('one bad row fails alone', () => {
     setStatementFault((s) => (s.includes(bad) ? BAD_ROW : null));
     const r = await runFrameBatch(
       db.pool,
+      advanceRunsInTx,
       assigns.map((a) => resultOf(workerId, a.attempt_id)),
     );
     expect(r.outcomes[0]).toMatchObject({ ok: true, kind: 'result', reply: { task_state: 'SUCCEEDED' } });
@@ -105,7 +107,7 @@ describe('one bad row fails alone', () => {
     const ids = assigns.map((a) => a.task.id as string);
     expect(await taskStates(ids)).toEqual(['SUCCEEDED', 'LEASED', 'SUCCEEDED']);
     setStatementFault(null);
-    const again = await runFrameBatch(db.pool, [resultOf(workerId, bad)]);
+    const again = await runFrameBatch(db.pool, advanceRunsInTx, [resultOf(workerId, bad)]);
     expect(again.outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED', deduplicated: false } });
     expect(await taskStates(ids)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
     await expectHeadAtLastEvent();
@@ -119,13 +121,13 @@ describe('one bad row fails alone', () => {
     const bad = ids[0]!;
     const badTask = assigns[0].task.id as string;
     setStatementFault((s) => (s.includes(badTask) ? BAD_ROW : null));
-    const r = await sweep(db.pool);
+    const r = await sweep(db.pool, advanceRunsInTx);
     expect(r.failed.map((x) => x.row)).toEqual([{ kind: 'expired', id: bad }]);
     expect(r.revoked.map((x) => x.attemptId)).toEqual([ids[1]]);
     const state = async (id: string) => (await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [id]))[0][0]!.state as string;
     expect([await state(bad), await state(ids[1]!)]).toEqual(['LEASED', 'EXPIRED']);
     setStatementFault(null);
-    const next = await sweep(db.pool);
+    const next = await sweep(db.pool, advanceRunsInTx);
     expect(next.failed).toEqual([]);
     expect(next.revoked.map((x) => x.attemptId)).toEqual([bad]);
   });
@@ -144,7 +146,7 @@ describe('the result transaction aborted before each of its statements', () => {
     const first = await holding('abort', 1);
     let tid = await threadOf();
     setStatementFault((_s, thread) => (thread === tid ? (seen++, null) : null));
-    expect((await runFrameBatch(mine, [resultOf(first.workerId, first.assigns[0].attempt_id)])).outcomes[0]).toMatchObject({ ok: true });
+    expect((await runFrameBatch(mine, advanceRunsInTx, [resultOf(first.workerId, first.assigns[0].attempt_id)])).outcomes[0]).toMatchObject({ ok: true });
     setStatementFault(null);
     expect(seen).toBeGreaterThanOrEqual(6);
     for (let at = 0; at < seen; at++) {
@@ -157,12 +159,16 @@ describe('the result transaction aborted before each of its statements', () => {
           if (thread !== tid || i++ !== at) return null;
           return kill ? `KILL CONNECTION ${thread}` : "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'injected deadlock'";
         });
-        if (kill) await expect(runFrameBatch(mine, [cmd])).rejects.toThrow();
-        else expect((await runFrameBatch(mine, [cmd])).outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED', deduplicated: false } });
+        if (kill) await expect(runFrameBatch(mine, advanceRunsInTx, [cmd])).rejects.toThrow();
+        else
+          expect((await runFrameBatch(mine, advanceRunsInTx, [cmd])).outcomes[0]).toMatchObject({
+            ok: true,
+            reply: { task_state: 'SUCCEEDED', deduplicated: false },
+          });
         setStatementFault(null);
         await expectHeadAtLastEvent();
         // Sent again (as a worker does after a reconnect): accepted, or deduplicated if it committed.
-        expect((await runFrameBatch(mine, [cmd])).outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED' } });
+        expect((await runFrameBatch(mine, advanceRunsInTx, [cmd])).outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED' } });
         expect(await taskStates([assigns[0].task.id])).toEqual(['SUCCEEDED']);
         await expectHeadAtLastEvent();
       }

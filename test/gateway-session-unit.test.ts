@@ -3,6 +3,7 @@
 // process or an AppContext — what SessionHost makes possible. Covers the session's state
 // transitions, terminate() (the one way to end a session from outside), and that a session that
 // ended gets no work: no claim, and attempts claimed for it before it ended go back at once.
+import { advanceRunsInTx } from '../server/workflows/apply.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -118,47 +119,12 @@ describe('Session on an in-process host', () => {
     expect(await taskState(taskId)).toBe('SUCCEEDED');
   });
 
-  it('a slot reserved for a refill stays held until the reservation commits: a drop (the reconciler found the attempt finished) does not free it', async () => {
-    const { w, s } = await connect('reuse', { capacity: 1 });
-    await submit('reuse', 'reuse-1');
-    const a = await w.next('task.assign');
-    await host.dispatcher.idle();
-    const slot = s.slots.reserveFreed(a.attempt_id)!;
-    expect(slot.replaces).toBe(a.attempt_id);
-    expect(s.slots.reserveFreed(a.attempt_id)).toBeNull(); // one reservation per slot
-    expect(s.slots.reserveFreed('f'.repeat(32))).toBeNull(); // not held
-    s.dropAttempt(a.attempt_id);
-    expect(s.slots.held.has(a.attempt_id)).toBe(true);
-    expect(s.slots.free).toBe(0);
-    const next = { ...a, attempt_id: 'e'.repeat(32) };
-    const { payload, ...task } = a.task;
-    s.deliver(slot, [
-      {
-        attemptId: next.attempt_id,
-        attemptNo: 1,
-        leaseExpiresAt: a.lease_expires_at,
-        queueId: t.queues.reuse!,
-        concurrencyToken: null,
-        task,
-        payloadJson: JSON.stringify(payload),
-      },
-    ]);
-    expect((await w.next('task.assign')).attempt_id).toBe(next.attempt_id);
-    expect([...s.slots.held.keys()]).toEqual([next.attempt_id]);
-    // An unused reservation is given back; the drop then frees the slot.
-    s.slots.reserveFreed(next.attempt_id)!.release();
-    s.dropAttempt(next.attempt_id);
-    expect(s.slots.held.size).toBe(0);
-    await host.dispatcher.idle();
-    expect(s.slots.free).toBe(1);
-  });
-
   it("two identities starting one attempt in the same frame batch: only the owner's start applies", async () => {
     const { w, s } = await connect('dup-start', { capacity: 1 });
     await submit('dup-start', 'dup-start-1');
     const a = await w.next('task.assign');
     const who = (workerId: string) => ({ namespaceId: t.namespace_id, workerId, credentialId: cred.id });
-    const r = await runFrameBatch(db.pool, [
+    const r = await runFrameBatch(db.pool, advanceRunsInTx, [
       { kind: 'start', who: who(s.workerId), attemptId: a.attempt_id, queueId: null },
       { kind: 'start', who: who('intruder-worker'), attemptId: a.attempt_id, queueId: null },
       { kind: 'start', who: who(s.workerId), attemptId: a.attempt_id, queueId: null },

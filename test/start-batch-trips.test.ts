@@ -5,6 +5,7 @@
 // round trips counted (transactionStats, what /metrics reports), the answered lease ends equal the
 // rows', and every refusal is what it was before the fold — a revoked credential, another worker,
 // an expired lease, an unknown attempt — in the same batch as starts that apply.
+import { advanceRunsInTx } from '../server/workflows/apply.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -70,7 +71,7 @@ const start = (attemptId: string, workerId: string, credentialId = f.live.id, qu
 /** runFrameBatch and the transactions and round trips it cost. */
 async function counted(cmds: FrameCommand[]) {
   const before = { ...transactionStats };
-  const r = await runFrameBatch(f.db.pool, cmds);
+  const r = await runFrameBatch(f.db.pool, advanceRunsInTx, cmds);
   return { r, transactions: transactionStats.transactions - before.transactions, roundTrips: transactionStats.roundTrips - before.roundTrips };
 }
 

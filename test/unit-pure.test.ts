@@ -17,7 +17,6 @@ import { packageRoot } from '../server/paths.js';
 import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/result-decision.js';
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
-import { QueueHints } from '../server/dispatch/queue-hints.js';
 import { budgetFor, MIN_MAX_ALLOWED_PACKET, roundTrips, StatementTooLarge } from '../server/db/packet-budget.js';
 
 const base: OutcomeInput = {
@@ -233,23 +232,6 @@ describe('protocol states', () => {
       ...states.UNFINISHED_RUN_STATES,
     ]);
     expect(states.WORKFLOW_STEP_STATES.filter(states.isFinishedStepState)).toEqual([...states.FINISHED_STEP_STATES]);
-  });
-});
-
-describe('QueueHints (refill and hand-off skips)', () => {
-  it('a drained queue is skipped by refills until new work is noted; a refused one by both, for a second', () => {
-    const h = new QueueHints();
-    h.markDrained('q1');
-    h.markRefused(['q2']);
-    expect([...h.refillSkips()].sort()).toEqual(['q1', 'q2']);
-    expect([...h.refusedQueues()]).toEqual(['q2']);
-    h.noteWork('q1');
-    h.noteWork('q2'); // new work does not lift a refusal: the queue may still be paused
-    expect([...h.refillSkips()]).toEqual(['q2']);
-    const later = Date.now() + QueueHints.TTL_MS + 1;
-    h.markDrained('q3');
-    expect([...h.refusedQueues(later)]).toEqual([]);
-    expect([...h.refillSkips(later)]).toEqual([]);
   });
 });
 

@@ -5,6 +5,7 @@
 // backoff and closing (unstarted attempts requeued), and cancels, through a real gateway; after
 // each step, in one snapshot: the flag invariant, and the flagged read against today's read for
 // several handler filters and times. Then the races the key row's lock serializes.
+import { advanceRunsInTx } from '../server/workflows/apply.js';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
@@ -236,7 +237,7 @@ function holdCancel(pool: Pool, t: CredentialsFile, taskId: string): { held: Pro
   let held!: () => void;
   const heldP = new Promise<void>((r) => (held = r));
   const done = withTransaction(pool, 'command', async (c) => {
-    await cancelTask(c, t.namespace_id, taskId, 'race');
+    await cancelTask(c, advanceRunsInTx, t.namespace_id, taskId, 'race');
     await c.query('SELECT 1'); // the queued waiting writes are sent before this
     held();
     await release;
@@ -315,19 +316,19 @@ describe("waiting heads: a cancel and the key holder's retry at once", () => {
         await c.query(...lockKeysSql([{ namespace_id: t.namespace_id, concurrency_key: Buffer.from('race/retry') }])!);
         keyHeld();
         await go;
-        await cancelTask(c, t.namespace_id, waiting, 'race');
+        await cancelTask(c, advanceRunsInTx, t.namespace_id, waiting, 'race');
         await c.query('SELECT 1'); // the queued waiting writes are sent before this
       });
       await held;
       // The holder's result: retry with a backoff (its waiting row has a not_before). Its frame
-      // transaction waits for the key row the cancel holds (release or hand-off).
+      // transaction waits for the key row the cancel holds (the release).
       w.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'retry', retry_after_ms: 3_600_000, error: { code: 'E', message: 'again' } });
       // (Its wait shows in the process list, not in INNODB_TRX: MariaDB reads a row looked up by
       // primary key while planning, so the statement waits in state "Statistics".)
       try {
         await waitFor('the result waiting for the key row', async () => {
           const [rows] = await k.db.pool.query<RowDataPacket[]>(
-            "SELECT 1 FROM information_schema.PROCESSLIST WHERE id <> CONNECTION_ID() AND command = 'Query' AND info LIKE '%FROM resource_keys%FOR UPDATE'",
+            "SELECT 1 FROM information_schema.PROCESSLIST WHERE id <> CONNECTION_ID() AND command = 'Query' AND info LIKE '%resource_keys%'",
           );
           return rows.length > 0;
         });

@@ -85,9 +85,8 @@ export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string)
     parts.push(sql);
     args.push(...values);
   }
-  // Prepared when it travels alone (a claim round's second round trip): 62 against 115 µs of
-  // mariadbd and 40 against 55 µs of the gateway per execution (bench/statement-forms.ts,
-  // docs/benchmarks.md "Prepared statements against text"); as text with a refill's queued writes.
+  // Prepared: it travels alone (a claim round's second round trip), where a prepared execution
+  // costs the server less than parsing the text again.
   const [rows] = await readFixedShape<RowDataPacket[]>(c, parts.join(' UNION ALL '), args);
   return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
 }
@@ -119,35 +118,12 @@ export function candidateReadSql(s: CandidateSpec, now: string, i: number, index
   return [sql, args];
 }
 
-/** The task columns a claim, refill or hand-off reads (CandidateRow). */
+/** The task columns a claim reads (CandidateRow). */
 const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
   t.concurrency_key, t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index`;
 
-/** lockKeySuccessorsSql([namespace, key, queue], now) → the statement that reads the next due
- * WAITING tasks of each key in its queue (a few per key, so that rows a claim holds can be
- * skipped) from waiting_tasks (index ix_waiting_key: each part stops after a few rows whatever the
- * key's backlog) and locks them FOR UPDATE SKIP LOCKED by primary key in the same statement: one
- * locking read for a key hand-off (CandidateRow rows), sent with the key rows' lock
- * (ledger-sql.ts lockKeyRowsSql) in one round trip. The derived table's rows are not waited for
- * either (SKIP LOCKED covers the whole statement), so taking them before the task rows cannot
- * wait out of the lock order. FORCE INDEX: the read must stay on the key's rows — planned on
- * ix_waiting_claimable's `queue_id` prefix (a small table can make it look as cheap) it would pass,
- * and under SKIP LOCKED skip, other keys' rows, and a successor could be missed (the key then
- * released instead of handed off). */
-export function lockKeySuccessorsSql(keys: { namespaceId: string; key: Buffer; queueId: string }[], now: string): [string, unknown[]] {
-  const parts = keys.map(
-    () => `(SELECT w.task_id FROM waiting_tasks w FORCE INDEX (ix_waiting_key) WHERE w.namespace_id = ? AND w.concurrency_key = ? AND w.queue_id = ?
-              AND (w.not_before IS NULL OR w.not_before <= ?) AND w.deadline_at > ? ORDER BY w.priority DESC, w.seq LIMIT 3)`,
-  );
-  return [
-    `SELECT ${CANDIDATE_COLUMNS} FROM (${parts.join(' UNION ALL ')}) n JOIN tasks t ON t.id = n.task_id
-      WHERE t.state = 'WAITING' FOR UPDATE SKIP LOCKED`,
-    keys.flatMap((k) => [k.namespaceId, k.key, k.queueId, now, now]),
-  ];
-}
-
 /** Claim order of candidate rows: priority high first, then age (seq) — the order of a claim
- * round, a refill and a key hand-off alike. `seq` as candidateIds reads it (bigint) or as a
+ * round. `seq` as candidateIds reads it (bigint) or as a
  * locked row has it (a BIGINT string). */
 export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: { priority: number; seq: bigint | string }): number {
   if (a.priority !== b.priority) return b.priority - a.priority;
@@ -279,7 +255,7 @@ export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
 /** markTasksLeased([task id, attempt id, its waiting row], now): the claimed tasks LEASED with their
  * current attempt, and their waiting rows deleted with the next row of each key's group flagged
  * (db/waiting-tasks.ts); the caller holds the task rows' locks and the key rows' (the grant's
- * upsert, the hand-off's lock). All queued. */
+ * upsert). All queued. */
 export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: string; waiting: WaitingRow }[], now: string): Promise<void> {
   await write(
     c,
@@ -309,8 +285,8 @@ export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
 }
 
 /** queueDispatches(delta): the SQL condition that a queue row grants `delta` more permits now —
- * not paused, not retired, within max_active_attempts (a claim's and a hand-off's check). */
-export function queueDispatches(delta: string): string {
+ * not paused, not retired, within max_active_attempts. */
+function queueDispatches(delta: string): string {
   return `paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts`;
 }
 

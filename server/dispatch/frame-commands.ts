@@ -20,20 +20,11 @@ export interface ResultReply {
 
 export type FrameCommand =
   | { kind: 'start'; who: Identity; attemptId: string; /** the attempt's queue when the session holds it */ queueId: string | null }
-  | { kind: 'result'; who: Identity; frame: ResultFrame; /** the sending session: its freed slot may be refilled (refill.ts) */ sessionId?: string };
+  | { kind: 'result'; who: Identity; frame: ResultFrame };
 
 export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
-  | {
-      ok: true;
-      kind: 'result';
-      reply: ResultReply;
-      freedQueues: string[];
-      /** its key went straight to the next task */
-      handedOff?: boolean;
-      /** its slot went straight to the next task of its queue, for the same session */
-      refilled?: boolean;
-    }
+  | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[] }
   | { ok: false; error: OrbitError }
   /** The item's own transaction failed unexpectedly (a batch retried item by item): the session's
    * boundary answers it (UNAVAILABLE for a refusing database, else INTERNAL, reported). */

@@ -1,8 +1,7 @@
 // result frames in the frame committer's transaction (frame-committer.ts): one locking read of
 // the results' attempts and tasks, each result decided (result-decision.ts) or answered from the
-// stored reply (a repeated frame), then one UPDATE of attempts and one of tasks; permits, events
-// and the keys and slots freed for a hand-off or refill are collected for the rest of the
-// transaction.
+// stored reply (a repeated frame), then one UPDATE of attempts and one of tasks; permits, keys,
+// waiting rows and events go to the transaction's ledger.
 import crypto from 'node:crypto';
 import type { ResultFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
@@ -13,8 +12,6 @@ import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
 import { OUTCOME_EVENT } from './events.js';
 import { decideOutcome } from './result-decision.js';
-import type { ReleasedKey } from './handoff.js';
-import type { FreedSlot } from './refill.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
 
 function resultFingerprint(f: ResultFrame): string {
@@ -33,16 +30,7 @@ export function resultRowsSql(items: ResultItem[]): [string, unknown[]] {
 }
 
 /** The results `items` (credentials live) decided on their locked rows `locked` (resultRowsSql). */
-export async function applyResults(
-  c: Tx,
-  ledger: PermitLedger,
-  items: ResultItem[],
-  locked: ResultRow[],
-  now: string,
-  out: FrameOutcome[],
-  released: ReleasedKey[],
-  freed: FreedSlot[],
-): Promise<void> {
+export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultItem[], locked: ResultRow[], now: string, out: FrameOutcome[]): Promise<void> {
   if (items.length === 0) return;
   const rows = new Map(locked.map((r) => [r.id, r]));
   const retryQueues = items
@@ -106,17 +94,12 @@ export async function applyResults(
       reply: JSON.stringify(reply),
     });
     ledger.releaseAttempt(a);
-    if (a.concurrency_key)
-      released.push({ namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, key: a.concurrency_key, attemptId: a.id });
-    else if (cmd.sessionId)
-      freed.push({ sessionId: cmd.sessionId, namespaceId: a.namespace_id, applicationId: a.application_id, queueId: a.queue_id, attemptId: a.id });
     if (d.taskState === 'WAITING') {
       const notBefore = plusMs(now, d.backoffMs);
       tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore, result: null, terminal: false });
-      // Its waiting row is written at the flush, after the key row's lock (the release or the
-      // hand-off's): inserted here, before it, a cancel of the key's next row that held the key
-      // row and read the group for its flag waited for this row while this transaction waited for
-      // the key row — a deadlock (docs/design.md "Waiting heads", *Serialization*).
+      // Its waiting row is written at the flush, after the key row's lock: inserted before it, it
+      // would deadlock with a cancel of the key's next row that holds the key row and reads the
+      // group for its flag (docs/design.md "Waiting heads").
       ledger.enterWaiting({ id: a.task_id, namespace_id: a.namespace_id, concurrency_key: a.concurrency_key, not_before: notBefore });
     } else {
       const taskOutput = f.outcome === 'succeeded' ? output : null;

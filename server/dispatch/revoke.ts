@@ -5,9 +5,8 @@ import type { Pool, Tx } from '../db/pool.js';
 import { closeAttempt, type AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
 import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
-import { withLedgerTx, type PermitLedger } from './ledger.js';
+import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { finishTask } from './finish-task.js';
-import { advanceSteps } from './step-advance.js';
 
 export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
 
@@ -62,12 +61,16 @@ export async function revokeAttempt(
 }
 
 /** Releases live never-started attempts of one worker identity that were never delivered. */
-export async function releaseAttempts(pool: Pool, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<string[]> {
+export async function releaseAttempts(
+  pool: Pool,
+  advance: StepAdvancer,
+  who: { namespaceId: string; workerId: string },
+  attemptIds: string[],
+): Promise<string[]> {
   if (attemptIds.length === 0) return [];
-  const { ledger } = await withLedgerTx(pool, 'other', async (c, ledger) => {
+  const { ledger } = await withLedgerTx(pool, 'other', advance, async (c, ledger) => {
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
     for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
-    await advanceSteps(c, ledger);
   });
   return [...ledger.freedQueues];
 }

@@ -4,10 +4,9 @@
 import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from '../db/pool.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
 import { lockTask } from '../db/task-transitions.js';
-import { withLedgerTx } from './ledger.js';
+import { withLedgerTx, type StepAdvancer } from './ledger.js';
 import { finishTask } from './finish-task.js';
 import { revokeAttempt, type Revoked } from './revoke.js';
-import { advanceSteps } from './step-advance.js';
 
 export interface SweepReport {
   revoked: Revoked[];
@@ -42,11 +41,11 @@ function mergeInto(into: SweepReport, r: SweepReport): void {
  * rows per kind and application. One application's failure does not stop the others, and a batch
  * that fails for another reason than a lost database is swept again row by row, so one row that
  * cannot be settled stays behind alone (in `failed`) instead of stopping every sweep. */
-export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
+export async function sweep(pool: Pool, advance: StepAdvancer, limit = 200): Promise<SweepReport> {
   const report = emptyReport();
   for (const app of await applicationsDue(pool, limit)) {
     try {
-      mergeInto(report, await sweepApplication(pool, app, limit));
+      mergeInto(report, await sweepApplication(pool, advance, app, limit));
     } catch (err) {
       if (isConnectionError(err)) throw err;
       report.failed.push({ applicationId: app, row: null, err });
@@ -55,9 +54,9 @@ export async function sweep(pool: Pool, limit = 200): Promise<SweepReport> {
   return report;
 }
 
-async function sweepApplication(pool: Pool, applicationId: string, limit: number): Promise<SweepReport> {
+async function sweepApplication(pool: Pool, advance: StepAdvancer, applicationId: string, limit: number): Promise<SweepReport> {
   try {
-    return await sweepRows(pool, applicationId, limit);
+    return await sweepRows(pool, advance, applicationId, limit);
   } catch (err) {
     // A busy database (a deadlock or lock wait past the retries) is no bad row: running ~200 rows
     // alone, each with its own retries, would only load it more. This application waits for the
@@ -69,7 +68,7 @@ async function sweepApplication(pool: Pool, applicationId: string, limit: number
     const report = emptyReport();
     for (const row of rows) {
       try {
-        mergeInto(report, await sweepRows(pool, applicationId, 1, row));
+        mergeInto(report, await sweepRows(pool, advance, applicationId, 1, row));
       } catch (e) {
         if (isDatabaseRefusal(e)) throw e;
         report.failed.push({ applicationId, row, err: e });
@@ -90,10 +89,10 @@ async function dueRows(pool: Pool, applicationId: string, limit: number): Promis
 }
 
 /** One transaction of the sweep of an application: its due rows, or only `only`. */
-async function sweepRows(pool: Pool, applicationId: string, limit: number, only?: SweepRow): Promise<SweepReport> {
+async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: string, limit: number, only?: SweepRow): Promise<SweepReport> {
   const report = emptyReport();
   const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
-  const { ledger: committed } = await withLedgerTx(pool, 'sweep', async (c, ledger) => {
+  const { ledger: committed } = await withLedgerTx(pool, 'sweep', advance, async (c, ledger) => {
     report.revoked = [];
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
@@ -124,7 +123,6 @@ async function sweepRows(pool: Pool, applicationId: string, limit: number, only?
       });
       report.counts.deadlineWaiting++;
     }
-    await advanceSteps(c, ledger);
   });
   report.freedQueues = [...committed.freedQueues];
   return report;

@@ -6,10 +6,9 @@ import type { Tx } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from '../db/attempts.js';
 import { reopenTaskForRetry } from '../db/task-transitions.js';
-import { withLedger } from './ledger.js';
+import { withLedger, type StepAdvancer } from './ledger.js';
 import { finishTask } from './finish-task.js';
 import { revokeAttempt, type Revoked } from './revoke.js';
-import { advanceSteps } from './step-advance.js';
 
 export interface CommandEffect {
   task: TaskRow;
@@ -22,11 +21,11 @@ export interface CommandEffect {
  * attempt is read without a lock, that attempt locked, then the task. Locking the task first
  * deadlocked with a result of the same attempt (each held the row the other waited for; InnoDB
  * rolled one back and withTransaction hid it by a retry). */
-export async function cancelTask(c: Tx, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
+export async function cancelTask(c: Tx, advance: StepAdvancer, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
   const seen = (await getTask(c, namespaceId, taskId))!;
   const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
   const t = (await getTask(c, namespaceId, taskId, true))!;
-  const { value: revoked, ledger: flushed } = await withLedger(c, async (ledger) => {
+  const { value: revoked, ledger: flushed } = await withLedger(c, advance, async (ledger) => {
     const done: Revoked[] = [];
     if (t.state === 'WAITING') {
       await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
@@ -40,7 +39,6 @@ export async function cancelTask(c: Tx, namespaceId: string, taskId: string, rea
     } else {
       throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
     }
-    await advanceSteps(c, ledger);
     return done;
   });
   return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...flushed.freedQueues] };
@@ -48,6 +46,7 @@ export async function cancelTask(c: Tx, namespaceId: string, taskId: string, rea
 
 export async function resolveTask(
   c: Tx,
+  advance: StepAdvancer,
   namespaceId: string,
   taskId: string,
   resolution: 'succeeded' | 'failed' | 'retry',
@@ -56,7 +55,7 @@ export async function resolveTask(
   const t = (await getTask(c, namespaceId, taskId, true))!;
   if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
   const note = { code: 'RESOLVED', message: reason ?? `resolved as ${resolution}` };
-  const { ledger: flushed } = await withLedger(c, async (ledger) => {
+  const { ledger: flushed } = await withLedger(c, advance, async (ledger) => {
     if (resolution === 'retry') {
       // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
       await reopenTaskForRetry(c, t.id);
@@ -70,7 +69,6 @@ export async function resolveTask(
         error: resolution === 'failed' ? note : null,
       });
     }
-    await advanceSteps(c, ledger);
   });
   return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...flushed.freedQueues] };
 }

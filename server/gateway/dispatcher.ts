@@ -174,11 +174,11 @@ export class Dispatcher {
   private async round(due: Session[], readDone: () => void): Promise<void> {
     due.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
     const byPoll = new Set(due.filter((s) => this.polled.delete(s)));
-    // The slots this round may fill are reserved while it runs (session-slots.ts), so that a key
-    // hand-off committing meanwhile (ws-gateway handoffHost) cannot fill them too.
+    // The slots this round may fill are reserved while it runs (session-slots.ts), so that a round
+    // next to it cannot fill them too.
     const sessions: { s: Session; slot: SlotReservation; reserved: number }[] = [];
     for (const s of due) {
-      const slot = s.slots.reserve(MAX_BATCH, true);
+      const slot = s.slots.reserve(MAX_BATCH);
       if (slot) sessions.push({ s, slot, reserved: slot.size });
     }
     const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));

@@ -12,9 +12,8 @@ import { rebindAttempts } from '../db/attempt-leases.js';
 import { readHelloQueues } from '../db/queues.js';
 import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../db/worker-identities.js';
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
-import { withLedgerTx } from '../dispatch/ledger.js';
+import { withLedgerTx, type StepAdvancer } from '../dispatch/ledger.js';
 import { revokeAttempt } from '../dispatch/revoke.js';
-import { advanceSteps } from '../dispatch/step-advance.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { ClaimSession } from '../dispatch/grant.js';
 
@@ -53,10 +52,17 @@ export function helloOk(sessionId: string, h: HelloFrame, res: HelloResult, maxF
   };
 }
 
-export async function helloTransaction(pool: Pool, cred: Credential, sessionId: string, nodeId: string, h: HelloFrame): Promise<HelloResult> {
+export async function helloTransaction(
+  pool: Pool,
+  advance: StepAdvancer,
+  cred: Credential,
+  sessionId: string,
+  nodeId: string,
+  h: HelloFrame,
+): Promise<HelloResult> {
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
-  const { value: result, ledger: committed } = await withLedgerTx(pool, 'hello', async (c, ledger) => {
+  const { value: result, ledger: committed } = await withLedgerTx(pool, 'hello', advance, async (c, ledger) => {
     // The credential was checked at the upgrade, maybe long before this frame: checked again, and
     // share-locked to the commit like a claim's, start's or result's, so a revocation either
     // commits first (nothing is rebound, released or registered) or waits for this hello.
@@ -136,9 +142,6 @@ export async function helloTransaction(pool: Pool, cred: Credential, sessionId: 
         resumed.push(r);
       }
     }
-    // A released step task's run advances in this transaction, like every other task change (a
-    // fan-out step with a failed element cancels the requeued task; a final run cancels it).
-    await advanceSteps(c, ledger);
     const resumedSet = new Set(resumedIds);
     return { resumed, lost: (h.resume ?? []).filter((id) => !resumedSet.has(id)), leaseMs, freedQueues: [] as string[] };
   });

@@ -2,6 +2,7 @@
 // reconciliation of local sessions with changes other nodes made — attempts revoked elsewhere get
 // task.cancel here, and a session superseded by a newer session of its worker_id on another node
 // is closed with 4409.
+import type { StepAdvancer } from '../dispatch/ledger.js';
 import { sweep } from '../dispatch/sweeper.js';
 import { sweepWorkflows } from '../workflows/sweep.js';
 import { isConnectionError } from '../db/pool.js';
@@ -23,6 +24,8 @@ export interface ReconcilerHost extends CapabilityWatchHost {
   readonly config: Pick<Config, 'sweepIntervalMs'>;
   readonly metrics: Pick<Metrics, 'sweeperRecovered' | 'keyedWaitingNoCapable' | 'internalErrors'>;
   readonly faults: Pick<Faults, 'hit'>;
+  /** Workflow advancement for the sweeper's transactions. */
+  readonly advanceSteps: StepAdvancer;
   readonly sessions: ReadonlyMap<string, Session>;
   /** Revoked attempts and freed queues found by the sweeper go out like any other node's. */
   readonly signals: Pick<WorkSignals, 'wake' | 'revoked'>;
@@ -54,7 +57,7 @@ export class Reconciler {
   async tick(): Promise<void> {
     const app = this.host;
     try {
-      const r = await sweep(app.pool);
+      const r = await sweep(app.pool, app.advanceSteps);
       // Rows left behind by this sweep (the others were settled): a busy database is retried by
       // the next tick; anything else is a bug on that row, counted and logged with its id.
       for (const f of r.failed) {

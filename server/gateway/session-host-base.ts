@@ -6,11 +6,14 @@ import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.js';
 import type { WakeCause, WorkSignals } from '../work-signals.js';
 import { releaseAttempts } from '../dispatch/revoke.js';
+import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Session } from './session.js';
 
 export abstract class SessionHostBase {
   abstract readonly pool: Pool;
+  /** Workflow advancement for the transactions that release attempts. */
+  abstract readonly advanceSteps: StepAdvancer;
   /** The node's signals: every wake-up goes through them. */
   abstract readonly signals: Pick<WorkSignals, 'wake'>;
   abstract readonly dispatcher: Pick<Dispatcher, 'kick'>;
@@ -44,7 +47,7 @@ export abstract class SessionHostBase {
    * failure they expire with their lease. */
   protected release(who: { namespaceId: string; workerId: string }, attemptIds: string[], log: Logger): void {
     void this.track(
-      releaseAttempts(this.pool, who, attemptIds)
+      releaseAttempts(this.pool, this.advanceSteps, who, attemptIds)
         .then((freed) => this.wake(freed))
         .catch((err) => log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
     );

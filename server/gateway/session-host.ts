@@ -1,4 +1,5 @@
 // What a session needs of its node, and its states (session.ts).
+import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.js';
 import type { WakeCause } from '../work-signals.js';
@@ -21,6 +22,8 @@ type Session = object;
 
 export interface SessionHost {
   readonly pool: Pool;
+  /** Workflow advancement for hello's transaction (it may release step tasks). */
+  readonly advanceSteps: StepAdvancer;
   readonly config: Pick<Config, 'maxFrameBytes' | 'nodeId' | 'helloTimeoutMs' | 'pongTimeoutMs' | 'sessionMaxFramesInFlight' | 'sessionMaxBytesInFlight'>;
   readonly metrics: Pick<
     Metrics,
@@ -32,9 +35,9 @@ export interface SessionHost {
   readonly faults: Pick<Faults, 'hit'>;
   /** start and result frames, coalesced with other sessions' (server/dispatch/frame-committer.ts). */
   readonly frames: Pick<FrameCommitter, 'run'>;
-  /** Hello committed: claims and key hand-offs from now on (an older session of the worker_id ends). */
+  /** Hello committed: claims from now on (an older session of the worker_id ends). */
   register(s: Session): void;
-  /** The session ended: no more claims or hand-offs for it. */
+  /** The session ended: no more claims for it. */
   unregister(s: Session): void;
   /** Work the host waits for before it shuts down (replies after their commit). */
   track<T>(p: Promise<T>): Promise<T>;

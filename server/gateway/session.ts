@@ -232,7 +232,7 @@ export class Session {
   }
 
   private async onHello(h: HelloFrame): Promise<void> {
-    const res = await this.admitted(() => helloTransaction(this.host.pool, this.cred, this.id, this.host.config.nodeId, h));
+    const res = await this.admitted(() => helloTransaction(this.host.pool, this.host.advanceSteps, this.cred, this.id, this.host.config.nodeId, h));
     if (this.state === 'closed') {
       await this.admitted(() => closeSessionRow(this.host.pool, this.id, 1006));
       return;
@@ -321,30 +321,21 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, sessionId: this.id });
+    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
-    // Full but for the slots a claim round in flight holds is not full: that round was offered
-    // every task claimable when it read (a full batch makes the session due again, and work that
-    // came later woke it), so the slot this result frees needs no round of its own. Measured on
-    // ten hot keys: most kicks after a hand-off came from such sessions and found nothing.
-    const wasFull = this.slots.free === 0 && this.slots.fullButForRound;
-    // A refilled slot stays held until the refill's delivery commits its reservation (right after
-    // this reply is sent): freeing it here would let a claim round take it in between.
-    if (!r.refilled) this.slots.finish(f.attempt_id);
+    this.slots.finish(f.attempt_id);
     this.send(r.reply as GatewayFrame);
-    // Per-task lines are debug only, and not even built below it (issue 19: no per-task logging cost).
+    // Per-task lines are debug only, and not even built below it: no per-task logging cost.
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
-    // A finished task only freed its permits; a retried one is WAITING again (new work).
+    // A finished task freed its permits (and key); a retried one is WAITING again (new work). The
+    // wake-up makes the queue's sessions due, this one included: the freed slot is refilled by
+    // the next claim round.
     this.host.wake(r.freedQueues, r.reply.task_state === 'WAITING' ? 'work' : 'released');
-    // After a hand-off, a session that had free slots was already offered everything claimable;
-    // only one that was full has new room to fill.
-    // After a refill, the slot is taken again: nothing to claim for it.
-    if (r.refilled) return;
-    if (!r.handedOff || wasFull) this.host.kick(this);
+    if (r.freedQueues.length === 0) this.host.kick(this);
   }
 
   /** The session's credential was found revoked (by a claim, start or result transaction, or the
@@ -359,8 +350,8 @@ export class Session {
     if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** Sends task.assign frames for a committed claim, hand-off or refill, whose slots `slot`
-   * reserved: they become held attempts (slot.commit). */
+  /** Sends task.assign frames for a committed claim whose slots `slot` reserved: they become
+   * held attempts (slot.commit). */
   deliver(slot: SlotReservation, assignments: Assignment[]): void {
     // A claim that committed after drain or close: the worker will never see these attempts, so
     // they go back to WAITING now instead of sitting out their lease. Never more than the

@@ -21,15 +21,13 @@ import { SessionHostBase } from './session-host-base.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-committer.js';
-import type { Delivery, HandoffHost } from '../dispatch/handoff.js';
-import { sessionAccepts } from '../dispatch/grant.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
-export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'shuttingDown'>;
+export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'advanceSteps' | 'shuttingDown'>;
 
 export class Gateway extends SessionHostBase implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly config: AppContext['config'];
@@ -37,6 +35,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
   readonly log: Logger;
   readonly metrics: AppContext['metrics'];
   readonly faults: AppContext['faults'];
+  readonly advanceSteps: AppContext['advanceSteps'];
   /** Registered sessions (hello committed, not ended). */
   readonly sessions = new Map<string, Session>();
   /** `${namespace}/${worker_id}` → the newest local session of that identity. */
@@ -59,7 +58,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     readonly signals: WorkSignals & WorkSignalSource,
   ) {
     super();
-    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults } = app);
+    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults, advanceSteps: this.advanceSteps } = app);
     const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
       WebSocket: WorkerSocket,
@@ -77,25 +76,14 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
         socket.destroy();
       });
     });
-    this.frames = new FrameCommitter(
-      app.pool,
-      (size, seconds, handoffs, refills) => {
-        app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
-        app.metrics.batchSize.observe(size);
-        if (handoffs > 0) app.metrics.keyHandoffs.inc(handoffs);
-        if (refills > 0) app.metrics.slotRefills.inc(refills);
-        if (handoffs + refills > 0) app.metrics.tasksAssigned.inc(handoffs + refills);
-      },
-      this.handoffHost(),
-    );
+    this.frames = new FrameCommitter(app.pool, this.advanceSteps, (size, seconds) => {
+      app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
+      app.metrics.batchSize.observe(size);
+    });
     this.admission = new TxAdmission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.offWork = signals.onWork((q, cause) => {
-      // Only new work ends a queue's "drained" hint: a result's released permits bring no task.
-      if (cause === 'work') this.frames.hints.noteWork(q);
-      this.dispatcher.wake(q, cause);
-    });
+    this.offWork = signals.onWork((q, cause) => this.dispatcher.wake(q, cause));
     this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {
@@ -104,50 +92,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
       }),
       pingMs,
     );
-  }
-
-  /** Local sessions for key hand-offs and refills in result transactions (server/dispatch/
-   * handoff.ts, refill.ts), each with its slot reserved (session-slots.ts): a hand-off goes
-   * round-robin over the open sessions that take the task now. */
-  private handoffHost(): HandoffHost {
-    let turn = 0;
-    return {
-      reserve: (t) => {
-        const all = [...this.sessions.values()];
-        for (let i = 0; i < all.length; i++) {
-          const s = all[(turn + i) % all.length]!;
-          const c = s.claim;
-          if (!c || !sessionAccepts(c, t)) continue;
-          const slot = s.slots.reserve(1);
-          if (!slot) continue;
-          turn = (turn + i + 1) % Math.max(1, all.length);
-          return { session: c, slot };
-        }
-        return null;
-      },
-      reserveFreed: (sessionId, attemptId) => {
-        const s = this.sessions.get(sessionId);
-        const slot = s?.slots.reserveFreed(attemptId);
-        return s && slot ? { session: s.claim, slot } : null;
-      },
-      deliver: (d) => {
-        // A refill's task.assign goes after the result.ok of the attempt whose slot it took (the
-        // session sends that reply when the batch's outcomes resolve, before the next macrotask),
-        // so a worker never sees more assignments than its capacity.
-        if (!d.slot.replaces) return this.deliverHandoff(d);
-        const later = guardTimer(this.app, 'refill delivery', () => this.deliverHandoff(d));
-        void this.track(new Promise<void>((resolve) => setImmediate(() => (later(), resolve()))));
-      },
-    };
-  }
-
-  /** A committed hand-off or refill to its session, or back to WAITING when the session is gone. */
-  private deliverHandoff({ session: c, a, slot }: Delivery): void {
-    const s = this.sessions.get(c.sessionId);
-    if (s) return s.deliver(slot, [a]);
-    // The session closed since: released at once like any undelivered claim.
-    slot.release();
-    this.release({ namespaceId: c.namespaceId, workerId: c.workerId }, [a.attemptId], this.log);
   }
 
   /** Sessions that have not finished hello yet (for heartbeats and shutdown). */

@@ -48,7 +48,7 @@ export const cancelTaskRoute = command({
   body: CancelTaskBody,
   status: 200,
   load: loaded,
-  effect: (c, b, { cred, params }) => cancelTask(c, cred.namespaceId, params.id!, b.reason),
+  effect: (c, b, { app, cred, params }) => cancelTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.reason),
   reply: taskReply,
   afterCommit: afterEffect,
 });
@@ -59,7 +59,7 @@ export const resolveTaskRoute = command({
   body: ResolveTaskBody,
   status: 200,
   load: loaded,
-  effect: (c, b, { cred, params }) => resolveTask(c, cred.namespaceId, params.id!, b.resolution, b.reason),
+  effect: (c, b, { app, cred, params }) => resolveTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.resolution, b.reason),
   reply: taskReply,
   afterCommit: afterEffect,
 });

@@ -23,7 +23,7 @@ import { unfinishedTasksQuota } from '../dispatch/refusals.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
 import { initialRunView, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
-import { applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
+import { advanceRunsInTx, applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
 import { findVersionGraph, loadRun, runView, type LoadedRun } from './run-state.js';
 import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
 
@@ -92,7 +92,7 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
   };
   let queues: string[];
   try {
-    ({ value: queues } = await withLedger(c, async (ledger) => (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues));
+    ({ value: queues } = await withLedger(c, advanceRunsInTx, async (ledger) => (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues));
   } catch (err) {
     if (err instanceof QuotaRefused) throw await unfinishedTasksQuota(c, cred.applicationId);
     throw err;
@@ -116,7 +116,7 @@ async function finish(c: Tx, ns: string, run: LoadedRun, queues: string[], revok
 /** :pause — no new step tasks; steps that may start become READY (paused); created tasks go on. */
 export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  await withLedger(c, (ledger) => applyPlan(c, ledger, run, planPause(run.version.graph, run.view)));
+  await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planPause(run.version.graph, run.view)));
   return finish(c, ns, run, [], []);
 }
 
@@ -124,7 +124,7 @@ export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEff
  * not fit the quota stay READY for the sweeper). */
 export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
   return finish(c, ns, run, r.queues, []);
 }
 
@@ -139,7 +139,7 @@ export async function cancelRun(c: Tx, ns: string, runId: string, reason: string
   // Re-read under the run lock: an advancement that committed meanwhile created tasks (locked by
   // the applier as it cancels them; a WAITING task has no attempt).
   const updates = [...taskViews(await readStepTasks(c, runId, null, false))].map(([key, tasks]) => ({ key, tasks }));
-  const { value: r } = await withLedger(c, (ledger) => applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason));
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason));
   return finish(c, ns, run, [], r.revoked);
 }
 
@@ -153,6 +153,8 @@ export async function sendSignal(c: Tx, ns: string, runId: string, s: Normalized
     throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
   const first = planSignal(g, run.view, s.name, s.payload);
   if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
-  const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan));
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) =>
+    planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan),
+  );
   return finish(c, ns, run, r.queues, []);
 }

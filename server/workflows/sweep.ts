@@ -8,7 +8,7 @@ import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { withLedger } from '../dispatch/ledger.js';
 import { planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
-import { planAndApply } from './apply.js';
+import { advanceRunsInTx, planAndApply } from './apply.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
 export interface WorkflowSweepReport {
@@ -35,7 +35,7 @@ async function advanceOne(
     const row = await getRun(c, namespaceId, runId, true);
     if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
     const run = await loadRun(c, row);
-    const { value: r } = await withLedger(c, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
+    const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
     report.queues.push(...r.queues);
     return r.plan.tasksCreated > 0;
   });

@@ -4,6 +4,7 @@
 // what SessionHost and DispatcherHost make possible: a Session needs only this, not a Gateway and
 // an AppContext. Tracking, wake-ups, kicks and the release of undelivered attempts are the
 // gateway's own (SessionHostBase, which both extend).
+import { advanceRunsInTx } from '../../server/workflows/apply.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
@@ -27,6 +28,7 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
   readonly log = pino({ level: 'silent' });
   readonly metrics = createMetrics();
   readonly faults = new Faults(false);
+  readonly advanceSteps = advanceRunsInTx;
   /** Mutable so a test can shorten the hello timer of the sessions it opens next. */
   readonly config = {
     maxFrameBytes: 1024 * 1024,
@@ -53,7 +55,7 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
 
   constructor(readonly pool: Pool) {
     super();
-    this.frames = new FrameCommitter(pool, () => {});
+    this.frames = new FrameCommitter(pool, advanceRunsInTx, () => {});
     this.dispatcher = new Dispatcher(this);
     this.submitter = new TaskSubmitter({ pool, metrics: this.metrics, log: this.log, signals: this.signals });
     this.unsubscribe = this.signals.onWork((q, cause) => {

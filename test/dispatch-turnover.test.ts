@@ -1,19 +1,18 @@
-// Refill in the result transaction (server/dispatch/refill.ts): a result that frees an unkeyed
-// attempt's slot claims the next task of the same queue for the same session in that transaction
-// — in claim order, never past a keyed task whose key is free, never for a paused queue, only what
-// the session's handlers accept — and the worker gets result.ok before the new task.assign.
+// A result that frees a slot wakes the claim round that fills it: the next task in claim order, a
+// keyed task whose key is free not passed over, nothing from a paused queue, only what the
+// session's handlers accept — and the worker gets result.ok before the new task.assign.
 import { describe, expect, it } from 'vitest';
 import { newTenant } from './support/db.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { assertPermitInvariants } from './support/invariants.js';
-import { finishWhileQueuePaused, keyRow, metric, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
+import { finishWhileQueuePaused, keyRow, session, setQueuePausedOverHttp, startAndFinish, taskState } from './support/keys-helpers.js';
 import { submitTask } from './support/submit.js';
 
 const f = useGatewayFixture({ tenant: false });
 const url = () => f.gw.url;
 
-describe('refill of a freed slot in the result transaction', () => {
-  it('each result of a full session refills its slot with the next task in priority order; result.ok comes first', async () => {
+describe('a freed slot is filled by the next claim round', () => {
+  it('each result of a full session is followed by the next task in priority order; result.ok comes first', async () => {
     const t = await newTenant(f.db);
     const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
     const kinds: string[] = [];
@@ -26,7 +25,6 @@ describe('refill of a freed slot in the result transaction', () => {
     expect(a.task.id).toBe(first.id);
     const rest = [];
     for (const priority of [0, 5, 1, 8]) rest.push(await submitTask(url(), t, { priority }));
-    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
     const order: number[] = [];
     for (let i = 0; i < 4; i++) {
       await startAndFinish(w, a.attempt_id);
@@ -35,9 +33,6 @@ describe('refill of a freed slot in the result transaction', () => {
     }
     await startAndFinish(w, a.attempt_id);
     expect(order).toEqual([8, 5, 1, 0]);
-    // The session was full at every result, so no claim round could take its slot: every turnover
-    // was a refill.
-    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(4);
     // Each task.assign after the first follows the result.ok of the attempt whose slot it took.
     expect(kinds).toEqual(['task.assign', ...Array.from({ length: 4 }, () => ['result.ok', 'task.assign']).flat(), 'result.ok']);
     for (const x of [first, ...rest]) expect(await taskState(f.db.pool, x.id)).toBe('SUCCEEDED');
@@ -46,14 +41,13 @@ describe('refill of a freed slot in the result transaction', () => {
     await assertPermitInvariants(f.db.pool);
   });
 
-  it('never passes over a keyed task whose key is free: that slot goes to the claim round', async () => {
+  it('never passes over a keyed task whose key is free', async () => {
     const t = await newTenant(f.db);
     await submitTask(url(), t);
     const w = await session(url(), t, { capacity: 1 });
     const a = await w.next('task.assign');
     const keyed = await submitTask(url(), t, { priority: 5, concurrency_key: 'refill/k' });
     const plain = await submitTask(url(), t, { priority: 0 });
-    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
     await startAndFinish(w, a.attempt_id);
     const b = await w.next('task.assign');
     expect(b.task.id).toBe(keyed.id);
@@ -64,15 +58,12 @@ describe('refill of a freed slot in the result transaction', () => {
     const c = await w.next('task.assign');
     expect(c.task.id).toBe(plain.id);
     await startAndFinish(w, c.attempt_id);
-    // The first turnover stopped at the keyed task; the second was a key release (no refill of a
-    // keyed result's slot).
-    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(0);
     w.close();
     await w.closed;
     await assertPermitInvariants(f.db.pool);
   });
 
-  it('a paused queue is not refilled: the next task waits, and runs after resume', async () => {
+  it('a paused queue gets no grant: the next task waits, and runs after resume', async () => {
     const t = await newTenant(f.db);
     await submitTask(url(), t);
     const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
@@ -89,41 +80,18 @@ describe('refill of a freed slot in the result transaction', () => {
     await assertPermitInvariants(f.db.pool);
   });
 
-  it("refills only with tasks the session's handlers accept", async () => {
+  it("grants only tasks the session's handlers accept", async () => {
     const t = await newTenant(f.db);
     await submitTask(url(), t, { handler: 'a' });
     const w = await session(url(), t, { capacity: 1, concurrency_keys: false, handlers: [{ handler: 'a', versions: ['v1'] }] });
     const a = await w.next('task.assign');
     const other = await submitTask(url(), t, { handler: 'b', priority: 9 });
     const mine = await submitTask(url(), t, { handler: 'a', priority: 0 });
-    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
     await startAndFinish(w, a.attempt_id);
     const b = await w.next('task.assign');
     expect(b.task.id).toBe(mine.id);
-    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(1);
     await startAndFinish(w, b.attempt_id);
     expect(await taskState(f.db.pool, other.id)).toBe('WAITING');
-    w.close();
-    await w.closed;
-    await assertPermitInvariants(f.db.pool);
-  });
-
-  it('a queue found empty is refilled again once new work is submitted (the drained hint ends)', async () => {
-    const t = await newTenant(f.db);
-    const w = await session(url(), t, { capacity: 1, concurrency_keys: false });
-    await submitTask(url(), t);
-    const a = await w.next('task.assign');
-    // Its result finds the queue empty: the queue is marked drained on this node.
-    await startAndFinish(w, a.attempt_id);
-    const refillsBefore = await metric(url(), 'orbit_slot_refills_total');
-    await submitTask(url(), t);
-    const second = await submitTask(url(), t);
-    const b = await w.next('task.assign'); // through a claim round: the session had a free slot
-    await startAndFinish(w, b.attempt_id);
-    const c = await w.next('task.assign');
-    expect(c.task.id).toBe(second.id);
-    expect((await metric(url(), 'orbit_slot_refills_total')) - refillsBefore).toBe(1);
-    await startAndFinish(w, c.attempt_id);
     w.close();
     await w.closed;
     await assertPermitInvariants(f.db.pool);
