@@ -57,6 +57,12 @@ const topLevel = (mods) => mods.map((m) => `server/${m}.ts`);
 const layerBlocks = [
   layer('store', inDir(['db']), [
     [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, faults, logger'],
+    [['mariadb'], 1, 'server/db (the store) does not import server/mariadb (the database server), which builds on it'],
+  ]),
+  // The database server (launcher, installer, migrations, named locks, Galera node registry): part
+  // of the store layer, on top of server/db's pool and error numbers.
+  layer('database-server', inDir(['mariadb']), [
+    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/mariadb imports only server/db, protocol and the leaf modules ids, paths, faults, logger'],
   ]),
   layer('dispatch', inDir(['dispatch']), [
     [[...EDGES, ...ROOT], 1, 'the domain does not import the edges'],
@@ -72,7 +78,7 @@ const layerBlocks = [
   layer(
     'console-app',
     ['server/console/app/**/*.{ts,tsx}'],
-    [[[...EDGES, ...DOMAIN, 'db', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only']],
+    [[[...EDGES, ...DOMAIN, 'db', 'mariadb', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only']],
   ),
   layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths, faults and logger import nothing from server/ (${DOC})` }]),
   layer('shared', topLevel(SHARED), [

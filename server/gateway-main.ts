@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { createPool, setTransactionFault } from './db/pool.js';
 import { queueInjectedError } from './db/injected-errors.js';
 import { RETRYABLE_ERRNOS } from './db/errors.js';
-import { assertSchemaCurrent } from './db/migrations.js';
+import { assertSchemaCurrent } from './mariadb/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';

@@ -14,7 +14,16 @@
 // the start-up check waits for it to refresh (or go stale) before judging it.
 import type { Logger } from 'pino';
 import type { Pool } from './db/pool.js';
-import { dbNow, deleteGatewayNode, otherWriters, pruneGatewayNodes, readDbNode, upsertGatewayNode, type DbNode, type OtherWriter } from './db/gateway-nodes.js';
+import {
+  dbNow,
+  deleteGatewayNode,
+  otherWriters,
+  pruneGatewayNodes,
+  readDbNode,
+  upsertGatewayNode,
+  type DbNode,
+  type OtherWriter,
+} from './mariadb/gateway-nodes.js';
 
 /** How often a gateway refreshes its row (and re-reads its node). */
 export const WRITER_HEARTBEAT_MS = 2_000;

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createPool, type Pool } from '../server/db/pool.js';
-import { migrateUp } from '../server/db/migrations.js';
+import { migrateUp } from '../server/mariadb/migrations.js';
 import { bootstrap, type CredentialsFile } from '../server/admin/bootstrap.js';
 import { startGaleraCluster, type GaleraCluster } from './support/galera.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';

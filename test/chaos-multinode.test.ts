@@ -11,7 +11,7 @@ import { endOfFileChecks } from './support/fixture.js';
 import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { submitMany, taskBodies } from './support/bulk.js';
 import { checkHistory, keyedRunOverlaps } from './support/history.js';
-import { freePort } from '../server/db/embedded-mariadb.js';
+import { freePort } from '../server/mariadb/embedded-mariadb.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { waitFor } from './support/wait.js';
 

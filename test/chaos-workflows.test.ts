@@ -11,7 +11,7 @@
 // the permit counters hold.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { freePort } from '../server/db/embedded-mariadb.js';
+import { freePort } from '../server/mariadb/embedded-mariadb.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { spawnWorker, type WorkerProcess } from './support/workers.js';
 import { waitFor } from './support/wait.js';

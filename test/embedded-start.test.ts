@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../server/db/embedded-mariadb.js';
+import { freePort } from '../server/mariadb/embedded-mariadb.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { binPath, childEnv, readCredentialsFile } from './support/cli.js';
 import { call, ikey } from './support/http.js';

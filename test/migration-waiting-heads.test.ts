@@ -4,7 +4,7 @@
 // claim order (priority high first, then age) — and the candidate read's index exists, COMMENTed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { listMigrations, migrateUp } from '../server/db/migrations.js';
+import { listMigrations, migrateUp } from '../server/mariadb/migrations.js';
 import { createTestDbBefore, type TestDb } from './support/db.js';
 import { waitingHeadViolations } from './support/waiting.js';
 

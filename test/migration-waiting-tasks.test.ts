@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
-import { listMigrations, migrateUp } from '../server/db/migrations.js';
+import { listMigrations, migrateUp } from '../server/mariadb/migrations.js';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newId } from '../server/ids.js';
 import { createTestDbBefore, newTenant, type TestDb } from './support/db.js';

@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { createTestDb, newTenant, serverDsn, type TestDb } from './support/db.js';
 import { binPath, childEnv, lines, runBin, runMain } from './support/cli.js';
 import { main as orbitMigrate } from '../server/cli/orbit-migrate.js';
-import { listMigrations } from '../server/db/migrations.js';
+import { listMigrations } from '../server/mariadb/migrations.js';
 
 const port = inject('mysqlPort');
 const created: string[] = [];

@@ -7,7 +7,7 @@
 // one none; no task exists without its record. Runs on its own durable server (flush at commit).
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { freePort } from '../server/db/embedded-mariadb.js';
+import { freePort } from '../server/mariadb/embedded-mariadb.js';
 import { compileCalendar } from '../server/schedules/calendar.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';
 import { spawnWorker } from './support/workers.js';

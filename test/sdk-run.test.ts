@@ -11,7 +11,7 @@ import { packageRoot } from '../server/paths.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { submitTask } from './support/submit.js';
-import { freePort } from '../server/db/embedded-mariadb.js';
+import { freePort } from '../server/mariadb/embedded-mariadb.js';
 import { ConnectionClosedError, createWorker, GatewayError, RetryableError, UnknownOutcomeError, connect, isOrbitSdkError } from '../worker-sdk/index.js';
 import { errorResult } from '../worker-sdk/handler-result.js';
 import { ERROR_MESSAGE_MAX } from '../protocol/limits.js';

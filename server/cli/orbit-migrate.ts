@@ -2,7 +2,7 @@
 // orbit-migrate up | status — forward-only numbered migrations (ORBIT_MYSQL_DSN, else the
 // embedded database of a running `npm start`).
 import { createPool } from '../db/pool.js';
-import { migrateUp, schemaStatus } from '../db/migrations.js';
+import { migrateUp, schemaStatus } from '../mariadb/migrations.js';
 import { runCli, runIfScript, type CliIo } from './args.js';
 import { announceDsn } from './local-dsn.js';
 

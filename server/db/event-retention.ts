@@ -1,5 +1,5 @@
 // The statements of result-event pruning (server/events/retention.ts): on one connection that holds
-// the database-wide pruning lock (named-locks.ts, tryPruneLock), per namespace, the newest
+// the database-wide pruning lock (mariadb/named-locks.ts, tryPruneLock), per namespace, the newest
 // sequence past retention, the oldest sequence a live subscription still needs, then deletes of
 // the prefix in batches. Pruning always removes a prefix of a namespace's stream.
 import type { RowDataPacket } from 'mysql2/promise';

@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import { canonicalJson } from '@orbit/protocol/validation';
 import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, type TxPath, type PooledConn, type Tx } from '../db/pool.js';
-import { getNamedLock, releaseNamedLock } from '../db/named-locks.js';
+import { getNamedLock, releaseNamedLock } from '../mariadb/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
 /** SHA-256 of operation + target + normalized body, canonically serialized. */

@@ -9,7 +9,7 @@
 // any non-retired subscription of the namespace.
 import type { Pool } from '../db/pool.js';
 import { deleteEventsUpTo, oldestUnackedSequence, pruneCandidates } from '../db/event-retention.js';
-import { releasePruneLock, tryPruneLock } from '../db/named-locks.js';
+import { releasePruneLock, tryPruneLock } from '../mariadb/named-locks.js';
 import type { AppContext } from '../app-context.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
 

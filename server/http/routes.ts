@@ -1,5 +1,5 @@
 import type { AppContext } from '../app-context.js';
-import { schemaStatus } from '../db/migrations.js';
+import { schemaStatus } from '../mariadb/migrations.js';
 import { OrbitError } from '@orbit/protocol/errors';
 import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute } from './routes-tasks.js';

@@ -4,7 +4,7 @@ import mysql from 'mysql2/promise';
 import { nanoid } from 'nanoid';
 import { createPool, type Pool } from '../../server/db/pool.js';
 import fs from 'node:fs';
-import { listMigrations, migrateUp, splitStatements } from '../../server/db/migrations.js';
+import { listMigrations, migrateUp, splitStatements } from '../../server/mariadb/migrations.js';
 import { bootstrap, type CredentialsFile } from '../../server/admin/bootstrap.js';
 import { waitingHeadViolations } from './waiting.js';
 

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
-import { freePort } from '../../server/db/embedded-mariadb.js';
-import { aptInstall, findServerBinary, which } from '../../server/db/mariadb-install.js';
+import { freePort } from '../../server/mariadb/embedded-mariadb.js';
+import { aptInstall, findServerBinary, which } from '../../server/mariadb/mariadb-install.js';
 
 const PROVIDERS = [
   '/usr/lib/galera/libgalera_smm.so',

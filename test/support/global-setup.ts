@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedMariaDb, type EmbeddedServer } from '../../server/db/embedded-mariadb.js';
+import { startEmbeddedMariaDb, type EmbeddedServer } from '../../server/mariadb/embedded-mariadb.js';
 import { ensureChromium } from './ensure-chromium.js';
 
 const CHROMIUM = process.env.ORBIT_CHROMIUM ?? '/usr/bin/chromium';

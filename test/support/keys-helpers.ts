@@ -1,7 +1,7 @@
 // Small helpers shared by the keys-*.test.ts files: raw sessions, key rows (tasks are submitted
 // with support/submit.ts's submitTask).
 import { afterAll, beforeAll, expect } from 'vitest';
-import { freePort } from '../../server/db/embedded-mariadb.js';
+import { freePort } from '../../server/mariadb/embedded-mariadb.js';
 import { createTestDb, type TestDb } from './db.js';
 import { endOfFileChecks } from './fixture.js';
 import { startGateway, type GatewayProcess } from './gateway.js';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import type { Pool } from './pool.js';
+import type { Pool } from '../db/pool.js';
 import { packageRoot } from '../paths.js';
 import { takeMigrationLock } from './migration-lock.js';
 

@@ -2,8 +2,8 @@
 // connections reach, and the gateway_nodes rows (migration 000008). Autocommit statements, no
 // row locks held beyond each statement.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool } from './pool.js';
-import { errnoOf } from './errors.js';
+import type { Pool } from '../db/pool.js';
+import { errnoOf } from '../db/errors.js';
 
 export interface DbNode {
   /** @@global.wsrep_on: the connection reaches a Galera node with replication on. */

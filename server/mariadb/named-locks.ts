@@ -1,7 +1,7 @@
 // Named (advisory) locks of the database server, held by one connection: they live in the database,
 // so they serialize work across every gateway node, and a dead connection releases them.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn } from './pool.js';
+import type { Conn } from '../db/pool.js';
 
 /** getNamedLock(name, wait_seconds) → true when this connection now holds the lock; false when
  * another connection held it for the whole wait (or the server refused it). */

@@ -21,8 +21,8 @@
 // waits at most that long. Liquibase's DATABASECHANGELOGLOCK and knex's knex_migrations_lock are
 // the same table-row design without an expiry (a killed run needs `release-locks` by hand).
 import crypto from 'node:crypto';
-import type { Pool } from './pool.js';
-import { isRetryableDbError } from './errors.js';
+import type { Pool } from '../db/pool.js';
+import { isRetryableDbError } from '../db/errors.js';
 
 /** Seconds a holder keeps the lock without renewing it. */
 export const MIGRATION_LEASE_SECONDS = 60;
