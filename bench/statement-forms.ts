@@ -55,6 +55,7 @@ function statements(): Statement[] {
             id: hex(i % ROWS, 'e'),
             state: 'SUCCEEDED',
             outcome: 'succeeded',
+            started: true,
             output: `{"n":${i}}`,
             errorCode: null,
             errorMessage: null,

@@ -52,6 +52,7 @@ const closed = (n: number, over: Partial<ClosedAttempt> = {}): ClosedAttempt => 
   errorMessage: null,
   fingerprint: n.toString(16).padStart(64, 'f'),
   reply: JSON.stringify({ type: 'result.ok', attempt_id: idOf(n), deduplicated: false, task_state: 'SUCCEEDED' }),
+  started: true,
   ...over,
 });
 

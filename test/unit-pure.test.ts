@@ -14,7 +14,7 @@ import * as states from '../protocol/states.js';
 import { isUint64String } from '../protocol/validation.js';
 import { TOKEN_MAX } from '../server/db/claim-sql.js';
 import { packageRoot } from '../server/paths.js';
-import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/result-decision.js';
+import { decideOutcome, retryBackoffMs, type OutcomeInput } from '../server/dispatch/lifecycle.js';
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '../protocol/strings.js';
 import { isId } from '../protocol/ids.js';
 import { budgetFor, MIN_MAX_ALLOWED_PACKET, roundTrips, StatementTooLarge } from '../server/db/packet-budget.js';

@@ -155,12 +155,14 @@ export function lockResultRowsSql(ids: string[], namespaces: string[]): [string,
 export interface ClosedAttempt {
   id: string;
   state: AttemptState;
-  outcome: string;
+  outcome: string | null;
   output: string | null;
   errorCode: string | null;
   errorMessage: string | null;
-  fingerprint: string;
-  reply: string;
+  fingerprint: string | null;
+  reply: string | null;
+  /** A result: a never-started attempt counts as started now. */
+  started: boolean;
 }
 
 /** One column of a multi-row update: `CASE id WHEN ? THEN ? … END` with its arguments. */
@@ -171,10 +173,10 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
   };
 }
 
-/** closeAttempts(rows, now): the accepted results, one UPDATE with a CASE per column (one per
+/** closeAttempts(rows, now): the ended attempts, one UPDATE with a CASE per column (one per
  * chunk of rows when their values exceed the statement budget: db/packet-budget.ts; one row: a
- * plain UPDATE, closeOneAttemptSql); started_at is set to now for an attempt that was never
- * started. The caller holds the row locks.
+ * plain UPDATE, closeOneAttemptSql); started_at is set to now for a result's attempt that was
+ * never started. The caller holds the row locks.
  * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
  * under the test suite's load; CASE is plain SQL every server plans the same.) */
 export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
@@ -192,12 +194,15 @@ export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, 
     ['error_message', (r) => r.errorMessage],
     ['result_fingerprint', (r) => r.fingerprint],
     ['result_reply', (r) => r.reply],
+    ['started_at', (r) => (r.started ? now : null)],
   ];
   const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
+  // started_at: the CASE gives now for a result and NULL otherwise, kept by COALESCE when set.
+  cols[cols.length - 1]!.sql = `started_at = COALESCE(started_at, ${cols[cols.length - 1]!.sql.replace(/^started_at = /, '')})`;
   return [
-    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?, started_at = COALESCE(started_at, ?)
+    `UPDATE attempts SET ${cols.map((x) => x.sql).join(', ')}, finished_at = ?
         WHERE id IN (${placeholders(chunk.length)})`,
-    [...cols.flatMap((x) => x.args), now, now, ...chunk.map((r) => r.id)],
+    [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
   ];
 }
 
@@ -220,6 +225,8 @@ const closedValues = (r: ClosedAttempt) => [
   r.fingerprint,
   r.id,
   r.reply,
+  r.id,
+  r.started,
 ];
 
 /** closeAttempts' statement for one attempt (every result of a hot-key turnover: 0.27 per task
@@ -234,17 +241,17 @@ export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unkn
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
             finished_at = ?, started_at = COALESCE(started_at, ?)
       WHERE id = ?`,
-    [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, now, r.id],
+    [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, r.started ? now : null, r.id],
   ];
 }
 
-export interface TaskAfterResult {
+export interface EndedTask {
   id: string;
   state: TaskState;
   attemptsMade: number;
   /** WAITING (retry): the new not_before; else null. */
   notBefore: string | null;
-  /** Terminal or review: the result columns (set); WAITING: left as they are. */
+  /** Terminal or review: the result columns; WAITING: null (the columns are cleared). */
   result: { outcome: string; output: string | null; errorCode: string | null; errorMessage: string | null } | null;
   /** Terminal: finished_at = now. */
   terminal: boolean;
@@ -256,38 +263,34 @@ function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown
   return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
 }
 
-/** updateTasksAfterResults(rows, now): one UPDATE with a CASE per column (one per chunk of rows
- * when their values exceed the statement budget: db/packet-budget.ts); current_attempt_id
- * cleared. A task back to WAITING gets its new not_before and keeps its result columns (its waiting
- * row is the caller's: PermitLedger.enterWaiting, written after the key row's lock); the others
- * get their result and keep their not_before. The caller holds the row locks. */
-export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], now: string): Promise<void> {
-  const id = (r: TaskAfterResult) => r.id;
+/** updateEndedTasks(rows, now): the tasks an attempt's end or a task command moved
+ * (server/dispatch/lifecycle.ts), one UPDATE with a CASE per column (one per chunk of rows when
+ * their values exceed the statement budget: db/packet-budget.ts); current_attempt_id cleared. A
+ * task back to WAITING gets its not_before and its result cleared (its waiting row is the
+ * caller's: PermitLedger.enterWaiting, written after the key row's lock); the others get their
+ * result and keep their not_before. The caller holds the row locks. */
+export async function updateEndedTasks(c: Tx, rows: EndedTask[], now: string): Promise<void> {
+  const id = (r: EndedTask) => r.id;
   // A row's id appears in at most 7 CASEs and the IN list.
-  const valuesOf = (r: TaskAfterResult) => {
+  const valuesOf = (r: EndedTask) => {
     const x = r.result;
     return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
   };
   for (const chunk of chunkRows(c, rows, valuesOf)) {
     if (chunk.length === 1) {
-      await write(c, ...updateOneTaskAfterResultSql(chunk[0]!, now));
+      await write(c, ...updateOneEndedTaskSql(chunk[0]!, now));
       continue;
     }
     const waiting = chunk.filter((r) => !r.result);
-    const results = chunk.filter((r) => r.result);
     const cols = [
       caseOf(chunk, id, (r) => r.state, 'state'),
       caseOf(chunk, id, (r) => r.attemptsMade, 'attempts_made'),
       caseOf(chunk, id, (r) => (r.terminal ? now : null), 'finished_at'),
       ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
-      ...(results.length
-        ? [
-            caseOfSome(results, id, (r) => r.result!.outcome, 'result_outcome'),
-            caseOfSome(results, id, (r) => r.result!.output, 'result_output'),
-            caseOfSome(results, id, (r) => r.result!.errorCode, 'result_error_code'),
-            caseOfSome(results, id, (r) => r.result!.errorMessage, 'result_error_message'),
-          ]
-        : []),
+      caseOf(chunk, id, (r) => r.result?.outcome ?? null, 'result_outcome'),
+      caseOf(chunk, id, (r) => r.result?.output ?? null, 'result_output'),
+      caseOf(chunk, id, (r) => r.result?.errorCode ?? null, 'result_error_code'),
+      caseOf(chunk, id, (r) => r.result?.errorMessage ?? null, 'result_error_message'),
     ];
     await write(
       c,
@@ -298,13 +301,25 @@ export async function updateTasksAfterResults(c: Tx, rows: TaskAfterResult[], no
   }
 }
 
-/** updateTasksAfterResults' statement for one task (the one-row case of closeOneAttemptSql, for
- * the same reason: each value once, no CASE): the columns the CASE form sets for that row. */
-function updateOneTaskAfterResultSql(r: TaskAfterResult, now: string): [string, unknown[]] {
+/** updateEndedTasks' statement for one task (each value once, no CASE): the columns the CASE
+ * form sets for that row. */
+function updateOneEndedTaskSql(r: EndedTask, now: string): [string, unknown[]] {
   const x = r.result;
-  const rest = x ? ', result_outcome = ?, result_output = ?, result_error_code = ?, result_error_message = ?' : ', not_before = ?';
+  const notBefore = x ? '' : ', not_before = ?';
   return [
-    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${rest}, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
-    [r.state, r.attemptsMade, r.terminal ? now : null, ...(x ? [x.outcome, x.output, x.errorCode, x.errorMessage] : [r.notBefore]), now, r.id],
+    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${notBefore}, result_outcome = ?, result_output = ?, result_error_code = ?,
+            result_error_message = ?, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
+    [
+      r.state,
+      r.attemptsMade,
+      r.terminal ? now : null,
+      ...(x ? [] : [r.notBefore]),
+      x?.outcome ?? null,
+      x?.output ?? null,
+      x?.errorCode ?? null,
+      x?.errorMessage ?? null,
+      now,
+      r.id,
+    ],
   ];
 }

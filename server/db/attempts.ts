@@ -100,30 +100,6 @@ export async function attemptHolders(pool: Pool, ids: string[]): Promise<Attempt
   return rows;
 }
 
-/** closeAttempt(id, state, outcome, output JSON, error code/message, fingerprint, reply): leaves a
- * live attempt; the caller holds its row lock and has checked it is live. */
-export async function closeAttempt(
-  c: Conn,
-  id: string,
-  f: {
-    state: AttemptState;
-    outcome: string | null;
-    output?: string | null;
-    errorCode?: string | null;
-    errorMessage?: string | null;
-    fingerprint?: string | null;
-    reply?: string | null;
-    markStarted?: boolean;
-  },
-): Promise<void> {
-  await c.execute(
-    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
-            finished_at = UTC_TIMESTAMP(3)${f.markStarted ? ', started_at = COALESCE(started_at, UTC_TIMESTAMP(3))' : ''}
-      WHERE id = ?`,
-    [f.state, f.outcome, f.output ?? null, f.errorCode ?? null, f.errorMessage ?? null, f.fingerprint ?? null, f.reply ?? null, id],
-  );
-}
-
 /** The wire shape of an attempt (protocol/http-views.ts). */
 
 export function attemptView(r: AttemptRow): Attempt {

@@ -1,17 +1,16 @@
 // result frames in the frame committer's transaction (frame-committer.ts): one locking read of
 // the results' attempts and tasks, each result decided (result-decision.ts) or answered from the
-// stored reply (a repeated frame), then one UPDATE of attempts and one of tasks; permits, keys,
-// waiting rows and events go to the transaction's ledger.
+// stored reply (a repeated frame), then ended by the lifecycle (lifecycle.ts endAttempts): one
+// UPDATE of attempts and one of tasks, the rest in the transaction's ledger.
 import crypto from 'node:crypto';
 import type { ResultFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { closeAttempts, lockResultRowsSql, updateTasksAfterResults, type ClosedAttempt, type ResultRow, type TaskAfterResult } from '../db/attempt-batches.js';
+import { lockResultRowsSql, type ResultRow } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
-import { OUTCOME_EVENT } from './events.js';
-import { decideOutcome } from './result-decision.js';
+import { decideOutcome, endAttempts, type AttemptEnding } from './lifecycle.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
 
 function resultFingerprint(f: ResultFrame): string {
@@ -39,8 +38,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
     .filter((q): q is string => !!q);
   const cfg = retryQueues.length ? await queueConfigs(c, retryQueues) : new Map();
   const nowMs = dbTimeToMs(now);
-  const closed: ClosedAttempt[] = [];
-  const tasks: TaskAfterResult[] = [];
+  const ends: AttemptEnding[] = [];
   /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
   const accepted = new Map<string, { fp: string; reply: ResultReply }>();
   for (const { i, cmd } of items) {
@@ -80,47 +78,35 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });
-    const output = outputJson(f);
-    const err = f.error ?? null;
     const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
-    closed.push({
-      id: a.id,
-      state: d.attemptState,
-      outcome: f.outcome,
-      output,
-      errorCode: err?.code ?? null,
-      errorMessage: err?.message ?? null,
+    ends.push({
+      a,
+      t: {
+        id: a.task_id,
+        namespace_id: a.namespace_id,
+        application_id: a.application_id,
+        queue_id: a.queue_id,
+        concurrency_key: a.concurrency_key,
+        state: a.t_state,
+        attempts_made: a.t_attempts_made,
+        current_attempt_id: a.t_current_attempt_id,
+        not_before: null,
+        workflow_run_id: a.t_workflow_run_id,
+        workflow_step: a.t_workflow_step,
+      },
+      end: f.outcome,
+      taskState: d.taskState,
+      taskOutcome: d.taskOutcome,
+      attemptsMade: d.attemptsMade,
+      notBefore: d.taskState === 'WAITING' ? plusMs(now, d.backoffMs) : null,
+      output: outputJson(f),
+      outputValue: f.output,
+      error: f.error ?? null,
       fingerprint: fp,
       reply: JSON.stringify(reply),
     });
-    ledger.releaseAttempt(a);
-    if (d.taskState === 'WAITING') {
-      const notBefore = plusMs(now, d.backoffMs);
-      tasks.push({ id: a.task_id, state: 'WAITING', attemptsMade: d.attemptsMade, notBefore, result: null, terminal: false });
-      // Its waiting row is written at the flush, after the key row's lock: inserted before it, it
-      // would deadlock with a cancel of the key's next row that holds the key row and reads the
-      // group for its flag (docs/design.md "Waiting heads").
-      ledger.enterWaiting({ id: a.task_id, namespace_id: a.namespace_id, concurrency_key: a.concurrency_key, not_before: notBefore });
-    } else {
-      const taskOutput = f.outcome === 'succeeded' ? output : null;
-      tasks.push({
-        id: a.task_id,
-        state: d.taskState,
-        attemptsMade: d.attemptsMade,
-        notBefore: null,
-        result: { outcome: d.taskOutcome!, output: taskOutput, errorCode: err?.code ?? null, errorMessage: err?.message ?? null },
-        terminal: d.taskState !== 'NEEDS_REVIEW',
-      });
-      if (d.taskState !== 'NEEDS_REVIEW') ledger.taskFinished(a.application_id);
-      const result: Record<string, unknown> = { outcome: d.taskOutcome };
-      if (taskOutput !== null) result.output = f.output;
-      if (err) result.error = err;
-      ledger.event({ namespaceId: a.namespace_id, type: OUTCOME_EVENT[d.taskOutcome!]!, taskId: a.task_id, queueId: a.queue_id, result });
-    }
-    ledger.taskChanged({ workflow_run_id: a.t_workflow_run_id, workflow_step: a.t_workflow_step });
     accepted.set(a.id, { fp, reply });
     out[i] = { ok: true, kind: 'result', reply, freedQueues: [a.queue_id] };
   }
-  await closeAttempts(c, closed, now);
-  await updateTasksAfterResults(c, tasks, now);
+  await endAttempts(c, ledger, ends, now);
 }

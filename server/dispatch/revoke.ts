@@ -1,12 +1,13 @@
-// Revoking a live attempt without a worker result — lease expiry and deadlines (the sweeper,
+// Revoking live attempts without a worker result — lease expiry and deadlines (the sweeper,
 // sweeper.ts), cancel (task-commands.ts, workflows), and never-started attempts released at
-// reconnect (releaseAttempts) — in the caller's transaction, which holds the attempt row.
+// reconnect (releaseAttempts) — in the caller's transaction, which holds the attempt rows. What
+// each kind does to the attempt and its task is the lifecycle's table (lifecycle.ts ATTEMPT_ENDS).
 import type { Pool, Tx } from '../db/pool.js';
-import { closeAttempt, type AttemptRow } from '../db/attempts.js';
+import type { AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
-import { lockTask, requeueUnstartedTask } from '../db/task-transitions.js';
+import { lockTask } from '../db/task-transitions.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
-import { finishTask } from './finish-task.js';
+import { endAttempts } from './lifecycle.js';
 
 export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
 
@@ -16,48 +17,23 @@ export interface Revoked {
   reason: CancelReason;
 }
 
-/** Revokes one live attempt whose row the caller has locked. `kind` decides attempt and task fate. */
-export async function revokeAttempt(
-  c: Tx,
-  ledger: PermitLedger,
-  a: AttemptRow,
-  kind: 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted',
-  reasonText?: string,
-): Promise<CancelReason> {
-  const t = await lockTask(c, a.namespace_id, a.task_id);
-  ledger.releaseAttempt(a);
-  switch (kind) {
-    case 'expire-leased':
-    case 'release-unlisted':
-      await closeAttempt(c, a.id, {
-        state: 'EXPIRED',
-        outcome: null,
-        errorCode: 'LEASE_EXPIRED',
-        errorMessage: kind === 'release-unlisted' ? 'released unstarted: not resumed at reconnect, or never delivered' : 'lease ran out before start',
-      });
-      // A never-started attempt does not consume max_attempts: back to WAITING as it was.
-      if (await requeueUnstartedTask(c, t.id, a.id)) ledger.enterWaiting(t);
-      ledger.taskChanged(t);
-      return 'LEASE_EXPIRED';
-    case 'expire-running': {
-      const error = { code: 'LEASE_EXPIRED', message: 'lease ran out while running; effect unknown' };
-      await closeAttempt(c, a.id, { state: 'UNKNOWN', outcome: 'unknown', errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'NEEDS_REVIEW', outcome: 'unknown', error });
-      return 'LEASE_EXPIRED';
-    }
-    case 'deadline': {
-      const error = { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed before start' };
-      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error });
-      return 'DEADLINE_EXCEEDED';
-    }
-    case 'cancel': {
-      const error = { code: 'CANCELLED', message: reasonText ?? 'cancelled' };
-      await closeAttempt(c, a.id, { state: 'CANCELLED', outcome: null, errorCode: error.code, errorMessage: error.message });
-      await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error });
-      return 'CANCELLED';
-    }
-  }
+export type RevokeKind = 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted';
+
+const REASON: Record<RevokeKind, CancelReason> = {
+  'expire-leased': 'LEASE_EXPIRED',
+  'expire-running': 'LEASE_EXPIRED',
+  'release-unlisted': 'LEASE_EXPIRED',
+  deadline: 'DEADLINE_EXCEEDED',
+  cancel: 'CANCELLED',
+};
+
+/** Revokes live attempts whose rows the caller has locked (each task locked after its attempt, in
+ * the order given). Returns what each session is told. */
+export async function revokeAttempts(c: Tx, ledger: PermitLedger, list: { a: AttemptRow; kind: RevokeKind; reason?: string }[]): Promise<Revoked[]> {
+  const ends = [];
+  for (const { a, kind, reason } of list) ends.push({ a, t: await lockTask(c, a.namespace_id, a.task_id), end: kind, reason });
+  await endAttempts(c, ledger, ends, list[0]?.a.db_now);
+  return list.map(({ a, kind }) => ({ attemptId: a.id, sessionId: a.session_id, reason: REASON[kind] }));
 }
 
 /** Releases live never-started attempts of one worker identity that were never delivered. */
@@ -70,7 +46,11 @@ export async function releaseAttempts(
   if (attemptIds.length === 0) return [];
   const { ledger } = await withLedgerTx(pool, 'other', advance, async (c, ledger) => {
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
-    for (const a of rows) await revokeAttempt(c, ledger, a, 'release-unlisted');
+    await revokeAttempts(
+      c,
+      ledger,
+      rows.map((a) => ({ a, kind: 'release-unlisted' as const })),
+    );
   });
   return [...ledger.freedQueues];
 }

@@ -5,8 +5,8 @@ import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
 import { lockTask } from '../db/task-transitions.js';
 import { withLedgerTx, type StepAdvancer } from './ledger.js';
-import { finishTask } from './finish-task.js';
-import { revokeAttempt, type Revoked } from './revoke.js';
+import { endTasks } from './lifecycle.js';
+import { revokeAttempts, type Revoked } from './revoke.js';
 
 export interface SweepReport {
   revoked: Revoked[];
@@ -97,32 +97,32 @@ async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: strin
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
     const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
-    for (const a of expired) {
-      const kind = a.state === 'LEASED' ? 'expire-leased' : 'expire-running';
-      const reason = await revokeAttempt(c, ledger, a, kind);
-      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
-      if (kind === 'expire-leased') report.counts.leasedExpired++;
-      else report.counts.runningExpired++;
-    }
+    report.revoked.push(
+      ...(await revokeAttempts(
+        c,
+        ledger,
+        expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) })),
+      )),
+    );
+    report.counts.leasedExpired = expired.filter((a) => a.state === 'LEASED').length;
+    report.counts.runningExpired = expired.length - report.counts.leasedExpired;
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
     const lateId = pick('late');
     const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
-    for (const a of late) {
-      const reason = await revokeAttempt(c, ledger, a, 'deadline');
-      report.revoked.push({ attemptId: a.id, sessionId: a.session_id, reason });
-      report.counts.deadlineLeased++;
-    }
+    report.revoked.push(
+      ...(await revokeAttempts(
+        c,
+        ledger,
+        late.map((a) => ({ a, kind: 'deadline' as const })),
+      )),
+    );
+    report.counts.deadlineLeased = late.length;
     const waitingId = pick('waiting');
     const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
-    for (const w of waiting) {
-      const t = await lockTask(c, w.namespace_id, w.id);
-      await finishTask(c, ledger, t, {
-        state: 'DEADLINE_EXCEEDED',
-        outcome: 'deadline_exceeded',
-        error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' },
-      });
-      report.counts.deadlineWaiting++;
-    }
+    const tasks = [];
+    for (const w of waiting) tasks.push({ t: await lockTask(c, w.namespace_id, w.id), end: 'deadline' as const });
+    await endTasks(c, ledger, tasks);
+    report.counts.deadlineWaiting = waiting.length;
   });
   report.freedQueues = [...committed.freedQueues];
   return report;

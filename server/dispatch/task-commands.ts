@@ -5,10 +5,9 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Tx } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { getAttempt } from '../db/attempts.js';
-import { reopenTaskForRetry } from '../db/task-transitions.js';
 import { withLedger, type StepAdvancer } from './ledger.js';
-import { finishTask } from './finish-task.js';
-import { revokeAttempt, type Revoked } from './revoke.js';
+import { endTasks } from './lifecycle.js';
+import { revokeAttempts, type Revoked } from './revoke.js';
 
 export interface CommandEffect {
   task: TaskRow;
@@ -26,20 +25,18 @@ export async function cancelTask(c: Tx, advance: StepAdvancer, namespaceId: stri
   const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
   const t = (await getTask(c, namespaceId, taskId, true))!;
   const { value: revoked, ledger: flushed } = await withLedger(c, advance, async (ledger) => {
-    const done: Revoked[] = [];
     if (t.state === 'WAITING') {
-      await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: reason ?? 'cancelled' } });
+      await endTasks(c, ledger, [{ t, end: 'cancel', reason }]);
+      return [];
     } else if (t.state === 'LEASED' && t.current_attempt_id) {
       // The task moved on between the two reads (claimed again): its attempt is locked now, after
       // the task, but without waiting — a held row fails the statement with 1205 and the whole
       // transaction runs again (withTransaction, or the command's serialized path), in order.
       const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
-      await revokeAttempt(c, ledger, a, 'cancel', reason);
-      done.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
+      return revokeAttempts(c, ledger, [{ a, kind: 'cancel', reason }]);
     } else {
       throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only WAITING or LEASED tasks can be cancelled`);
     }
-    return done;
   });
   return { task: (await getTask(c, namespaceId, taskId))!, revoked, freedQueues: [...flushed.freedQueues] };
 }
@@ -54,21 +51,6 @@ export async function resolveTask(
 ): Promise<CommandEffect> {
   const t = (await getTask(c, namespaceId, taskId, true))!;
   if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
-  const note = { code: 'RESOLVED', message: reason ?? `resolved as ${resolution}` };
-  const { ledger: flushed } = await withLedger(c, advance, async (ledger) => {
-    if (resolution === 'retry') {
-      // Back to WAITING; a new attempt gets a new lease (and, for a keyed task, a larger token).
-      await reopenTaskForRetry(c, t.id);
-      ledger.enterWaiting({ ...t, not_before: null });
-      ledger.taskChanged(t);
-      ledger.freedQueues.add(t.queue_id);
-    } else {
-      await finishTask(c, ledger, t, {
-        state: resolution === 'succeeded' ? 'SUCCEEDED' : 'FAILED',
-        outcome: resolution,
-        error: resolution === 'failed' ? note : null,
-      });
-    }
-  });
+  const { ledger: flushed } = await withLedger(c, advance, (ledger) => endTasks(c, ledger, [{ t, end: `resolve-${resolution}`, reason }]));
   return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...flushed.freedQueues] };
 }

@@ -13,7 +13,7 @@ import { readHelloQueues } from '../db/queues.js';
 import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../db/worker-identities.js';
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
 import { withLedgerTx, type StepAdvancer } from '../dispatch/ledger.js';
-import { revokeAttempt } from '../dispatch/revoke.js';
+import { revokeAttempts } from '../dispatch/revoke.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { ClaimSession } from '../dispatch/grant.js';
 
@@ -109,15 +109,13 @@ export async function helloTransaction(
     const live = await lockLiveAttemptsOfWorker(c, cred.namespaceId, h.worker_id);
     const listed = new Set(h.resume ?? []);
     const resumed: HelloResult['resumed'] = [];
-    const resumedIds: string[] = [];
-    for (const a of live) {
-      if (listed.has(a.id) && a.lease_live) {
-        resumedIds.push(a.id);
-      } else if (!listed.has(a.id) && a.state === 'LEASED') {
-        await revokeAttempt(c, ledger, a, 'release-unlisted');
-      }
-      // Unlisted RUNNING attempts run out their lease (then review); listed expired ones are lost.
-    }
+    const resumedIds = live.filter((a) => listed.has(a.id) && a.lease_live).map((a) => a.id);
+    await revokeAttempts(
+      c,
+      ledger,
+      live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const })),
+    );
+    // Unlisted RUNNING attempts run out their lease (then review); listed expired ones are lost.
     if (resumedIds.length) {
       // Lease lengths as literals from the cached configuration (a join with queues would take a
       // shared lock on the queue row: see startAttempts).

@@ -19,8 +19,9 @@ import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-r
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
 import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
-import { finishTask } from '../dispatch/finish-task.js';
-import { revokeAttempt, type Revoked } from '../dispatch/revoke.js';
+import { endTasks } from '../dispatch/lifecycle.js';
+import { revokeAttempts, type Revoked } from '../dispatch/revoke.js';
+import type { TaskRow } from '../db/tasks.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
 import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
 import type { StepTaskView } from './decide.js';
@@ -148,18 +149,19 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   const revoked: Revoked[] = [];
   const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
+  const waiting: { t: TaskRow; end: 'cancel'; reason: string }[] = [];
   for (const x of plan.cancel) {
     for (const i of x.indexes) {
       const t = await lockTask(c, run.row.namespace_id, ids.get(`${x.key}/${i}`)!);
       if (t.state === 'WAITING') {
-        await finishTask(c, ledger, t, { state: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message } });
+        waiting.push({ t, end: 'cancel', reason: message });
       } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
         const a = (await getAttempt(c, t.namespace_id, t.current_attempt_id, 'nowait'))!;
-        await revokeAttempt(c, ledger, a, 'cancel', message);
-        revoked.push({ attemptId: a.id, sessionId: a.session_id, reason: 'CANCELLED' });
+        revoked.push(...(await revokeAttempts(c, ledger, [{ a, kind: 'cancel', reason: message }])));
       }
     }
   }
+  await endTasks(c, ledger, waiting);
   return revoked;
 }
 
