@@ -1,3 +1,7 @@
 module github.com/orbit-tasks/orbit/worker-sdk-go
 
 go 1.26
+
+require github.com/go-sql-driver/mysql v1.11.0
+
+require filippo.io/edwards25519 v1.2.0 // indirect
