@@ -22,17 +22,14 @@ import (
 )
 
 type env struct {
+	t *testing.T
+	// id makes this test's names and keys unique, also under -count=N against one gateway.
+	id      string
 	c       *client.Client
 	url     string
 	queueID string
 	dsn     string
 }
-
-var runID = func() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}()
 
 // newEnv fails the test, rather than skipping it, when the gateway is not configured: a green run
 // that tested nothing would look like a passing SDK.
@@ -45,7 +42,9 @@ func newEnv(t *testing.T) *env {
 		}
 		return v
 	}
-	e := &env{url: get("ORBIT_TEST_URL"), queueID: get("ORBIT_TEST_QUEUE_ID"), dsn: get("ORBIT_TEST_MYSQL_DSN")}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	e := &env{t: t, id: hex.EncodeToString(b), url: get("ORBIT_TEST_URL"), queueID: get("ORBIT_TEST_QUEUE_ID"), dsn: get("ORBIT_TEST_MYSQL_DSN")}
 	e.c = client.New(e.url, get("ORBIT_TEST_TOKEN"), client.WithUserAgent("orbit-go-client-test"))
 	return e
 }
@@ -56,15 +55,15 @@ func ctxOf(t *testing.T) context.Context {
 	return ctx
 }
 
-// key is an idempotency key (or resource name) unique to this run and test.
-func key(t *testing.T, parts ...string) string {
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	return "go-" + runID + "-" + name + "-" + strings.Join(parts, "-")
+// key is an idempotency key unique to this test run: the same parts give the same key.
+func (e *env) key(parts ...string) string {
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(e.t.Name()))
+	return "go-" + e.id + "-" + name + "-" + strings.Join(parts, "-")
 }
 
-// name is a resource name unique to this run: 1-64 of [a-z0-9._-].
-func name(t *testing.T, kind string) string {
-	n := key(t, kind)
+// name is a resource name unique to this test run: 1-64 of [a-z0-9._-].
+func (e *env) name(kind string) string {
+	n := e.key(kind)
 	if len(n) > 64 {
 		n = n[len(n)-64:]
 	}
@@ -73,7 +72,7 @@ func name(t *testing.T, kind string) string {
 
 func (e *env) newQueue(t *testing.T) *client.Queue {
 	t.Helper()
-	r, err := e.c.CreateQueue(ctxOf(t), key(t, "create-queue"), client.CreateQueueRequest{Name: name(t, "q")})
+	r, err := e.c.CreateQueue(ctxOf(t), e.key("create-queue"), client.CreateQueueRequest{Name: e.name("q")})
 	if err != nil {
 		t.Fatalf("CreateQueue: %v", err)
 	}

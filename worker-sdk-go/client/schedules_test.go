@@ -14,10 +14,10 @@ func TestScheduleLifecycle(t *testing.T) {
 	v1 := client.ScheduleVersionInput{
 		Calendar: client.ScheduleCalendar{Cron: "0 3 * * *", Timezone: "Europe/Berlin"},
 		Task: client.ScheduleTask{QueueID: q.ID, Handler: "index.rebuild", HandlerVersion: "v1", PayloadVersion: "v1",
-			Payload: []byte(`{"scope":"all"}`), ConcurrencyKey: "index/" + runID},
+			Payload: []byte(`{"scope":"all"}`), ConcurrencyKey: "index/" + e.id},
 		Catchup: "none",
 	}
-	created, err := e.c.CreateSchedule(ctx, key(t, "create"), client.CreateScheduleRequest{Name: name(t, "s"), Version: v1})
+	created, err := e.c.CreateSchedule(ctx, e.key("create"), client.CreateScheduleRequest{Name: e.name("s"), Version: v1})
 	if err != nil {
 		t.Fatalf("CreateSchedule: %v", err)
 	}
@@ -29,16 +29,16 @@ func TestScheduleLifecycle(t *testing.T) {
 	}
 	bad := v1
 	bad.Calendar = client.ScheduleCalendar{Cron: "not a cron"}
-	_, err = e.c.CreateSchedule(ctx, key(t, "bad"), client.CreateScheduleRequest{Name: name(t, "bad"), Version: bad})
+	_, err = e.c.CreateSchedule(ctx, e.key("bad"), client.CreateScheduleRequest{Name: e.name("bad"), Version: bad})
 	wantCode(t, err, client.CodeInvalidArgument)
 
 	// An enabled schedule keeps its queue from being retired.
-	_, err = e.c.RetireQueue(ctx, q.ID, key(t, "retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
+	_, err = e.c.RetireQueue(ctx, q.ID, e.key("retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
 	wantCode(t, err, client.CodeResourceBusy)
 
 	v2 := v1
 	v2.Calendar = client.ScheduleCalendar{EverySeconds: 3600}
-	published, err := e.c.PublishScheduleVersion(ctx, s.ID, key(t, "publish"), s.Revision, v2)
+	published, err := e.c.PublishScheduleVersion(ctx, s.ID, e.key("publish"), s.Revision, v2)
 	if err != nil || published.Schedule.CurrentVersion != 2 || published.Version.Calendar.EverySeconds != 3600 {
 		t.Fatalf("PublishScheduleVersion: %+v %v", published, err)
 	}
@@ -52,23 +52,23 @@ func TestScheduleLifecycle(t *testing.T) {
 
 	// A trigger creates one task from the current version; its key dedupes it.
 	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-	trig, err := e.c.TriggerSchedule(ctx, s.ID, key(t, "trigger"), at)
+	trig, err := e.c.TriggerSchedule(ctx, s.ID, e.key("trigger"), at)
 	if err != nil || trig.Task.ScheduleID != s.ID || trig.Task.ScheduleVersion != 2 || trig.Task.ScheduledFor == nil ||
 		!trig.Task.ScheduledFor.Equal(at) || trig.Task.ConcurrencyKey != v1.Task.ConcurrencyKey {
 		t.Fatalf("TriggerSchedule: %+v %v", trig, err)
 	}
-	again, err := e.c.TriggerSchedule(ctx, s.ID, key(t, "trigger"), at)
+	again, err := e.c.TriggerSchedule(ctx, s.ID, e.key("trigger"), at)
 	if err != nil || !again.Deduplicated || again.Task.ID != trig.Task.ID {
 		t.Fatalf("trigger replay: %+v %v", again, err)
 	}
 
-	_, err = e.c.RetireSchedule(ctx, s.ID, key(t, "retire-unpaused"), client.RetireResourceRequest{ExpectedRevision: published.Schedule.Revision, Reason: "x"})
+	_, err = e.c.RetireSchedule(ctx, s.ID, e.key("retire-unpaused"), client.RetireResourceRequest{ExpectedRevision: published.Schedule.Revision, Reason: "x"})
 	wantCode(t, err, client.CodeStateConflict) // only a paused schedule is retired
-	paused, err := e.c.PauseSchedule(ctx, s.ID, key(t, "pause"), published.Schedule.Revision)
+	paused, err := e.c.PauseSchedule(ctx, s.ID, e.key("pause"), published.Schedule.Revision)
 	if err != nil || !paused.Schedule.Paused || paused.Schedule.NextFireAt != nil {
 		t.Fatalf("PauseSchedule: %+v %v", paused, err)
 	}
-	retired, err := e.c.RetireSchedule(ctx, s.ID, key(t, "retire"),
+	retired, err := e.c.RetireSchedule(ctx, s.ID, e.key("retire"),
 		client.RetireResourceRequest{ExpectedRevision: paused.Schedule.Revision, Reason: "go client test"})
 	if err != nil || retired.Schedule.RetiredAt == nil {
 		t.Fatalf("RetireSchedule: %+v %v", retired, err)
@@ -84,7 +84,7 @@ func TestScheduleLifecycle(t *testing.T) {
 	if _, err := e.c.ListScheduleFires(ctx, s.ID, client.Page{}); err != nil {
 		t.Fatalf("ListScheduleFires: %v", err)
 	}
-	if _, err := e.c.CancelTask(ctx, trig.Task.ID, key(t, "cancel"), ""); err != nil {
+	if _, err := e.c.CancelTask(ctx, trig.Task.ID, e.key("cancel"), ""); err != nil {
 		t.Fatalf("CancelTask: %v", err)
 	}
 }

@@ -12,8 +12,8 @@ func TestSubscriptionDeliveriesAndRetirement(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxOf(t)
 	q := e.newQueue(t)
-	created, err := e.c.CreateSubscription(ctx, key(t, "create"), client.CreateSubscriptionRequest{
-		Name: name(t, "sub"), QueueID: q.ID, EventTypes: []string{client.EventTaskCancelled, client.EventTaskSucceeded}})
+	created, err := e.c.CreateSubscription(ctx, e.key("create"), client.CreateSubscriptionRequest{
+		Name: e.name("sub"), QueueID: q.ID, EventTypes: []string{client.EventTaskCancelled, client.EventTaskSucceeded}})
 	if err != nil {
 		t.Fatalf("CreateSubscription: %v", err)
 	}
@@ -23,14 +23,14 @@ func TestSubscriptionDeliveriesAndRetirement(t *testing.T) {
 	}
 
 	// A cancelled task appends a task.cancelled event.
-	tk := e.submit(t, q.ID, key(t, "task"))
-	if _, err := e.c.CancelTask(ctx, tk.ID, key(t, "cancel"), "for the event"); err != nil {
+	tk := e.submit(t, q.ID, e.key("task"))
+	if _, err := e.c.CancelTask(ctx, tk.ID, e.key("cancel"), "for the event"); err != nil {
 		t.Fatalf("CancelTask: %v", err)
 	}
 	retire := client.RetireResourceRequest{ExpectedRevision: sub.Revision, Reason: "go client test"}
-	_, err = e.c.RetireSubscription(ctx, sub.ID, key(t, "retire-early"), retire)
+	_, err = e.c.RetireSubscription(ctx, sub.ID, e.key("retire-early"), retire)
 	wantCode(t, err, client.CodeResourceBusy) // an event it must receive is not consumed
-	_, err = e.c.RetireQueue(ctx, q.ID, key(t, "retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
+	_, err = e.c.RetireQueue(ctx, q.ID, e.key("retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
 	wantCode(t, err, client.CodeResourceBusy) // a non-retired subscription targets it
 
 	leased, err := e.c.LeaseDeliveries(ctx, sub.ID, 10, 30)
@@ -53,16 +53,16 @@ func TestSubscriptionDeliveriesAndRetirement(t *testing.T) {
 		t.Fatalf("second ack: %d %v", n, err)
 	}
 
-	paused, err := e.c.PauseSubscription(ctx, sub.ID, key(t, "pause"), sub.Revision)
+	paused, err := e.c.PauseSubscription(ctx, sub.ID, e.key("pause"), sub.Revision)
 	if err != nil || !paused.Subscription.Paused || paused.Subscription.Revision != sub.Revision+1 {
 		t.Fatalf("PauseSubscription: %+v %v", paused, err)
 	}
-	_, err = e.c.RetireSubscription(ctx, sub.ID, key(t, "retire-stale"), retire)
+	_, err = e.c.RetireSubscription(ctx, sub.ID, e.key("retire-stale"), retire)
 	wantCode(t, err, client.CodeStateConflict)
 
 	// A paused subscription can be retired once everything is acked.
 	retire.ExpectedRevision = paused.Subscription.Revision
-	retired, err := e.c.RetireSubscription(ctx, sub.ID, key(t, "retire"), retire)
+	retired, err := e.c.RetireSubscription(ctx, sub.ID, e.key("retire"), retire)
 	if err != nil {
 		t.Fatalf("RetireSubscription: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestSubscriptionDeliveriesAndRetirement(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetQueue: %v", err)
 	}
-	if _, err := e.c.RetireQueue(ctx, q.ID, key(t, "retire-queue"), client.RetireResourceRequest{ExpectedRevision: q2.Revision, Reason: "done"}); err != nil {
+	if _, err := e.c.RetireQueue(ctx, q.ID, e.key("retire-queue"), client.RetireResourceRequest{ExpectedRevision: q2.Revision, Reason: "done"}); err != nil {
 		t.Fatalf("RetireQueue after the subscription: %v", err)
 	}
 }

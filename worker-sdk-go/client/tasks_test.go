@@ -11,10 +11,10 @@ import (
 func TestSubmitReplayAndConflict(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxOf(t)
-	k := key(t, "op-001")
+	k := e.key("op-001")
 	req := task(e.queueID, `{"object_ref":"objects/42","n":9007199254740991}`)
-	req.ConcurrencyKey = "object/" + runID
-	req.BusinessKey = "biz-" + runID
+	req.ConcurrencyKey = "object/" + e.id
+	req.BusinessKey = "biz-" + e.id
 
 	first, err := e.c.SubmitTask(ctx, k, req)
 	if err != nil {
@@ -63,13 +63,13 @@ func TestSubmitReplayAndConflict(t *testing.T) {
 	}
 
 	// Cancel while WAITING; a second cancel (another command) finds it CANCELLED.
-	cancelled, err := e.c.CancelTask(ctx, first.Task.ID, key(t, "cancel"), "test done")
+	cancelled, err := e.c.CancelTask(ctx, first.Task.ID, e.key("cancel"), "test done")
 	if err != nil || cancelled.Task.State != client.TaskCancelled || cancelled.Task.Result == nil || cancelled.Task.Result.Outcome != "cancelled" {
 		t.Fatalf("CancelTask: %+v %v", cancelled, err)
 	}
-	_, err = e.c.CancelTask(ctx, first.Task.ID, key(t, "cancel-again"), "")
+	_, err = e.c.CancelTask(ctx, first.Task.ID, e.key("cancel-again"), "")
 	wantCode(t, err, client.CodeStateConflict)
-	_, err = e.c.ResolveTask(ctx, first.Task.ID, key(t, "resolve"), client.ResolveTaskRequest{Resolution: "retry"})
+	_, err = e.c.ResolveTask(ctx, first.Task.ID, e.key("resolve"), client.ResolveTaskRequest{Resolution: "retry"})
 	wantCode(t, err, client.CodeStateConflict)
 }
 
@@ -89,26 +89,26 @@ func TestSubmitRefusals(t *testing.T) {
 	bad := task(e.queueID, `{}`)
 	bad.Priority = 10
 	bad.Handler = "no spaces allowed"
-	_, err = e.c.SubmitTask(ctx, key(t, "bad"), bad)
+	_, err = e.c.SubmitTask(ctx, e.key("bad"), bad)
 	apiErr := wantCode(t, err, client.CodeInvalidArgument)
 	if v, ok := apiErr.Details["violations"].([]any); apiErr.Status != http.StatusBadRequest || !ok || len(v) != 2 {
 		t.Fatalf("violations: %+v", apiErr)
 	}
 
-	_, err = e.c.SubmitTask(ctx, key(t, "unknown-queue"), task("00000000000000000000000000000000", `{}`))
+	_, err = e.c.SubmitTask(ctx, e.key("unknown-queue"), task("00000000000000000000000000000000", `{}`))
 	wantCode(t, err, client.CodeNotFound)
 	_, err = e.c.GetTask(ctx, "00000000000000000000000000000000")
 	wantCode(t, err, client.CodeNotFound)
 
 	// The server refuses a payload number it could not keep exact; the field is named.
-	_, err = e.c.SubmitTask(ctx, key(t, "big"), task(e.queueID, `{"big":18446744073709551615}`))
+	_, err = e.c.SubmitTask(ctx, e.key("big"), task(e.queueID, `{"big":18446744073709551615}`))
 	if apiErr := wantCode(t, err, client.CodeInvalidArgument); apiErr.Details["field"] != "payload.big" {
 		t.Fatalf("big number: %+v", apiErr)
 	}
 
 	bad = task(e.queueID, `{}`)
 	bad.ConcurrencyKey = " padded "
-	_, err = e.c.SubmitTask(ctx, key(t, "padded-key"), bad)
+	_, err = e.c.SubmitTask(ctx, e.key("padded-key"), bad)
 	wantCode(t, err, client.CodeInvalidArgument)
 
 	_, err = client.New(e.url, "orb_not-a-token").GetTask(ctx, "00000000000000000000000000000000")
@@ -118,17 +118,17 @@ func TestSubmitRefusals(t *testing.T) {
 func TestSubmitTasksBatch(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxOf(t)
-	single, err := e.c.SubmitTask(ctx, key(t, "item-0"), task(e.queueID, `{"i":0}`))
+	single, err := e.c.SubmitTask(ctx, e.key("item-0"), task(e.queueID, `{"i":0}`))
 	if err != nil {
 		t.Fatalf("SubmitTask: %v", err)
 	}
 	bad := task(e.queueID, `{}`)
 	bad.Priority = 42
 	items := []client.BatchItem{
-		{IdempotencyKey: key(t, "item-0"), SubmitTaskRequest: task(e.queueID, `{"i":0}`)}, // the single submit's command
-		{IdempotencyKey: key(t, "item-1"), SubmitTaskRequest: task(e.queueID, `{"i":1}`)},
-		{IdempotencyKey: key(t, "item-0"), SubmitTaskRequest: task(e.queueID, `{"i":"other"}`)},
-		{IdempotencyKey: key(t, "item-3"), SubmitTaskRequest: bad},
+		{IdempotencyKey: e.key("item-0"), SubmitTaskRequest: task(e.queueID, `{"i":0}`)}, // the single submit's command
+		{IdempotencyKey: e.key("item-1"), SubmitTaskRequest: task(e.queueID, `{"i":1}`)},
+		{IdempotencyKey: e.key("item-0"), SubmitTaskRequest: task(e.queueID, `{"i":"other"}`)},
+		{IdempotencyKey: e.key("item-3"), SubmitTaskRequest: bad},
 	}
 	res, err := e.c.SubmitTasks(ctx, items)
 	if err != nil {
@@ -159,7 +159,7 @@ func TestSubmitTasksBatch(t *testing.T) {
 		t.Fatalf("empty batch: %+v", apiErr)
 	}
 	for _, id := range []string{single.Task.ID, res[1].Receipt.Task.ID} {
-		if _, err := e.c.CancelTask(ctx, id, key(t, "cancel", id), ""); err != nil {
+		if _, err := e.c.CancelTask(ctx, id, e.key("cancel", id), ""); err != nil {
 			t.Fatalf("CancelTask: %v", err)
 		}
 	}

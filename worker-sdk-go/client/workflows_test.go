@@ -18,7 +18,7 @@ func TestWorkflowRun(t *testing.T) {
 		{Key: "apply", After: []string{"approve"}, Task: &client.WorkflowStepTask{QueueID: q.ID, Handler: "object.update",
 			HandlerVersion: "v1", PayloadVersion: "v1", Params: json.RawMessage(`{"mode":"full"}`), UseRunKey: true}},
 	}}
-	created, err := e.c.CreateWorkflow(ctx, key(t, "create"), client.CreateWorkflowRequest{Name: name(t, "wf"), Version: v1})
+	created, err := e.c.CreateWorkflow(ctx, e.key("create"), client.CreateWorkflowRequest{Name: e.name("wf"), Version: v1})
 	if err != nil {
 		t.Fatalf("CreateWorkflow: %v", err)
 	}
@@ -27,19 +27,19 @@ func TestWorkflowRun(t *testing.T) {
 		t.Fatalf("created: %+v version %+v", wf, created.Version)
 	}
 	cyclic := client.WorkflowVersionInput{Steps: []client.WorkflowStep{{Key: "a", After: []string{"a"}, Signal: &client.WorkflowSignal{Name: "s"}}}}
-	_, err = e.c.PublishWorkflowVersion(ctx, wf.ID, key(t, "cyclic"), wf.Revision, cyclic)
+	_, err = e.c.PublishWorkflowVersion(ctx, wf.ID, e.key("cyclic"), wf.Revision, cyclic)
 	wantCode(t, err, client.CodeInvalidArgument)
 
 	v2 := v1
 	v2.Steps = append([]client.WorkflowStep(nil), v1.Steps...)
 	v2.Steps[0].Signal = &client.WorkflowSignal{Name: "approve", TimeoutSeconds: 3600}
-	published, err := e.c.PublishWorkflowVersion(ctx, wf.ID, key(t, "publish"), wf.Revision, v2)
+	published, err := e.c.PublishWorkflowVersion(ctx, wf.ID, e.key("publish"), wf.Revision, v2)
 	if err != nil || published.Workflow.CurrentVersion != 2 || published.Workflow.Revision != wf.Revision+1 {
 		t.Fatalf("PublishWorkflowVersion: %+v %v", published, err)
 	}
 
-	start := client.StartRunRequest{Input: json.RawMessage(`{"object":"objects/42"}`), ConcurrencyKey: "object/" + runID}
-	started, err := e.c.StartWorkflowRun(ctx, wf.ID, key(t, "start"), start)
+	start := client.StartRunRequest{Input: json.RawMessage(`{"object":"objects/42"}`), ConcurrencyKey: "object/" + e.id}
+	started, err := e.c.StartWorkflowRun(ctx, wf.ID, e.key("start"), start)
 	if err != nil {
 		t.Fatalf("StartWorkflowRun: %v", err)
 	}
@@ -48,10 +48,10 @@ func TestWorkflowRun(t *testing.T) {
 		t.Fatalf("started: %+v", run)
 	}
 	// A queue that a running run's version references cannot be retired.
-	_, err = e.c.RetireQueue(ctx, q.ID, key(t, "retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
+	_, err = e.c.RetireQueue(ctx, q.ID, e.key("retire-queue-early"), client.RetireResourceRequest{ExpectedRevision: q.Revision, Reason: "early"})
 	wantCode(t, err, client.CodeResourceBusy)
 
-	signalled, err := e.c.SignalWorkflowRun(ctx, run.ID, key(t, "signal"), "approve", json.RawMessage(`{"by":"ops"}`))
+	signalled, err := e.c.SignalWorkflowRun(ctx, run.ID, e.key("signal"), "approve", json.RawMessage(`{"by":"ops"}`))
 	if err != nil {
 		t.Fatalf("SignalWorkflowRun: %v", err)
 	}
@@ -59,11 +59,11 @@ func TestWorkflowRun(t *testing.T) {
 	if signalled.Run.Steps[0].State != "SUCCEEDED" || apply.State != "ACTIVE" || len(apply.TaskIDs) != 1 {
 		t.Fatalf("after the signal: %+v", signalled.Run.Steps)
 	}
-	replay, err := e.c.SignalWorkflowRun(ctx, run.ID, key(t, "signal"), "approve", json.RawMessage(`{"by":"ops"}`))
+	replay, err := e.c.SignalWorkflowRun(ctx, run.ID, e.key("signal"), "approve", json.RawMessage(`{"by":"ops"}`))
 	if err != nil || !replay.Deduplicated {
 		t.Fatalf("signal replay: %+v %v", replay, err)
 	}
-	_, err = e.c.SignalWorkflowRun(ctx, run.ID, key(t, "signal-again"), "approve", nil)
+	_, err = e.c.SignalWorkflowRun(ctx, run.ID, e.key("signal-again"), "approve", nil)
 	wantCode(t, err, client.CodeStateConflict) // one signal per name
 
 	// The step's task carries the run's key, its workflow reference and a payload built from the run.
@@ -80,15 +80,15 @@ func TestWorkflowRun(t *testing.T) {
 		t.Fatalf("step payload %s: %v", stepTask.Payload, err)
 	}
 
-	paused, err := e.c.PauseWorkflowRun(ctx, run.ID, key(t, "pause"))
+	paused, err := e.c.PauseWorkflowRun(ctx, run.ID, e.key("pause"))
 	if err != nil || paused.Run.State != client.RunPaused {
 		t.Fatalf("PauseWorkflowRun: %+v %v", paused, err)
 	}
-	cancelled, err := e.c.CancelWorkflowRun(ctx, run.ID, key(t, "cancel"), "go client test")
+	cancelled, err := e.c.CancelWorkflowRun(ctx, run.ID, e.key("cancel"), "go client test")
 	if err != nil || cancelled.Run.State != client.RunCancelled || cancelled.Run.FinishedAt == nil {
 		t.Fatalf("CancelWorkflowRun: %+v %v", cancelled, err)
 	}
-	_, err = e.c.ResumeWorkflowRun(ctx, run.ID, key(t, "resume"))
+	_, err = e.c.ResumeWorkflowRun(ctx, run.ID, e.key("resume"))
 	wantCode(t, err, client.CodeStateConflict) // a final run takes no command
 	if tk, err := e.c.GetTask(ctx, apply.TaskIDs[0]); err != nil || tk.State != client.TaskCancelled {
 		t.Fatalf("the step's waiting task after the cancel: %+v %v", tk, err)
@@ -111,11 +111,11 @@ func TestWorkflowRun(t *testing.T) {
 		t.Fatalf("ListWorkflows: %+v %v", l, err)
 	}
 
-	retired, err := e.c.RetireWorkflow(ctx, wf.ID, key(t, "retire"), client.RetireResourceRequest{ExpectedRevision: published.Workflow.Revision, Reason: "done"})
+	retired, err := e.c.RetireWorkflow(ctx, wf.ID, e.key("retire"), client.RetireResourceRequest{ExpectedRevision: published.Workflow.Revision, Reason: "done"})
 	if err != nil || retired.Workflow.RetiredAt == nil {
 		t.Fatalf("RetireWorkflow: %+v %v", retired, err)
 	}
-	_, err = e.c.StartWorkflowRun(ctx, wf.ID, key(t, "start-retired"), client.StartRunRequest{ConcurrencyKey: "object/late"})
+	_, err = e.c.StartWorkflowRun(ctx, wf.ID, e.key("start-retired"), client.StartRunRequest{ConcurrencyKey: "object/late"})
 	wantCode(t, err, client.CodeResourceRetired)
 	if got, err := e.c.GetWorkflow(ctx, wf.ID); err != nil || got.RetiredAt == nil {
 		t.Fatalf("GetWorkflow: %+v %v", got, err)
