@@ -63,7 +63,8 @@ func TestErrorNotAnEnvelope(t *testing.T) {
 	}
 }
 
-// The constants are the codes of protocol/errors.ts, no more and no fewer.
+// The constants are the codes of protocol/errors.ts, no more and no fewer, and Retryable says
+// what its table says.
 func TestCodesMatchProtocol(t *testing.T) {
 	src, err := os.ReadFile("../../protocol/errors.ts")
 	if err != nil {
@@ -72,8 +73,11 @@ func TestCodesMatchProtocol(t *testing.T) {
 	table := string(src)[strings.Index(string(src), "export const ERROR_CODES"):]
 	table = table[:strings.Index(table, "} as const;")]
 	var want []string
-	for _, m := range regexp.MustCompile(`(?m)^  ([A-Z_]+): \{`).FindAllStringSubmatch(table, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  ([A-Z_]+): \{[^}]*retryable: (true|false)`).FindAllStringSubmatch(table, -1) {
 		want = append(want, m[1])
+		if (&APIError{Code: m[1]}).Retryable() != (m[2] == "true") {
+			t.Errorf("%s: Retryable() is not %s", m[1], m[2])
+		}
 	}
 	got := []string{CodeInvalidArgument, CodeProtocolError, CodeUnauthenticated, CodePermissionDenied, CodeNotFound,
 		CodeMethodNotAllowed, CodeIdempotencyConflict, CodeStateConflict, CodeResourceBusy, CodeResourceRetired,
@@ -135,5 +139,30 @@ func TestRequestBodies(t *testing.T) {
 	}
 	if validKey("") || validKey(strings.Repeat("k", 256)) || validKey("a b") || !validKey(strings.Repeat("~", 255)) {
 		t.Fatal("validKey")
+	}
+}
+
+func TestLoadCredentials(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/dev.credentials.json"
+	// The fields `npm start` writes.
+	body := `{"url":"http://127.0.0.1:8080","token":"orb_x","application_id":"a","namespace_id":"n","environment":"dev",` +
+		`"queue_id":"q1","queues":{"initial":"q1"},"scopes":["tasks:submit"],"mysql_dsn":"mysql://orbit:pw@127.0.0.1:3306/orbit"}`
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCredentials(file)
+	if err != nil || c.Token != "orb_x" || c.QueueID != "q1" || c.Queues["initial"] != "q1" || c.MySQLDSN == "" || c.URL == "" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if cl := c.NewClient(); cl.base != c.URL || cl.token != c.Token {
+		t.Fatalf("NewClient: %+v", cl)
+	}
+	_ = os.WriteFile(file, []byte(`{"url":"http://x"}`), 0o600)
+	if _, err := LoadCredentials(file); err == nil || !strings.Contains(err.Error(), "no token") {
+		t.Fatalf("no token: %v", err)
+	}
+	if _, err := LoadCredentials(dir + "/missing.json"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -113,6 +115,14 @@ func TestSubmitRefusals(t *testing.T) {
 
 	_, err = client.New(e.url, "orb_not-a-token").GetTask(ctx, "00000000000000000000000000000000")
 	wantCode(t, err, client.CodeUnauthenticated)
+
+	// A transport error is not an APIError: the caller's context ended, nothing was answered.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = e.c.SubmitTask(done, e.key("cancelled-ctx"), task(e.queueID, `{}`))
+	if !errors.Is(err, context.Canceled) || client.CodeOf(err) != "" {
+		t.Fatalf("cancelled context: %v", err)
+	}
 }
 
 func TestSubmitTasksBatch(t *testing.T) {
