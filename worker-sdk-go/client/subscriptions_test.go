@@ -60,8 +60,13 @@ func TestSubscriptionDeliveriesAndRetirement(t *testing.T) {
 	_, err = e.c.RetireSubscription(ctx, sub.ID, e.key("retire-stale"), retire)
 	wantCode(t, err, client.CodeStateConflict)
 
-	// A paused subscription can be retired once everything is acked.
-	retire.ExpectedRevision = paused.Subscription.Revision
+	resumed, err := e.c.ResumeSubscription(ctx, sub.ID, e.key("resume"), paused.Subscription.Revision)
+	if err != nil || resumed.Subscription.Paused {
+		t.Fatalf("ResumeSubscription: %+v %v", resumed, err)
+	}
+
+	// Retired once everything is acked.
+	retire.ExpectedRevision = resumed.Subscription.Revision
 	retired, err := e.c.RetireSubscription(ctx, sub.ID, e.key("retire"), retire)
 	if err != nil {
 		t.Fatalf("RetireSubscription: %v", err)

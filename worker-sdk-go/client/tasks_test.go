@@ -101,6 +101,8 @@ func TestSubmitRefusals(t *testing.T) {
 	wantCode(t, err, client.CodeNotFound)
 	_, err = e.c.GetTask(ctx, "00000000000000000000000000000000")
 	wantCode(t, err, client.CodeNotFound)
+	_, err = e.c.GetAttempt(ctx, "00000000000000000000000000000000")
+	wantCode(t, err, client.CodeNotFound)
 
 	// The server refuses a payload number it could not keep exact; the field is named.
 	_, err = e.c.SubmitTask(ctx, e.key("big"), task(e.queueID, `{"big":18446744073709551615}`))
