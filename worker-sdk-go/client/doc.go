@@ -23,6 +23,6 @@
 // envelope (data is an untyped object), so generated code would have typed requests and untyped
 // answers; it is OpenAPI 3.1, which oapi-codegen only partly supports; its inline schemas would
 // become anonymous type names; and the `,string` uint64 fields, RawMessage payloads and
-// time.Time fields would need overrides anyway. By hand the package is a few hundred lines of
-// stdlib with one struct per object of the spec.
+// time.Time fields would need overrides anyway. By hand the package is stdlib only, with one
+// struct per object of the spec and one method per endpoint, named as the spec names them.
 package client
