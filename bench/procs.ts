@@ -12,6 +12,9 @@ export interface WorkerProc {
   /** result.ok frames received so far, and the epoch ms of the latest. */
   completed: number;
   lastResultAt: number;
+  /** Epoch ms of its first connection and its CPU ms then (NaN until it is ready). */
+  connectedAt: number;
+  cpuMsAtConnect: number;
   /** handler return → result.ok (ms), filled in at exit. */
   latencies: number[];
   exited: Promise<void>;
@@ -19,6 +22,19 @@ export interface WorkerProc {
 
 function exitedPromise(child: ChildProcess): Promise<void> {
   return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+}
+
+/** Calls `f` with each JSON line a child prints (other lines are skipped). */
+export function onJsonLines(input: NodeJS.ReadableStream, f: (o: any) => void): void {
+  readline.createInterface({ input }).on('line', (l) => {
+    let o: unknown;
+    try {
+      o = JSON.parse(l);
+    } catch {
+      return;
+    }
+    f(o);
+  });
 }
 
 export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
@@ -43,18 +59,15 @@ export function spawnWorkers(url: string, token: string, queueId: string, count:
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const exited = exitedPromise(child);
-    const w: WorkerProc = { child, ready: Promise.resolve(), completed: 0, lastResultAt: 0, latencies: [], exited };
+    const w: WorkerProc = { child, ready: Promise.resolve(), completed: 0, lastResultAt: 0, connectedAt: NaN, cpuMsAtConnect: NaN, latencies: [], exited };
     w.ready = new Promise<void>((resolve, reject) => {
       void exited.then(() => reject(new Error(`worker process ${child.pid} exited before it was ready`)));
-      readline.createInterface({ input: child.stdout! }).on('line', (l) => {
-        let o: any;
-        try {
-          o = JSON.parse(l);
-        } catch {
-          return;
-        }
-        if (o.ev === 'ready') resolve();
-        else if (o.ev === 'progress') {
+      onJsonLines(child.stdout!, (o) => {
+        if (o.ev === 'ready') {
+          w.connectedAt = Number(o.t);
+          w.cpuMsAtConnect = Number(o.cpu_ms);
+          resolve();
+        } else if (o.ev === 'progress') {
           w.completed = o.completed;
           w.lastResultAt = o.t;
           onProgress();

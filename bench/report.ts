@@ -1,6 +1,8 @@
 // The benchmark report: one JSON object (`--json`) or human-readable tables.
 import type { BaselineResult } from './baseline.js';
 import { uPerTask } from './cpu.js';
+import { drainPeerJson, drainText } from './drain.js';
+import type { PeerOutcome } from './graphile-peer.js';
 import type { IdleResult } from './idle-sessions.js';
 import type { ScheduledLoadResult } from './scheduled-load.js';
 import { renewFloodJson, renewFloodText, type RenewFloodResult } from './renew-flood.js';
@@ -30,6 +32,9 @@ export interface ReportInput {
   renewFlood: RenewFloodResult | null;
   /** Workflow scenarios (absent in reports made before workflows). */
   workflows?: WorkflowLoadResult[];
+  /** graphile-worker's drain next to Orbit's (null: not run), and the load average at the end. */
+  drainPeer?: PeerOutcome | null;
+  loadavg?: number[];
 }
 
 const isSkipped = (r: ScenarioResult | Skipped): r is Skipped => 'reason' in r;
@@ -48,6 +53,9 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     keys: spec.keys,
     paced_per_s: spec.rate ?? null,
     preloaded: spec.preload ?? false,
+    drain: spec.drain ?? false,
+    workers: spec.workers ?? null,
+    capacity: spec.capacity ?? null,
   };
   if (isSkipped(r)) return { ...head, skipped: r.reason, tasks: 0, tasks_per_s: null, cpu_u_per_task: null, ratio: null };
   const d = r.db;
@@ -164,6 +172,7 @@ export function reportJson(x: ReportInput) {
         }
       : null,
     renew_flood: x.renewFlood ? renewFloodJson(x.renewFlood) : null,
+    drain_peer: drainPeerJson(x.drainPeer ?? null),
     workflow_scenarios: (x.workflows ?? []).map((r) => workflowLoadJson(r, x.autocommit.cpuUsPerRow)),
     idle_sessions: {
       sessions: x.idle.sessions,
@@ -188,7 +197,7 @@ export function reportJson(x: ReportInput) {
         'information_schema.TABLE_STATISTICS deltas of the orbit schema (server started with --userstat=1): rows_changed = rows inserted, updated or deleted in the table; rows_changed_x_indexes = rows_changed x the table\'s indexes (primary key included), an upper bound of the index entries written (an UPDATE that changes no indexed column writes the clustered record only; docs/design.md "Index entries per task" counts them exactly)',
       claim_rounds: 'gateway /metrics delta (claim_rounds_source); empty share from orbit_claim_rounds_total{result="empty"}, null when the gateway lacks it',
       cpu_ms:
-        '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment when the window opens (after the warm-up is drained, before the producers start the counted tasks) and one after the last result (workers started after a preload: from their connection): mariadbd, gateway, worker processes (sum), producer processes (sum)',
+        '/proc/<pid>/stat utime+stime+cutime+cstime of each process tree (the process and every live descendant), all read at one moment when the window opens (after the warm-up is drained, before the producers start the counted tasks) and one after the last result (workers started after a preload: from their connection; a drain: every process from the first worker connection, each worker from its own, the submits before it): mariadbd, gateway, worker processes (sum), producer processes (sum)',
     },
   };
 }
@@ -266,6 +275,7 @@ export function reportText(x: ReportInput): string {
             `(max ${fmt(x.scheduled.lagMaxMs)}), ordinary tasks ${fmt(x.scheduled.ordinaryTasksPerSec)}/s`,
         ]
       : []),
+    ...(drainText(done, x.drainPeer ?? null, x.loadavg) ? ['', drainText(done, x.drainPeer ?? null, x.loadavg)] : []),
     ...(x.renewFlood ? ['', renewFloodText(x.renewFlood)] : []),
     ...(x.workflows?.length ? ['', workflowLoadText(x.workflows, unit).trimEnd()] : []),
   ];

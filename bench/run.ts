@@ -20,6 +20,11 @@
 //       fan-out, statements per run, step and task, CPU per run and task (bench/workflow-load.ts);
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
 //       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
+//   (h) `drain`, `drain-keys-1000` (1 worker × 24; --drain-workers=N, --drain-capacity=N) and
+//       `drain-c500` (1 × 500): a backlog of 20 000 tasks (5 000 quick) committed with no worker
+//       connected, then drained; next to it graphile-worker's drain of the same backlog on a
+//       private PostgreSQL cluster (bench/drain.ts, bench/graphile-peer.ts). --peers installs the
+//       peer's packages if missing; --no-peers skips it; without PostgreSQL it is skipped.
 // Each scenario of (b)–(d) is measured warm, as the baseline is: the same processes first run a
 // third of its task count (--warmup=F: that share; --no-warmup: none, the cold measurement),
 // drained before its window opens, and no figure counts those tasks (bench/scenario-warmup.ts).
@@ -42,7 +47,9 @@ import { baselines, type BaselineOptions } from './baseline.js';
 import { dbCalibrate, INNODB_MONITOR_ARG, USERSTAT_ARG } from './counters.js';
 import { extraServerArgs } from './db-profile.js';
 import { uPerTask } from './cpu.js';
-import { warmupFraction } from './scenario-warmup.js';
+import { warmupCount, warmupFraction } from './scenario-warmup.js';
+import { DRAIN_SCENARIOS, drainSpecs } from './drain.js';
+import { runGraphilePeer, type PeerOutcome } from './graphile-peer.js';
 import { batchEndpointAvailable, runScenario, type ScenarioResult, type ScenarioSetup, type ScenarioSpec } from './scenario.js';
 import { idleSessions, type GcReading } from './idle-sessions.js';
 import { runScheduledLoad, type ScheduledLoadResult } from './scheduled-load.js';
@@ -143,8 +150,8 @@ async function main(): Promise<void> {
     await migrateUp(pool);
     const creds = await bootstrap(pool, { application: 'bench', namespace: 'bench', environment: 'bench', queues: ['warmup'], workerAccess: true, url: '' });
     const n = quick
-      ? { unkeyed: 2000, batch: 3000, keyed: 2000, hot: 300, pacedSecs: 8, idle: 1000 }
-      : { unkeyed: 20000, batch: 20000, keyed: 20000, hot: 2000, pacedSecs: 40, idle: 1000 };
+      ? { unkeyed: 2000, batch: 3000, keyed: 2000, hot: 300, pacedSecs: 8, idle: 1000, drain: 5000 }
+      : { unkeyed: 20000, batch: 20000, keyed: 20000, hot: 2000, pacedSecs: 40, idle: 1000, drain: 20000 };
     if (opt('hot')) n.hot = Number(opt('hot'));
     const picked = opt('scenarios')?.split(',');
     const wanted = (name: string) => !picked || picked.includes(name);
@@ -239,6 +246,13 @@ async function main(): Promise<void> {
         const half = Math.max(10, Math.round(unkeyed.tasksPerSec / 2));
         await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
       }
+      for (const spec of drainSpecs(n.drain, opt)) if (wanted(spec.name)) await run(spec);
+    }
+
+    // graphile-worker's drain of the same backlog, next to Orbit's (bench/graphile-peer.ts).
+    let drainPeer: PeerOutcome | null = null;
+    if (!only && !args.has('--no-peers') && DRAIN_SCENARIOS.some(wanted)) {
+      drainPeer = await runGraphilePeer({ tasks: n.drain, warmupTasks: warmupCount(n.drain, warmup), install: args.has('--peers'), say });
     }
 
     let scheduled: ScheduledLoadResult | null = null;
@@ -294,6 +308,8 @@ async function main(): Promise<void> {
       scheduled,
       renewFlood,
       workflows,
+      drainPeer,
+      loadavg: os.loadavg(),
     };
     say('');
     const scalingReport = scaling.length ? `\n${scalingText(scaling, processCounts, autocommit.cpuUsPerRow)}\n` : '';

@@ -2,6 +2,8 @@
 // tasks (submit → assign → start → result committed), timed from the producers' start to the last
 // result.ok a worker received. Progress comes from the workers (stdout) and producers (IPC), never
 // from the database; its counters, the gateway's /metrics and /proc are read only before and after.
+// A drain (spec.drain) commits its tasks with no worker connected, then times from the first
+// worker's connection.
 // Unless the warm-up share is 0, the same processes first run a warm-up of part of the task count
 // the same way, drained before the measured window opens (bench/scenario-warmup.ts): every figure
 // of the result is the window's, none includes a warm-up task.
@@ -48,6 +50,12 @@ export interface ScenarioSpec {
   /** Submit everything first, then start the workers and the clock (no producer load while the
    * tasks run): isolates the dispatch path, e.g. a hot key's turnover. Counters include submits. */
   preload?: boolean;
+  /** A backlog's drain: everything committed with no worker connected, then the workers connect
+   * fresh; clock, CPU and counters from the first connection (no submit in any figure). */
+  drain?: boolean;
+  /** Worker processes × capacity of this scenario (else the setup's). */
+  workers?: number;
+  capacity?: number;
 }
 
 export interface ScenarioResult {
@@ -147,6 +155,16 @@ async function attemptLatencies(pool: Pool, queueId: string, afterSeq: number): 
   return { assign, handoff: gaps.length ? gaps.reduce((a, b) => a + b, 0) / gaps.length : NaN };
 }
 
+/** Waits for a backlog's submits, showing `line()` every second. */
+async function awaitBacklog(producing: Promise<unknown>, progress: (line: string) => void, line: () => string): Promise<void> {
+  const tick = setInterval(() => progress(line()), 1000);
+  try {
+    await producing;
+  } finally {
+    clearInterval(tick);
+  }
+}
+
 export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress: (line: string) => void): Promise<ScenarioResult> {
   const name = `bench-${spec.name}-${Date.now()}`;
   const queueId = await createQueue(s.url, s.token, name);
@@ -155,7 +173,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
   const completed = () => workers.reduce((n, w) => n + w.completed, 0);
   const progressed = new ScenarioProgress();
   const startWorkers = async () => {
-    workers = spawnWorkers(s.url, s.token, queueId, s.workers, s.capacity, progressed.advanced);
+    workers = spawnWorkers(s.url, s.token, queueId, spec.workers ?? s.workers, spec.capacity ?? s.capacity, progressed.advanced);
     await Promise.all(workers.map((w) => w.ready));
   };
   const producers = spawnProducers(s.producers, progressed.advanced);
@@ -210,8 +228,10 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     workers: workers.map((w) => w.child.pid),
     producers: producers.map((p) => p.child.pid),
   });
+  // Preloaded and drained windows start their workers after the submits.
+  const late = spec.preload || spec.drain;
   try {
-    if (!spec.preload || warmupTasks > 0) await startWorkers();
+    if (!late || warmupTasks > 0) await startWorkers();
     await Promise.all(producers.map((p) => p.ready));
 
     // The warm-up: the same submits, claims and results in the same processes, under its own keys
@@ -226,9 +246,9 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       await w.producing;
       warmupSeconds = (Math.max(...workers.map((x) => x.lastResultAt)) - w.startAt) / 1000;
       afterSeq = await drainedWarmup(s.pool, queueId, warmupTasks);
-      // A preloaded window needs no worker while it submits: its workers start afterwards, fresh
+      // A preloaded or drained window needs no worker while it submits: its workers start afterwards, fresh
       // (only the gateway, the database and the producers are warm there).
-      if (spec.preload) {
+      if (late) {
         await stopWorkers(workers);
         workers = [];
       }
@@ -237,19 +257,28 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const before = new Map(workers.map((w) => [w, w.completed]));
     const inWindow = () => workers.reduce((n, w) => n + w.completed - (before.get(w) ?? 0), 0);
 
+    // A drain's backlog is committed before its window opens.
+    const backlog = spec.drain ? submit(name, spec.count) : null;
+    if (backlog) await awaitBacklog(backlog.producing, progress, () => `${spec.name}: backlog ${submitted()}/${spec.count}, no worker connected`);
+
     const profile = await startDbProfile(s.pool, s.mariadbPid, spec.name);
     const gatewayProfile = await startGatewayProfile(s.gatewayPid, spec.name);
     const dbBefore = await dbStatus(s.pool);
     const mBefore = await scrapeMetrics(s.url);
     const cpu0 = cpuSnapshot(groups());
 
-    const { startAt, producing } = submit(name, spec.count);
+    const { startAt, producing } = backlog ?? submit(name, spec.count);
     let clock = startAt;
     if (spec.preload) {
       await producing;
       await startWorkers();
       cpu0.workers = cpuSnapshot({ workers: groups().workers }).workers;
       clock = now();
+    } else if (spec.drain) {
+      // Each worker reports its connection's time and its CPU then: none of its start-up counts.
+      await startWorkers();
+      clock = Math.min(...workers.map((w) => w.connectedAt));
+      cpu0.workers = workers.reduce((a, w) => a + w.cpuMsAtConnect, 0);
     }
     await until(spec.name, () => spec.count, producing, inWindow);
     const end = Math.max(...workers.map((w) => w.lastResultAt));

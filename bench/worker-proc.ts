@@ -50,7 +50,9 @@ const worker = createWorker({
 });
 let ready = false;
 worker.on('connected', (h) => {
-  if (!ready) out({ ev: 'ready', worker_id: h.worker_id });
+  // t and cpu_ms: where a drain's window opens for this process (bench/scenario.ts).
+  const cpu = process.cpuUsage();
+  if (!ready) out({ ev: 'ready', worker_id: h.worker_id, t: performance.timeOrigin + performance.now(), cpu_ms: (cpu.user + cpu.system) / 1000 });
   ready = true;
 });
 worker.on('result', (r) => {

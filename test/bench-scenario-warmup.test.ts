@@ -3,6 +3,7 @@
 // database. What is checked is the counting, never a speed: the warm-up's tasks ran in the same
 // processes and were finished before the window's first task was created, and no per-task figure
 // counts them (the gateway's finished counter over the window, the latency samples).
+// A drain window opens after its backlog is committed: its submits are in none of its figures.
 import type { RowDataPacket } from 'mysql2/promise';
 import { describe, expect, it } from 'vitest';
 import { runScenario, type ScenarioSetup, type ScenarioSpec } from '../bench/scenario.js';
@@ -78,6 +79,27 @@ describe('bench scenario warm-up', () => {
     expect(warmKeys.size).toBe(3);
     expect(windowKeys.size).toBe(3);
     expect([...warmKeys].every((k) => k.includes('-warmup/') && !windowKeys.has(k))).toBe(true);
+  });
+
+  it('drains a backlog committed with no worker connected and counts none of its submits', async () => {
+    const r = await run(0.5, { name: 'drain', count: 60, keys: null, submit: 'batch', drain: true, workers: 1, capacity: 24 });
+    expect(r.warmupTasks).toBe(30);
+    expect(r.gatewayFinished).toBe(60);
+    expect(r.latencySamples).toEqual({ submitToAssign: 60, resultToOk: 60 });
+    // The window opens after the backlog's submits: none of its submit transactions is counted.
+    expect(r.submitTransactionsPerTask).toBe(0);
+    const rows = await tasksOf(r.queueId);
+    expect(rows).toHaveLength(90);
+    expect(rows.every((x) => x.state === 'SUCCEEDED')).toBe(true);
+    expectDrainedBeforeWindow(rows, 30);
+    // The whole backlog was committed before its first task was leased, all to one fresh worker.
+    const [leases] = await f.db.pool.query<RowDataPacket[]>(
+      `SELECT MAX(t.created_at) AS last_created, MIN(a.leased_at) AS first_leased, COUNT(DISTINCT a.worker_id) AS workers
+         FROM tasks t JOIN attempts a ON a.task_id = t.id WHERE t.queue_id = ? AND t.seq > ?`,
+      [r.queueId, Number(rows[29]!.seq)],
+    );
+    expect(new Date(leases[0]!.last_created).getTime()).toBeLessThanOrEqual(new Date(leases[0]!.first_leased).getTime());
+    expect(Number(leases[0]!.workers)).toBe(1);
   });
 
   it('measures cold with no warm-up (--no-warmup)', async () => {
