@@ -48,7 +48,7 @@ function orbitRow(r: ScenarioResult): Row {
     seconds: r.seconds,
     tasksPerSec: r.tasksPerSec,
     cpuTotal: c.total,
-    cpuSplit: `mariadbd ${fmt(c.mariadbd, 3)} / gateway ${fmt(c.gateway, 3)} / workers ${fmt(c.workers, 3)}`,
+    cpuSplit: `mariadbd ${fmt(c.mariadbd, 3)} / gateway ${fmt(c.gateway, 3)} / workers ${fmt(c.workers, 3)} / producers (idle) ${fmt(c.producers, 3)}`,
     statements: r.db.statements,
     commits: r.db.commits,
     rowsWritten: t.reduce((s, x) => s + x.rows, 0),
@@ -92,6 +92,10 @@ export function drainText(scenarios: ScenarioResult[], peer: PeerOutcome | null,
         `${r.statements === null ? 'n/a' : fmt(r.statements, 2)} | ${fmt(r.commits, 2)} | ${fmt(r.rowsWritten, 2)} | ${r.rowsXIndexes === null ? 'n/a' : fmt(r.rowsXIndexes, 1)} |`,
     ),
   ];
+  lines.push(
+    '',
+    '/proc reads CPU in 10 ms ticks per process: a window under a second (the batched peer at 5 000 tasks) reads CPU per task to about ±0.02 ms; 20 000 tasks read it 4 × finer.',
+  );
   if (peer?.skipped) lines.push('', `graphile-worker peer: ${peer.skipped}`);
   else if (peer?.postgresVersion)
     lines.push('', `Peer database: ${peer.postgresVersion} (Debian package), a private cluster as initdb leaves it, on 127.0.0.1.`);
