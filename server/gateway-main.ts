@@ -37,13 +37,10 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   let budget: PacketBudget;
   let writer: WriterNodeWatch;
   try {
-    // Every connection runs under Orbit's sql_mode and READ COMMITTED (createPool); this refuses
-    // to start when something between us and the server undoes it.
+    // Refuses to start when something between us and the server undoes createPool's session settings.
     await assertSessionSettings(pool);
     await assertSchemaCurrent(pool);
-    // Every coalesced statement and round trip stays within the server's max_allowed_packet.
     budget = await readPacketBudget(pool);
-    // Under Galera: refuses a second writer node (writer-node.ts); records this gateway's node.
     writer = await watchWriterNode(pool, config.nodeId, log);
   } catch (err) {
     await pool.end().catch(() => {});
@@ -86,8 +83,7 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];
-  // The background parts of a node, each with its closer (run on shutdown, in this order): the
-  // schedules' firing loop, the worker gateway (WebSocket, dispatcher, sweeper), the event pruner.
+  // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
   const gw = new Gateway(app, server, signals);
   const pruner = new EventPruner(app);
   const firer = new ScheduleFirer(app, signals);
