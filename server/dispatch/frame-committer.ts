@@ -8,8 +8,9 @@
 // A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
 // (start-frames.ts applyStartsAlone).
 // The starts are applied by start-frames.ts, the results by result-frames.ts (what each decides:
-// result-decision.ts). Results hand a released key to its next task (handoff.ts) and an unkeyed attempt's slot to the
-// next task of its queue for the same session (refill.ts) in the same transaction.
+// result-decision.ts). Results advance their workflow runs (step-advance.ts), then hand a released
+// key to its next task (handoff.ts) and an unkeyed attempt's slot to the next task of its queue for
+// the same session (refill.ts) in the same transaction.
 // Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
 // PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
 // savepoint; any other failure fails the transaction, which is retried whole on a deadlock, and a
@@ -185,6 +186,11 @@ async function batchInTx(
   await starts.answer(live, now, changed, out);
   const liveResults = resultItems.filter((x) => live.has(x.cmd.who.credentialId));
   await applyResults(c, ledger, liveResults, locked, now, out, released, freed);
+  // Workflow steps whose tasks changed advance first (nothing for plain tasks): a failed element's
+  // WAITING siblings are CANCELLED before a hand-off or refill reads its successors, so neither
+  // leases a task its step has already cancelled (workflows.md "Advancement"). Its cancels' waiting
+  // rows and keys are written by the key phase below, with the results' own.
+  const stepQueues = await advanceSteps(c, ledger);
   let plans: HandoffPlan[] = [];
   let refills: HandoffPlan[] = [];
   if (successors) {
@@ -203,12 +209,6 @@ async function batchInTx(
   // Keys first, then the hand-off and refill attempts, then the hot rows to the commit (lock order).
   await ledger.flushKeys(c);
   const delivered = await completeHandoffs(c, ledger, [...plans, ...refills], now);
-  // Workflow steps whose tasks changed advance here, before the hot rows (nothing for plain tasks).
-  const stepQueues = await advanceSteps(c, ledger);
-  // A second key phase for what the advancement recorded: a failed element's WAITING siblings
-  // cancelled (their waiting rows leave) and leased ones revoked (their keys released). Without it
-  // those were dropped (a CANCELLED task's waiting row left claimable; test/workflows-result-cancels).
-  await ledger.flushKeys(c);
   await ledger.flushCounters(c);
   return {
     outcomes: out,

@@ -182,8 +182,8 @@ export class PermitLedger {
    * from flushCounters to the commit. */
   async flushKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
-    // Taken out as they are written: a second key phase (frame-committer.ts, after a workflow's
-    // advancement merged its cancels) writes only what was recorded since, never a key twice.
+    // Taken out as they are written: a later key phase writes only what was recorded since, never
+    // a key twice.
     for (const k of this.keys.splice(0)) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
     const { entered, left } = netWaiting(this.waitingOps.splice(0));
     const waitingKeys = [
