@@ -5,7 +5,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { nextOf } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
-import { hello, openRaw } from './support/raw-worker.js';
+import { hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { waitFor } from './support/wait.js';
 import { setTaskTime } from './support/waiting.js';
 
@@ -22,6 +22,28 @@ async function lockWaitOn(table: string): Promise<boolean> {
   return Number(rows[0]!.n) > 0;
 }
 
+/** A raw session on the tenant's queue and the one task assigned to it. */
+async function assigned(): Promise<{ w: RawWorker; assign: any }> {
+  const w = await openRaw(f.gw.url, f.t.token);
+  w.send(hello([f.t.queue_id], { capacity: 1 }));
+  await w.next('hello.ok');
+  const r = await call(f.gw.url, 'POST', '/v1/tasks', {
+    token: f.t.token,
+    key: ikey(),
+    body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} },
+  });
+  expect(r.status).toBe(201);
+  return { w, assign: await w.next('task.assign') };
+}
+
+async function attemptRow(attemptId: string): Promise<any> {
+  const [rows] = await f.db.pool.query<RowDataPacket[]>(
+    'SELECT a.state, a.started_at, t.state AS task_state, t.attempts_made FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?',
+    [attemptId],
+  );
+  return rows[0];
+}
+
 describe('worker protocol edges', () => {
   it('a frame over max_frame_bytes gets PROTOCOL_ERROR, then close 1009', async () => {
     const w = await openRaw(f.gw.url, f.t.token);
@@ -34,27 +56,12 @@ describe('worker protocol edges', () => {
   });
 
   it('a start after the task deadline is LEASE_LOST and never makes the attempt RUNNING; the sweeper cancels it', async () => {
-    const w = await openRaw(f.gw.url, f.t.token);
-    w.send(hello([f.t.queue_id]));
-    await w.next('hello.ok');
-    const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-      token: f.t.token,
-      key: ikey(),
-      body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} },
-    });
-    expect(r.status).toBe(201);
-    const assign = await w.next('task.assign');
+    const { w, assign } = await assigned();
     await setTaskTime(f.db.pool, assign.task.id, 'deadline_at', 'UTC_TIMESTAMP(3) - INTERVAL 1 SECOND');
     w.send({ type: 'start', attempt_id: assign.attempt_id });
     const err = await w.next('error');
     expect(err).toMatchObject({ code: 'LEASE_LOST', attempt_id: assign.attempt_id, fatal: false });
-    const row = async () =>
-      (
-        (await f.db.pool.query(
-          'SELECT a.state, a.started_at, t.state AS task_state, t.attempts_made FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?',
-          [assign.attempt_id],
-        )) as any
-      )[0][0];
+    const row = () => attemptRow(assign.attempt_id);
     // The refused start left the attempt as it was (LEASED), or the sweeper already cancelled it.
     expect(['LEASED', 'CANCELLED']).toContain((await row()).state);
     // dispatch.md: a LEASED attempt past the task's deadline is cancelled, the task DEADLINE_EXCEEDED;
@@ -65,22 +72,8 @@ describe('worker protocol edges', () => {
   });
 
   it('a start after the lease ended, before the sweeper expired it, is LEASE_LOST and leaves the attempt LEASED', async () => {
-    const w = await openRaw(f.gw.url, f.t.token);
-    w.send(hello([f.t.queue_id], { capacity: 1 }));
-    await w.next('hello.ok');
-    const r = await call(f.gw.url, 'POST', '/v1/tasks', {
-      token: f.t.token,
-      key: ikey(),
-      body: { queue_id: f.t.queue_id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} },
-    });
-    expect(r.status).toBe(201);
-    const assign = await w.next('task.assign');
-    const row = async () =>
-      (
-        (await f.db.pool.query('SELECT a.state, a.started_at, t.state AS task_state FROM attempts a JOIN tasks t ON t.id = a.task_id WHERE a.id = ?', [
-          assign.attempt_id,
-        ])) as any
-      )[0][0];
+    const { w, assign } = await assigned();
+    const row = () => attemptRow(assign.attempt_id);
     // The lease is backdated in a transaction that holds the attempt's row until the start waits
     // for it: the sweeper reads the committed, live lease and its locking read skips the held row,
     // so the start is decided on an attempt whose lease ended and that nothing has expired.

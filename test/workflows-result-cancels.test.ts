@@ -43,7 +43,7 @@ describe('a failed element cancels its WAITING siblings in the result transactio
     await assertPermitInvariants(f.db.pool);
   });
 
-  it('capacity 1, a queue of its own: the failed element\'s freed slot is not refilled with a sibling', async () => {
+  it("capacity 1, a queue of its own: the failed element's freed slot is not refilled with a sibling", async () => {
     const qSplit = await createQueue(f);
     const qEach = await createQueue(f);
     const { workflow } = await newWorkflow(api(), [taskStep('split', qSplit.id), taskStep('each', qEach.id, { after: ['split'], for_each: 'split' })]);
