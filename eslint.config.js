@@ -13,7 +13,7 @@ const DOMAIN = ['dispatch', 'events', 'schedules', 'workflows', 'admin'];
 // Top-level server/*.ts modules (shared infrastructure), in two groups:
 //  LEAF: import nothing from server/ (only packages and protocol/): every layer, the store
 //  included, may use them.
-const LEAF = ['ids', 'paths', 'faults', 'logger'];
+const LEAF = ['ids', 'paths', 'logger'];
 //  SHARED: read the store or name domain types (config checks the DSN with db/pool's parser,
 //  metrics reads db/pipeline's counters, queue-metrics reads task gauges, app-context and
 //  work-signals name dispatch's types): the domain and the edges may use them, the store may not.
@@ -56,7 +56,7 @@ const topLevel = (mods) => mods.map((m) => `server/${m}.ts`);
 
 const layerBlocks = [
   layer('store', inDir(['db']), [
-    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, faults, logger'],
+    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, logger'],
   ]),
   layer('dispatch', inDir(['dispatch']), [
     [[...EDGES, ...ROOT], 1, 'the domain does not import the edges'],
@@ -74,7 +74,7 @@ const layerBlocks = [
     ['server/console/app/**/*.{ts,tsx}'],
     [[[...EDGES, ...DOMAIN, 'db', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only']],
   ),
-  layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths, faults and logger import nothing from server/ (${DOC})` }]),
+  layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths and logger import nothing from server/ (${DOC})` }]),
   layer('shared', topLevel(SHARED), [
     [
       [...EDGES, ...ROOT, 'events', 'schedules', 'workflows', 'admin'],

@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import type { WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
 import type { InTransaction } from './dispatch/coalesce-tx.js';
@@ -22,8 +21,6 @@ export interface AppContext {
   /** Where receipt-bearing HTTP commands run their transaction (coalesced on a gateway node:
    * dispatch/coalesce-tx.ts). */
   commandTx: InTransaction;
-  /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
-  faults: Faults;
   /** True once SIGTERM arrived: new requests get 503. */
   shuttingDown: boolean;
 }

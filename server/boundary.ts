@@ -4,7 +4,6 @@
 // id and counted in orbit_internal_errors_total{where} — and the node keeps serving.
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import { OrbitError } from '@orbit/protocol/errors';
 import { isDatabaseRefusal } from './db/pool.js';
 
@@ -33,13 +32,10 @@ export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown,
   return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
 }
 
-type TimerApp = ReportApp & { faults: Pick<Faults, 'hit'> };
-
 /** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
  * that re-arms itself after the tick keeps running whatever the tick did. */
-export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise<void> {
+export function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {
   try {
-    app.faults.hit('timer');
     return Promise.resolve(fn()).then(
       () => undefined,
       (err: unknown) => {
@@ -55,6 +51,6 @@ export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise
 }
 
 /** A timer callback inside the boundary (for setInterval). */
-export function guardTimer(app: TimerApp, name: string, fn: () => unknown): () => void {
+export function guardTimer(app: ReportApp, name: string, fn: () => unknown): () => void {
   return () => void guarded(app, name, fn);
 }

@@ -34,8 +34,6 @@ export interface Config {
   pongTimeoutMs: number;
   /** Result event retention (seconds). */
   eventRetentionSeconds: number;
-  /** ORBIT_FAULT_INJECTION=1: test-only fault injection (server/faults.ts). */
-  faultInjection: boolean;
   /** Frames of one worker session in flight (received, not answered) at which reading its socket
    * pauses (server/gateway/frame-window.ts). */
   sessionMaxFramesInFlight: number;
@@ -66,7 +64,6 @@ export const ENV_VARS = [
   'ORBIT_PING_INTERVAL_MS',
   'ORBIT_PONG_TIMEOUT_MS',
   'ORBIT_EVENT_RETENTION_SECONDS',
-  'ORBIT_FAULT_INJECTION',
   'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT',
   'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT',
   'ORBIT_SESSION_TX_SLOTS',
@@ -83,7 +80,7 @@ const MIB = 1024 * 1024;
  * rest of its body or frame, so the documented 256 KiB is always reachable. */
 const MIN_BODY_BYTES = MAX_PAYLOAD_BYTES + 44 * 1024;
 
-/** A variable's value, where unset and empty both mean "use the default" (numbers, flags, the
+/** A variable's value, where unset and empty both mean "use the default" (numbers, the
  * DSN, paths). ORBIT_HTTP_ADDR, ORBIT_LOG_LEVEL and ORBIT_NODE_ID are read with `env[name]`
  * instead: set to "" they are refused, as a value nobody means. */
 function raw(env: Env, name: EnvVar): string | undefined {
@@ -100,15 +97,6 @@ function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): 
   const n = /^-?[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
   return n;
-}
-
-/** A flag variable: `1` on, `0` (or unset) off; any other value is a start-up error rather than a
- * silent "off" (ORBIT_FAULT_INJECTION=true would otherwise look enabled and be off). */
-function flagVar(env: Env, name: EnvVar): boolean {
-  const v = raw(env, name);
-  if (v === undefined || v === '0') return false;
-  if (v === '1') return true;
-  throw new Error(`${name} must be 1 or 0, got ${JSON.stringify(v)}`);
 }
 
 /** Most gateway processes one node runs (ORBIT_PROCESSES): far above any core count a node has. */
@@ -204,7 +192,6 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     // heartbeat (up to 15 s + the old fixed 2 s later).
     pongTimeoutMs: intVar(env, 'ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000),
     eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
-    faultInjection: flagVar(env, 'ORBIT_FAULT_INJECTION'),
     // Measured with these defaults (bench renew-flood, 2 cores): one session's 20 000 renews take 56
     // renew transactions and 1.4 s; other tenants' submit p99 0.76 s during it (21.2 s without limits).
     sessionMaxFramesInFlight: intVar(env, 'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 64, 1, 65_536),

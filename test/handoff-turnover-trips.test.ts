@@ -3,7 +3,7 @@
 // commits. On the real frame committer, sessions and database (test/support/session-host.ts), with
 // the dispatcher stopped so that nothing but the turnover runs: the transactions and round trips
 // (transactionStats, what /metrics reports) and the statements each transaction sent (the
-// pipeline's statement hook sees every one, START TRANSACTION and COMMIT included). On main
+// pool's tap, bench/pool-tap.ts, sees every one, START TRANSACTION and COMMIT included). On main
 // before this count (e540615) the result transaction was 7 round trips (the same 16 statements):
 // docs/benchmarks.md, "The hot-key turnover".
 // The same turnover after a retry: the retry's waiting row is written in the ledger's key phase,
@@ -12,7 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { hashToken } from '../server/admin/access.js';
 import { findCredentialByTokenHash, type Credential } from '../server/db/credentials.js';
-import { setStatementFault, transactionStats } from '../server/db/pipeline.js';
+import { transactionStats } from '../server/db/pipeline.js';
+import { PoolTap } from '../bench/pool-tap.js';
 import { runFrameBatch } from '../server/dispatch/frame-committer.js';
 import type { FrameCommand } from '../server/dispatch/frame-commands.js';
 import { sessionAccepts } from '../server/dispatch/grant.js';
@@ -27,15 +28,18 @@ import { InProcessHost } from './support/session-host.js';
 
 let f: { db: TestDb; tenant: CredentialsFile; live: Credential; host: InProcessHost; url: string };
 const sockets: RawWorker[] = [];
+/** On the file's pool: records the statements of a turnover. */
+const tap = new PoolTap();
 
 beforeAll(async () => {
   const db = await createTestDb();
+  tap.attach(db.pool);
   const tenant = await newTenant(db, { queues: ['hot'] });
   const host = new InProcessHost(db.pool);
   f = { db, tenant, live: (await findCredentialByTokenHash(db.pool, hashToken(tenant.token)))!, host, url: await host.listen() };
 });
 afterEach(async () => {
-  setStatementFault(null);
+  tap.setHook(null);
   for (const w of sockets.splice(0)) w.close();
   await assertPermitInvariants(f.db.pool);
 });
@@ -57,13 +61,13 @@ const handoffTo = (s: Session): HandoffHost => ({
 /** runFrameBatch and what it cost: transactions, round trips, statements sent. */
 async function counted(cmds: FrameCommand[], host?: HandoffHost) {
   const statements: string[] = [];
-  setStatementFault((sql) => (statements.push(sql.trimStart().split(/\s+/).slice(0, 3).join(' ')), null));
+  tap.setHook((sql) => (statements.push(sql.trimStart().split(/\s+/).slice(0, 3).join(' ')), null));
   const before = { ...transactionStats };
   try {
     const r = await runFrameBatch(f.db.pool, cmds, host);
     return { r, transactions: transactionStats.transactions - before.transactions, roundTrips: transactionStats.roundTrips - before.roundTrips, statements };
   } finally {
-    setStatementFault(null);
+    tap.setHook(null);
   }
 }
 

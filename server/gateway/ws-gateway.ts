@@ -29,14 +29,13 @@ import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
-export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'shuttingDown'>;
+export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'shuttingDown'>;
 
 export class Gateway extends SessionHostBase implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly config: AppContext['config'];
   readonly pool: Pool;
   readonly log: Logger;
   readonly metrics: AppContext['metrics'];
-  readonly faults: AppContext['faults'];
   /** Registered sessions (hello committed, not ended). */
   readonly sessions = new Map<string, Session>();
   /** `${namespace}/${worker_id}` → the newest local session of that identity. */
@@ -59,7 +58,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     readonly signals: WorkSignals & WorkSignalSource,
   ) {
     super();
-    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults } = app);
+    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics } = app);
     const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
       WebSocket: WorkerSocket,
@@ -173,7 +172,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
         // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
         // with 1011 instead of answering HTTP.
         try {
-          this.app.faults.hit('upgrade');
           ws.batchWrites(socket, this.metrics);
           const s = new Session(this, ws, cred);
           this.pending.add(s);
