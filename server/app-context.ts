@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import type { WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
 import type { InTransaction } from './dispatch/coalesce-tx.js';
@@ -24,7 +23,6 @@ export interface AppContext {
   /** Advances the workflow runs whose step tasks a transaction changed, before its ledger writes
    * (server/workflows/apply.ts advanceRunsInTx). */
   advanceSteps: StepAdvancer;
-  faults: Faults;
   /** Set on SIGTERM: new requests get 503. */
   shuttingDown: boolean;
 }

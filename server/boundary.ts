@@ -2,7 +2,6 @@
 // ends one request (500) or one session (1011), logged and counted, and the node keeps serving.
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import { OrbitError } from '@orbit/protocol/errors';
 import { isDatabaseRefusal } from './db/pool.js';
 
@@ -28,12 +27,10 @@ export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown,
   return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
 }
 
-type TimerApp = ReportApp & { faults: Pick<Faults, 'hit'> };
-
-/** One timer tick inside the boundary; never rejects, so a self-re-arming loop keeps running. */
-export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise<void> {
+/** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
+ * that re-arms itself after the tick keeps running whatever the tick did. */
+export function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {
   try {
-    app.faults.hit('timer');
     return Promise.resolve(fn()).then(
       () => undefined,
       (err: unknown) => {
@@ -48,6 +45,7 @@ export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise
   }
 }
 
-export function guardTimer(app: TimerApp, name: string, fn: () => unknown): () => void {
+/** A timer callback inside the boundary (for setInterval). */
+export function guardTimer(app: ReportApp, name: string, fn: () => unknown): () => void {
   return () => void guarded(app, name, fn);
 }

@@ -26,7 +26,6 @@ export interface Config {
   /** A session whose ping stays unanswered longer than this gets no new work until it answers. */
   pongTimeoutMs: number;
   eventRetentionSeconds: number;
-  faultInjection: boolean;
   /** Frames of one session received and not yet answered at which reading its socket pauses. */
   sessionMaxFramesInFlight: number;
   /** Bytes of one session's frames in flight plus its unsent replies at which reading pauses. */
@@ -55,7 +54,6 @@ export const ENV_VARS = [
   'ORBIT_PING_INTERVAL_MS',
   'ORBIT_PONG_TIMEOUT_MS',
   'ORBIT_EVENT_RETENTION_SECONDS',
-  'ORBIT_FAULT_INJECTION',
   'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT',
   'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT',
   'ORBIT_SESSION_TX_SLOTS',
@@ -85,14 +83,6 @@ function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): 
   const n = /^-?[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
   return n;
-}
-
-/** `1` or `0`; anything else is an error rather than a silent "off" (`=true` would look enabled). */
-function flagVar(env: Env, name: EnvVar): boolean {
-  const v = raw(env, name);
-  if (v === undefined || v === '0') return false;
-  if (v === '1') return true;
-  throw new Error(`${name} must be 1 or 0, got ${JSON.stringify(v)}`);
 }
 
 export const MAX_PROCESSES = 64;
@@ -181,7 +171,6 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     // stopped one is found before its next batch rather than at the next ping.
     pongTimeoutMs: intVar(env, 'ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000),
     eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
-    faultInjection: flagVar(env, 'ORBIT_FAULT_INJECTION'),
     sessionMaxFramesInFlight: intVar(env, 'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 64, 1, 65_536),
     sessionMaxBytesInFlight: intVar(env, 'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT', 16 * MIB, 64 * 1024, 1024 * MIB),
     // Half of the default pool for the sessions' own transactions, a quarter for one application:

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
-import { aptInstall } from '../server/db/mariadb-install.js';
+import { aptInstall } from '../server/mariadb/mariadb-install.js';
 import { createQueue, submit } from './support/dispatch-fixture.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { startGateway, type GatewayProcess } from './support/gateway.js';

@@ -97,7 +97,7 @@ const ALONE_ROUNDS = 3;
 
 /** One command alone: what runAlone needs to know of it. */
 export interface AloneCommand<T> {
-  /** The transaction's kind (fault injection, db/pool.ts). */
+  /** The transaction's kind (db/pool.ts TxPath). */
   path: TxPath;
   /** An autocommit read on the locked connection before each round: the reply of a receipt the
    * previous holder of the key committed, if any (then the command does not run). */

@@ -11,7 +11,6 @@ import { revokedCredentialIds } from '../db/credentials.js';
 import { currentSessionsAmong } from '../db/worker-identities.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { Faults } from '../faults.js';
 import type { WorkSignals } from '../work-signals.js';
 import type { Session } from './session.js';
 import { SUPERSEDED } from './session-host.js';
@@ -23,7 +22,6 @@ import { isRetryableDbError } from '../db/errors.js';
 export interface ReconcilerHost extends CapabilityWatchHost {
   readonly config: Pick<Config, 'sweepIntervalMs'>;
   readonly metrics: Pick<Metrics, 'sweeperRecovered' | 'keyedWaitingNoCapable' | 'internalErrors'>;
-  readonly faults: Pick<Faults, 'hit'>;
   /** Workflow advancement for the sweeper's transactions. */
   readonly advanceSteps: StepAdvancer;
   readonly sessions: ReadonlyMap<string, Session>;

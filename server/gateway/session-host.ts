@@ -6,7 +6,6 @@ import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { Faults } from '../faults.js';
 import type { TxAdmission } from './tx-admission.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
@@ -32,7 +31,6 @@ export interface SessionHost {
   /** Turns at the pool for the session's own transactions (renew, hello, its row), per application. */
   readonly admission: Pick<TxAdmission, 'run'>;
   readonly log: Logger;
-  readonly faults: Pick<Faults, 'hit'>;
   /** start and result frames, coalesced with other sessions' (server/dispatch/frame-committer.ts). */
   readonly frames: Pick<FrameCommitter, 'run'>;
   /** Hello committed: claims from now on (an older session of the worker_id ends). */

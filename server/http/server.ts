@@ -75,8 +75,6 @@ async function handle(
   let routeName = 'unmatched';
   if (app.log.isLevelEnabled('info')) logRequestOnFinish(requestLog(), req, res, () => routeName);
   try {
-    app.faults.armFromHeader(req.headers['x-orbit-fault']);
-    app.faults.hit('http');
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://orbit.invalid');
