@@ -40,7 +40,9 @@ func DecodeGatewayFrame(text []byte) (GatewayFrame, error) {
 	return f, nil
 }
 
-func violation(msg string) *ProtocolViolation { return &ProtocolViolation{Message: msg, CloseCode: 1002} }
+func violation(msg string) *ProtocolViolation {
+	return &ProtocolViolation{Message: msg, CloseCode: 1002}
+}
 
 var gatewayDecoders = map[string]func([]byte) (GatewayFrame, error){
 	"hello.ok":    decodeHelloOK,

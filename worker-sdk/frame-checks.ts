@@ -37,11 +37,7 @@ export function assignProblem(f: TaskAssignFrame, concurrencyKeys: boolean, prev
 
 /** The SDK's own checks on hello.ok: the violation (and the attempt it is about), or null. It must
  * name this worker, and a resumed attempt keeps the token this process knows it by. */
-export function helloOkProblem(
-  f: HelloOkFrame,
-  workerId: string,
-  known: ReadonlyMap<string, KnownAttempt>,
-): { message: string; attemptId?: string } | null {
+export function helloOkProblem(f: HelloOkFrame, workerId: string, known: ReadonlyMap<string, KnownAttempt>): { message: string; attemptId?: string } | null {
   if (f.worker_id !== workerId) return { message: 'hello.ok names another worker_id' };
   for (const r of f.resumed) {
     const tok = r.concurrency_token;
