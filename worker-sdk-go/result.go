@@ -98,4 +98,3 @@ func clip(s string, max int) string {
 	}
 	return s
 }
-
