@@ -218,7 +218,9 @@ func run(ctx context.Context) error {
 	// A late write with the first (older) token, e.g. from a paused process whose lease ran out,
 	// must be rejected by the resource.
 	_, err = fence.Write(ctx, fenced.Write{Namespace: s.Creds.NamespaceID, Key: key, Token: *first.ConcurrencyToken, OperationID: "late-replay-" + runID,
-		Apply: func(ctx context.Context, tx *sql.Tx) error { return insert(ctx, tx, key, *first.ConcurrencyToken, first.TaskID) }})
+		Apply: func(ctx context.Context, tx *sql.Tx) error {
+			return insert(ctx, tx, key, *first.ConcurrencyToken, first.TaskID)
+		}})
 	var stale *fenced.StaleTokenError
 	staleRejected := errors.As(err, &stale)
 	if err != nil && !staleRejected {
