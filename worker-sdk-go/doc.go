@@ -1,6 +1,6 @@
-// Package orbit is the Go worker SDK of Orbit (docs: the repository's worker-sdk-go/README.md and
-// the worker protocol in protocol/README.md). It carries the obligations every Orbit worker SDK
-// has, in Go's idioms:
+// Package orbit is the Go worker SDK of Orbit (worker-sdk-go/README.md; the frames are those of
+// protocol/frames.ts, documented as AsyncAPI at GET /v1/asyncapi.json). It carries the obligations
+// every Orbit worker SDK has, in Go's idioms:
 //
 //   - NewWorker(Options) and Run(ctx): one worker identity per process, hello with
 //     concurrency_keys=true, start confirmed before a handler runs, leases renewed, reconnect with
