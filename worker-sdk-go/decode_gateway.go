@@ -11,15 +11,18 @@ import (
 // caller closes the session with its CloseCode (1002). The SDK's own checks on a valid frame
 // (AssignProblem, HelloOKProblem) come after this.
 func DecodeGatewayFrame(text []byte) (GatewayFrame, error) {
-	if !json.Valid(text) {
-		return nil, violation("frame is not valid JSON")
-	}
+	// One parse of the frame: a map of its fields, each field's text decoded by its reader. An
+	// object that does not parse is invalid JSON; anything else is judged by json.Valid only on
+	// this error path.
 	if firstByte(text) != '{' {
+		if !json.Valid(text) {
+			return nil, violation("frame is not valid JSON")
+		}
 		return nil, violation("frame must be a JSON object")
 	}
 	var head object
 	if err := json.Unmarshal(text, &head); err != nil {
-		return nil, violation("frame must be a JSON object")
+		return nil, violation("frame is not valid JSON")
 	}
 	typ, _, err := jsonString(head["type"], "/type")
 	if head["type"] == nil || err != nil {
@@ -33,7 +36,7 @@ func DecodeGatewayFrame(text []byte) (GatewayFrame, error) {
 		}
 		return nil, violation("unknown frame type " + q)
 	}
-	f, err := decode(text)
+	f, err := decode(head)
 	if err != nil {
 		return nil, violation(typ + ": " + err.Error())
 	}
@@ -44,7 +47,7 @@ func violation(msg string) *ProtocolViolation {
 	return &ProtocolViolation{Message: msg, CloseCode: 1002}
 }
 
-var gatewayDecoders = map[string]func([]byte) (GatewayFrame, error){
+var gatewayDecoders = map[string]func(object) (GatewayFrame, error){
 	"hello.ok":    decodeHelloOK,
 	"task.assign": decodeTaskAssign,
 	"start.ok":    decodeStartOK,
@@ -68,8 +71,8 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-func decodeHelloOK(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "session_id", "worker_id", "lease_ms", "renew_ms", "max_frame_bytes", "resumed", "lost"})
+func decodeHelloOK(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "session_id", "worker_id", "lease_ms", "renew_ms", "max_frame_bytes", "resumed", "lost"})
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +123,8 @@ func decodeHelloOK(text []byte) (GatewayFrame, error) {
 	return f, nil
 }
 
-func decodeTaskAssign(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "attempt_id", "attempt_no", "lease_expires_at", "task"}, "concurrency_token")
+func decodeTaskAssign(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "attempt_id", "attempt_no", "lease_expires_at", "task"}, "concurrency_token")
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +208,8 @@ func decodeTaskAssign(text []byte) (GatewayFrame, error) {
 	return f, nil
 }
 
-func decodeStartOK(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "attempt_id", "lease_expires_at"})
+func decodeStartOK(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "attempt_id", "lease_expires_at"})
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +220,8 @@ func decodeStartOK(text []byte) (GatewayFrame, error) {
 	return f, firstErr(e[:]...)
 }
 
-func decodeRenewOK(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "leases", "lost"})
+func decodeRenewOK(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "leases", "lost"})
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +250,8 @@ func decodeRenewOK(text []byte) (GatewayFrame, error) {
 	return f, nil
 }
 
-func decodeResultOK(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "attempt_id", "deduplicated", "task_state"})
+func decodeResultOK(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "attempt_id", "deduplicated", "task_state"})
 	if err != nil {
 		return nil, err
 	}
@@ -263,8 +266,8 @@ func decodeResultOK(text []byte) (GatewayFrame, error) {
 	return f, firstErr(e[:]...)
 }
 
-func decodeTaskCancel(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "attempt_id", "reason"})
+func decodeTaskCancel(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "attempt_id", "reason"})
 	if err != nil {
 		return nil, err
 	}
@@ -278,8 +281,8 @@ func decodeTaskCancel(text []byte) (GatewayFrame, error) {
 	return f, firstErr(e[:]...)
 }
 
-func decodeErrorFrame(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "code", "message", "fatal"}, "attempt_id")
+func decodeErrorFrame(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "code", "message", "fatal"}, "attempt_id")
 	if err != nil {
 		return nil, err
 	}
@@ -301,16 +304,16 @@ func decodeErrorFrame(text []byte) (GatewayFrame, error) {
 	return f, nil
 }
 
-func decodeDrainOK(text []byte) (GatewayFrame, error) {
-	_, err := readObject(text, "", []string{"type"})
+func decodeDrainOK(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type"})
 	if err != nil {
 		return nil, err
 	}
 	return &DrainOK{}, nil
 }
 
-func decodeGoaway(text []byte) (GatewayFrame, error) {
-	o, err := readObject(text, "", []string{"type", "reason"})
+func decodeGoaway(o object) (GatewayFrame, error) {
+	err := checkKeys(o, "", []string{"type", "reason"})
 	if err != nil {
 		return nil, err
 	}

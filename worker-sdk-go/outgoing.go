@@ -209,7 +209,7 @@ func renewFrame(ids []string) ([]byte, error) {
 
 func startFrame(id string) ([]byte, error) {
 	// An id needs no JSON escaping; anything else is refused rather than escaped.
-	if !idRE.MatchString(id) {
+	if !isID(id) {
 		return nil, invalid("start", "/attempt_id must be an id (32 lowercase hex characters)")
 	}
 	return []byte(`{"type":"start","attempt_id":"` + id + `"}`), nil

@@ -51,17 +51,22 @@ func readObject(raw []byte, path string, required []string, allowed ...string) (
 	if err := json.Unmarshal(raw, &o); err != nil {
 		return nil, errAt(path, "must be an object")
 	}
+	return o, checkKeys(o, path, required, allowed...)
+}
+
+// checkKeys: every key of o is in required or allowed, and every required key is present.
+func checkKeys(o object, path string, required []string, allowed ...string) error {
 	for k := range o {
 		if !contains(required, k) && !contains(allowed, k) {
-			return nil, errAt(path+"/"+k, "is not an allowed property")
+			return errAt(path+"/"+k, "is not an allowed property")
 		}
 	}
 	for _, k := range required {
 		if _, ok := o[k]; !ok {
-			return nil, errAt(path+"/"+k, "is required")
+			return errAt(path+"/"+k, "is required")
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func contains(list []string, s string) bool {
@@ -79,10 +84,28 @@ func jsonString(raw []byte, path string) (s string, lone bool, err error) {
 	if firstByte(raw) != '"' {
 		return "", false, errAt(path, "must be a string")
 	}
+	if plain, ok := plainString(raw); ok {
+		return plain, false, nil
+	}
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false, errAt(path, "must be a string")
 	}
 	return s, hasLoneSurrogate(raw), nil
+}
+
+// plainString is the fast path of the strings frames are made of (ids, names, timestamps): a
+// literal without escapes, control characters or invalid UTF-8 is its own bytes.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			return "", false
+		}
+	}
+	return string(body), true
 }
 
 // hasLoneSurrogate scans a JSON string literal's escapes for a surrogate without its partner.
@@ -190,10 +213,20 @@ func jsonArray(raw []byte, path string, minItems, maxItems int) ([]json.RawMessa
 	return a, nil
 }
 
-var (
-	idRE     = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	uint64RE = regexp.MustCompile(`^(0|[1-9][0-9]{0,19})$`)
-)
+var uint64RE = regexp.MustCompile(`^(0|[1-9][0-9]{0,19})$`)
+
+// isID reports whether s is an Orbit id: 32 lowercase hex characters.
+func isID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // isName reports whether s is 1-max of [A-Za-z0-9._:-] (handler, version and worker names).
 func isName(s string, max int) bool {
@@ -213,7 +246,7 @@ func isName(s string, max int) bool {
 
 func idField(o object, k, path string) (string, error) { // an Orbit id: 32 lowercase hex
 	s, _, err := jsonString(o[k], path+"/"+k)
-	if err == nil && !idRE.MatchString(s) {
+	if err == nil && !isID(s) {
 		err = errAt(path+"/"+k, "must be an id (32 lowercase hex characters)")
 	}
 	return s, err

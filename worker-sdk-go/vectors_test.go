@@ -175,7 +175,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		switch fr := fr.(type) {
 		case *TaskAssign:
-			if !idRE.MatchString(fr.AttemptID) || fr.AttemptNo < 1 || fr.Task.Payload == nil {
+			if !isID(fr.AttemptID) || fr.AttemptNo < 1 || fr.Task.Payload == nil {
 				t.Fatalf("accepted an invalid task.assign: %+v", fr)
 			}
 			if AssignProblem(fr, true, nil) == "" && fr.ConcurrencyToken != nil {
@@ -184,7 +184,7 @@ func FuzzDecodeFrame(f *testing.F) {
 				}
 			}
 		case *HelloOK:
-			if !idRE.MatchString(fr.SessionID) || fr.Resumed == nil || fr.Lost == nil {
+			if !isID(fr.SessionID) || fr.Resumed == nil || fr.Lost == nil {
 				t.Fatalf("accepted an invalid hello.ok: %+v", fr)
 			}
 		}

@@ -14,6 +14,9 @@
 //	exactly N ms before the write (after WORKER_DELAY_MS's random wait): a test can freeze the
 //	process at a known point.
 //
+// WORKER_CPU_PROFILE=FILE writes a Go CPU profile there at exit (`go tool pprof FILE`): the
+// benchmark's ORBIT_BENCH_CPU_PROF for Go workers.
+//
 // Lines: {"ev":"ready","worker_id"} once connected, {"ev":"fatal","message"} and exit 3 when the
 // worker stops for good. SIGTERM or SIGINT drains and exits 0.
 package main
@@ -28,6 +31,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +62,19 @@ func envInt(name string, def int) int {
 }
 
 func main() {
+	stopProfile := func() {}
+	if file := os.Getenv("WORKER_CPU_PROFILE"); file != "" {
+		f, err := os.Create(file)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		}
+	}
+	code := run()
+	stopProfile()
+	os.Exit(code)
+}
+
+func run() int {
 	delay := time.Duration(envInt("WORKER_DELAY_MS", 0)) * time.Millisecond
 	logRuns := os.Getenv("WORKER_LOG_RUNS") == "1"
 	handlerName := os.Getenv("WORKER_HANDLER")
@@ -112,7 +129,7 @@ func main() {
 	})
 	if err != nil {
 		out(map[string]any{"ev": "fatal", "message": err.Error()})
-		os.Exit(3)
+		return 3
 	}
 	stats.inFlight = w.InFlight
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -125,8 +142,9 @@ func main() {
 	stats.finish()
 	if err != nil {
 		out(map[string]any{"ev": "fatal", "message": err.Error()})
-		os.Exit(3)
+		return 3
 	}
+	return 0
 }
 
 var okOutput = json.RawMessage(`{"ok":true}`)
