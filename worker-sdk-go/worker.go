@@ -190,7 +190,11 @@ func (w *Worker) connectionLoop() {
 			continue
 		}
 		opened := time.Now()
-		w.onOpen(c)
+		if !w.onOpen(c) { // stopped while the session was opening
+			close(registered)
+			_ = c.Close(1000, "worker stopped")
+			return
+		}
 		close(registered)
 		<-c.Done()
 		w.onSessionEnd(c)
@@ -258,9 +262,14 @@ func (w *Worker) dialOptions(reg Registration, known map[string]KnownAttempt, re
 	}
 }
 
-func (w *Worker) onOpen(c *Conn) {
+// onOpen makes c the worker's session; false when the worker stopped meanwhile.
+func (w *Worker) onOpen(c *Conn) bool {
 	h := c.Hello()
 	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return false
+	}
 	for _, r := range h.Resumed {
 		if a := w.held[r.AttemptID]; a != nil {
 			a.leaseExpiresAt = r.LeaseExpiresAt
@@ -285,6 +294,7 @@ func (w *Worker) onOpen(c *Conn) {
 			_ = c.Drain(ctx)
 		}()
 	}
+	return true
 }
 
 func (w *Worker) onSessionEnd(c *Conn) {
