@@ -18,9 +18,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,10 +55,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	runID := strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + hex.EncodeToString(b)
-	api := client.New(s.URL, s.Token)
+	runID := s.RunID
+	api := s.API
 
 	// The resource: a fence table (highest token per key), its operation table, and the effect.
 	fence, err := fenced.New(db, fenced.Options{Table: "orbit_example_fence"})

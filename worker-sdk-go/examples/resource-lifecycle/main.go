@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -29,10 +27,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api := client.New(s.URL, s.Token)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	runID := strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + hex.EncodeToString(b)
+	api := s.API
+	runID := s.RunID
 	key := func(step string) string { return "resource-lifecycle-" + runID + "-" + step }
 
 	q, err := api.CreateQueue(ctx, key("queue"), client.CreateQueueRequest{Name: "lifecycle-" + runID})

@@ -15,14 +15,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -45,10 +42,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api := client.New(s.URL, s.Token)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	tag := strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + hex.EncodeToString(b)
+	api := s.API
+	tag := s.RunID
 	q, err := api.CreateQueue(ctx, "workflow-example-queue-"+tag, client.CreateQueueRequest{Name: "workflow-example-" + tag})
 	if err != nil {
 		return permission(err)

@@ -6,11 +6,14 @@ package examplekit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,11 +28,15 @@ func (f *Failure) Error() string { return f.Msg }
 // Failf returns a Failure.
 func Failf(format string, args ...any) error { return &Failure{Msg: fmt.Sprintf(format, args...)} }
 
-// Settings are the gateway, token and credentials file an example runs with.
+// Settings are the gateway, token and credentials file an example runs with, a client for them,
+// and this run's id (base-36 time and random hex): the names and idempotency keys of one run are
+// unique, so running an example twice replays nothing.
 type Settings struct {
 	URL   string
 	Token string
 	Creds *client.Credentials
+	API   *client.Client
+	RunID string
 }
 
 // Load reads ORBIT_CREDENTIALS_FILE (default ../.orbit/dev.credentials.json: the examples run
@@ -58,6 +65,10 @@ func Load() (*Settings, error) {
 	if s.URL == "" {
 		return nil, Failf("ORBIT_URL is not set and the credentials file has no \"url\"")
 	}
+	s.API = client.New(s.URL, s.Token)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	s.RunID = strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + hex.EncodeToString(b)
 	return s, nil
 }
 
