@@ -13,7 +13,7 @@ const DOMAIN = ['dispatch', 'events', 'schedules', 'workflows', 'admin'];
 // Top-level server/*.ts modules (shared infrastructure), in two groups:
 //  LEAF: import nothing from server/ (only packages and protocol/): every layer, the store
 //  included, may use them.
-const LEAF = ['ids', 'paths', 'faults', 'logger'];
+const LEAF = ['ids', 'paths', 'logger'];
 //  SHARED: read the store or name domain types (config checks the DSN with db/pool's parser,
 //  metrics reads db/pipeline's counters, queue-metrics reads task gauges, app-context and
 //  work-signals name dispatch's types): the domain and the edges may use them, the store may not.
@@ -56,13 +56,13 @@ const topLevel = (mods) => mods.map((m) => `server/${m}.ts`);
 
 const layerBlocks = [
   layer('store', inDir(['db']), [
-    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, faults, logger'],
+    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/db (the store) imports only protocol and the leaf modules ids, paths, logger'],
     [['mariadb'], 1, 'server/db (the store) does not import server/mariadb (the database server), which builds on it'],
   ]),
   // The database server (launcher, installer, migrations, named locks, Galera node registry): part
   // of the store layer, on top of server/db's pool and error numbers.
   layer('database-server', inDir(['mariadb']), [
-    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/mariadb imports only server/db, protocol and the leaf modules ids, paths, faults, logger'],
+    [[...EDGES, ...DOMAIN, ...SHARED, ...ROOT], 1, 'server/mariadb imports only server/db, protocol and the leaf modules ids, paths, logger'],
   ]),
   layer('dispatch', inDir(['dispatch']), [
     [[...EDGES, ...ROOT], 1, 'the domain does not import the edges'],
@@ -80,7 +80,7 @@ const layerBlocks = [
     ['server/console/app/**/*.{ts,tsx}'],
     [[[...EDGES, ...DOMAIN, 'db', 'mariadb', ...LEAF, ...SHARED, ...ROOT], 2, 'the console runs in the browser: it imports protocol/ and its own files only']],
   ),
-  layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths, faults and logger import nothing from server/ (${DOC})` }]),
+  layer('leaf', topLevel(LEAF), [], [{ regex: '^\\.', message: `ids, paths and logger import nothing from server/ (${DOC})` }]),
   layer('shared', topLevel(SHARED), [
     [
       [...EDGES, ...ROOT, 'events', 'schedules', 'workflows', 'admin'],

@@ -15,6 +15,7 @@ const UNIT = [
   'test/schedules-calendar.test.ts',
   'test/sdk-worker.test.ts',
   'test/sdk-protocol-checks.test.ts',
+  'test/sdk-vectors.test.ts',
   'test/sdk-http-client.test.ts',
   'test/workflows-validate.test.ts',
   'test/workflows-advance.test.ts',

@@ -89,7 +89,7 @@ export function drainText(scenarios: ScenarioResult[], peer: PeerOutcome | null,
     ...rows.map(
       (r) =>
         `| ${r.system} | ${r.shape} | ${fmt(r.tasks)} | ${fmt(r.seconds, 2)} | ${fmt(r.tasksPerSec)} | ${fmt(r.cpuTotal, 3)} | ${r.cpuSplit} | ` +
-        `${r.statements === null ? 'n/a' : fmt(r.statements, 2)} | ${fmt(r.commits, 2)} | ${fmt(r.rowsWritten, 2)} | ${r.rowsXIndexes === null ? 'n/a' : fmt(r.rowsXIndexes, 1)} |`,
+        `${r.statements === null ? 'n/a' : fmt(r.statements, 2)} | ${fmt(r.commits, 3)} | ${fmt(r.rowsWritten, 2)} | ${r.rowsXIndexes === null ? 'n/a' : fmt(r.rowsXIndexes, 1)} |`,
     ),
   ];
   lines.push(

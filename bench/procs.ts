@@ -1,9 +1,10 @@
-// The benchmark's child processes: SDK worker processes (bench/worker-proc.ts) that report results
-// on stdout, and producer processes (bench/producer-proc.ts) driven over an IPC channel.
+// The benchmark's child processes: SDK worker processes (bench/worker-proc.ts, or with --workers=go
+// the Go SDK's worker-sdk-go/internal/cmd/workerproc) that report results on stdout, and producer processes (bench/producer-proc.ts) driven over an IPC channel.
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { packageRoot } from '../server/paths.js';
+import { cpuSnapshot } from './cpu.js';
 import type { ProducerJob } from './producer-proc.js';
 
 export interface WorkerProc {
@@ -37,7 +38,18 @@ export function onJsonLines(input: NodeJS.ReadableStream, f: (o: any) => void): 
   });
 }
 
-export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
+/** The Go worker binary (`--workers=go`: worker-sdk-go/internal/cmd/workerproc, built by run.ts),
+ * or null for Node's bench/worker-proc.js. Both read the same environment and print the same lines. */
+let goWorkerBin: string | null = null;
+
+/** Makes every scenario spawn the Go SDK's worker process at `bin` instead of Node's. */
+export function useGoWorkers(bin: string): void {
+  goWorkerBin = bin;
+}
+
+/** The command and arguments of one bench worker process (Node's or, with useGoWorkers, Go's). */
+export function workerCommand(): [string, string[]] {
+  if (goWorkerBin) return [goWorkerBin, []];
   // ORBIT_BENCH_CPU_PROF=dir: each worker process writes a V8 CPU profile to dir/workers at exit.
   const dir = process.env.ORBIT_BENCH_CPU_PROF;
   const prof = dir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(dir, 'workers')}`] : [];
@@ -45,10 +57,18 @@ export function spawnWorkers(url: string, token: string, queueId: string, count:
   // options for the worker processes (as ORBIT_BENCH_GATEWAY_NODE_ARGS for the gateway), e.g. to
   // attribute their on-CPU samples with `perf record -p` + `perf inject --jit`.
   prof.push(...(process.env.ORBIT_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean));
-  return Array.from({ length: count }, () => {
-    const child = spawn(process.execPath, [...prof, path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+  return [process.execPath, [...prof, path.join(packageRoot(), 'dist/bench/worker-proc.js')]];
+}
+
+export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
+  const [command, args] = workerCommand();
+  const prof = process.env.ORBIT_BENCH_CPU_PROF;
+  return Array.from({ length: count }, (_, i) => {
+    const child = spawn(command, args, {
       env: {
         ...process.env,
+        // The Go worker's own CPU profile (Node's come from --cpu-prof, see workerCommand).
+        ...(goWorkerBin && prof ? { WORKER_CPU_PROFILE: path.join(prof, `go-worker-${i}.pprof`) } : {}),
         ORBIT_URL: url,
         ORBIT_TOKEN: token,
         WORKER_QUEUES: queueId,
@@ -64,8 +84,9 @@ export function spawnWorkers(url: string, token: string, queueId: string, count:
       void exited.then(() => reject(new Error(`worker process ${child.pid} exited before it was ready`)));
       onJsonLines(child.stdout!, (o) => {
         if (o.ev === 'ready') {
-          w.connectedAt = Number(o.t);
-          w.cpuMsAtConnect = Number(o.cpu_ms);
+          // A worker whose line lacks them (the Go worker's): the moment it is read, /proc then.
+          w.connectedAt = Number(o.t ?? performance.timeOrigin + performance.now());
+          w.cpuMsAtConnect = Number(o.cpu_ms ?? cpuSnapshot({ w: [child.pid] }).w);
           resolve();
         } else if (o.ev === 'progress') {
           w.completed = o.completed;

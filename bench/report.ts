@@ -96,8 +96,6 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     claim_rounds_per_task: round(r.claimRoundsPerTask),
     gateway_transactions_per_task: round(r.gatewayTransactionsPerTask),
     round_trips_per_task: round(r.roundTripsPerTask),
-    refills_per_task: round(r.refillsPerTask),
-    handoffs_per_task: round(r.handoffsPerTask),
     claim_rounds_source: r.claimRoundsSource,
     empty_claim_share: round(r.emptyClaimShare),
     frame_batch_mean: round(r.frameBatchMean, 2),
@@ -233,8 +231,8 @@ export function reportText(x: ReportInput): string {
     '',
     'Per task:',
     '',
-    '| scenario | statements (sel/ins/upd/del/begin/commit/other) | commits = explicit + autocommit | write commits | row-lock waits | claim rounds | empty claims | assigned in result tx: refills / hand-offs | gateway transactions / their round trips | frames to workers / their socket writes | CPU ms: mariadbd / gateway / workers / producers = total |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| scenario | statements (sel/ins/upd/del/begin/commit/other) | commits = explicit + autocommit | write commits | row-lock waits | claim rounds | empty claims | gateway transactions / their round trips | frames to workers / their socket writes | CPU ms: mariadbd / gateway / workers / producers = total |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...done.map((r) => {
       const d = r.db;
       const k = d.breakdown;
@@ -245,7 +243,6 @@ export function reportText(x: ReportInput): string {
       return (
         `| ${label(r.spec)} | ${fmt(d.statements, 1)} (${parts})${sp} | ${fmt(d.commits, 2)} = ${fmt(d.explicitCommits, 2)} + ${fmt(d.autocommitWrites, 2)} | ${fmt(d.writeCommits, 2)} | ` +
         `${fmt(d.rowLockWaits, 3)} | ${fmt(r.claimRoundsPerTask, 3)} | ${r.emptyClaimShare === null ? 'n/a' : `${fmt(r.emptyClaimShare * 100)} %`} | ` +
-        `${r.refillsPerTask === null ? 'n/a' : fmt(r.refillsPerTask, 2)} / ${r.handoffsPerTask === null ? 'n/a' : fmt(r.handoffsPerTask, 2)} | ` +
         `${r.roundTripsPerTask === null ? 'n/a' : `${fmt(r.gatewayTransactionsPerTask, 2)} / ${fmt(r.roundTripsPerTask, 2)}`} | ` +
         `${r.workerFramesPerTask === null ? 'n/a' : `${fmt(r.workerFramesPerTask, 2)} / ${fmt(r.workerWritesPerTask, 2)}`} | ` +
         `${fmt(c.mariadbd, 2)} / ${fmt(c.gateway, 2)} / ${fmt(c.workers, 2)} / ${fmt(c.producers, 2)} = ${fmt(c.total, 2)} |`

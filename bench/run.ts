@@ -32,6 +32,9 @@
 // throughput scenario in --pairs=N (default 2) alternated rounds per count, each on a freshly
 // started gateway, and adds the scaling table (bench/process-scaling.ts); the other parts then run
 // on a gateway of the first count.
+// --workers=go: the worker processes of every scenario are the Go SDK's
+// (worker-sdk-go/internal/cmd/workerproc, built first with `go build`) instead of Node's
+// bench/worker-proc.ts: the same environment, lines and capacity, so their CPU per task compares.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +60,7 @@ import { runRenewFlood, renewFloodText, type RenewFloodResult } from './renew-fl
 import { runWorkflowLoad, workflowLoadText, type WorkflowLoadResult, type WorkflowLoadSpec } from './workflow-load.js';
 import { reportJson, reportText, type Skipped } from './report.js';
 import { fmt } from './stats.js';
+import { useGoWorkers } from './procs.js';
 import { parseProcessCounts, roundOrder, scalingJson, scalingText, type ScalingRun } from './process-scaling.js';
 
 const argv = process.argv.slice(2);
@@ -70,11 +74,29 @@ const keyedSubmit = opt('keyed-submit') === 'single' ? 'single' : 'batch';
 const processCounts = parseProcessCounts(opt('processes'));
 const pairs = Number(opt('pairs') ?? 2);
 const warmup = warmupFraction(argv);
+const workerKind = opt('workers') ?? 'node';
+if (workerKind !== 'node' && workerKind !== 'go') throw new Error(`--workers must be node or go, not ${workerKind}`);
 const progress = (l: string) => {
   if (!asJson || process.stderr.isTTY) process.stderr.write(`\r\x1b[K${l}`);
 };
 const t0 = performance.now();
 const say = (l: string) => process.stderr.write(`\r\x1b[K${l ? `[${((performance.now() - t0) / 1000).toFixed(0).padStart(3)} s] ${l}` : ''}\n`);
+
+/** Builds the Go SDK's bench worker (`--workers=go`) into `dir`; its path. */
+async function buildGoWorker(dir: string): Promise<string> {
+  const bin = path.join(dir, 'go-workerproc');
+  say('workers: building the Go worker (worker-sdk-go/internal/cmd/workerproc)');
+  const child = spawn('go', ['build', '-o', bin, './internal/cmd/workerproc'], {
+    cwd: path.join(packageRoot(), 'worker-sdk-go'),
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', (err) => reject(new Error(`--workers=go needs Go 1.26 on PATH: ${err.message}`)));
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`go build of the Go worker failed (${code})`);
+  return bin;
+}
 
 const POOL_CONNECTIONS = 16; // the gateway's pool size (server/db/pool.ts)
 
@@ -143,6 +165,7 @@ async function main(): Promise<void> {
     log: say,
   });
   let gw: Gateway | null = null;
+  if (workerKind === 'go') useGoWorkers(await buildGoWorker(dir));
   const pool = createPool(db.dsn('orbit'), { connectionLimit: 4 });
   try {
     await ensureDatabase(db, 'orbit');

@@ -79,10 +79,6 @@ export interface ScenarioResult {
    * gateway lacks orbit_db_transactions_total). */
   gatewayTransactionsPerTask: number | null;
   roundTripsPerTask: number | null;
-  /** Tasks assigned inside result transactions, per task: unkeyed refills and key hand-offs
-   * (null: the gateway lacks the metric). */
-  refillsPerTask: number | null;
-  handoffsPerTask: number | null;
   /** Mean frames per coalesced start/result transaction (orbit_frame_batch_size). */
   frameBatchMean: number | null;
   /** orbit_tasks_finished_total delta (a cross-check of the workers' count). */
@@ -307,8 +303,6 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
     const claims = rounds ?? claimSeconds;
     const txs = metricDelta(mBefore, mAfter, 'orbit_db_transactions_total');
     const trips = metricDelta(mBefore, mAfter, 'orbit_db_transaction_round_trips_total');
-    const refills = metricDelta(mBefore, mAfter, 'orbit_slot_refills_total');
-    const handoffs = metricDelta(mBefore, mAfter, 'orbit_key_handoffs_total');
     const batchSum = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_sum');
     const batchCount = metricDelta(mBefore, mAfter, 'orbit_frame_batch_size_count');
     const framesSent = metricDelta(mBefore, mAfter, 'orbit_worker_frames_sent_total');
@@ -334,8 +328,6 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
       emptyClaimShare: rounds !== null && rounds > 0 ? (empty ?? 0) / rounds : null,
       gatewayTransactionsPerTask: txs === null ? null : txs / spec.count,
       roundTripsPerTask: trips === null ? null : trips / spec.count,
-      refillsPerTask: refills === null ? null : refills / spec.count,
-      handoffsPerTask: handoffs === null ? null : handoffs / spec.count,
       frameBatchMean: batchSum !== null && batchCount ? batchSum / batchCount : null,
       gatewayFinished: metricDelta(mBefore, mAfter, 'orbit_tasks_finished_total'),
       workerFramesPerTask: framesSent === null ? null : framesSent / spec.count,

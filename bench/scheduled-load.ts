@@ -10,12 +10,11 @@
 //   const s = await runScheduledLoad({ url, token, pool }, quick ? { schedules: 50, seconds: 15 } : {}, progress);
 // and report s.name, s.fires, s.firesPerSec, s.lagP50Ms, s.lagP99Ms (+ s.ordinaryTasksPerSec).
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import readline from 'node:readline';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
-import { packageRoot } from '../server/paths.js';
 import { percentile } from './stats.js';
+import { workerCommand } from './procs.js';
 
 export interface ScheduledLoadSetup {
   url: string;
@@ -79,7 +78,8 @@ async function inParallel(n: number, parallel: number, fn: (i: number) => Promis
 function spawnWorkers(url: string, token: string, queueId: string, n: number, capacity: number): Promise<ChildProcess[]> {
   return Promise.all(
     Array.from({ length: n }, () => {
-      const child = spawn(process.execPath, [path.join(packageRoot(), 'dist/bench/worker-proc.js')], {
+      const [command, args] = workerCommand();
+      const child = spawn(command, args, {
         env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: token, WORKER_QUEUES: queueId, WORKER_CAPACITY: String(capacity) },
         stdio: ['ignore', 'pipe', 'inherit'],
       });

@@ -53,10 +53,8 @@ export interface WorkflowLoadResult {
   perTask: DbPerUnit;
   gatewayTransactionsPerRun: number | null;
   /** How each step's task reached a worker, per step (gateway /metrics): tasks granted by claim
-   * rounds, rounds that granted something and empty ones, and slots refilled in a result's own
-   * transaction. A chain step's task is created by its parent's result transaction; it is either
-   * refilled to a session in a later result transaction or waits for a claim round. */
-  perStepDispatch: { claimed: number | null; roundsGranted: number | null; roundsEmpty: number | null; refills: number | null };
+   * rounds, rounds that granted something and empty ones. */
+  perStepDispatch: { claimed: number | null; roundsGranted: number | null; roundsEmpty: number | null };
   cpuMsPerRun: CpuPerTask;
   cpuMsPerTask: CpuPerTask;
   /** Seconds from the window's start to the last run start accepted (the backlog builds while
@@ -182,14 +180,10 @@ export async function runWorkflowLoad(s: WorkflowLoadSetup, spec: WorkflowLoadSp
       gatewayTransactionsPerRun: txs === null ? null : txs / spec.runs,
       perStepDispatch: (() => {
         const per = (v: number | null) => (v === null ? null : v / (spec.runs * steps.length));
-        const refills = metricDelta(mBefore, mAfter, 'orbit_slot_refills_total');
-        const assigned = metricDelta(mBefore, mAfter, 'orbit_tasks_assigned_total');
         return {
-          // orbit_tasks_assigned_total counts claims, hand-offs and refills: the claims are the rest.
-          claimed: per(assigned === null ? null : assigned - (refills ?? 0) - (metricDelta(mBefore, mAfter, 'orbit_key_handoffs_total') ?? 0)),
+          claimed: per(metricDelta(mBefore, mAfter, 'orbit_tasks_assigned_total')),
           roundsGranted: per(metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="granted"')),
           roundsEmpty: per(metricDelta(mBefore, mAfter, 'orbit_claim_rounds_total', 'result="empty"')),
-          refills: per(refills),
         };
       })(),
       startsDoneSeconds: (startsDone - t0) / 1000,
@@ -253,11 +247,11 @@ export function workflowLoadText(rs: WorkflowLoadResult[], unitUs: number): stri
   const d = (v: number | null) => (v === null ? 'n/a' : fmt(v, 2));
   lines.push(
     '',
-    '| workflow scenario | per step: tasks granted by claim rounds | claim rounds granted / empty | slots refilled in a result transaction | last run start at s | task create→lease p50 / p99 ms by step |',
+    '| workflow scenario | per step: tasks granted by claim rounds | claim rounds granted / empty | last run start at s | task create→lease p50 / p99 ms by step |',
     '| --- | --- | --- | --- | --- | --- |',
     ...rs.map(
       (r) =>
-        `| ${r.spec.name} | ${d(r.perStepDispatch.claimed)} | ${d(r.perStepDispatch.roundsGranted)} / ${d(r.perStepDispatch.roundsEmpty)} | ${d(r.perStepDispatch.refills)} | ` +
+        `| ${r.spec.name} | ${d(r.perStepDispatch.claimed)} | ${d(r.perStepDispatch.roundsGranted)} / ${d(r.perStepDispatch.roundsEmpty)} | ` +
         `${fmt(r.startsDoneSeconds, 1)} of ${fmt(r.seconds, 1)} | ${Object.entries(r.queueWaitMs)
           .map(([k, v]) => `${k} ${fmt(v.p50)} / ${fmt(v.p99)}`)
           .join(', ')} |`,

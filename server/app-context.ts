@@ -2,7 +2,6 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import type { WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
 import type { InTransaction } from './dispatch/coalesce-tx.js';
@@ -15,19 +14,15 @@ export interface AppContext {
   pool: Pool;
   log: Logger;
   metrics: Metrics;
-  /** The one way to tell this node's loops about a commit: wake(queueIds) after new work or freed
-   * permits, revoked(attempts) after a cancel, schedulesChanged() (server/work-signals.ts). */
+  /** The one way to tell this node's loops about a commit. */
   signals: WorkSignals;
   /** The one task-creation path (submit, batch submit, schedule fires). */
   submitter?: TaskSubmitter;
-  /** Where receipt-bearing HTTP commands run their transaction (coalesced on a gateway node:
-   * dispatch/coalesce-tx.ts). */
+  /** Where receipt-bearing HTTP commands run their transaction. */
   commandTx: InTransaction;
   /** Advances the workflow runs whose step tasks a transaction changed, before its ledger writes
    * (server/workflows/apply.ts advanceRunsInTx). */
   advanceSteps: StepAdvancer;
-  /** Test-only fault injection (ORBIT_FAULT_INJECTION=1); inert otherwise. */
-  faults: Faults;
-  /** True once SIGTERM arrived: new requests get 503. */
+  /** Set on SIGTERM: new requests get 503. */
   shuttingDown: boolean;
 }

@@ -1,10 +1,7 @@
-// Error boundaries: the last line between an unexpected exception and the process. Every message
-// handler (HTTP request, WebSocket frame, upgrade) and every timer of a node runs inside one, so a
-// bug that input can reach ends one request (500 INTERNAL) or one session (1011) — logged with its
-// id and counted in orbit_internal_errors_total{where} — and the node keeps serving.
+// Error boundaries: every message handler and timer runs inside one, so a bug that input can reach
+// ends one request (500) or one session (1011), logged and counted, and the node keeps serving.
 import type { Logger } from 'pino';
 import type { Metrics } from './metrics.js';
-import type { Faults } from './faults.js';
 import { OrbitError } from '@orbit/protocol/errors';
 import { isDatabaseRefusal } from './db/pool.js';
 
@@ -12,7 +9,6 @@ export { isDatabaseRefusal };
 
 export type BoundaryWhere = 'http' | 'frame' | 'upgrade' | 'timer' | 'session';
 
-/** What a boundary needs of the node (a slice of AppContext or of a gateway part's host). */
 type ReportApp = { log: Logger; metrics: Pick<Metrics, 'internalErrors'> };
 
 export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknown, bindings: Record<string, unknown> = {}): void {
@@ -20,9 +16,7 @@ export function reportInternal(app: ReportApp, where: BoundaryWhere, err: unknow
   app.log.error({ err, where, ...bindings }, 'internal error caught at the boundary');
 }
 
-/** The answer to an error that ended a request or an upgrade: an OrbitError as it is, a lost or
- * busy database as UNAVAILABLE (logged as a warning), anything else reported (logged and counted)
- * and answered INTERNAL with the request id. */
+/** The answer to an error that ended a request or an upgrade; only unexpected errors are reported. */
 export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown, requestId: string, bindings: Record<string, unknown> = {}): OrbitError {
   if (err instanceof OrbitError) return err;
   if (isDatabaseRefusal(err)) {
@@ -33,13 +27,10 @@ export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown,
   return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
 }
 
-type TimerApp = ReportApp & { faults: Pick<Faults, 'hit'> };
-
 /** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
  * that re-arms itself after the tick keeps running whatever the tick did. */
-export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise<void> {
+export function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {
   try {
-    app.faults.hit('timer');
     return Promise.resolve(fn()).then(
       () => undefined,
       (err: unknown) => {
@@ -55,6 +46,6 @@ export function guarded(app: TimerApp, name: string, fn: () => unknown): Promise
 }
 
 /** A timer callback inside the boundary (for setInterval). */
-export function guardTimer(app: TimerApp, name: string, fn: () => unknown): () => void {
+export function guardTimer(app: ReportApp, name: string, fn: () => unknown): () => void {
   return () => void guarded(app, name, fn);
 }

@@ -1,7 +1,6 @@
-// Every environment variable the gateway and its CLIs read is parsed here, and nowhere else in
-// server/: README.md's configuration table lists each one with its default (test/unit-config.test.ts
-// checks both). A value that does not parse stops the process at start with one line naming the
-// variable, what it expects and what it got — never a NaN or a silently ignored setting.
+// Every environment variable of server/ is parsed here (README.md's configuration table lists them,
+// checked by test/unit-config.test.ts). A bad value stops the process at start with one line naming
+// the variable, what it expects and what it got — never a NaN or a silently ignored setting.
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
@@ -14,39 +13,28 @@ export interface Config {
   httpHost: string;
   httpPort: number;
   nodeId: string;
-  /** ORBIT_NODE_ID was set (not generated): with several processes it names them (processEnv). */
+  /** ORBIT_NODE_ID was set, not generated: with several processes it names them (processEnv). */
   nodeIdSet: boolean;
   logLevel: string;
-  /** Largest HTTP body accepted (bytes); larger → 413. A 256 KiB payload fits with room for escapes. */
   maxBodyBytes: number;
-  /** Largest POST /v1/tasks:batch body (bytes); larger → 413. */
   maxBatchBodyBytes: number;
-  /** Largest worker frame (bytes). */
   maxFrameBytes: number;
-  /** Sweeper period (ms). */
   sweepIntervalMs: number;
-  /** A worker must send hello within this (ms). */
   helloTimeoutMs: number;
-  /** WebSocket ping period (ms); two missed pongs close the session. */
+  /** Two missed pongs close the session. */
   pingIntervalMs: number;
-  /** A session whose ping stays unanswered longer than this (ms) gets no new work until it
-   * answers (server/gateway/liveness.ts). */
+  /** A session whose ping stays unanswered longer than this gets no new work until it answers. */
   pongTimeoutMs: number;
-  /** Result event retention (seconds). */
   eventRetentionSeconds: number;
-  /** ORBIT_FAULT_INJECTION=1: test-only fault injection (server/faults.ts). */
-  faultInjection: boolean;
-  /** Frames of one worker session in flight (received, not answered) at which reading its socket
-   * pauses (server/gateway/frame-window.ts). */
+  /** Frames of one session received and not yet answered at which reading its socket pauses. */
   sessionMaxFramesInFlight: number;
   /** Bytes of one session's frames in flight plus its unsent replies at which reading pauses. */
   sessionMaxBytesInFlight: number;
-  /** The worker sessions' own transactions (renew, hello, session row) holding a pooled connection
-   * at once, over all applications, and per application (server/gateway/tx-admission.ts). */
+  /** Worker sessions' own transactions (renew, hello, session row) holding a pooled connection at
+   * once, over all applications and per application. */
   sessionTxSlots: number;
   sessionTxSlotsPerApplication: number;
-  /** ORBIT_PROCESSES: gateway processes of this node sharing its port (server/cli/processes.ts);
-   * 1 = the node is this process, as before. */
+  /** Gateway processes of this node sharing its port (server/cli/processes.ts). */
   processes: number;
 }
 
@@ -66,7 +54,6 @@ export const ENV_VARS = [
   'ORBIT_PING_INTERVAL_MS',
   'ORBIT_PONG_TIMEOUT_MS',
   'ORBIT_EVENT_RETENTION_SECONDS',
-  'ORBIT_FAULT_INJECTION',
   'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT',
   'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT',
   'ORBIT_SESSION_TX_SLOTS',
@@ -79,43 +66,28 @@ type Env = Partial<Record<string, string | undefined>>;
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const DEFAULT_HTTP_ADDR = '127.0.0.1:8080';
 const MIB = 1024 * 1024;
-/** Smallest accepted body and frame limit: a payload (or output) of MAX_PAYLOAD_BYTES plus the
- * rest of its body or frame, so the documented 256 KiB is always reachable. */
+/** Smallest body and frame limit: room for a MAX_PAYLOAD_BYTES payload plus the rest of its body. */
 const MIN_BODY_BYTES = MAX_PAYLOAD_BYTES + 44 * 1024;
 
-/** A variable's value, where unset and empty both mean "use the default" (numbers, flags, the
- * DSN, paths). ORBIT_HTTP_ADDR, ORBIT_LOG_LEVEL and ORBIT_NODE_ID are read with `env[name]`
- * instead: set to "" they are refused, as a value nobody means. */
+/** Unset and empty both mean "use the default". ORBIT_HTTP_ADDR, ORBIT_LOG_LEVEL and ORBIT_NODE_ID
+ * are read with `env[name]` instead: "" is refused there, as a value nobody means. */
 function raw(env: Env, name: EnvVar): string | undefined {
   const v = env[name];
   return v === undefined || v === '' ? undefined : v;
 }
 
-/** An integer variable in min..max; anything else (a word, a fraction, `1e3`, out of range) is a
- * start-up error. */
 function intVar(env: Env, name: EnvVar, def: number, min: number, max: number): number {
   const v = raw(env, name);
   if (v === undefined) return def;
-  // Number() alone would take '0x10', ' 12 ' and '1e3'; only plain decimal digits are a setting.
+  // Number() alone would take '0x10', ' 12 ' and '1e3'.
   const n = /^-?[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
   return n;
 }
 
-/** A flag variable: `1` on, `0` (or unset) off; any other value is a start-up error rather than a
- * silent "off" (ORBIT_FAULT_INJECTION=true would otherwise look enabled and be off). */
-function flagVar(env: Env, name: EnvVar): boolean {
-  const v = raw(env, name);
-  if (v === undefined || v === '0') return false;
-  if (v === '1') return true;
-  throw new Error(`${name} must be 1 or 0, got ${JSON.stringify(v)}`);
-}
-
-/** Most gateway processes one node runs (ORBIT_PROCESSES): far above any core count a node has. */
 export const MAX_PROCESSES = 64;
 
-/** ORBIT_PROCESSES: an integer in 1..MAX_PROCESSES, or `auto` = the cores this process may use
- * (os.availableParallelism(), capped). Default 1: one process, exactly the node it always was. */
+/** An integer in 1..MAX_PROCESSES, or `auto`: the cores this process may use. */
 function processesVar(env: Env): number {
   const v = raw(env, 'ORBIT_PROCESSES');
   if (v === undefined) return 1;
@@ -125,22 +97,19 @@ function processesVar(env: Env): number {
   return n;
 }
 
-/** ORBIT_MYSQL_DSN when set (checked), else undefined: `npm start` and the CLIs then use the
- * embedded database. */
+/** ORBIT_MYSQL_DSN, checked; undefined means the embedded database. */
 export function configuredDsn(env: Env = process.env): string | undefined {
   const dsn = raw(env, 'ORBIT_MYSQL_DSN');
   if (dsn !== undefined) parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
   return dsn;
 }
 
-/** ORBIT_HOME as an absolute path (default `.orbit` in the working directory): where `npm start`
- * keeps the embedded database and the development credentials, and where the CLIs look for them. */
+/** Where `npm start` keeps the embedded database and development credentials. */
 export function orbitHome(env: Env = process.env): string {
   return path.resolve(raw(env, 'ORBIT_HOME') ?? '.orbit');
 }
 
-/** The gateway URL written into credentials files by `orbit-admin bootstrap`: ORBIT_URL, else
- * http:// + ORBIT_HTTP_ADDR (default 127.0.0.1:8080). */
+/** The gateway URL that `orbit-admin bootstrap` writes into credentials files. */
 export function gatewayUrl(env: Env = process.env): string {
   const url = raw(env, 'ORBIT_URL');
   if (url === undefined) return `http://${env.ORBIT_HTTP_ADDR ?? DEFAULT_HTTP_ADDR}`;
@@ -169,8 +138,8 @@ function listenAddress(env: Env): { host: string; port: number } {
   return { host: bracketed ? bracketed[1]! : rawHost || '127.0.0.1', port: Number(m[2]) };
 }
 
-/** Reads the gateway's configuration. Throws one line describing the first invalid variable.
- * `overrides.mysqlDsn` stands in for ORBIT_MYSQL_DSN (`npm start` passes its embedded database). */
+/** Throws one line describing the first invalid variable. `overrides.mysqlDsn` stands in for
+ * ORBIT_MYSQL_DSN (the embedded database). */
 export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: string } = {}): Config {
   const dsn = overrides.mysqlDsn ?? raw(env, 'ORBIT_MYSQL_DSN');
   if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (expected mysql://user:pass@host:port/db); `npm start` runs an embedded database');
@@ -181,7 +150,6 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error(`ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-], got ${JSON.stringify(nodeId)}`);
   const processes = processesVar(env);
-  // With several processes a set ORBIT_NODE_ID names them `<id>-1` … `<id>-N` (processEnv).
   if (processes > 1 && env.ORBIT_NODE_ID !== undefined && processNodeId(nodeId, processes).length > 128)
     throw new Error(
       `ORBIT_NODE_ID must leave room for the process suffix "-${processes}" within 128 chars with ORBIT_PROCESSES=${processes}, got ${JSON.stringify(nodeId)}`,
@@ -199,29 +167,23 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     sweepIntervalMs: intVar(env, 'ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
     helloTimeoutMs: intVar(env, 'ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
     pingIntervalMs: intVar(env, 'ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
-    // 1 s: a live worker answers a ping within a round trip (a Node process even under a full GC
-    // rarely pauses for 1 s), while a stopped one is found before its next batch, not at the next
-    // heartbeat (up to 15 s + the old fixed 2 s later).
+    // A live worker answers within a round trip (even a full GC rarely pauses a second), and a
+    // stopped one is found before its next batch rather than at the next ping.
     pongTimeoutMs: intVar(env, 'ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000),
     eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
-    faultInjection: flagVar(env, 'ORBIT_FAULT_INJECTION'),
-    // Measured with these defaults (bench renew-flood, 2 cores): one session's 20 000 renews take 56
-    // renew transactions and 1.4 s; other tenants' submit p99 0.76 s during it (21.2 s without limits).
     sessionMaxFramesInFlight: intVar(env, 'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 64, 1, 65_536),
     sessionMaxBytesInFlight: intVar(env, 'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT', 16 * MIB, 64 * 1024, 1024 * MIB),
-    // Half of the default pool (16 connections) for the sessions' own transactions, a quarter for one
-    // application: submits, frame batches, claims and commands (2 each at most) always find one.
+    // Half of the default pool for the sessions' own transactions, a quarter for one application:
+    // submits, frame batches, claims and commands always find a connection.
     sessionTxSlots: intVar(env, 'ORBIT_SESSION_TX_SLOTS', 8, 1, 1024),
     sessionTxSlotsPerApplication: intVar(env, 'ORBIT_SESSION_TX_SLOTS_PER_APPLICATION', 4, 1, 1024),
     processes,
   };
 }
 
-/** The environment of gateway process `slot` (1-based) of a node with ORBIT_PROCESSES > 1, over
- * its primary's (server/cli/processes.ts): the primary's DSN (`npm start`'s embedded one too), its
- * listen address as configured (`:0` included: the processes share the socket the first bound),
- * one process each; a set ORBIT_NODE_ID becomes `<id>-<slot>`, the same for every restart of the
- * slot, else each process generates its own as a single node does. */
+/** The environment of gateway process `slot` (1-based) of a multi-process node. The address is
+ * passed as configured, `:0` included: the processes share the socket the primary bound. A set
+ * ORBIT_NODE_ID becomes `<id>-<slot>`, stable across restarts of the slot. */
 export function processEnv(config: Config, slot: number): Record<string, string> {
   const h = config.httpHost;
   const env: Record<string, string> = {

@@ -1,9 +1,7 @@
 // Starts one gateway node: pool, schema check, HTTP + WebSocket server, background loops.
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.js';
-import { createPool, setTransactionFault } from './db/pool.js';
-import { queueInjectedError } from './db/injected-errors.js';
-import { RETRYABLE_ERRNOS } from './db/errors.js';
+import { createPool, type Pool } from './db/pool.js';
 import { assertSchemaCurrent } from './mariadb/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
@@ -16,7 +14,6 @@ import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { coalescedTransactions } from './dispatch/coalesce-tx.js';
 import type { AppContext } from './app-context.js';
-import { Faults } from './faults.js';
 import { TaskSubmitter } from './dispatch/submit.js';
 import { Gateway } from './gateway/ws-gateway.js';
 import { EventPruner } from './events/retention.js';
@@ -31,19 +28,23 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-export async function startGateway(config: Config): Promise<GatewayHandle> {
+/** What a node is built on besides its configuration. The pool is a part so that a caller can
+ * hand the node one it wraps (a test's entry fails chosen transactions through it). */
+export interface GatewayParts {
+  /** The node's pool (default: createPool on ORBIT_MYSQL_DSN); the node ends it when it stops. */
+  pool?: Pool;
+}
+
+export async function startGateway(config: Config, parts: GatewayParts = {}): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
-  const pool = createPool(config.mysqlDsn);
+  const pool = parts.pool ?? createPool(config.mysqlDsn);
   let budget: PacketBudget;
   let writer: WriterNodeWatch;
   try {
-    // Every connection runs under Orbit's sql_mode and READ COMMITTED (createPool); this refuses
-    // to start when something between us and the server undoes it.
+    // Refuses to start when something between us and the server undoes createPool's session settings.
     await assertSessionSettings(pool);
     await assertSchemaCurrent(pool);
-    // Every coalesced statement and round trip stays within the server's max_allowed_packet.
     budget = await readPacketBudget(pool);
-    // Under Galera: refuses a second writer node (writer-node.ts); records this gateway's node.
     writer = await watchWriterNode(pool, config.nodeId, log);
   } catch (err) {
     await pool.end().catch(() => {});
@@ -62,32 +63,14 @@ export async function startGateway(config: Config): Promise<GatewayHandle> {
       metrics.batchSize.observe(size);
     },
   });
-  const app: AppContext = {
-    config,
-    pool,
-    log,
-    metrics,
-    signals,
-    commandTx,
-    advanceSteps: advanceRunsInTx,
-    shuttingDown: false,
-    faults: new Faults(config.faultInjection),
-  };
-  if (config.faultInjection) {
-    log.warn('ORBIT_FAULT_INJECTION=1: test-only fault injection is enabled');
-    setTransactionFault(async (c, path) => {
-      const errno = app.faults.takeDbFault(path);
-      if (errno !== null && RETRYABLE_ERRNOS.has(errno)) await queueInjectedError(c, errno);
-    });
-  }
+  const app: AppContext = { config, pool, log, metrics, signals, commandTx, advanceSteps: advanceRunsInTx, shuttingDown: false };
   registerQueueGauges(metrics, pool);
   registerWorkflowGauges(metrics, pool);
   registerPoolGauges(metrics, pool);
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];
-  // The background parts of a node, each with its closer (run on shutdown, in this order): the
-  // schedules' firing loop, the worker gateway (WebSocket, dispatcher, sweeper), the event pruner.
+  // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
   const gw = new Gateway(app, server, signals);
   const pruner = new EventPruner(app);
   const firer = new ScheduleFirer(app, signals);

@@ -1,13 +1,11 @@
 import { pino, type Logger } from 'pino';
 
-/** Start-up and shutdown lines of the CLIs: always printed (whatever ORBIT_LOG_LEVEL says), as
- * pino JSON like every other line. */
+/** Start-up and shutdown lines of the CLIs, printed whatever ORBIT_LOG_LEVEL says. */
 export function lifecycleLogger(base: Record<string, unknown> = {}): Logger {
   return cliLogger('info', base);
 }
 
-/** A CLI's logger: pino JSON lines, errors and fatals on stderr (where a supervisor or a test
- * looks for why it stopped), the rest on stdout. */
+/** Errors on stderr too, where a supervisor or a test looks for why a CLI stopped. */
 export function cliLogger(level: string, base: Record<string, unknown> = {}): Logger {
   const streams = pino.multistream(
     [
@@ -21,7 +19,7 @@ export function cliLogger(level: string, base: Record<string, unknown> = {}): Lo
 
 const REDACT = { paths: ['token', '*.token', 'authorization', '*.authorization', 'payload', '*.payload'], censor: '[redacted]' };
 
-/** JSON lines to stdout; never tokens or payloads (redacted by path in case one slips in). */
+/** Tokens and payloads are redacted by path in case one slips into a log line. */
 export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
   return pino({
     level,

@@ -3,14 +3,12 @@ import { transactionStats } from './db/pipeline.js';
 import { transactionRetries } from './db/pool.js';
 import { budgetStats } from './db/packet-budget.js';
 
-/** Process-wide Prometheus registry and the gateway's metrics. */
 export function createMetrics() {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const m = {
     registry,
-    /** The text GET /metrics serves: this registry's, or with ORBIT_PROCESSES > 1 the node's
-     * totals over its processes (server/cli/cluster-metrics.ts replaces it in each process). */
+    /** What GET /metrics serves; a multi-process node replaces it (server/cli/cluster-metrics.ts). */
     exposition: (): Promise<string> => registry.metrics(),
     tasksAccepted: new client.Counter({ name: 'orbit_tasks_accepted_total', help: 'tasks accepted by submit', registers: [registry] }),
     tasksAssigned: new client.Counter({ name: 'orbit_tasks_assigned_total', help: 'attempts granted by claims', registers: [registry] }),
@@ -137,8 +135,6 @@ export function createMetrics() {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5],
       registers: [registry],
     }),
-    // Flow control of worker sessions (server/gateway/frame-window.ts, tx-admission.ts,
-    // renew-coalescer.ts); the pool's own gauges are registered with the pool (pool-metrics.ts).
     sessionFramesInFlight: new client.Gauge({
       name: 'orbit_session_frames_in_flight',
       help: 'worker frames received and not yet answered, over the sessions of this node',
@@ -154,8 +150,6 @@ export function createMetrics() {
       help: 'times a worker session reached its frames-in-flight or bytes limit and its socket was paused',
       registers: [registry],
     }),
-    // Writes to worker sockets (server/gateway/worker-socket.ts batchWrites): frames sent and the
-    // socket writes they went out in (one per event-loop turn with frames for that socket).
     framesSent: new client.Counter({
       name: 'orbit_worker_frames_sent_total',
       help: 'WebSocket frames (messages, pings, pongs) sent to worker sessions',

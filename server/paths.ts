@@ -2,8 +2,7 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import fs from 'node:fs';
 
-/** Root of the package: the folder holding package.json, found from this file whether it runs from
- * source (vitest) or from dist/ (bins). */
+/** The folder holding package.json, whether this runs from source (vitest) or from dist/. */
 export function packageRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {

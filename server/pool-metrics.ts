@@ -1,7 +1,5 @@
-// The database pool's gauges, read from mysql2's pool when /metrics is scraped: connections checked
-// out, and requests waiting for one (mysql2's FIFO queue). The waiting count is the figure a flood
-// used to drive up (20 000 renew transactions queued ahead of every submit, issue 18); with the
-// sessions' admission (server/gateway/tx-admission.ts) it stays near zero.
+// The database pool's gauges, read from mysql2's pool at scrape time. A waiting count above zero
+// means a flood got past the sessions' transaction admission (server/gateway/tx-admission.ts).
 import client from 'prom-client';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';

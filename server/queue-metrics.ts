@@ -1,6 +1,5 @@
-// Queue depth and oldest-waiting age, read from the database when /metrics is scraped (every node
-// sees the same numbers: the database is the only shared state). The query walks the WAITING rows
-// (index ix_tasks_deadline), so results are cached briefly to bound what frequent scrapes cost.
+// Queue depth and oldest-waiting age, read from the database at scrape time. The query walks the
+// WAITING rows, so results are cached briefly to bound what frequent scrapes cost.
 import client from 'prom-client';
 import type { Pool } from './db/pool.js';
 import { waitingDepthByQueue } from './db/task-gauges.js';

@@ -1,8 +1,5 @@
-// orbit_workflow_runs_total{state} and orbit_workflow_steps_total{state}: the runs and run steps in
-// each state, read from the database when /metrics is scraped (every node sees the same numbers;
-// counting on the node that committed would miss the other nodes' advancements). The final states'
-// series only grow, as a counter's. One GROUP BY per table, cached briefly to bound what frequent
-// scrapes cost.
+// Runs and run steps by state, read from the database at scrape time: counting on the node that
+// committed would miss the other nodes' advancements. Cached briefly to bound what scrapes cost.
 import client from 'prom-client';
 import type { Pool } from './db/pool.js';
 import { countRunsByState } from './db/workflow-runs.js';

@@ -1,17 +1,10 @@
-// The single-writer check (issue 23): Orbit on MariaDB Galera is supported with one writer node at
-// a time. Every gateway records which database node its connections reach (gateway_nodes,
-// migration 000008) at start and on a heartbeat; a gateway that would write through another node
-// than the other live gateways refuses to start with one line, and a running one warns.
-//
-// Why refuse: under two writers a row lock taken on one node does not block the other node, so
-// the conflicts Orbit's transactions serialize on become certification failures at commit (retried,
-// but ~2 per completion in the experiment of issue 23), and the GET_LOCKs that keep concurrent
-// commands with one Idempotency-Key from deadlocking, and pruners from duplicating work, are per
-// node. Correctness does not rest on them (design.md "Galera"), but the load does.
-//
-// After a failover the proxy sends new connections to another node, and each gateway's next
-// heartbeat records it; a row not refreshed since this gateway looked may predate the failover, so
-// the start-up check waits for it to refresh (or go stale) before judging it.
+// The single-writer check: Orbit on MariaDB Galera supports one writer node at a time. Every
+// gateway records the database node its connections reach, at start and on a heartbeat; a gateway
+// that would write through another node than the live ones refuses to start, a running one warns.
+// Under two writers row locks do not block across nodes, so conflicts become certification failures
+// at commit, and GET_LOCKs are per node. Correctness does not rest on them (docs/design.md
+// "Galera"), but the load does. A row not refreshed since this gateway looked may predate a
+// failover, so the start-up check waits for it to refresh or go stale before judging it.
 import type { Logger } from 'pino';
 import type { Pool } from './db/pool.js';
 import {
@@ -25,17 +18,13 @@ import {
   type OtherWriter,
 } from './mariadb/gateway-nodes.js';
 
-/** How often a gateway refreshes its row (and re-reads its node). */
 export const WRITER_HEARTBEAT_MS = 2_000;
-/** A row seen within this many seconds is a live gateway. */
 const LIVE_SECONDS = 10;
 /** Rows of gateways gone this long are deleted at the next start. */
 const STALE_SECONDS = 24 * 3600;
 
 export interface WriterNodeWatch {
-  /** The node this gateway writes through, as last read. */
   readonly node: DbNode;
-  /** Stops the heartbeat and deletes this gateway's row. */
   stop(): Promise<void>;
 }
 
@@ -43,8 +32,7 @@ function describe(others: OtherWriter[]): string {
   return others.map((o) => `${o.node_id} through "${o.wsrep_node_name}"`).join(', ');
 }
 
-/** Registers this gateway; throws a one-line error when other live gateways of this database write
- * through a different Galera node. */
+/** Throws when other live gateways of this database write through a different Galera node. */
 export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): Promise<WriterNodeWatch> {
   await pruneGatewayNodes(pool, STALE_SECONDS);
   let node = await readDbNode(pool);
@@ -67,8 +55,7 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
   await upsertGatewayNode(pool, nodeId, node);
   log.info({ wsrep_on: node.wsrepOn, wsrep_node_name: node.nodeName }, 'database node recorded');
   if (!node.wsrepOn) {
-    // One server: there is no other node to write through, so no heartbeat (and no statements
-    // in the benchmark's counts); the row says so until the gateway stops.
+    // One server: no other node to write through, so no heartbeat.
     return { node, stop: () => deleteGatewayNode(pool, nodeId).catch(() => {}) };
   }
 
@@ -84,11 +71,10 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
       log.warn({ from: node.nodeName, to: next.nodeName }, 'this gateway now writes through another database node (failover)');
     node = next;
     await upsertGatewayNode(pool, nodeId, node);
-    // Rows refreshed since the previous beat that still name another node: a second writer.
     const others = node.wsrepOn ? (await otherWriters(pool, nodeId, node.nodeName!, LIVE_SECONDS, since)).filter((o) => o.fresh) : [];
     since = now;
-    // Warned once per picture, and only when two beats in a row show it: during a failover a
-    // gateway that has not reconnected yet may still name the old node for one beat.
+    // Warned only when two beats in a row agree: during a failover a gateway that has not
+    // reconnected yet may still name the old node for one beat.
     const seen = describe(others);
     if (others.length > 0 && seen === previous && seen !== warned) {
       log.warn({ wsrep_node_name: node.nodeName, others: seen }, 'gateways write through different Galera nodes: multi-writer is not supported');
@@ -98,7 +84,7 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
     previous = seen;
   };
   const timer = setInterval(() => {
-    // A beat the database refused (failover in progress) is simply the next one's job.
+    // A refused beat (failover in progress) is the next one's job.
     beat = beat.then(() => (stopped ? undefined : tick().catch(() => {})));
   }, WRITER_HEARTBEAT_MS);
   timer.unref();

@@ -88,7 +88,7 @@ describe('pipelined transactions', () => {
         await write(tx, "INSERT INTO pipe_t VALUES (30, 'tx')");
         // Deferred writes (START TRANSACTION too) wait in the transaction's own state for its next
         // round trip: nothing was sent yet.
-        expect(tx.pending).toEqual(['START TRANSACTION', "INSERT INTO pipe_t VALUES (30, 'tx')"]);
+        expect(tx.pending).toEqual(['START TRANSACTION /* other */', "INSERT INTO pipe_t VALUES (30, 'tx')"]);
         if (typeMistakes) {
           // A transaction cannot start another one on its connection (tsc rejects these lines).
           // @ts-expect-error transactionOn takes a pooled connection, not a Tx

@@ -1,11 +1,12 @@
 // Retry of what the database refuses (issue 23, item 2): a deadlock or Galera certification failure
 // (1213) or a lock wait timeout (1205) on any transaction path — HTTP command, submit, hello, frame
 // batch, claim round, sweeper, schedule fire — is retried by transactionOn, and one that outlasts
-// the retries is answered UNAVAILABLE (503, or close 1001 for a session), never INTERNAL. With
-// ORBIT_FAULT_INJECTION=1 a header `db:<errno>@<path>*<n>` makes the next n transactions of a path
-// fail with that real server error (SIGNAL, server/db/injected-errors.ts).
+// the retries is answered UNAVAILABLE (503, or close 1001 for a session), never INTERNAL. The fault
+// gateway (bench/fault-gateway.ts) makes the next n transactions of a path fail with that real
+// server error (SIGNAL, sent by its tapped pool: bench/pool-tap.ts).
 import { afterEach, describe, expect, it } from 'vitest';
 import { useGatewayFixture } from './support/fixture.js';
+import { failTransactions, FAULT_GATEWAY } from './support/faults.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { closeWorkers, connect, createQueue, expireLease, result, start, submit } from './support/dispatch-fixture.js';
@@ -13,17 +14,15 @@ import { assertPermitInvariants } from './support/invariants.js';
 import { backdate, fireRecords, newSchedule } from './support/schedules.js';
 import { waitFor } from './support/wait.js';
 
-const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1' } });
+const f = useGatewayFixture({ script: FAULT_GATEWAY });
 afterEach(async () => {
-  await arm('db:1213@command*0,db:1213@submit*0,db:1213@frames*0,db:1213@claim*0,db:1213@sweep*0,db:1213@hello*0,db:1213@fire*0');
+  for (const path of ['command', 'submit', 'frames', 'claim', 'sweep', 'hello', 'fire']) await arm(path, 1213, 0);
   closeWorkers(f);
   await assertPermitInvariants(f.db.pool);
 });
 
-async function arm(points: string): Promise<void> {
-  const r = await call(f.gw.url, 'GET', '/healthz', { headers: { 'x-orbit-fault': points } });
-  expect(r.status).toBe(200);
-}
+/** The next `n` transactions of `path` fail with `errno`. */
+const arm = (path: string, errno: number, n: number) => failTransactions(f.gw, path, errno, n);
 
 async function internalErrors(): Promise<number> {
   const text = (await call(f.gw.url, 'GET', '/metrics')).text;
@@ -40,21 +39,23 @@ describe('a refused transaction is retried on every path', () => {
     const before = await internalErrors();
     const key = ikey('q');
     const body = { name: `retry-${process.pid}`, lease_seconds: 5 };
-    let r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key, body, headers: { 'x-orbit-fault': `db:1213@command*${ALWAYS}` } });
+    await arm('command', 1213, ALWAYS);
+    let r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key, body });
     expect(r.status, r.text).toBe(503);
     expect(r.body.error.code).toBe('UNAVAILABLE');
-    await arm('db:1213@command*0');
-    r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key, body, headers: { 'x-orbit-fault': `db:1205@command*${TWICE}` } });
+    await arm('command', 1205, TWICE);
+    r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key, body });
     expect(r.status, r.text).toBe(201);
     const q = r.body.data.queue;
 
     const task = { queue_id: q.id, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: {} };
     const tkey = ikey('t');
-    r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: tkey, body: task, headers: { 'x-orbit-fault': `db:1205@submit*${ALWAYS}` } });
+    await arm('submit', 1205, ALWAYS);
+    r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: tkey, body: task });
     expect(r.status, r.text).toBe(503);
     expect(r.body.error.code).toBe('UNAVAILABLE');
-    await arm('db:1205@submit*0');
-    r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: tkey, body: task, headers: { 'x-orbit-fault': `db:1213@submit*${TWICE}` } });
+    await arm('submit', 1213, TWICE);
+    r = await call(f.gw.url, 'POST', '/v1/tasks', { token: f.t.token, key: tkey, body: task });
     expect(r.status, r.text).toBe(201);
     expect(await internalErrors()).toBe(before);
   });
@@ -62,15 +63,15 @@ describe('a refused transaction is retried on every path', () => {
   it('hello, claim round, start and result frames: 1213 twice each → the session works as usual', async () => {
     const before = await internalErrors();
     const q = await createQueue(f);
-    await arm(`db:1213@hello*${TWICE}`);
+    await arm('hello', 1213, TWICE);
     const { w } = await connect(f, [q.id], { capacity: 1 });
-    await arm(`db:1213@claim*${TWICE}`);
+    await arm('claim', 1213, TWICE);
     const task = await submit(f, q.id);
     const assign = await w.next('task.assign');
     expect(assign.task.id).toBe(task.id);
-    await arm(`db:1205@frames*${TWICE}`);
+    await arm('frames', 1205, TWICE);
     await start(w, assign.attempt_id);
-    await arm(`db:1213@frames*${TWICE}`);
+    await arm('frames', 1213, TWICE);
     expect(await result(w, assign.attempt_id, 'succeeded')).toMatchObject({ type: 'result.ok', task_state: 'SUCCEEDED' });
     expect(await internalErrors()).toBe(before);
   });
@@ -82,11 +83,11 @@ describe('a refused transaction is retried on every path', () => {
     await submit(f, q.id);
     const assign = await w.next('task.assign');
     await start(w, assign.attempt_id);
-    await arm(`db:1213@frames*${ALWAYS}`);
+    await arm('frames', 1213, ALWAYS);
     w.send({ type: 'result', attempt_id: assign.attempt_id, outcome: 'succeeded' });
     expect(await w.next('error')).toMatchObject({ code: 'UNAVAILABLE', fatal: true });
     expect((await w.closed).code).toBe(1001);
-    await arm('db:1213@frames*0');
+    await arm('frames', 1213, 0);
     const again = await openRaw(f.gw.url, f.t.token);
     f.workers.push(again);
     again.send(hello([q.id], { worker_id: workerId, capacity: 1, resume: [assign.attempt_id] }));
@@ -101,12 +102,12 @@ describe('a refused transaction is retried on every path', () => {
     const { w } = await connect(f, [q.id], { capacity: 1 });
     await submit(f, q.id);
     const assign = await w.next('task.assign');
-    await arm(`db:1205@sweep*${TWICE}`);
+    await arm('sweep', 1205, TWICE);
     await expireLease(f, assign.attempt_id);
     expect(await w.next('task.cancel', 10_000)).toMatchObject({ attempt_id: assign.attempt_id, reason: 'LEASE_EXPIRED' });
 
     const { schedule } = await newSchedule({ url: f.gw.url, token: f.t.token }, q.id);
-    await arm(`db:1213@fire*${TWICE}`);
+    await arm('fire', 1213, TWICE);
     await backdate(f.db.pool, schedule.id, 3_600_000, 1);
     const fires = await waitFor(
       'the missed fire recorded',

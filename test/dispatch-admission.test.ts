@@ -176,7 +176,7 @@ describe('permit limits', () => {
     await finish(w, a2);
   });
 
-  describe('a lowered application limit holds for key hand-offs and refills too', () => {
+  describe('a lowered application limit holds for the grants that follow a release', () => {
     const appActive = async (id: string) => {
       const [[app]] = (await f.db.pool.query('SELECT active_attempts FROM applications WHERE id = ?', [id])) as any;
       return Number(app.active_attempts);
@@ -198,11 +198,11 @@ describe('permit limits', () => {
       return { tenant, q, w, held };
     }
 
-    // A key hand-off (the session has a free slot for the key's next task) and a refill (the
+    // A released key (the session has a free slot for the key's next task) and a freed slot (the
     // session is full; the finished attempt's slot would go to the queue's next task).
     it.each<[string, Record<string, unknown>[], number, Record<string, unknown>]>([
-      ["a released key's next task is not handed off", [{ concurrency_key: 'quota/1' }, {}], 3, { concurrency_key: 'quota/1' }],
-      ['a freed slot is not refilled', [{}, {}], 2, {}],
+      ["a released key's next task is not granted", [{ concurrency_key: 'quota/1' }, {}], 3, { concurrency_key: 'quota/1' }],
+      ['a freed slot is not filled', [{}, {}], 2, {}],
     ])('%s over the limit; it runs once the count is under it', async (_what, tasks, capacity, nextOver) => {
       const { tenant, q, w, held } = await overLimit(tasks, capacity);
       const next = await submit(f, q.id, nextOver, tenant);

@@ -2,7 +2,7 @@
 // a round read its candidates gets a round of its own next to that round, in the slots the first
 // gave back after its read (SlotReservation.shrink), instead of waiting for the first's remaining
 // round trips. The first round is held before its COMMIT text by a named lock this test holds
-// (a statement injected with setStatementFault), so "next to" is shown without timing: the second
+// (a statement injected by the pool's tap, bench/pool-tap.ts), so "next to" is shown without timing: the second
 // task is assigned and committed while the first round has still committed nothing.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
@@ -10,7 +10,7 @@ import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import type { Credential } from '../server/db/credentials.js';
 import { findCredentialByTokenHash } from '../server/db/credentials.js';
 import { hashToken } from '../server/admin/access.js';
-import { setStatementFault } from '../server/db/pipeline.js';
+import { PoolTap } from '../bench/pool-tap.js';
 import { createTestDb, newTenant, type TestDb } from './support/db.js';
 import { assertNoOpenRawSockets, hello, openRaw, type RawWorker } from './support/raw-worker.js';
 import { InProcessHost } from './support/session-host.js';
@@ -24,9 +24,12 @@ let host: InProcessHost;
 let url: string;
 let holder: PoolConnection | null = null;
 const workers: RawWorker[] = [];
+/** On the file's pool: holds the first round before its COMMIT text. */
+const tap = new PoolTap();
 
 beforeAll(async () => {
   db = await createTestDb();
+  tap.attach(db.pool);
   t = await newTenant(db, { queues: ['overlap'] });
   cred = (await findCredentialByTokenHash(db.pool, hashToken(t.token)))!;
   host = new InProcessHost(db.pool);
@@ -34,7 +37,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  setStatementFault(null);
+  tap.setHook(null);
   if (holder) {
     await holder.query('DO RELEASE_LOCK(?)', [LOCK]);
     holder.release();
@@ -74,7 +77,7 @@ describe('claim rounds of one application', () => {
     holder = await db.pool.getConnection();
     await holder.query('DO GET_LOCK(?, 60)', [LOCK]);
     let held = 0;
-    setStatementFault((sql) => (/^\s*UPDATE queues SET active_attempts/.test(sql) && held++ === 0 ? `DO GET_LOCK('${LOCK}', 60)` : null));
+    tap.setHook((sql) => (/^\s*UPDATE queues SET active_attempts/.test(sql) && held++ === 0 ? `DO GET_LOCK('${LOCK}', 60)` : null));
 
     const first = await submit('first');
     // The round of `first` built its COMMIT text: it has read, and holds one of the 4 slots.

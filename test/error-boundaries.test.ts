@@ -1,26 +1,24 @@
-// Error boundaries: with ORBIT_FAULT_INJECTION=1 the gateway throws an unexpected Error at a point
-// a request header arms (server/faults.ts). Each kind of handler — HTTP request, WebSocket frame,
-// upgrade, timer — must end only that request (500 INTERNAL in the envelope) or that session
-// (error frame, close 1011), log it with its id, count it in orbit_internal_errors_total, and the
-// node must keep serving everyone else.
+// Error boundaries: the fault gateway (bench/fault-gateway.ts, the real node with its handlers
+// wrapped from outside) throws an unexpected Error at a point the test arms. Each kind of handler —
+// HTTP request, WebSocket frame, upgrade, timer — must end only that request (500 INTERNAL in the
+// envelope) or that session (error frame, close 1011), log it with its id, count it in
+// orbit_internal_errors_total, and the node must keep serving everyone else.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { newTenant } from './support/db.js';
 import { expectServing as expectNodeServing } from './support/serving.js';
 import { submitTask } from './support/submit.js';
 import { useGatewayFixture } from './support/fixture.js';
+import { fault, FAULT_GATEWAY, type FaultPoint } from './support/faults.js';
 import { call } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { waitFor, waitForValue } from './support/wait.js';
 
 // Pings every 300 ms (default 15 s), so that the timer test sees the ping loop tick after the fault.
 const PING_MS = 300;
-const f = useGatewayFixture({ gatewayEnv: { ORBIT_FAULT_INJECTION: '1', ORBIT_PING_INTERVAL_MS: String(PING_MS) } });
+const f = useGatewayFixture({ script: FAULT_GATEWAY, gatewayEnv: { ORBIT_PING_INTERVAL_MS: String(PING_MS) } });
 
-async function arm(point: string) {
-  const r = await call(f.gw.url, 'GET', '/healthz', { headers: { 'x-orbit-fault': point } });
-  expect(r.status).toBe(200);
-}
+const arm = (point: FaultPoint) => fault(f.gw, { point });
 
 async function internalErrors(where: string): Promise<number> {
   const text = (await call(f.gw.url, 'GET', '/metrics')).text;
@@ -37,7 +35,8 @@ const expectServing = () => expectNodeServing(f.gw, probe);
 describe('an unexpected exception ends one request or session, never the node', () => {
   it('HTTP request handler → 500 INTERNAL in the envelope with the request id', async () => {
     const before = await internalErrors('http');
-    const r = await call(f.gw.url, 'GET', '/v1/queues', { token: f.t.token, headers: { 'x-orbit-fault': 'http' } });
+    await arm('http');
+    const r = await call(f.gw.url, 'GET', '/v1/queues', { token: f.t.token });
     expect(r.status).toBe(500);
     expect(r.body.error.code).toBe('INTERNAL');
     expect(r.body.request_id).toBe(r.headers.get('x-request-id'));
@@ -107,15 +106,5 @@ describe('an unexpected exception ends one request or session, never the node', 
     w.close();
     await w.closed;
     expect(await internalErrors('timer')).toBe(before + 1);
-  });
-
-  it('without ORBIT_FAULT_INJECTION the header does nothing', async () => {
-    // This file's gateway has it on; the production default is checked through the config.
-    const { loadConfig } = await import('../server/config.js');
-    expect(loadConfig({ ORBIT_MYSQL_DSN: 'mysql://u:p@127.0.0.1:3306/d' }).faultInjection).toBe(false);
-    const { Faults } = await import('../server/faults.js');
-    const off = new Faults(false);
-    off.armFromHeader('http,frame,upgrade,timer');
-    expect(() => off.hit('http')).not.toThrow();
   });
 });

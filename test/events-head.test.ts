@@ -11,15 +11,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { withTransaction } from '../server/db/pool.js';
-import { setStatementFault } from '../server/db/pipeline.js';
+import { PoolTap } from '../bench/pool-tap.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
 import { newId } from '../server/ids.js';
 
 let db: TestDb;
+/** On the file's pool: the aborts and the recording pass. */
+const tap = new PoolTap();
 beforeAll(async () => {
   db = await createTestDb();
+  tap.attach(db.pool);
 });
-afterEach(() => setStatementFault(null));
+afterEach(() => tap.setHook(null));
 afterAll(async () => db?.drop());
 
 const NS = [newId(), newId()];
@@ -52,16 +55,16 @@ async function heads(): Promise<{ head: string; max: string; n: number }[]> {
 /** The statements of one append, as the pipeline sends them (a recording pass with no fault). */
 async function statementsOfAppend(readBack: boolean): Promise<string[]> {
   const seen: string[] = [];
-  setStatementFault((s) => (seen.push(s.split(/\s+/).slice(0, 3).join(' ')), null));
+  tap.setHook((s) => (seen.push(s.split(/\s+/).slice(0, 3).join(' ')), null));
   await append(readBack);
-  setStatementFault(null);
+  tap.setHook(null);
   return seen;
 }
 
 /** Arms `fault` before the statement at `position` of the next transaction (once). */
 function armAt(position: number, fault: (threadId: number) => string): void {
   let i = 0;
-  setStatementFault((_s, threadId) => (i++ === position ? fault(threadId) : null));
+  tap.setHook((_s, threadId) => (i++ === position ? fault(threadId) : null));
 }
 
 async function expectConsistent(events: number): Promise<void> {

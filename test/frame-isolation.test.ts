@@ -1,6 +1,6 @@
 // One bad row cannot stop everyone (issue 23): the real frame committer and sweeper on a real
 // database (in-process host, test/support/session-host.ts), with a statement fault that fails every
-// statement naming one attempt (server/db/pipeline.ts, setStatementFault). A frame batch that fails
+// statement naming one attempt (the pools' tap, bench/pool-tap.ts). A frame batch that fails
 // is run again frame by frame, so the other frames commit and only that one fails; a sweep batch is
 // run again row by row the same way. And a real result transaction aborted before each of its
 // statements (a real 1213, retried; the connection killed, not retried) keeps the stream head equal
@@ -13,7 +13,7 @@ import type { Credential } from '../server/db/credentials.js';
 import { findCredentialByTokenHash } from '../server/db/credentials.js';
 import { hashToken } from '../server/admin/access.js';
 import { createPool, type Pool } from '../server/db/pool.js';
-import { setStatementFault } from '../server/db/pipeline.js';
+import { PoolTap } from '../bench/pool-tap.js';
 import { runFrameBatch } from '../server/dispatch/frame-committer.js';
 import type { FrameCommand } from '../server/dispatch/frame-commands.js';
 import { sweep } from '../server/dispatch/sweeper.js';
@@ -30,17 +30,20 @@ let url: string;
 /** One connection of its own for the transactions under test: the fault hook sees only its statements. */
 let mine: Pool;
 const workers: RawWorker[] = [];
+/** On both pools: the statement faults of the tests. */
+const tap = new PoolTap();
 
 beforeAll(async () => {
   db = await createTestDb();
+  tap.attach(db.pool);
   t = await newTenant(db, { queues: ['frames', 'sweep', 'abort'] });
   cred = (await findCredentialByTokenHash(db.pool, hashToken(t.token)))!;
   host = new InProcessHost(db.pool);
   url = await host.listen();
-  mine = createPool(db.dsn, { connectionLimit: 1 });
+  mine = tap.attach(createPool(db.dsn, { connectionLimit: 1 }));
 });
 afterEach(async () => {
-  setStatementFault(null);
+  tap.setHook(null);
   for (const w of workers.splice(0)) w.close();
   await assertPermitInvariants(db.pool);
 });
@@ -95,7 +98,7 @@ describe('one bad row fails alone', () => {
   it('a frame batch failing on one attempt is run frame by frame: the others commit, that one fails, and later succeeds', async () => {
     const { workerId, assigns } = await holding('frames', 3);
     const bad = assigns[1].attempt_id as string;
-    setStatementFault((s) => (s.includes(bad) ? BAD_ROW : null));
+    tap.setHook((s) => (s.includes(bad) ? BAD_ROW : null));
     const r = await runFrameBatch(
       db.pool,
       advanceRunsInTx,
@@ -106,7 +109,7 @@ describe('one bad row fails alone', () => {
     expect(r.outcomes[2]).toMatchObject({ ok: true, kind: 'result', reply: { task_state: 'SUCCEEDED' } });
     const ids = assigns.map((a) => a.task.id as string);
     expect(await taskStates(ids)).toEqual(['SUCCEEDED', 'LEASED', 'SUCCEEDED']);
-    setStatementFault(null);
+    tap.setHook(null);
     const again = await runFrameBatch(db.pool, advanceRunsInTx, [resultOf(workerId, bad)]);
     expect(again.outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED', deduplicated: false } });
     expect(await taskStates(ids)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
@@ -120,13 +123,13 @@ describe('one bad row fails alone', () => {
     await db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id IN (?)', [ids]);
     const bad = ids[0]!;
     const badTask = assigns[0].task.id as string;
-    setStatementFault((s) => (s.includes(badTask) ? BAD_ROW : null));
+    tap.setHook((s) => (s.includes(badTask) ? BAD_ROW : null));
     const r = await sweep(db.pool, advanceRunsInTx);
     expect(r.failed.map((x) => x.row)).toEqual([{ kind: 'expired', id: bad }]);
     expect(r.revoked.map((x) => x.attemptId)).toEqual([ids[1]]);
     const state = async (id: string) => (await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [id]))[0][0]!.state as string;
     expect([await state(bad), await state(ids[1]!)]).toEqual(['LEASED', 'EXPIRED']);
-    setStatementFault(null);
+    tap.setHook(null);
     const next = await sweep(db.pool, advanceRunsInTx);
     expect(next.failed).toEqual([]);
     expect(next.revoked.map((x) => x.attemptId)).toEqual([bad]);
@@ -145,9 +148,9 @@ describe('the result transaction aborted before each of its statements', () => {
     let seen = 0;
     const first = await holding('abort', 1);
     let tid = await threadOf();
-    setStatementFault((_s, thread) => (thread === tid ? (seen++, null) : null));
+    tap.setHook((_s, thread) => (thread === tid ? (seen++, null) : null));
     expect((await runFrameBatch(mine, advanceRunsInTx, [resultOf(first.workerId, first.assigns[0].attempt_id)])).outcomes[0]).toMatchObject({ ok: true });
-    setStatementFault(null);
+    tap.setHook(null);
     expect(seen).toBeGreaterThanOrEqual(6);
     for (let at = 0; at < seen; at++) {
       for (const kill of [false, true]) {
@@ -155,7 +158,7 @@ describe('the result transaction aborted before each of its statements', () => {
         const cmd = resultOf(workerId, assigns[0].attempt_id);
         tid = await threadOf();
         let i = 0;
-        setStatementFault((_s, thread) => {
+        tap.setHook((_s, thread) => {
           if (thread !== tid || i++ !== at) return null;
           return kill ? `KILL CONNECTION ${thread}` : "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'injected deadlock'";
         });
@@ -165,7 +168,7 @@ describe('the result transaction aborted before each of its statements', () => {
             ok: true,
             reply: { task_state: 'SUCCEEDED', deduplicated: false },
           });
-        setStatementFault(null);
+        tap.setHook(null);
         await expectHeadAtLastEvent();
         // Sent again (as a worker does after a reconnect): accepted, or deduplicated if it committed.
         expect((await runFrameBatch(mine, advanceRunsInTx, [cmd])).outcomes[0]).toMatchObject({ ok: true, reply: { task_state: 'SUCCEEDED' } });

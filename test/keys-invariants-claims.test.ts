@@ -71,7 +71,7 @@ describe('dispatch.md invariants over a real gateway', () => {
     await assertPermitInvariants(k.db.pool);
   });
 
-  it('7. capability gating: a flagless session never receives a keyed task; the waiting metric shows it', async () => {
+  it('7. capability gating: a flagless session never receives a keyed task, also beside a capable one; the waiting metric shows it', async () => {
     const t = await newTenant(k.db);
     const flagless = await session(url(), t, { concurrency_keys: false, capacity: 8 });
     const keyed = await submitTask(url(), t, { concurrency_key: 'cap/1' });
@@ -94,6 +94,56 @@ describe('dispatch.md invariants over a real gateway', () => {
     expect(b.concurrency_token).toBe('1');
     await startAndFinish(capable, b.attempt_id);
     expect(flagless.frames.filter((f) => f.type === 'task.assign')).toEqual([]);
+
+    // Both sessions idle beside each other: a claim round now reads keyed rows (the capable session
+    // takes them), so the gate, not the candidate read, keeps them from the flagless one. One batch
+    // (one transaction, one wake-up): keyed tasks first in claim order, each of its own key, then
+    // unkeyed ones; a round handing rows out in turn without the gate gives the flagless session
+    // every other keyed one.
+    const items = [...Array.from({ length: 4 }, (_, i) => ({ concurrency_key: `cap/both/${i}` })), ...Array.from({ length: 4 }, () => ({}))].map((over, i) => ({
+      idempotency_key: `both-${i}`,
+      queue_id: t.queue_id,
+      handler: 'h',
+      handler_version: 'v1',
+      payload_version: 'v1',
+      payload: { i },
+      ...over,
+    }));
+    const batch = await call(url(), 'POST', '/v1/tasks:batch', { token: t.token, body: { tasks: items } });
+    expect(batch.body.data.results.map((r: { status: number }) => r.status)).toEqual(items.map(() => 201));
+    const ran = new Map<string, any[]>([
+      ['flagless', []],
+      ['capable', []],
+    ]);
+    const sessions = { flagless, capable };
+    await waitFor(
+      'every task of the batch run',
+      async () => {
+        for (const [name, w] of Object.entries(sessions)) {
+          const i = w.frames.findIndex((f) => f.type === 'task.assign');
+          if (i < 0) continue;
+          const a = w.frames.splice(i, 1)[0];
+          ran.get(name)!.push(a);
+          await startAndFinish(w, a.attempt_id);
+        }
+        return ran.get('flagless')!.length + ran.get('capable')!.length === items.length;
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+    const keyOf = (a: any) => a.task.concurrency_key ?? null;
+    expect(
+      ran
+        .get('flagless')!
+        .map(keyOf)
+        .filter((key) => key !== null),
+    ).toEqual([]);
+    expect(
+      ran
+        .get('capable')!
+        .map(keyOf)
+        .filter((key) => key !== null)
+        .sort(),
+    ).toEqual(items.flatMap((x) => ('concurrency_key' in x ? [x.concurrency_key] : [])).sort());
     // The worker identity's flag is frozen: the same worker_id cannot come back with the flag.
     const flip = await openRaw(url(), t.token);
     flip.send(hello([t.queue_id], { worker_id: flagless.workerId, concurrency_keys: true }));

@@ -74,7 +74,7 @@ async function runDelete(sql: string, values: unknown[]) {
 }
 
 describe('leaveWaiting: a task leaving WAITING deletes its waiting row by primary key', () => {
-  it('one row (a hand-off, a lone refill): read by its key, no scan of the table', async () => {
+  it('one row (a claim of one task, a cancel): read by its key, no scan of the table', async () => {
     const r = await runDelete(...leaveWaitingSql([keyOf(301)]));
     expect(r).toMatchObject({ key: 'PRIMARY', deleted: 1, scanned: 0 });
     expect(['const', 'range', 'eq_ref']).toContain(r.type);

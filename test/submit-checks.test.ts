@@ -5,7 +5,7 @@
 // batch's edge each item runs alone, where the refusal is its exact answer (409 RESOURCE_RETIRED,
 // 429 QUOTA_EXCEEDED with the limit), told apart by the refused check's column without a read.
 // The real TaskSubmitter on a real MariaDB; a retirement between an item's read and its checks is
-// made by the pipeline's statement hook (db/pipeline.ts setStatementFault): it sends the
+// made by a statement hook on the pool (bench/pool-tap.ts): it sends the
 // retirement right before the queue touch, in the same transaction, which a concurrent retirement
 // committed at that moment looks like to the touch (it reads the row's latest version), with no
 // timing involved; the transaction rolls it back with itself.
@@ -15,7 +15,8 @@ import { pino } from 'pino';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
 import { hashToken } from '../server/admin/access.js';
 import { findCredentialByTokenHash, type Credential } from '../server/db/credentials.js';
-import { setStatementFault, transactionStats } from '../server/db/pipeline.js';
+import { transactionStats } from '../server/db/pipeline.js';
+import { PoolTap } from '../bench/pool-tap.js';
 import { rollbackToSavepoint, savepoint, withTransaction } from '../server/db/pool.js';
 import { createTasksInTransaction, TaskSubmitter, type SubmitCommand, type SubmitOutcome } from '../server/dispatch/submit.js';
 import { normalizeSubmit } from '../server/dispatch/submit-input.js';
@@ -28,11 +29,15 @@ let db: TestDb;
 let submitter: TaskSubmitter;
 const app = { metrics: createMetrics(), log: pino({ level: 'silent' }), signals: new NodeSignals() };
 
+/** On the file's pool: records the statements, sends the retirement. */
+const tap = new PoolTap();
+
 beforeAll(async () => {
   db = await createTestDb();
+  tap.attach(db.pool);
   submitter = new TaskSubmitter({ pool: db.pool, ...app });
 });
-afterEach(() => setStatementFault(null));
+afterEach(() => tap.setHook(null));
 afterAll(async () => db?.drop());
 
 const TOUCH = 'UPDATE queues SET revision = IF';
@@ -52,7 +57,7 @@ function command(cred: Credential, queueId: string, key: string | null = ikey('c
  * sent right before each queue touch. */
 function recordStatements(retire?: string): string[] {
   const seen: string[] = [];
-  setStatementFault((s) => {
+  tap.setHook((s) => {
     seen.push(s.trim());
     return retire && s.startsWith(TOUCH) ? `UPDATE queues SET retired_at = UTC_TIMESTAMP(3) WHERE id = '${retire}'` : null;
   });
@@ -81,7 +86,7 @@ describe('the submitter: a batch and an item alone', () => {
     expect(codes(outs)).toEqual([201, 201, 201]);
     expect(transactionStats.roundTrips - before).toBe(2);
     expect(seen.map((s) => s.split(/\s+/).slice(0, 3).join(' '))).toEqual([
-      'START TRANSACTION',
+      'START TRANSACTION /*',
       "SELECT 'q' AS",
       'SELECT namespace_id, idempotency_key,',
       'INSERT INTO tasks',
@@ -148,7 +153,7 @@ describe("a caller's transaction (schedule fires, workflow steps)", () => {
         await rollbackToSavepoint(c, 'caller');
       }
       const trips = transactionStats.roundTrips - before;
-      setStatementFault(null);
+      tap.setHook(null);
       const [[one]] = await c.query<RowDataPacket[]>('SELECT 1 AS one');
       return { codes: out, trips, seen, after: Number(one!.one) };
     });

@@ -95,8 +95,6 @@ describe('bench report in u', () => {
     emptyClaimShare: null,
     gatewayTransactionsPerTask: null,
     roundTripsPerTask: null,
-    refillsPerTask: null,
-    handoffsPerTask: null,
     frameBatchMean: null,
     gatewayFinished: null,
     workerFramesPerTask: null,

@@ -43,7 +43,7 @@ const INTS: [string, keyof Config, number, number, number][] = [
 describe('loadConfig', () => {
   it('applies the defaults', () => {
     const c = loadConfig(env);
-    expect(c).toMatchObject({ mysqlDsn: DSN, httpHost: '127.0.0.1', httpPort: 8080, logLevel: 'info', faultInjection: false });
+    expect(c).toMatchObject({ mysqlDsn: DSN, httpHost: '127.0.0.1', httpPort: 8080, logLevel: 'info' });
     for (const [, field, def] of INTS) expect(c[field], field).toBe(def);
     expect(c.nodeId).toMatch(/^[A-Za-z0-9._:-]{1,128}$/);
   });
@@ -63,14 +63,6 @@ describe('loadConfig', () => {
         bad,
       ).toBe(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(bad)}`);
     }
-  });
-
-  it('ORBIT_FAULT_INJECTION is 1 or 0; another value is an error, not a silent "off"', () => {
-    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '1' }).faultInjection).toBe(true);
-    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '0' }).faultInjection).toBe(false);
-    expect(loadConfig({ ...env, ORBIT_FAULT_INJECTION: '' }).faultInjection).toBe(false);
-    for (const bad of ['true', 'yes', 'on', '2'])
-      expect(() => loadConfig({ ...env, ORBIT_FAULT_INJECTION: bad })).toThrow(/^ORBIT_FAULT_INJECTION must be 1 or 0/);
   });
 
   it('ORBIT_HTTP_ADDR: host:port, [IPv6]:port, :port; anything else names the variable', () => {

@@ -25,7 +25,7 @@ import { ID_RE } from '@orbit/protocol/ids';
 import { BatchedSocket } from './batched-socket.js';
 import { connectUrl, helloFrame, type ConnectOptions, type ConnectionEvent, type Registration, type ResultInput } from './connect-options.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
-import { assignProblem, isTokenString, outgoingProblem, type KnownAttempt } from './frame-checks.js';
+import { assignProblem, helloOkProblem, outgoingProblem, type KnownAttempt } from './frame-checks.js';
 import { readHandshakeRefusal } from './handshake-refusal.js';
 import { IdleWatch } from './idle-watch.js';
 import { PendingReplies } from './pending-replies.js';
@@ -268,18 +268,8 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
       return;
     }
     if (f.type !== 'hello.ok') return this.violate(new ProtocolViolation(`${f.type} before hello.ok`));
-    if (f.worker_id !== this.registration.workerId) return this.violate(new ProtocolViolation('hello.ok names another worker_id'));
-    for (const r of f.resumed) {
-      const known = this.seen.get(r.attempt_id);
-      const tok = r.concurrency_token;
-      if (tok !== undefined && !isTokenString(tok)) {
-        return this.violate(new ProtocolViolation('resumed concurrency_token is not a non-zero uint64', { attemptId: r.attempt_id }));
-      }
-      // Tokens are frozen for the attempt: a resume that changes one breaks the fencing contract.
-      if (known && known.concurrencyToken !== tok) {
-        return this.violate(new ProtocolViolation('resume changed the concurrency_token of an attempt', { attemptId: r.attempt_id }));
-      }
-    }
+    const problem = helloOkProblem(f, this.registration.workerId, this.seen);
+    if (problem) return this.violate(new ProtocolViolation(problem.message, { attemptId: problem.attemptId }));
     clearTimeout(this.helloTimer);
     this.hello = f;
     this.state = 'open';

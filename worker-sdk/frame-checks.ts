@@ -2,7 +2,7 @@
 // obligations"): task.assign's key and token, and every outgoing frame against its schema, so a
 // bad frame is refused here instead of costing the whole session.
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { WORKER_FRAMES, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
+import { WORKER_FRAMES, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import { concurrencyKeyProblem, isUint64String } from '@orbit/protocol/validation';
 
 /** What this process already knows about an attempt (from an earlier session): used to check
@@ -31,6 +31,20 @@ export function assignProblem(f: TaskAssignFrame, concurrencyKeys: boolean, prev
   // that would hand the resource a wrong fencing token.
   if (prev && (prev.concurrencyKey !== key || prev.concurrencyToken !== tok)) {
     return 'repeated task.assign for an attempt with a different concurrency_key or concurrency_token';
+  }
+  return null;
+}
+
+/** The SDK's own checks on hello.ok: the violation (and the attempt it is about), or null. It must
+ * name this worker, and a resumed attempt keeps the token this process knows it by. */
+export function helloOkProblem(f: HelloOkFrame, workerId: string, known: ReadonlyMap<string, KnownAttempt>): { message: string; attemptId?: string } | null {
+  if (f.worker_id !== workerId) return { message: 'hello.ok names another worker_id' };
+  for (const r of f.resumed) {
+    const tok = r.concurrency_token;
+    if (tok !== undefined && !isTokenString(tok)) return { message: 'resumed concurrency_token is not a non-zero uint64', attemptId: r.attempt_id };
+    // Tokens are frozen for the attempt: a resume that changes one breaks the fencing contract.
+    const k = known.get(r.attempt_id);
+    if (k && k.concurrencyToken !== tok) return { message: 'resume changed the concurrency_token of an attempt', attemptId: r.attempt_id };
   }
   return null;
 }

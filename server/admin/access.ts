@@ -1,7 +1,5 @@
-// Who may do what: the credential scopes, bearer token issue and hashing, and the scope and queue
-// checks every command and read makes. Domain rules, not HTTP: the HTTP routes, the worker
-// gateway, the domain commands (schedules, event retirement) and the CLIs share them. Reading the
-// token from a request is the edges' part (server/http/auth.ts).
+// Credential scopes, tokens and the access checks: domain rules shared by the HTTP routes, the
+// worker gateway, the domain commands and the CLIs. Reading the token from a request is HTTP's part.
 import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
@@ -35,7 +33,7 @@ export function hashToken(token: string): Buffer {
   return crypto.createHash('sha256').update(token, 'utf8').digest();
 }
 
-/** A new bearer token: 256 random bits, base64url, with a recognisable prefix. */
+/** 256 random bits, with a recognisable prefix. */
 export function newToken(): string {
   return 'orb_' + crypto.randomBytes(32).toString('base64url');
 }
@@ -44,12 +42,11 @@ export function requireScope(cred: Credential, scope: Scope): void {
   if (!cred.scopes.includes(scope)) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scope}`);
 }
 
-/** 403 unless the credential has one of the scopes. */
 export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
   if (!scopes.some((s) => cred.scopes.includes(s))) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scopes.join(' or ')}`);
 }
 
-/** 403 when the queue (already known to be in the credential's namespace) is outside queue_ids. */
+/** The queue is already known to be in the credential's namespace. */
 export function requireQueueAccess(cred: Credential, queueId: string): void {
   if (!canUseQueue(cred, queueId)) {
     throw new OrbitError('PERMISSION_DENIED', 'credential is not authorized for this queue');

@@ -1,5 +1,5 @@
-// `orbit-admin bootstrap`: creates (or reuses, by name) an application, namespace and queues, and a
-// new credential with queue_ids "*". Shared by the CLI, `npm start` and the test setup.
+// `orbit-admin bootstrap`, shared by the CLI, `npm start` and the test setup: reuses by name what
+// exists, and always issues a new credential.
 import fs from 'node:fs';
 import path from 'node:path';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
@@ -29,7 +29,7 @@ export interface CredentialsFile {
   queue_id: string;
   queues: Record<string, string>;
   scopes: Scope[];
-  /** How to reach the database (`npm start` writes it for the embedded one; the CLIs use it). */
+  /** `npm start` writes it for the embedded database, for the CLIs to find. */
   mysql_dsn?: string;
 }
 
@@ -45,7 +45,7 @@ export const BASE_SCOPES: Scope[] = [
 ];
 export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
 
-/** Throws one line naming the first invalid field (before anything is written). */
+/** Throws one line naming the first invalid field, before anything is written. */
 export function validateBootstrapInput(input: BootstrapInput): void {
   if (input.queues.length === 0) throw new Error('bootstrap needs at least one --queue');
   for (const q of input.queues) if (!RESOURCE_NAME_RE.test(q)) throw new Error(`queue name ${JSON.stringify(q)} must be 1-64 of [a-z0-9._-]`);
@@ -116,18 +116,13 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
 }
 
 export interface CredentialsFileReservation {
-  /** Writes the contents and moves the file into place (mode 0600). */
   commit(creds: CredentialsFile): void;
-  /** Removes what reserve() created. */
+  /** Removes what the reservation created. */
   abort(): void;
 }
 
-/**
- * Checks that `file` can be written before anything else happens (so a bad --output changes no
- * database row): creates missing parent folders and an exclusive temporary file beside it, created
- * with mode 0600 (never world-readable, not even briefly). commit() fills it and renames it over
- * `file`; abort() removes the temporary file and the folders it created.
- */
+/** Called before anything else, so that a bad --output changes no database row. The temporary
+ * file is created with mode 0600, so the token is never world-readable, not even briefly. */
 export function reserveCredentialsFile(file: string): CredentialsFileReservation {
   const target = path.resolve(file);
   let st: fs.Stats | undefined;
@@ -179,7 +174,6 @@ export function reserveCredentialsFile(file: string): CredentialsFileReservation
   };
 }
 
-/** Writes the credentials file with mode 0600 (created that way, never world-readable). */
 export function writeCredentialsFile(file: string, creds: CredentialsFile): void {
   reserveCredentialsFile(file).commit(creds);
 }

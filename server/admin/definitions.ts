@@ -1,7 +1,5 @@
-// The create step the two versioned definitions share (schedules/commands.ts, workflows/
-// definitions.ts): the namespace's quota of non-retired ones, the row under its unique name,
-// version 1, and the audit record — in the caller's transaction, after it has taken the namespace
-// lock (which serializes the count against a concurrent create) and whatever its version locks.
+// The create step schedules and workflows share. The caller holds the namespace lock, which
+// serializes the quota count against a concurrent create.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
@@ -16,13 +14,10 @@ export interface NewDefinition {
   /** Non-retired definitions of this kind the namespace may hold. */
   limit: number;
   countActive: () => Promise<number>;
-  /** Inserts the definition's row (a duplicate name becomes STATE_CONFLICT, unique-names.ts). */
   insert: (id: string, now: string) => Promise<unknown>;
-  /** Inserts version 1. */
   publishFirst: (id: string, now: string) => Promise<void>;
 }
 
-/** Creates the definition; its new id. QUOTA_EXCEEDED when the namespace holds `limit` already. */
 export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
   const active = await d.countActive();
   if (active >= d.limit) {

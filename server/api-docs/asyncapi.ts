@@ -1,6 +1,5 @@
-// The AsyncAPI 3.0 document of the worker protocol, from the TypeBox frame schemas the gateway and
-// the SDK validate with (protocol/frames.ts). Written to dist/api/asyncapi.json by `npm run build`
-// and served at GET /v1/asyncapi.json.
+// The AsyncAPI document of the worker protocol, from the frame schemas the gateway and the SDK
+// validate with, so that it cannot drift from them.
 import { GATEWAY_FRAMES, SUBPROTOCOL, WORKER_FRAMES } from '@orbit/protocol/frames';
 import { API_VERSION, plainSchema } from './openapi.js';
 

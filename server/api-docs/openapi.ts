@@ -1,6 +1,5 @@
-// The OpenAPI 3.1 document of the HTTP facade, generated from the same TypeBox schemas the facade
-// validates request bodies with (protocol/http-schemas.ts) and from routes-meta.ts. Written to
-// dist/api/openapi.json by `npm run build` and served at GET /v1/openapi.json.
+// The OpenAPI document of the HTTP facade, from the schemas the facade validates bodies with, so
+// that it cannot drift from them.
 import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -8,7 +7,7 @@ import { ROUTE_META, type RouteMeta } from './routes-meta.js';
 
 export const API_VERSION = '0.1.0';
 
-/** A TypeBox schema as plain JSON Schema (TypeBox's symbol keys dropped). */
+/** TypeBox's symbol keys dropped. */
 export function plainSchema(schema: unknown): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
 }
@@ -17,7 +16,6 @@ export function plainSchema(schema: unknown): Record<string, unknown> {
 const AUTHED: ErrorCode[] = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'METHOD_NOT_ALLOWED', 'INTERNAL', 'UNAVAILABLE'];
 const OPEN: ErrorCode[] = ['METHOD_NOT_ALLOWED', 'INTERNAL'];
 
-/** Every error code a route can answer, in table order. */
 export function routeErrors(meta: RouteMeta): ErrorCode[] {
   const all = new Set<ErrorCode>([...(meta.scope ? AUTHED : OPEN), ...meta.errors]);
   if (meta.body) all.add('INVALID_ARGUMENT').add('PAYLOAD_TOO_LARGE');
@@ -83,7 +81,7 @@ function operation(key: string, meta: RouteMeta) {
   const op: Record<string, unknown> = {
     operationId: `${method.toLowerCase()}${template.replace(/\{[a-z_]+\}/g, 'By').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
     summary: meta.summary,
-    // Alternatives are separate security requirements (OpenAPI: any one of them is enough).
+    // Separate security requirements: in OpenAPI any one of them is enough.
     security: meta.scope ? [meta.scope, ...(meta.orScopes ?? [])].map((sc) => ({ bearerAuth: [sc] })) : [],
     'x-orbit-scopes': meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [],
     'x-orbit-error-codes': routeErrors(meta),

@@ -1,4 +1,3 @@
-// The shape of a route's OpenAPI metadata (routes-meta.ts and its per-feature parts).
 import type { TSchema } from '@sinclair/typebox';
 import type { ErrorCode } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
@@ -12,21 +11,19 @@ export interface QueryParam {
 
 export interface RouteMeta {
   summary: string;
-  /** The scope the credential needs; absent for the unauthenticated health and docs routes. */
+  /** Absent for the unauthenticated routes. */
   scope?: string;
-  /** Other scopes that also grant the route (any one of scope + these suffices). */
+  /** Any one of scope and these suffices. */
   orScopes?: string[];
   body?: TSchema;
-  /** Receipt-bearing command: requires Idempotency-Key. */
+  /** Receipt-bearing: requires Idempotency-Key. */
   idempotent?: boolean;
   query?: QueryParam[];
   status: number;
-  /** What `data` holds on success. */
   returns: string;
-  /** Route-specific codes; the common ones (auth, 400, 500, 503, …) are added by the generator. */
+  /** Route-specific codes; the generator adds the common ones. */
   errors: ErrorCode[];
 }
 
-/** The paging parameters of every list. */
 export const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };

@@ -1,6 +1,4 @@
-// The OpenAPI metadata of the workflow run routes (server/http/routes-workflow-runs.ts), spread
-// into ROUTE_META (routes-meta.ts). Run commands need workflows:run; reads are granted by
-// workflows:manage, workflows:run or tasks:read (workflows.md "Endpoints").
+// The OpenAPI metadata of the workflow run routes, spread into ROUTE_META.
 import { CancelWorkflowRunBody, PauseWorkflowRunBody, ResumeWorkflowRunBody, SendSignalBody, StartWorkflowRunBody } from '@orbit/protocol/workflow-schemas';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import { WORKFLOW_RUN_STATES } from '@orbit/protocol/states';

@@ -1,6 +1,4 @@
-// The OpenAPI metadata of the workflow definition routes (server/http/routes-workflows.ts), spread
-// into ROUTE_META (routes-meta.ts). Reads are granted by workflows:manage, workflows:run or
-// tasks:read; commands need workflows:manage (workflows.md "Endpoints").
+// The OpenAPI metadata of the workflow definition routes, spread into ROUTE_META.
 import { CreateWorkflowBody, PublishWorkflowVersionBody, RetireWorkflowBody } from '@orbit/protocol/workflow-schemas';
 import { cursor, limit, type RouteMeta } from './route-meta-type.js';
 

@@ -1,6 +1,4 @@
-// What the OpenAPI document says about each route of the router: summary, the scope it needs,
-// its request body schema (the same TypeBox schema the facade validates with), its success status
-// and the error codes it can answer. test/api-docs.test.ts checks that every route of the router
+// What the OpenAPI document says about each route. test/api-docs.test.ts checks that every route
 // has an entry here and that the scopes are the ones the handlers enforce.
 import { cursor, limit, type RouteMeta } from './route-meta-type.js';
 import { MAX_BATCH_ITEMS } from '@orbit/protocol/limits';

@@ -1,5 +1,4 @@
-// GET /v1/openapi.json and /v1/asyncapi.json: the files the build wrote, read once; generated in
-// process when they are missing (running from sources), so the route always answers.
+// The files the build wrote, read once; generated in process when running from sources.
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../paths.js';

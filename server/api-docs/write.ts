@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// Build step (`npm run build`): writes dist/api/openapi.json and dist/api/asyncapi.json, which the
-// gateway serves and the README links.
+// Build step: the API documents the gateway serves and the README links.
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../paths.js';

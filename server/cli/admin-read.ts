@@ -1,8 +1,4 @@
-// orbit-admin's read commands, straight from the database (no credential needed, every namespace):
-//   queues list                                  one line per queue with its waiting/running counts
-//   tasks list --queue NAME|ID [--state S] [--limit N]
-//   task get ID                                  the task as GET /v1/tasks/{id} shows it, plus its attempts
-// Text columns by default, `--json` for one JSON document.
+// orbit-admin's read commands, straight from the database: no credential needed, every namespace.
 import { isTaskState, TASK_STATES, type TaskState } from '@orbit/protocol/states';
 import type { Pool } from '../db/pool.js';
 import { taskView } from '../db/tasks.js';
@@ -12,7 +8,6 @@ import { one, parseFlags } from './args.js';
 
 const ID_RE = /^[0-9a-f]{32}$/;
 
-/** Aligned columns, header first. */
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
@@ -23,8 +18,7 @@ export const READ_USAGE = `  orbit-admin queues list [--json]
   orbit-admin tasks list --queue NAME|ID [--state STATE] [--limit N] [--json]
   orbit-admin task get ID [--json]`;
 
-/** Checks the arguments of a read command before any database work; returns the runner, or null
- * when `argv` is not a read command. */
+/** Checks the arguments before any database work; null when `argv` is not a read command. */
 export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) | null {
   const [cmd, sub] = argv;
   if (cmd === 'queues' && sub === 'list') {
@@ -75,7 +69,7 @@ async function queuesList(pool: Pool, json: boolean): Promise<string> {
   );
 }
 
-/** A queue by id, or by name when exactly one namespace has a queue of that name. */
+/** By name only when exactly one namespace has a queue of that name. */
 async function findQueue(pool: Pool, ref: string): Promise<{ id: string; namespace_id: string }> {
   const rows = await queuesByRef(pool, ref);
   if (rows.length === 0) throw new Error(`no queue with id or name ${JSON.stringify(ref)}; \`orbit-admin queues list\` shows them`);

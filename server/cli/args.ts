@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** Minimal `--flag value` / `--switch` parser for the CLIs; repeated flags accumulate. When
- * `allowed` is given, any other flag is an error (a typo never silently does nothing). */
+/** Repeated flags accumulate. With `allowed`, any other flag is an error: a typo never silently
+ * does nothing. */
 export function parseArgs(argv: string[], switches: string[], allowed?: string[]): { positional: string[]; flags: Map<string, string[]> } {
   const positional: string[] = [];
   const flags = new Map<string, string[]>();
@@ -32,7 +32,6 @@ export function parseArgs(argv: string[], switches: string[], allowed?: string[]
   return { positional, flags };
 }
 
-/** Like parseArgs, but positional arguments are an error too. */
 export function parseFlags(argv: string[], switches: string[], allowed: string[]): Map<string, string[]> {
   const { positional, flags } = parseArgs(argv, switches, allowed);
   if (positional.length > 0) throw new Error(`unexpected argument ${JSON.stringify(positional[0])}`);
@@ -49,26 +48,22 @@ export function one(flags: Map<string, string[]>, name: string, required = true)
   return v[0];
 }
 
-/** One line for any error: its message (or code), whitespace collapsed. */
 export function oneLine(err: unknown): string {
   const e = err as { message?: unknown; code?: unknown };
   const msg = typeof e?.message === 'string' && e.message.trim() !== '' ? e.message : typeof e?.code === 'string' ? e.code : String(err);
   return msg.replace(/\s+/g, ' ').trim();
 }
 
-/** Where a CLI writes: process.stdout and process.stderr when it runs as a script; a test calling
- * its main() in-process passes collectors instead. */
+/** A test calling a CLI's main() in-process passes collectors instead of the process's streams. */
 export interface CliIo {
   stdout: { write(chunk: string): unknown };
   stderr: { write(chunk: string): unknown };
 }
 
-/** A CLI's entry: arguments (without node and the script), environment, output streams; resolves
- * with the exit code. */
+/** Resolves with the exit code. */
 export type CliMain = (argv: string[], env?: NodeJS.ProcessEnv, io?: CliIo) => Promise<number>;
 
-/** Runs a CLI body and resolves with its exit code: the body's (0 when it returns none), or 1 after
- * one line (`prog: message`) on stderr for any error. */
+/** Any error becomes one line on stderr and exit code 1. */
 export async function runCli(prog: string, io: CliIo, body: () => Promise<number | void>): Promise<number> {
   try {
     return (await body()) ?? 0;
@@ -78,8 +73,7 @@ export async function runCli(prog: string, io: CliIo, body: () => Promise<number
   }
 }
 
-/** Whether the module at `moduleUrl` is the script node was started with: directly, through an npm
- * bin link (node_modules/.bin/x is a symlink), or named without its .js. */
+/** Also through an npm bin link (a symlink) or named without its .js. */
 export function isScript(moduleUrl: string, script: string | undefined = process.argv[1]): boolean {
   if (!script) return false;
   const self = fileURLToPath(moduleUrl);
@@ -92,9 +86,7 @@ export function isScript(moduleUrl: string, script: string | undefined = process
   });
 }
 
-/** The bin guard: runs `main` with the process's arguments, environment and streams and exits
- * with its code, but only when the module is the script being run; imported (by a test that
- * calls main() itself), it does nothing. */
+/** Imported by a test that calls main() itself, it does nothing. */
 export function runIfScript(moduleUrl: string, main: CliMain): void {
   if (!isScript(moduleUrl)) return;
   void main(process.argv.slice(2), process.env, process).then((code) => process.exit(code));

@@ -1,12 +1,7 @@
-// GET /metrics of a node of several gateway processes (ORBIT_PROCESSES > 1): one scrape, whichever
-// process the connection landed on, sees the node's totals — what a Prometheus job that scrapes one
-// address per node expects. The process that got the request asks the primary (IPC); the primary
-// asks every ready process for its registry as JSON and merges them with prom-client's
-// AggregatorRegistry.aggregate: counters and histograms summed, gauges summed unless the metric
-// names another aggregator (the database-derived gauges take `max`: every process reads the same
-// rows), plus the primary's own registry (its CPU and memory, and the process count and restarts).
-// A restarted process starts its counters at zero, as a restarted single-process node does; a
-// process that does not answer within the timeout fails the scrape instead of lowering the totals.
+// GET /metrics of a multi-process node: one scrape, whichever process the connection landed on,
+// sees the node's totals, as a Prometheus job scraping one address per node expects. The primary
+// merges every ready process's registry with its own. A process that does not answer in time fails
+// the scrape rather than lowering the totals.
 import type { Worker } from 'node:cluster';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { OrbitError } from '@orbit/protocol/errors';
@@ -15,7 +10,7 @@ const TIMEOUT_MS = 5_000;
 
 type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
-/** The IPC messages of the exchange (`orbit` names the kind; `id` pairs a reply with its ask). */
+/** `id` pairs a reply with its ask. */
 export type MetricsMessage =
   | { orbit: 'metrics?'; id: number }
   | { orbit: 'metrics'; id: number; text?: string; error?: string }
@@ -27,8 +22,7 @@ export function isMetricsMessage(m: unknown): m is MetricsMessage {
   return typeof o?.orbit === 'string' && o.orbit.startsWith('metrics') && typeof o.id === 'number';
 }
 
-/** In a gateway process: answers the primary's asks for this registry, and returns the function
- * that GET /metrics serves (the node's totals, asked of the primary). */
+/** In a gateway process: answers the primary's asks, and returns what GET /metrics serves. */
 export function metricsThroughPrimary(registry: Registry): () => Promise<string> {
   let seq = 0;
   const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
@@ -64,7 +58,6 @@ export function metricsThroughPrimary(registry: Registry): () => Promise<string>
     });
 }
 
-/** In the primary: merges the registries of the ready processes and its own for one ask. */
 export class MetricsAggregator {
   private seq = 0;
   private readonly pending = new Map<number, { left: Set<Worker>; got: MetricsJson[]; done: (err: string | null) => void }>();
@@ -74,7 +67,6 @@ export class MetricsAggregator {
     private readonly ready: () => Worker[],
   ) {}
 
-  /** A metrics message from process `from`. */
   handle(from: Worker, m: MetricsMessage): void {
     if (m.orbit === 'metrics?') void this.answer(from, m.id);
     else if (m.orbit === 'metrics-json') {
@@ -86,7 +78,7 @@ export class MetricsAggregator {
     }
   }
 
-  /** A process exited: asks waiting for it no longer do (its counters are gone with it). */
+  /** Asks stop waiting for a process that exited: its counters are gone with it. */
   forget(w: Worker): void {
     for (const p of this.pending.values()) if (p.left.delete(w) && p.left.size === 0) p.done(null);
   }

@@ -1,10 +1,6 @@
-// One gateway process of a node with ORBIT_PROCESSES > 1, forked by the node's primary
-// (server/cli/processes.ts), which passes the DSN, the listen address and the node id in the
-// environment. It is a whole gateway node (startGateway), with three differences: its /metrics
-// serve the node's totals (server/cli/cluster-metrics.ts), its wake-ups reach its siblings
-// (server/cli/sibling-wakes.ts), and it stops on the primary's SIGTERM only —
-// a Ctrl-C reaches the whole process group, and the primary alone decides (it then sends SIGTERM).
-// If the primary dies, node:cluster ends this process at once (no orphaned gateway keeps the port).
+// One gateway process of a multi-process node: a whole gateway node whose /metrics serve the
+// node's totals and whose wake-ups reach its siblings. It ignores SIGINT: a Ctrl-C reaches the
+// whole process group, and the primary alone decides when to stop it.
 import { loadConfig, type Config } from '../config.js';
 import { startGateway, type GatewayHandle } from '../gateway-main.js';
 import { lifecycleLogger } from '../logger.js';
@@ -32,7 +28,7 @@ async function main(): Promise<void> {
     started.config = loadConfig();
     const gw = await startGateway(started.config);
     gw.app.metrics.exposition = metricsThroughPrimary(gw.app.metrics.registry);
-    // startGateway gives every node a NodeSignals (its subscriber side is what the relay needs).
+    // The relay needs the subscriber side.
     if (!(gw.app.signals instanceof NodeSignals)) throw new Error('the gateway has no NodeSignals to relay');
     relayWakes(gw.app.signals);
     started.gw = gw;

@@ -1,8 +1,6 @@
-// One `npm start` per ORBIT_HOME. proper-lockfile (an mkdir-based lock refreshed while held, so a
-// lock left by a process killed with -9 goes stale and is taken over) is taken before the embedded
-// database starts: two starts at the same instant can no longer run two servers on one data
-// directory. The second one waits briefly (the first may be a process that just died) and then
-// stops with one line.
+// One `npm start` per ORBIT_HOME, so that two servers never run on one data directory. The lock is
+// refreshed while held, so one left by a killed process goes stale and is taken over; the second
+// start waits briefly, since the first may be a process that just died.
 import fs from 'node:fs';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
@@ -18,7 +16,7 @@ export async function lockHome(home: string): Promise<() => Promise<void>> {
       stale: STALE_MS,
       retries: { retries: 8, minTimeout: 250, maxTimeout: 1000, factor: 1.5 },
       realpath: false,
-      // Losing the lock (the home folder removed, the clock jumped) must not crash a running gateway.
+      // Losing the lock (the folder removed, the clock jumped) must not crash a running gateway.
       onCompromised: () => {},
     });
   } catch (err) {

@@ -1,6 +1,5 @@
 // Which database a CLI talks to: ORBIT_MYSQL_DSN when set, otherwise the embedded database of a
-// running `npm start` (its DSN is in ORBIT_HOME/dev.credentials.json, default .orbit/). The CLIs
-// say which one they use, with the password hidden, before they touch it.
+// running `npm start`.
 import fs from 'node:fs';
 import path from 'node:path';
 import { configuredDsn, orbitHome } from '../config.js';
@@ -8,11 +7,9 @@ import { parseDsn } from '../db/pool.js';
 
 export interface ResolvedDsn {
   dsn: string;
-  /** Where it came from, for the "using database" line. */
   source: string;
 }
 
-/** The DSN with its password replaced by `***`. */
 export function redactDsn(dsn: string): string {
   try {
     const u = new URL(dsn);
@@ -45,7 +42,7 @@ export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
     throw new Error(hint);
   }
   if (typeof dsn !== 'string') throw new Error(hint);
-  // The file outlives the server: only a live one is worth connecting to (else a 10 s timeout).
+  // The file outlives the server: a dead one would cost a connection timeout.
   let pid = NaN;
   try {
     pid = Number(fs.readFileSync(path.join(home, 'mysql', 'mysqld.pid'), 'utf8').trim());
@@ -59,8 +56,8 @@ export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
   return { dsn, source: `the embedded database of npm start (${file})` };
 }
 
-/** Resolves the DSN; a database found by itself (not named by ORBIT_MYSQL_DSN) is named on stderr
- * (stdout stays the command's output), so nobody changes the wrong database unawares. */
+/** A database not named by ORBIT_MYSQL_DSN is named on stderr, so nobody changes the wrong
+ * database unawares. */
 export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, stderr: { write(s: string): unknown } = process.stderr): string {
   const r = resolveDsn(env);
   if (r.source !== 'ORBIT_MYSQL_DSN') stderr.write(`${prog}: using ${redactDsn(r.dsn)} (${r.source})\n`);

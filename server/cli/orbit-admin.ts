@@ -1,8 +1,6 @@
 #!/usr/bin/env node
-// orbit-admin bootstrap | credential create | credential revoke | quota set | queues list |
-// tasks list | task get. The database: ORBIT_MYSQL_DSN, else the embedded one of `npm start`.
-// Every argument is checked before the database is touched; any error prints one line on stderr,
-// exits 1 and leaves the database and the file system as they were.
+// orbit-admin. Every argument is checked before the database is touched, so an error leaves the
+// database and the file system as they were.
 import { createPool, withTransaction, type Pool } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
@@ -47,14 +45,13 @@ function id(flags: Map<string, string[]>, name: string): string {
   return v;
 }
 
-/** orbit-admin with `argv` (the arguments after the program name); resolves with the exit code.
- * The bin runs it with the process's own; tests call it in-process with collectors for `io`. */
+/** Tests call it in-process with collectors for `io`. */
 export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: CliIo = process): Promise<number> {
   return runCli('orbit-admin', io, () => command(argv, env, io));
 }
 
 async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promise<void> {
-  /** The DSN (checked, and named on stderr) once the arguments are known to be valid. */
+  /** Called only once the arguments are known to be valid. */
   const dsnFromEnv = (): string => announceDsn('orbit-admin', env, io.stderr);
   const [cmd, sub] = argv;
   if (argv.length === 0) throw new Error('no command given; run `orbit-admin --help` for usage');

@@ -1,13 +1,11 @@
 #!/usr/bin/env node
-// orbit-migrate up | status — forward-only numbered migrations (ORBIT_MYSQL_DSN, else the
-// embedded database of a running `npm start`).
+// orbit-migrate up | status: forward-only numbered migrations.
 import { createPool } from '../db/pool.js';
 import { migrateUp, schemaStatus } from '../mariadb/migrations.js';
 import { runCli, runIfScript, type CliIo } from './args.js';
 import { announceDsn } from './local-dsn.js';
 
-/** orbit-migrate with `argv` (the arguments after the program name); resolves with the exit code:
- * 0, 1 on any error, 3 when `status` finds pending or unknown migrations. */
+/** Exit code 3 when `status` finds pending or unknown migrations. */
 export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: CliIo = process): Promise<number> {
   return runCli('orbit-migrate', io, async () => {
     const cmd = argv[0];

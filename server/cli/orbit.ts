@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// The gateway node. Requires ORBIT_MYSQL_DSN (`npm start` is the embedded wrapper). With
-// ORBIT_PROCESSES > 1 this process is the node's primary and supervises its gateway processes
-// (server/cli/processes.ts).
+// The gateway node; `npm start` is the wrapper with an embedded database.
 import { loadConfig } from '../config.js';
 import { startNode } from './processes.js';
 import { installSignalHandlers } from './signals.js';
@@ -33,7 +31,7 @@ async function main(): Promise<void> {
       await gw.close();
       life.info(ids, 'orbit gateway exited');
     },
-    // The processes of a node each drain within their own 10 s; the primary waits for them.
+    // The primary waits for its processes' own hard-exit deadlines.
     { hardExitMs: config.processes === 1 ? 10_000 : 15_000 },
   );
 }

@@ -1,16 +1,8 @@
-// ORBIT_PROCESSES=N: one gateway node as N processes sharing its port, so a node uses N cores.
-// N = 1 is the node as it always was: startGateway in this process, nothing else. N > 1: this
-// process becomes the primary of a node:cluster and runs no gateway itself; it forks N gateway
-// processes (server/cli/gateway-process.ts), each a whole stateless node as today — its own
-// node_id in worker_sessions, its own pool, dispatcher, sweeper, reconciler, schedule firer and
-// event pruner, all of which are safe with any number of nodes on one database (docs/design.md
-// "Cross-node effects"). The listening socket is the primary's; node:cluster hands each accepted
-// connection to the next process in turn (round-robin, the Linux default), so HTTP keep-alive
-// connections and WebSocket sessions spread over the processes; the primary also passes each
-// process's wake-ups on to the others (server/cli/sibling-wakes.ts). The primary supervises: a process
-// that exits is restarted (a log line; backoff when it keeps dying young), its sessions' attempts
-// are recovered by the sweepers as after any node's crash; stop() drains every process (SIGTERM:
-// each closes as a single node does) and resolves when all have exited.
+// ORBIT_PROCESSES=N > 1: one gateway node as N processes sharing its port, so a node uses N cores.
+// This process becomes a node:cluster primary that runs no gateway itself and supervises N gateway
+// processes, each a whole stateless node: every loop of a node is safe with any number of nodes on
+// one database (docs/design.md "Several processes per node"). A process that exits is restarted,
+// and its sessions' attempts are recovered by the sweepers as after any node's crash.
 import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
@@ -22,24 +14,22 @@ import { forwardWakes, isWakeMessage } from './sibling-wakes.js';
 
 export interface NodeHandle {
   url: string;
-  /** One per process (one when ORBIT_PROCESSES=1); a restarted process has its own. */
+  /** A restarted process has its own. */
   processes: { pid: number; node_id: string }[];
   close(): Promise<void>;
 }
 
-/** What a gateway process tells its primary once it listens. */
 export interface ReadyMessage {
   orbit: 'ready';
   url: string;
   node_id: string;
 }
 
-/** A process that dies sooner than this after its start counts as dying young: its restart waits
- * 0.5 s, doubling per young death up to 30 s (a database that refuses every start is not hammered). */
+/** A process that dies sooner than this after its start is restarted with a growing backoff, so a
+ * database that refuses every start is not hammered. */
 const YOUNG_MS = 10_000;
 const MAX_BACKOFF_MS = 30_000;
 
-/** Starts the node: in this process (ORBIT_PROCESSES=1) or as a supervised cluster. */
 export async function startNode(config: Config, log: Logger): Promise<NodeHandle> {
   if (config.processes === 1) {
     const gw = await startGateway(config);
@@ -80,8 +70,7 @@ class Supervisor {
       youngDeaths: 0,
       timer: null,
     }));
-    // The primary's own share of the node's /metrics: its process figures (it accepts every
-    // connection), how many gateway processes serve, how many were restarted.
+    // The primary's own process metrics count: it accepts every connection.
     client.collectDefaultMetrics({ register: this.registry });
     const ready = () => this.slots.filter((s) => s.ready).length;
     new client.Gauge({
@@ -104,8 +93,7 @@ class Supervisor {
   async start(): Promise<NodeHandle> {
     try {
       // Every process is given the configured address, `:0` included: node:cluster keys the
-      // listening socket by the address asked for, so they all share the one the first bound
-      // (the port changes only if every process dies at once).
+      // listening socket by the address asked for, so they all share the one the first bound.
       await Promise.all(this.slots.map((s) => this.fork(s)));
     } catch (err) {
       await this.close();
@@ -123,7 +111,7 @@ class Supervisor {
     return this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
   }
 
-  /** Forks the slot's process; resolves when it listens, rejects when it exits first. */
+  /** Resolves when the process listens, rejects when it exits first. */
   private fork(s: Slot): Promise<void> {
     const w = cluster.fork(processEnv(this.config, s.n));
     s.worker = w;
@@ -166,7 +154,7 @@ class Supervisor {
     s.timer = setTimeout(() => {
       s.timer = null;
       if (this.stopping) return;
-      // A failed start is logged by the process itself; its exit comes back here with a longer wait.
+      // A failed start is logged by the process; its exit comes back here with a longer wait.
       this.fork(s).catch(() => {});
     }, delay);
   }
@@ -179,7 +167,6 @@ class Supervisor {
       const w = s.worker;
       if (!w || w.isDead()) continue;
       exits.push(new Promise<void>((resolve) => w.once('exit', () => resolve())));
-      // Each process drains as a single node does on SIGTERM (goaway, in-flight transactions).
       w.process.kill('SIGTERM');
     }
     await Promise.all(exits);

@@ -1,11 +1,7 @@
-// ORBIT_PROCESSES > 1: the processes of one node tell each other about new work as a single node
-// tells itself. A submit, a retry or a result wakes the sessions of its queues in the process that
-// committed it (server/work-signals.ts); a session of the same queue in a sibling process would
-// otherwise find that work only by its dispatcher's poll (10 ms after a productive round, up to
-// 250 ms when idle: docs/design.md "Cross-node effects"). Each process sends the queues it woke to
-// the primary — once per event-loop turn, each queue once — and the primary passes them on to the
-// other processes, which wake their own sessions of those queues. A wake is a hint: a lost one
-// costs a poll interval, never correctness.
+// The processes of one node tell each other about new work as a single node tells itself: a
+// session in a sibling process would otherwise find it only by its dispatcher's poll. Each process
+// sends the queues it woke, once per event-loop turn, through the primary. A wake is a hint: a lost
+// one costs a poll interval, never correctness.
 import type { Worker } from 'node:cluster';
 import type { NodeSignals, WakeCause } from '../work-signals.js';
 
@@ -19,7 +15,7 @@ export function isWakeMessage(m: unknown): m is WakeMessage {
   return o?.orbit === 'wake' && Array.isArray(o.queues);
 }
 
-/** In a gateway process: sends this process's wake-ups to the primary, replays its siblings'. */
+/** In a gateway process. */
 export function relayWakes(signals: NodeSignals): void {
   let pending: Map<string, WakeCause> | null = null;
   let replaying = false;
@@ -48,7 +44,7 @@ export function relayWakes(signals: NodeSignals): void {
   });
 }
 
-/** In the primary: passes one process's wake-ups on to the other ready processes. */
+/** In the primary. */
 export function forwardWakes(from: Worker, m: WakeMessage, ready: Worker[]): void {
   for (const w of ready) if (w !== from && w.isConnected()) w.send(m);
 }

@@ -1,7 +1,6 @@
 import { lifecycleLogger } from '../logger.js';
 
-/** SIGINT/SIGTERM (or `signals`) → run `stop` once, exit 0 (1 if it fails); a hard exit after
- * `hardExitMs` (10 s). A second signal exits at once. */
+/** Runs `stop` once, with a hard exit after `hardExitMs`; a second signal exits at once. */
 export function installSignalHandlers(stop: () => Promise<void>, opts: { signals?: NodeJS.Signals[]; hardExitMs?: number } = {}): void {
   let stopping = false;
   const onSignal = () => {

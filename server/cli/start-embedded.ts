@@ -1,9 +1,6 @@
 #!/usr/bin/env node
-// `npm start`: with ORBIT_MYSQL_DSN set, just the gateway. Without it: a private MariaDB under
-// .orbit/mysql (installed from Debian when missing), migrations, a development
-// application/namespace/queue/credential written once to .orbit/dev.credentials.json (with the
-// database's DSN, for the CLIs), then the gateway. Ctrl-C / SIGTERM stops both, also while still
-// starting. Every line goes through pino, like the gateway's.
+// `npm start`: without ORBIT_MYSQL_DSN, a private MariaDB, migrations and development credentials
+// (with the DSN, for the CLIs) before the gateway. A signal stops both, also while still starting.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -26,8 +23,6 @@ class Stopped extends Error {}
 async function main(): Promise<void> {
   const home = orbitHome();
   const credFile = path.join(home, 'dev.credentials.json');
-  // The wrapper's own lines are start-up and shutdown lines: printed whatever ORBIT_LOG_LEVEL says
-  // (which governs the gateway's logger).
   const log: Logger = lifecycleLogger({ component: 'start' });
   let db: EmbeddedServer | null = null;
   let gw: NodeHandle | null = null;
@@ -56,10 +51,8 @@ async function main(): Promise<void> {
     if (configuredDsn() !== undefined) {
       config = loadConfig();
     } else {
-      // Check the rest of the configuration before starting (or installing) anything.
+      // The rest of the configuration is checked before anything is installed or started.
       loadConfig(process.env, { mysqlDsn: 'mysql://check@127.0.0.1:3306/orbit' });
-      // One `npm start` per ORBIT_HOME: the lock is taken before the database starts, so a second
-      // one stops here in seconds instead of running a second server on the same files.
       unlock = await lockHome(home);
       db = await startEmbeddedMariaDb({ dataDir: path.join(home, 'mysql'), log: (l) => log.info(l) });
       checkpoint();
@@ -77,7 +70,7 @@ async function main(): Promise<void> {
     }
     checkpoint();
     gw = await startNode(config, log);
-    // With ORBIT_HTTP_ADDR=...:0 the real port is known only now.
+    // With port 0 the real port is known only now.
     if (db) syncCredentials(credFile, { url: gw.url, mysql_dsn: config.mysqlDsn });
     checkpoint();
     const procs = config.processes === 1 ? {} : { processes: gw.processes };
@@ -117,7 +110,7 @@ async function ensureDevCredentials(log: Logger, pool: ReturnType<typeof createP
   writeCredentialsFile(file, { ...creds, mysql_dsn: dsn });
 }
 
-/** Rewrites the file when the URL or the DSN changed (the token and ids never change here). */
+/** The token and ids never change here. */
 function syncCredentials(file: string, now: { url: string; mysql_dsn: string }): void {
   const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
   if (creds.url !== now.url || creds.mysql_dsn !== now.mysql_dsn) writeCredentialsFile(file, { ...creds, ...now });

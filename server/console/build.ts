@@ -1,7 +1,5 @@
-// Builds the console into dist/console/ from this repository's sources (run by `npm run build`,
-// hence by `npm ci` through `prepare`): one ESM bundle (Preact included), one stylesheet, the page
-// and its icon. No CDN, nothing fetched at run time. Fails when the whole console is over the
-// 200 KiB gzipped budget of console.md.
+// Builds the console from this repository's sources: nothing is fetched at run time. Fails when
+// the console is over its gzipped budget.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';

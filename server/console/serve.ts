@@ -1,7 +1,5 @@
-// Serves the built console (dist/console/) at /console/ on every gateway node. The files are read
-// once per process and kept with their gzip form; every response under /console/ carries the
-// strict headers of console.md (a CSP without unsafe-inline/unsafe-eval, frame-ancestors 'none',
-// nosniff), including the 404s.
+// Serves the built console on every gateway node. Every response under /console/, 404s included,
+// carries the strict security headers.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -34,7 +32,7 @@ interface Asset {
 
 let assets: Map<string, Asset> | null | undefined;
 
-/** The built files, or null when the console was not built (a source checkout without `npm run build`). */
+/** null in a source checkout that was not built. */
 function load(): Map<string, Asset> | null {
   if (assets !== undefined) return assets;
   const dir = consoleDir();
@@ -58,7 +56,7 @@ function securityHeaders(): Record<string, string> {
   };
 }
 
-/** Handles a request whose path is /console or below it. Returns the status sent. */
+/** Returns the status sent. */
 export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse, pathname: string, requestId: string): number {
   const send = (status: number, headers: Record<string, string>, body: Buffer | string) => {
     res.writeHead(status, { ...securityHeaders(), 'X-Request-Id': requestId, ...headers });

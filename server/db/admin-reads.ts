@@ -1,5 +1,4 @@
-// orbit-admin's reads (server/cli/admin-read.ts), straight from the database: no credential, every
-// namespace, no locks. Operator tools only; the API's reads are scoped by namespace elsewhere.
+// orbit-admin's reads: no credential, every namespace, no locks. Operator tools only.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './pool.js';
 import type { TaskState } from '@orbit/protocol/states';
@@ -18,8 +17,7 @@ export interface AdminQueueRow extends RowDataPacket {
   running: number | string;
 }
 
-/** queuesWithCounts() → every queue with its namespace's name and its WAITING and LEASED+RUNNING
- * task counts, by namespace name then queue name. */
+/** Every queue with its namespace's name and its WAITING and LEASED+RUNNING counts. */
 export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {
   const [rows] = await pool.query<AdminQueueRow[]>(
     `SELECT q.id, q.name, n.name AS namespace, q.namespace_id, q.paused, q.retired_at, q.max_active_attempts,
@@ -30,8 +28,7 @@ export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {
   return rows;
 }
 
-/** queuesByRef(ref) → the queues whose id or name is `ref` (in any namespace), with their
- * namespace's name. */
+/** The queues, in any namespace, whose id or name is `ref`. */
 export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string; namespace_id: string; namespace: string }[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
     'SELECT q.id, q.namespace_id, n.name AS namespace FROM queues q JOIN namespaces n ON n.id = q.namespace_id WHERE q.id = ? OR q.name = ?',
@@ -40,8 +37,7 @@ export async function queuesByRef(pool: Pool, ref: string): Promise<{ id: string
   return rows as { id: string; namespace_id: string; namespace: string }[];
 }
 
-/** tasksOfQueue(queue_id, state?, limit) → the queue's newest tasks first (by seq), optionally of
- * one state: ix_tasks_ns_queue_seq walked newest first (no index of tasks carries the state). */
+/** The queue's newest tasks, optionally of one state. */
 export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState | undefined, limit: number): Promise<TaskRow[]> {
   const [rows] = await pool.query<TaskRow[]>(
     `SELECT ${TASK_COLUMNS} FROM tasks
@@ -52,13 +48,11 @@ export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState
   return rows;
 }
 
-/** taskById(id) → the task in any namespace, or null. */
 export async function taskById(pool: Pool, id: string): Promise<TaskRow | null> {
   const [rows] = await pool.query<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
   return rows[0] ?? null;
 }
 
-/** attemptsOfTask(task_id) → the task's attempts by attempt_no, in any namespace. */
 export async function attemptsOfTask(pool: Pool, taskId: string): Promise<AttemptRow[]> {
   const [attempts] = await pool.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? ORDER BY attempt_no`, [taskId]);
   return attempts;

@@ -37,10 +37,8 @@ export function startAttemptsSql(items: StartItem[], now: string | null, leaseBy
   const queues = [...leaseByQueue];
   const clock = now === null ? '@orbit_now' : '?';
   const clockValue = now === null ? [] : [now];
-  // Lease lengths as literals (the caller read them from the cached queue configuration): the
-  // statement reads no queue row, so it takes no lock on one — a subquery on queues here took
-  // shared locks that deadlocked with the counter updates at the end of the batch (measured: 85
-  // deadlocks in one 3-node chaos run).
+  // Lease lengths as literals from the cached queue configuration: a subquery on queues would take
+  // shared locks that deadlock with the counter updates at the end of a batch.
   const owners =
     now === null
       ? `JOIN credentials cr ON cr.id IN (${placeholders(new Set(items.map((i) => i.credentialId)).size)}) AND cr.revoked_at IS NULL
@@ -176,9 +174,8 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
 /** closeAttempts(rows, now): the ended attempts, one UPDATE with a CASE per column (one per
  * chunk of rows when their values exceed the statement budget: db/packet-budget.ts; one row: a
  * plain UPDATE, closeOneAttemptSql); started_at is set to now for a result's attempt that was
- * never started. The caller holds the row locks.
- * (Not JSON_TABLE: MariaDB 10.11 crashed — SIGSEGV — on an UPDATE … JOIN JSON_TABLE of attempts
- * under the test suite's load; CASE is plain SQL every server plans the same.) */
+ * never started. The caller holds the row locks. CASE, not JSON_TABLE: MariaDB 10.11 crashes on an
+ * UPDATE … JOIN JSON_TABLE under load. */
 export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
   for (const chunk of chunkRows(c, rows, closedValues)) await write(c, ...closeAttemptsSql(chunk, now));
 }
@@ -207,8 +204,7 @@ export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, 
 }
 
 /** Every value closeAttemptsSql's CASE form carries for a row (its id in every CASE and in the IN
- * list), for the statement budget. (A flat literal: built with flatMap, the list cost 4 µs per
- * row, measured; this 0.8 µs.) */
+ * list), for the statement budget; a flat literal, since it runs per row of every batch. */
 const closedValues = (r: ClosedAttempt) => [
   r.id,
   r.id,
@@ -229,13 +225,9 @@ const closedValues = (r: ClosedAttempt) => [
   r.started,
 ];
 
-/** closeAttempts' statement for one attempt (every result of a hot-key turnover: 0.27 per task
- * on `hot-keys-10`): each value once and the id once, 510 bytes against the CASE form's 912 for a
- * typical result, and 160 against 200 µs of mariadbd per statement (test server, 4 alternated
- * rounds of 1 000 each). Several rows keep the CASE form: a UNION ALL derived table joined to
- * attempts (each row's values stated once, 2 885 against 5 070 bytes for 8 rows) cost 1 100–1 800
- * against 580–730 µs — one SELECT to prepare per row, the derived table materialized and the
- * multi-table UPDATE's buffer of row positions (docs/benchmarks.md, "SQL bytes per task"). */
+/** closeAttempts' statement for one attempt: each value once, no CASE, the cheaper statement for
+ * the server. Several rows keep the CASE form: a derived table of rows joined to attempts costs
+ * the server more (docs/benchmarks.md, "SQL bytes per task"). */
 export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
   return [
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,

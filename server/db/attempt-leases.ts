@@ -1,17 +1,11 @@
-// Lease extension of live attempts: `renew` frames (server/dispatch/renew.ts) and the resume of
-// listed attempts at a hello (server/gateway/hello.ts). Lease lengths go in as literals, per queue
-// (`lease`: [queue_id, seconds] pairs from the cached queue configuration, server/db/queue-config.ts):
-// a join with queues here took a shared lock on the queue row, which deadlocked with results
-// releasing permits on it. Lease times are computed by the database clock.
+// Lease extension of live attempts. Lease lengths come as literals from the cached queue
+// configuration: a join with queues would share-lock the queue row and deadlock with results.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { placeholders } from './placeholders.js';
 
 export type LeaseSeconds = readonly (readonly [queueId: string, seconds: number])[];
 
-/** renewLeases({namespace_id, worker_id}, ids, lease): each listed attempt of this worker identity
- * that is LEASED or RUNNING and unexpired gets lease_expires_at = now + its queue's lease. An
- * attempt of a queue not in `lease` is left alone. */
 export async function renewLeases(c: Conn, who: { namespaceId: string; workerId: string }, valid: string[], lease: LeaseSeconds): Promise<void> {
   if (lease.length === 0) return;
   await c.query(
@@ -22,9 +16,7 @@ export async function renewLeases(c: Conn, who: { namespaceId: string; workerId:
   );
 }
 
-/** readLiveLeases({namespace_id, worker_id}, ids) → id and lease_expires_at of the listed attempts
- * of this worker identity that are LEASED or RUNNING and unexpired (after renewLeases: the ones
- * renewed; the others are lost). */
+/** After renewLeases, the ones renewed; the others are lost. */
 export async function readLiveLeases(
   c: Conn,
   who: { namespaceId: string; workerId: string },
@@ -38,9 +30,7 @@ export async function readLiveLeases(
   return rows.map((r) => ({ id: r.id as string, lease_expires_at: r.lease_expires_at as string }));
 }
 
-/** rebindAttempts(session_id, lease, ids): resumed attempts move to the new session and their
- * lease restarts at now + their queue's lease. The caller holds the rows locked and has checked
- * they are live and owned by the session's worker identity. */
+/** The caller holds the rows and has checked that the session's worker owns them. */
 export async function rebindAttempts(c: Conn, sessionId: string, lease: LeaseSeconds, ids: string[]): Promise<void> {
   const ph = placeholders(ids.length);
   await c.query(

@@ -1,5 +1,5 @@
 // SQL operations on the attempts table shared by the dispatcher, the gateway, the HTTP facade and
-// orbit-admin: the row and its wire view, single-attempt reads and writes, and the reads by id list
+// orbit-admin: the row and its wire view, single-attempt reads, and the reads by id list
 // of the hello and the reconciler. (The batch statements of start/result frames are
 // attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
 import type { RowDataPacket } from 'mysql2/promise';

@@ -1,13 +1,5 @@
-// The statements of a claim round (server/dispatch/claim.ts), each with a named purpose. A round
-// serves every session of one application on this node with one transaction:
-//   permitHintsSql (no lock, with the credential check) → candidateIds (one UNION ALL over the
-//   queues of waiting_tasks) → lockCandidates (SKIP LOCKED by primary key) → grantKeys (keyed
-//   only) → insertAttempts → markTasksLeased (and the waiting rows deleted) → queuePermits →
-//   applicationPermits.
-// The hot rows (queue and application counters) are written last, as conditional updates whose
-// row count decides (dispatch.md: "takes the queue and application permits with conditional
-// updates"), sent with the COMMIT (db/conditional-commit.ts), so they are locked only from there
-// to the commit.
+// The statements of a claim round. The hot counter rows are written last, with the COMMIT, so
+// their locks are held only from there to the commit.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { readFixedShape, write } from './pipeline.js';
@@ -17,8 +9,6 @@ import { leaveWaiting, type WaitingRow } from './waiting-tasks.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 
-/** The last grantable fencing token (protocol/limits.ts) as the decimal literal the statements
- * compare highest_token with (a BIGINT UNSIGNED column). */
 export const TOKEN_MAX = TOKEN_MAX_BIGINT.toString();
 
 export interface PermitHint {
@@ -28,10 +18,8 @@ export interface PermitHint {
   lease_seconds: number;
 }
 
-/** permitHintsSql(application_id, queue ids): the queues that can grant a permit now (not paused,
- * not retired, below their limit) with their free permits, and the application's free count; sent
- * with the credential check in a claim round's first round trip (dispatch/claim.ts). A hint only
- * (a plain read, no lock): the conditional updates at the end of the round decide. */
+/** Queues that can grant a permit now and the application's free count: a hint without a lock;
+ * the conditional updates decide. */
 export function permitHintsSql(applicationId: string, queueIds: string[]): [string, string[]] {
   return [
     `SELECT q.id, q.namespace_id, q.max_active_attempts - q.active_attempts AS free, q.lease_seconds,
@@ -43,7 +31,6 @@ export function permitHintsSql(applicationId: string, queueIds: string[]): [stri
   ];
 }
 
-/** The answer of permitHintsSql's statement. */
 export function permitHintsOf(rows: RowDataPacket[]): { queues: PermitHint[]; appFree: number } {
   const appFree = rows[0] ? Number(rows[0].app_free) : 0;
   const queues = rows
@@ -52,9 +39,7 @@ export function permitHintsOf(rows: RowDataPacket[]): { queues: PermitHint[]; ap
   return { queues, appFree };
 }
 
-/** What one queue's candidate read selects. `handlers`: null = any handler; else (handler,
- * versions) pairs. `keyed`: false = unkeyed tasks only; true = also keyed tasks whose key is free
- * and not exhausted — excluded in the WHERE clause, before LIMIT. */
+/** `handlers`: null = any. `keyed`: also read keyed tasks whose key is free. */
 export interface CandidateSpec {
   queueId: string;
   namespaceId: string;
@@ -63,38 +48,23 @@ export interface CandidateSpec {
   keyed: boolean;
 }
 
-/** candidateIds(specs, now) → due, undeadlined waiting task ids of each queue in claim order, read
- * in place from the claimable rows of waiting_tasks (ix_waiting_claimable: queue, claimable,
- * priority DESC, seq — the scan stops at LIMIT), one UNION ALL statement for all queues; no locks.
- * `spec` is the index of the spec a row was read for. The busy-key filter is checked row by row,
- * so the scan walks the claimable rows of busy keys ahead of LIMIT; only each key group's first
- * row without not_before is claimable (db/waiting-tasks.ts "Waiting heads"), so that is about one
- * row per busy key and group, not the key's backlog: 1 000 waiting rows on 10 held keys read 10
- * rows instead of 1 000 (docs/benchmarks.md "Hot keys with a backlog"). The first eligible row
- * of each free key is the same as a scan of every row would find: it is either a row with
- * not_before (always claimable) or its group's first row without not_before — an earlier row of
- * the same group would be eligible too — except when that first row is past its deadline: then
- * the group's later rows are not seen until the sweeper removes it (one sweep). */
+/** Waiting task ids of each queue in claim order, one UNION ALL, no locks. Only key groups' heads
+ * are claimable, so the busy-key filter walks one row per busy key, not its backlog. */
 export async function candidateIds(c: Conn, specs: CandidateSpec[], now: string): Promise<{ id: string; priority: number; seq: bigint; spec: number }[]> {
   const parts: string[] = [];
   const args: unknown[] = [];
   for (const [i, s] of specs.entries()) {
-    // A read of unkeyed rows only (keyed: false) needs no flag — every unkeyed row is claimable —
-    // and reads the rows in place by the primary key, as before 000009 (no lookup per row).
+    // Unkeyed rows are all claimable: read them by the primary key.
     const [sql, values] = s.keyed ? candidateReadSql(s, now, i, 'ix_waiting_claimable', 'AND w.claimable = 1 ') : candidateReadSql(s, now, i, 'PRIMARY', '');
     parts.push(sql);
     args.push(...values);
   }
-  // Prepared: it travels alone (a claim round's second round trip), where a prepared execution
-  // costs the server less than parsing the text again.
+  // Prepared: it travels alone, where a prepared execution costs the server less than a parse.
   const [rows] = await readFixedShape<RowDataPacket[]>(c, parts.join(' UNION ALL '), args);
   return rows.map((r) => ({ id: r.id as string, priority: Number(r.priority), seq: BigInt(r.seq as string), spec: Number(r.spec) }));
 }
 
-/** One queue's part of the candidate read, reading index `index` with the extra condition
- * `flag` (test/waiting-heads.test.ts compares it with the scan of every row: PRIMARY, no flag).
- * FORCE INDEX: with many deadlines due soon the optimizer may prefer the deadline index, which
- * needs a sort of every waiting row of the queue; the index delivers claim order. */
+/** FORCE INDEX: the optimizer may prefer the deadline index, which needs a sort. */
 export function candidateReadSql(s: CandidateSpec, now: string, i: number, index: string, flag: string): [string, unknown[]] {
   let handlerFilter = '';
   if (s.handlers) {
@@ -112,19 +82,13 @@ export function candidateReadSql(s: CandidateSpec, now: string, i: number, index
       ORDER BY w.priority DESC, w.seq ASC LIMIT ?)`;
   const args: unknown[] = [s.queueId, s.namespaceId, now, now];
   for (const h of s.handlers ?? []) args.push(h.handler, ...h.versions);
-  // The limit a parameter, not a literal: one text per shape (queues, handler lists, keyed), so
-  // that the prepared form (candidateIds) is prepared once per connection, not once per limit.
   args.push(s.limit);
   return [sql, args];
 }
 
-/** The task columns a claim reads (CandidateRow). */
 const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
   t.concurrency_key, t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index`;
 
-/** Claim order of candidate rows: priority high first, then age (seq) — the order of a claim
- * round. `seq` as candidateIds reads it (bigint) or as a
- * locked row has it (a BIGINT string). */
 export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: { priority: number; seq: bigint | string }): number {
   if (a.priority !== b.priority) return b.priority - a.priority;
   const x = BigInt(a.seq);
@@ -132,7 +96,6 @@ export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** The task columns a claim reads. */
 export type CandidateRow = Pick<
   TaskRow,
   | 'id'
@@ -153,8 +116,7 @@ export type CandidateRow = Pick<
   | 'workflow_index'
 >;
 
-/** lockCandidates(ids) → the rows still WAITING, locked FOR UPDATE SKIP LOCKED by primary key
- * (rows another claimer holds are skipped, never waited for). */
+/** SKIP LOCKED: rows another claimer holds are skipped, never waited for. */
 export async function lockCandidates(c: Tx, ids: string[]): Promise<CandidateRow[]> {
   const [rows] = await c.query<TaskRow[]>(
     `SELECT ${CANDIDATE_COLUMNS} FROM tasks t WHERE t.id IN (${placeholders(ids.length)}) AND t.state = 'WAITING'
@@ -164,20 +126,10 @@ export async function lockCandidates(c: Tx, ids: string[]): Promise<CandidateRow
   return rows;
 }
 
-/** grantKeys(namespace, [key, attempt id] in key-byte order) → the token granted to each attempt,
- * or null (held meanwhile, or exhausted at 2^64−1), and the database clock read after the grants.
- * Two statements for any number of keys, one round trip in a transaction (the first is queued):
- *   - one INSERT … ON DUPLICATE KEY UPDATE creates a key's row on first use, holder and token 1,
- *     and otherwise takes it when it is free and not exhausted (holder ← attempt, highest_token
- *     + 1, version + 1). The existing row's exclusive lock is taken at once, in key order
- *     (INSERT IGNORE's shared lock had to be upgraded by a later UPDATE, which deadlocked two
- *     claimers of the same keys). The holder is assigned first: the later assignments see the new
- *     holder, and "holder = this attempt" (a fresh id) says the grant happened;
- *   - one read returns the tokens and UTC_TIMESTAMP(3): a grant may have waited for the previous
- *     holder's release to commit, and a lease must not start before that, so the leases of the
- *     round start at this clock (it replaces a separate clock read).
- * Keys are the first rows of the round's lock order (keys, queues, application — the order of
- * every ledger flush). */
+/** The token granted to each attempt (null: held or exhausted) and the clock read after the
+ * grants. Keys in key-byte order; the upsert takes each row's X lock at once (a shared lock
+ * upgraded later deadlocks two claimers). The clock comes after because a grant may have waited
+ * for the previous holder's release, and no lease may start before that. */
 export async function grantKeys(
   c: Tx,
   namespaceId: string,
@@ -228,7 +180,6 @@ export interface NewAttempt {
   leaseExpiresAt: string;
 }
 
-/** insertAttempts(rows): the granted attempts, LEASED, one multi-row INSERT. */
 export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
   await write(
     c,
@@ -252,10 +203,7 @@ export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
   );
 }
 
-/** markTasksLeased([task id, attempt id, its waiting row], now): the claimed tasks LEASED with their
- * current attempt, and their waiting rows deleted with the next row of each key's group flagged
- * (db/waiting-tasks.ts); the caller holds the task rows' locks and the key rows' (the grant's
- * upsert). All queued. */
+/** The caller holds the task and key row locks. */
 export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: string; waiting: WaitingRow }[], now: string): Promise<void> {
   await write(
     c,
@@ -270,9 +218,7 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
   );
 }
 
-/** queuePermits([queue id, k] by id): every queue grants its k permits (not paused, not retired,
- * within its limit) — checked per row in the SET, a queue that cannot grant refuses the statement
- * (db/conditional-commit.ts). The ids are the queues of candidates read in this round. */
+/** Checked per row: a queue that cannot grant its k refuses the statement. */
 export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
   const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
@@ -284,14 +230,10 @@ export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
   };
 }
 
-/** queueDispatches(delta): the SQL condition that a queue row grants `delta` more permits now —
- * not paused, not retired, within max_active_attempts. */
 function queueDispatches(delta: string): string {
   return `paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts`;
 }
 
-/** applicationPermits(application id, k): the application's active-attempt limit allows k more,
- * checked in the SET (db/conditional-commit.ts). */
 export function applicationPermits(applicationId: string, k: number): CheckedUpdate {
   return {
     sql: `UPDATE applications SET ${checkedAssignment('applications', 'active_attempts', 'active_attempts + ? <= max_active_attempts', 'active_attempts + ?')} WHERE id = ?`,

@@ -1,4 +1,4 @@
-// SQL operations on credentials. Each function is one statement.
+// SQL operations on credentials.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import { placeholders } from './placeholders.js';
@@ -35,8 +35,7 @@ function fromRow(r: CredentialRow): Credential {
   };
 }
 
-/** findCredentialByTokenHash(hash: 32-byte SHA-256 of the bearer token) → credential with its
- * application id, or null. */
+/** `hash`: SHA-256 of the bearer token. */
 export async function findCredentialByTokenHash(pool: Pool, hash: Buffer): Promise<Credential | null> {
   const [rows] = await pool.execute<CredentialRow[]>(
     `SELECT c.id, c.namespace_id, n.application_id, c.name, c.scopes, c.queue_ids, c.revoked_at
@@ -47,7 +46,6 @@ export async function findCredentialByTokenHash(pool: Pool, hash: Buffer): Promi
   return rows[0] ? fromRow(rows[0]) : null;
 }
 
-/** insertCredential(id, namespace_id, name, token_hash, scopes, queue_ids JSON or NULL for "*"). */
 export async function insertCredential(
   db: Pool | Conn,
   c: { id: string; namespaceId: string; name: string; tokenHash: Buffer; scopes: string[]; queueIds: '*' | string[] },
@@ -59,54 +57,37 @@ export async function insertCredential(
   );
 }
 
-/** revokeCredential(id) → true when it was live. */
 export async function revokeCredential(db: Pool | Conn, id: string): Promise<boolean> {
   const [res] = await db.execute(`UPDATE credentials SET revoked_at = UTC_TIMESTAMP(3) WHERE id = ? AND revoked_at IS NULL`, [id]);
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 
-/** revokedCredentialIds(ids) → those of the credentials that are revoked (no lock; the reconciler
- * closes the sessions connected with them). */
 export async function revokedCredentialIds(pool: Pool, ids: string[]): Promise<string[]> {
   const [revoked] = await pool.query<RowDataPacket[]>(`SELECT id FROM credentials WHERE revoked_at IS NOT NULL AND id IN (${placeholders(ids.length)})`, ids);
   return revoked.map((r) => r.id as string);
 }
 
-/** credentialNamespace(id) → the namespace of the credential, or null when there is none. */
 export async function credentialNamespace(c: Conn, id: string): Promise<string | null> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT namespace_id FROM credentials WHERE id = ?', [id]);
   return rows[0] ? (rows[0].namespace_id as string) : null;
 }
 
-/** lockLiveCredential(id): true when the credential exists and is not revoked, holding a shared
- * lock on its row to the end of the caller's transaction. Revocation (an UPDATE of that row) then
- * serializes with every claim, start and result that checked it: either the revocation commits
- * first and the command is refused, or the command commits first and counts as done before the
- * revocation. Shared locks do not conflict, so sessions sharing a credential do not wait on it. */
+/** Share-locks the live credential's row to the commit, so revocation serializes with every
+ * command that checked it. */
 export async function lockLiveCredential(c: Tx, id: string): Promise<boolean> {
-  // Text, not prepared: it is the first statement of its transaction (hello, renew), so it goes
-  // with the queued START TRANSACTION in one round trip; `execute` sent that alone first (one
-  // round trip more per hello and per renew transaction).
+  // Text, not prepared: it can travel with the queued START TRANSACTION.
   const [rows] = await c.query<RowDataPacket[]>('SELECT 1 FROM credentials WHERE id = ? AND revoked_at IS NULL LOCK IN SHARE MODE', [id]);
   return rows.length === 1;
 }
 
-/** lockLiveCredentialsWithClock(ids) → the ones not revoked (share-locked to the end of the
- * transaction, see lockLiveCredential) and the database clock, in one statement: the first
- * statement of every coalesced start/result transaction. */
 export async function lockLiveCredentialsWithClock(c: Tx, ids: string[]): Promise<{ live: Set<string>; now: string }> {
   const [rows] = await c.query<RowDataPacket[]>(...liveCredentialsWithClockSql(ids));
   return liveCredentialsWithClockOf(rows);
 }
 
-/** The statement of lockLiveCredentialsWithClock, for a caller that sends it with others in one
- * text (start-frames.ts). The clock it reads is also left in the session variable @orbit_now, so
- * that a statement after it in the same transaction computes with the same instant. */
+/** Also leaves the clock in @orbit_now for later statements of the transaction. */
 export function liveCredentialsWithClockSql(ids: string[]): [string, string[]] {
-  // One credential (most transactions: 0.95 checks per hot-key task): a scalar subquery, no
-  // derived table to materialize — ~72 against ~109 µs of mariadbd per statement on a scratch
-  // server (docs/benchmarks.md). Its own locking clause keeps the share lock (outside the
-  // subquery it would not): test/credential-check-lock.test.ts holds it and sees a revoke wait.
+  // One credential: a scalar subquery, no derived table; its own locking clause keeps the lock.
   if (ids.length === 1) {
     return [
       `SELECT @orbit_now := UTC_TIMESTAMP(3) AS now,
@@ -122,7 +103,6 @@ export function liveCredentialsWithClockSql(ids: string[]): [string, string[]] {
   ];
 }
 
-/** The answer of liveCredentialsWithClockSql's statement. */
 export function liveCredentialsWithClockOf(rows: RowDataPacket[]): { live: Set<string>; now: string } {
   return { live: new Set(rows.filter((r) => r.id !== null).map((r) => r.id as string)), now: rows[0]!.now as string };
 }

@@ -1,15 +1,11 @@
-// Pause and resume of the resources that are paused by revision: queues and subscriptions have the
-// same columns for it (paused, revision, updated_at, retired_at) and the same rule — the caller's
-// expected_revision must still be current and the resource not retired — so one statement serves
-// both. Schedules are not among them: pausing one also clears or recomputes next_fire_at and drops
-// a catch-up in progress (db/schedules.ts setSchedulePaused), and their revision check happens
-// under the row lock in schedules/commands.ts.
+// Pause and resume by revision for queues and subscriptions, which share the columns and the rule:
+// the expected revision must still be current and the resource not retired. Schedules differ:
+// pausing one also changes next_fire_at and drops a catch-up.
 import type { Conn } from './pool.js';
 
 export type PausableTable = 'queues' | 'subscriptions';
 
-/** setPausedAtRevision(table, id, paused, expected_revision) → true when the revision matched (and
- * was bumped); false when it did not or the row is retired (nothing changed). */
+/** False when the revision did not match or the row is retired; nothing changed then. */
 export async function setPausedAtRevision(c: Conn, table: PausableTable, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
   const [res] = await c.execute(
     `UPDATE ${table} SET paused = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)

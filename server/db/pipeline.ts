@@ -58,8 +58,6 @@ export class Tx {
   /** A prepared statement, after the queued writes (it cannot join a multi-statement text). */
   readonly execute = (async (...args: unknown[]) => {
     if (this.pending.length > 0) await send(this, []);
-    const injected = statementFault?.(this.conn.format(String(args[0]), (args[1] as unknown[] | undefined) ?? []), this.conn.threadId);
-    if (injected) await this.conn.query(injected);
     transactionStats.roundTrips++;
     return (this.conn.execute as (...a: unknown[]) => unknown)(...args);
   }) as PoolConnection['execute'];
@@ -70,30 +68,14 @@ export class Tx {
   }
 }
 
-/** Test-only fault injection (test/events-head.test.ts, test/frame-isolation.test.ts): offered
- * every statement a transaction sends (prepared ones formatted), with the connection's
- * thread id; a statement it returns is sent right before that one, in the same text — a failing
- * one aborts the transaction there, a ROLLBACK undoes what came before while the rest of the text
- * still runs. Null (always, outside those tests): inert. */
-let statementFault: ((statement: string, threadId: number) => string | null) | null = null;
-export function setStatementFault(hook: typeof statementFault): void {
-  statementFault = hook;
-}
-
 /** The queued writes, then `statements`, in as few round trips as the byte budget allows (one
  * unless the texts together exceed it: db/packet-budget.ts); returns the results of `statements`
  * (mysql2 answers a multi-statement text with one result and field list per statement). Texts
  * still run in order, so a split changes nothing but the number of round trips. */
 async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], FieldPacket[][]]> {
-  let texts = [...tx.pending.splice(0), ...statements];
+  const texts = [...tx.pending.splice(0), ...statements];
   /** Where the results of `statements` start: the results of the statements before them are not read. */
-  let from = texts.length - statements.length;
-  if (statementFault) {
-    const hook = statementFault;
-    const injected = texts.map((t) => hook(t, tx.conn.threadId));
-    from += injected.filter((x, i) => x !== null && i <= from).length;
-    texts = texts.flatMap((t, i) => (injected[i] === null ? [t] : [injected[i]!, t]));
-  }
+  const from = texts.length - statements.length;
   const results: QueryResult[] = [];
   const fields: FieldPacket[][] = [];
   for (const trip of roundTrips(texts, budgetOf(tx.conn))) {

@@ -1,9 +1,7 @@
-// Placeholder lists for statements over a variable number of values or rows: the values still go
-// through mysql2's escaping; only the `?` marks are built here, from a count.
+// Placeholder lists for statements over a variable number of values or rows.
 
 /** `?,?,?`: `n` placeholders, for `IN (…)`. */
 export function placeholders(n: number): string {
-  // repeat, not Array.from(…).join: a claim or result batch builds several lists of up to ~100.
   return n > 0 ? '?,'.repeat(n - 1) + '?' : '';
 }
 

@@ -104,15 +104,11 @@ export function releaseConnection(conn: PooledConn): void {
  * for one transaction) with room to spare; more would only hold a request longer. */
 export const TRANSACTION_TRIES = 8;
 
-/** Which kind of transaction this is (fault injection targets one, server/faults.ts). */
+/** Which kind of transaction this is. Its START TRANSACTION names it in a trailing SQL comment, so
+ * whatever sees the statements — the server's general query log, a client-side wrapper of the pool
+ * (the retry tests fail one kind of transaction through one) — tells a claim round from a frame
+ * batch or a sweep without reading their SQL. */
 export type TxPath = 'command' | 'submit' | 'frames' | 'claim' | 'sweep' | 'hello' | 'fire' | 'other';
-
-/** Test-only (ORBIT_FAULT_INJECTION=1, wired by gateway-main): called at the start of every
- * transaction with its path; it may queue a statement that fails (db/injected-errors.ts). */
-let transactionFault: ((tx: Tx, path: TxPath) => Promise<void>) | null = null;
-export function setTransactionFault(hook: typeof transactionFault): void {
-  transactionFault = hook;
-}
 
 /** Process totals read by /metrics (orbit_db_transaction_retries_total): transactions InnoDB rolled
  * back on a deadlock (1213) or a lock-wait timeout (1205, also a NOWAIT lock that was held) and
@@ -138,8 +134,7 @@ export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: 
     const tx = new Tx(conn);
     try {
       transactionStats.transactions++;
-      await write(tx, 'START TRANSACTION');
-      if (transactionFault) await transactionFault(tx, path);
+      await write(tx, `START TRANSACTION /* ${path} */`);
       const out = await fn(tx);
       if (!tx.committed) await tx.query('COMMIT');
       return out;

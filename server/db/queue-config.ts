@@ -1,7 +1,6 @@
-// Queue configuration that start and result need (lease length, retry policy), read without a lock
-// and cached for a few seconds: it is configuration, not a permit, and no endpoint changes it
-// after creation (pause/resume/retire do not touch these columns). Without the cache, every
-// coalesced start/result transaction would pay a statement for it.
+// Queue configuration that start and result need, cached for a few seconds so coalesced
+// transactions need no statement for it. It is configuration, not a permit, and nothing changes
+// these columns after creation.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { placeholders } from './placeholders.js';
@@ -14,8 +13,7 @@ export interface QueueConfig {
 const TTL_MS = 5_000;
 const cache = new Map<string, { v: QueueConfig; at: number }>();
 
-/** queueConfigs(ids) → config per queue id (ids that do not exist are absent). One statement for
- * the ids missing from the cache, none when all are cached. */
+/** Config per queue id (unknown ids are absent); one statement for the ids not cached. */
 export async function queueConfigs(c: Conn, ids: Iterable<string>): Promise<Map<string, QueueConfig>> {
   const out = new Map<string, QueueConfig>();
   const missing: string[] = [];

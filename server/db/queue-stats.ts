@@ -1,10 +1,5 @@
-// Read model of one queue for GET /v1/queues/{id}/stats: live counts by state and outcomes per
-// minute over the last 15 minutes. Read-only statements; nothing here takes a lock.
-//
-//   queueStats(db, namespace_id, queue_row) → QueueStats
-//     namespace_id  the credential's namespace (every statement is scoped by it)
-//     queue         the queue row already loaded (and authorized) by the route; its
-//                   active_attempts / max_active_attempts are reported as they are
+// Read model of one queue for its stats route: live counts by state and outcomes per minute over
+// the last STATS_MINUTES. No locks.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { MinuteBucket, QueueStats } from '@orbit/protocol/http-views';
 import type { UnfinishedTaskState } from '@orbit/protocol/states';
@@ -16,8 +11,8 @@ import { dbTimeToMs } from './time.js';
 
 export const STATS_MINUTES = 15;
 
-/** Event types that count as outcomes in the chart, and their bucket field. NEEDS_REVIEW is not an
- * outcome yet (its resolution is). */
+/** Event types that count as outcomes, and their bucket field. NEEDS_REVIEW is not an outcome:
+ * its resolution is. */
 const OUTCOME_FIELD: Record<string, keyof Omit<MinuteBucket, 'minute'>> = {
   'task.succeeded': 'succeeded',
   'task.failed': 'failed',
@@ -26,13 +21,11 @@ const OUTCOME_FIELD: Record<string, keyof Omit<MinuteBucket, 'minute'>> = {
 };
 
 export async function queueStats(db: Pool | Conn, namespaceId: string, queue: QueueRow): Promise<QueueStats> {
-  // Unfinished tasks only, each state from the rows that index it (queue-blockers.ts).
   const { counts, oldestWaiting } = await unfinishedByState(db, queue.id, namespaceId);
   const byState = new Map(counts.map((r) => [r.state, r.n]));
   const n = (s: UnfinishedTaskState) => byState.get(s) ?? 0;
 
-  // The window comes from the database clock (like every lease time), not this node's clock: two
-  // nodes answer with the same buckets. `first` is the start of the oldest minute.
+  // The window comes from the database clock, so every node answers with the same buckets.
   const [[clock]] = await db.query<RowDataPacket[]>(`SELECT DATE_FORMAT(UTC_TIMESTAMP() - INTERVAL ${STATS_MINUTES - 1} MINUTE, '%Y-%m-%d %H:%i:00') AS first`);
   const first = clock!.first as string;
   const startMs = dbTimeToMs(first);

@@ -1,4 +1,4 @@
-// SQL operations on queues. Each function is one statement.
+// SQL operations on queues.
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
@@ -27,8 +27,6 @@ export interface QueueRow extends RowDataPacket {
   retired_at: string | null;
 }
 
-/** The wire shape of a queue (protocol/http-views.ts). */
-
 export function queueView(r: QueueRow): Queue {
   const v: Queue = {
     id: r.id,
@@ -55,26 +53,22 @@ export function queueView(r: QueueRow): Queue {
 const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
   retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at, retired_at`;
 
-/** getQueue(namespace_id, id) → row or null; `lock`: 'share' serializes with retire (submit),
- * 'update' for changes. */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+/** `lock` 'share' serializes a submit with retirement. */
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string): Promise<QueueRow | null>;
 export async function getQueue(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<QueueRow | null>;
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
-  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  // An id that is not 32 lowercase hex can never exist.
   if (!isId(id)) return null;
   const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';
   const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
   return rows[0] ?? null;
 }
 
-/** listQueues(namespace_id) → rows by name. */
 export async function listQueues(db: Pool | Conn, namespaceId: string): Promise<QueueRow[]> {
   const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE namespace_id = ? ORDER BY name`, [namespaceId]);
   return rows;
 }
 
-/** findQueueByName(namespace_id, name) → row or null. */
 export async function findQueueByName(db: Pool | Conn, namespaceId: string, name: string): Promise<QueueRow | null> {
   const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE namespace_id = ? AND name = ?`, [namespaceId, name]);
   return rows[0] ?? null;
@@ -89,7 +83,6 @@ export interface NewQueue {
   retry: { max_attempts: number; initial_backoff_ms: number; max_backoff_ms: number; multiplier: number };
 }
 
-/** insertQueue(id, namespace_id, name, limits, lease, retry policy); duplicate name → ER_DUP_ENTRY. */
 export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
   await db.execute(
     `INSERT INTO queues (id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
@@ -109,13 +102,11 @@ export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
   );
 }
 
-/** setQueuePaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
 export function setQueuePaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
   return setPausedAtRevision(c, 'queues', id, paused, expectedRevision);
 }
 
-/** markQueueRetired(id, reason): paused and retired for good (revision bumped). The caller holds
- * the row FOR UPDATE and has found nothing that still holds the queue (queue-blockers.ts). */
+/** The caller holds the row FOR UPDATE and found nothing that still holds the queue. */
 export async function markQueueRetired(c: Conn, id: string, reason: string): Promise<void> {
   await c.execute(
     `UPDATE queues SET paused = 1, retired_at = UTC_TIMESTAMP(3), retire_reason = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3)
@@ -124,8 +115,6 @@ export async function markQueueRetired(c: Conn, id: string, reason: string): Pro
   );
 }
 
-/** readHelloQueues(namespace_id, ids) → id, lease_seconds and retired_at of the listed queues of
- * the namespace (no lock; ids already checked against the id pattern). */
 export async function readHelloQueues(
   c: Conn,
   namespaceId: string,
@@ -138,8 +127,6 @@ export async function readHelloQueues(
   return qrows as { id: string; lease_seconds: number; retired_at: string | null }[];
 }
 
-/** queueIdsInNamespace(namespace_id, ids) → those of the ids that name a queue of the namespace
- * (orbit-admin's credential create checks its --queue-ids; `IN (?)` expands the array). */
 export async function queueIdsInNamespace(c: Conn, namespaceId: string, ids: string[]): Promise<Set<string>> {
   const [qs] = await c.query<RowDataPacket[]>('SELECT id FROM queues WHERE namespace_id = ? AND id IN (?)', [namespaceId, ids]);
   return new Set(qs.map((r) => r.id as string));
@@ -153,20 +140,14 @@ export interface SubmitQueueRow extends RowDataPacket {
   now: string;
 }
 
-/** What a submit batch reads first: its queues, the database clock, its live credentials. */
 export interface SubmitQueues {
   rows: SubmitQueueRow[];
   now: string;
   liveCredentials: Set<string>;
 }
 
-/** submitQueuesRead(ids, credentialIds) → the statement that reads the queues a submit batch
- * names (no lock: configuration read; retirement is decided by liveQueuesTouch at the end), each
- * row with the database clock, and which of `credentialIds` are live (not revoked; a plain read, as
- * the request's own lookup by token is): a POST /v1/tasks authenticated from the node's credential
- * cache (server/http/auth.ts) has its credential checked here instead of in a statement of its own.
- * Null when no id can name anything. The submit sends it with its receipts read (queryAll);
- * submitQueuesOf reads its result. */
+/** Reads a submit batch's queues without a lock (liveQueuesTouch decides retirement), the clock,
+ * and which cached credentials are still live. Null when no id can name anything. */
 export function submitQueuesRead(ids: string[], credentialIds: string[]): [string, string[]] | null {
   const valid = [...new Set(ids.filter(isId))];
   const creds = [...new Set(credentialIds.filter(isId))];
@@ -184,8 +165,6 @@ export function submitQueuesRead(ids: string[], credentialIds: string[]): [strin
   return parts.length > 0 ? [parts.join(' UNION ALL '), [...valid, ...creds]] : null;
 }
 
-/** submitQueuesOf(c, result of submitQueuesRead or undefined) → the queues, the clock (read on its
- * own only when no row came back: rare, every id unknown) and the live credentials. */
 export async function submitQueuesOf(c: Conn, result: RowDataPacket[] | undefined): Promise<SubmitQueues> {
   const all = (result ?? []) as (SubmitQueueRow & { kind: string })[];
   if (all.length === 0) return { rows: [], now: await dbNow(c), liveCredentials: new Set() };
@@ -195,14 +174,8 @@ export async function submitQueuesOf(c: Conn, result: RowDataPacket[] | undefine
   return { rows, now: all[0]!.now, liveCredentials };
 }
 
-/** liveQueuesTouch(ids): the queues locked exclusively to the end of the transaction, a checked
- * update (db/conditional-commit.ts) refused when one of them is retired — the one definition of
- * the retirement check of every task creation and workflow run start. A queue retirement locks the
- * same row: whichever commits first wins — a submit that finds the queue retired here rolls back,
- * and a retirement that waited for a submit sees its tasks. Near the end of a submit, so the lock
- * is held only to the commit. It writes no change (revision keeps its value: only a check may set
- * it to NULL); the ids are queues read in the same transaction (queues are never deleted), sorted
- * (the lock order). */
+/** Locks the queues to the commit and is refused when one is retired: the retirement check of
+ * every task creation. Retirement locks the same row, so whichever commits first wins. */
 export function liveQueuesTouch(ids: string[]): CheckedUpdate {
   const sorted = [...new Set(ids)].sort();
   return {

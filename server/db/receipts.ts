@@ -14,7 +14,7 @@ export interface ReceiptRow extends RowDataPacket {
   response_data: string | null;
 }
 
-/** getReceipt(namespace_id, idempotency_key) → committed receipt or null (a fresh autocommit read). */
+/** A committed receipt or null. */
 export async function getReceipt(db: Pool | Conn, namespaceId: string, key: string): Promise<ReceiptRow | null> {
   const [rows] = await db.execute<ReceiptRow[]>(
     'SELECT operation, target_id, fingerprint, http_status, response_data FROM receipts WHERE namespace_id = ? AND idempotency_key = ?',
@@ -23,9 +23,8 @@ export async function getReceipt(db: Pool | Conn, namespaceId: string, key: stri
   return rows[0] ?? null;
 }
 
-/** claimReceipt(namespace_id, key, operation, target_id, fingerprint, credential_id): inserts the
- * placeholder first in the command's transaction, so a concurrent command with the same key waits
- * on this row's lock and then sees ER_DUP_ENTRY. */
+/** Inserts the placeholder first in the command's transaction, so a concurrent command with the
+ * same key waits on this row's lock and then gets ER_DUP_ENTRY. */
 export async function claimReceipt(
   c: Conn,
   r: { namespaceId: string; key: string; operation: string; targetId: string; fingerprint: string; credentialId: string },
@@ -37,7 +36,6 @@ export async function claimReceipt(
   );
 }
 
-/** completeReceipt(namespace_id, key, status, data JSON, resource_id). */
 export async function completeReceipt(c: Conn, namespaceId: string, key: string, status: number, data: unknown, resourceId: string | null): Promise<void> {
   await c.execute('UPDATE receipts SET http_status = ?, response_data = ?, resource_id = ? WHERE namespace_id = ? AND idempotency_key = ?', [
     status,
@@ -53,9 +51,7 @@ export interface ReceiptKeyRow extends ReceiptRow {
   idempotency_key: string;
 }
 
-/** receiptsRead(keys: [namespace_id, idempotency_key][]) → the statement that reads the committed
- * receipts among them (ReceiptKeyRow), one for a whole submit batch (replays are answered from
- * these without a fallback); sent by the submit in the round trip of its queues read (queryAll). */
+/** The statement that reads the committed receipts among `keys` for a whole submit batch. */
 export function receiptsRead(keys: [string, string][]): [string, string[]] {
   return [
     `SELECT namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data FROM receipts
@@ -71,19 +67,16 @@ export interface NewReceipt {
   targetId: string;
   fingerprint: string;
   httpStatus: number;
-  /** The frozen reply: JSON.stringify of the response data (the HTTP reply sends the same text). */
+  /** The frozen reply: the same JSON text the HTTP reply sends. */
   json: string;
   resourceId: string | null;
   credentialId: string;
   createdAt: string;
 }
 
-/** insertReceipts(rows: namespace, key, operation, target, fingerprint, status, frozen data,
- * resource id, credential, created_at): complete receipts of a batch in one multi-row INSERT (one
- * per chunk when the frozen data exceed the statement budget: db/packet-budget.ts). A key that
- * exists (committed, or in flight in another transaction, which this waits for) fails the
- * statement with ER_DUP_ENTRY; the caller then falls back to the per-item path. Queued in the
- * transaction (db/pipeline.ts): the failure surfaces at the transaction's next read. */
+/** Complete receipts of a batch, queued, chunked to the statement budget. A key that exists, or
+ * is in flight in another transaction (waited for), fails the statement with ER_DUP_ENTRY, and
+ * the caller falls back to the per-item path. */
 export async function insertReceipts(c: Tx, rows: NewReceipt[]): Promise<void> {
   const values = rows.map((r) => [
     r.namespaceId,

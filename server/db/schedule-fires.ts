@@ -1,5 +1,5 @@
-// SQL operations on the fire history of schedules. The primary key (schedule_id, scheduled_for) is
-// the guard of "exactly once per fire time": a second record of one fire time cannot commit.
+// SQL operations on the fire history of schedules. The primary key (schedule_id, scheduled_for)
+// guards "exactly once per fire time".
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
@@ -29,9 +29,8 @@ export interface NewFire {
   taskId: string | null;
 }
 
-/** insertFires(namespace_id, application_id, fired_at, fires: schedule_id, scheduled_for,
- * version, outcome, task_id): one multi-row INSERT for the fire times of one transaction; a fire
- * time already recorded fails the whole statement with ER_DUP_ENTRY. */
+/** The fire times of one transaction; one already recorded fails the whole statement with
+ * ER_DUP_ENTRY. */
 export async function insertFires(
   c: Conn,
   s: { namespaceOf: (scheduleId: string) => string; applicationId: string; firedAt: string },
@@ -47,7 +46,7 @@ export async function insertFires(
   );
 }
 
-/** listFires(schedule_id, before?, limit) → newest first, at most limit + 1. */
+/** Newest first, at most limit + 1. */
 export async function listFires(db: Pool | Conn, scheduleId: string, before: string | undefined, limit: number): Promise<FireRow[]> {
   const [rows] = await db.query<FireRow[]>(
     `SELECT scheduled_for, fired_at, version, outcome, task_id FROM schedule_fires
@@ -57,7 +56,7 @@ export async function listFires(db: Pool | Conn, scheduleId: string, before: str
   return rows;
 }
 
-/** taskStates(task_ids) → state by task id (overlap=skip: is the previous task unfinished?). */
+/** State by task id, for overlap=skip. */
 export async function taskStates(c: Conn, taskIds: string[]): Promise<Map<string, TaskState>> {
   if (taskIds.length === 0) return new Map();
   const [rows] = await c.query<RowDataPacket[]>(`SELECT id, state FROM tasks WHERE id IN (${placeholders(taskIds.length)})`, taskIds);

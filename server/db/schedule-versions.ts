@@ -1,4 +1,4 @@
-// SQL operations on schedule versions: published once, never changed (schedules.md).
+// SQL operations on schedule versions: published once, never changed.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
@@ -55,8 +55,6 @@ export interface NewVersion {
   createdBy: string;
 }
 
-/** insertVersion(schedule_id, number, namespace, application, calendar, task, overlap, catchup,
- * catchup_limit, starts_at, ends_at, anchor_at, created_at, created_by). */
 export async function insertVersion(c: Conn, v: NewVersion): Promise<void> {
   await c.execute(
     `INSERT INTO schedule_versions (schedule_id, number, namespace_id, application_id, calendar, task, queue_id, overlap, catchup,
@@ -82,13 +80,11 @@ export async function insertVersion(c: Conn, v: NewVersion): Promise<void> {
   );
 }
 
-/** getVersion(schedule_id, number) → row or null. */
 export async function getVersion(db: Pool | Conn, scheduleId: string, number: number): Promise<VersionRow | null> {
   const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM schedule_versions WHERE schedule_id = ? AND number = ?`, [scheduleId, number]);
   return rows[0] ?? null;
 }
 
-/** listVersions(schedule_id) → every version, oldest first. */
 export async function listVersions(db: Pool | Conn, scheduleId: string): Promise<VersionRow[]> {
   const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM schedule_versions WHERE schedule_id = ? ORDER BY number`, [scheduleId]);
   return rows;

@@ -1,5 +1,4 @@
-// SQL operations on schedules (schedules.md). Each function is one statement. Times are DATETIME(3)
-// strings in UTC; the database clock decides every "now".
+// SQL operations on schedules. The database clock decides every "now".
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Pool, Tx } from './pool.js';
 import { toIso } from './pool.js';
@@ -45,8 +44,6 @@ export function scheduleView(r: ScheduleRow): Schedule {
   return v;
 }
 
-/** getSchedule(namespace_id, id, lock?) → row or null; 'update' locks it (commands, fires). */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string): Promise<ScheduleRow | null>;
 export async function getSchedule(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'update'): Promise<ScheduleRow | null>;
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
@@ -58,8 +55,6 @@ export async function getSchedule(db: Pool | Conn, namespaceId: string, id: stri
   return rows[0] ?? null;
 }
 
-/** listSchedules(namespace_id, queue_ids, after_name?, limit) → rows by name, at most limit + 1;
- * a credential limited to some queues sees the schedules whose current version targets them. */
 export async function listSchedules(
   db: Pool | Conn,
   namespaceId: string,
@@ -82,7 +77,6 @@ export async function listSchedules(
   return rows;
 }
 
-/** countActiveSchedules(namespace_id) → non-retired schedules (paused ones count). */
 export async function countActiveSchedules(c: Conn, namespaceId: string): Promise<number> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM schedules WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
   return Number(rows[0]!.n);
@@ -99,8 +93,6 @@ export interface NewSchedule {
   now: string;
 }
 
-/** insertSchedule(id, namespace_id, application_id, name, paused, queue_id, next_fire_at, now):
- * version 1 current; a used name → ER_DUP_ENTRY. */
 export async function insertSchedule(c: Conn, s: NewSchedule): Promise<void> {
   await c.execute(
     `INSERT INTO schedules (id, namespace_id, application_id, name, revision, paused, current_version, queue_id, next_fire_at, created_at, updated_at)
@@ -109,7 +101,6 @@ export async function insertSchedule(c: Conn, s: NewSchedule): Promise<void> {
   );
 }
 
-/** setCurrentVersion(id, number, queue_id, next_fire_at): a publication; ends any catch-up. */
 export async function setCurrentVersion(c: Conn, id: string, number: number, queueId: string, nextFireAt: string | null): Promise<void> {
   await c.execute(
     `UPDATE schedules SET current_version = ?, queue_id = ?, next_fire_at = ?, catchup_remaining = NULL, revision = revision + 1,
@@ -118,7 +109,6 @@ export async function setCurrentVersion(c: Conn, id: string, number: number, que
   );
 }
 
-/** setSchedulePaused(id, paused, next_fire_at): pause clears next_fire_at, resume sets it from now. */
 export async function setSchedulePaused(c: Conn, id: string, paused: boolean, nextFireAt: string | null): Promise<void> {
   await c.execute(
     `UPDATE schedules SET paused = ?, next_fire_at = ?, catchup_remaining = NULL, revision = revision + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ?`,
@@ -126,7 +116,6 @@ export async function setSchedulePaused(c: Conn, id: string, paused: boolean, ne
   );
 }
 
-/** markScheduleRetired(id, reason): irreversible; frees its slot of the namespace quota. */
 export async function markScheduleRetired(c: Conn, id: string, reason: string): Promise<void> {
   await c.execute(
     `UPDATE schedules SET retired_at = UTC_TIMESTAMP(3), retire_reason = ?, next_fire_at = NULL, catchup_remaining = NULL,
@@ -135,7 +124,7 @@ export async function markScheduleRetired(c: Conn, id: string, reason: string): 
   );
 }
 
-/** setLastTask(id, task_id): a trigger's task (overlap=skip looks at the newest task). */
+/** overlap=skip looks at the newest task. */
 export async function setLastTask(c: Conn, id: string, taskId: string): Promise<void> {
   await c.execute('UPDATE schedules SET last_task_id = ? WHERE id = ?', [taskId, id]);
 }
@@ -144,9 +133,7 @@ export interface DueScheduleRow extends ScheduleRow {
   now: string;
 }
 
-/** lockDueSchedules(ids) → those of the schedules (one application's) that are enabled and due,
- * with the database clock, locked to the end of the transaction. SKIP LOCKED: a schedule another
- * node is firing is left to it (nodes share the due schedules instead of queueing on their rows). */
+/** SKIP LOCKED: a schedule another node is firing is left to it. */
 export async function lockDueSchedules(c: Tx, ids: string[]): Promise<DueScheduleRow[]> {
   if (ids.length === 0) return [];
   const [rows] = await c.query<DueScheduleRow[]>(
@@ -166,8 +153,6 @@ export interface Advance {
   catchupRemaining: number | null;
 }
 
-/** advanceSchedules(rows: id, next_fire_at, last_fire_at, last_task_id?, catchup_remaining): the
- * end of a fire transaction, one statement for all its schedules. */
 export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> {
   if (rows.length === 0) return;
   const args: unknown[] = [];
@@ -193,9 +178,7 @@ export interface DueRow extends RowDataPacket {
   wait_ms: number;
 }
 
-/** dueSchedules(horizon_ms, limit) → schedules firing within the horizon, soonest first, with the
- * milliseconds until their fire (≤ 0 = due). A non-locking read over every application (like the
- * sweeper's); each fire then runs in its own one-application transaction. */
+/** The milliseconds until each fire (≤ 0 = due); no lock. */
 export async function dueSchedules(pool: Pool, horizonMs: number, limit: number): Promise<DueRow[]> {
   const [rows] = await pool.query<DueRow[]>(
     `SELECT id, application_id, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), next_fire_at) DIV 1000 AS wait_ms FROM schedules
@@ -205,8 +188,6 @@ export async function dueSchedules(pool: Pool, horizonMs: number, limit: number)
   return rows;
 }
 
-/** enabledSchedulesOnQueue(queue_id) → ids of non-paused, non-retired schedules whose current
- * version targets the queue (queue retirement; the caller holds the queue row FOR UPDATE). */
 export async function enabledSchedulesOnQueue(c: Conn, queueId: string): Promise<string[]> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM schedules WHERE queue_id = ? AND paused = 0 AND retired_at IS NULL ORDER BY id', [queueId]);
   return rows.map((r) => r.id as string);

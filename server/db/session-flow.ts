@@ -1,10 +1,6 @@
-// Flow-control state of a worker session, mirrored into its row so that every node (and
-// GET /v1/workers) sees what the owning node knows: the intake capacity of the newest `capacity`
-// frame and whether the worker asked to drain. Best effort: the socket's node stays the authority
-// for dispatch; a lost update only makes the listing stale until the next frame.
-//
-//   recordSessionCapacity(db, session_id, capacity)  capacity of the newest capacity frame
-//   recordSessionDraining(db, session_id)            OPEN → DRAINING (never revives a CLOSED row)
+// Flow-control state of a worker session mirrored into its row, so every node sees what the
+// owning node knows. Best effort: the socket's node stays the authority for dispatch, and a lost
+// update only leaves the listing stale until the next frame. Draining never revives a CLOSED row.
 import type { Conn, Pool } from './pool.js';
 
 export async function recordSessionCapacity(db: Pool | Conn, sessionId: string, capacity: number): Promise<void> {

@@ -1,5 +1,5 @@
-// SQL operations on the result stream's consumer side: subscriptions, deliveries and the committed
-// watermark. Each function is one statement (or one small fixed sequence named in its comment).
+// SQL operations on the result stream's consumer side: subscriptions, deliveries and the
+// committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import { toIso } from './pool.js';
@@ -26,7 +26,6 @@ export interface SubscriptionRow extends RowDataPacket {
   retired_sequence: string | null;
 }
 
-/** The wire shape of a subscription (protocol/http-views.ts). */
 export type SubscriptionView = Subscription;
 
 export function subscriptionView(r: SubscriptionRow, pendingCount: number): SubscriptionView {
@@ -56,12 +55,10 @@ export function eventTypes(r: SubscriptionRow): string[] {
 const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence, revision,
   created_at, updated_at, retired_at, retired_sequence`;
 
-/** getSubscription(namespace_id, id) → row or null; `lock` takes the row FOR UPDATE. */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string): Promise<SubscriptionRow | null>;
 export async function getSubscription(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<SubscriptionRow | null>;
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
-  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  // An id that is not 32 lowercase hex can never exist.
   if (!isId(id)) return null;
   const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
     id,
@@ -70,7 +67,6 @@ export async function getSubscription(db: Pool | Conn, namespaceId: string, id: 
   return rows[0] ?? null;
 }
 
-/** listSubscriptions(namespace_id, owner_credential_id) → rows by name. */
 export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {
   const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`, [
     namespaceId,
@@ -79,13 +75,11 @@ export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ow
   return rows;
 }
 
-/** countActiveSubscriptions(namespace_id) → non-retired subscriptions (paused ones count). */
 export async function countActiveSubscriptions(c: Conn, namespaceId: string): Promise<number> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
   return Number(rows[0]!.n);
 }
 
-/** countQueueSubscriptions(queue_id) → non-retired subscriptions (paused included) targeting the queue. */
 export async function countQueueSubscriptions(c: Conn, queueId: string): Promise<number> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE queue_id = ? AND retired_at IS NULL', [queueId]);
   return Number(rows[0]!.n);
@@ -101,7 +95,6 @@ export interface NewSubscription {
   cursor: string;
 }
 
-/** insertSubscription(…); duplicate name in the namespace → ER_DUP_ENTRY. */
 export async function insertSubscription(c: Conn, s: NewSubscription): Promise<void> {
   await c.execute(
     `INSERT INTO subscriptions (id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence,
@@ -111,12 +104,10 @@ export async function insertSubscription(c: Conn, s: NewSubscription): Promise<v
   );
 }
 
-/** setSubscriptionPaused(id, paused, expected_revision) → true when the revision matched (and bumped). */
 export function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
   return setPausedAtRevision(c, 'subscriptions', id, paused, expectedRevision);
 }
 
-/** markSubscriptionRetired(id, watermark): enabled=0, retired_at, retired_sequence = cursor = watermark, revision + 1. */
 export async function markSubscriptionRetired(c: Conn, id: string, watermark: string): Promise<void> {
   await c.execute(
     `UPDATE subscriptions SET enabled = 0, retired_at = UTC_TIMESTAMP(3), retired_sequence = ?, cursor_sequence = ?,
@@ -126,23 +117,18 @@ export async function markSubscriptionRetired(c: Conn, id: string, watermark: st
   );
 }
 
-/** setCursor(id, sequence): materialization progress (not a configuration change: no revision bump). */
+/** Progress, not a configuration change: no revision bump. */
 export async function setCursor(c: Conn, id: string, sequence: string): Promise<void> {
   await c.execute('UPDATE subscriptions SET cursor_sequence = ? WHERE id = ?', [sequence, id]);
 }
 
-// ---- watermark and events ----
-
-/** committedWatermark(namespace_id): stream_heads.last_sequence read without a lock. An outcome
- * transaction holds the head row until it commits, so the committed value is the highest sequence
- * below which every event is committed. '0' for a namespace that never had an event. */
+/** No lock: an outcome holds the head row until it commits, so the committed head is the
+ * watermark. */
 export async function committedWatermark(db: Pool | Conn, namespaceId: string): Promise<string> {
   const [rows] = await db.execute<RowDataPacket[]>('SELECT last_sequence FROM stream_heads WHERE namespace_id = ?', [namespaceId]);
   return rows[0] ? String(rows[0].last_sequence) : '0';
 }
 
-/** lockWatermark(namespace_id): creates the head row if missing and locks it FOR UPDATE (the same
- * lock an outcome takes to append), returning the committed watermark. */
 export async function lockWatermark(c: Tx, namespaceId: string): Promise<string> {
   await c.execute(
     `INSERT INTO stream_heads (namespace_id, last_sequence, updated_at) VALUES (?, 0, UTC_TIMESTAMP(3))
@@ -153,7 +139,6 @@ export async function lockWatermark(c: Tx, namespaceId: string): Promise<string>
   return String(rows[0]!.last_sequence);
 }
 
-/** oldestRetainedSequence(namespace_id) → smallest sequence still stored, or null when none is. */
 export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: string): Promise<string | null> {
   const [rows] = await db.execute<RowDataPacket[]>('SELECT MIN(sequence) AS s FROM result_events WHERE namespace_id = ?', [namespaceId]);
   return rows[0]!.s === null ? null : String(rows[0]!.s);
@@ -161,7 +146,6 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 
 const typeList = (types: string[]) => placeholders(types.length);
 
-/** countUnmaterialized(namespace_id, queue_id, types, cursor, watermark) → matching events in (cursor, watermark]. */
 export async function countUnmaterialized(
   db: Pool | Conn,
   s: { namespaceId: string; queueId: string; types: string[] },
@@ -177,7 +161,6 @@ export async function countUnmaterialized(
   return Number(rows[0]!.n);
 }
 
-/** matchingSequences(…, cursor, watermark, limit) → matching event sequences in (cursor, watermark], ascending. */
 export async function matchingSequences(
   c: Conn,
   s: { namespaceId: string; queueId: string; types: string[] },
@@ -203,7 +186,6 @@ export interface EventRow extends RowDataPacket {
   result: string | null;
 }
 
-/** The wire shape of a result event (protocol/http-views.ts). */
 export type EventView = ResultEvent;
 
 export function eventView(r: EventRow): EventView {
@@ -217,7 +199,6 @@ export function eventView(r: EventRow): EventView {
   };
 }
 
-/** eventsBySequence(namespace_id, sequences) → rows keyed by sequence (pruned ones absent). */
 export async function eventsBySequence(db: Pool | Conn, namespaceId: string, sequences: string[]): Promise<Map<string, EventRow>> {
   if (sequences.length === 0) return new Map();
   const [rows] = await db.query<EventRow[]>(
@@ -226,8 +207,6 @@ export async function eventsBySequence(db: Pool | Conn, namespaceId: string, seq
   );
   return new Map(rows.map((r) => [String(r.sequence), r]));
 }
-
-// ---- deliveries ----
 
 export interface DeliveryRow extends RowDataPacket {
   id: string;
@@ -239,7 +218,6 @@ export interface DeliveryRow extends RowDataPacket {
   created_at: string;
 }
 
-/** insertDeliveries(subscription_id, namespace_id, [{id, sequence}]): state PENDING, attempts 0. */
 export async function insertDeliveries(c: Conn, subscriptionId: string, namespaceId: string, rows: { id: string; sequence: string }[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
@@ -252,7 +230,6 @@ export async function insertDeliveries(c: Conn, subscriptionId: string, namespac
   }
 }
 
-/** expireLeases(subscription_id): LEASED deliveries whose lease ran out become EXPIRED. */
 export async function expireLeases(c: Conn, subscriptionId: string): Promise<number> {
   const [res] = await c.execute(
     `UPDATE deliveries SET state = 'EXPIRED' WHERE subscription_id = ? AND state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)`,
@@ -261,8 +238,7 @@ export async function expireLeases(c: Conn, subscriptionId: string): Promise<num
   return (res as { affectedRows: number }).affectedRows;
 }
 
-/** lockLeasable(subscription_id, state, limit) → deliveries in that state, by sequence, FOR UPDATE
- * (a locking read sees the latest committed state, so a concurrent ack is never overwritten). */
+/** A locking read sees the latest state, so a concurrent ack is never overwritten. */
 export async function lockLeasable(c: Tx, subscriptionId: string, state: 'PENDING' | 'EXPIRED', limit: number): Promise<{ id: string; sequence: string }[]> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, sequence FROM deliveries WHERE subscription_id = ? AND state = ? ORDER BY sequence LIMIT ${Number(limit)} FOR UPDATE`,
@@ -271,7 +247,6 @@ export async function lockLeasable(c: Tx, subscriptionId: string, state: 'PENDIN
   return rows.map((r) => ({ id: r.id as string, sequence: String(r.sequence) }));
 }
 
-/** leaseDeliveryRows(ids, lease_seconds): LEASED, attempts + 1, lease = now + lease_seconds. */
 export async function leaseDeliveryRows(c: Conn, ids: string[], leaseSeconds: number): Promise<void> {
   if (ids.length === 0) return;
   await c.query(
@@ -285,15 +260,13 @@ const DELIVERY_COLUMNS = `id, sequence,
   CASE WHEN state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3) THEN 'EXPIRED' ELSE state END AS state,
   attempts, lease_expires_at, acked_at, created_at`;
 
-/** deliveriesByIds(ids) → rows by sequence. */
 export async function deliveriesByIds(c: Conn, ids: string[]): Promise<DeliveryRow[]> {
   if (ids.length === 0) return [];
   const [rows] = await c.query<DeliveryRow[]>(`SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE id IN (${placeholders(ids.length)}) ORDER BY sequence`, ids);
   return rows;
 }
 
-/** ackDeliveryRows(subscription_id, ids) → deliveries newly ACKED (only LEASED or EXPIRED ones: a
- * delivery never handed out cannot be acknowledged, so nothing is discarded unseen). */
+/** Only LEASED or EXPIRED ones, so nothing is discarded unseen. */
 export async function ackDeliveryRows(db: Pool | Conn, subscriptionId: string, ids: string[]): Promise<number> {
   const [res] = await db.query(
     `UPDATE deliveries SET state = 'ACKED', acked_at = UTC_TIMESTAMP(3)
@@ -303,7 +276,6 @@ export async function ackDeliveryRows(db: Pool | Conn, subscriptionId: string, i
   return (res as { affectedRows: number }).affectedRows;
 }
 
-/** countUnacked(subscription_id) → deliveries PENDING, LEASED or EXPIRED. */
 export async function countUnacked(db: Pool | Conn, subscriptionId: string): Promise<number> {
   const [rows] = await db.execute<RowDataPacket[]>(
     `SELECT COUNT(*) AS n FROM deliveries WHERE subscription_id = ? AND state IN ('PENDING','LEASED','EXPIRED')`,
@@ -312,8 +284,7 @@ export async function countUnacked(db: Pool | Conn, subscriptionId: string): Pro
   return Number(rows[0]!.n);
 }
 
-/** listDeliveryRows(subscription_id, state?, after_sequence?, limit) → history by sequence ascending
- * (state as observed now: a LEASED delivery past its lease reads as EXPIRED). */
+/** A LEASED delivery past its lease reads as EXPIRED. */
 export async function listDeliveryRows(
   db: Pool | Conn,
   subscriptionId: string,

@@ -1,12 +1,10 @@
-// Whole-database reads behind gauges (every node sees the same numbers: the database is the only
-// shared state). No locks; each walks the WAITING rows (waiting_tasks), so callers run them every few seconds at
-// most (queue-metrics.ts caches for 2 s, the capability watch runs every ~5 s).
+// Whole-database reads behind gauges. No locks, but each walks the WAITING rows, so callers run
+// them every few seconds at most.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './pool.js';
 
-/** waitingDepthByQueue() → per queue with WAITING tasks: its name, their count, and the age in
- * microseconds of the oldest due one (due since not_before, else since created_at; null when none
- * is due yet), by the database clock. */
+/** Per queue with WAITING tasks: its name, their count, and the age in microseconds of the
+ * oldest due one (null when none is due yet), by the database clock. */
 export async function waitingDepthByQueue(pool: Pool): Promise<{ queue_id: string; name: string; depth: number | string; age_us: number | string | null }[]> {
   // Age counts from when a task became due (not_before), not from its submission.
   const [rows] = await pool.query<RowDataPacket[]>(
@@ -19,7 +17,6 @@ export async function waitingDepthByQueue(pool: Pool): Promise<{ queue_id: strin
   return rows as { queue_id: string; name: string; depth: number | string; age_us: number | string | null }[];
 }
 
-/** keyedWaitingByQueue() → per queue, the count of WAITING tasks that carry a concurrency key. */
 export async function keyedWaitingByQueue(pool: Pool): Promise<{ queue_id: string; n: number | string }[]> {
   const [waiting] = await pool.query<RowDataPacket[]>(`SELECT queue_id, COUNT(*) AS n FROM waiting_tasks WHERE concurrency_key IS NOT NULL GROUP BY queue_id`);
   return waiting as { queue_id: string; n: number | string }[];

@@ -1,5 +1,3 @@
-// SQL operations on tasks (submit and reads). Claim and result statements are claim-sql.ts and
-// attempt-batches.ts, single-task transitions task-transitions.ts.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
@@ -49,7 +47,6 @@ export interface TaskRow extends RowDataPacket {
 
 export type { TaskResult } from '@orbit/protocol/http-views';
 
-/** The wire shape of a task (protocol/http-views.ts). */
 export type TaskView = Task;
 
 export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
@@ -60,7 +57,7 @@ export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
   return res;
 }
 
-/** The API shape of a task; `summary` omits payload and result.output. */
+/** `summary` omits payload and result.output. */
 export function taskView(r: TaskRow, summary = false): TaskView {
   const v: TaskView = {
     id: r.id,
@@ -83,7 +80,6 @@ export function taskView(r: TaskRow, summary = false): TaskView {
   if (!summary) v.payload = JSON.parse(r.payload);
   if (r.business_key !== null) v.business_key = r.business_key;
   if (r.concurrency_key !== null) v.concurrency_key = r.concurrency_key.toString('utf8');
-  // Tasks a schedule created name it (schedules.md); omitted on submitted tasks.
   if (r.schedule_id) {
     v.schedule_id = r.schedule_id;
     v.schedule_version = Number(r.schedule_version);
@@ -91,11 +87,10 @@ export function taskView(r: TaskRow, summary = false): TaskView {
   }
   const wf = taskWorkflowRef(r);
   if (wf) v.workflow = wf;
-  // Stable key order for readers: payload after payload_version as in the spec.
+  // Stable key order for readers: payload after payload_version.
   return summary ? v : reorder(v);
 }
 
-/** `workflow` of a step task (workflows.md); undefined on other tasks. */
 export function taskWorkflowRef(r: Pick<TaskRow, 'workflow_run_id' | 'workflow_step' | 'workflow_index'>): TaskWorkflowRef | undefined {
   if (!r.workflow_run_id) return undefined;
   const ref: TaskWorkflowRef = { run_id: r.workflow_run_id, step: r.workflow_step! };
@@ -127,9 +122,7 @@ export interface NewTask {
   priority: number;
   maxAttempts: number;
   notBefore: string | null;
-  /** Set on tasks a schedule creates (fire or trigger): schedule id, version, fire time (DATETIME). */
   origin?: TaskOrigin;
-  /** Set on a workflow step's task: its run, step and for_each index (null without for_each). */
   workflow?: { runId: string; step: string; index: number | null };
 }
 
@@ -139,7 +132,6 @@ export interface TaskOrigin {
   scheduledFor: string;
 }
 
-/** The values of one task row, in the column order of insertTasks. */
 function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (string | number | Buffer | null)[] {
   return [
     t.id,
@@ -167,16 +159,10 @@ function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (strin
   ];
 }
 
-/** insertTasks(tasks: all fields of NewTask, created_at, deadline_at): one multi-row INSERT for a
- * whole submit batch (one per chunk when the payloads exceed the statement budget:
- * db/packet-budget.ts; state WAITING; times from the transaction's one database-clock read), the
- * lock of the key rows of keyed tasks without not_before, and one INSERT … SELECT of their waiting
- * rows (db/waiting-tasks.ts), all queued. The caller passes times
- * derived from the database clock, so the accepted tasks can be answered without reading them back. */
+/** A whole submit batch, queued: task rows, key row locks and waiting rows. Times come from the
+ * database clock, so nothing is read back. */
 export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
   const rows = tasks.map(taskRow);
-  // Queued (db/pipeline.ts): sent with the submit's hot-row checks (and its COMMIT), not a round
-  // trip of its own; a failure surfaces there and rolls the transaction back.
   for (const chunk of chunkRows(c, rows, (r) => r)) {
     await write(
       c,
@@ -187,9 +173,7 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
       chunk.flat(),
     );
   }
-  // Their claimable rows, copied from the rows just written (seq is the table's AUTO_INCREMENT),
-  // flagged under the lock of their key rows (db/waiting-tasks.ts "Waiting heads"): after the task
-  // rows, before the queue and application rows (the lock order, docs/design.md).
+  // Key rows after the task rows and before the queue and application rows (the lock order).
   const lock = lockKeysSql(keysToLock(tasks.map((t) => ({ namespace_id: t.namespaceId, concurrency_key: t.concurrencyKey, not_before: t.notBefore }))));
   if (lock) await write(c, ...lock);
   await enterWaiting(
@@ -199,7 +183,6 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
   );
 }
 
-/** The row insertTasks just wrote for one task, built from its inputs (no read-back). */
 export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
   return {
     id: t.id,
@@ -237,12 +220,10 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
   } as TaskRow;
 }
 
-/** getTask(namespace_id, id, lock?) → row or null. */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;
 export async function getTask(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<TaskRow | null>;
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
-  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
+  // An id that is not 32 lowercase hex can never exist.
   if (!isId(id)) return null;
   const [rows] = await db.execute<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
     id,
@@ -262,7 +243,6 @@ export interface TaskFilter {
   limit: number;
 }
 
-/** listTasks(filter) → rows newest first (seq DESC), at most limit + 1 (to know if more exist). */
 export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
   const where = ['namespace_id = ?'];
   const args: unknown[] = [f.namespaceId];

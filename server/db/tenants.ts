@@ -1,11 +1,10 @@
-// SQL operations on applications and namespaces (orbit-admin, the embedded bootstrap, and the
-// namespace lock of schedule creation).
+// SQL operations on applications and namespaces.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { newId } from '../ids.js';
 
-/** findOrCreateApplication(name) → id. Locking read then insert; a concurrent creator hits the
- * unique name and the caller's transaction is retried. */
+/** Locking read then insert; a concurrent creator hits the unique name and the caller's
+ * transaction is retried. */
 export async function findOrCreateApplication(c: Tx, name: string): Promise<string> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM applications WHERE name = ? FOR UPDATE', [name]);
   if (rows[0]) return rows[0].id as string;
@@ -14,7 +13,6 @@ export async function findOrCreateApplication(c: Tx, name: string): Promise<stri
   return id;
 }
 
-/** findOrCreateNamespace(application_id, name, environment) → id. */
 export async function findOrCreateNamespace(c: Tx, applicationId: string, name: string, environment: string): Promise<string> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE application_id = ? AND name = ? FOR UPDATE', [applicationId, name]);
   if (rows[0]) return rows[0].id as string;
@@ -28,26 +26,23 @@ export async function findOrCreateNamespace(c: Tx, applicationId: string, name: 
   return id;
 }
 
-/** namespaceEnvironment(namespace_id) → its environment, or undefined when there is no such
- * namespace. */
+/** Undefined when there is no such namespace. */
 export async function namespaceEnvironment(c: Conn, namespaceId: string): Promise<string | undefined> {
   const [envRows] = await c.execute('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
   return (envRows as { environment: string }[])[0]?.environment;
 }
 
-/** namespaceExists(namespace_id) → true when there is such a namespace (no lock). */
 export async function namespaceExists(c: Conn, namespaceId: string): Promise<boolean> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
   return rows.length > 0;
 }
 
-/** lockNamespace(namespace_id): the namespace row FOR UPDATE to the end of the transaction — the
- * per-namespace counts checked against a limit (schedules) then serialize with each other. */
+/** The namespace row FOR UPDATE to the commit, so per-namespace counts checked against a limit
+ * serialize with each other. */
 export async function lockNamespace(c: Tx, namespaceId: string): Promise<void> {
   await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [namespaceId]);
 }
 
-/** setApplicationQuotas(application_id, max_active_attempts?, max_unfinished_tasks?). */
 export async function setApplicationQuotas(c: Conn, applicationId: string, q: { maxActiveAttempts?: number; maxUnfinishedTasks?: number }): Promise<boolean> {
   const [res] = await c.execute(
     `UPDATE applications SET max_active_attempts = COALESCE(?, max_active_attempts),
@@ -58,7 +53,6 @@ export async function setApplicationQuotas(c: Conn, applicationId: string, q: { 
   return (res as { affectedRows: number }).affectedRows === 1;
 }
 
-/** insertAudit(namespace_id?, actor, action, target_type, target_id, details). */
 export async function insertAudit(
   c: Conn,
   a: { namespaceId: string | null; actor: string; action: string; targetType: string; targetId: string; details?: unknown },

@@ -1,25 +1,14 @@
-// SQL operations on worker sessions (the sessions table is the shared record across every gateway
-// node; a node only knows its own sockets): the session row a hello opens and a close marks, the
-// liveness refresh, and the read model of connected sessions for GET /v1/workers.
-//
-//   listConnectedSessions(db, namespace_id, queue_id?) → WorkerSession[] (all queues of each session)
-//     namespace_id  the credential's namespace
-//     queue_id      only sessions whose hello named this queue (already validated and authorized)
-//
-// "Connected" = not CLOSED and seen within SESSION_STALE_SECONDS: each node refreshes
-// last_seen_at of its own sessions every few seconds (touchSessions), so the row of a node killed
-// with -9 (which stays OPEN) drops out of the list once it goes stale.
+// SQL operations on worker sessions. Each node refreshes its own rows, so a killed node's rows,
+// which stay OPEN, drop out of "connected" once they go stale.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkerSession } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from './pool.js';
 import { toIso } from './pool.js';
 import { placeholders } from './placeholders.js';
 
-/** A session not seen for this long counts as gone (its node died without closing it). */
 export const SESSION_STALE_SECONDS = 30;
 
-/** closeSupersededSessions(namespace_id, worker_id): every session of the identity that is not
- * CLOSED is closed with 4409 (a new hello of the same worker_id supersedes them). */
+/** A new hello supersedes every open session of the identity. */
 export async function closeSupersededSessions(c: Conn, namespaceId: string, workerId: string): Promise<void> {
   await c.execute(
     `UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = 4409
@@ -37,12 +26,9 @@ export interface NewWorkerSession {
   queueIds: string[];
   capacity: number;
   concurrencyKeys: boolean;
-  /** The hello's handlers filter, or null (any handler). */
   handlers: unknown;
 }
 
-/** insertWorkerSession(id, namespace, worker, credential, node, queues, capacity, capability,
- * handlers): the OPEN row of a session whose hello succeeded, connected and seen now. */
 export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise<void> {
   await c.execute(
     `INSERT INTO worker_sessions (id, namespace_id, worker_id, credential_id, node_id, queue_ids, capacity, concurrency_keys, handlers, state, connected_at, last_seen_at)
@@ -61,8 +47,7 @@ export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise
   );
 }
 
-/** closeSessionRow(session_id, close_code): marks a session closed (socket gone). Releases
- * nothing: attempts run on until result or expiry. */
+/** Releases nothing: attempts run on until result or expiry. */
 export async function closeSessionRow(pool: Pool, sessionId: string, code: number): Promise<void> {
   await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [
     code,
@@ -70,14 +55,11 @@ export async function closeSessionRow(pool: Pool, sessionId: string, code: numbe
   ]);
 }
 
-/** touchSessions(session_ids): last_seen_at = now (the caller passes one application's sessions
- * per call: every statement touches one application's rows). */
+/** One application's sessions per call: a statement touches one application's rows. */
 export async function touchSessions(pool: Pool, ids: string[]): Promise<void> {
   await pool.query(`UPDATE worker_sessions SET last_seen_at = UTC_TIMESTAMP(3) WHERE id IN (${placeholders(ids.length)})`, ids);
 }
 
-/** capableSessionQueues() → the queue_ids (JSON text) of every live session with the
- * concurrency_keys capability, on any node (seen within SESSION_STALE_SECONDS). */
 export async function capableSessionQueues(pool: Pool): Promise<{ queue_ids: string }[]> {
   const [sessions] = await pool.query<RowDataPacket[]>(
     `SELECT queue_ids FROM worker_sessions

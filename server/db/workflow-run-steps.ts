@@ -1,7 +1,4 @@
-// SQL operations on the steps of runs (workflow_run_steps, migration 000006). A run's step rows are
-// written only by a transaction that holds the run row (FOR UPDATE): the run row is the lock of
-// its steps, so reads under it need no lock of their own (READ COMMITTED: they see the last
-// committed state).
+// SQL operations on the steps of runs. The run row is the lock of its steps.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStepState } from '@orbit/protocol/states';
 import type { SkipReason } from '@orbit/protocol/workflow-views';
@@ -30,8 +27,6 @@ export interface RunStepRow {
 const COLUMNS = `run_id, step_key, namespace_id, application_id, run_seq, state, ready_cause, skipped_because, task_count, output,
   error_code, error_message, signal_deadline_at, started_at, finished_at, updated_at`;
 
-/** readRunSteps(run ids) → every step row of these runs, by run then key. No lock: the caller
- * holds the runs (advancement, commands) or only reads (GET). */
 export async function readRunSteps(db: Pool | Conn, runIds: string[]): Promise<RunStepRow[]> {
   if (runIds.length === 0) return [];
   const [rows] = await db.query<(RunStepRow & RowDataPacket)[]>(
@@ -41,17 +36,13 @@ export async function readRunSteps(db: Pool | Conn, runIds: string[]): Promise<R
   return rows.map((r) => ({ ...r, run_seq: String(r.run_seq) }));
 }
 
-/** A step row as written: every column but the updated_at the statement sets. Times are either a
- * DATETIME(3) string, `now` (the statement's database clock) or, for signal_deadline_at, a number
- * of seconds after now. */
+/** Times are a DATETIME(3) string, `now` or, for signal_deadline_at, seconds after now. */
 export type StepWrite = Omit<RunStepRow, 'updated_at' | 'signal_deadline_at' | 'started_at' | 'finished_at'> & {
   signal_deadline_at: string | { seconds: number } | null;
   started_at: string | 'now' | null;
   finished_at: string | 'now' | null;
 };
 
-/** writeRunSteps(rows): one multi-row upsert of whole step rows (a run's start inserts them all;
- * an advancement writes the steps its plan changed). The caller holds the run row. */
 export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
   if (rows.length === 0) return;
   const args: unknown[] = [];
@@ -94,10 +85,7 @@ export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
   );
 }
 
-/** quotaReadyApplications(limit) → applications with a READY step waiting for quota (a loose scan
- * of ix_workflow_run_steps_quota). No lock. The sweeper then reads each application's runs apart:
- * one application's runs that cannot start must not hide another application's (a single
- * `ORDER BY application_id … LIMIT` did: 100 waiting runs of the first application filled it). */
+/** Read apart from their runs, so one application's stuck runs never hide another's. */
 export async function quotaReadyApplications(pool: Pool, limit: number): Promise<string[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT DISTINCT application_id FROM workflow_run_steps WHERE ready_cause = 'quota' ORDER BY application_id LIMIT ?`,
@@ -106,9 +94,6 @@ export async function quotaReadyApplications(pool: Pool, limit: number): Promise
   return rows.map((r) => r.application_id as string);
 }
 
-/** quotaReadyRuns(applicationId, limit) → that application's runs with a READY step waiting for
- * quota, oldest run first (index ix_workflow_run_steps_quota). No lock: the sweeper locks each run
- * after. */
 export async function quotaReadyRuns(
   pool: Pool,
   applicationId: string,
@@ -122,8 +107,6 @@ export async function quotaReadyRuns(
   return rows.map((r) => ({ run_id: r.run_id as string, namespace_id: r.namespace_id as string, application_id: applicationId }));
 }
 
-/** dueSignalSteps(limit) → WAITING_SIGNAL steps past their timeout by the database clock (index
- * ix_workflow_run_steps_signal). No lock: the sweeper locks each run and re-checks. */
 export async function dueSignalSteps(pool: Pool, limit: number): Promise<{ run_id: string; step_key: string; namespace_id: string }[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT run_id, step_key, namespace_id FROM workflow_run_steps
@@ -133,7 +116,6 @@ export async function dueSignalSteps(pool: Pool, limit: number): Promise<{ run_i
   return rows.map((r) => ({ run_id: r.run_id as string, step_key: r.step_key as string, namespace_id: r.namespace_id as string }));
 }
 
-/** countStepsByState() → step rows per state over every namespace (the metrics scrape). */
 export async function countStepsByState(pool: Pool): Promise<{ state: WorkflowStepState; n: number }[]> {
   const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM workflow_run_steps GROUP BY state');
   return rows.map((r) => ({ state: r.state as WorkflowStepState, n: Number(r.n) }));

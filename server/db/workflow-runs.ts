@@ -1,7 +1,5 @@
-// SQL operations on workflow runs (workflow_runs, migration 000006). One function per statement.
-// Lock order (docs/design.md "Workflows"): a run row is locked after the task rows of its
-// transaction (results and the sweeper hold attempts and tasks first; run commands lock the run's
-// tasks, then the run) and before the hot rows (queues, application, stream head).
+// SQL operations on workflow runs. A run row is locked after its transaction's task rows and
+// before the hot rows (docs/design.md "Workflows").
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
@@ -29,7 +27,6 @@ export interface RunRow extends RowDataPacket {
 const COLUMNS = `id, namespace_id, application_id, workflow_id, version, seq, state, input, concurrency_key, created_at, updated_at,
   finished_at, cancel_reason, created_by`;
 
-/** The listed shape: without steps and input. */
 export function runSummaryView(r: RunRow): WorkflowRunSummary {
   const v: WorkflowRunSummary = {
     id: r.id,
@@ -55,8 +52,6 @@ export interface NewRun {
   createdBy: string;
 }
 
-/** insertRun(run) → its seq (start order) and created_at (database clock), state RUNNING. The run
- * row is new: no other transaction can lock it before the commit. */
 export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; createdAt: string }> {
   const [res] = await c.execute<ResultSetHeader>(
     `INSERT INTO workflow_runs (id, namespace_id, application_id, workflow_id, version, state, input, concurrency_key, created_at, updated_at, created_by)
@@ -76,9 +71,7 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
   return { seq: String(res.insertId || rows[0]!.seq), createdAt: rows[0]!.created_at as string };
 }
 
-/** getRun(namespace, id, lock?) → the run or null; `lock`: FOR UPDATE (the run commands, after
- * they locked the run's tasks). */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+/** `lock` is taken by run commands after the run's tasks. */
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string): Promise<RunRow | null>;
 export async function getRun(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<RunRow | null>;
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<RunRow | null> {
@@ -90,8 +83,7 @@ export async function getRun(db: Pool | Conn, namespaceId: string, id: string, l
   return rows[0] ?? null;
 }
 
-/** lockRuns(ids) → the runs, locked FOR UPDATE in id order (advancement: the runs whose step tasks
- * changed in this transaction; the caller already holds those tasks). */
+/** The caller already holds their changed tasks. */
 export async function lockRuns(c: Tx, ids: string[]): Promise<RunRow[]> {
   if (ids.length === 0) return [];
   const sorted = [...new Set(ids)].sort();
@@ -99,8 +91,6 @@ export async function lockRuns(c: Tx, ids: string[]): Promise<RunRow[]> {
   return rows;
 }
 
-/** setRunState(id, state, cancel_reason?): the run's state, updated_at, and finished_at when the
- * state is final. The caller holds the run row. */
 export async function setRunState(c: Conn, id: string, state: WorkflowRunState, cancelReason: string | null = null): Promise<void> {
   const final = state === 'SUCCEEDED' || state === 'FAILED' || state === 'CANCELLED';
   await c.execute(
@@ -115,13 +105,10 @@ export interface RunFilter {
   namespaceId: string;
   workflowId?: string;
   state?: WorkflowRunState;
-  /** seq of the last run of the previous page (newest first). */
   beforeSeq?: string;
   limit: number;
 }
 
-/** listRuns(filter) → runs newest first (seq DESC), at most limit + 1 (to know if more exist). No
- * lock. Indexes: (namespace_id, seq), (namespace_id, workflow_id, seq), (namespace_id, state, seq). */
 export async function listRuns(pool: Pool, f: RunFilter): Promise<RunRow[]> {
   const where = ['namespace_id = ?'];
   const args: unknown[] = [f.namespaceId];
@@ -144,7 +131,6 @@ export async function listRuns(pool: Pool, f: RunFilter): Promise<RunRow[]> {
   return rows;
 }
 
-/** countRunsByState() → runs per state over every namespace (the metrics scrape; no lock). */
 export async function countRunsByState(pool: Pool): Promise<{ state: WorkflowRunState; n: number }[]> {
   const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM workflow_runs GROUP BY state');
   return rows.map((r) => ({ state: r.state as WorkflowRunState, n: Number(r.n) }));

@@ -1,17 +1,16 @@
-// SQL operations on signals sent to runs (workflow_signals, migration 000006). The primary key
-// (run_id, name) makes a second signal of a name a duplicate (409). Written by transactions that
-// hold the run row.
+// SQL operations on signals sent to runs, written under the run row's lock. The primary key
+// (run_id, name) makes a second signal of a name a duplicate.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { placeholders } from './placeholders.js';
 
-/** readKeptSignals(run) → signals sent before their step was reached, by name → payload JSON. */
+/** Signals sent before their step was reached: name → payload JSON. */
 export async function readKeptSignals(c: Conn, runId: string): Promise<Map<string, string>> {
   const [rows] = await c.query<RowDataPacket[]>("SELECT name, payload FROM workflow_signals WHERE run_id = ? AND state = 'KEPT'", [runId]);
   return new Map(rows.map((r) => [r.name as string, r.payload as string]));
 }
 
-/** signalSent(run, name) → whether a signal of that name was already accepted (kept or consumed). */
+/** Whether a signal of that name was already accepted, kept or consumed. */
 export async function signalSent(c: Conn, runId: string, name: string): Promise<boolean> {
   const [rows] = await c.query<RowDataPacket[]>('SELECT 1 FROM workflow_signals WHERE run_id = ? AND name = ?', [runId, name]);
   return rows.length > 0;
@@ -27,8 +26,8 @@ export interface NewSignal {
   state: 'KEPT' | 'CONSUMED';
 }
 
-/** insertSignal(signal): KEPT (its step is not reached yet) or CONSUMED (its step succeeded with
- * it in this transaction). A second one of the name is ER_DUP_ENTRY. */
+/** KEPT while its step is not reached, CONSUMED when its step succeeds with it in this
+ * transaction. A second one of the name is ER_DUP_ENTRY. */
 export async function insertSignal(c: Conn, s: NewSignal): Promise<void> {
   await c.execute(
     `INSERT INTO workflow_signals (run_id, name, namespace_id, application_id, payload, state, step_key, sent_at, consumed_at)
@@ -37,7 +36,6 @@ export async function insertSignal(c: Conn, s: NewSignal): Promise<void> {
   );
 }
 
-/** consumeSignals(run, names): kept signals consumed by the steps that started with them. */
 export async function consumeSignals(c: Conn, runId: string, names: string[]): Promise<void> {
   if (names.length === 0) return;
   await c.query(`UPDATE workflow_signals SET state = 'CONSUMED', consumed_at = UTC_TIMESTAMP(3) WHERE run_id = ? AND name IN (${placeholders(names.length)})`, [

@@ -1,6 +1,5 @@
-// SQL operations on the tasks of started steps (workflow_step_tasks, migration 000006): the primary
-// key (run_id, step_key, item_index) is the exactly-once guard of advancement — a second task for
-// an element is a duplicate key, and the row commits with its task.
+// The tasks of started steps. The primary key (run_id, step_key, item_index) is advancement's
+// exactly-once guard.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TaskState } from '@orbit/protocol/states';
 import type { Conn, Pool, Tx } from './pool.js';
@@ -16,9 +15,6 @@ export interface NewStepTask {
   createdAt: string;
 }
 
-/** insertStepTasks(rows): one multi-row INSERT, in the transaction that inserts the tasks. A
- * (run, step, index) that already has a task fails the statement (ER_DUP_ENTRY): the whole
- * transaction rolls back, nothing is created twice. */
 export async function insertStepTasks(c: Conn, rows: NewStepTask[]): Promise<void> {
   if (rows.length === 0) return;
   await c.query(
@@ -37,9 +33,7 @@ export interface StepTaskRow {
   result_error_message: string | null;
 }
 
-/** readStepTasks(run, step keys | null = every step) → the steps' tasks with their current state
- * and result, by step then element. No lock: the caller holds the run row, which every advancement
- * of the run takes (READ COMMITTED: the last committed task states, and this transaction's own). */
+/** No lock: the caller holds the run row, which every advancement of the run takes. */
 export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: string[] | null, withOutput = true): Promise<StepTaskRow[]> {
   if (stepKeys !== null && stepKeys.length === 0) return [];
   const [rows] = await db.query<(StepTaskRow & RowDataPacket)[]>(
@@ -52,15 +46,13 @@ export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: st
   return rows;
 }
 
-/** stepTaskIds(run) → the ids of the run's tasks (no lock; a run command locks them next, before
- * the run row). */
+/** No lock: a run command locks them next. */
 export async function stepTaskIds(db: Pool | Conn, runId: string): Promise<string[]> {
   const [rows] = await db.query<RowDataPacket[]>('SELECT task_id FROM workflow_step_tasks WHERE run_id = ? ORDER BY task_id', [runId]);
   return rows.map((r) => r.task_id as string);
 }
 
-/** currentAttemptIds(task ids) → the current attempts of those of the tasks that are LEASED (no
- * lock: a run :cancel locks them next, before the tasks, in the order of results and the sweeper). */
+/** No lock: a run :cancel locks them next, before the tasks, as results and the sweeper do. */
 export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<string[]> {
   if (taskIds.length === 0) return [];
   const [rows] = await c.query<RowDataPacket[]>(
@@ -71,8 +63,6 @@ export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<str
   return rows.map((r) => r.current_attempt_id as string);
 }
 
-/** lockTasksById(task ids): the tasks locked FOR UPDATE in id order (a run :cancel, after their
- * attempts and before the run row). */
 export async function lockTasksById(c: Tx, taskIds: string[]): Promise<void> {
   if (taskIds.length === 0) return;
   const sorted = [...taskIds].sort();

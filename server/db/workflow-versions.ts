@@ -1,6 +1,4 @@
-// SQL operations on workflow versions and the set of queues each names (workflow_versions,
-// workflow_version_queues): published once, never changed (workflows.md). Each function is one
-// statement; the batched ones take arrays.
+// SQL operations on workflow versions: published once, never changed.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
 import type { Conn, Pool, Tx } from './pool.js';
@@ -18,17 +16,13 @@ interface VersionRow extends RowDataPacket {
   created_by: string;
 }
 
-/** A stored version with its steps and queue set parsed. */
 export interface StoredWorkflowVersion {
   workflowId: string;
   number: number;
   namespaceId: string;
   applicationId: string;
-  /** The normalized steps in the order published (defaults applied, max_attempts resolved). */
   steps: WorkflowStep[];
-  /** Every queue a task step names, sorted, once each. */
   queueIds: string[];
-  /** DATETIME(3) text (database clock). */
   createdAt: string;
   createdBy: string;
 }
@@ -48,27 +42,22 @@ function parsed(r: VersionRow): StoredWorkflowVersion {
   };
 }
 
-/** The wire shape (protocol/workflow-views.ts). */
 export function workflowVersionView(v: StoredWorkflowVersion): WorkflowVersion {
   return { number: v.number, created_at: toIso(v.createdAt)!, steps: v.steps };
 }
 
-/** getVersion(workflow_id, number) → the version, steps parsed, or null. No lock: a version never
- * changes once committed. The caller found the workflow in its namespace first. */
+/** No lock: a version never changes once committed. */
 export async function getVersion(db: Pool | Conn, workflowId: string, number: number): Promise<StoredWorkflowVersion | null> {
   const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? AND number = ?`, [workflowId, number]);
   return rows[0] ? parsed(rows[0]) : null;
 }
 
-/** listVersions(workflow_id) → every version, oldest first (at most one per publication). */
 export async function listVersions(db: Pool | Conn, workflowId: string): Promise<StoredWorkflowVersion[]> {
   const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? ORDER BY number`, [workflowId]);
   return rows.map(parsed);
 }
 
-/** insertVersion(workflow_id, number, namespace, application, steps, queue_ids, created_at,
- * created_by): the version row only; its queue rows are insertVersionQueues, in the same
- * transaction. The caller holds the workflow row FOR UPDATE (publish) or created it (create). */
+/** The version row only; insertVersionQueues writes its queue rows. */
 export async function insertVersion(c: Conn, v: StoredWorkflowVersion): Promise<void> {
   await c.execute(
     `INSERT INTO workflow_versions (workflow_id, number, namespace_id, application_id, steps, step_count, queue_ids, created_at, created_by)
@@ -77,8 +66,6 @@ export async function insertVersion(c: Conn, v: StoredWorkflowVersion): Promise<
   );
 }
 
-/** insertVersionQueues(version): one workflow_version_queues row per queue of the version, one
- * statement. Queue retirement reads them by queue (primary key prefix). */
 export async function insertVersionQueues(
   c: Conn,
   v: Pick<StoredWorkflowVersion, 'workflowId' | 'number' | 'namespaceId' | 'applicationId' | 'queueIds'>,
@@ -97,11 +84,8 @@ export interface VersionQueueRow extends RowDataPacket {
   retired_at: string | null;
 }
 
-/** lockVersionQueues(namespace_id, queue_ids) → those of the queues that exist in the namespace
- * (id, retired_at), each locked in share mode to the end of the transaction, in id order. A queue
- * retirement locks the row exclusively and then looks for unfinished runs pinning it: whichever
- * commits first wins (a publish or run start that waited finds the queue retired; a retirement
- * that waited sees the version and its runs). Used by create, publish and run start. */
+/** Share-locked to the commit in id order. Queue retirement locks the row exclusively, so
+ * whichever commits first wins. */
 export async function lockVersionQueues(c: Tx, namespaceId: string, queueIds: readonly string[]): Promise<VersionQueueRow[]> {
   if (queueIds.length === 0) return [];
   const sorted = [...new Set(queueIds)].sort();
@@ -112,8 +96,7 @@ export async function lockVersionQueues(c: Tx, namespaceId: string, queueIds: re
   return rows;
 }
 
-/** versionQueueIds(workflow_id, number) → the queues the version names (sorted), or null when there
- * is no such version: the authorization check of reads and commands, without reading the steps. */
+/** The authorization check, without reading the steps. */
 export async function versionQueueIds(db: Pool | Conn, workflowId: string, number: number): Promise<string[] | null> {
   const [rows] = await db.execute<RowDataPacket[]>('SELECT queue_ids FROM workflow_versions WHERE workflow_id = ? AND number = ?', [workflowId, number]);
   return rows[0] ? (JSON.parse(rows[0].queue_ids as string) as string[]) : null;

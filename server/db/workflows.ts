@@ -1,11 +1,5 @@
-// SQL operations on workflow definitions (workflows.md). Each function is one statement. Times are
-// DATETIME(3) strings in UTC; the database clock decides every "now".
-//
-// Locks, in the repository's order (docs/design.md "Workflows"): namespace row (create: name and
-// quota) → workflow row (FOR UPDATE by publish and retire; a run start takes it in share mode, so a
-// retirement that read no unfinished run cannot commit beside a run that starts) → the version's
-// queue rows in share mode (db/workflow-versions.ts lockVersionQueues; queue retirement takes one
-// exclusively, then reads the unfinished runs that pin it) → the task-creation path's own locks.
+// SQL operations on workflow definitions. Lock order (docs/design.md "Workflows"): namespace row
+// → workflow row → the version's queue rows in share mode → the task-creation path's locks.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Workflow } from '@orbit/protocol/workflow-views';
 import { isId } from '@orbit/protocol/ids';
@@ -27,7 +21,6 @@ export interface WorkflowRow extends RowDataPacket {
 
 const COLUMNS = 'id, namespace_id, application_id, name, revision, current_version, created_at, updated_at, retired_at';
 
-/** The wire shape (protocol/workflow-views.ts). */
 export function workflowView(r: WorkflowRow): Workflow {
   const v: Workflow = {
     id: r.id,
@@ -42,9 +35,7 @@ export function workflowView(r: WorkflowRow): Workflow {
   return v;
 }
 
-/** getWorkflow(namespace_id, id, lock?) → row or null. 'update': publish and retire; 'share': a run
- * start (serializes with retirement, lets concurrent starts through). A malformed id → null, no SQL. */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
+/** `lock` 'share' (a run start) serializes with retirement ('update') but not with other starts. */
 export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string): Promise<WorkflowRow | null>;
 export async function getWorkflow(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<WorkflowRow | null>;
 export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<WorkflowRow | null> {
@@ -54,10 +45,7 @@ export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: stri
   return rows[0] ?? null;
 }
 
-/** listWorkflows(namespace_id, queue_ids, after_name?, limit) → rows by name, at most limit + 1. A
- * credential limited to some queues sees the workflows whose current version names none outside
- * them (workflow_version_queues by its primary key's queue prefix is not usable here; the
- * anti-join reads the current version's few rows per workflow). */
+/** A credential limited to some queues sees the workflows whose current version stays inside them. */
 export async function listWorkflows(
   db: Pool | Conn,
   namespaceId: string,
@@ -83,8 +71,7 @@ export async function listWorkflows(
   return rows;
 }
 
-/** countActiveWorkflows(namespace_id) → non-retired workflows (the namespace quota). The caller
- * holds the namespace row FOR UPDATE, so two creates cannot both take the last slot. */
+/** The caller holds the namespace row FOR UPDATE, so two creates cannot both take the last slot. */
 export async function countActiveWorkflows(c: Conn, namespaceId: string): Promise<number> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflows WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
   return Number(rows[0]!.n);
@@ -98,8 +85,6 @@ export interface NewWorkflow {
   now: string;
 }
 
-/** insertWorkflow(id, namespace_id, application_id, name, now): revision 1, version 1 current; a used
- * name (retired ones included) → ER_DUP_ENTRY. */
 export async function insertWorkflow(c: Conn, w: NewWorkflow): Promise<void> {
   await c.execute(
     `INSERT INTO workflows (id, namespace_id, application_id, name, revision, current_version, created_at, updated_at)
@@ -108,13 +93,11 @@ export async function insertWorkflow(c: Conn, w: NewWorkflow): Promise<void> {
   );
 }
 
-/** setCurrentWorkflowVersion(id, number, now): a publication; bumps revision. The caller holds the row FOR UPDATE. */
 export async function setCurrentWorkflowVersion(c: Conn, id: string, number: number, now: string): Promise<void> {
   await c.execute('UPDATE workflows SET current_version = ?, revision = revision + 1, updated_at = ? WHERE id = ?', [number, now, id]);
 }
 
-/** markWorkflowRetired(id, reason): irreversible; frees its slot of the namespace quota, keeps its
- * name; bumps revision. The caller holds the row FOR UPDATE. */
+/** Irreversible; frees its quota slot and keeps its name. */
 export async function markWorkflowRetired(c: Conn, id: string, reason: string): Promise<void> {
   await c.execute(
     'UPDATE workflows SET retired_at = UTC_TIMESTAMP(3), retire_reason = ?, revision = revision + 1, updated_at = UTC_TIMESTAMP(3) WHERE id = ?',
@@ -122,10 +105,7 @@ export async function markWorkflowRetired(c: Conn, id: string, reason: string): 
   );
 }
 
-/** unfinishedRunsOfWorkflow(workflow_id, limit) → ids of its RUNNING and PAUSED runs, oldest first,
- * at most `limit`, and their total (workflow_runs (workflow_id, state, version)). The caller holds
- * the workflow row FOR UPDATE and a run start takes it in share mode, so none can start between
- * this read and the commit. */
+/** The caller holds the workflow row FOR UPDATE, so no run can start before the commit. */
 export async function unfinishedRunsOfWorkflow(c: Conn, workflowId: string, limit: number): Promise<{ ids: string[]; count: number }> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, COUNT(*) OVER () AS n FROM workflow_runs WHERE workflow_id = ? AND state IN ('RUNNING','PAUSED') ORDER BY seq LIMIT ${Number(limit)}`,

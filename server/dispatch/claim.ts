@@ -1,24 +1,9 @@
-// The claim transaction of dispatch.md, as one round for every session of one application on this
-// node (the node's dispatcher runs one round per application per wake-up, not one per session).
-// The steps carry docs/design.md's numbers ("The claim"):
-//   0. permit hints, read without a lock, in step 1's round trip (permitHintsSql);
-//   1. the sessions' credentials (shared lock) and the database clock in one statement;
-//   2–3. candidates: WAITING, due, matching handlers and capability, key not held — filtered
-//      before LIMIT — for every queue the sessions consume, in one UNION ALL read, then locked by
-//      primary key with SKIP LOCKED (lockRoundCandidates);
-//   4. each candidate goes to a session (round-robin among the sessions that consume its queue,
-//      accept its handler and, for a keyed task, declared the capability), within the permits the
-//      hint read found free; a second candidate of a key in the round stays WAITING (toSessions);
-//   5. keys in key order (one conditional upsert for all), a candidate whose key was taken
-//      meanwhile stays WAITING (grantRoundKeys);
-//   6. attempts inserted, tasks LEASED (leaseCandidates, grant.ts: shared with hand-offs and refills);
-//   7. queue and application permits last, as conditional updates sent with the COMMIT in one
-//      round trip (db/conditional-commit.ts): if one does not apply (a concurrent claim on another
-//      node took the last permits, the queue was paused or retired), the round rolls back and runs
-//      again on fresh hints (takePermitsAndCommit).
-// Lock order: candidate rows, resource keys (by key bytes), queues (by id), the application —
-// the order of every ledger flush — so claims, results, cancels and the sweeper never deadlock
-// on these rows. Frames are sent only after commit.
+// The claim transaction (docs/design.md "The claim"), one round for every session of one
+// application on this node: permit hints and credentials with the clock, candidates locked with
+// SKIP LOCKED, dealt round-robin, keys granted in key order, attempts inserted, and permits taken
+// last as conditional updates with the COMMIT (a refusal reruns the round on fresh hints). Lock
+// order: candidate rows, keys, queues, the application — the order of every ledger flush — so
+// claims, results, cancels and the sweeper never deadlock on these rows.
 import type { Logger } from 'pino';
 import type { RowDataPacket } from 'mysql2/promise';
 import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
@@ -45,38 +30,30 @@ export type { Assignment, ClaimSession } from './grant.js';
 
 export interface ClaimRequest {
   session: ClaimSession;
-  /** Free slots of the session (at most this many assignments). */
   free: number;
 }
 
-/** What a round tells its caller as it goes (the dispatcher, gateway/dispatcher.ts). */
 export interface RoundProgress {
-  /** The candidate read is about to be sent: under READ COMMITTED it sees every task whose submit
-   * committed before now, so the work of wake-ups received so far is offered to this round. */
+  /** The candidate read is about to be sent; under READ COMMITTED it sees every committed submit. */
   reading?(): void;
-  /** The candidate read answered with `found` candidates: no session can be dealt more, so each
-   * request's `free` has been lowered to at most `found` (also for a retried round) and the caller
-   * may give the rest of its reserved slots back. */
+  /** The read found `found` candidates; each request's `free` is lowered to at most that. */
   read?(found: number): void;
 }
 
 export interface ClaimRoundResult {
   bySession: Map<string, Assignment[]>;
-  /** Sessions whose credential the transaction found revoked. */
   revoked: Set<string>;
 }
 
-/** A key whose last token was granted, or that is exhausted: reported after the commit. */
+/** Reported after the commit, so a retried round never reports it twice. */
 interface Exhausted {
   ns: string;
   key: string;
   last: boolean;
 }
 
-/** Rolls the round back: a conditional permit update did not apply. */
 class PermitsMoved extends Error {}
 
-/** The candidate read of each queue: the union of what its sessions accept (exported for its unit test). */
 export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
   const specs: CandidateSpec[] = [];
   for (const q of hints) {
@@ -94,7 +71,7 @@ export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSp
     specs.push({
       queueId: q.id,
       namespaceId: q.namespace_id,
-      // Over-fetch so that rows another claimer holds (skipped when locking) do not starve the round.
+      // Over-fetch so that rows another claimer holds do not starve the round.
       limit: Math.min(256, demand * 2),
       handlers: anyFilterless ? null : [...handlers].map(([handler, v]) => ({ handler, versions: [...v] })),
       keyed: on.some((r) => r.session.concurrencyKeys),
@@ -122,12 +99,8 @@ export async function claimRound(
         out.bySession = new Map();
         out.revoked = new Set();
         exhausted.length = 0;
-        // The credentials (share-locked) with the clock, and the permit hints — only queues that
-        // can grant a permit now supply candidates, so the backlog of a paused or full queue never
-        // fills the LIMIT and hides another queue's tasks — in the round's first round trip. The
-        // hints were an autocommit read of their own before the transaction: one round trip more
-        // between a wake-up and the candidate read (issue 19, docs/benchmarks.md "Where the paced
-        // p99 goes"). A plain read inside the transaction sees what it saw: the last committed rows.
+        // Only queues that can grant now supply candidates, so a paused or full queue's backlog never
+        // fills the LIMIT and hides another queue's tasks.
         const [credentials, hints] = await queryAll(c, [liveCredentialsWithClockSql(credentialIds), permitHintsSql(applicationId, queueIds)]);
         const { live, now } = liveCredentialsWithClockOf(credentials![0] as RowDataPacket[]);
         const { queues, appFree } = permitHintsOf(hints![0] as RowDataPacket[]);
@@ -139,7 +112,6 @@ export async function claimRound(
         const chosen = toSessions(rows, active, queues, appFree);
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
         if (granted.length === 0) return;
-        // Step 4: lease times from the database clock (grantedAt, step 3).
         const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));
         const assignments = await leaseCandidates(c, granted, grantedAt, (q) => lease.get(q)!);
         await takePermitsAndCommit(c, applicationId, granted);
@@ -159,16 +131,12 @@ export async function claimRound(
       return out;
     } catch (err) {
       if (!(err instanceof PermitsMoved)) throw err;
-      // Another claim took the last permits (or the queue was paused or retired) between the hint
-      // and the update: nothing was granted; run again on fresh hints.
+      // The permits moved between hint and update: nothing was granted; run again.
     }
   }
   return { bySession: new Map(), revoked: out.revoked };
 }
 
-/** Step 1: the candidates of every spec in one read, in claim order, the first 512 locked by
- * primary key with SKIP LOCKED (those still WAITING, in claim order). `reqs`' free slots are
- * lowered to the number found (RoundProgress.read). */
 async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, progress: RoundProgress, reqs: ClaimRequest[]): Promise<CandidateRow[]> {
   if (specs.length === 0) return [];
   progress.reading?.();
@@ -186,8 +154,8 @@ async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, p
   ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 }
 
-/** Step 2: candidates to sessions within the hinted permits, round-robin among the sessions with a
- * free slot that accept the task; a second candidate of a key in the round stays WAITING. */
+/** Candidates to sessions within the hinted permits, round-robin; a second candidate of a key in
+ * the round stays WAITING. */
 function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: PermitHint[], appFree: number): Grant[] {
   const queueFree = new Map(queues.map((q) => [q.id, q.free]));
   const left = new Map(active.map((r) => [r.session.sessionId, r.free]));
@@ -212,13 +180,9 @@ function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: Permit
   return chosen;
 }
 
-/** Step 3: the keys of the chosen keyed candidates, per namespace, in key-byte order; a candidate
- * whose key was taken meanwhile (or is exhausted) is dropped and stays WAITING. Lease times start
- * at the database clock read with the last grant's tokens when the round took any key: a grant may
- * have waited for the previous holder's release to commit, and a lease must not start before that
- * (the clock read at the round's start could be earlier than the previous holder's finished_at).
- * Exhausted keys are pushed to `exhausted`, reported after the commit only (a retried or
- * rolled-back round would otherwise log and count them twice, or for a grant that never happened). */
+/** The keys of the chosen candidates, per namespace, in key-byte order; a candidate whose key is
+ * taken or exhausted stays WAITING. Leases start at the clock read after the grants, since a grant
+ * may have waited for the previous holder's release to commit. */
 async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Exhausted[]): Promise<{ granted: Grant[]; grantedAt: string }> {
   let grantedAt = now;
   const dropped = new Set<string>();
@@ -242,10 +206,6 @@ async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Ex
   return { granted: chosen.filter((x) => !dropped.has(x.attemptId)), grantedAt };
 }
 
-/** Step 5: the hot rows, last — queue permits (by id) and the application's, as conditional
- * updates sent with the COMMIT in one round trip (db/conditional-commit.ts), so that the rows are
- * locked only while the server runs that text, not across three round trips of this process;
- * PermitsMoved (the round rolls back) when one does not apply. */
 async function takePermitsAndCommit(c: Tx, applicationId: string, granted: Grant[]): Promise<void> {
   const perQueue = new Map<string, number>();
   for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);

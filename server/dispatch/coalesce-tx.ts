@@ -1,25 +1,14 @@
-// Work that needs a transaction of its group (an application) and may share it: the receipt-bearing
-// HTTP commands (server/http/command.ts) are handed an `InTransaction` and never know whether it
-// coalesces. Two ways to run it, with the same answers:
-//  - `separateTransactions`: each piece of work in its own transaction (tests, tools);
-//  - `coalescedTransactions`: pieces that arrive while a batch commits share the next transaction
-//    (the one coalescer, dispatch/coalesce.ts), each under its own SAVEPOINT: a piece that fails
-//    (a key taken, a 404 found late) is rolled back alone and answered with its error; the others
-//    commit. Every piece is answered only after the commit. A deadlock or lost connection fails the
-//    whole transaction, which transactionOn retries from scratch (each piece is re-run); any other
-//    failure of the shared transaction re-runs every piece alone, so one bad piece cannot fail its
-//    neighbours.
+// Work that needs a transaction of its group and may share it. In `coalescedTransactions` each
+// piece runs under its own SAVEPOINT, so a failing piece rolls back alone; any other failure of
+// the shared transaction re-runs every piece alone, so one bad piece cannot fail its neighbours.
 import { isDatabaseRefusal, rollbackToSavepoint, savepoint, withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { coalesce } from './coalesce.js';
 
-/** A piece of work inside a transaction; its result is handed back after the commit. */
 export type TxWork<T> = (tx: Tx) => Promise<T>;
 
-/** Runs `work` inside a committed transaction of `group`'s rows; rejects with its own error (then
- * nothing of it committed). */
+/** Runs `work` in a committed transaction of `group`'s rows. */
 export type InTransaction = <T>(group: string, work: TxWork<T>) => Promise<T>;
 
-/** Each piece of work in its own transaction. */
 export function separateTransactions(pool: Pool, path: TxPath): InTransaction {
   return (_group, work) => withTransaction(pool, path, work);
 }
@@ -30,11 +19,9 @@ export interface CoalescedTxOptions {
   path: TxPath;
   maxBatch: number;
   maxParallel: number;
-  /** Called after each committed shared transaction with its number of pieces and seconds. */
   onBatch?: (size: number, seconds: number) => void;
 }
 
-/** Pieces of one group that arrive together share a transaction, each under a SAVEPOINT. */
 export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): InTransaction {
   const { path, onBatch = () => {} } = options;
 
@@ -52,7 +39,6 @@ export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): 
       onBatch(batch.length, Number(process.hrtime.bigint() - started) / 1e9);
       return out;
     };
-    // A batch of one is a plain transaction: its failure is its answer.
     if (batch.length === 1) {
       const s = await alone(batch[0]!);
       return s.ok ? observed([s]) : [s];
@@ -73,9 +59,7 @@ export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): 
         }
       });
     } catch (error) {
-      // The database refused the shared transaction after transactionOn's retries: every piece
-      // gets that answer. Any other failure of it (never a piece's own, which its savepoint
-      // undid): each piece alone.
+      // A database refusal is every piece's answer; any other failure (never a piece's own): each alone.
       if (isDatabaseRefusal(error)) return batch.map(() => ({ ok: false, error }));
       return Promise.all(batch.map(alone));
     }

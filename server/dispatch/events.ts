@@ -1,7 +1,5 @@
-// Result stream appends. The per-namespace head row is locked (FOR UPDATE) and bumped inside the
-// outcome's transaction and stays locked until commit, so sequences commit in increasing order and
-// the committed head value is the watermark: no reader can see sequence n+1 while n is uncommitted.
-// The statements are server/db/result-events.ts.
+// Result stream appends: the bumped head row stays locked until commit, so sequences commit in
+// order and the committed head is the watermark.
 import type { Tx } from '../db/pool.js';
 import { allocateSequences, insertResultEvents, readAllocatedHead } from '../db/result-events.js';
 
@@ -23,10 +21,8 @@ export const OUTCOME_EVENT: Record<string, EventType> = {
   unknown: 'task.needs_review',
 };
 
-/** appendResultEvents(events, { sequences }): allocates sequences per namespace (namespaces in
- * order) and inserts the events with multi-row VALUES. With `sequences: false` (the ledger flush)
- * nothing is read back, so both statements travel with the transaction's
- * next round trip (its COMMIT); otherwise the allocated sequences are returned. */
+/** With `sequences: false` nothing is read back, so the statements travel with the next round
+ * trip. */
 export async function appendResultEvents(
   c: Tx,
   events: PendingEvent[],

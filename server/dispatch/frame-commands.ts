@@ -1,13 +1,9 @@
-// What a start or result frame asks of its transaction (FrameCommand) and what it is answered
-// (FrameOutcome): the vocabulary shared by the frame committer (frame-committer.ts) and the two
-// steps it runs in one transaction (start-frames.ts, result-frames.ts).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ResultFrame } from '@orbit/protocol/frames';
 
 export interface Identity {
   namespaceId: string;
   workerId: string;
-  /** The session's credential: checked (and share-locked) inside each transaction. */
   credentialId: string;
 }
 
@@ -26,8 +22,7 @@ export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
   | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[] }
   | { ok: false; error: OrbitError }
-  /** The item's own transaction failed unexpectedly (a batch retried item by item): the session's
-   * boundary answers it (UNAVAILABLE for a refusing database, else INTERNAL, reported). */
+  /** The item's own transaction failed unexpectedly; the session answers it. */
   | { ok: false; thrown: unknown };
 
 export const fail = (code: ConstructorParameters<typeof OrbitError>[0], message: string, attemptId: string): FrameOutcome => ({
@@ -35,8 +30,7 @@ export const fail = (code: ConstructorParameters<typeof OrbitError>[0], message:
   error: new OrbitError(code, message, { attempt_id: attemptId }),
 });
 
-/** A result's output as stored (JSON text, null without output), serialized once per frame: the
- * size limit, the batch weight and the row all read it (it was stringified three times). */
+/** Output as JSON text, serialized once per frame. */
 const outputTexts = new WeakMap<ResultFrame, string | null>();
 export function outputJson(f: ResultFrame): string | null {
   let text = outputTexts.get(f);

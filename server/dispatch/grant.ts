@@ -1,23 +1,15 @@
-// The one grant path of dispatch.md: what a claim round (claim.ts), a key hand-off (handoff.ts)
-// and a slot refill (refill.ts) share once each has chosen a locked candidate row for a session —
-// which session may take which task (sessionAccepts), and the attempt, its lease end and the
-// assigned task built from the row, the attempts inserted and the tasks LEASED (leaseCandidates).
-// The callers differ only in how they choose (a round over many sessions, a key's successor, the
-// next task of a freed slot's queue) and in how the permits move (taken, or carried over from the
-// released attempt); the grant itself is written here once.
+// The grant of leases for the candidate rows a claim round chose.
 import type { AssignedTask } from '@orbit/protocol/frames';
 import { toIso, type Tx } from '../db/pool.js';
 import { insertAttempts, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
 import { taskWorkflowRef } from '../db/tasks.js';
 import { dbTimeToMs, msToDbTime } from '../db/time.js';
 
-/** A session as the grant path sees it (Session.claim). */
 export interface ClaimSession {
   namespaceId: string;
   applicationId: string;
   workerId: string;
   sessionId: string;
-  /** Checked (share-locked) inside the claim transaction: a revoked credential gets nothing. */
   credentialId: string;
   queueIds: string[];
   handlers: { handler: string; versions: string[] }[] | null;
@@ -30,20 +22,15 @@ export interface Assignment {
   leaseExpiresAt: string;
   queueId: string;
   concurrencyToken: string | null;
-  /** The task of the task.assign frame but its payload, which is `payloadJson`. */
   task: Omit<AssignedTask, 'payload'>;
-  /** The payload as stored (JSON text): spliced into the frame as it is (Session.deliver), not
-   * parsed and serialized again for every assignment (issue 19). */
+  /** The stored payload JSON, spliced into the frame without being parsed again. */
   payloadJson: string;
 }
 
-/** A payload column as JSON text (MariaDB returns the JSON column as text; a driver that parsed it
- * gets it serialized once). */
 export function payloadText(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
 
-/** What sessionAccepts asks of a task. */
 export interface TaskToAccept {
   namespaceId: string;
   queueId: string;
@@ -52,9 +39,7 @@ export interface TaskToAccept {
   keyed: boolean;
 }
 
-/** Whether session `s` takes task `t`: it consumes the task's queue in its namespace, serves its
- * handler version (no handler list: every handler), and — for a keyed task — declared the
- * concurrency-key capability. The one rule of a claim round, a hand-off and a refill. */
+/** Whether session `s` takes task `t`: queue, handler version, and capability for a keyed task. */
 export function sessionAccepts(s: ClaimSession, t: TaskToAccept): boolean {
   return (
     s.namespaceId === t.namespaceId &&
@@ -64,7 +49,6 @@ export function sessionAccepts(s: ClaimSession, t: TaskToAccept): boolean {
   );
 }
 
-/** sessionAccepts for a candidate row. */
 export const acceptsRow = (s: ClaimSession, row: CandidateRow): boolean =>
   sessionAccepts(s, {
     namespaceId: row.namespace_id,
@@ -74,8 +58,7 @@ export const acceptsRow = (s: ClaimSession, row: CandidateRow): boolean =>
     keyed: row.concurrency_key !== null,
   });
 
-/** A locked candidate row chosen for a session: its new attempt's id and, for a keyed task, the
- * fencing token granted in this transaction. */
+/** A locked candidate row chosen for a session; `token` for a keyed task. */
 export interface Grant {
   row: CandidateRow;
   session: ClaimSession;
@@ -83,10 +66,8 @@ export interface Grant {
   token: string | null;
 }
 
-/** leaseCandidates(grants, leasedAt, leaseSeconds by queue) → the assignments, in the grants'
- * order: one attempt per grant inserted (attempt number = attempts created + 1, lease from
- * `leasedAt`, a database clock reading, plus the queue's lease), the tasks LEASED. Locks: the
- * candidate rows are already locked by the caller; the inserts take no other row lock. */
+/** Inserts one attempt per grant, leased from `leasedAt` (database clock), and marks the tasks
+ * LEASED. The caller holds the candidate rows. */
 export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, leaseSeconds: (queueId: string) => number): Promise<Assignment[]> {
   if (grants.length === 0) return [];
   const nowMs = dbTimeToMs(leasedAt);
@@ -124,7 +105,6 @@ export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, 
   });
 }
 
-/** The task of a task.assign frame (but its payload) from a candidate row. */
 function assignedTask(row: CandidateRow): Assignment['task'] {
   const task: Assignment['task'] = {
     id: row.id,

@@ -1,7 +1,4 @@
-// The idempotency mechanics shared by every receipt-bearing command (server/http/command.ts) and
-// the task-creation path (submit.ts): the fingerprint of a normalized command, the replay of a
-// stored receipt, the named lock that serializes commands with the same key, and the one executor
-// of both — a batched fast path, then each item it could not answer alone under its key lock.
+// The idempotency mechanics of receipt-bearing commands and task creation.
 import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import { canonicalJson } from '@orbit/protocol/validation';
@@ -9,7 +6,6 @@ import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, typ
 import { getNamedLock, releaseNamedLock } from '../mariadb/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
-/** SHA-256 of operation + target + normalized body, canonically serialized. */
 export function commandFingerprint(operation: string, targetId: string, normalized: unknown): string {
   return crypto
     .createHash('sha256')
@@ -17,8 +13,7 @@ export function commandFingerprint(operation: string, targetId: string, normaliz
     .digest('hex');
 }
 
-/** The stored reply of a committed receipt (200, `deduplicated: true`), or 409 when the key was
- * used for a different command. */
+/** The stored reply of a committed receipt, or 409 when the key was used for another command. */
 export function replayReceipt(row: ReceiptRow, operation: string, targetId: string, fingerprint: string): { status: 200; data: Record<string, unknown> } {
   if (row.operation !== operation || row.target_id !== targetId || row.fingerprint !== fingerprint) {
     throw new OrbitError('IDEMPOTENCY_CONFLICT', 'Idempotency-Key was already used for a different command');
@@ -27,20 +22,14 @@ export function replayReceipt(row: ReceiptRow, operation: string, targetId: stri
   return { status: 200, data: { ...data, deduplicated: true } };
 }
 
-/** Seconds a command waits for another command holding the same Idempotency-Key. */
 const KEY_LOCK_WAIT_SECONDS = 20;
 
 /**
- * Holds a named lock on (namespace, Idempotency-Key) for the whole command, on the connection
- * the command's transaction then runs on. Commands with the same key run one after the other on
- * every node (the lock lives in the database): a waiter wakes up after the winner committed and
- * replays its receipt, or after it rolled back and tries itself. Without it, waiters blocked on
- * the receipt row of a transaction that rolls back (quota, 404, ...) deadlock with each other.
- * The lock is taken before any row lock, and a connection holds at most one, so it cannot take
- * part in a deadlock; a dead connection releases it. It is not what makes a key's command run
- * once — the receipt's primary key is (a same-key command past the lock fails with 1062 here, or a
- * certification failure on another Galera node, and replays the receipt) — so its being node-local
- * under Galera costs retries, not correctness (docs/design.md, "Galera").
+ * Holds a named lock on (namespace, key) for the whole command, on its transaction's connection.
+ * Without it, waiters blocked on the receipt row of a transaction that rolls back deadlock with
+ * each other. It is taken before any row lock, one per connection, so it cannot deadlock. The
+ * receipt's primary key, not this lock, makes a command run once, so under Galera a node-local
+ * lock costs retries, not correctness.
  */
 export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (conn: PooledConn) => Promise<T>): Promise<T> {
   const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
@@ -52,8 +41,7 @@ export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c
     try {
       return await fn(conn);
     } finally {
-      // If the lock cannot be released, the connection must not go back to the pool holding it;
-      // destroying it releases the lock on the server.
+      // A lock that cannot be released must not go back to the pool.
       await releaseNamedLock(conn, name).catch(() => markBroken(conn));
     }
   } finally {
@@ -61,15 +49,11 @@ export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c
   }
 }
 
-/** A batch's answer for an item it could not give: the item runs alone (runAlone). */
 export const ALONE = Symbol('alone');
 
 /**
- * The one executor of idempotent commands: `batched` answers all `items` in shared work (one
- * coalesced transaction), or marks an item ALONE (a second item with its key, say); a failure it
- * throws that `fallsBack` accepts — the edge of the batch: a key another transaction is inserting,
- * a quota reached — sends every item alone. Items alone run one after the other, in order (quota
- * is then granted in arrival order); any other failure of the batch is every item's.
+ * Runs idempotent commands batched; an item marked ALONE, or every item when `fallsBack` accepts
+ * the batch's failure, then runs alone, in order.
  */
 export async function executeIdempotent<I, O>(
   items: I[],
@@ -92,28 +76,19 @@ export async function executeIdempotent<I, O>(
   return out;
 }
 
-/** Rounds of one command alone before its key counts as unsettled (UNAVAILABLE). */
 const ALONE_ROUNDS = 3;
 
-/** One command alone: what runAlone needs to know of it. */
 export interface AloneCommand<T> {
-  /** The transaction's kind (fault injection, db/pool.ts). */
   path: TxPath;
-  /** An autocommit read on the locked connection before each round: the reply of a receipt the
-   * previous holder of the key committed, if any (then the command does not run). */
+  /** Replies with the receipt the key's previous holder committed, if any. */
   replayed?: (conn: Conn) => Promise<T | undefined>;
-  /** The command's transaction. */
   tx: (tx: Tx) => Promise<T>;
-  /** True when `tx` failed because the key's receipt got in without the key lock (a batch on
-   * another node inserts receipts without it): the next round replays it. */
+  /** True when a batch on another node inserted the key's receipt meanwhile. */
   taken: (err: unknown) => boolean;
-  /** Seconds the committed transaction took (commit latency metrics). */
   committed?: (seconds: number) => void;
 }
 
-/** Runs one command in its own transaction on the connection that holds its key's named lock: a
- * concurrent command with the same key has committed (→ its receipt is replayed) or rolled back
- * before this runs. A key still taken after ALONE_ROUNDS rounds is UNAVAILABLE (retry). */
+/** One command in its own transaction under its key's named lock. */
 export function runAlone<T>(pool: Pool, ns: string, key: string, cmd: AloneCommand<T>): Promise<T> {
   return withKeyLock(pool, ns, key, async (conn) => {
     for (let round = 0; round < ALONE_ROUNDS; round++) {

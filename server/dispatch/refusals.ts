@@ -1,5 +1,3 @@
-// Refusals with a hint that the domain gives (the task-creation path and the HTTP routes): a queue
-// name where an id is expected names the id, a quota names its limit and how to raise it.
 import { OrbitError } from '@orbit/protocol/errors';
 import { RESOURCE_NAME_RE } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -7,13 +5,10 @@ import type { Conn, Pool } from '../db/pool.js';
 import { findQueueByName } from '../db/queues.js';
 import { maxUnfinishedTasks } from '../db/applications.js';
 
-/** 404 for a queue_id that names no queue of the namespace. When the value is not an id but the
- * name of a queue of this namespace, the message gives that queue's id (same namespace only, so
- * nothing outside the credential's reach is revealed). */
+/** When the value names a queue of this namespace, the message gives its id. */
 export async function queueNotFound(db: Pool | Conn, namespaceId: string, value: string, field = 'queue_id'): Promise<OrbitError> {
   if (ID_RE.test(value)) return new OrbitError('NOT_FOUND', 'queue not found', { field });
-  // Only a value that could be a queue name is looked up (names are ASCII: a non-ASCII parameter
-  // compared with the ascii_bin column is a collation error, not a miss).
+  // A non-ASCII value compared with the ascii_bin column is a collation error.
   const byName = RESOURCE_NAME_RE.test(value) ? await findQueueByName(db, namespaceId, value) : null;
   if (byName) {
     return new OrbitError('NOT_FOUND', `${field} expects a queue id, not a name: the queue named ${JSON.stringify(value)} has id ${byName.id}`, {
@@ -24,7 +19,6 @@ export async function queueNotFound(db: Pool | Conn, namespaceId: string, value:
   return new OrbitError('NOT_FOUND', `queue not found: ${field} is a 32-hex queue id (GET /v1/queues lists them), not a name`, { field });
 }
 
-/** 429 for the application's unfinished-task quota, stating the limit and how to raise it. */
 export async function unfinishedTasksQuota(c: Conn, applicationId: string): Promise<OrbitError> {
   const limit = await maxUnfinishedTasks(c, applicationId);
   return new OrbitError(

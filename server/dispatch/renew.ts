@@ -1,6 +1,3 @@
-// renew frames: a worker's live, unexpired attempts extended to now + their queue's lease, in one
-// transaction behind the session's credential check (coalesced per session by
-// server/gateway/renew-coalescer.ts).
 import { OrbitError } from '@orbit/protocol/errors';
 import { ID_RE } from '@orbit/protocol/validation';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
@@ -10,7 +7,6 @@ import { readLiveLeases, renewLeases } from '../db/attempt-leases.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { Identity } from './frame-commands.js';
 
-/** `renew`: extends each live, unexpired attempt of this worker identity to now + lease. */
 export async function renewAttempts(
   pool: Pool,
   who: Identity,
@@ -20,11 +16,8 @@ export async function renewAttempts(
   const valid = [...new Set(ids.filter((id) => ID_RE.test(id)))];
   if (valid.length === 0) return { leases: [], lost: ids };
   return withTransaction(pool, async (c) => {
-    // Refused inside the transaction when the session's credential was revoked (share lock: see
-    // lockLiveCredential).
     if (!(await lockLiveCredential(c, who.credentialId))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
-    // Lease lengths from the cached queue configuration, as literals: joining queues here took a
-    // shared lock on the queue row, which deadlocked with results releasing permits on it.
+    // Lease lengths as literals: a join with queues would share-lock the queue row.
     const queueOf = await attemptQueues(c, valid, knownQueues);
     const lease = [...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds] as const);
     await renewLeases(c, who, valid, lease);

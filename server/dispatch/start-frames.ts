@@ -1,6 +1,5 @@
-// start frames in the frame committer's transaction (frame-committer.ts): the batch's attempts
-// LEASED -> RUNNING with their lease end from the database clock, one UPDATE for all of them; a
-// read-back only when some start did not apply, for each frame's exact answer.
+// start frames: the batch's attempts LEASED → RUNNING in one UPDATE, lease ends by the database
+// clock; a read-back only when some start did not apply.
 import type { RowDataPacket } from 'mysql2/promise';
 import { OrbitError } from '@orbit/protocol/errors';
 import { isId } from '@orbit/protocol/ids';
@@ -15,13 +14,8 @@ import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js'
 type StartCommand = Extract<FrameCommand, { kind: 'start' }>;
 type Indexed = { i: number; cmd: StartCommand };
 
-/** A batch of starts only, in one round trip: START TRANSACTION, the credential check that reads
- * the clock (left in @orbit_now), the UPDATE that checks each start's credential itself and
- * computes with that clock, and COMMIT, as one text (db/pipeline.ts commitWithAll) — the answers
- * are decided from the check's rows and the UPDATE's row count. Before this the check was a round
- * trip of its own, then the UPDATE with the COMMIT: 2 per start transaction (docs/benchmarks.md).
- * A start that did not apply is answered by a read-back after the commit, of committed state the
- * transaction did not change for it. */
+/** A batch of starts only, in one round trip: the credential check that reads the clock into
+ * @orbit_now, the UPDATE that uses it, and COMMIT. */
 export async function applyStartsAlone(c: Tx, cmds: StartCommand[], out: FrameOutcome[]): Promise<void> {
   const valid = cmds.map((cmd, i) => ({ i, cmd })).filter((x) => isId(x.cmd.attemptId));
   const starts = await checkedStarts(c, valid);
@@ -35,16 +29,12 @@ export async function applyStartsAlone(c: Tx, cmds: StartCommand[], out: FrameOu
   await starts.answer(live, now, started ? (started[0] as { affectedRows: number }).affectedRows : 0, out);
 }
 
-/** The starts `valid` (ids checked) as an UPDATE that checks each start's credential itself and
- * takes its clock from @orbit_now — for a text that sends the credential check
- * (liveCredentialsWithClockSql) before it: a batch of starts only (applyStartsAlone) or the first
- * round trip of a batch with results (frame-committer.ts). `answer` answers the starts of live
- * credentials from the check's clock and the UPDATE's row count (the frames of revoked
- * credentials are the caller's to answer). */
+/** The starts as an UPDATE that checks each start's credential and takes its clock from
+ * @orbit_now, for a text that sends the credential check before it. */
 export async function checkedStarts(c: Tx, valid: Indexed[]) {
   const { lease, queueOf } = await startPlan(c, valid);
-  // The UPDATE's rows: one per (attempt, identity, credential), so that a start repeated under a
-  // revoked credential cannot stand in for the same start under a live one.
+  // One row per credential too, so a start under a revoked credential cannot stand in for one under
+  // a live credential.
   const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
   const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, null, lease)] : [];
   const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]) => {
@@ -55,9 +45,7 @@ export async function checkedStarts(c: Tx, valid: Indexed[]) {
   return { update, answer };
 }
 
-/** One entry per (attempt, identity): two workers naming the same attempt in one batch are two
- * starts (only the owner's applies; the other is answered LEASE_LOST by the read-back), while a
- * repeated start of one worker is one. */
+/** Two workers naming one attempt are two starts; a repeated start of one worker is one. */
 const uniqueKey = (cmd: StartCommand) => `${cmd.attemptId}/${cmd.who.namespaceId}/${cmd.who.workerId}`;
 
 const startItem = ({ cmd }: Indexed): StartItem => ({
@@ -67,8 +55,6 @@ const startItem = ({ cmd }: Indexed): StartItem => ({
   credentialId: cmd.who.credentialId,
 });
 
-/** The starts to apply and their queues' lease lengths (queues the session holds are known; the
- * configuration is cached: usually no statement). */
 async function startPlan(c: Tx, items: Indexed[]) {
   const unique = new Map(items.map((x) => [uniqueKey(x.cmd), x]));
   const attemptIds = [...new Set(items.map((x) => x.cmd.attemptId))];
@@ -79,9 +65,7 @@ async function startPlan(c: Tx, items: Indexed[]) {
   return { unique, lease, queueOf };
 }
 
-/** Each start's answer: when every start applied (an attempt and its task each, 2 rows per
- * start), the lease ends are now + the queue's lease, as the statement computed them; otherwise
- * every attempt of the batch is read back for its exact answer. */
+/** If every start applied (two rows each), the lease ends are computed; else read back. */
 async function answerStarts(
   c: Tx,
   items: Indexed[],

@@ -1,17 +1,9 @@
-// The input side of the one task-creation path: a submit body (POST /v1/tasks, an item of
-// POST /v1/tasks:batch, a schedule's task template) checked beyond its schema and normalized —
-// defaults applied, "" key dropped — into the command that is fingerprinted and executed.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { SubmitTaskBody } from '@orbit/protocol/http-schemas';
 import { DEFAULT_DEADLINE_SECONDS, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
 import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '@orbit/protocol/validation';
 
-/**
- * JSON numbers are parsed into doubles, so an integer beyond 2^53 (a 64-bit id, say) would be
- * stored silently changed (12345678901234567890 → 12345678901234567000). Such a payload is
- * refused instead; the caller sends the value as a string. Returns the path of the first one
- * (also used for a workflow step's params, server/workflows/validate.ts).
- */
+/** The first integer beyond 2^53, which a double would store changed; sent as a string instead. */
 export function lossyNumberPath(v: unknown, path: string): string | null {
   if (typeof v === 'number') return Math.abs(v) > Number.MAX_SAFE_INTEGER ? path : null;
   if (v === null || typeof v !== 'object') return null;
@@ -29,7 +21,6 @@ export function lossyNumberPath(v: unknown, path: string): string | null {
   return null;
 }
 
-/** Field rules beyond the schema; returns the normalized command (defaults applied, "" key dropped). */
 export function normalizeSubmit(b: SubmitTaskBody) {
   const payloadJson = JSON.stringify(b.payload);
   if (Buffer.byteLength(payloadJson) > MAX_PAYLOAD_BYTES) {

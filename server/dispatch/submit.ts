@@ -1,26 +1,10 @@
-// The one task-creation path: POST /v1/tasks, every item of POST /v1/tasks:batch and schedule
-// fires create tasks here, with the same checks, quota, receipts and wake-ups.
-//
-// Commands of one application that arrive together share one transaction of batch-shaped
-// statements, whatever their number (measured per batch, not per task), in two round trips:
-//   1. (with START TRANSACTION) the named queues with the database clock (no lock), whether the
-//      credentials of the commands authenticated from the node's credential cache are live
-//      (server/http/auth.ts), and the committed receipts of the batch's keys (replays and
-//      conflicts answered from them),
-//   2. one multi-row INSERT of tasks and one of complete receipts (the frozen replies), then the
-//      hot rows — the queues (a checked touch refused on a retired queue) and the application's
-//      unfinished-task counter (a checked increment refused past the quota) — and the COMMIT, so
-//      they are locked only while the server runs that text (db/conditional-commit.ts).
-// At the edge — a queue retired or the quota reached in step 2, a key that another transaction is
-// inserting — the transaction rolls back and each item runs alone, under its key's named lock,
-// with the same statements; there the refusal is the item's exact answer (409 RESOURCE_RETIRED or
-// 429 QUOTA_EXCEEDED: the refusal names its check), or the other command's receipt. Quota is never
-// exceeded by one task, and a submit and a retirement never both succeed.
-//
-// Schedules and workflows create their tasks with the same statements inside their own
-// transactions (createTasksInTransaction, createStepTasksInTransaction: the checks without our
-// COMMIT, applyChecked): a fire has no Idempotency-Key (its fire record, unique per (schedule,
-// fire time), is its identity), so no receipt is written for it.
+// The one task-creation path (submits, batch items, schedule fires, workflow steps). Commands of
+// one application that arrive together share one transaction in two round trips: the reads, then
+// the INSERTs with the hot rows (checked queue touch, checked quota increment) and the COMMIT, so
+// those rows are locked only while the server runs that text. At the edge (retired queue, quota,
+// a key in flight elsewhere) the batch rolls back and each item runs alone under its key's named
+// lock, where the refusal is exact: quota is never exceeded by one task, and a submit and a
+// retirement never both succeed.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
@@ -47,8 +31,7 @@ import { dbTimeToMs } from '../db/time.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
-/** What task creation needs of the node (a slice of AppContext; this module does not import it,
- * since AppContext names the TaskSubmitter). */
+/** Not AppContext itself, which names the TaskSubmitter. */
 export interface SubmitDeps {
   pool: Pool;
   metrics: Metrics;
@@ -56,38 +39,28 @@ export interface SubmitDeps {
   signals: Pick<WorkSignals, 'wake'>;
 }
 
-/** One submit command: who sends it, its Idempotency-Key and its normalized content. */
 export interface SubmitCommand {
   credential: Pick<Credential, 'id' | 'namespaceId' | 'applicationId' | 'queueIds'>;
-  /** null: no receipt (a schedule's task: the fire record or the trigger's receipt is its identity). */
+  /** null: no receipt; a schedule's task has its fire record as identity. */
   key: string | null;
-  /** The credential came from the node's credential cache (server/http/auth.ts), not from a lookup
-   * by this request: the transaction checks that it is still live (not revoked) before anything
-   * else and answers 401 UNAUTHENTICATED if not, as that lookup would have. */
+  /** From the node's cache: the transaction checks that it is still live. */
   checkCredential?: boolean;
   prepared: PreparedSubmit;
-  /** Tasks created by a schedule record it. */
   origin?: TaskOrigin;
-  /** A workflow step's task (server/workflows/apply.ts): its run, step and for_each index (null
-   * without for_each), and its delay: not_before = the database clock + delay. A
-   * workflow_step_tasks row is written with it, whose primary key refuses a second task per
-   * (run, step, index). */
+  /** A workflow step's task: not_before = the database clock + delay. */
   workflow?: { runId: string; step: string; index: number | null; delaySeconds: number };
 }
 
-/** `json`: `data` as JSON, when it was serialized already — a first execution's reply is its
- * receipt's frozen text, so the HTTP reply sends that text instead of serializing `data` again. */
+/** `json`: the receipt's frozen text of `data`, sent as the HTTP reply as it is. */
 export type SubmitOutcome = { ok: true; status: 201 | 200; data: { task: Task; deduplicated: boolean }; json?: string } | { ok: false; error: OrbitError };
 
-/** Rolls the batch back; its items then run one by one. */
 class EdgeOfBatch extends Error {}
 
-/** ALONE: run by itself after the batch; 'not-found': its refusal (with a hint) is built after. */
+/** ALONE: run by itself after the batch; 'not-found': its refusal is built after. */
 type Slot = SubmitOutcome | typeof ALONE | 'not-found';
 
 interface TxResult {
   outcomes: Slot[];
-  /** Queues that got new tasks (dispatchers are woken for them after commit). */
   queues: Set<string>;
   accepted: number;
 }
@@ -96,12 +69,8 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
   return { ok: false, error: new OrbitError(code, message, field ? { field } : undefined) };
 }
 
-/** The batch's first round trip (after START TRANSACTION): its queues with the database clock and
- * its cached credentials (submitQueuesRead), and the committed receipts of its keys (receiptsRead,
- * replays and conflicts answered from them) — two reads that do not depend on each other, so one
- * round trip, not two (issue 19: a submit transaction is 2 round trips, the other its COMMIT). The
- * receipts of every keyed item are read, also those that turn out refused (their receipt is then
- * not used: authorization comes first). */
+/** The batch's first round trip: its queues with the clock and cached credentials, and the
+ * committed receipts of its keys. */
 async function readBatch(c: Tx, items: SubmitCommand[]): Promise<SubmitQueues & { receipts: Map<string, ReceiptRow> }> {
   const keys = items.flatMap((i): [string, string][] => (i.key === null ? [] : [[i.credential.namespaceId, i.key]]));
   const queuesRead = submitQueuesRead(
@@ -118,10 +87,8 @@ async function readBatch(c: Tx, items: SubmitCommand[]): Promise<SubmitQueues & 
   return { ...read, receipts };
 }
 
-/** The statements of one transaction for `items` (one application). `alone`: the edge conditions
- * are the items' answer (an item alone under its key lock, or a caller's transaction, which gets
- * them thrown for the whole batch). `commit`: the transaction is the submitter's (a batch or an
- * item alone), committed here with its hot rows; a caller's transaction goes on after the tasks. */
+/** One transaction's statements for `items` of one application. `alone`: the edge conditions are
+ * the items' answer. `commit`: the transaction is the submitter's and commits here. */
 async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, commit = false): Promise<TxResult> {
   const outcomes: Slot[] = new Array(items.length);
   const { rows, now, liveCredentials, receipts: stored } = await readBatch(c, items);
@@ -129,8 +96,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   const nowMs = dbTimeToMs(now);
   const createdAt = now.length === 19 ? `${now}.000` : now;
 
-  // Existence and authorization first: a replay never hands a task of a queue outside queue_ids
-  // to a limited credential (404 when the queue is not in the namespace at all).
+  // Authorization first, so a replay never hands a limited credential a task outside its queues.
   const fingerprints: string[] = [];
   const live: number[] = [];
   items.forEach((it, i) => {
@@ -141,8 +107,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
     if (it.credential.queueIds !== '*' && !it.credential.queueIds.includes(q.id)) {
       return (outcomes[i] = refused('PERMISSION_DENIED', "queue is outside the credential's queue_ids", 'queue_id'));
     }
-    // max_attempts defaults to the queue's before fingerprinting, so that writing the default
-    // out is the same command as omitting it.
+    // Default max_attempts before fingerprinting, so writing the default out equals omitting it.
     const normalized = { ...n, max_attempts: n.max_attempts ?? q.retry_max_attempts };
     if (it.key !== null) fingerprints[i] = commandFingerprint(SUBMIT_OPERATION, '', normalized);
     live.push(i);
@@ -167,7 +132,6 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
       }
       continue;
     }
-    // A second item with the same key: behaves as a concurrent submit, answered after this one.
     if (k !== null && keysInBatch.has(k)) {
       outcomes[i] = ALONE;
       continue;
@@ -221,8 +185,6 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
     byQueue.add(q.id);
     outcomes[i] = { ok: true, status: 201, data, json };
   }
-  // A queue_id that names no queue: the refusal says so, and names the id when a queue *name* was
-  // given (rare: the extra lookup is paid by refused items only).
   for (let i = 0; i < items.length; i++) {
     if (outcomes[i] === 'not-found')
       outcomes[i] = { ok: false, error: await queueNotFound(c, items[i]!.credential.namespaceId, items[i]!.prepared.normalized.queue_id) };
@@ -232,20 +194,14 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   await insertTasks(c, tasks);
   if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
   await insertReceipts(c, receipts);
-  // The hot rows, last and in the ledger's lock order: queues (by id), then the application, as
-  // checked updates (db/conditional-commit.ts), both in one round trip. The submitter's own
-  // transaction (a batch, an item alone) sends them with its COMMIT: the rows every submit and
-  // claim of the application waits for stay locked only while the server runs that text. A
-  // caller's transaction (schedules, workflows) goes on after them, so they go without it.
+  // The hot rows last, in the ledger's lock order: queues by id, then the application.
   const app = items[0]!.credential.applicationId;
   const touch = liveQueuesTouch([...byQueue]);
   try {
     await (commit ? commitIfApplied : applyChecked)(c, [touch, unfinishedTasksReservation(app, tasks.length)]);
   } catch (err) {
     if (!(err instanceof NotApplied)) throw err;
-    // At the batch's edge its items run alone; alone, the refusal is the item's answer: which
-    // check refused is in the refusal itself (a retired queue, else the quota), so only the
-    // quota's 429 reads anything (its limit), on refusals only.
+    // Alone, the refusal names its check, so only the quota's 429 needs a read (its limit).
     if (!alone) throw new EdgeOfBatch();
     if (err.refused(touch)) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
     throw await unfinishedTasksQuota(c, app);
@@ -253,11 +209,8 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   return { outcomes, queues: byQueue, accepted: tasks.length };
 }
 
-/** Tasks created inside a caller's transaction (schedule fires and triggers), with the same
- * statements as a submit. The edge conditions of the batch are thrown for the whole batch:
- * OrbitError RESOURCE_RETIRED (a queue is retired) or QUOTA_EXCEEDED (the application's
- * unfinished-task quota would be passed); the caller rolls back (to a savepoint) and decides.
- * Call `afterCommit` once the caller's transaction committed (metrics, dispatcher wake-ups). */
+/** Tasks created inside a caller's transaction (schedule fires and triggers). The batch's edge
+ * conditions are thrown as RESOURCE_RETIRED or QUOTA_EXCEEDED; call `afterCommit` after the commit. */
 export async function createTasksInTransaction(
   app: Omit<SubmitDeps, 'pool'>,
   c: Tx,
@@ -270,7 +223,6 @@ export async function createTasksInTransaction(
   };
 }
 
-/** The workflow_step_tasks rows of the step tasks among `tasks`. */
 function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRow[] {
   return tasks
     .filter((t) => t.workflow)
@@ -285,10 +237,8 @@ function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRo
     }));
 }
 
-/** A workflow step's tasks, inside the advancing transaction (server/workflows/apply.ts), with the
- * statements of a submit. Throws OrbitError QUOTA_EXCEEDED or RESOURCE_RETIRED for the whole
- * batch (the caller rolls back to its savepoint and plans again); a second task for a (run, step,
- * index) fails with a duplicate key. Returns the created tasks' queues (woken after the commit). */
+/** A workflow step's tasks, inside the advancing transaction; throws like createTasksInTransaction.
+ * Returns the created tasks' queues, to wake after the commit. */
 export async function createStepTasksInTransaction(c: Tx, items: SubmitCommand[]): Promise<{ outcomes: SubmitOutcome[]; queues: string[] }> {
   const r = await createTasksInTx(c, items, true);
   return { outcomes: r.outcomes as SubmitOutcome[], queues: [...r.queues] };
@@ -305,24 +255,13 @@ function afterCommitOf(app: Omit<SubmitDeps, 'pool'>, r: TxResult): void {
   app.signals.wake(r.queues);
 }
 
-/** The node's task-creation path. */
 export class TaskSubmitter {
   private readonly committer: Coalesced<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
-    // 500 items: one full POST /v1/tasks:batch fits one transaction (unless its payloads exceed
-    // one packet's worth: the weight). One batch per application in flight while fewer than 100
-    // items wait: every batch of an application updates its queue rows and its unfinished-task
-    // counter with its COMMIT, so a second small one in flight does not commit sooner, it only
-    // splits the requests that would have shared a transaction. Measured on `unkeyed` (32
-    // concurrent one-task requests, one application; docs/benchmarks.md "Requests per submit
-    // transaction", session 30): 14.3–14.9 requests per transaction against 7.8–8.1 with two in
-    // flight, 2.9–3.1 statements per task against 3.4–3.8, CPU per task −11 % on the means of 4
-    // alternated runs, no p99 cost seen. From 100 waiting items (batch requests) a second batch
-    // runs beside the first as before: one at a time there saved no statement (2.35 per task on
-    // `unkeyed-batch` either way) and raised the producers' p50 response time 1.3–1.8× (the gateway's
-    // building of one batch no longer overlapped the database's work on the other). Two
-    // applications still commit side by side (maxParallel).
+    // One batch per application in flight below 100 waiting items: batches update the same hot rows,
+    // so a second small one only splits requests that could share a transaction. Above that, a second
+    // batch overlaps its building with the database's work on the first.
     this.committer = coalesce((_group, items) => this.runBatch(items), {
       maxBatch: 500,
       maxParallel: 2,
@@ -332,13 +271,11 @@ export class TaskSubmitter {
     });
   }
 
-  /** Submits one command; resolves with its outcome (a refusal is an outcome, not a throw). A
-   * database failure rejects (the caller answers 503: retry with the same key). */
+  /** Resolves with the outcome, a refusal included; a database failure rejects (retry, same key). */
   submit(cmd: SubmitCommand): Promise<SubmitOutcome> {
     return this.committer(cmd.credential.applicationId, cmd);
   }
 
-  /** Commands of one request (one credential, so one application), queued together. */
   submitMany(cmds: SubmitCommand[]): Promise<SubmitOutcome>[] {
     if (cmds.length === 0) return [];
     return this.committer.all(cmds[0]!.credential.applicationId, cmds);
@@ -348,7 +285,6 @@ export class TaskSubmitter {
     afterCommitOf(this.app, r);
   }
 
-  /** The batched fast path, then each item it could not answer alone (dispatch/idempotency.ts). */
   private runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
     return executeIdempotent(
       items,
@@ -359,19 +295,16 @@ export class TaskSubmitter {
         this.afterCommit(r);
         return r.outcomes as (SubmitOutcome | typeof ALONE)[];
       },
-      // At the edge: every item alone, in order (quota is then granted in arrival order).
+      // At the edge: every item alone, in arrival order, which is the order quota is granted in.
       (err) => err instanceof EdgeOfBatch || isDuplicateKey(err),
       (it) => this.alone(it),
     );
   }
 
-  /** One command in its own transaction, under its key's named lock. */
   private async alone(it: SubmitCommand): Promise<SubmitOutcome> {
     try {
-      // Commands through the submitter always carry a key (keyless ones are schedules' tasks,
-      // created inside their own transactions). The transaction reads the key's receipt itself; a
-      // batch on another node inserts receipts without the named lock, so its key may commit while
-      // this waits on the row (a duplicate key), and the next round replays it.
+      // A batch on another node inserts receipts without the named lock, so the key may commit while
+      // this waits (a duplicate key); the next round replays it.
       const r = await runAlone(this.app.pool, it.credential.namespaceId, it.key ?? '', {
         path: 'submit',
         tx: (c) => createTasksInTx(c, [it], true, true),
@@ -381,8 +314,7 @@ export class TaskSubmitter {
       return r.outcomes[0] as SubmitOutcome;
     } catch (err) {
       if (err instanceof OrbitError) return { ok: false, error: err };
-      // This item's own failure is its answer; it never fails the other items of its group (some
-      // of which may have committed already). Its transaction rolled back: nothing of it remains.
+      // This item's failure is its own answer and never fails its group.
       if (isDatabaseRefusal(err)) {
         return { ok: false, error: new OrbitError('UNAVAILABLE', 'database busy or unavailable; retry with the same Idempotency-Key') };
       }

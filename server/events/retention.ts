@@ -1,12 +1,8 @@
-// Result-event retention: events older than ORBIT_EVENT_RETENTION_SECONDS (default 7 days) are
-// pruned, oldest first, per namespace, by one node at a time (a named GET_LOCK per database; the
-// other nodes skip the round; node-local under Galera, where two pruners only delete the same
-// prefix twice). Pruning always removes a *prefix* of a namespace's stream, so the
-// retained events are a contiguous range [oldest, head] and a consumer whose cursor is behind the
-// oldest retained event can be told so (410 EVENT_HISTORY_EXPIRED) instead of silently skipping.
-// Events referenced by a delivery that is not yet acknowledged are kept (a materialized delivery
-// must still be deliverable), so the prefix stops before the oldest unacknowledged delivery of
-// any non-retired subscription of the namespace.
+// Result-event retention, by one node at a time (a named GET_LOCK; under Galera it is node-local
+// and two pruners only delete the same prefix twice). Pruning always removes a prefix of a
+// namespace's stream, so a consumer whose cursor is behind the oldest retained event can be told so
+// (410) instead of silently skipping. The prefix stops before the oldest unacknowledged delivery:
+// a materialized delivery must stay deliverable.
 import type { Pool } from '../db/pool.js';
 import { deleteEventsUpTo, oldestUnackedSequence, pruneCandidates } from '../db/event-retention.js';
 import { releasePruneLock, tryPruneLock } from '../mariadb/named-locks.js';
@@ -14,22 +10,20 @@ import type { AppContext } from '../app-context.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 export interface PruneReport {
-  /** false when another node held the pruning lock (nothing done). */
+  /** false when another node held the pruning lock. */
   ran: boolean;
   deleted: number;
 }
 
 const BATCH = 5000;
 
-/** One pruning round (cutoff by database time). */
 export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise<PruneReport> {
   const conn = await pool.getConnection();
   try {
     if (!(await tryPruneLock(conn))) return { ran: false, deleted: 0 };
     try {
       let deleted = 0;
-      // Per namespace, the newest sequence older than the cutoff (occurred_at is taken under the
-      // head lock, so it does not decrease along the stream; the prefix is by sequence anyway).
+      // occurred_at is taken under the head lock, so it does not decrease along the stream.
       const old = await pruneCandidates(conn, retentionSeconds);
       for (const r of old) {
         const ns = r.namespace_id;
@@ -51,7 +45,6 @@ export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise
   }
 }
 
-/** Every node runs this timer; the lock makes one node prune at a time. */
 export class EventPruner {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;

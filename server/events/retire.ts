@@ -1,16 +1,8 @@
-// Explicit, irreversible retirement of a subscription or a queue (http-api.md "Retirement"). Both
-// run inside the idempotent command's transaction (server/http/command.ts), so the effect, the
-// audit row and the receipt commit together, and a refusal changes nothing.
-//
-// Consistency: every check below is a plain (consistent) read taken *after* the locks, so the read
-// view is created once the competing writers are excluded:
-// - subscription: the stream head is locked FOR UPDATE (no outcome can append meanwhile), then the
-//   subscription row (no lease can materialize or lease meanwhile);
-// - queue: the queue row is locked FOR UPDATE first — submit takes it LOCK IN SHARE MODE, the claim
-//   transaction FOR UPDATE (and grants nothing for a retired queue), subscription creation LOCK IN
-//   SHARE MODE, schedule creation/publish/resume and workflow creation/publish/run start LOCK IN
-//   SHARE MODE — so nothing can add work to the queue between the checks and the commit. A writer
-//   that is still in flight only makes the check more conservative (its work is seen as unfinished).
+// Irreversible retirement of a subscription or a queue, inside the idempotent command's
+// transaction. Every check is a plain read taken after the locks, so its read view is created once
+// the competing writers are excluded: for a subscription the stream head, then the subscription
+// row; for a queue its row FOR UPDATE, which every path that adds work to the queue locks at least
+// shared. A writer still in flight only makes the check more conservative.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Conn, Tx } from '../db/pool.js';
@@ -38,7 +30,6 @@ function revisionConflict(expected: string, current: string): OrbitError {
   return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
 }
 
-/** Retires a subscription owned by `cred`. */
 export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
   const wm = await lockWatermark(c, cred.namespaceId);
   const s = await getSubscription(c, cred.namespaceId, id, true);
@@ -92,8 +83,7 @@ export interface BusyReason {
   run_ids?: string[];
 }
 
-/** Everything that keeps a queue from being retired (empty when it can be). The caller holds the
- * queue row FOR UPDATE. */
+/** The caller holds the queue row FOR UPDATE. */
 export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
   const out: BusyReason[] = [];
   const tasks = (await unfinishedByState(c, q.id, q.namespace_id)).counts;
@@ -126,8 +116,6 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
   const subs = await countQueueSubscriptions(c, q.id);
   if (subs > 0)
     out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
-  // Schedules: a resume or publish toward this queue share-locks its row, so none can be enabled
-  // between this read and the commit.
   const schedules = await enabledSchedulesOnQueue(c, q.id);
   if (schedules.length > 0) {
     out.push({
@@ -137,8 +125,7 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
       schedule_ids: schedules,
     });
   }
-  // Workflow runs: a RUNNING or PAUSED run pins every queue its version names, reached or not. A
-  // run start and a version publish share-lock the queue row, so none can appear meanwhile.
+  // A run pins every queue its version names, reached or not.
   const runs = await unfinishedRunsOfQueue(c, q.id, MAX_BUSY_RUN_IDS);
   if (runs.count > 0) {
     out.push({
@@ -151,7 +138,6 @@ export async function queueBlockers(c: Conn, q: { id: string; namespace_id: stri
   return out;
 }
 
-/** Retires a queue. */
 export async function retireQueue(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<Queue> {
   const q = await getQueue(c, cred.namespaceId, id, 'update');
   if (!q) throw new OrbitError('NOT_FOUND', 'queue not found');

@@ -1,9 +1,6 @@
-// Consuming the result stream: pending counts, the retention-gap check, leasing (materialize events
-// into deliveries, then lease PENDING/EXPIRED deliveries in sequence order) and acknowledgement.
-//
-// Lock order: the lease transaction locks the subscription row first and reads the committed
-// watermark without a lock; retirement locks the watermark (stream head) and then the subscription.
-// Neither path waits for the other while holding what the other needs, so they never deadlock.
+// Consuming the result stream. The lease transaction locks the subscription row and reads the
+// watermark without a lock; retirement locks the stream head, then the subscription. Neither waits
+// for the other while holding what the other needs, so they never deadlock.
 import { OrbitError } from '@orbit/protocol/errors';
 import { withTransaction, type Conn, type Pool } from '../db/pool.js';
 import {
@@ -26,15 +23,14 @@ import {
 } from '../db/subscriptions.js';
 import { newId } from '../ids.js';
 
-/** Events materialized per lease call at most (the rest stay behind the cursor for the next call). */
+/** Events materialized per lease call; the rest stay behind the cursor for the next call. */
 export const MATERIALIZE_BATCH = 1000;
 
 export function filterOf(s: SubscriptionRow) {
   return { namespaceId: s.namespace_id, queueId: s.queue_id, types: eventTypes(s) };
 }
 
-/** pending_count: deliveries not ACKED + matching events after the cursor up to the watermark.
- * A retired subscription counts nothing after its retired_sequence. */
+/** A retired subscription counts nothing after its retired_sequence. */
 export async function pendingCount(db: Pool | Conn, s: SubscriptionRow, watermark?: string): Promise<number> {
   const unacked = await countUnacked(db, s.id);
   if (s.retired_at) return unacked;
@@ -42,9 +38,8 @@ export async function pendingCount(db: Pool | Conn, s: SubscriptionRow, watermar
   return unacked + (await countUnmaterialized(db, filterOf(s), String(s.cursor_sequence), wm));
 }
 
-/** 410 when events after the cursor (up to the watermark) are no longer all retained. Sequences
- * are allocated without gaps and pruning removes a prefix, so the retained events are exactly
- * [oldest, head]: a cursor c is covered when c ≥ watermark or oldest ≤ c + 1. */
+/** Sequences have no gaps and pruning removes a prefix, so the retained events are exactly
+ * [oldest, head]. */
 export async function assertNoGap(db: Pool | Conn, s: SubscriptionRow, watermark: string): Promise<void> {
   const cursor = BigInt(s.cursor_sequence);
   if (cursor >= BigInt(watermark)) return;
@@ -58,7 +53,6 @@ export async function assertNoGap(db: Pool | Conn, s: SubscriptionRow, watermark
   }
 }
 
-/** Lease up to `max` deliveries of a subscription, one transaction. Paused → nothing. */
 export async function leaseDeliveries(pool: Pool, namespaceId: string, subscriptionId: string, max: number, leaseSeconds: number) {
   return withTransaction(pool, async (c) => {
     const s = (await getSubscription(c, namespaceId, subscriptionId, true))!;
@@ -75,8 +69,7 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
         namespaceId,
         seqs.map((sequence) => ({ id: newId(), sequence })),
       );
-      // Every matching event in (cursor, last] is now materialized; without a full batch, every
-      // matching one up to the watermark is.
+      // A batch short of full means every matching event up to the watermark is materialized.
       await setCursor(c, s.id, seqs.length < MATERIALIZE_BATCH ? wm : seqs[seqs.length - 1]!);
     }
     await expireLeases(c, s.id);

@@ -1,9 +1,6 @@
-// Keyed tasks waiting with no capable session: sessions without the concurrency_keys flag never
-// receive keyed tasks, so a keyed backlog in a queue that only flagless workers consume would wait
-// forever in silence. Every few seconds each node counts them (by database, across all nodes),
-// exports the gauge and logs one line per queue when it starts waiting. Also refreshes
-// last_seen_at of this node's sessions: a session row of a node killed with -9 stays OPEN, and
-// only sessions seen in the last 30 s count as capable.
+// Keyed tasks waiting with no capable session would wait forever in silence: count them across
+// all nodes, export the gauge, log once per queue. Also refreshes this node's sessions'
+// last_seen_at, since only recently seen sessions count as capable.
 import { capableSessionQueues, touchSessions } from '../db/worker-sessions.js';
 import { keyedWaitingByQueue } from '../db/task-gauges.js';
 import type { Logger } from 'pino';
@@ -11,7 +8,6 @@ import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from './session.js';
 
-/** What the watch needs of its node (the gateway, through the reconciler). */
 export interface CapabilityWatchHost {
   readonly pool: Pool;
   readonly log: Logger;
@@ -26,8 +22,7 @@ export class CapabilityWatch {
 
   async tick(): Promise<void> {
     const pool = this.host.pool;
-    // One statement per application (every transaction touches one application's rows:
-    // dispatch.md, "Scale-out").
+    // One statement per application: every transaction touches one application's rows.
     const byApp = new Map<string, string[]>();
     for (const s of this.host.sessions.values()) {
       const ids = byApp.get(s.cred.applicationId) ?? [];

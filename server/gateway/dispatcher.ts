@@ -22,7 +22,6 @@ import { claimRound, type ClaimRequest, type RoundProgress } from '../dispatch/c
 import type { WakeCause } from '../work-signals.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
-import type { Faults } from '../faults.js';
 import type { Session } from './session.js';
 import type { SlotReservation } from '../dispatch/slot-reservation.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
@@ -32,7 +31,6 @@ export interface DispatcherHost {
   readonly pool: Pool;
   readonly log: Logger;
   readonly metrics: Pick<Metrics, 'claimSeconds' | 'claimRounds' | 'tasksAssigned' | 'tokenExhausted' | 'internalErrors'>;
-  readonly faults: Pick<Faults, 'hit'>;
   /** The registered (open or draining) sessions of the node. */
   readonly sessions: ReadonlyMap<string, Session>;
   track<T>(p: Promise<T>): Promise<T>;

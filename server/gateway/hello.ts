@@ -1,5 +1,5 @@
-// The hello transaction: worker identity (capability flag frozen), session row, resume of listed
-// attempts, and immediate release of unlisted never-started attempts of this identity.
+// The hello transaction: worker identity, session row, resume of listed attempts, and release of
+// unlisted never-started ones.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { GatewayFrame, HelloFrame } from '@orbit/protocol/frames';
 import type { LiveAttemptState } from '@orbit/protocol/states';
@@ -24,7 +24,6 @@ export interface HelloResult {
   freedQueues: string[];
 }
 
-/** The session as the grant path sees it (Session.claim), from its credential and hello. */
 export function helloClaimSession(cred: Credential, sessionId: string, h: HelloFrame): ClaimSession {
   return {
     namespaceId: cred.namespaceId,
@@ -38,7 +37,6 @@ export function helloClaimSession(cred: Credential, sessionId: string, h: HelloF
   };
 }
 
-/** The hello.ok frame of a committed hello. */
 export function helloOk(sessionId: string, h: HelloFrame, res: HelloResult, maxFrameBytes: number): GatewayFrame {
   return {
     type: 'hello.ok',
@@ -63,11 +61,9 @@ export async function helloTransaction(
   const queueIds = [...new Set(h.queues)];
   const keys = h.concurrency_keys ?? false;
   const { value: result, ledger: committed } = await withLedgerTx(pool, 'hello', advance, async (c, ledger) => {
-    // The credential was checked at the upgrade, maybe long before this frame: checked again, and
-    // share-locked to the commit like a claim's, start's or result's, so a revocation either
-    // commits first (nothing is rebound, released or registered) or waits for this hello.
+    // Checked at the upgrade, maybe long before: share-lock the credential so a revocation either
+    // commits first or waits for this hello.
     if (!(await lockLiveCredential(c, cred.id))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
-    // Queues: exist in the namespace, authorized, not retired.
     const valid = queueIds.filter((q) => ID_RE.test(q));
     const qrows = valid.length ? await readHelloQueues(c, cred.namespaceId, valid) : [];
     const found = new Map(qrows.map((r) => [r.id as string, r]));
@@ -79,7 +75,7 @@ export async function helloTransaction(
     }
     const leaseMs = Math.min(...qrows.map((r) => Number(r.lease_seconds))) * 1000;
 
-    // Identity: the capability flag is frozen by the first hello of a worker_id.
+    // The capability flag is frozen by the first hello of a worker_id.
     const identity = await lockWorkerIdentity(c, cred.namespaceId, h.worker_id);
     if (identity) {
       if (identity.concurrency_keys !== (keys ? 1 : 0)) {
@@ -105,7 +101,6 @@ export async function helloTransaction(
       handlers: h.handlers,
     });
 
-    // Live attempts of this identity, locked.
     const live = await lockLiveAttemptsOfWorker(c, cred.namespaceId, h.worker_id);
     const listed = new Set(h.resume ?? []);
     const resumed: HelloResult['resumed'] = [];
@@ -115,10 +110,9 @@ export async function helloTransaction(
       ledger,
       live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const })),
     );
-    // Unlisted RUNNING attempts run out their lease (then review); listed expired ones are lost.
+    // Unlisted RUNNING attempts run out their lease; listed expired ones are lost.
     if (resumedIds.length) {
-      // Lease lengths as literals from the cached configuration (a join with queues would take a
-      // shared lock on the queue row: see startAttempts).
+      // Lease lengths as literals: a join with queues would share-lock the queue row.
       const byId = new Map(live.map((a) => [a.id, a.queue_id]));
       const lease = [
         ...(await queueConfigs(
@@ -146,5 +140,3 @@ export async function helloTransaction(
   result.freedQueues = [...committed.freedQueues];
   return result;
 }
-
-/** Marks a session closed (socket gone); the statement is server/db/worker-sessions.ts. */

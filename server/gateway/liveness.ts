@@ -1,16 +1,7 @@
-// Does the worker behind a session answer? A worker process that is stopped (SIGSTOP, a debugger,
-// a long GC pause, a frozen VM) keeps its socket open, so only an answer tells it from a live one.
-// The session pings — every ORBIT_PING_INTERVAL_MS, with each batch of assignments (when no ping
-// is outstanding), and when one of its attempts was revoked for lack of a start or renew — and
-// takes no new work (claims, key hand-offs, refills) while
-//   - a ping sent on such a revocation is unanswered: the slot that revocation frees is not
-//     offered to the same worker until it has answered (a live worker answers within a round
-//     trip; the claim round its pong triggers then fills the slot), or
-//   - any ping is unanswered for longer than ORBIT_PONG_TIMEOUT_MS: an assignment sent to a
-//     worker that stopped is followed by no more (issue 18: a stopped worker was assigned the
-//     next task of a key twice, each attempt sat out its lease).
-// A pong carries its ping's sequence number (RFC 6455: the same application data), so it answers
-// that ping and every earlier one; a pong without a known number answers all.
+// A stopped worker process keeps its socket open, so only a pong tells it from a live one. The
+// session takes no new work while a ping sent on a revocation is unanswered (the freed slot is
+// not offered back until the worker answers), or while any ping is unanswered past the timeout.
+// A pong carries its ping's sequence number and answers every earlier ping too.
 
 interface Ping {
   seq: number;
@@ -21,19 +12,15 @@ interface Ping {
 
 export class Liveness {
   private seq = 0;
-  /** Unanswered pings, oldest first (at most a few: see probe()). */
   private readonly unanswered: Ping[] = [];
-  /** The current stall (a ping unanswered past the timeout) was counted. */
   private stallCounted = false;
 
   constructor(
     private readonly sendPing: (data: Buffer) => void,
     private readonly timeoutMs: number,
-    /** Called once per stall: a ping went unanswered for longer than the timeout. */
     private readonly onStall: () => void,
   ) {}
 
-  /** Sends a ping now (the heartbeat's, or a probe). */
   ping(revoked = false): void {
     const p = { seq: ++this.seq, at: Date.now(), revoked };
     this.unanswered.push(p);
@@ -44,15 +31,13 @@ export class Liveness {
     }
   }
 
-  /** A ping with assignments (none when one is outstanding: that one's timeout covers them), or
-   * after a revocation (`revoked`; none when such a ping is outstanding already). */
+  /** A ping with assignments or after a revocation, unless one that covers it is outstanding. */
   probe(revoked = false): void {
     if (revoked ? this.unanswered.some((p) => p.revoked) : this.unanswered.length > 0) return;
     this.ping(revoked);
   }
 
-  /** A pong arrived. True when the session took no work before and does now (it is due for a
-   * claim round). */
+  /** True when this pong lets the session take work again: it is due a claim round. */
   pong(data: Buffer): boolean {
     const before = this.answering();
     const n = /^[0-9]{1,15}$/.test(data.toString('latin1')) ? Number(data.toString('latin1')) : Number.MAX_SAFE_INTEGER;
@@ -61,7 +46,6 @@ export class Liveness {
     return !before && this.answering();
   }
 
-  /** Whether the session may get new work now (see the file comment). */
   answering(): boolean {
     const first = this.unanswered[0];
     if (!first) return true;

@@ -1,7 +1,5 @@
-// Periodic work of every node (safe with several nodes): the sweeper (lease expiry, deadlines), and
-// reconciliation of local sessions with changes other nodes made — attempts revoked elsewhere get
-// task.cancel here, and a session superseded by a newer session of its worker_id on another node
-// is closed with 4409.
+// Periodic work of every node: the sweeper, and reconciliation of local sessions with changes
+// other nodes made.
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import { sweep } from '../dispatch/sweeper.js';
 import { sweepWorkflows } from '../workflows/sweep.js';
@@ -11,7 +9,6 @@ import { revokedCredentialIds } from '../db/credentials.js';
 import { currentSessionsAmong } from '../db/worker-identities.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { Faults } from '../faults.js';
 import type { WorkSignals } from '../work-signals.js';
 import type { Session } from './session.js';
 import { SUPERSEDED } from './session-host.js';
@@ -19,20 +16,15 @@ import { CapabilityWatch, type CapabilityWatchHost } from './capability-watch.js
 import { guarded, reportInternal } from '../boundary.js';
 import { isRetryableDbError } from '../db/errors.js';
 
-/** What the reconciler needs of its node (the gateway implements it). */
 export interface ReconcilerHost extends CapabilityWatchHost {
   readonly config: Pick<Config, 'sweepIntervalMs'>;
   readonly metrics: Pick<Metrics, 'sweeperRecovered' | 'keyedWaitingNoCapable' | 'internalErrors'>;
-  readonly faults: Pick<Faults, 'hit'>;
-  /** Workflow advancement for the sweeper's transactions. */
   readonly advanceSteps: StepAdvancer;
   readonly sessions: ReadonlyMap<string, Session>;
-  /** Revoked attempts and freed queues found by the sweeper go out like any other node's. */
   readonly signals: Pick<WorkSignals, 'wake' | 'revoked'>;
   track<T>(p: Promise<T>): Promise<T>;
 }
 
-/** The capability watch runs every this many ticks (about 5 s at the default 500 ms). */
 const WATCH_EVERY = 10;
 
 export class Reconciler {
@@ -58,8 +50,7 @@ export class Reconciler {
     const app = this.host;
     try {
       const r = await sweep(app.pool, app.advanceSteps);
-      // Rows left behind by this sweep (the others were settled): a busy database is retried by
-      // the next tick; anything else is a bug on that row, counted and logged with its id.
+      // A busy database is retried by the next tick; anything else is a bug on that row.
       for (const f of r.failed) {
         const where = { application_id: f.applicationId, row: f.row };
         if (isRetryableDbError(f.err) || isConnectionError(f.err)) app.log.warn({ err: f.err, ...where }, 'sweep left a row for the next tick: database busy');
@@ -90,7 +81,6 @@ export class Reconciler {
     const sessions = [...this.host.sessions.values()];
     if (sessions.length === 0) return;
     const pool = this.host.pool;
-    // Attempts this node thinks its sessions hold, but that are no longer theirs.
     const held = sessions.flatMap((s) => [...s.slots.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
@@ -111,7 +101,6 @@ export class Reconciler {
         } else s.dropAttempt(id);
       }
     }
-    // Sessions superseded on another node.
     const current = new Set(
       await currentSessionsAmong(
         pool,
@@ -122,7 +111,6 @@ export class Reconciler {
       if (s.state === 'closed' || current.has(s.id)) continue;
       s.terminate(4409, SUPERSEDED, 'STATE_CONFLICT');
     }
-    // Sessions whose credential was revoked after they connected: close 1008 (policy).
     const credIds = [...new Set(sessions.filter((s) => s.state !== 'closed').map((s) => s.cred.id))];
     if (credIds.length === 0) return;
     const gone = new Set(await revokedCredentialIds(pool, credIds));

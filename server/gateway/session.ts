@@ -169,7 +169,6 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
-    this.host.faults.hit('frame');
     const read = readWorkerFrame(data, this.host.config.maxFrameBytes);
     if (!read.ok) return this.protocolError(read.message, read.close);
     const { frame: f, bytes } = read;

@@ -27,14 +27,13 @@ import { TxAdmission } from './tx-admission.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
-export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'faults' | 'advanceSteps' | 'shuttingDown'>;
+export type GatewayApp = Pick<AppContext, 'config' | 'pool' | 'log' | 'metrics' | 'advanceSteps' | 'shuttingDown'>;
 
 export class Gateway extends SessionHostBase implements SessionHost, DispatcherHost, ReconcilerHost {
   readonly config: AppContext['config'];
   readonly pool: Pool;
   readonly log: Logger;
   readonly metrics: AppContext['metrics'];
-  readonly faults: AppContext['faults'];
   readonly advanceSteps: AppContext['advanceSteps'];
   /** Registered sessions (hello committed, not ended). */
   readonly sessions = new Map<string, Session>();
@@ -58,7 +57,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     readonly signals: WorkSignals & WorkSignalSource,
   ) {
     super();
-    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, faults: this.faults, advanceSteps: this.advanceSteps } = app);
+    ({ config: this.config, pool: this.pool, log: this.log, metrics: this.metrics, advanceSteps: this.advanceSteps } = app);
     const pingMs = app.config.pingIntervalMs;
     this.wss = new WebSocketServer<typeof WorkerSocket>({
       WebSocket: WorkerSocket,
@@ -117,7 +116,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
         // The upgrade's own boundary: the socket is a WebSocket now, so a failure here closes it
         // with 1011 instead of answering HTTP.
         try {
-          this.app.faults.hit('upgrade');
           ws.batchWrites(socket, this.metrics);
           const s = new Session(this, ws, cred);
           this.pending.add(s);

@@ -5,11 +5,8 @@ import { tooDeep } from '@orbit/protocol/primitives';
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * Reads and parses a JSON body. Oversized → 413 (the rest of the body is drained, not buffered);
- * invalid UTF-8 or JSON → 400. An empty body parses as `{}` so that commands without fields can be
- * sent bare.
- */
+/** An oversized body is drained, not buffered. An empty body parses as `{}` so that commands
+ * without fields can be sent bare. */
 export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const ctype = req.headers['content-type'];
   if (ctype !== undefined && !/^application\/json\s*(;\s*charset=("utf-8"|utf-8)\s*)?$/i.test(ctype.trim())) {
@@ -38,8 +35,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
     throw new OrbitError('INVALID_ARGUMENT', 'body is not valid JSON');
   }
   if (tooDeep(value)) {
-    // Deeper values overflow the stack of JSON.stringify and every recursive walk (500 otherwise);
-    // the same bound as for worker frames (protocol/primitives.ts).
+    // Deeper values overflow the stack of JSON.stringify and every recursive walk.
     throw new OrbitError('INVALID_ARGUMENT', `body is nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return value;
@@ -53,12 +49,8 @@ async function drain(req: IncomingMessage): Promise<void> {
   }
 }
 
-/**
- * The body's chunks up to `limit` bytes (a larger body is read to its end and dropped: `tooLarge`).
- * Listeners rather than `for await`: the async iterator cost 16–20 µs per request in the gateway's
- * on-CPU profile of one-task requests (docs/benchmarks.md, "Per-request gateway cost of
- * `unkeyed`"), most requests being one chunk.
- */
+/** A body over `limit` is read to its end and dropped. Listeners rather than `for await`: the
+ * async iterator is a visible share of a one-chunk request's CPU (docs/benchmarks.md). */
 function readChunks(req: IncomingMessage, limit: number): Promise<{ chunks: Buffer[]; tooLarge: boolean }> {
   if (req.readableEnded) return Promise.resolve({ chunks: [], tooLarge: false });
   return new Promise((resolve, reject) => {
@@ -75,8 +67,7 @@ function readChunks(req: IncomingMessage, limit: number): Promise<{ chunks: Buff
       req.off('end', onEnd);
       req.off('error', onFail);
       req.off('close', onClose);
-      // The client went away mid-body ('aborted', ECONNRESET): a client error, not "database
-      // unavailable" (which a bare ECONNRESET would otherwise be classified as).
+      // A client error, not "database unavailable", as a bare ECONNRESET would be classified.
       if (err) reject(new OrbitError('INVALID_ARGUMENT', 'request body incomplete: the client closed the connection'));
       else resolve({ chunks, tooLarge });
     };

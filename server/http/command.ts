@@ -1,6 +1,5 @@
-// One mechanism for every receipt-bearing command: a route declares its command (`command`), and
-// the request checks (scope, query, Idempotency-Key, body, then its own load) and the idempotent
-// transaction (receipt row claimed first, effect, receipt completed, one commit) run here.
+// One mechanism for every receipt-bearing command: a route declares it, and the request checks and
+// the idempotent transaction run here.
 import type { TSchema, Static } from '@sinclair/typebox';
 import { OrbitError } from '@orbit/protocol/errors';
 import { violations } from '@orbit/protocol/http-schemas';
@@ -13,14 +12,12 @@ import { requireScope, type Scope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
 
-/** Rejects query parameters (commands take none). */
 export function rejectQuery(ctx: RequestCtx): void {
   if (ctx.url.search !== '' && ctx.url.search !== '?') {
     throw new OrbitError('INVALID_ARGUMENT', 'command endpoints take no query parameters', { field: 'query' });
   }
 }
 
-/** Reads and validates a body against a compiled schema: 400 with the field on violation. */
 export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): Promise<Static<T>> {
   const body = await readJsonBody(ctx.req, ctx.app.config.maxBodyBytes);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -29,7 +26,7 @@ export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): P
   const all = violations(schema, body);
   const v = all[0];
   if (v) {
-    // Every violation is listed (details.violations) so that one round trip fixes the request.
+    // Every violation is listed so that one round trip fixes the request.
     const more =
       all.length > 1
         ? ` (and ${all.length - 1} more: ${all
@@ -51,42 +48,32 @@ function idempotencyKey(ctx: RequestCtx): string {
   return raw;
 }
 
-/** What a command answers and freezes in its receipt: the response data (without
- * `deduplicated`) and the id of the resource created or changed. */
+/** What a command answers and freezes in its receipt; `data` without `deduplicated`. */
 export interface CommandReply {
   data: Record<string, unknown>;
   resourceId: string | null;
 }
 
-/**
- * A receipt-bearing command, declared once (see `command`). `I` is the command's input: what is
- * fingerprinted for the Idempotency-Key and handed to the effect; `R` is the effect's result.
- */
+/** `I` is what is fingerprinted for the Idempotency-Key and handed to the effect. */
 export interface CommandDef<S extends TSchema, I, R> {
-  /** Method + path template, e.g. `POST /v1/tasks/{id}:cancel` (receipts and metrics name it). */
+  /** Method + path template; receipts and metrics name it. */
   operation: string;
-  /** The scope the credential needs (403 PERMISSION_DENIED without it). */
   scope: Scope;
-  /** The body's schema (every violation listed in one 400). */
   body: S;
-  /** Success status of a first execution (201 create, 200 change); a replay is always 200. */
+  /** Of a first execution; a replay is always 200. */
   status: 201 | 200;
-  /** The checks after the body and before any receipt is touched — the target exists (404) and
-   * is within queue_ids (403), the 400s a schema cannot express — in the order they should win;
-   * returns the command's input (normalized, defaults applied). Without it the input is the body. */
+  /** The checks after the body and before any receipt is touched, in the order they should win;
+   * returns the normalized input. Without it the input is the body. */
   load?: (ctx: RequestCtx, body: Static<S>) => Promise<I>;
-  /** The effect, inside the command's transaction. Throwing rolls back everything, receipt included. */
+  /** Throwing rolls back everything, receipt included. */
   effect: (tx: Tx, input: I, ctx: RequestCtx) => Promise<R>;
-  /** The reply to freeze in the receipt, from the effect's result (still inside the transaction). */
+  /** Still inside the transaction. */
   reply: (result: R, input: I) => CommandReply;
-  /** Runs once after the commit of a first execution (wake-ups, cancel frames), never on a replay. */
+  /** After the commit of a first execution, never on a replay. */
   afterCommit?: (result: R, ctx: RequestCtx) => void;
 }
 
-/**
- * The request half of every command, in the order whose error wins when several apply: scope
- * (403), query parameters (400), the Idempotency-Key header (400), the body (413/400).
- */
+/** The order of the checks decides whose error wins when several apply. */
 export async function readCommand<S extends TSchema>(ctx: RequestCtx, scope: Scope, schema: S): Promise<{ key: string; body: Static<S> }> {
   requireScope(ctx.cred, scope);
   rejectQuery(ctx);
@@ -94,11 +81,6 @@ export async function readCommand<S extends TSchema>(ctx: RequestCtx, scope: Sco
   return { key, body: await readBody(ctx, schema) };
 }
 
-/**
- * A route handler for a receipt-bearing command: the request checks (readCommand), then `load`,
- * then the effect exactly once per (namespace, Idempotency-Key) — its target is the path's `{id}`
- * ('' for creates).
- */
 export function command<S extends TSchema, I = Static<S>, R = CommandReply>(def: CommandDef<S, I, R>): (ctx: RequestCtx) => Promise<Reply> {
   return async (ctx) => {
     const { key, body } = await readCommand(ctx, def.scope, def.body);
@@ -107,7 +89,6 @@ export function command<S extends TSchema, I = Static<S>, R = CommandReply>(def:
   };
 }
 
-/** What one committed execution produced: the stored reply and the effect's own result. */
 interface Executed<R> {
   stored: Record<string, unknown>;
   result: R;
@@ -116,24 +97,16 @@ interface Executed<R> {
 /** The key was committed by a concurrent request while this one waited on its row lock. */
 class ReceiptTaken extends Error {}
 
-/** Executes a command exactly once per (namespace, Idempotency-Key); its target is the path's
- * `{id}` ('' for creates), its input what is fingerprinted. */
+/** Exactly once per (namespace, Idempotency-Key); the target is the path's `{id}`, '' for creates. */
 async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string, def: CommandDef<S, I, R>, input: I): Promise<Reply> {
   const ns = ctx.cred.namespaceId;
   const targetId = ctx.params.id ?? '';
   const fingerprint = commandFingerprint(def.operation, targetId, input);
   const pool = ctx.app.pool;
   const replay = (row: ReceiptRow): Reply => replayReceipt(row, def.operation, targetId, fingerprint);
-  // No read of the receipt first: a committed receipt makes the batched INSERT below fail at once
-  // with a duplicate key, and the serialized path replays it. Replays are rare; the saved statement
-  // is paid by every first execution.
-  // Common path: the command joins the node's coalesced command transaction (many commands, one
-  // commit). Its receipt row is claimed first under a savepoint; a key taken by a concurrent
-  // command (or a deadlock among same-key waiters) falls through to the serialized path below.
-  // The command inside its transaction: the receipt row first (a concurrent or committed command
-  // with the same key makes it fail as ReceiptTaken), then the effect, then the frozen reply.
-  // The effect's result travels with the reply of the run that committed (a batch retried after
-  // a deadlock re-runs the effect; only the last run's result is seen after the commit).
+  // No read of the receipt first: a committed receipt makes the claim fail with a duplicate key
+  // and the serialized path replays it, so only the rare replay pays a statement. A batch retried
+  // after a deadlock re-runs the effect; only the committed run's result is seen after the commit.
   const execute = async (c: Tx): Promise<Executed<R>> => {
     try {
       await claimReceipt(c, { namespaceId: ns, key, operation: def.operation, targetId, fingerprint, credentialId: ctx.cred.id });
@@ -150,7 +123,6 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
   type Outcome = { replayed: Reply } | { done: Executed<R> };
   const [outcome] = await executeIdempotent<I, Outcome>(
     [input],
-    // Common path: the command joins the node's coalesced command transaction.
     async () => {
       const started = process.hrtime.bigint();
       const done = await ctx.app.commandTx(ctx.cred.applicationId, execute);
@@ -163,7 +135,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
     () =>
       runAlone<Outcome>(pool, ns, key, {
         path: 'command',
-        // Autocommit read on the locked connection: sees whatever the previous holder committed.
+        // Autocommit read under the key lock: sees whatever the previous holder committed.
         replayed: async (conn) => {
           const existing = await getReceipt(conn, ns, key);
           return existing && existing.http_status !== 0 ? { replayed: replay(existing) } : undefined;

@@ -10,11 +10,9 @@ export interface RequestCtx {
   requestId: string;
   url: URL;
   params: Record<string, string>;
-  /** Set by the router for every route that needs a credential. */
   cred: Credential;
-  /** false: `cred` came from the node's credential cache and the route (`checksCredential`) must
-   * have its liveness checked by the database before it answers; the router re-checks it before
-   * any error is answered, so that a revoked token still gets 401 first. */
+  /** false: `cred` came from the node's credential cache and the route must have its liveness
+   * checked by the database before it answers. */
   credentialChecked?: boolean;
   log: Logger;
 }
@@ -22,6 +20,6 @@ export interface RequestCtx {
 export interface Reply {
   status: number;
   data: unknown;
-  /** `data` already serialized (JSON.stringify(data)), sent as it is (http/envelope.ts sendData). */
+  /** `data` already serialized, sent as it is. */
   json?: string;
 }

@@ -1,6 +1,4 @@
-// What the routes of the two versioned definitions share (routes-schedules.ts, routes-workflows.ts):
-// their commands' replies, the "load the definition first" step of a command on one, the retire
-// command, the list paged by name, and the version number in a path.
+// What the routes of schedules and workflows share.
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
@@ -11,8 +9,7 @@ import { encodeCursor, listQuery } from './list-query.js';
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
 
-/** A command's `load` step for a command on an existing definition: load it first (404 absent,
- * 403 outside queue_ids), then take the body as it is. */
+/** Loading the definition first makes 404 and 403 win over the command's own refusals. */
 export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
   return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
     await load(ctx);
@@ -20,11 +17,8 @@ export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
   };
 }
 
-/** The connection a command's effect runs on (its transaction). */
 type EffectConn = Parameters<CommandDef<typeof RetireBody, RetireBody, CommandReply>['effect']>[0];
 
-/** `POST /v1/{definitions}/{id}:retire`: the definition loaded first (404 absent, 403 outside
- * queue_ids), then `retire` in the command's transaction, its frozen reply answered as it is. */
 export function retireDefinitionRoute(
   definitions: 'schedules' | 'workflows',
   scope: Scope,
@@ -42,8 +36,7 @@ export function retireDefinitionRoute(
   });
 }
 
-/** One page of a list ordered by unique name (`limit`, `cursor` = after that name): `read` is asked
- * for one row more than the page, which tells whether there is a next page. */
+/** `read` is asked for one row more than the page, which tells whether there is a next page. */
 export async function pageByName<R extends { name: string }>(
   ctx: RequestCtx,
   read: (after: string | undefined, limit: number) => Promise<R[]>,
@@ -54,8 +47,7 @@ export async function pageByName<R extends { name: string }>(
   return { page, next_cursor: rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null };
 }
 
-/** The `{n}` of a version path; null when it is malformed (it can never name a version: 404 like a
- * malformed id). */
+/** null when malformed: it can never name a version, so 404 like a malformed id. */
 export function versionNumber(ctx: RequestCtx): number | null {
   const raw = ctx.params.n!;
   return /^[1-9][0-9]{0,8}$/.test(raw) ? Number(raw) : null;

@@ -1,13 +1,10 @@
-// The one writer of Orbit's JSON envelope: `{"request_id","data"}` or `{"request_id","error"}`,
-// with the X-Request-Id header, on a node:http response or — for the refusals written before there
-// is one (a request node's parser refused, a refused WebSocket upgrade) — on the raw socket.
+// The one writer of Orbit's JSON envelope, also on a raw socket for the refusals written before
+// there is a response (a request node's parser refused, a refused WebSocket upgrade).
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 
-/** Writes `{"request_id","data"}` with the X-Request-Id header. `json`: `data` already serialized
- * (JSON.stringify(data), e.g. a submit's frozen reply), spliced in: the same bytes as serializing
- * the envelope, without serializing `data` a second time. */
+/** `json`: `data` already serialized, spliced in rather than serialized a second time. */
 export function sendData(res: ServerResponse, requestId: string, status: number, data: unknown, json?: string): void {
   send(
     res,
@@ -21,11 +18,7 @@ export function sendError(res: ServerResponse, requestId: string, err: OrbitErro
   send(res, requestId, err.httpStatus, errorEnvelope(requestId, err));
 }
 
-/**
- * Answers a connection that has no ServerResponse with the error envelope and closes it: the
- * status line, the headers every envelope carries, `Connection: close`. A socket that can no
- * longer be written is destroyed instead (false: nothing was answered).
- */
+/** false when the socket could no longer be written and was destroyed unanswered. */
 export function endSocketWithError(socket: Duplex, requestId: string, err: OrbitError): boolean {
   if (!socket.writable) {
     socket.destroy();

@@ -1,5 +1,5 @@
-// Query parameters of list endpoints: unknown or repeated parameters are 400, `limit` is 1-500
-// (default 100), and cursors are opaque (base64url of a one-letter kind + a decimal position).
+// Query parameters of list endpoints. Cursors are opaque: base64url of a one-letter kind and a
+// position.
 import { OrbitError } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import type { RequestCtx } from './context.js';
@@ -7,7 +7,7 @@ import type { RequestCtx } from './context.js';
 export interface ListQuery {
   one(name: string): string | undefined;
   limit: number;
-  /** The position encoded in `cursor` (decimal string), or undefined for the first page. */
+  /** The position encoded in `cursor`; undefined for the first page. */
   after: string | undefined;
 }
 
@@ -43,7 +43,6 @@ export function encodeCursor(kind: string, position: string): string {
   return Buffer.from(kind + position).toString('base64url');
 }
 
-/** Reads that take no query parameters refuse any (400 naming the field). */
 export function noQuery(ctx: RequestCtx): void {
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
 }

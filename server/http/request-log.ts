@@ -1,6 +1,5 @@
-// One pino line per HTTP request at info, once the response is finished: method, route template
-// (not the raw path, which may carry ids), status, duration and the request id (from the child
-// logger). Never bodies, headers or tokens.
+// One line per HTTP request, with the route template rather than the raw path, which may carry
+// ids. Never bodies, headers or tokens.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 

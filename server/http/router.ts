@@ -6,15 +6,13 @@ export interface Route {
   method: 'GET' | 'POST';
   /** e.g. `/v1/tasks/{id}:cancel` */
   template: string;
-  /** false for /healthz, /readyz, /metrics */
   auth: boolean;
-  /** The handler has the credential's liveness checked in its own transaction (POST /v1/tasks),
-   * so the request may be authenticated from the node's credential cache (server/http/auth.ts). */
+  /** The handler checks the credential's liveness in its own transaction, so the request may be
+   * authenticated from the node's credential cache. */
   checksCredential?: true;
   handle: (ctx: RequestCtx) => Promise<Reply | RawReply>;
 }
 
-/** A non-envelope response (metrics text). */
 export interface RawReply {
   raw: true;
   status: number;
@@ -52,17 +50,16 @@ export class Router {
     return this;
   }
 
-  /** The methods a path exists under (for 405's Allow header). */
   allowed(path: string): string[] {
     return [...new Set(this.routes.filter((r) => r.regex.test(path)).map((r) => r.method))].sort();
   }
 
-  /** Every route, in registration order (the OpenAPI document is checked against it). */
+  /** The OpenAPI document is checked against it. */
   list(): readonly Route[] {
     return this.routes;
   }
 
-  /** Returns the route, 'method' when the path exists under another method, or null. */
+  /** 'method' when the path exists under another method only. */
   match(method: string, path: string): Match | 'method' | null {
     let pathMatched = false;
     for (const r of this.routes) {
@@ -75,12 +72,10 @@ export class Router {
         try {
           params[k] = decodeURIComponent(m[i + 1]!);
         } catch {
-          // `%E0%A4%A` and friends: a client error, not a 500.
           throw new OrbitError('INVALID_ARGUMENT', 'malformed percent-encoding in the request path', { field: k });
         }
       });
-      // Every `{id}` names a resource by its 32-hex id; anything else can never exist, so it is
-      // NOT_FOUND here, before a handler (and its SQL) runs.
+      // A malformed id can never exist: NOT_FOUND before a handler and its SQL run.
       if (params.id !== undefined && !isId(params.id)) throw new OrbitError('NOT_FOUND', 'no resource with this id (ids are 32 lowercase hex characters)');
       return { route: r, params };
     }

@@ -25,8 +25,6 @@ export async function getAttemptRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { attempt: attemptView(a) } };
 }
 
-/** After the commit: task.cancel to the workers that held the revoked attempts, and wake-ups for
- * the queues whose permits came free. */
 function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
   ctx.app.signals.revoked(e.revoked);
   ctx.app.signals.wake(e.freedQueues);
@@ -36,7 +34,6 @@ function taskReply(e: CommandEffect) {
   return { data: { task: taskView(e.task) }, resourceId: e.task.id };
 }
 
-/** The task exists in the namespace (404) and its queue is within queue_ids (403). */
 async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
   await loadTask(ctx, ctx.params.id!);
   return b;

@@ -1,5 +1,4 @@
-// Read-only views added for the console (console.md), public like every /v1 endpoint:
-// GET /v1/queues/{id}/stats and GET /v1/workers. Neither changes anything nor takes a lock.
+// Read-only views the console needs, public like every /v1 endpoint.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -18,7 +17,7 @@ function onlyParams(ctx: RequestCtx, allowed: string[]): void {
   }
 }
 
-/** Scope tasks:read or queues:manage: producers that read their tasks may see the queue's load. */
+/** Producers that read their tasks may see the queue's load. */
 export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
   if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
   onlyParams(ctx, []);
@@ -27,8 +26,8 @@ export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { stats } };
 }
 
-/** Scope queues:manage. Sessions of the namespace on every node; a credential limited to some
- * queues sees only sessions that consume one of them, and only those queue ids. */
+/** A credential limited to some queues sees only sessions that consume one of them, and only
+ * those queue ids. */
 export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'queues:manage');
   onlyParams(ctx, ['queue_id']);

@@ -45,8 +45,6 @@ export const createQueueRoute = command({
   reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
 });
 
-/** Loads a queue of the credential's namespace; 404 for a malformed or unknown id (no SQL for a
- * malformed one), 403 outside queue_ids. */
 export async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> {
   const row = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
   if (!row) throw new OrbitError('NOT_FOUND', 'queue not found');

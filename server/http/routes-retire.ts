@@ -1,5 +1,4 @@
-// POST /v1/subscriptions/{id}:retire and POST /v1/queues/{id}:retire (http-api.md "Retirement"):
-// receipt-bearing commands; a stored receipt replays even after the resource was retired.
+// A stored receipt replays even after the resource was retired.
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import { retireQueue, retireSubscription } from '../events/retire.js';
 import { command } from './command.js';

@@ -1,7 +1,5 @@
-// /v1/schedules (schedules.md): receipt-bearing commands (create, publish, pause, resume, retire,
-// trigger) and reads. Every body is validated completely — schema, then the version's calendar and
-// task template, then the queue (404 / 403 before any receipt, as submit does) — before the command
-// transaction starts, so bad input changes nothing.
+// /v1/schedules. Every body is validated completely before the command transaction starts, so bad
+// input changes nothing.
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateScheduleBody, PublishVersionBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
@@ -19,8 +17,7 @@ import type { Reply, RequestCtx } from './context.js';
 import { afterLoading, asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
-/** The version normalized, its queue checked (404 absent, 403 outside queue_ids) and its
- * max_attempts default resolved from the queue (so the default written out is the same command). */
+/** The max_attempts default is resolved here, so the default written out is the same command. */
 async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<StoredVersion> {
   const n = normalizeVersion(v);
   const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id);
@@ -29,7 +26,6 @@ async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<
   return withTemplate(n, q.retry_max_attempts);
 }
 
-/** A schedule of the credential's namespace: 404 absent, 403 when its queue is outside queue_ids. */
 async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
   const s = await getSchedule(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
@@ -42,7 +38,6 @@ function wake(_result: unknown, ctx: RequestCtx): void {
   ctx.app.signals.schedulesChanged();
 }
 
-/** Commands on an existing schedule load it first: 404 absent, 403 outside queue_ids. */
 const loaded = afterLoading(loadSchedule);
 
 export const createScheduleRoute = command({
@@ -108,7 +103,6 @@ export const triggerScheduleRoute = command({
   },
   effect: (c, n, { app, cred, params }) => triggerSchedule(app, c, cred, params.id!, n.scheduled_for),
   reply: asIs,
-  // The created task's own after-commit work (metrics, dispatcher wake-ups).
   afterCommit: (r) => r.afterCommit(),
 });
 

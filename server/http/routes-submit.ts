@@ -1,5 +1,4 @@
-// POST /v1/tasks and POST /v1/tasks:batch: both validate their input here and hand the commands
-// to the node's one task-creation path (server/dispatch/submit.ts).
+// Submits are validated here and handed to the node's one task-creation path.
 import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 import { SubmitBatchBody, SubmitBatchItem, SubmitTaskBody, firstViolation } from '@orbit/protocol/http-schemas';
 import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
@@ -15,7 +14,7 @@ function submitter(ctx: RequestCtx) {
 }
 
 export async function submitTask(ctx: RequestCtx): Promise<Reply> {
-  // Its own receipts and transaction (server/dispatch/submit.ts), the same request checks.
+  // The same request checks as every command; its receipts and transaction are the submitter's.
   const { key, body } = await readCommand(ctx, 'tasks:submit', SubmitTaskBody);
   const prepared = normalizeSubmit(body);
   const out = await submitter(ctx).submit({ credential: ctx.cred, key, prepared, checkCredential: ctx.credentialChecked === false });
@@ -25,12 +24,11 @@ export async function submitTask(ctx: RequestCtx): Promise<Reply> {
 
 type BatchSlot = { status: number; data: Extract<SubmitOutcome, { ok: true }>['data'] } | { status: number; error: ErrorBody };
 
-/** An item's refusal as its slot. */
 function errorSlot(e: OrbitError): BatchSlot {
   return { status: e.httpStatus, error: e.toBody() };
 }
 
-/** One item: its own validation, exactly as POST /v1/tasks would validate that body. */
+/** Exactly as POST /v1/tasks would validate that body. */
 function prepareItem(raw: unknown, index: number): { key: string; prepared: PreparedSubmit } | OrbitError {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     return new OrbitError('INVALID_ARGUMENT', `tasks.${index}: must be a JSON object`, { field: `tasks.${index}` });
@@ -45,7 +43,7 @@ function prepareItem(raw: unknown, index: number): { key: string; prepared: Prep
   }
 }
 
-/** POST /v1/tasks:batch — each item its own command with its own receipt; not atomic. */
+/** Each item is its own command with its own receipt; the batch is not atomic. */
 export async function submitTaskBatch(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:submit');
   rejectQuery(ctx);
@@ -59,8 +57,6 @@ export async function submitTaskBatch(ctx: RequestCtx): Promise<Reply> {
   const v = firstViolation(SubmitBatchBody, body);
   if (v) throw new OrbitError('INVALID_ARGUMENT', `${v.field || 'body'}: ${v.message}`, { field: v.field || 'tasks' });
   const items = (body as SubmitBatchBody).tasks.map(prepareItem);
-  // The valid items are queued together: the node's submitter runs them in one transaction (a
-  // few when other requests' commands join).
   const valid = items.filter((it): it is { key: string; prepared: PreparedSubmit } => !(it instanceof OrbitError));
   const pending = submitter(ctx).submitMany(valid.map((it) => ({ credential: ctx.cred, key: it.key, prepared: it.prepared })));
   let next = 0;

@@ -1,5 +1,4 @@
-// Result stream consumers (http-api.md "Result stream and subscriptions"): create, read, list,
-// pause/resume (receipt-bearing commands), delivery history, lease and ack (not receipt-bearing).
+// Result stream consumers; lease and ack are not receipt-bearing.
 import { OrbitError } from '@orbit/protocol/errors';
 import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
@@ -39,8 +38,8 @@ export const createSubscriptionRoute = command({
     // The filter is a set: order does not change the command.
     const n = { name: b.name, queue_id: b.queue_id, event_types: EVENT_TYPES.filter((t) => b.event_types.includes(t)) };
     const cred = ctx.cred;
-    // Queue authorization before the receipt lookup (as submit does): a replay never hands a
-    // subscription of a queue outside queue_ids to a limited credential.
+    // Before the receipt lookup: a replay never hands a subscription of a queue outside queue_ids
+    // to a limited credential.
     if (!canUseQueue(cred, n.queue_id)) {
       const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
       if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
@@ -49,8 +48,8 @@ export const createSubscriptionRoute = command({
     return n;
   },
   effect: async (c, n, { cred }) => {
-    // The namespace row serializes creations (the 64-slot quota); the queue row in share mode
-    // serializes with queue retirement (which takes it exclusively).
+    // The namespace row serializes creations against the quota; the queue row, shared, serializes
+    // with queue retirement.
     await lockNamespace(c, cred.namespaceId);
     const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
     if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
@@ -78,7 +77,7 @@ export const createSubscriptionRoute = command({
   reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
 });
 
-/** A subscription of the credential's namespace owned by it (404 otherwise), queue authorized (403). */
+/** Only its owner sees a subscription. */
 export async function loadSubscription(ctx: RequestCtx, id: string): Promise<SubscriptionRow> {
   const row = ID_RE.test(id) ? await getSubscription(ctx.app.pool, ctx.cred.namespaceId, id) : null;
   if (!row || row.owner_credential_id !== ctx.cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');

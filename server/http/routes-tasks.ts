@@ -8,7 +8,6 @@ import { notOneOf, queueNotFound } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
-/** Loads a task of the credential's namespace; 404 outside it, 403 outside queue_ids. */
 export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
   const row = ID_RE.test(id) ? await getTask(ctx.app.pool, ctx.cred.namespaceId, id) : null;
   if (!row) throw new OrbitError('NOT_FOUND', 'task not found');

@@ -1,9 +1,6 @@
-// /v1/workflows/{id}/runs and /v1/workflow-runs (workflows.md "Endpoints"): the run commands
-// (start, :pause, :resume, :cancel, signals), each receipt-bearing, and the reads. Every body is
-// validated completely before the command transaction starts (schema; input and payload sizes;
-// use_run_key without a concurrency_key; a signal name no step waits for; the version's queues
-// within queue_ids), so bad input changes nothing. A run start without `version` and one naming the
-// current version are different commands: the input fingerprinted is the body as given.
+// Workflow run commands and reads. Every body is validated completely before the command
+// transaction starts, so bad input changes nothing. A run start without `version` and one naming
+// the current version are different commands: the input fingerprinted is the body as given.
 import { OrbitError } from '@orbit/protocol/errors';
 import { isWorkflowRunState } from '@orbit/protocol/states';
 import { CancelWorkflowRunBody, PauseWorkflowRunBody, ResumeWorkflowRunBody, SendSignalBody, StartWorkflowRunBody } from '@orbit/protocol/workflow-schemas';
@@ -21,13 +18,10 @@ import type { Reply, RequestCtx } from './context.js';
 import type { Router } from './router.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
-/** 403 unless every queue of the version is within the credential's queue_ids. */
 function requireVersionAccess(cred: Credential, v: VersionGraph): void {
   for (const q of v.queueIds) requireQueueAccess(cred, q);
 }
 
-/** A run of the credential's namespace with its version: 404 absent (or a malformed id), 403 when
- * its version names a queue outside queue_ids. */
 async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
   const row = await getRun(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
@@ -133,8 +127,7 @@ export async function getRunRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { run: await runView(ctx.app.pool, row) } };
 }
 
-/** Runs newest first, without steps and input; `workflow_id` and `state` filter. A credential
- * limited to some queues sees the runs whose version names only queues it may use. */
+/** A credential limited to some queues sees the runs whose version names only queues it may use. */
 export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, READ_SCOPES);
   const q = listQuery(ctx, new Set(['workflow_id', 'state', 'limit', 'cursor']), 'r');
@@ -163,7 +156,6 @@ export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { runs: visible.map(runSummaryView), next_cursor: next } };
 }
 
-/** The run routes, registered by routes.ts in one line. */
 export function addWorkflowRunRoutes(r: Router): void {
   r.add({ method: 'POST', template: '/v1/workflows/{id}/runs', auth: true, handle: startRunRoute });
   r.add({ method: 'GET', template: '/v1/workflow-runs', auth: true, handle: listRunsRoute });

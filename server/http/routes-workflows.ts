@@ -1,12 +1,7 @@
-// /v1/workflows (workflows.md "Endpoints"): the definition commands (create, publish a version,
-// retire), each receipt-bearing, and the reads. Every body is validated completely — schema, then
-// the version's rules (server/workflows/validate.ts: the 400s naming steps, 413 for params), then
-// each queue it names (404 absent, 403 outside queue_ids) — before the command transaction starts,
-// so bad input changes nothing. Retired queues are refused inside the transaction, under the queue
-// locks (server/workflows/definitions.ts). The run routes are routes-workflow-runs.ts'.
-//
-// Visibility: a credential limited to some queues sees (and commands) the workflows whose current
-// version names only queues it may use, as a schedule is seen through its queue.
+// Workflow definition commands and reads. Every body is validated completely before the command
+// transaction starts, so bad input changes nothing; retired queues are refused inside it, under the
+// queue locks. A credential limited to some queues sees the workflows whose current version names
+// only queues it may use, as a schedule is seen through its queue.
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateWorkflowBody, PublishWorkflowVersionBody, type WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
 import { getQueue } from '../db/queues.js';
@@ -23,9 +18,7 @@ import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './defini
 import type { Router } from './router.js';
 import { noQuery } from './list-query.js';
 
-/** The version validated and normalized, every queue it names checked (404 absent, 403 outside
- * queue_ids, at the first step naming it) and each task's max_attempts default resolved from its
- * queue (so the default written out is the same command). */
+/** max_attempts defaults are resolved here, so the default written out is the same command. */
 async function versionToStore(ctx: RequestCtx, v: WorkflowVersionInput): Promise<VersionToStore> {
   const checked = validateVersion(v);
   const maxAttempts = new Map<string, number>();
@@ -38,13 +31,10 @@ async function versionToStore(ctx: RequestCtx, v: WorkflowVersionInput): Promise
   return { steps: withQueueDefaults(checked.steps, (id) => maxAttempts.get(id)!), queueIds: checked.queueIds };
 }
 
-/** 403 unless every queue of the version is within the credential's queue_ids. */
 function requireVersionAccess(cred: Credential, queueIds: readonly string[]): void {
   for (const q of queueIds) requireQueueAccess(cred, q);
 }
 
-/** A workflow of the credential's namespace: 404 absent (or a malformed id), 403 when its current
- * version names a queue outside queue_ids. */
 async function loadWorkflow(ctx: RequestCtx): Promise<WorkflowRow> {
   const w = await getWorkflow(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
@@ -95,8 +85,7 @@ export async function listWorkflowsRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { workflows: page.map(workflowView), next_cursor } };
 }
 
-/** Every version, oldest first (a workflow has one per publication; the list is not paged). A
- * credential limited to some queues sees the versions whose queues it may all use. */
+/** Not paged. A credential limited to some queues sees the versions whose queues it may all use. */
 export async function listWorkflowVersionsRoute(ctx: RequestCtx): Promise<Reply> {
   requireAnyScope(ctx.cred, READ_SCOPES);
   noQuery(ctx);
@@ -118,7 +107,6 @@ export async function getWorkflowVersionRoute(ctx: RequestCtx): Promise<Reply> {
   return { status: 200, data: { version: workflowVersionView(v) } };
 }
 
-/** The definition routes, registered by routes.ts in one line. */
 export function addWorkflowRoutes(r: Router): void {
   r.add({ method: 'POST', template: '/v1/workflows', auth: true, handle: createWorkflowRoute });
   r.add({ method: 'GET', template: '/v1/workflows', auth: true, handle: listWorkflowsRoute });

@@ -1,6 +1,5 @@
-// node:http server: one request → validated command → one transaction → envelope reply.
-// node:http rather than a framework: the facade is ~15 routes, and owning the body reader keeps the
-// 413/400 rules, the envelope and the X-Request-Id header exact on every path (errors included).
+// node:http rather than a framework: owning the body reader keeps the 413/400 rules, the envelope
+// and the X-Request-Id header exact on every path, errors included.
 import http from 'node:http';
 import type { Logger } from 'pino';
 import { OrbitError } from '@orbit/protocol/errors';
@@ -18,17 +17,13 @@ import type { RequestCtx } from './context.js';
 
 export function createHttpServer(app: AppContext): http.Server {
   const router = buildRoutes(app);
-  // Slow senders (slowloris): headers must arrive within 10 s and a whole request within 60 s, or
-  // the connection gets 408 and is closed. Node checks these deadlines every
-  // connectionsCheckingInterval (default 30 s, which let such sockets live ~60 s); 1 s keeps the
-  // deadline close to what is configured for a negligible cost.
+  // Slow senders get 408. Node checks these deadlines every connectionsCheckingInterval, whose
+  // default would let such sockets live well past them.
   const server = http.createServer(
     { requestTimeout: 60_000, headersTimeout: 10_000, connectionsCheckingInterval: 1_000, maxHeaderSize: 16 * 1024 },
     (req, res) => {
       const requestId = newId();
-      // The request handler's last boundary: handle() answers every error itself, so this only
-      // catches a failure while writing that answer; the 500 goes out in the envelope when no
-      // header is out yet, else the response is cut short.
+      // handle() answers every error itself: this catches only a failure while writing an answer.
       handle(app, router, req, res, requestId).catch((err: unknown) => {
         reportInternal(app, 'http', err, { request_id: requestId, url_path: req.url?.split('?')[0] });
         try {
@@ -40,8 +35,7 @@ export function createHttpServer(app: AppContext): http.Server {
     },
   );
   server.keepAliveTimeout = 5_000;
-  // Requests node's parser refuses (bad header bytes, oversized headers, broken chunking, header
-  // timeout) still get the envelope and an X-Request-Id, then the connection is closed.
+  // Requests node's parser refuses still get the envelope and an X-Request-Id.
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -58,10 +52,9 @@ export function createHttpServer(app: AppContext): http.Server {
       replied = true;
       if (endSocketWithError(socket, requestId, error)) app.metrics.httpRequests.inc({ route: 'unparsed', status: String(error.httpStatus) });
     };
-    // Garbage pipelined behind a complete, valid request: answer it only after that request's
-    // response is complete, never in the middle of it. When the broken bytes are the body of the
-    // request in flight (bad chunking, truncation), answer now: that handler is stuck reading and
-    // fails harmlessly once the connection closes.
+    // Garbage pipelined behind a complete request is answered after that request's response, never
+    // in the middle of it. Broken bytes in the body of the request in flight are answered at once:
+    // that handler is stuck reading and fails harmlessly once the connection closes.
     const inflight = (socket as unknown as { _httpMessage?: http.ServerResponse | null })._httpMessage;
     if (inflight && !inflight.writableFinished && inflight.req?.complete) inflight.once('finish', reply).once('close', reply);
     else reply();
@@ -76,14 +69,12 @@ async function handle(
   res: http.ServerResponse,
   requestId: string,
 ): Promise<void> {
-  // The request's child logger only when something logs with it (~3 µs per request otherwise).
+  // The child logger is created only when something logs with it: it costs every request otherwise.
   let log: Logger | undefined;
   const requestLog = (): Logger => (log ??= app.log.child({ request_id: requestId }));
   let routeName = 'unmatched';
   if (app.log.isLevelEnabled('info')) logRequestOnFinish(requestLog(), req, res, () => routeName);
   try {
-    app.faults.armFromHeader(req.headers['x-orbit-fault']);
-    app.faults.hit('http');
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://orbit.invalid');
@@ -91,16 +82,14 @@ async function handle(
       throw new OrbitError('INVALID_ARGUMENT', 'malformed request target');
     }
     if (url.pathname === '/console' || url.pathname.startsWith('/console/')) {
-      // Static files, not the JSON API: own headers (CSP), no credential (the page asks for one).
+      // Static files with their own headers; the page asks for a credential itself.
       routeName = 'GET /console/';
       const status = serveConsole(req, res, url.pathname, requestId);
       app.metrics.httpRequests.inc({ route: routeName, status: String(status) });
       return;
     }
-    // Routes match the path as sent: a target that URL parsing rewrites (dot segments such as
-    // `/v1/tasks/../queues` or `%2e%2e`, a leading `//`) names no resource, not the one it resolves to.
-    // An absolute-form target (`GET http://host/v1/… HTTP/1.1`, RFC 9112 §3.2.2) is compared
-    // without its scheme and authority.
+    // Routes match the path as sent: a target that URL parsing rewrites (dot segments, `%2e%2e`, a
+    // leading `//`) names no resource. An absolute-form target is compared without its authority.
     const sent = (req.url ?? '/').split('?', 1)[0]!.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '') || '/';
     const m = sent === url.pathname ? router.match(req.method ?? 'GET', url.pathname) : null;
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${sent.slice(0, 200)}`);
@@ -119,15 +108,14 @@ async function handle(
       },
     } as RequestCtx;
     if (m.route.auth && m.route.checksCredential) {
-      // One statement less per POST /v1/tasks (issue 19: 1 of ~3 per request); its liveness is
-      // read in the submit transaction instead (docs/benchmarks.md, "Per-request gateway cost").
+      // Saves a statement per request: the credential's liveness is read in the route's own
+      // transaction instead.
       const a = await authenticateCached(app.pool, req);
       ctx.cred = a.cred;
       ctx.credentialChecked = a.checked;
     } else if (m.route.auth) ctx.cred = await authenticate(app.pool, req);
     const reply = await m.route.handle(ctx).catch(async (err: unknown) => {
-      // Every answer a credential from the cache gets is one a live credential gets: a revoked
-      // one is 401 before any other refusal, as with a lookup first.
+      // A revoked credential from the cache gets 401 before any other refusal, as with a lookup first.
       if (ctx.credentialChecked === false) await recheckCredential(app.pool, req);
       throw err;
     });

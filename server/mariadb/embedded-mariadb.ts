@@ -1,7 +1,4 @@
-// A private MariaDB/MySQL server run as a child process: used by `npm start` when
-// ORBIT_MYSQL_DSN is unset, by the test setup and by the benchmark. Loopback only, its own port
-// and socket, data in a folder of the caller's choice. Finding, installing and initializing the
-// server is mariadb-install.ts'; a server an earlier run left behind is leftover-server.ts'.
+// A private MariaDB/MySQL server run as a child process: loopback only, own port, socket and data.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -16,7 +13,6 @@ export interface EmbeddedOptions {
   port?: number;
   /** Extra server options, e.g. `--innodb-flush-log-at-trx-commit=2` for tests. */
   serverArgs?: string[];
-  /** Progress lines go here (default: stderr). */
   log?: (line: string) => void;
   /** Install Debian's mariadb-server when no server binary exists and we can (default true). */
   install?: boolean;
@@ -25,19 +21,15 @@ export interface EmbeddedOptions {
 export interface EmbeddedServer {
   port: number;
   socket: string;
-  /** DSN for the `orbit` user on database `db`. */
   dsn(db: string): string;
-  /** Admin DSN (root over the socket) is not exposed; the orbit user has every privilege. */
   child: ChildProcess;
   stop(): Promise<void>;
   /** kill -9 the server (tests of database restarts). */
   kill(): void;
-  /** Start again on the same port and data directory after stop()/kill(). */
   restart(): Promise<void>;
 }
 
-/** The port of the previous run on this data directory when it is free again (so a DSN written
- * down stays valid across restarts), else any free port. */
+/** The previous run's port if free again, so a DSN written down stays valid; else any free port. */
 async function lastPortOrFree(dataDir: string): Promise<number> {
   const file = path.join(dataDir, 'port');
   const last = Number(fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : NaN);
@@ -67,8 +59,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Admin connection over the socket: as the OS user's own account (MariaDB initialized by this
- * code), else as root (an older data directory, MySQL's --initialize-insecure). */
+/** As the OS user's own account, else as root (older data directories, MySQL). */
 async function adminConnection(socket: string, dataDir?: string): Promise<mysql.Connection> {
   let last: unknown;
   for (const user of [...new Set([socketUser(), 'root'])]) {
@@ -80,8 +71,7 @@ async function adminConnection(socket: string, dataDir?: string): Promise<mysql.
       if (errno !== 1045 && errno !== 1698) throw err; // not an access refusal: the server is not up yet
     }
   }
-  // Access refused for every account: the files belong to another OS user's initialization.
-  // Waiting cannot fix that; say how to.
+  // Access refused for every account: another OS user initialized the files.
   const dir = dataDir ?? path.dirname(socket);
   throw new AccessDenied(
     `the database in ${dir} was initialized by another OS user and refuses ${socketUser()}: run npm start as that user, or start afresh with \`rm -rf ${dir}\` (${(last as Error).message})`,
@@ -112,7 +102,6 @@ async function waitConnectable(socket: string, child: ChildProcess, logFile: str
 const ORBIT_USER = 'orbit';
 const ORBIT_PASSWORD = 'orbit-local';
 
-/** Starts (initializing and installing when needed) a private server. */
 export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   let binary = findServerBinary();
@@ -125,8 +114,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   const dataDir = path.resolve(opts.dataDir);
   const files = path.join(dataDir, 'data');
   if (!fs.existsSync(path.join(files, 'mysql'))) {
-    // mariadb-install-db crashes now and then (seen here: a segfault in about 1 run of 20 while
-    // other servers start on the machine); a clean retry succeeds.
+    // mariadb-install-db crashes now and then; a clean retry succeeds.
     for (let attempt = 1; ; attempt++) {
       fs.rmSync(files, { recursive: true, force: true });
       try {
@@ -159,8 +147,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     '--max-connections=1000',
     '--innodb-buffer-pool-size=256M',
     '--skip-log-bin',
-    // A known packet limit, whatever the server's compiled-in default (MariaDB 16 MiB, MySQL 8
-    // 64 MiB): the gateway's statement budget derives from it (db/packet-budget.ts).
+    // A known packet limit, whatever the compiled-in default: the statement budget derives from it.
     '--max-allowed-packet=16M',
     ...(isRoot ? ['--user=root'] : []),
     ...(opts.serverArgs ?? []),
@@ -172,8 +159,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   const launch = async () => {
     const child = spawn(binary!, args, { stdio: 'ignore', detached: false });
     state.child = child;
-    // Whatever way this process exits (process.exit on an error, the shutdown deadline), the
-    // server is asked to stop with it. Only kill -9 escapes this; stopLeftoverServer covers it.
+    // However this process exits, the server stops with it; stopLeftoverServer covers kill -9.
     const onExit = () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     };
@@ -195,7 +181,6 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   }
 
   fs.writeFileSync(path.join(dataDir, 'port'), `${port}\n`);
-  // The orbit user connects over TCP on loopback with a password (root uses the socket).
   const root = await adminConnection(socket, dataDir);
   try {
     await root.query(`CREATE USER IF NOT EXISTS '${ORBIT_USER}'@'127.0.0.1' IDENTIFIED BY '${ORBIT_PASSWORD}'`);
@@ -237,7 +222,6 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   };
 }
 
-/** Creates `db` when missing (utf8mb4). */
 export async function ensureDatabase(server: EmbeddedServer, db: string): Promise<void> {
   if (!/^[A-Za-z0-9_]+$/.test(db)) throw new Error(`bad database name ${db}`);
   const c = await adminConnection(server.socket);

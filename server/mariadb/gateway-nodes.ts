@@ -1,21 +1,16 @@
-// SQL of the single-writer check (server/writer-node.ts): which database node this gateway's
-// connections reach, and the gateway_nodes rows (migration 000008). Autocommit statements, no
-// row locks held beyond each statement.
+// SQL of the single-writer check: which Galera node this gateway reaches, and the gateway_nodes rows.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../db/pool.js';
 import { errnoOf } from '../db/errors.js';
 
 export interface DbNode {
-  /** @@global.wsrep_on: the connection reaches a Galera node with replication on. */
   wsrepOn: boolean;
-  /** @@wsrep_node_name of that node (null without Galera). */
   nodeName: string | null;
 }
 
-/** ER_UNKNOWN_SYSTEM_VARIABLE: a server without wsrep (MySQL, a MariaDB built without it). */
+/** A server without wsrep (MySQL, or MariaDB built without it). */
 const UNKNOWN_SYSTEM_VARIABLE = 1193;
 
-/** readDbNode() → wsrep_on and wsrep_node_name of the node one pooled connection reaches. */
 export async function readDbNode(pool: Pool): Promise<DbNode> {
   try {
     const [rows] = await pool.query<RowDataPacket[]>('SELECT @@global.wsrep_on AS wsrep_on, @@global.wsrep_node_name AS node_name');
@@ -30,12 +25,10 @@ export async function readDbNode(pool: Pool): Promise<DbNode> {
 export interface OtherWriter {
   node_id: string;
   wsrep_node_name: string;
-  /** seen_at is later than the `since` the caller gave (the row was refreshed since). */
+  /** seen_at is later than the caller's `since`: the row was refreshed since. */
   fresh: boolean;
 }
 
-/** otherWriters(node_id, wsrep_node_name, live_seconds, since) → live gateways (seen within
- * live_seconds, database clock) other than node_id that write through a different Galera node. */
 export async function otherWriters(pool: Pool, nodeId: string, nodeName: string, liveSeconds: number, since: string): Promise<OtherWriter[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
     `SELECT node_id, wsrep_node_name, seen_at > ? AS fresh FROM gateway_nodes
@@ -46,13 +39,11 @@ export async function otherWriters(pool: Pool, nodeId: string, nodeName: string,
   return rows.map((r) => ({ node_id: r.node_id as string, wsrep_node_name: r.wsrep_node_name as string, fresh: Number(r.fresh) === 1 }));
 }
 
-/** dbNow() → the database clock (UTC, DATETIME(3) text), for otherWriters' `since`. */
 export async function dbNow(pool: Pool): Promise<string> {
   const [rows] = await pool.query<RowDataPacket[]>('SELECT DATE_FORMAT(UTC_TIMESTAMP(3), "%Y-%m-%d %H:%i:%s.%f") AS now');
   return rows[0]!.now as string;
 }
 
-/** upsertGatewayNode(node_id, node): records (or refreshes) this gateway's row, seen now. */
 export async function upsertGatewayNode(pool: Pool, nodeId: string, node: DbNode): Promise<void> {
   await pool.query(
     `INSERT INTO gateway_nodes (node_id, wsrep_on, wsrep_node_name, started_at, seen_at)
@@ -62,12 +53,10 @@ export async function upsertGatewayNode(pool: Pool, nodeId: string, node: DbNode
   );
 }
 
-/** deleteGatewayNode(node_id): a gateway that stops removes its row. */
 export async function deleteGatewayNode(pool: Pool, nodeId: string): Promise<void> {
   await pool.query('DELETE FROM gateway_nodes WHERE node_id = ?', [nodeId]);
 }
 
-/** pruneGatewayNodes(stale_seconds): rows of gateways not seen for that long (killed ones). */
 export async function pruneGatewayNodes(pool: Pool, staleSeconds: number): Promise<void> {
   await pool.query('DELETE FROM gateway_nodes WHERE seen_at < UTC_TIMESTAMP(3) - INTERVAL ? SECOND LIMIT 1000', [staleSeconds]);
 }

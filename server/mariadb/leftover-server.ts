@@ -1,6 +1,5 @@
-// A private server left running by an earlier run: a child outlives a SIGKILLed parent and keeps
-// holding its data directory. Found from the pid file and /proc, stopped when its launcher is gone,
-// refused when another orbit process still uses the folder.
+// A private server left running by an earlier run that was killed with -9: the child outlives its
+// parent and keeps holding the data directory.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -22,7 +21,7 @@ function parentPid(pid: number): number | null {
   }
 }
 
-/** True while `pid` runs (a zombie waiting for a parent that never reaps it counts as gone). */
+/** A zombie counts as gone. */
 function isAlive(pid: number): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -41,12 +40,7 @@ function isAlive(pid: number): boolean {
   return false;
 }
 
-/**
- * A server from an earlier run that was killed with -9 keeps running (a child outlives a SIGKILLed
- * parent) and holds the data directory. When the pid file names a live server on this data
- * directory whose launcher is gone, stop it; when its launcher is still alive, another orbit is
- * using this folder and starting a second server on it would fail or corrupt it: refuse.
- */
+/** Stops a leftover server whose launcher is gone; refuses when its launcher still runs. */
 export async function stopLeftoverServer(dataDir: string, files: string, log: (l: string) => void): Promise<void> {
   let pid: number;
   try {

@@ -1,6 +1,4 @@
-// Finding a MariaDB/MySQL server binary, installing Debian's package when there is none, and
-// initializing a data directory for it: what embedded-mariadb.ts needs before it can start a
-// private server (the Galera test support uses the same binary search and installer).
+// Finding, installing and initializing a MariaDB/MySQL server.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,21 +26,18 @@ export function findServerBinary(): string | null {
   return which(['mariadbd', 'mysqld']);
 }
 
-/** Installs Debian's mariadb-server non-interactively, without starting the system service. */
 export function installMariaDb(log: (l: string) => void): void {
   aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
 }
 
-/** Installs Debian packages non-interactively (root with apt-get only; else throws `cannot`),
- * without starting any service they bring: the tests and `npm start` run their own servers. */
+/** Root with apt-get only; otherwise throws `cannot`. Starts no service. */
 export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
   const apt = which(['apt-get']);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (!apt || !isRoot) throw new Error(cannot);
   const names = packages.join(' ');
   log(`installing ${names} with apt-get (one time, about a minute)...`);
-  // policy-rc.d exit 101 stops a package from starting its system-wide service (we run our own
-  // private server); only created when absent, and removed afterwards.
+  // policy-rc.d exit 101 keeps packages from starting their system-wide service.
   const policy = '/usr/sbin/policy-rc.d';
   const ownPolicy = !fs.existsSync(policy);
   if (ownPolicy) fs.writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
@@ -61,8 +56,7 @@ export function aptInstall(packages: string[], log: (l: string) => void, cannot:
   log(`${names} installed`);
 }
 
-/** Creates the server's system tables in `dataDir` (mariadb-install-db, or MySQL's
- * --initialize-insecure); removes the folder again when that fails. */
+/** Removes `dataDir` again when initialization fails. */
 export function initDataDir(binary: string, dataDir: string, log: (l: string) => void): void {
   const installDb = which(['mariadb-install-db', 'mysql_install_db']);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -70,8 +64,6 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   log(`initializing database files in ${dataDir}`);
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    // --auth-root-socket-user: the OS user running this gets a socket-authenticated admin account
-    // (root@localhost only works for the OS user root).
     const args = [
       '--no-defaults',
       `--datadir=${dataDir}`,
@@ -79,14 +71,12 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
       `--auth-root-socket-user=${socketUser()}`,
       '--skip-test-db',
       '--skip-name-resolve',
-      // --force: a fresh Debian root has no /etc/hosts, and install-db refuses to run when neither
-      // the hostname nor localhost resolves; the server itself runs with --skip-name-resolve.
+      // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
       '--force',
     ];
     if (isRoot) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
     if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
-      // MySQL's mysqld --initialize-insecure path (no mariadb-install-db options).
       res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
     }
   } else {
@@ -98,7 +88,6 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   }
 }
 
-/** The OS user name: mariadb-install-db gives it a unix_socket admin account. */
 export function socketUser(): string {
   try {
     return os.userInfo().username;

@@ -1,30 +1,11 @@
-// The migration runner's lock: a lease row in schema_migrations_lock, a table the runner creates
-// itself (like schema_migrations) before any migration runs, so the lock never depends on what the
-// migrations create.
-//
-// Why a row and not GET_LOCK: named locks live in one server's memory. Under Galera each node has
-// its own (two runners on two nodes both get "the" lock), and MariaDB 10.6.13 and the releases of
-// that month refused GET_LOCK outright with wsrep_on=ON (MDEV-30473; lifted by MDEV-31325).
-// A SELECT … FOR UPDATE is no better: its lock ends at the first DDL's implicit commit and, across
-// Galera nodes, is only checked at certification. A committed row is replicated like any data:
-//
-//   take    UPDATE … SET holder = me, expires_at = now + lease WHERE id = 1 AND (free OR expired)
-//           (autocommit). Two runners on two nodes that both match locally are ordered by
-//           certification: the second gets 1213 (or, retried by wsrep_retry_autocommit, sees the
-//           first one's row and matches nothing). Either way exactly one affectedRows = 1.
-//   renew   every RENEW_MS on a pool connection, WHERE holder = me. A renew that matches nothing
-//           means the lease was taken over (this runner stalled past the lease): the runner stops
-//           before its next statement instead of interleaving with the new holder.
-//   release holder = NULL WHERE holder = me.
-//
-// A runner killed with -9 leaves its row until the lease (database clock) ends; the next runner
-// waits at most that long. Liquibase's DATABASECHANGELOGLOCK and knex's knex_migrations_lock are
-// the same table-row design without an expiry (a killed run needs `release-locks` by hand).
+// The migration runner's lock: a lease row, replicated like any data, since GET_LOCK lives in one
+// Galera node's memory. Taking it is an autocommit UPDATE WHERE free or expired, which
+// certification orders across nodes. A renew that matches nothing means the lease was taken over,
+// and the runner stops before its next statement. A killed runner holds it until the lease ends.
 import crypto from 'node:crypto';
 import type { Pool } from '../db/pool.js';
 import { isRetryableDbError } from '../db/errors.js';
 
-/** Seconds a holder keeps the lock without renewing it. */
 export const MIGRATION_LEASE_SECONDS = 60;
 const RENEW_MS = 10_000;
 const POLL_MS = 250;
@@ -37,13 +18,11 @@ const CREATE_LOCK_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations_lock (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='lease row serializing orbit-migrate runs on every node of a cluster (created by the runner, not a migration)'`;
 
 export interface MigrationLock {
-  /** Throws when the lease was lost (taken over after this runner stalled past it). */
   assertHeld(): void;
   release(): Promise<void>;
 }
 
-/** A statement retried while the database refuses it as a conflict (1213 certification failure,
- * 1205 lock wait): the lock's statements are tiny and idempotent. */
+/** Retried on conflicts: the lock's statements are tiny and idempotent. */
 async function run(pool: Pool, sql: string, args: unknown[] = []): Promise<number> {
   for (let tries = 1; ; tries++) {
     try {
@@ -56,8 +35,6 @@ async function run(pool: Pool, sql: string, args: unknown[] = []): Promise<numbe
   }
 }
 
-/** takeMigrationLock(wait_seconds): creates the lock table and its row when missing, then waits up
- * to `waitSeconds` for the lease. */
 export async function takeMigrationLock(pool: Pool, waitSeconds: number): Promise<MigrationLock> {
   await run(pool, CREATE_LOCK_TABLE);
   await run(pool, 'INSERT IGNORE INTO schema_migrations_lock (id, holder, expires_at) VALUES (1, NULL, NULL)');
@@ -84,7 +61,7 @@ export async function takeMigrationLock(pool: Pool, waitSeconds: number): Promis
       me,
     ]).then(
       (n) => void (n === 0 && (lost = true)),
-      // A renew the database refused is tried again at the next tick; the lease outlasts several.
+      // A refused renew is tried again at the next tick; the lease outlasts several.
       () => {},
     );
   }, RENEW_MS);

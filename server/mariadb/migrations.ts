@@ -1,7 +1,4 @@
-// Forward-only numbered migrations (migrations/000001_<name>.sql), each applied once and recorded
-// in schema_migrations. Several nodes may run `up` at once: a lease row (migration-lock.ts; a
-// replicated row, so it holds across the nodes of a Galera cluster, unlike GET_LOCK) serializes
-// them, and each one re-reads the applied set under the lock.
+// Forward-only numbered migrations, serialized across nodes by a replicated lease row.
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
@@ -35,7 +32,7 @@ export function listMigrations(dir = path.join(packageRoot(), 'migrations')): Mi
     });
 }
 
-/** Splits a migration file into statements: on `;` at the end of a line, outside comments. */
+/** Splits on `;` at the end of a line, outside comments. */
 export function splitStatements(sql: string): string[] {
   const withoutComments = sql
     .split('\n')
@@ -67,8 +64,6 @@ export async function appliedVersions(pool: Pool): Promise<Map<number, string>> 
 
 export async function migrateUp(pool: Pool, log: (l: string) => void = () => {}): Promise<number[]> {
   const applied: number[] = [];
-  // The lock row lives in this database, so runners of other databases on the same server do not
-  // wait for each other.
   const lock = await takeMigrationLock(pool, 120);
   try {
     const conn = await pool.getConnection();
@@ -127,7 +122,6 @@ export async function schemaStatus(pool: Pool): Promise<SchemaStatus> {
   };
 }
 
-/** Throws a one-line error naming the command when the schema does not match this build. */
 export async function assertSchemaCurrent(pool: Pool): Promise<void> {
   const s = await schemaStatus(pool);
   if (s.unknown.length > 0) {

@@ -1,34 +1,25 @@
-// Fire times of a version's calendar (schedules.md): cron expressions in an IANA time zone, or a
-// fixed period from an anchor. Pure functions of epoch milliseconds; no clock is read here (the
-// caller passes the database clock).
-//
-// Cron matching is croner's (5-part mode), evaluated on *local wall-clock time* treated as if it
-// were UTC, so croner applies no daylight-saving logic of its own. Local times are then mapped to
-// instants by the rule of the spec, for every expression alike:
-//   - a local time that does not exist (spring-forward gap) fires once, at the first instant after
-//     the gap (every such time maps to that one instant, and a fire is identified by its instant);
-//   - a local time that occurs twice (fall-back repeat) fires once, at its first occurrence.
-// croner's own zone handling follows Vixie cron instead (interval jobs fire in both passes of a
-// repeated hour and skip gap times), which is not what the spec says, hence the mapping here.
+// Fire times of a version's calendar, as pure functions of epoch milliseconds: the caller passes
+// the database clock. Cron is matched on local wall-clock time read as UTC, so croner applies no
+// daylight-saving logic of its own, whose Vixie-cron rules differ from Orbit's: a local time in a
+// spring-forward gap fires once, at the first instant after the gap; a repeated local time fires
+// once, at its first occurrence.
 import { Cron } from 'croner';
 
 export type CalendarSpec = { cron: string; timezone: string } | { every_seconds: number };
 
 export interface Calendar {
-  /** The first fire time strictly after `afterMs`, or null when there is none. */
+  /** Strictly after `afterMs`. */
   nextAfter(afterMs: number): number | null;
 }
 
-// The spec's cron: 5 fields of numbers, names, `*`, lists, ranges and steps, or one of the
-// aliases. croner's extensions (seconds/year fields, L, W, #, ?, +) are refused, so that an
-// expression means the same here as in any other cron.
+// croner's extensions (seconds and year fields, L, W, #, ?, +) are refused, so that an expression
+// means the same here as in any other cron.
 const ALIASES = new Set(['@hourly', '@daily', '@weekly', '@monthly', '@yearly']);
 const ATOM = '(\\*|[0-9]{1,2}|[A-Za-z]{3})';
 const ITEM = `${ATOM}(-${ATOM})?(/[0-9]{1,2})?`;
 const FIELD = new RegExp(`^${ITEM}(,${ITEM})*$`);
 const FIELD_NAMES = ['minute', 'hour', 'day-of-month', 'month', 'day-of-week'];
 
-/** Why a cron expression is invalid, or null. */
 export function cronProblem(expr: string): string | null {
   if (expr !== expr.trim()) return 'must not start or end with whitespace';
   if (expr.startsWith('@')) return ALIASES.has(expr) ? null : `unknown alias (one of ${[...ALIASES].join(' ')})`;
@@ -49,7 +40,6 @@ function compileCron(expr: string): Cron {
   return new Cron(expr, { timezone: 'UTC', mode: '5-part', paused: true });
 }
 
-/** True for an IANA zone name the runtime knows (case as written is kept by the caller). */
 export function isTimeZone(tz: string): boolean {
   // Offsets such as "+01:00" are accepted by newer Intl versions but are not zone names.
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]{0,63}$/.test(tz)) return false;
@@ -80,7 +70,7 @@ function formatter(tz: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** Local wall-clock time of an instant in `tz`, as milliseconds of the same fields read as UTC. */
+/** Local wall-clock time of an instant in `tz`, read as UTC. */
 export function wallMs(tz: string, instant: number): number {
   if (tz === 'UTC') return instant;
   const p: Record<string, number> = {};
@@ -89,8 +79,7 @@ export function wallMs(tz: string, instant: number): number {
   return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) + ms;
 }
 
-/** The instant at which local time `wall` happens in `tz`: its first occurrence when it happens
- * twice, the first instant after the gap when it does not happen at all. */
+/** The first occurrence of a repeated local time; the first instant after a gap for a missing one. */
 export function instantOf(tz: string, wall: number): number {
   if (tz === 'UTC') return wall;
   const DAY = 86_400_000;
@@ -121,8 +110,7 @@ class CronCalendar implements Calendar {
 
   nextAfter(afterMs: number): number | null {
     let wall = wallMs(this.tz, afterMs);
-    // Each round moves `wall` forward; only the second pass of a repeated hour loops (at most one
-    // round per matching local time in that hour).
+    // Only the second pass of a repeated hour loops, once per matching local time in that hour.
     for (let round = 0; round < 10_000; round++) {
       const next = this.cron.nextRun(new Date(wall));
       if (!next) return null;
@@ -147,8 +135,7 @@ class PeriodCalendar implements Calendar {
   }
 }
 
-/** A version's fire times: its calendar, from its anchor (every_seconds), within
- * [starts_at, ends_at] (both inclusive). */
+/** Within [starts_at, ends_at], both inclusive. */
 export function compileCalendar(spec: CalendarSpec, anchorMs: number, startsAtMs: number | null, endsAtMs: number | null): Calendar {
   const base: Calendar = 'cron' in spec ? new CronCalendar(spec.cron, spec.timezone) : new PeriodCalendar(anchorMs, spec.every_seconds * 1000);
   return {

@@ -1,10 +1,6 @@
-// The effects of the schedule commands, each inside its receipt-bearing command transaction
-// (server/http/command.ts): create, publish, pause, resume, retire, trigger. A refusal throws and
-// rolls back everything, receipt included.
-//
-// Locks, in the repository's order: namespace row (create: name and quota) → schedule row → queue
-// row in share mode (serializes with queue retirement, which takes it exclusively and then reads the
-// enabled schedules targeting the queue) → the task-creation path's own locks (trigger).
+// The schedule commands, each inside its receipt-bearing command transaction. Lock order:
+// namespace row (create) → schedule row → queue row shared (queue retirement takes it exclusively,
+// then reads the enabled schedules targeting it) → the task-creation path's own locks (trigger).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
@@ -33,10 +29,9 @@ import { compileCalendar } from './calendar.js';
 import { dbMs, loadReadyVersion, msDb } from './versions.js';
 import type { NormalizedVersion } from './version-input.js';
 
-/** A version as stored and fingerprinted: the template's max_attempts resolved from the queue. */
+/** What is stored and fingerprinted: max_attempts resolved from the queue. */
 export type StoredVersion = Omit<NormalizedVersion, 'task'> & { task: ScheduleTaskTemplate };
 
-/** The task template with the queue's default max_attempts, and no absent keys. */
 export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): StoredVersion {
   const t = v.task;
   const task: ScheduleTaskTemplate = {
@@ -54,7 +49,6 @@ export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): St
   return { ...v, task };
 }
 
-/** The version's queue, share-locked: absent → 404, outside queue_ids → 403, retired → 409. */
 async function liveQueue(c: Tx, cred: Credential, queueId: string, field: string): Promise<QueueRow> {
   const q = await getQueue(c, cred.namespaceId, queueId, 'share');
   if (!q) throw new OrbitError('NOT_FOUND', 'queue not found', { field });
@@ -63,7 +57,6 @@ async function liveQueue(c: Tx, cred: Credential, queueId: string, field: string
   return q;
 }
 
-/** The schedule locked for a command: 404, 403 (its queue), 409 RESOURCE_RETIRED, 409 revision. */
 async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevision: string | null): Promise<ScheduleRow> {
   const s = await getSchedule(c, cred.namespaceId, id, 'update');
   if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
@@ -75,7 +68,7 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
   return s;
 }
 
-/** The first fire after `now` of a version published now (every_seconds anchor: starts_at or now). */
+/** every_seconds counts from starts_at, or from the publication. */
 function firstFire(v: StoredVersion, now: string, paused: boolean): string | null {
   if (paused) return null;
   const startsMs = v.starts_at === null ? null : Date.parse(v.starts_at);
@@ -152,7 +145,7 @@ export async function publishVersion(c: Tx, cred: Credential, id: string, b: { e
   return { data: await views(c, cred, id, number), resourceId: id };
 }
 
-/** Pause, or resume from now (the paused period is never caught up). */
+/** A resume starts from now: the paused period is never caught up. */
 export async function setPaused(c: Tx, cred: Credential, id: string, paused: boolean, expectedRevision: string) {
   const s = await lockForCommand(c, cred, id, expectedRevision);
   let next: string | null = null;
@@ -181,7 +174,7 @@ export async function retireSchedule(c: Tx, cred: Credential, id: string, b: { e
   return { data: await views(c, cred, id), resourceId: id };
 }
 
-/** One task now from the current version, paused or not, through the task-creation path. */
+/** One task now from the current version, paused or not. */
 export async function triggerSchedule(
   app: Pick<AppContext, 'metrics' | 'signals' | 'log'>,
   c: Tx,
@@ -192,7 +185,6 @@ export async function triggerSchedule(
   const s = await lockForCommand(c, cred, id, null);
   const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
   const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));
-  // Refusals of the creation (retired queue, quota) are thrown and roll the command back.
   const r = await createTasksInTransaction(app, c, [
     {
       credential: cred,

@@ -1,19 +1,9 @@
-// Fires of one application's due schedules = one transaction (schedules.md "Firing"):
-//   1. the schedule rows, locked (SKIP LOCKED: those another node is firing are left to it) and
-//      re-checked as due against the database clock;
-//   2. per schedule, the fire times this transaction settles: the one due time, or — catching up —
-//      every due time up to now (at most CHUNK per transaction), each decided by the version's
-//      catchup/overlap;
-//   3. the tasks of all of them, created by the one task-creation path (server/dispatch/submit.ts)
-//      inside this transaction: same checks, quota, keys and wake-ups as POST /v1/tasks, and its
-//      batch-shaped statements (one multi-row INSERT, the hot queue and application rows last);
-//   4. one fire record per fire time (primary key (schedule_id, scheduled_for): a fire time that
-//      was recorded already cannot commit again), and next_fire_at advanced past them.
-// All of it commits or none of it does, so a crash anywhere leaves the fires to be done again,
-// whole. Fires that come due together share the transaction (like submits share theirs): one
-// transaction per fire measured 1.2 s p99 lag for 200 schedules firing every second on one queue
-// (bench/scheduled-load.ts), every fire waiting for the queue and application rows held until
-// the previous fire's durable commit.
+// The due schedules of one application fire in one transaction: rows locked with SKIP LOCKED (those
+// another node is firing are left to it) and re-checked against the database clock; their tasks
+// created through the one task-creation path; one fire record per fire time, whose primary key
+// refuses a fire time recorded already; next_fire_at advanced. All of it commits or none does, so a
+// crash leaves the fires to be done again, whole. Fires due together share the transaction, as
+// submits do, rather than each waiting for the hot rows the previous fire holds until its commit.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { FireOutcome } from '@orbit/protocol/http-views';
 import { CATCHUP_LIMIT_MAX } from '@orbit/protocol/limits';
@@ -25,11 +15,10 @@ import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow }
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
 import { dbMs, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
 
-/** A fire time further behind the database clock than this, when its turn comes, starts a
- * catch-up (the version's `catchup` decides); closer ones are just late and fire normally. */
+/** A fire time further behind than this starts a catch-up; closer ones are just late. */
 export const CATCHUP_GRACE_MS = 5_000;
-/** Fire times one catch-up transaction settles (the rest in the next ones). ≥ the largest
- * catchup_limit, so `all` creates its tasks in the first transaction of a catch-up. */
+/** Fire times per catch-up transaction: ≥ the largest catchup_limit, so `all` creates its tasks in
+ * the first transaction of a catch-up. */
 const CHUNK = CATCHUP_LIMIT_MAX;
 
 const UNFINISHED: ReadonlySet<string> = new Set(UNFINISHED_TASK_STATES);
@@ -37,16 +26,15 @@ const UNFINISHED: ReadonlySet<string> = new Set(UNFINISHED_TASK_STATES);
 export interface FireReport {
   scheduleId: string;
   fires: { scheduledForMs: number; outcome: FireOutcome }[];
-  /** More due fire times remain (a long catch-up): fire again at once. */
+  /** More due fire times remain: fire again at once. */
   more: boolean;
   catchingUp: boolean;
 }
 
 type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
 
-/** Tasks for `items`, all in this transaction; at the quota's edge each alone, the refused ones
- * marked (null). A retired queue is thrown: an enabled schedule never targets one (retirement and
- * resume/publish serialize on the queue row). */
+/** At the quota's edge each task is tried alone and a refused one is null. A retired queue is
+ * thrown: retirement and resume/publish serialize on the queue row, so it cannot happen. */
 async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
   const afterCommit: (() => void)[] = [];
   const idsOf = (outs: Awaited<ReturnType<typeof createTasksInTransaction>>['outcomes']) =>
@@ -89,7 +77,7 @@ interface Plan {
   budget: number;
 }
 
-/** The fire times one transaction settles for a schedule, and what each does (before overlap). */
+/** Before overlap is applied. */
 function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
   const nowMs = dbMs(s.now);
   const t0 = dbMs(s.next_fire_at!);
@@ -107,8 +95,7 @@ function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
       times.push(n);
     }
   }
-  // catchup: none skips every missed time, latest creates the newest one, all creates the oldest
-  // catchup_limit of them (the budget is kept on the row across the chunks of one catch-up).
+  // The `all` budget is kept on the row across the chunks of one catch-up.
   let budget = s.catchup_remaining ?? (v.catchup === 'all' ? v.catchupLimit : 0);
   const planned: FireOutcome[] = times.map((_, i) => {
     if (!catchingUp) return 'created';
@@ -122,8 +109,7 @@ function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
   return { s, v, times, planned, more, catchingUp, budget };
 }
 
-/** Fires those of `ids` (schedules of application `applicationId`) that are due; [] when none is
- * (or other nodes hold them). */
+/** `ids` are schedules of `applicationId`; [] when none is due or other nodes hold them. */
 export async function fireSchedules(app: App, applicationId: string, ids: string[]): Promise<FireReport[]> {
   let after: (() => void)[] = [];
   let lockedAt = 0n;
@@ -141,7 +127,6 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       if (!v) throw new Error(`schedule ${s.id} has no version ${s.current_version}`);
       plans.push(plan(s, v));
     }
-    // overlap: skip while the previous task of the schedule is unfinished.
     const skipping = plans.filter((p) => p.v.overlap === 'skip');
     const states = await taskStates(
       c,
@@ -211,7 +196,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
   for (const r of reports) {
     for (const f of r.fires) {
       app.metrics.scheduleFires.inc({ outcome: f.outcome });
-      // Lag of fires on time (catch-up fires are late by definition and counted by their outcome).
+      // Catch-up fires are late by definition and counted by their outcome only.
       if (!r.catchingUp) app.metrics.scheduleLag.observe(Math.max(0, nowMs + commitMs - f.scheduledForMs) / 1000);
     }
   }

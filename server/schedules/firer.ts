@@ -1,9 +1,6 @@
-// The firing loop every node runs. Due schedules are found by a non-locking read (index on
-// next_fire_at); the due schedules of one application fire in one transaction (fire.ts) that locks
-// their rows with SKIP LOCKED, so the nodes share the due schedules and a schedule fires on exactly
-// one of them. The loop sleeps until the soonest next fire it saw (database clock, plus a few
-// milliseconds so that fires due together share a transaction), at most IDLE_MS, and is woken at
-// once when a command on this node creates, publishes or resumes a schedule.
+// The firing loop every node runs. Due schedules are found by a non-locking read and fired with
+// SKIP LOCKED, so the nodes share them and each fire happens on exactly one node. The loop sleeps
+// until the soonest fire it saw, at most IDLE_MS, and wakes at once on a local schedule change.
 import type { AppContext } from '../app-context.js';
 import { guarded, reportInternal } from '../boundary.js';
 import { isRetryableDbError } from '../db/errors.js';
@@ -18,8 +15,7 @@ const IDLE_MS = 500;
 const HORIZON_MS = 1_000;
 /** Schedules read per round; due ones beyond it are read by the next round at once. */
 const ROUND = 500;
-/** Fire transactions in flight at once on one node (one per application; each holds a pool
- * connection). */
+/** Fire transactions in flight at once on one node; each holds a pool connection. */
 const PARALLEL = 4;
 /** Wake this long after the soonest fire time: timers fire up to a millisecond early, and fires
  * due within these milliseconds share one transaction. */
@@ -42,7 +38,6 @@ export class ScheduleFirer {
     this.arm(0);
   }
 
-  /** A schedule changed on this node: look at once (after the round in progress). */
   wake(): void {
     if (this.running) this.again = true;
     else this.arm(0);
@@ -91,7 +86,6 @@ export class ScheduleFirer {
       while (next < groups.length && !this.stopped) {
         const [applicationId, ids] = groups[next++]!;
         try {
-          // A long catch-up settles its fire times a chunk per transaction, one after the other.
           for (let pending = ids; pending.length > 0 && !this.stopped;) {
             const reports = await fireSchedules(this.app, applicationId, pending);
             fired += reports.length;
@@ -99,7 +93,7 @@ export class ScheduleFirer {
           }
         } catch (err) {
           if (isConnectionError(err)) this.outage(err);
-          // Refused past its retries: nothing committed; the schedules are still due next tick.
+          // Nothing committed: the schedules are still due next tick.
           else if (isRetryableDbError(err)) this.app.log.warn({ err, application_id: applicationId }, 'schedule fires skipped: database busy');
           else reportInternal(this.app, 'timer', err, { timer: 'schedule-fires', application_id: applicationId });
         }
@@ -107,13 +101,12 @@ export class ScheduleFirer {
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, groups.length) }, worker));
     if (due.length >= ROUND || (fired > 0 && due.length > 0)) this.nextDelay = 0;
-    // Due rows another node held (SKIP LOCKED): look again soon, they may still be due.
+    // Due rows another node held may still be due.
     else if (due.length > 0) this.nextDelay = 50;
     else if (soonest) this.nextDelay = Math.min(IDLE_MS, Number(soonest.wait_ms) + WAKE_SLACK_MS);
   }
 
   private outage(err: unknown): void {
-    // One line per outage, not one per round.
     if (Date.now() - this.lastOutage > 10_000) this.app.log.warn({ err }, 'schedule fires paused: database unavailable');
     this.lastOutage = Date.now();
   }

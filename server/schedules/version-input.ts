@@ -1,8 +1,6 @@
-// A published version's input checked beyond its schema and normalized (defaults applied), so that
-// it can be fingerprinted and stored as the immutable version. Every refusal is 400
-// INVALID_ARGUMENT (413 for an oversized payload) naming the field by its path in the request body
-// (`version.calendar.cron`, `version.task.concurrency_key`, ...). No database access here; the
-// queue's existence and its max_attempts default are resolved by the caller.
+// A schedule version checked beyond its schema and normalized, so that it can be fingerprinted and
+// stored immutable. A refusal names the field by its body path. Checks that need the database (the
+// queue, its max_attempts default) are the caller's.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { DEFAULT_CATCHUP_LIMIT } from '@orbit/protocol/limits';
@@ -12,7 +10,7 @@ import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './c
 
 export interface NormalizedVersion {
   calendar: CalendarSpec;
-  /** The task template as POST /v1/tasks normalizes it; max_attempts still optional here. */
+  /** max_attempts is still optional here. */
   task: ReturnType<typeof normalizeSubmit>['normalized'];
   overlap: 'allow' | 'skip';
   catchup: 'none' | 'latest' | 'all';
@@ -32,7 +30,7 @@ function timestamp(v: string | null | undefined, field: string): number | null {
   return t;
 }
 
-/** `prefix`: where the version sits in the body ('version'). */
+/** `prefix`: where the version sits in the body. */
 export function normalizeVersion(v: ScheduleVersionInput, prefix = 'version'): NormalizedVersion {
   const cal = v.calendar;
   let calendar: CalendarSpec;

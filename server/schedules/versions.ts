@@ -1,5 +1,4 @@
-// A published version made ready to fire: its calendar compiled and its task template prepared as
-// the submit path takes it. Versions never change, so a node keeps what it compiled.
+// A published version made ready to fire. Versions never change, so a node keeps what it compiled.
 import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from '../db/pool.js';
 import { getVersion, type VersionRow } from '../db/schedule-versions.js';
@@ -7,7 +6,6 @@ import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.j
 import { compileCalendar, type Calendar, type CalendarSpec } from './calendar.js';
 import { dbTimeToMs as dbMs, msToDbTime as msDb } from '../db/time.js';
 
-/** DATETIME(3) ↔ epoch ms, under the names the schedules' modules use (db/time.ts). */
 export { dbMs, msDb };
 
 export interface ReadyVersion {
@@ -21,7 +19,6 @@ export interface ReadyVersion {
   catchupLimit: number;
 }
 
-/** The calendar of a version's stored fields. */
 export function calendarOf(spec: CalendarSpec, anchorAt: string, startsAt: string | null, endsAt: string | null): Calendar {
   return compileCalendar(spec, dbMs(anchorAt), startsAt === null ? null : dbMs(startsAt), endsAt === null ? null : dbMs(endsAt));
 }
@@ -43,7 +40,6 @@ export function readyVersion(row: VersionRow): ReadyVersion {
 const cache = new Map<string, ReadyVersion>();
 const MAX_CACHED = 5000;
 
-/** The version, compiled once per node. */
 export async function loadReadyVersion(db: Pool | Conn, scheduleId: string, number: number): Promise<ReadyVersion | null> {
   const k = `${scheduleId}:${number}`;
   const hit = cache.get(k);

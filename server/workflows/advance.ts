@@ -1,40 +1,29 @@
-// The plan of one workflow event (workflows.md "Advancement"): given a run as its transaction read
-// it (every step's state, the kept signals) and the event — the run's start, task state changes of
-// some steps (a result, an expiry, a cancel, a resolve), a signal, a signal's timeout, pause,
-// resume, the sweeper's start of READY steps, cancel — the list of step changes, the tasks to
-// create and to cancel, and the run's new state. The transaction applies the plan (rows, tasks
-// through the one task-creation path, cancellations) and commits it with the event: one event,
-// one plan, one commit, so every finished step's children are decided exactly once.
-//
-// One pass over the steps in topological order settles the run: a parent is settled before its
-// children, so a cascade (a skip, a step that finishes as it starts) reaches the end of the graph
-// in the same plan. Pure; `apply()` gives the run view after a plan, for an event that carries
-// several updates and for the tests.
+// The plan of one workflow event: from a run as its transaction read it and the event, the step
+// changes, the tasks to create and cancel, and the run's new state. One event, one plan, one
+// commit, so every finished step's children are decided exactly once. One pass in topological
+// order settles a parent before its children, so a cascade (a skip, a step that finishes as it
+// starts) reaches the end of the graph in the same plan. Pure.
 import { isFinishedStepState, type WorkflowRunState } from '@orbit/protocol/states';
 import type { SkipReason, WorkflowStepError } from '@orbit/protocol/workflow-views';
 import { decideChild, finalRunState, startTaskStep, taskStepProgress, type NewStepTask, type StepTaskView, type StepView } from './decide.js';
 import type { StepGraph } from './graph.js';
 
-/** A run as the transaction read it. */
 export interface RunView {
   state: WorkflowRunState;
   input: unknown;
   concurrency_key?: string;
-  /** Every step of the version, by key. */
   steps: Readonly<Record<string, StepView>>;
-  /** Signals sent and not consumed yet, by name → payload. */
+  /** Signals sent and not consumed yet, by name. */
   kept: Readonly<Record<string, unknown>>;
 }
 
 export interface PlanOptions {
-  /** Tasks this transaction may still create (the unfinished-task quota's room); a step whose tasks
-   * do not fit becomes READY (cause quota). Unbounded when omitted: the applier then tries the
-   * quota with the whole plan and, when refused, plans again with 0. */
+  /** The unfinished-task quota's room; a step whose tasks do not fit becomes READY (quota). When
+   * omitted the applier tries the quota with the whole plan and, if refused, plans again with 0. */
   taskRoom?: number;
 }
 
-/** One change of one step. `started`: the step starts in this transaction (its started_at; its
- * signal timeout counts from it). */
+/** `started`: the step starts in this transaction, so its signal timeout counts from it. */
 export type StepChange =
   | { key: string; state: 'SKIPPED'; skipped_because: SkipReason }
   | { key: string; state: 'READY'; cause: 'paused' | 'quota' }
@@ -47,18 +36,15 @@ export type StepChange =
 
 export interface Plan {
   changes: StepChange[];
-  /** Tasks to cancel now, by step and index: a failed step's WAITING tasks; on a run cancel its
-   * WAITING and LEASED ones (permits released, task.cancel sent, as by a task's :cancel). */
+  /** Tasks to cancel in this transaction, as a task's :cancel would: a failed step's WAITING
+   * tasks; on a run cancel its WAITING and LEASED ones. */
   cancel: { key: string; indexes: number[] }[];
-  /** The run's state after the plan (the same as before when unchanged). */
   run: WorkflowRunState;
-  /** A signal kept for a step not reached yet (planSignal). */
+  /** A signal kept for a step not reached yet. */
   keep?: { name: string; payload: unknown };
-  /** Tasks the plan creates, summed over its ACTIVE changes. */
   tasksCreated: number;
 }
 
-/** The step as the decisions see it after change `c`. */
 function viewOf(c: StepChange): StepView {
   const v: StepView = { state: c.state };
   if (c.state === 'SKIPPED') v.skipped_because = c.skipped_because;
@@ -69,7 +55,6 @@ function viewOf(c: StepChange): StepView {
 
 const isFinal = (s: WorkflowRunState) => s === 'SUCCEEDED' || s === 'FAILED' || s === 'CANCELLED';
 
-/** Builds one plan over a working copy of the run. */
 class Planner {
   readonly steps: Record<string, StepView>;
   readonly kept: Record<string, unknown>;
@@ -92,7 +77,7 @@ class Planner {
     this.steps[c.key] = viewOf(c);
   }
 
-  /** Starts step `i` (its parents are finished and its rule holds), or leaves it READY. */
+  /** Starts step `i`, whose parents are finished and whose rule holds, or leaves it READY. */
   start(i: number): void {
     const step = this.g.steps[i]!;
     if (this.plan.run === 'PAUSED') {
@@ -123,9 +108,7 @@ class Planner {
     }
   }
 
-  /** The one pass: every PENDING step whose parents are all finished is decided, and (when
-   * `startReady`: a resume, the sweeper) every READY step is started if its tasks fit; then the
-   * run's state when every step is finished. */
+  /** `startReady` (a resume, the sweeper) also starts READY steps whose tasks fit. */
   settle(startReady: boolean): Plan {
     if (!isFinal(this.plan.run)) {
       for (const i of this.g.order) {
@@ -150,8 +133,7 @@ class Planner {
   }
 }
 
-/** A new run's first plan: every step PENDING; the roots start (their tasks must fit the quota at
- * start, else 429 and nothing is created: the applier checks the whole plan's tasks). */
+/** Every step PENDING; the roots' tasks must fit the quota, else 429 and nothing is created. */
 export function initialRunView(g: StepGraph, input: unknown, concurrencyKey?: string): RunView {
   const steps: Record<string, StepView> = {};
   for (const s of g.steps) steps[s.key] = { state: 'PENDING' };
@@ -165,12 +147,9 @@ export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): P
 }
 
 /**
- * Tasks of some steps changed state in this transaction (a result, an expiry, a task :cancel, a
- * :resolve, a deadline): `updates` gives each such step's tasks, all of them, as they are now. A
- * step that finishes decides its children. On a final run (cancelled) a task that ends is only
- * recorded: nothing changes and nothing starts — and a task that went back to WAITING (a retry of
- * an attempt that was RUNNING at the cancel, an expired lease) is cancelled, so that it does not
- * run again for a run that is over.
+ * Tasks of some steps changed state in this transaction: `updates` gives all of each such step's
+ * tasks as they are now. On a final run nothing starts, and a task back in WAITING (a retry, an
+ * expired lease) is cancelled so that it does not run again for a run that is over.
  */
 export function planTasksChanged(
   g: StepGraph,
@@ -199,7 +178,6 @@ export function planTasksChanged(
   return p.settle(false);
 }
 
-/** The step of the version that waits for signal `name`, or undefined (→ 400). */
 export function signalStepOf(g: StepGraph, name: string): string | undefined {
   return g.steps.find((s) => s.signal?.name === name)?.key;
 }
@@ -207,11 +185,9 @@ export function signalStepOf(g: StepGraph, name: string): string | undefined {
 export type SignalOutcome = 'consumed' | 'kept' | 'late';
 
 /**
- * A signal arrives (its name is one of the version's; not sent before — the caller's unique row
- * decides that, 409). The step waiting for it succeeds with the payload as output, also while the
- * run is paused; a step not reached yet (PENDING, READY) finds it kept when it starts. `late`: its
- * step is already finished (timed out, skipped, cancelled): nothing would ever consume it, so the
- * caller refuses it (409 STATE_CONFLICT) rather than keep it.
+ * A signal not sent before (the caller's unique row decides that). Its waiting step succeeds with
+ * the payload, also while paused; a step not reached yet finds it kept. `late`: the step already
+ * finished, nothing would ever consume it, so the caller refuses it rather than keep it.
  */
 export function planSignal(g: StepGraph, run: RunView, name: string, payload: unknown, opts: PlanOptions = {}): { outcome: SignalOutcome; plan: Plan } {
   const p = new Planner(g, run, opts);
@@ -229,8 +205,7 @@ export function planSignal(g: StepGraph, run: RunView, name: string, payload: un
   return { outcome: 'late', plan: p.plan };
 }
 
-/** The sweeper found step `key`'s signal timeout passed (counted from the step's start, also while
- * paused): FAILED with SIGNAL_TIMEOUT unless the signal came first. */
+/** The timeout counts from the step's start, also while paused. */
 export function planSignalTimeout(g: StepGraph, run: RunView, key: string, opts: PlanOptions = {}): Plan {
   const p = new Planner(g, run, opts);
   if (isFinal(run.state) || p.steps[key]!.state !== 'WAITING_SIGNAL') return p.plan;
@@ -240,7 +215,7 @@ export function planSignalTimeout(g: StepGraph, run: RunView, key: string, opts:
   return p.settle(false);
 }
 
-/** :pause of a RUNNING run: no new step tasks; created tasks go on; READY steps wait for resume. */
+/** No new step tasks; created tasks go on; READY steps wait for resume. */
 export function planPause(g: StepGraph, run: RunView): Plan {
   const p = new Planner(g, run, {});
   if (run.state !== 'RUNNING') return p.plan;
@@ -249,8 +224,7 @@ export function planPause(g: StepGraph, run: RunView): Plan {
   return p.plan;
 }
 
-/** :resume of a PAUSED run: RUNNING again, and the READY steps start in this transaction (those
- * whose tasks do not fit stay READY, cause quota). */
+/** READY steps start in this transaction; those whose tasks do not fit stay READY. */
 export function planResume(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
   const p = new Planner(g, run, opts);
   if (run.state !== 'PAUSED') return p.plan;
@@ -258,18 +232,13 @@ export function planResume(g: StepGraph, run: RunView, opts: PlanOptions = {}): 
   return p.settle(true);
 }
 
-/** The sweeper: a RUNNING run's READY steps (quota) start when their tasks fit, oldest run first. */
 export function planStartReady(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
   const p = new Planner(g, run, opts);
   if (run.state !== 'RUNNING') return p.plan;
   return p.settle(true);
 }
 
-/**
- * :cancel of an unfinished run: CANCELLED; every unfinished step CANCELLED; its WAITING and LEASED
- * tasks cancelled in this transaction (`tasks`: each unfinished task step's tasks); RUNNING tasks
- * finish and are recorded, nothing starts after them.
- */
+/** WAITING and LEASED tasks are cancelled; RUNNING ones finish and are recorded, nothing after. */
 export function planCancel(g: StepGraph, run: RunView, tasks: readonly { key: string; tasks: readonly StepTaskView[] }[]): Plan {
   const p = new Planner(g, run, {});
   if (isFinal(run.state)) return p.plan;
@@ -285,7 +254,6 @@ export function planCancel(g: StepGraph, run: RunView, tasks: readonly { key: st
   return p.plan;
 }
 
-/** The run view after `plan` (steps, kept signals, state). */
 export function apply(run: RunView, plan: Plan): RunView {
   const steps: Record<string, StepView> = { ...run.steps };
   const kept: Record<string, unknown> = { ...run.kept };

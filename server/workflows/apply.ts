@@ -1,13 +1,7 @@
-// The applier: writes a Plan (advance.ts) inside the caller's transaction — tasks to cancel (as a
-// task :cancel does: permits released in this transaction, task.cancel after the commit), step
-// rows, signals, the run's state, and last the tasks to create, through the one task-creation
-// path (createStepTasksInTransaction: the statements of a submit, plus a workflow_step_tasks row
-// per task whose primary key (run, step, index) refuses a second one). It decides nothing.
-//
-// Quota: the plan is tried whole against the application's conditional quota update (the last
-// statement of the creation); refused, everything the applier wrote is rolled back to its
-// savepoint and the event is planned again with room 0 — the steps that would create tasks become
-// READY (quota), the rest stands (docs/design.md "Workflows").
+// The applier writes a Plan inside the caller's transaction and decides nothing. Tasks are created
+// last, through the one task-creation path, whose (run, step, index) row refuses a second one. The
+// plan is tried whole against the quota; refused, everything is rolled back to a savepoint and the
+// event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
 import type { Conn, Tx } from '../db/pool.js';
@@ -28,16 +22,14 @@ import type { StepTaskView } from './decide.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
 export interface Applied {
-  /** Attempts revoked (LEASED tasks of a cancelled run): task.cancel after the commit. */
+  /** Their sessions get task.cancel after the commit. */
   revoked: Revoked[];
-  /** Queues that got new tasks (woken after the commit; also added to the ledger's freedQueues). */
+  /** Queues that got new tasks, to wake after the commit. */
   queues: string[];
 }
 
-/** The quota refused the plan's tasks: plan again with room 0. */
 export class QuotaRefused extends Error {}
 
-/** The step tasks of `rows` as the decisions see them. */
 export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   const out = new Map<string, StepTaskView[]>();
   for (const r of rows) {
@@ -49,7 +41,6 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-/** Plans with `plan(opts)` and applies; a quota refusal plans again with room 0. */
 export async function planAndApply(
   c: Tx,
   ledger: PermitLedger,
@@ -69,15 +60,14 @@ export async function planAndApply(
 
 let savepoints = 0;
 
-/** Applies `plan` to `run` (locked by the caller). `reason`: the text of a run cancel. */
+/** `run` is locked by the caller; `reason` is the text of a run cancel. */
 export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
   const creates = plan.changes.flatMap((ch) => (ch.state === 'ACTIVE' && ch.started ? [ch] : []));
   const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
   if (sp) await savepoint(c, sp);
-  // A ledger of its own: merged into the caller's only when the plan applied (a refused quota
-  // rolls back the rows, and must roll back what the cancels counted too). Not withLedger: this
-  // one is never flushed itself — the caller's ledger writes what it merged, at the caller's end,
-  // in the lock order; flushing here would write the hot rows before the caller's later steps.
+  // Merged into the caller's ledger only when the plan applied: a refused quota must roll back
+  // what the cancels counted too. Never flushed itself: the caller writes the hot rows at its end,
+  // in the lock order.
   const sub = new PermitLedger();
   const revoked = await cancelTasks(c, sub, run, plan, reason);
   await writeRunSteps(c, stepWrites(run, plan));
@@ -98,17 +88,17 @@ export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, pla
       throw new QuotaRefused();
     }
   }
-  // The tasks this plan cancelled are decided by this plan: nothing left to advance for them.
+  // The tasks this plan cancelled are decided by this plan.
   sub.stepTasks.splice(0);
   ledger.merge(sub);
   for (const q of queues) ledger.freedQueues.add(q);
-  // The run's own rows now say what the plan decided: a second plan in this transaction reads them.
+  // A second plan in this transaction reads the state this one decided.
   run.row.state = plan.run;
   return { revoked, queues };
 }
 
-/** The submit command of one step task: the run's credential (every queue of the version was
- * authorized when the run started), no receipt (the (run, step, index) row is its identity). */
+/** The run's credential: every queue of the version was authorized when the run started. No
+ * receipt: the (run, step, index) row is the task's identity. */
 function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'][number], { tasks: unknown }>['tasks'][number]): SubmitCommand {
   const f = t.task;
   return {
@@ -135,9 +125,8 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
   };
 }
 
-/** The plan's cancellations: each task locked; a WAITING one CANCELLED, a LEASED one (a run
- * cancel) revoked as by a task :cancel (its attempt locked without waiting, after the task: a held
- * row fails the statement and the transaction runs again); any other (it moved on) left alone. */
+/** A LEASED task's attempt is locked without waiting, after the task: a held row fails the
+ * statement and the transaction runs again. A task that moved on is left alone. */
 async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
   if (plan.cancel.length === 0) return [];
   const rows = await readStepTasks(
@@ -165,7 +154,6 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
   return revoked;
 }
 
-/** The step rows the plan changes, whole (one upsert). */
 function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   const out = new Map<string, StepWrite>();
   for (const ch of plan.changes) {
@@ -216,8 +204,6 @@ function fromRow(r: RunStepRow): StepWrite {
   return rest;
 }
 
-/** Signals: a kept one consumed by a step that started with it; one sent now and consumed at once,
- * or kept for a step not reached yet. */
 async function writeSignals(c: Conn, run: LoadedRun, plan: Plan): Promise<void> {
   const consumedKept: string[] = [];
   for (const ch of plan.changes) {
@@ -245,12 +231,9 @@ function signalRow(run: LoadedRun, name: string, stepKey: string, payload: unkno
 }
 
 /**
- * Advancement in the step's own transaction: the runs of the step tasks `ledger` saw change (a
- * result, an expiry, a deadline, a task :cancel or :resolve) are locked — after the tasks, which
- * the caller holds — and each is planned (planTasksChanged, with every task of each changed step)
- * and applied. Called before the ledger's hot rows are written; returns the queues that got new
- * tasks (also in the ledger's freedQueues). A transaction that changed no step task returns at
- * once, without a statement: the plain-task path pays nothing.
+ * Advances the runs of the step tasks `ledger` saw change, in the same transaction. The runs are
+ * locked after the tasks, which the caller holds; called before the ledger's hot rows are written.
+ * Returns the queues that got new tasks. Without step tasks it runs no statement.
  */
 export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<string[]> {
   if (ledger.stepTasks.length === 0) return [];
@@ -273,14 +256,12 @@ export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<stri
     const r = await planAndApply(c, ledger, run, (opts) => planTasksChanged(run.version.graph, run.view, updates, opts));
     queues.push(...r.queues);
   }
-  // The siblings the advancement cancelled are part of the plans that cancelled them.
   ledger.stepTasks.splice(0);
   return queues;
 }
 
-/** Every task of the steps `keys`, as the decisions see them. Outputs are read only for the steps
- * whose tasks all succeeded (the step's output): a 1 000-element fan-out reads its states at every
- * element's result, its outputs once. */
+/** Outputs are read only for steps whose tasks all succeeded: a large fan-out reads its states at
+ * every element's result, its outputs once. */
 async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{ key: string; tasks: StepTaskView[] }[]> {
   const views = taskViews(await readStepTasks(c, runId, keys, false));
   const done = keys.filter((k) => (views.get(k) ?? []).every((t) => t.state === 'SUCCEEDED') && views.has(k));
@@ -288,8 +269,7 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
   return keys.map((key) => ({ key, tasks: views.get(key) ?? [] }));
 }
 
-/** Locks the tasks a plan would cancel, in id order (then the caller plans again on their settled
- * states). */
+/** In id order. */
 async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
   const rows = await readStepTasks(
     c,

@@ -1,14 +1,10 @@
-// The decision rules of workflows.md, as pure functions over plain values: how a finished step
-// counts for its children, whether a child starts, is skipped or waits (`run_if`), where a task
-// step stands given its tasks, what a starting task step creates (payloads, for_each expansion),
-// and the run's final state. advance.ts composes them into the plan of one event; the transaction
-// code applies plans and decides nothing itself.
+// The workflow decision rules as pure functions over plain values; advance.ts composes them into
+// the plan of one event.
 import { MAX_FOR_EACH_ELEMENTS, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
 import { isFinishedStepState, type TaskState, type WorkflowStepState } from '@orbit/protocol/states';
 import type { RunIf } from '@orbit/protocol/workflow-schemas';
 import type { SkipReason, WorkflowStep, WorkflowStepError, WorkflowStepTask } from '@orbit/protocol/workflow-views';
 
-/** What the decisions need of one step of a run. */
 export interface StepView {
   state: WorkflowStepState;
   skipped_because?: SkipReason;
@@ -17,7 +13,7 @@ export interface StepView {
   error?: WorkflowStepError;
 }
 
-/** What the decisions need of one task of a task step (index 0 for a step without for_each). */
+/** Index 0 for a step without for_each. */
 export interface StepTaskView {
   index: number;
   state: TaskState;
@@ -25,10 +21,8 @@ export interface StepTaskView {
   error?: { code: string; message: string } | null;
 }
 
-/** How a finished step counts for its children: a step skipped because a parent failed counts as
- * failed (so a compensation at the end of a chain runs when any earlier step failed), one skipped
- * on its condition as skipped; a CANCELLED step (only a cancelled run has them, and nothing is
- * decided after that) as failed. */
+/** A step skipped because a parent failed counts as failed, so a compensation at the end of a
+ * chain runs when any earlier step failed. */
 export type ParentOutcome = 'succeeded' | 'failed' | 'skipped';
 
 export function countsAs(s: StepView): ParentOutcome {
@@ -47,14 +41,7 @@ export function countsAs(s: StepView): ParentOutcome {
 
 export type ChildDecision = { kind: 'wait' } | { kind: 'start' } | { kind: 'skip'; because: SkipReason };
 
-/**
- * The decision of a PENDING step from its parents (none for a root: it starts). Decided only once
- * every parent is finished:
- * - all_succeeded: start when every parent succeeded; else skip, `parent_failed` when one counts
- *   as failed, `condition` when none does (one was skipped on its condition);
- * - any_failed: start when at least one parent counts as failed; else skip, `condition`;
- * - always: start.
- */
+/** Decided only once every parent is finished; a root starts. */
 export function decideChild(runIf: RunIf | undefined, parents: readonly StepView[]): ChildDecision {
   if (parents.some((p) => !isFinishedStepState(p.state))) return { kind: 'wait' };
   const outcomes = parents.map(countsAs);
@@ -70,7 +57,6 @@ export function decideChild(runIf: RunIf | undefined, parents: readonly StepView
   }
 }
 
-/** A task ended without success: it makes its step fail, and the step's WAITING tasks are cancelled. */
 export function isFailedTaskState(s: TaskState): boolean {
   return s === 'FAILED' || s === 'CANCELLED' || s === 'DEADLINE_EXCEEDED';
 }
@@ -81,12 +67,9 @@ export type TaskStepProgress =
   | { state: 'FAILED'; error: WorkflowStepError; cancel: number[] };
 
 /**
- * Where a started task step stands given all its tasks (in index order). `cancel`: the indexes of
- * WAITING tasks to cancel now, because one task already failed; they count as CANCELLED below. A
- * NEEDS_REVIEW task keeps the step IN_REVIEW (the run never advances past an unknown effect) until
- * `:resolve` decides; else the step finishes once every task is final: SUCCEEDED when all succeeded
- * (the task's output; for for_each the outputs in element order), FAILED otherwise, with the error
- * of the task that failed it.
+ * `tasks` in index order. `cancel`: WAITING tasks to cancel because one task already failed; they
+ * count as CANCELLED. A NEEDS_REVIEW task keeps the step IN_REVIEW, since the run never advances
+ * past an unknown effect.
  */
 export function taskStepProgress(forEach: boolean, tasks: readonly StepTaskView[]): TaskStepProgress {
   const failed = tasks.some((t) => isFailedTaskState(t.state));
@@ -98,19 +81,16 @@ export function taskStepProgress(forEach: boolean, tasks: readonly StepTaskView[
     const outputs = tasks.map((t) => (t.output === undefined ? null : t.output));
     return { state: 'SUCCEEDED', output: forEach ? outputs : (outputs[0] ?? null), cancel };
   }
-  // The cause, not a cascade: a WAITING task cancelled because another failed has a lower index
-  // sometimes, so FAILED tasks come first, then DEADLINE_EXCEEDED, then CANCELLED, each by index.
+  // The cause, not a cascade: a task cancelled because another failed may have a lower index.
   const first = (['FAILED', 'DEADLINE_EXCEEDED', 'CANCELLED'] as const).map((s) => tasks.find((t) => t.state === s)).find((t) => t !== undefined)!;
   const code = first.error?.code ?? first.state;
   const message = first.error?.message ?? `task ended ${first.state}`;
   return { state: 'FAILED', error: { code, message: forEach ? `element ${first.index}: ${message}` : message }, cancel };
 }
 
-/** One task a starting step creates: the submit fields (concurrency_key resolved: the step's fixed
- * key, or the run's for use_run_key), the payload, and the delay after the step's start that is
- * its not_before (the applier adds the database clock). */
+/** `delay_seconds` becomes not_before on the database clock. */
 export interface NewStepTask {
-  /** for_each: the element's index; null for a step without for_each (stored as index 0). */
+  /** null for a step without for_each (stored as index 0). */
   index: number | null;
   task: Omit<WorkflowStepTask, 'params' | 'use_run_key' | 'concurrency_key'> & { concurrency_key?: string };
   payloadJson: string;
@@ -119,13 +99,7 @@ export interface NewStepTask {
 
 export type TaskStepStart = { kind: 'tasks'; tasks: NewStepTask[] } | { kind: 'succeeded'; output: unknown[] } | { kind: 'failed'; error: WorkflowStepError };
 
-/**
- * What a task step creates when it starts. The payload is `{"input","params","parents"}` with the
- * output of each succeeded parent by key, plus `"item"` and `"index"` per for_each element. The
- * for_each parent's output must be a JSON array of 0-1000 elements (else FAILED, FOR_EACH_INVALID);
- * 0 elements succeed at once with output []. A payload over 256 KiB fails the step
- * (PAYLOAD_TOO_LARGE) and creates nothing.
- */
+/** A payload too large fails the step and creates nothing; 0 for_each elements succeed at once. */
 export function startTaskStep(
   step: WorkflowStep,
   run: { input: unknown; concurrency_key?: string },
@@ -134,8 +108,7 @@ export function startTaskStep(
   const t = step.task!;
   const parentOutputs: Record<string, unknown> = {};
   for (const p of parents) if (p.view.state === 'SUCCEEDED') parentOutputs[p.key] = p.view.output === undefined ? null : p.view.output;
-  // The payload's shared part is serialized once: a 1000-element fan-out would otherwise serialize
-  // the input, params and parents 1000 times. Same bytes as JSON.stringify of the whole object.
+  // The shared part is serialized once, not once per element; same bytes as JSON.stringify.
   const head = `{"input":${JSON.stringify(run.input ?? null)},"params":${JSON.stringify(t.params ?? {})},"parents":${JSON.stringify(parentOutputs)}`;
   const { params: _p, use_run_key, concurrency_key, ...fields } = t;
   const key = use_run_key ? run.concurrency_key : concurrency_key;
@@ -169,8 +142,7 @@ export function startTaskStep(
   return { kind: 'tasks', tasks };
 }
 
-/** The run's state once every step is finished: SUCCEEDED if no step FAILED or was CANCELLED
- * (skipped steps never fail a run), else FAILED; null while a step is unfinished. */
+/** Skipped steps never fail a run; null while a step is unfinished. */
 export function finalRunState(steps: readonly StepView[]): 'SUCCEEDED' | 'FAILED' | null {
   if (steps.some((s) => !isFinishedStepState(s.state))) return null;
   return steps.some((s) => s.state === 'FAILED' || s.state === 'CANCELLED') ? 'FAILED' : 'SUCCEEDED';

@@ -1,12 +1,7 @@
-// The effects of the workflow definition commands (workflows.md "Endpoints"), each inside its
-// receipt-bearing command transaction (server/http/command.ts): create, publish a version, retire.
-// A refusal throws and rolls back everything, receipt included.
-//
-// Locks, in the repository's order: namespace row (create: the name and the quota) → workflow row
-// FOR UPDATE (publish, retire; a run start takes it in share mode) → the version's queue rows in
-// share mode (lockVersionQueues: queue retirement takes a queue row exclusively, then reads the
-// unfinished runs whose version names it, so a publish or run start and a queue retirement never
-// both succeed).
+// The workflow definition commands, each inside its receipt-bearing command transaction.
+// Lock order: namespace row (create) → workflow row FOR UPDATE (a run start takes it shared) → the
+// version's queue rows shared. Queue retirement takes a queue row exclusively and then reads the
+// unfinished runs naming it, so a publish or run start and a queue retirement never both succeed.
 import { OrbitError } from '@orbit/protocol/errors';
 import { MAX_BUSY_RUN_IDS, MAX_WORKFLOWS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { WorkflowStep } from '@orbit/protocol/workflow-views';
@@ -27,22 +22,19 @@ import {
   type WorkflowRow,
 } from '../db/workflows.js';
 
-/** A version ready to store: steps normalized with their queues' defaults, and the queue set. This
- * is what the command fingerprints. */
+/** Steps normalized with their queues' defaults: what the command fingerprints. */
 export interface VersionToStore {
   steps: WorkflowStep[];
   queueIds: string[];
 }
 
-/** The body path of the first step naming the queue (the field of a refusal about it). */
+/** The body path of the first step naming the queue, for a refusal's field. */
 export function queueField(steps: readonly { task?: { queue_id: string } }[], queueId: string): string {
   const i = steps.findIndex((s) => s.task?.queue_id === queueId);
   return `version.steps.${i}.task.queue_id`;
 }
 
-/** The version's queues share-locked (to the commit): each must still exist and not be retired
- * (409 RESOURCE_RETIRED naming the step's field and the queue). Existence and authorization were
- * checked before the transaction; a queue is never deleted, only retired. */
+/** Existence and authorization were checked before the transaction; this re-checks under lock. */
 async function lockNamedQueues(c: Tx, namespaceId: string, v: VersionToStore): Promise<void> {
   const rows = await lockVersionQueues(c, namespaceId, v.queueIds);
   const found = new Map(rows.map((r) => [r.id, r]));
@@ -55,7 +47,6 @@ async function lockNamedQueues(c: Tx, namespaceId: string, v: VersionToStore): P
   }
 }
 
-/** The workflow locked for a command: 404, 409 RESOURCE_RETIRED, 409 STATE_CONFLICT on revision. */
 async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevision: string): Promise<WorkflowRow> {
   const w = await getWorkflow(c, cred.namespaceId, id, 'update');
   if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
@@ -81,7 +72,6 @@ async function publish(c: Conn, cred: Credential, workflowId: string, number: nu
   await insertVersionQueues(c, stored);
 }
 
-/** The reply: the workflow as committed, and the version just published (when one was). */
 async function views(c: Conn, cred: Credential, id: string, number?: number) {
   const w = (await getWorkflow(c, cred.namespaceId, id))!;
   const out: Record<string, unknown> = { workflow: workflowView(w) };
@@ -121,7 +111,7 @@ export async function publishWorkflowVersion(c: Tx, cred: Credential, id: string
   return views(c, cred, id, number);
 }
 
-/** Irreversible; refused (409 RESOURCE_BUSY naming up to 10 run ids) while a run is RUNNING or PAUSED. */
+/** Irreversible; refused while a run is RUNNING or PAUSED. */
 export async function retireWorkflow(c: Tx, cred: Credential, id: string, b: { expected_revision: string; reason: string }) {
   await lockForCommand(c, cred, id, b.expected_revision);
   const runs = await unfinishedRunsOfWorkflow(c, id, MAX_BUSY_RUN_IDS);

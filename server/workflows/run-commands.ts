@@ -1,11 +1,7 @@
-// The run commands of workflows.md — start, :pause, :resume, :cancel, signals — each inside its
-// receipt-bearing command transaction (server/http/command.ts). Every one plans (advance.ts) and
-// applies (apply.ts); none decides anything itself.
-//
+// The run commands, each inside its receipt-bearing command transaction; each plans and applies.
 // Lock order (docs/design.md "Workflows"): results and the sweeper hold attempts and tasks before
-// they lock a run, so a command that cancels tasks (:cancel) reads its run's task ids first, locks
-// the LEASED ones' attempts, then the tasks, then the run, and re-checks under the run lock. The
-// other commands lock the run only: they create tasks (new rows) and cancel none.
+// they lock a run, so :cancel locks the LEASED tasks' attempts, then the tasks, then the run, and
+// re-checks under the run lock. The other commands cancel no task and lock the run only.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { WorkflowRun } from '@orbit/protocol/workflow-views';
 import type { Tx } from '../db/pool.js';
@@ -29,18 +25,15 @@ import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
 
 export interface RunEffect {
   run: WorkflowRun;
-  /** Queues that got new tasks: woken after the commit. */
   queues: string[];
-  /** Attempts revoked by a cancel: task.cancel after the commit. */
   revoked: Revoked[];
 }
 
 const finalStates = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
-/** POST /v1/workflows/{id}/runs: the run, its step rows, and its root steps started in this
- * transaction — their tasks must fit the unfinished-task quota (else 429, nothing created). */
+/** The root steps start in this transaction; their tasks must fit the quota, else nothing is created. */
 export async function startRun(c: Tx, cred: Credential, workflowId: string, n: NormalizedRunStart): Promise<RunEffect> {
-  // Share lock: a retirement (FOR UPDATE, then its unfinished runs) and a start never both succeed.
+  // Shared: a retirement (FOR UPDATE, then its unfinished runs) and a start never both succeed.
   const wf = await getWorkflow(c, cred.namespaceId, workflowId, 'share');
   if (!wf) throw new OrbitError('NOT_FOUND', 'workflow not found');
   if (wf.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
@@ -76,8 +69,8 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
     finished_at: null,
   }));
   await writeRunSteps(c, rows);
-  // Every queue of the version, reached or not, locked to the commit: a queue retirement locks the
-  // row and then looks for unfinished runs that pin it, so the two never both succeed.
+  // Every queue of the version, reached or not: a queue retirement locks the row and then looks for
+  // unfinished runs that pin it, so the two never both succeed.
   if (version.queueIds.length > 0) {
     await applyChecked(c, [liveQueuesTouch([...version.queueIds])]).catch((err: unknown) => {
       throw err instanceof NotApplied ? new OrbitError('RESOURCE_RETIRED', 'a queue of the workflow version is retired', { field: 'version' }) : err;
@@ -100,7 +93,6 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
   return { run: await runView(c, (await getRun(c, cred.namespaceId, id))!), queues, revoked: [] };
 }
 
-/** The run locked for a command: 404 absent, 409 STATE_CONFLICT final. */
 async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {
   const row = await getRun(c, namespaceId, runId, true);
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
@@ -108,43 +100,35 @@ async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<Loa
   return loadRun(c, row);
 }
 
-/** The command's answer, read after its ledger was flushed (withLedger). */
+/** Read after the ledger was flushed. */
 async function finish(c: Tx, ns: string, run: LoadedRun, queues: string[], revoked: Revoked[]): Promise<RunEffect> {
   return { run: await runView(c, (await getRun(c, ns, run.row.id)) as RunRow), queues, revoked };
 }
 
-/** :pause — no new step tasks; steps that may start become READY (paused); created tasks go on. */
 export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planPause(run.version.graph, run.view)));
   return finish(c, ns, run, [], []);
 }
 
-/** :resume — RUNNING again; the READY steps' tasks are created in this transaction (those that do
- * not fit the quota stay READY for the sweeper). */
 export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
   return finish(c, ns, run, r.queues, []);
 }
 
-/** :cancel — CANCELLED; WAITING and LEASED tasks cancelled as by a task :cancel; RUNNING ones are
- * recorded when they finish; unfinished steps CANCELLED. */
 export async function cancelRun(c: Tx, ns: string, runId: string, reason: string | undefined): Promise<RunEffect> {
-  // Attempts, then tasks, then the run (the order of results and the sweeper).
   const open = (await readStepTasks(c, runId, null, false)).filter((t) => t.state === 'WAITING' || t.state === 'LEASED').map((t) => t.task_id);
   for (const a of await currentAttemptIds(c, open)) await getAttempt(c, ns, a, true);
   await lockTasksById(c, open);
   const run = await lockedRun(c, ns, runId);
-  // Re-read under the run lock: an advancement that committed meanwhile created tasks (locked by
-  // the applier as it cancels them; a WAITING task has no attempt).
+  // Re-read under the run lock: an advancement that committed meanwhile may have created tasks,
+  // which the applier locks as it cancels them (a WAITING task has no attempt).
   const updates = [...taskViews(await readStepTasks(c, runId, null, false))].map(([key, tasks]) => ({ key, tasks }));
   const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planCancel(run.version.graph, run.view, updates), reason));
   return finish(c, ns, run, [], r.revoked);
 }
 
-/** POST …/signals — 400 when no step of the version waits for the name (checked by the route's
- * load), 409 when a signal of the name was already sent or its step is already finished. */
 export async function sendSignal(c: Tx, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });

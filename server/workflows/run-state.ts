@@ -1,6 +1,5 @@
-// A run as a transaction reads it (its row, its version's graph, its step rows, its kept signals)
-// and as the API shows it. The version and its graph are immutable once published, so each node
-// keeps them (a few KiB per version) instead of reading and parsing them at every advancement.
+// A run as a transaction reads it and as the API shows it. Published versions never change, so
+// each node caches their graphs instead of reading and parsing them at every advancement.
 import type { WorkflowRun, WorkflowRunStep, WorkflowStep } from '@orbit/protocol/workflow-views';
 import { isFinishedStepState } from '@orbit/protocol/states';
 import { toIso, type Conn, type Pool } from '../db/pool.js';
@@ -21,7 +20,6 @@ export interface VersionGraph {
 
 const versions = new Map<string, VersionGraph>();
 
-/** The graph of a published version (cached: versions never change), or null when there is none. */
 export async function findVersionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph | null> {
   const k = `${workflowId}/${number}`;
   let v = versions.get(k);
@@ -35,18 +33,16 @@ export async function findVersionGraph(db: Pool | Conn, workflowId: string, numb
   return v;
 }
 
-/** The graph of the version a run is pinned to (it exists: runs reference published versions). */
+/** A run's version always exists: runs reference published versions. */
 export async function versionGraph(db: Pool | Conn, workflowId: string, number: number): Promise<VersionGraph> {
   const v = await findVersionGraph(db, workflowId, number);
   if (!v) throw new Error(`workflow version ${workflowId}/${number} not found`);
   return v;
 }
 
-/** A run locked by its transaction, with what the plans need. */
 export interface LoadedRun {
   row: RunRow;
   version: VersionGraph;
-  /** Step rows by key. */
   steps: Map<string, RunStepRow>;
   view: RunView;
 }
@@ -59,16 +55,14 @@ function stepView(r: RunStepRow, output?: unknown): StepView {
   return v;
 }
 
-/** The outputs of SUCCEEDED for_each steps, read from their tasks in element order (the step row
- * stores none: up to 1000 × 256 KiB), for the steps in `keys`. */
+/** A for_each step's output is read from its tasks: the step row would be too large to store it. */
 async function forEachOutputs(db: Pool | Conn, runId: string, keys: string[]): Promise<Map<string, unknown[]>> {
   const out = new Map<string, unknown[]>(keys.map((k) => [k, []]));
   for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(t.result_output === null ? null : JSON.parse(t.result_output));
   return out;
 }
 
-/** Reads a run the caller has locked: its steps, its kept signals, and the outputs of succeeded
- * for_each steps whose children are still to be decided (their payload's `parents`). */
+/** For a run the caller has locked. for_each outputs are read only while a child still needs them. */
 export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
   const version = await versionGraph(c, row.workflow_id, Number(row.version));
   const rows = await readRunSteps(c, [row.id]);
@@ -92,8 +86,7 @@ function isForEach(s: WorkflowStep): boolean {
   return s.for_each !== undefined;
 }
 
-/** `GET /v1/workflow-runs/{id}`: the run with its steps (task ids in element order, outputs — a
- * for_each step's read from its tasks —, errors, times). No lock. */
+/** The API view; no lock. */
 export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowRun> {
   const version = await versionGraph(pool, row.workflow_id, Number(row.version));
   const steps = new Map((await readRunSteps(pool, [row.id])).map((r) => [r.step_key, r]));

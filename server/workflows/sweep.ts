@@ -1,8 +1,6 @@
-// The sweeper's workflow duties (workflows.md): signal steps past their timeout fail with
-// SIGNAL_TIMEOUT (also while the run is paused), and READY steps waiting for quota start when their
-// tasks fit, oldest run first. Each run is advanced in its own transaction, with the run row
-// locked and its state re-checked (the reads that found it take no lock), so several nodes'
-// sweepers may find the same run: the second finds nothing left to do.
+// The sweeper's workflow duties: signal timeouts, and READY steps that now fit the quota. Each run
+// is advanced in its own transaction and re-checked under its lock, since the reads that found it
+// take none: when several nodes' sweepers find the same run, the second finds nothing to do.
 import { isConnectionError, withTransaction, type Tx, type Pool } from '../db/pool.js';
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
@@ -12,18 +10,14 @@ import { advanceRunsInTx, planAndApply } from './apply.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
 export interface WorkflowSweepReport {
-  /** Queues that got new tasks (woken after the commits). */
   queues: string[];
   timedOut: number;
   started: number;
-  /** Runs this sweep could not advance, with why: each run is its own transaction, so one that
-   * fails (a deadlock past the retries, a bug on that run) stays behind alone for the next tick
-   * instead of stopping the timeouts and starts of every run after it. */
+  /** A run that fails stays behind alone for the next tick instead of stopping the runs after it. */
   failed: { runId: string; err: unknown }[];
 }
 
-/** One transaction: the run locked (skipped when final), planned and applied. Returns whether the
- * plan started a step. */
+/** Returns whether the plan started a step. */
 async function advanceOne(
   pool: Pool,
   namespaceId: string,
@@ -41,7 +35,7 @@ async function advanceOne(
   });
 }
 
-/** advanceOne, with a failure recorded in the report (a lost database is thrown: the tick ends). */
+/** A lost database is thrown: the tick ends. */
 async function tryAdvance(runId: string, report: WorkflowSweepReport, fn: () => Promise<boolean>): Promise<boolean | null> {
   try {
     return await fn();
@@ -60,9 +54,9 @@ export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowS
     );
     if (done !== null) report.timedOut++;
   }
-  // Oldest run first per application: once one run's READY steps do not fit, the application's
-  // younger runs wait too (the room that appears goes to the oldest run). Each application is read
-  // apart, so the runs of one whose quota is full never crowd another's out of the read.
+  // Oldest run first per application: once one does not fit, the younger runs wait too, so the
+  // room that appears goes to the oldest. Each application is read apart, so one whose quota is
+  // full never crowds another's runs out of the read.
   for (const applicationId of await quotaReadyApplications(pool, limit)) {
     for (const r of await quotaReadyRuns(pool, applicationId, limit)) {
       const started = await tryAdvance(r.run_id, report, () =>

@@ -1,14 +1,8 @@
-// A workflow version's input checked beyond its schema and normalized (defaults applied), exactly as
-// workflows.md lists the rules, so that the command can be fingerprinted and the version stored
-// immutable; plus the bodies of a run start and a signal. Pure: no database access. What needs the
-// database — every queue exists in the namespace, is not retired, is authorized; a task's
-// max_attempts default from its queue — is the caller's, from `queueIds` and withQueueDefaults().
-//
-// Every refusal is 400 INVALID_ARGUMENT (413 PAYLOAD_TOO_LARGE for an oversized params, input or
-// payload, as for a task's payload) whose details name the field by its path in the body
-// (`version.steps.3.after.0`) and, where steps are the problem, the steps (`details.steps`; a cycle
-// in edge order, `a -> b -> a`). The first problem found is reported, in the order of the checks
-// below (per step in version order, then the cycle check over the whole graph).
+// A workflow version checked beyond its schema and normalized, so that the command can be
+// fingerprinted and the version stored immutable; plus run start and signal bodies. Pure: checks
+// that need the database (queues, their max_attempts defaults) are the caller's. A refusal names
+// the field by its body path and, where steps are the problem, the steps; the first problem found
+// is reported, so the order of the checks below is part of the contract.
 import { OrbitError } from '@orbit/protocol/errors';
 import {
   DEFAULT_SIGNAL_TIMEOUT_SECONDS,
@@ -23,17 +17,14 @@ import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { lossyNumberPath, normalizeSubmit } from '../dispatch/submit-input.js';
 import { topologicalOrder } from './graph.js';
 
-/** A step task before the queue defaults are applied (max_attempts omitted = the queue's). */
+/** Before the queue defaults are applied. */
 export type DraftStepTask = Omit<WorkflowStepTask, 'max_attempts'> & { max_attempts?: number };
 export type DraftStep = Omit<WorkflowStep, 'task'> & { task?: DraftStepTask };
 
 export interface ValidatedVersion {
-  /** The steps in the order given, normalized (see WorkflowStep). */
   steps: DraftStep[];
-  /** Every queue a task step names, sorted, each once: the caller checks each exists, is not
-   * retired and is authorized; the version stores the set (queue retirement reads it). */
+  /** Sorted, each once; the version stores the set for queue retirement to read. */
   queueIds: string[];
-  /** Keys of the steps with use_run_key, in version order. */
   runKeySteps: string[];
 }
 
@@ -41,8 +32,7 @@ function invalid(field: string, problem: string, steps?: string[]): OrbitError {
   return new OrbitError('INVALID_ARGUMENT', `${field}: ${problem}`, steps ? { field, steps } : { field });
 }
 
-/** A JSON value's size and precision rules (params, input, a signal's payload): ≤ `max` bytes
- * serialized (413 beyond), no number beyond ±2^53. Returns its serialization. */
+/** Returns the serialization. */
 function checkJson(v: unknown, field: string, max: number): string {
   const json = JSON.stringify(v);
   if (Buffer.byteLength(json) > max) throw new OrbitError('PAYLOAD_TOO_LARGE', `${field}: serialized over ${max} bytes`, { field });
@@ -51,8 +41,7 @@ function checkJson(v: unknown, field: string, max: number): string {
   return json;
 }
 
-/** The task's fields under the rules of POST /v1/tasks (normalizeSubmit, without a payload),
- * params and use_run_key. */
+/** The rules of POST /v1/tasks, plus params and use_run_key. */
 function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: string): DraftStepTask {
   const { params, use_run_key, ...submit } = t;
   let n;
@@ -85,7 +74,7 @@ function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: str
   return out;
 }
 
-/** `prefix`: where the version sits in the body ('version'). */
+/** `prefix`: where the version sits in the body. */
 export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): ValidatedVersion {
   const input = v.steps;
   if (input.length < 1 || input.length > MAX_WORKFLOW_STEPS) {
@@ -156,7 +145,6 @@ export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): Va
   return { steps, queueIds, runKeySteps };
 }
 
-/** The stored steps: each task's omitted max_attempts becomes its queue's retry.max_attempts. */
 export function withQueueDefaults(steps: readonly DraftStep[], maxAttemptsOf: (queueId: string) => number): WorkflowStep[] {
   return steps.map((s) => (s.task ? { ...s, task: { ...s.task, max_attempts: s.task.max_attempts ?? maxAttemptsOf(s.task.queue_id) } } : (s as WorkflowStep)));
 }
@@ -164,13 +152,12 @@ export function withQueueDefaults(steps: readonly DraftStep[], maxAttemptsOf: (q
 export interface NormalizedRunStart {
   input: unknown;
   inputJson: string;
-  /** undefined: the current version at acceptance (frozen in the receipt). */
+  /** undefined: the current version at acceptance, frozen in the receipt. */
   version?: number;
   concurrency_key?: string;
 }
 
-/** POST /v1/workflows/{id}/runs beyond its schema: input ≤ 256 KiB, concurrency_key as in submit
- * ("" = none). */
+/** concurrency_key as in submit: "" means none. */
 export function normalizeRunStart(b: StartWorkflowRunBody): NormalizedRunStart {
   const input = b.input === undefined ? null : b.input;
   const inputJson = checkJson(input, 'input', MAX_RUN_INPUT_BYTES);
@@ -185,12 +172,8 @@ export function normalizeRunStart(b: StartWorkflowRunBody): NormalizedRunStart {
   return out;
 }
 
-/**
- * A run of a version with use_run_key steps must name a concurrency_key: otherwise those steps'
- * tasks would run unkeyed and two runs on one object could hold it at once, which is what the
- * version's author asked to exclude (workflows.md "Keys across steps"). The spec is silent on a
- * missing key; refusing is the safe reading (docs/design.md "Workflows").
- */
+/** Without a key, use_run_key steps would run unkeyed and two runs on one object could hold it at
+ * once, which the version's author asked to exclude (docs/design.md "Workflows"). */
 export function runKeyProblem(steps: readonly { key: string; task?: { use_run_key: boolean } }[], concurrencyKey: string | undefined): OrbitError | null {
   if (concurrencyKey !== undefined) return null;
   const keyed = steps.filter((s) => s.task?.use_run_key).map((s) => s.key);
@@ -204,8 +187,7 @@ export interface NormalizedSignal {
   payloadJson: string;
 }
 
-/** POST /v1/workflow-runs/{id}/signals beyond its schema: payload ≤ 64 KiB. Whether a step of the
- * run's version waits for the name is the caller's check (signalStepOf of advance.ts). */
+/** Whether a step waits for the name is the caller's check. */
 export function normalizeSignal(b: SendSignalBody): NormalizedSignal {
   const payload = b.payload === undefined ? null : b.payload;
   return { name: b.name, payload, payloadJson: checkJson(payload, 'payload', MAX_SIGNAL_PAYLOAD_BYTES) };

@@ -22,6 +22,8 @@ export interface GatewayFixtureOptions {
   queues?: string[];
   /** false: no tenant (the tests create their own); reading `t` then throws. */
   tenant?: boolean;
+  /** The gateway's entry (default dist/server/cli/orbit.js), e.g. test/support/faults.ts's FAULT_GATEWAY. */
+  script?: string;
 }
 
 export interface GatewayFixture {
@@ -41,7 +43,7 @@ export function useGatewayFixture(opts: GatewayFixtureOptions = {}): GatewayFixt
 
   beforeAll(async () => {
     db = await createTestDb();
-    const g = await startGateway(db.dsn, opts.gatewayEnv);
+    const g = await startGateway(db.dsn, opts.gatewayEnv, 0, opts.script);
     gw = g;
     // A gateway that dies mid-file fails every later test: say why, once.
     g.child.once('exit', (code, signal) => {

@@ -1,4 +1,5 @@
-// Real gateway processes (node dist/server/cli/orbit.js) for integration tests.
+// Real gateway processes (node dist/server/cli/orbit.js, or another entry of the same ready line:
+// the fault gateway, test/support/faults.ts) for integration tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -15,15 +16,18 @@ export interface GatewayProcess {
   kill9(): Promise<void>;
 }
 
+const ORBIT_ENTRY = 'dist/server/cli/orbit.js';
 const running = new Set<GatewayProcess>();
 /** Every gateway process this file spawned, stopped or not (for the end-of-file check). */
 const spawned = new Set<ChildProcess>();
 
-export async function startGateway(dsn: string, env: Record<string, string> = {}, port = 0): Promise<GatewayProcess> {
-  const bin = path.join(packageRoot(), 'dist/server/cli/orbit.js');
+/** `script`: the entry to run, relative to the package root; another than orbit.js gets an IPC
+ * channel (the fault gateway takes its commands there). */
+export async function startGateway(dsn: string, env: Record<string, string> = {}, port = 0, script = ORBIT_ENTRY): Promise<GatewayProcess> {
+  const bin = path.join(packageRoot(), script);
   const child = spawn(process.execPath, [bin], {
     env: { ...process.env, ORBIT_MYSQL_DSN: dsn, ORBIT_HTTP_ADDR: `127.0.0.1:${port}`, ORBIT_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: script === ORBIT_ENTRY ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   spawned.add(child);
   const output: string[] = [];

@@ -91,8 +91,8 @@ export async function setQueuePausedOverHttp(url: string, t: CredentialsFile, pa
 }
 
 /** Starts the attempt, pauses the tenant's queue over HTTP, then sends its result: the task is
- * SUCCEEDED and no task.assign follows (neither a key hand-off nor a refill goes to a paused
- * queue), so `waitingTaskId` is still WAITING. */
+ * SUCCEEDED and no task.assign follows (no claim grants from a paused queue), so `waitingTaskId`
+ * is still WAITING. */
 export async function finishWhileQueuePaused(
   url: string,
   t: CredentialsFile,

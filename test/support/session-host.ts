@@ -13,7 +13,6 @@ import type { Pool } from '../../server/db/pool.js';
 import { findCredentialByTokenHash } from '../../server/db/credentials.js';
 import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
-import { Faults } from '../../server/faults.js';
 import { NodeSignals } from '../../server/work-signals.js';
 import { FrameCommitter } from '../../server/dispatch/frame-committer.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
@@ -27,7 +26,6 @@ import { TxAdmission } from '../../server/gateway/tx-admission.js';
 export class InProcessHost extends SessionHostBase implements SessionHost, DispatcherHost {
   readonly log = pino({ level: 'silent' });
   readonly metrics = createMetrics();
-  readonly faults = new Faults(false);
   readonly advanceSteps = advanceRunsInTx;
   /** Mutable so a test can shorten the hello timer of the sessions it opens next. */
   readonly config = {

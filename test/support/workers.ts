@@ -25,7 +25,18 @@ export function spawnWorker(
   env: Record<string, string> = {},
   script = 'dist/bench/worker-proc.js',
 ): WorkerProcess {
-  const child = spawn(process.execPath, [path.join(packageRoot(), script)], {
+  return spawnWorkerCommand(process.execPath, [path.join(packageRoot(), script)], url, token, queues, env);
+}
+
+/** Spawns the Go SDK's worker process (worker-sdk-go/internal/cmd/workerproc, built to `bin` with
+ * goBuild of support/go.ts): the same environment and line protocol as bench/worker-proc.ts and
+ * bench/fenced-worker-proc.ts, and the same end-of-file leak checks. */
+export function spawnGoWorker(bin: string, url: string, token: string, queues: string[], env: Record<string, string> = {}): WorkerProcess {
+  return spawnWorkerCommand(bin, [], url, token, queues, env);
+}
+
+function spawnWorkerCommand(command: string, args: string[], url: string, token: string, queues: string[], env: Record<string, string>): WorkerProcess {
+  const child = spawn(command, args, {
     env: { ...process.env, ORBIT_URL: url, ORBIT_TOKEN: token, WORKER_QUEUES: queues.join(','), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

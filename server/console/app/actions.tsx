@@ -1,6 +1,4 @@
-// Command controls shared by the pages: pause / resume / retire (queues and subscriptions have the
-// same shape), and the status line of one action (error with code, message and request_id; a retry
-// of a retryable failure reuses the action's Idempotency-Key).
+// Command controls shared by the pages; queues and subscriptions have the same lifecycle.
 import { useState } from 'preact/hooks';
 import type { RetireBody, RevisionBody } from '../../../protocol/http-schemas.js';
 import type { Queue } from '../../../protocol/http-views.js';

@@ -1,5 +1,5 @@
 // The console's only way to the server: the public /v1 API with the pasted token. The token lives
-// in sessionStorage (gone with the tab, never in localStorage, a URL or a log line).
+// in sessionStorage only, so it is gone with the tab.
 import type { ErrorBody } from '../../../protocol/errors.js';
 
 const TOKEN_KEY = 'orbit.console.token';
@@ -14,7 +14,7 @@ export function clearToken(): void {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
-/** An API refusal (`code`, `message`, `request_id`) or a network failure (code NETWORK). */
+/** A network failure has code NETWORK. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -92,7 +92,7 @@ export async function probeCommandScope(path: string, token: string): Promise<bo
   }
 }
 
-/** `/v1/tasks?x=1` from optional parameters (empty ones left out). */
+/** Empty parameters are left out. */
 export function withQuery(path: string, q: Record<string, string | undefined>): string {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') p.set(k, v);

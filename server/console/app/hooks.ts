@@ -13,8 +13,7 @@ export interface Resource<T> {
   loading: boolean;
 }
 
-/** Loads `load()` when `deps` change and on every refresh tick; keeps the last data while
- * reloading so the page does not flicker. */
+/** Keeps the last data while reloading so the page does not flicker. */
 export function useResource<T>(load: (() => Promise<T>) | null, deps: unknown[]): Resource<T> {
   const { tick } = useContext(RefreshTick);
   const [state, setState] = useState<Resource<T>>({ data: undefined, error: undefined, loading: true });
@@ -55,12 +54,8 @@ export interface Action<B, R = unknown> {
   reset: () => void;
 }
 
-/**
- * One user action = one Idempotency-Key. The key is created at the first send and reused while the
- * same action (same path and body) is retried — after a network error, a 503, or a second click —
- * so the server executes it at most once. A success, or a different body, starts a new action.
- * Clicks while a send is in flight are ignored.
- */
+/** One user action is one Idempotency-Key, reused while the same path and body are retried, so
+ * the server executes it at most once. A success, or a different body, starts a new action. */
 export function useAction<B, R = unknown>(path: string): Action<B, R> {
   const { bump } = useContext(RefreshTick);
   const [busy, setBusy] = useState(false);

@@ -1,6 +1,4 @@
-// What the console knows about the signed-in credential, learned only through public calls: the
-// read scopes from the answers of reads (403 = missing), the command scopes from refused commands
-// (see probeCommandScope), the namespace from the objects it can read.
+// What the console knows about the signed-in credential, learned only through public calls.
 import type { Queue, Task } from '../../../protocol/http-views.js';
 import { ApiError, get, probeCommandScope } from './api.js';
 
@@ -23,8 +21,8 @@ async function readable<T>(path: string, token: string): Promise<T | null> {
   }
 }
 
-/** A command scope of an API the server may lack (a node older than workflows answers 404): the
- * commands it gates are then shown disabled, and sign-in does not fail. */
+/** On a server without the API (404), the commands it gates are shown disabled and sign-in
+ * does not fail. */
 async function probeOptionalScope(path: string, token: string): Promise<boolean> {
   try {
     return await probeCommandScope(path, token);
@@ -59,8 +57,7 @@ export async function loadSession(token: string): Promise<SessionInfo> {
   return { scopes, queues: queues?.queues ?? [], namespaceId };
 }
 
-/** The queue explicitly selected for a namespace (Application access). Only the id is kept, per
- * namespace; a remembered id that is no longer listed is ignored, never replaced by another. */
+/** A remembered id that is no longer listed is ignored, never replaced by another. */
 export function rememberedQueue(namespaceId: string | null): string | null {
   return namespaceId ? localStorage.getItem(`orbit.console.queue.${namespaceId}`) : null;
 }

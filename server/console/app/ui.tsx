@@ -71,8 +71,7 @@ export interface Column<T> {
   class?: string;
 }
 
-/** A dense table; below 700 px wide each row becomes a card (labels from data-label), so narrow
- * screens never scroll sideways. */
+/** On narrow screens each row becomes a card, so they never scroll sideways. */
 export function Table<T>({ rows, cols, empty, rowKey }: { rows: T[]; cols: Column<T>[]; empty?: string; rowKey: (r: T) => string }) {
   if (rows.length === 0) return <p class="muted empty">{empty ?? 'Nothing here.'}</p>;
   return (
@@ -130,7 +129,6 @@ export function Section({ title, children, actions }: { title: string; children:
   );
 }
 
-/** `12s ago` / `in 3m`, with the exact time as tooltip. */
 export function Time({ iso }: { iso: string | null | undefined }) {
   if (!iso) return <span class="muted">—</span>;
   const d = (Date.parse(iso) - Date.now()) / 1000;

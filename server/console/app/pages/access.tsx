@@ -1,7 +1,5 @@
-// Application access: the namespace, an explicit queue selection (remembered per namespace, only
-// the id), copyable producer and worker snippets filled with the selected queue id, the
-// subscription slots, and the retire entry of the selected queue. Nothing here ever falls back to
-// another queue: with no valid selection the snippets are not shown.
+// Application access. Nothing here ever falls back to another queue than the one explicitly
+// selected: with no valid selection the snippets are not shown.
 import { useState } from 'preact/hooks';
 import type { Queue, Subscription } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';

@@ -1,5 +1,4 @@
-// A JSON text field for command bodies (a run's input, a signal's payload, a version): the text the
-// user types, whether it parses, and the refusal of the last send shown at the field it names.
+// A JSON text field for command bodies, showing the last refusal at the field it names.
 import { useState } from 'preact/hooks';
 import type { ApiError } from '../api.js';
 

@@ -1,5 +1,3 @@
-// Overview: the namespace, the credential's scopes and queues; per queue its counts, permits,
-// oldest waiting age and 15-minute outcome chart; connected workers.
 import type { Queue, QueueStats, WorkerSession } from '../../../../protocol/http-views.js';
 import { enc, get } from '../api.js';
 import { useResource } from '../hooks.js';

@@ -1,5 +1,3 @@
-// Queue: settings and revision, stats, its tasks, its subscriptions and schedules; pause, resume,
-// retire (a RESOURCE_BUSY refusal lists every blocking reason with its count).
 import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';
 import { enc, get } from '../api.js';

@@ -1,6 +1,4 @@
-// Resource key: for one concurrency_key, the attempt holding its permit and that attempt's fencing
-// token (prominent), the waiting tasks, and the token history of its attempts. Built from public
-// reads: the key's newest tasks (GET /v1/tasks?concurrency_key=) and their attempts.
+// One concurrency_key's holder, fencing token and history, built from public reads only.
 import { useState } from 'preact/hooks';
 import type { Attempt, Task } from '../../../../protocol/http-views.js';
 import { enc, get, withQuery } from '../api.js';

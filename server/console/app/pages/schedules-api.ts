@@ -1,16 +1,15 @@
-// The schedules API as the console reads it (../shared/spec/schedules.md), typed by the server's own
-// response shapes (protocol/http-views.ts). A 404 on the list means a server without /v1/schedules
-// (an older node): the pages say so instead of failing.
+// The schedules API as the console reads it, typed by the server's own response shapes. A 404 on
+// the list means a server without /v1/schedules: the pages say so instead of failing.
 import type { Schedule as ScheduleView, ScheduleFire, ScheduleVersion } from '../../../../protocol/http-views.js';
 import { ApiError, enc, get } from '../api.js';
 
 export type { ScheduleVersion };
 export type Fire = ScheduleFire;
 
-/** A schedule with the queue of its current version, filled by the console (not part of the resource). */
+/** The queue is filled in by the console: it is not part of the resource. */
 export type Schedule = ScheduleView & { queue_id?: string };
 
-/** First page of schedules with the queue of each current version, or null without the API. */
+/** null without the API. */
 export async function loadSchedules(): Promise<Schedule[] | null> {
   let list: { schedules: ScheduleView[] };
   try {

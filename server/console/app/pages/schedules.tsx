@@ -1,6 +1,4 @@
-// Schedules (../shared/spec/schedules.md): list, detail with versions and fire history, next fire;
-// pause, resume, retire, trigger, publish a version from a JSON editor (a validation error is shown
-// at the editor with the field it names). A server without /v1/schedules gets a clear notice.
+// Schedules. A server without /v1/schedules gets a clear notice.
 import { ActionStatus, LifecycleActions } from '../actions.js';
 import { enc, get, withQuery } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';

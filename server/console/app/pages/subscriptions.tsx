@@ -1,5 +1,3 @@
-// Subscriptions: the list with the namespace's slots (n / 64) and a detail page with the delivery
-// history; pause, resume, retire.
 import { useState } from 'preact/hooks';
 import type { DeliveryRecord, Subscription } from '../../../../protocol/http-views.js';
 import { LifecycleActions } from '../actions.js';
@@ -9,7 +7,7 @@ import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
 import { Badge, ErrorBox, Fields, Loading, PagerBar, Section, Table, Time } from '../ui.js';
 
-/** http-api.md: at most 64 non-retired subscriptions per namespace (paused ones count). */
+/** Non-retired subscriptions per namespace, paused ones included. */
 export const SUBSCRIPTION_SLOTS = 64;
 
 export function subscriptionState(s: Subscription): string {

@@ -1,5 +1,3 @@
-// Task: every field, payload and result as JSON, the attempts with their fencing tokens, a
-// timeline; cancel (WAITING / LEASED) and resolve (NEEDS_REVIEW).
 import { useState } from 'preact/hooks';
 import type { CancelTaskBody, ResolveTaskBody } from '../../../../protocol/http-schemas.js';
 import type { Attempt, Task } from '../../../../protocol/http-views.js';

@@ -1,5 +1,4 @@
-// Tasks: the filterable list (queue, state, concurrency key, business key) with cursor paging.
-// Filters live in the route (#/tasks?state=…), so a filtered view can be linked and reloaded.
+// Filters live in the route, so a filtered view can be linked and reloaded.
 import { useState } from 'preact/hooks';
 import type { Task } from '../../../../protocol/http-views.js';
 import { TASK_STATES } from '../../../../protocol/states.js';

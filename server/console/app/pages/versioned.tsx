@@ -1,6 +1,4 @@
-// The parts the two pages of versioned definitions share (schedules.tsx, workflows.tsx): the
-// notice for a server without the API, the paged list of definitions, the version history and the
-// publish editor.
+// What the schedule and workflow pages share.
 import type { ComponentChildren } from 'preact';
 import { ActionStatus } from '../actions.js';
 import type { ApiError } from '../api.js';
@@ -13,7 +11,6 @@ export function unavailable(e: ApiError | undefined): boolean {
   return e?.status === 404 && e.code === 'NOT_FOUND';
 }
 
-/** What the pages show instead of the API's refusal when the server has no such API. */
 export function Unavailable({ what, api }: { what: string; api: string }) {
   return (
     <p class="notice" data-unavailable>
@@ -22,7 +19,6 @@ export function Unavailable({ what, api }: { what: string; api: string }) {
   );
 }
 
-/** One page of definitions: the notice or the error, then the table and its pager. */
 export function DefinitionList<T extends { id: string }>(p: {
   title: string;
   notice: ComponentChildren;
@@ -46,7 +42,6 @@ export function DefinitionList<T extends { id: string }>(p: {
   );
 }
 
-/** The published versions, newest first, the current one open; `body` is what a version shows. */
 export function VersionHistory<V extends { number: number; created_at: string }>(p: {
   versions: V[];
   current: number;
@@ -73,8 +68,7 @@ export function VersionHistory<V extends { number: number; created_at: string }>
   );
 }
 
-/** Publishing version n+1 from a JSON editor seeded with the current one; a refusal is shown at
- * the field it names, and `preview` (given the edited value and the last refusal) beside it. */
+/** `preview` is given the edited value and the last refusal. */
 export function PublishVersion(p: {
   path: string;
   revision: string;

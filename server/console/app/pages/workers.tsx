@@ -1,4 +1,3 @@
-// Workers: the connected sessions of the namespace on every node (GET /v1/workers).
 import type { WorkerSession } from '../../../../protocol/http-views.js';
 import { get, withQuery } from '../api.js';
 import { useResource } from '../hooks.js';

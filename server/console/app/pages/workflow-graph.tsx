@@ -1,9 +1,6 @@
-// A workflow's steps drawn as their graph: an SVG built by code (no library), one box per step laid
-// out in layers by depth (protocol/workflow-layout.ts: every edge goes down), edges as curves from a
-// parent's bottom to a child's top, each box coloured by its step's state. Top to bottom, so a long
-// chain grows downwards and a phone only has to fit the widest layer (the SVG scales to the card).
-// Keys and states are text children (escaped by Preact); colours are classes of app.css, never
-// inline styles (the CSP has no 'unsafe-inline').
+// A workflow's steps as an SVG built by code, laid out top to bottom so that a long chain grows
+// downwards and a phone only has to fit the widest layer. Colours are CSS classes, never inline
+// styles: the CSP has no 'unsafe-inline'.
 import type { WorkflowRunStep, WorkflowStep } from '../../../../protocol/workflow-views.js';
 import { layers, type LayoutStep } from '../../../../protocol/workflow-layout.js';
 
@@ -18,7 +15,7 @@ export interface GraphProps {
   steps: readonly (LayoutStep & Partial<Pick<WorkflowStep, 'signal' | 'for_each' | 'run_if'>>)[];
   /** The run's steps by key: each box gets its state's colour and its task count. */
   run?: ReadonlyMap<string, WorkflowRunStep>;
-  /** Steps to outline as wrong (a publish refusal's details.steps). */
+  /** A publish refusal's details.steps. */
   flagged?: readonly string[];
   selected?: string;
   onSelect?: (key: string) => void;
@@ -31,8 +28,7 @@ interface Placed {
   y: number;
 }
 
-/** Box positions: layer by layer, each layer ordered by the mean position of its parents in the
- * layer above (fewer crossings than version order), ties in version order, centred. */
+/** Each layer is ordered by the mean position of its parents: fewer crossings than version order. */
 function place(steps: GraphProps['steps']): { boxes: Placed[]; width: number; height: number } {
   const { layers: rows, unplaced } = layers(steps);
   if (unplaced.length) rows.push(unplaced);
@@ -67,7 +63,6 @@ function fit(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** What the second line of a box says: the state and task count, or the step's kind. */
 function detail(step: GraphProps['steps'][number], r: WorkflowRunStep | undefined): string {
   const kind = step.signal ? `signal ${step.signal.name}` : step.for_each ? `for each of ${step.for_each}` : 'task';
   if (!r) return kind;

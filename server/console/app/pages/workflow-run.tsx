@@ -1,7 +1,4 @@
-// A workflow run (../shared/spec/workflows.md "Run"): its steps drawn as the graph of its pinned
-// version with each step's state, the selected step's tasks (links to the Task page), output and
-// error; every step in a table; its input and its signals; pause, resume, cancel (reason) and send a
-// signal (name + payload JSON). Each command is one user action with its own Idempotency-Key.
+// A workflow run, drawn as the graph of its pinned version.
 import { useState } from 'preact/hooks';
 import type { CancelWorkflowRunBody, SendSignalBody } from '../../../../protocol/workflow-schemas.js';
 import type { WorkflowRun, WorkflowRunStep, WorkflowStep } from '../../../../protocol/workflow-views.js';
@@ -183,8 +180,7 @@ function RunCommands({ run, why }: { run: WorkflowRun; why: string | undefined }
   );
 }
 
-/** The version's signal steps with their state and payload (a consumed signal is the step's output),
- * and the form to send one. */
+/** A consumed signal's payload is its step's output. */
 function Signals({ run, version, why }: { run: WorkflowRun; version: WorkflowVersion | null; why: string | undefined }) {
   const waits = (version?.steps ?? []).filter((s) => s.signal);
   const [name, setName] = useState('');

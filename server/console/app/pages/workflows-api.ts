@@ -1,6 +1,5 @@
-// The workflows API as the console reads it (../shared/spec/workflows.md), typed by the server's own
-// response shapes (protocol/workflow-views.ts), and the scope rules of its commands. A server without
-// /v1/workflows (an older node) answers 404: the pages say so instead of failing.
+// The workflows API as the console reads it, typed by the server's own response shapes. A server
+// without /v1/workflows answers 404: the pages say so instead of failing.
 import type { Workflow, WorkflowRun, WorkflowRunSummary, WorkflowVersion } from '../../../../protocol/workflow-views.js';
 import { enc, get, withQuery } from '../api.js';
 import type { SessionInfo } from '../session.js';
@@ -34,7 +33,7 @@ export function getVersion(id: string, n: number) {
   return get<{ version: WorkflowVersion }>(`/v1/workflows/${enc(id)}/versions/${n}`);
 }
 
-/** A run with its workflow and the version it is pinned to (the graph's edges come from there). */
+/** The graph's edges come from the pinned version. */
 export async function loadRun(id: string): Promise<{ run: WorkflowRun; workflow: Workflow | null; version: WorkflowVersion | null }> {
   const { run } = await get<{ run: WorkflowRun }>(`/v1/workflow-runs/${enc(id)}`);
   const [workflow, version] = await Promise.all([
@@ -50,7 +49,6 @@ export async function loadRun(id: string): Promise<{ run: WorkflowRun; workflow:
   return { run, workflow, version };
 }
 
-/** `active` / `retired` for the badge of a definition. */
 export function workflowState(w: Workflow): string {
   return w.retired_at ? 'retired' : 'active';
 }

@@ -1,7 +1,4 @@
-// Workflows (../shared/spec/workflows.md): the definitions, the runs by state (filters in the route,
-// cursor paging), and a definition's page with its versions (each drawn as its graph, steps as
-// JSON), a run start (input JSON) and a version publish (JSON editor with a live graph; a refusal is
-// shown at the field and on the steps it names). The run page is workflow-run.tsx.
+// Workflows: definitions, runs by state, and a definition's versions, run start and publish.
 import { useEffect, useState } from 'preact/hooks';
 import { WORKFLOW_RUN_STATES } from '../../../../protocol/states.js';
 import type { StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
@@ -49,7 +46,7 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
   );
 }
 
-/** Runs by state: the filters live in the route (#/workflows?state=PAUSED), so a view can be linked. */
+/** The filters live in the route, so a view can be linked. */
 function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; names: Map<string, string>; workflows: Workflow[]; fixed?: string }) {
   const state = query.get('state') ?? '';
   const workflowId = fixed ?? query.get('workflow_id') ?? '';
@@ -122,8 +119,7 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
   );
 }
 
-/** What POST /v1/workflows/{id}/versions takes of a published version: its steps, defaults included
- * (they are valid input and keep the next version equal unless edited). */
+/** Defaults included: they are valid input and keep the next version equal unless edited. */
 function editable(v: WorkflowVersion): { steps: WorkflowVersion['steps'] } {
   return { steps: v.steps };
 }
@@ -137,9 +133,8 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
   if (!w) return <Loading what="workflow" />;
   const all = versions.data?.versions ?? [];
   const current = all.find((v) => v.number === w.current_version);
-  // The editor's first text: the current version, or while a refresh catches up after a publish
-  // (the workflow already says n+1, the list not yet) the newest listed. The editor stays mounted
-  // across that moment, so its text and the publish's status are not lost.
+  // While a refresh catches up after a publish the list lags the workflow: the editor stays
+  // mounted across that moment, so its text and the publish's status are not lost.
   const newest = current ?? all.reduce<WorkflowVersion | undefined>((a, v) => (!a || v.number > a.number ? v : a), undefined);
   return (
     <>
@@ -183,7 +178,6 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
     ...(version ? { version: Number(version) } : {}),
     ...(key.trim() ? { concurrency_key: key.trim() } : {}),
   };
-  // A started run is shown on its own page.
   const started = start.result?.run.id;
   useEffect(() => {
     if (started) location.hash = href('workflow-runs', started);

@@ -1,0 +1,53 @@
+// Running the Go SDK's toolchain from the tests (worker-sdk-go/): `go vet`, `go test`, `go build`
+// of its test binaries, with the environment its gateway tests read and the output captured for a
+// failure message.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { packageRoot } from '../../server/paths.js';
+
+export const GO_MODULE_DIR = path.join(packageRoot(), 'worker-sdk-go');
+
+export interface GoRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  ms: number;
+}
+
+/** A mysql://user:pass@host:port/db DSN in go-sql-driver's form: user:pass@tcp(host:port)/db. */
+export function goMysqlDsn(dsn: string): string {
+  const u = new URL(dsn);
+  const db = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  return `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}@tcp(${u.hostname}:${u.port || 3306})/${db}`;
+}
+
+/** Runs `go args…` in worker-sdk-go/ (or `cwd`), killing it after `timeoutMs`; stdout and stderr
+ * interleaved in `output`. */
+export function runGo(args: string[], opts: { env?: Record<string, string>; timeoutMs: number; cwd?: string }): Promise<GoRun> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn('go', args, { cwd: opts.cwd ?? GO_MODULE_DIR, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')));
+    const timer = setTimeout(() => {
+      output += `\n[killed after ${opts.timeoutMs} ms]\n`;
+      child.kill('SIGKILL');
+    }, opts.timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot run go (${err.message}): Go 1.26 must be on PATH (the machine image has it)`));
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, output, ms: Date.now() - started });
+    });
+  });
+}
+
+/** Builds one main package of the module (e.g. ./internal/cmd/chaosworker) to `out`; throws with
+ * the compiler's output on failure. */
+export async function goBuild(pkg: string, out: string): Promise<void> {
+  const r = await runGo(['build', '-o', out, pkg], { timeoutMs: 180_000 });
+  if (r.code !== 0) throw new Error(`go build ${pkg} failed (${r.code ?? r.signal}):\n${r.output}`);
+}

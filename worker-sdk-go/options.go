@@ -1,0 +1,161 @@
+package orbit
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"time"
+)
+
+// Options are the options of NewWorker.
+type Options struct {
+	// URL is the gateway's base URL, http(s)://host[:port][/prefix].
+	URL string
+	// Token is the bearer token: a credential with workers:connect and workers:consume.
+	Token string
+	// CredentialsFile is a credentials file as `npm start` and `orbit-admin bootstrap
+	// --worker-access --output FILE` write it: its url, token and queue_id fill URL, Token and
+	// Queues where those are empty.
+	CredentialsFile string
+	// Queues are the queue ids to take tasks from (1 to 64).
+	Queues []string
+	// Capacity is how many attempts the worker runs at once at most (0 to 1024; 0 connects paused).
+	Capacity int
+	// Handlers run the tasks; only their names and versions are assigned to this worker.
+	Handlers []Handler
+	// WorkerID is this process's identity (default hostname-pid-random). It must not be reused by
+	// another process: the concurrency_keys capability is frozen per worker id.
+	WorkerID string
+	// Agent is shown in GET /v1/workers (default Agent).
+	Agent string
+	// Logger receives the worker's records (default slog.Default()).
+	Logger *slog.Logger
+	// Reconnect is the backoff between connection attempts and when to give up.
+	Reconnect ReconnectPolicy
+	// DrainTimeout bounds how long Run waits, once its ctx is cancelled, for running handlers and
+	// their results; then their ctx is cancelled and their leases are left to expire (default 30 s).
+	DrainTimeout time.Duration
+	// HelloTimeout and IdleTimeout are those of each session (DialOptions).
+	HelloTimeout time.Duration
+	IdleTimeout  time.Duration
+	// OnResult is told of every result the gateway answered (or refused: Err set). Optional.
+	OnResult func(ResultReport)
+}
+
+// ResultReport is what happened to one attempt's result.
+type ResultReport struct {
+	AttemptID    string
+	Outcome      string
+	TaskState    string
+	Deduplicated bool
+	// Err is the refusal (a *LeaseLostError, a *GatewayError) when the gateway did not take it.
+	Err error
+}
+
+// credentialsFile holds the fields of a credentials file the worker reads.
+type credentialsFile struct {
+	URL     string `json:"url"`
+	Token   string `json:"token"`
+	QueueID string `json:"queue_id"`
+}
+
+// resolve fills URL, Token and Queues from CredentialsFile and checks what cannot be sent.
+func (o *Options) resolve() error {
+	if o.CredentialsFile != "" && (o.URL == "" || o.Token == "" || len(o.Queues) == 0) {
+		b, err := os.ReadFile(o.CredentialsFile)
+		if err != nil {
+			return fmt.Errorf("orbit: read the credentials file: %w", err)
+		}
+		var c credentialsFile
+		if err := json.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("orbit: credentials file %s: %w", o.CredentialsFile, err)
+		}
+		if o.URL == "" {
+			o.URL = c.URL
+		}
+		if o.Token == "" {
+			o.Token = c.Token
+		}
+		if len(o.Queues) == 0 && c.QueueID != "" {
+			o.Queues = []string{c.QueueID}
+		}
+	}
+	switch {
+	case o.URL == "":
+		return errors.New("orbit: Options.URL (or a credentials file with a url) is required")
+	case o.Token == "":
+		return errors.New("orbit: Options.Token (or a credentials file with a token) is required")
+	case len(o.Handlers) == 0:
+		return errors.New("orbit: at least one handler is required")
+	}
+	if o.WorkerID == "" {
+		o.WorkerID = defaultWorkerID()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// handlerTable maps handler name and version to its function, and gives hello's filter.
+func handlerTable(hs []Handler) (map[string]map[string]HandlerFunc, []HandlerRegistration, error) {
+	table := map[string]map[string]HandlerFunc{}
+	var order []string
+	for _, h := range hs {
+		if h.Func == nil {
+			return nil, nil, fmt.Errorf("orbit: handler %q has no Func", h.Name)
+		}
+		versions := h.Versions
+		if len(versions) == 0 {
+			versions = []string{"v1"}
+		}
+		if table[h.Name] == nil {
+			table[h.Name] = map[string]HandlerFunc{}
+			order = append(order, h.Name)
+		}
+		for _, v := range versions {
+			if table[h.Name][v] != nil {
+				return nil, nil, fmt.Errorf("orbit: handler %s@%s is registered twice", h.Name, v)
+			}
+			table[h.Name][v] = h.Func
+		}
+	}
+	filter := make([]HandlerRegistration, 0, len(order))
+	for _, name := range order {
+		reg := HandlerRegistration{Handler: name}
+		for _, h := range hs { // versions in registration order
+			if h.Name != name {
+				continue
+			}
+			if len(h.Versions) == 0 {
+				reg.Versions = append(reg.Versions, "v1")
+			}
+			reg.Versions = append(reg.Versions, h.Versions...)
+		}
+		filter = append(filter, reg)
+	}
+	return table, filter, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._:-]`)
+
+// defaultWorkerID is a fresh identity per process: hostname-pid-random, within the protocol's
+// 1-64 of [A-Za-z0-9._:-].
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	host = unsafeName.ReplaceAllString(host, "-")
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	if host == "" {
+		host = "worker"
+	}
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), rand.Text()[:12])
+}
