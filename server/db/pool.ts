@@ -62,8 +62,8 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     // value still goes through mysql2's escaping (query with values, or format): no statement
     // text is built from input.
     multipleStatements: true,
-    // mysql2's promise wrapper captures a stack trace per query for nicer async errors; measured
-    // 7.5 % of the gateway's CPU under load. SQL errors still carry the statement.
+    // mysql2's promise wrapper captures a stack trace per query for nicer async errors, a large
+    // share of the gateway's CPU under load. SQL errors still carry the statement.
     trace: false,
     // Prepared statements (readFixedShape, the `execute` calls) stay cached per connection, by
     // text. mysql2's default (16 000 per connection) could, over 16 connections and several
@@ -99,9 +99,8 @@ export function releaseConnection(conn: PooledConn): void {
 }
 
 /** Tries of one transaction (the first run and its retries) on a retryable error: a deadlock
- * victim, a Galera certification failure or a lock wait timeout. Eight covered the multi-writer
- * Galera run of issue 23 (~1 500 certification failures for ~850 completions, at most 3 in a row
- * for one transaction) with room to spare; more would only hold a request longer. */
+ * victim, a Galera certification failure or a lock wait timeout. Enough for a multi-writer Galera
+ * cluster's bursts of certification failures; more would only hold a request longer. */
 export const TRANSACTION_TRIES = 8;
 
 /** Which kind of transaction this is. Its START TRANSACTION names it in a trailing SQL comment, so
