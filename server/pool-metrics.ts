@@ -1,5 +1,5 @@
 // The database pool's gauges, read from mysql2's pool at scrape time. A waiting count above zero
-// means a flood got past the sessions' transaction admission (server/gateway/tx-admission.ts).
+// means a flood got past the sessions' transaction admission (`admission`, dispatch/coalesce.ts).
 import client from 'prom-client';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';

@@ -2,8 +2,8 @@
 // attempt sends 20 000 renew frames at once over a raw WebSocket, while a worker of another
 // application keeps completing tasks and producers of a third keep submitting on their own queue.
 // The flooding session is paused at its frames-in-flight limit and its renews are coalesced
-// (server/gateway/frame-window.ts, renew-coalescer.ts), its transactions take turns with the other
-// applications' (tx-admission.ts): every renew is answered correctly, the others are served on
+// (server/gateway/frame-window.ts, session.ts), its transactions take turns with the other
+// applications' (`admission`, dispatch/coalesce.ts): every renew is answered correctly, the others are served on
 // (a generous bound per request, not a benchmark: the figures are `npm run bench --
 // --scenarios=renew-flood`), and the gateway's memory stays bounded.
 import fs from 'node:fs';

@@ -1,5 +1,6 @@
 // The one coalescer: items that arrive while a batch runs gather into the next one; a lone item
 // runs at once. Groups are applications, since a transaction touches one application's rows.
+// Waiting groups take turns, so a flooding group delays another by one batch, not its backlog.
 
 /** Answers each item in order; a throw fails every item. */
 export type BatchRunner<I, O> = (group: string, items: I[]) => Promise<O[]>;
@@ -97,4 +98,23 @@ export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOpt
   };
   const one = (group: string, item: I): Promise<O> => all(group, [item])[0]!;
   return Object.assign(one, { all });
+}
+
+/** Runs `fn` once its group has a turn; the turn is held until `fn` settles. */
+export type Admit = <T>(group: string, fn: () => Promise<T>) => Promise<T>;
+
+/** coalesce with batches of one: a fair limiter (`onWaiting`: functions not yet started). */
+export function admission(maxParallel: number, maxPerGroup: number, onWaiting: (n: number) => void = () => {}): Admit {
+  let waiting = 0;
+  const run = coalesce<() => Promise<unknown>, unknown>(
+    async (_group, [fn]) => {
+      onWaiting(--waiting);
+      return [await fn!()];
+    },
+    { maxBatch: 1, maxParallel, maxPerGroup },
+  );
+  return <T>(group: string, fn: () => Promise<T>) => {
+    onWaiting(++waiting);
+    return run(group, fn) as Promise<T>;
+  };
 }

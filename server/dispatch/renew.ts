@@ -7,14 +7,23 @@ import { readLiveLeases, renewLeases } from '../db/attempt-leases.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { Identity } from './frame-commands.js';
 
-export async function renewAttempts(
-  pool: Pool,
-  who: Identity,
-  ids: string[],
-  knownQueues: ReadonlyMap<string, string> = new Map(),
-): Promise<{ leases: { attempt_id: string; lease_expires_at: string }[]; lost: string[] }> {
-  const valid = [...new Set(ids.filter((id) => ID_RE.test(id)))];
-  if (valid.length === 0) return { leases: [], lost: ids };
+export interface RenewReply {
+  leases: { attempt_id: string; lease_expires_at: string }[];
+  lost: string[];
+}
+
+/** One transaction for a session's waiting renew frames; each is answered as if alone (`lost` as it
+ * named them, duplicates and malformed ids included). */
+export async function renewFrames(pool: Pool, who: Identity, frames: string[][], knownQueues: ReadonlyMap<string, string> = new Map()): Promise<RenewReply[]> {
+  const renewed = await renewIds(pool, who, [...new Set(frames.flat().filter((id) => ID_RE.test(id)))], knownQueues);
+  return frames.map((ids) => ({
+    leases: [...new Set(ids)].flatMap((attempt_id) => (renewed.has(attempt_id) ? [{ attempt_id, lease_expires_at: renewed.get(attempt_id)! }] : [])),
+    lost: ids.filter((id) => !renewed.has(id)),
+  }));
+}
+
+async function renewIds(pool: Pool, who: Identity, valid: string[], knownQueues: ReadonlyMap<string, string>): Promise<Map<string, string>> {
+  if (valid.length === 0) return new Map();
   return withTransaction(pool, async (c) => {
     if (!(await lockLiveCredential(c, who.credentialId))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
     // Lease lengths as literals: a join with queues would share-lock the queue row.
@@ -22,10 +31,6 @@ export async function renewAttempts(
     const lease = [...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds] as const);
     await renewLeases(c, who, valid, lease);
     const rows = await readLiveLeases(c, who, valid);
-    const ok = new Map(rows.map((r) => [r.id, toIso(r.lease_expires_at)!]));
-    return {
-      leases: [...ok].map(([attempt_id, lease_expires_at]) => ({ attempt_id, lease_expires_at })),
-      lost: ids.filter((id) => !ok.has(id)),
-    };
+    return new Map(rows.map((r) => [r.id, toIso(r.lease_expires_at)!]));
   });
 }

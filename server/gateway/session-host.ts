@@ -5,7 +5,7 @@ import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
-import type { TxAdmission } from './tx-admission.js';
+import type { Admit } from '../dispatch/coalesce.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -25,7 +25,7 @@ export interface SessionHost {
     Metrics,
     'tasksFinished' | 'internalErrors' | 'sessionStalls' | 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses' | 'renewBatchSize'
   >;
-  readonly admission: Pick<TxAdmission, 'run'>;
+  readonly admission: Admit;
   readonly log: Logger;
   readonly frames: Pick<FrameCommitter, 'run'>;
   register(s: Session): void;

@@ -1,9 +1,10 @@
 // One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
 // each command runs as one transaction and is answered only after its commit. Frames about the
 // same attempt are handled in arrival order; frames about different attempts run concurrently;
-// renew frames are coalesced (renew-coalescer.ts) and answered in arrival order. What a session may
-// hold of the node is bounded: its socket is paused at its frames-in-flight limit (frame-window.ts)
-// and its own transactions take turns with other applications' (tx-admission.ts).
+// renew frames are coalesced and answered in arrival order. What a session may hold of the node is
+// bounded: its socket is paused at its frames-in-flight limit (frame-window.ts), it runs one renew
+// transaction at a time, and its own transactions take turns with other applications' (the host's
+// admission).
 // A session sees the node only through its SessionHost (the gateway, or a test's host) and its
 // socket; it alone changes its state, and terminate() is the one way to end it from outside.
 import type { RawData } from 'ws';
@@ -11,7 +12,8 @@ import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
 import type { GatewayFrame, HelloFrame, WorkerFrame } from '@orbit/protocol/frames';
 import type { Credential } from '../db/credentials.js';
-import { renewAttempts } from '../dispatch/renew.js';
+import { renewFrames, type RenewReply } from '../dispatch/renew.js';
+import { coalesce, type Coalesced } from '../dispatch/coalesce.js';
 import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import { newId } from '../ids.js';
 import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
@@ -19,7 +21,6 @@ import { helloClaimSession, helloOk, helloTransaction } from './hello.js';
 import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
-import { RenewCoalescer } from './renew-coalescer.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
@@ -28,6 +29,7 @@ import { readWorkerFrame } from './frame-read.js';
 import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
 import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
 export type { SessionHost, SessionState } from './session-host.js';
 export { assignText } from './assign-text.js';
@@ -51,7 +53,9 @@ export class Session {
   /** capacity frames so far: a row update that a newer capacity frame overtook is skipped. */
   private capacityFrames = 0;
   private readonly window: FrameWindow;
-  private readonly renews: RenewCoalescer;
+  /** Renew frames: the ones that arrive while its renew transaction runs share the next, as many as
+   * keep its ids within one valid frame's, so its statements are never larger than one frame's. */
+  private readonly renews: Coalesced<string[], RenewReply>;
 
   constructor(
     private readonly host: SessionHost,
@@ -68,9 +72,13 @@ export class Session {
       },
     );
     this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
-    this.renews = new RenewCoalescer(
-      (ids) => this.admitted(() => renewAttempts(host.pool, this.who(), ids, this.slots.held)),
-      (frames) => host.metrics.renewBatchSize.observe(frames),
+    this.renews = coalesce(
+      async (_session, frames) => {
+        const replies = await this.admitted(() => renewFrames(host.pool, this.who(), frames, this.slots.held));
+        host.metrics.renewBatchSize.observe(frames.length);
+        return replies;
+      },
+      { maxBatch: MAX_IDS_PER_FRAME, maxParallel: 1, weight: { of: (ids) => ids.length, max: () => MAX_IDS_PER_FRAME } },
     );
     this.helloTimer = setTimeout(
       () => this.boundary('timer', () => this.protocolError('hello not received within the time limit')),
@@ -198,7 +206,7 @@ export class Session {
 
   /** `fn` (one transaction) when this session's application has its turn at the pool. */
   private admitted<T>(fn: () => Promise<T>): Promise<T> {
-    return this.host.admission.run(this.cred.applicationId, fn);
+    return this.host.admission(this.cred.applicationId, fn);
   }
 
   /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. `done` once
@@ -314,7 +322,7 @@ export class Session {
   }
 
   private async onRenew(ids: string[]): Promise<void> {
-    const r = await this.renews.renew(ids);
+    const r = await this.renews(this.id, ids);
     for (const id of r.lost) this.dropAttempt(id);
     this.send({ type: 'renew.ok', leases: r.leases, lost: r.lost });
   }

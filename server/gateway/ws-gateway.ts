@@ -23,7 +23,7 @@ import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
-import { TxAdmission } from './tx-admission.js';
+import { admission, type Admit } from '../dispatch/coalesce.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
 
 /** What the gateway needs of the node: its services, and `shuttingDown` (read at each upgrade). */
@@ -45,7 +45,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
   /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
   /** The sessions' own transactions (renew, hello, session rows): fair turns per application. */
-  readonly admission: TxAdmission;
+  readonly admission: Admit;
   private pingTimer: NodeJS.Timeout;
   private readonly offWork: () => void;
   private readonly offRevoked: () => void;
@@ -79,7 +79,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
       app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
       app.metrics.batchSize.observe(size);
     });
-    this.admission = new TxAdmission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
+    this.admission = admission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.offWork = signals.onWork((q, cause) => this.dispatcher.wake(q, cause));

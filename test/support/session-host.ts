@@ -21,7 +21,7 @@ import { Session, type SessionHost } from '../../server/gateway/session.js';
 import { SessionHostBase } from '../../server/gateway/session-host-base.js';
 import { Dispatcher, type DispatcherHost } from '../../server/gateway/dispatcher.js';
 import { WorkerSocket } from '../../server/gateway/worker-socket.js';
-import { TxAdmission } from '../../server/gateway/tx-admission.js';
+import { admission } from '../../server/dispatch/coalesce.js';
 
 export class InProcessHost extends SessionHostBase implements SessionHost, DispatcherHost {
   readonly log = pino({ level: 'silent' });
@@ -36,7 +36,7 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
     sessionMaxBytesInFlight: 16 * 1024 * 1024,
     pongTimeoutMs: 1_000,
   };
-  readonly admission = new TxAdmission(8, 4);
+  readonly admission = admission(8, 4);
   readonly signals = new NodeSignals();
   readonly sessions = new Map<string, Session>();
   readonly frames: FrameCommitter;
