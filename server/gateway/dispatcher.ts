@@ -17,6 +17,9 @@
 // start, and a poll kept at 10 ms by them ran one empty round per 10 ms on a busy node (issue 19:
 // on ten hot keys most claim rounds were the poll's, empty, and they reserved the free slots a key
 // hand-off needed, sending that turnover through release + claim instead).
+// Not a `coalesce` (dispatch/coalesce.ts): its items are requests, each queued and answered once;
+// here a session is due or not, marking it twice is once, and a round's candidate read satisfies
+// every mark made before it was sent, so the due sessions are a set that rounds read and clear.
 import type { Logger } from 'pino';
 import { claimRound, type ClaimRequest, type RoundProgress } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
@@ -37,11 +40,9 @@ export interface DispatcherHost {
 }
 
 const MAX_BATCH = 64;
-/** Rounds in flight at once (different applications, or an application's overlapping second). */
+/** Rounds in flight at once: different applications', or an application's second, which starts
+ * only for work woken after the first's candidate read. */
 const MAX_PARALLEL = 2;
-/** Rounds of one application in flight at once: the second only for work woken after the first's
- * candidate read. */
-const MAX_APPLICATION_ROUNDS = 2;
 const MIN_POLL_MS = 10;
 const MAX_POLL_MS = 250;
 
@@ -116,7 +117,7 @@ export class Dispatcher {
    * that has read its candidates while `s` was woken by work that read could not see. */
   private mayStart(a: string, s: Session): boolean {
     const f = this.inFlight.get(a);
-    return !f || (f.unread === 0 && f.rounds < MAX_APPLICATION_ROUNDS && this.woken.has(s));
+    return !f || (f.unread === 0 && this.woken.has(s));
   }
 
   private pump(): void {
