@@ -53,8 +53,7 @@ export class Session {
   /** capacity frames so far: a row update that a newer capacity frame overtook is skipped. */
   private capacityFrames = 0;
   private readonly window: FrameWindow;
-  /** Renew frames: the ones that arrive while its renew transaction runs share the next, as many as
-   * keep its ids within one valid frame's, so its statements are never larger than one frame's. */
+  /** Renew frames arriving while its renew transaction runs share the next, within one frame's ids. */
   private readonly renews: Coalesced<string[], RenewReply>;
 
   constructor(
