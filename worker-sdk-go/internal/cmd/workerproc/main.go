@@ -17,7 +17,7 @@
 // WORKER_CPU_PROFILE=FILE writes a Go CPU profile there at exit (`go tool pprof FILE`): the
 // benchmark's ORBIT_BENCH_CPU_PROF for Go workers.
 //
-// Lines: {"ev":"ready","worker_id"} once connected, {"ev":"fatal","message"} and exit 3 when the
+// Lines: {"ev":"ready","worker_id","t","cpu_ms"} once connected, {"ev":"fatal","message"} and exit 3 when the
 // worker stops for good. SIGTERM or SIGINT drains and exits 0.
 package main
 
@@ -136,7 +136,12 @@ func run() int {
 	defer stop()
 	go func() {
 		<-w.Ready()
-		out(map[string]any{"ev": "ready", "worker_id": w.ID()})
+		// The moment and the process's CPU at the first connection: the bench counts a worker's
+		// CPU from here, as it does the Node worker's, so start-up is not a task's cost.
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		cpuMs := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+		out(map[string]any{"ev": "ready", "worker_id": w.ID(), "t": float64(time.Now().UnixNano()) / 1e6, "cpu_ms": cpuMs})
 	}()
 	err = w.Run(ctx)
 	stats.finish()
