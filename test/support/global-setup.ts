@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedMariaDb, type EmbeddedServer } from '../../server/mariadb/embedded-mariadb.js';
 import { ensureChromium } from './ensure-chromium.js';
+import { ensureGoPrereqs } from './ensure-go-prereqs.js';
 
 const CHROMIUM = process.env.ORBIT_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -40,6 +41,7 @@ function watch(shared: Shared, s: EmbeddedServer, logFile: string): void {
 
 function start(): Shared {
   ensureChromium(CHROMIUM, (l) => process.stderr.write(l + '\n'));
+  ensureGoPrereqs((l) => process.stderr.write(l + '\n'));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'orbit-test-'));
   // `started` is set just below: watch() needs the object the promise belongs to.
   const shared = { dir, users: 0, stopping: false } as Shared;
