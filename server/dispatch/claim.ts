@@ -26,6 +26,10 @@ import {
 import { newId } from '../ids.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
+/** The most tasks one round grants one session: a session with this many free slots — a worker
+ * draining a backlog — is filled by one round, not by many. */
+export const ROUND_MAX_PER_SESSION = 512;
+
 export type { Assignment, ClaimSession } from './grant.js';
 
 export interface ClaimRequest {
@@ -72,7 +76,7 @@ export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSp
       queueId: q.id,
       namespaceId: q.namespace_id,
       // Over-fetch so that rows another claimer holds do not starve the round.
-      limit: Math.min(256, demand * 2),
+      limit: Math.min(2 * ROUND_MAX_PER_SESSION, demand * 2),
       handlers: anyFilterless ? null : [...handlers].map(([handler, v]) => ({ handler, versions: [...v] })),
       keyed: on.some((r) => r.session.concurrencyKeys),
     });
@@ -149,7 +153,7 @@ async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, p
   return (
     await lockCandidates(
       c,
-      ids.slice(0, 512).map((x) => x.id),
+      ids.slice(0, 2 * ROUND_MAX_PER_SESSION).map((x) => x.id),
     )
   ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 }

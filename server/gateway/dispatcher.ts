@@ -21,7 +21,7 @@
 // here a session is due or not, marking it twice is once, and a round's candidate read satisfies
 // every mark made before it was sent, so the due sessions are a set that rounds read and clear.
 import type { Logger } from 'pino';
-import { claimRound, type ClaimRequest, type RoundProgress } from '../dispatch/claim.js';
+import { claimRound, ROUND_MAX_PER_SESSION, type ClaimRequest, type RoundProgress } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
@@ -39,7 +39,6 @@ export interface DispatcherHost {
   track<T>(p: Promise<T>): Promise<T>;
 }
 
-const MAX_BATCH = 64;
 /** Rounds in flight at once: different applications', or an application's second, which starts
  * only for work woken after the first's candidate read. */
 const MAX_PARALLEL = 2;
@@ -177,7 +176,7 @@ export class Dispatcher {
     // next to it cannot fill them too.
     const sessions: { s: Session; slot: SlotReservation; reserved: number }[] = [];
     for (const s of due) {
-      const slot = s.slots.reserve(MAX_BATCH);
+      const slot = s.slots.reserve(ROUND_MAX_PER_SESSION);
       if (slot) sessions.push({ s, slot, reserved: slot.size });
     }
     const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));
