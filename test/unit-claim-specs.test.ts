@@ -1,7 +1,7 @@
 // The claim round's planning step without a database: specsFor (server/dispatch/claim.ts) turns
 // the sessions asking for work and the queues' permit hints into one candidate read per queue.
 import { describe, expect, it } from 'vitest';
-import { specsFor, type ClaimRequest, type ClaimSession } from '../server/dispatch/claim.js';
+import { ROUND_MAX_PER_SESSION, specsFor, type ClaimRequest, type ClaimSession } from '../server/dispatch/claim.js';
 import { byClaimOrder, type PermitHint } from '../server/db/claim-sql.js';
 import { sessionAccepts } from '../server/dispatch/grant.js';
 
@@ -21,13 +21,14 @@ const req = (free: number, over: Partial<ClaimSession> = {}): ClaimRequest => ({
 const hint = (id: string, free: number, namespace_id = NS): PermitHint => ({ id, namespace_id, free, lease_seconds: 30 });
 
 describe('specsFor', () => {
-  it('one read per queue with demand: min(queue permits, sessions’ free slots), fetched twice over, at most 256', () => {
+  it('one read per queue with demand: min(queue permits, sessions’ free slots), fetched twice over, at most twice a round’s grant per session', () => {
     const specs = specsFor([req(3), req(2, { queueIds: ['q1', 'q2'] })], [hint('q1', 100), hint('q2', 1), hint('q3', 50)]);
     expect(specs).toEqual([
       { queueId: 'q1', namespaceId: NS, limit: 10, handlers: null, keyed: false },
       { queueId: 'q2', namespaceId: NS, limit: 2, handlers: null, keyed: false },
     ]);
-    expect(specsFor([req(500)], [hint('q1', 1000)])[0]!.limit).toBe(256);
+    expect(specsFor([req(500)], [hint('q1', 5000)])[0]!.limit).toBe(1000);
+    expect(specsFor([req(5000)], [hint('q1', 5000)])[0]!.limit).toBe(2 * ROUND_MAX_PER_SESSION);
   });
 
   it('no read for a queue without free permits, without free slots, or of another namespace', () => {
