@@ -100,7 +100,7 @@ func checkHelloText(text []byte) error {
 		h.Handlers = make([]HandlerRegistration, len(items))
 		for i, it := range items {
 			p := "/handlers/" + strconv.Itoa(i)
-			ho, err := readObject(it, p, []string{"handler", "versions"})
+			ho, err := readMember(it, p, []string{"handler", "versions"})
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func checkResultText(text []byte) error {
 	w.Output = o["output"]
 	var loneCode, loneMessage bool
 	if raw, ok := o["error"]; ok {
-		eo, err := readObject(raw, "/error", []string{"code", "message"})
+		eo, err := readMember(raw, "/error", []string{"code", "message"})
 		if err != nil {
 			return err
 		}

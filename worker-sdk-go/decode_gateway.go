@@ -94,7 +94,7 @@ func decodeHelloOK(o object) (GatewayFrame, error) {
 	f.Resumed = make([]ResumedAttempt, len(items))
 	for i, it := range items {
 		p := "/resumed/" + strconv.Itoa(i)
-		r, err := readObject(it, p, []string{"attempt_id", "state", "lease_expires_at"}, "concurrency_token")
+		r, err := readMember(it, p, []string{"attempt_id", "state", "lease_expires_at"}, "concurrency_token")
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func decodeTaskAssign(o object) (GatewayFrame, error) {
 		}
 		f.ConcurrencyToken = &tok
 	}
-	t, err := readObject(o["task"], "/task",
+	t, err := readMember(o["task"], "/task",
 		[]string{"id", "queue_id", "handler", "handler_version", "payload_version", "payload", "priority", "deadline_at"},
 		"business_key", "concurrency_key", "workflow")
 	if err != nil {
@@ -182,7 +182,7 @@ func decodeTaskAssign(o object) (GatewayFrame, error) {
 		}
 	}
 	if raw, ok := t["workflow"]; ok {
-		w, err := readObject(raw, "/task/workflow", []string{"run_id", "step"}, "index")
+		w, err := readMember(raw, "/task/workflow", []string{"run_id", "step"}, "index")
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +236,7 @@ func decodeRenewOK(o object) (GatewayFrame, error) {
 	f.Leases = make([]Lease, len(items))
 	for i, it := range items {
 		p := "/leases/" + strconv.Itoa(i)
-		l, err := readObject(it, p, []string{"attempt_id", "lease_expires_at"})
+		l, err := readMember(it, p, []string{"attempt_id", "lease_expires_at"})
 		if err != nil {
 			return nil, err
 		}
