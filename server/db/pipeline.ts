@@ -1,8 +1,7 @@
-// Round trips, not statements, are what a transaction waits for. On a loaded 2-core machine a
-// statement's round trip costs 0.3–0.5 ms of waiting (the gateway, MariaDB and the workers share
-// the cores), and a key turnover's result transaction was 16 of them (docs/benchmarks.md). A
-// transaction (`Tx`) sends the writes whose answer nobody reads — `START TRANSACTION`, the
-// UPDATEs of a coalesced result batch, the INSERT of hand-off attempts, the events — together with
+// Round trips, not statements, are what a transaction waits for: on a loaded machine each one is
+// a wait while the gateway, MariaDB and the workers share the cores. A transaction (`Tx`) sends the
+// writes whose answer nobody reads — `START TRANSACTION`, the UPDATEs of a coalesced result batch,
+// the INSERT of a claim's attempts, the events — together with
 // the next statement whose answer is read, as one multi-statement query (client-side escaping, the
 // same `format` mysql2's `query(sql, values)` uses; MariaDB runs the statements in order and stops
 // at the first error, so a failure surfaces at that later await and rolls the transaction back).
@@ -129,11 +128,10 @@ export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promi
  * only in `?` marks) sent prepared — binary protocol, parsed and planned once per connection
  * (mysql2 caches it by text; pool.ts bounds the cache) — when nothing waits to go with it, and as
  * text with the queued writes when something does (a prepared statement cannot join a
- * multi-statement text, and sending the queue first would cost a round trip). Measured per
- * execution: the claim candidate read 62 against 115 µs of mariadbd as text, the one-row closes
- * and updates ~40–50 against ~70–85 (bench/statement-forms.ts, docs/benchmarks.md "Prepared
- * statements against text"). Not for a transaction's first statement: START TRANSACTION waits in
- * the queue, so that one goes as text. */
+ * multi-statement text, and sending the queue first would cost a round trip). A prepared
+ * execution costs the server about half of a parsed text (bench/statement-forms.ts measures it).
+ * Not for a transaction's first statement: START TRANSACTION waits in the queue, so that one goes
+ * as text. */
 export async function readFixedShape<T extends QueryResult>(c: Conn, sql: string, values: unknown[]): Promise<[T, FieldPacket[]]> {
   if (c instanceof Tx && c.pending.length > 0) return c.query<T>(sql, values);
   return c.execute<T>(sql, values as never);

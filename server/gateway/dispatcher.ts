@@ -1,22 +1,17 @@
 // The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a submit or
-// a release committed on this node, a session's capacity changing, the adaptive poll for work
+// a release committed on this node, a session's capacity changing, or the adaptive poll for work
 // submitted through other nodes or come due by time — MySQL has no NOTIFY: 10 ms after a poll that
 // found work, doubling to 250 ms while polls find none) only marks sessions due; one claim round per
 // application then serves all of that application's due sessions in one transaction
-// (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs are folded
-// into its next round, so a burst of commits costs one round, not one per session per commit —
-// except new work woken after the running round's candidate read was sent: that round cannot see
-// it, so once the read has answered, when it drained the queue for a session (the round gave back
-// the reserved slots it cannot fill) a second round of the application starts for it next to the
-// first, instead of after the first's remaining round trips (issue 19, docs/benchmarks.md
-// "Wake-ups during a claim round": that wait was the largest share of the paced p99 the dispatcher
-// owns). Two rounds of one application stay exact: each fills only the slots it reserved, SKIP
-// LOCKED gives each candidate to one of them, and the permits are conditional updates at each
-// one's COMMIT (a round that finds them moved rolls back and runs again).
-// Local wake-ups do not shorten the poll: the work they announce is claimed by the rounds they
-// start, and a poll kept at 10 ms by them ran one empty round per 10 ms on a busy node (issue 19:
-// on ten hot keys most claim rounds were the poll's, empty, and they reserved the free slots a key
-// hand-off needed, sending that turnover through release + claim instead).
+// (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs fold into its
+// next round, so a burst of commits costs one round — except new work woken after the running
+// round's candidate read was sent: that round cannot see it, so once the read answered and drained
+// the queue for a session, a second round of the application starts for it beside the first
+// rather than after the first's remaining round trips. Two rounds of one application stay exact:
+// each fills only the slots it reserved, SKIP LOCKED gives each candidate to one of them, and the
+// permits are conditional updates at each one's COMMIT (a round that finds them moved runs again).
+// Local wake-ups do not shorten the poll: the rounds they start claim the work they announce, and a
+// poll kept fast by them would run empty rounds on a busy node.
 // Not a `coalesce` (dispatch/coalesce.ts): its items are requests, each queued and answered once;
 // here a session is due or not, marking it twice is once, and a round's candidate read satisfies
 // every mark made before it was sent, so the due sessions are a set that rounds read and clear.
@@ -193,10 +188,8 @@ export class Dispatcher {
       },
       // The slots it cannot fill are free again, and a second round may start for work woken since
       // — only when the read drained the queue for a session (found fewer than its slots): with a
-      // backlog the first round fills its slots, a full batch makes them due again, and results
-      // refill the rest; a second round there only split the work into more, smaller rounds
-      // (unkeyed, the throughput run: claim rounds per task 0.060-0.065 -> 0.088-0.090, CPU per
-      // task up ~5 %, first alternated sets of docs/benchmarks.md "Wake-ups during a claim round").
+      // backlog the first round fills its slots and a full batch makes them due again; a second
+      // round there would only split the work into more, smaller rounds.
       read: () => {
         let drained = false;
         sessions.forEach(({ slot }, i) => {

@@ -150,7 +150,7 @@ export class Session {
 
   /** The one way to end a session: with `error`, a fatal error frame of that code (message
    * `reason`), then the close (reason cut to 123 UTF-8 bytes by WorkerSocket). Closed at once: no
-   * frame handled, no claim or hand-off, out of the host's registry. Its attempts are not released
+   * frame handled, no claim, out of the host's registry. Its attempts are not released
    * (they finish on a new session or expire). A second call does nothing. */
   terminate(code: number, reason: string, error?: keyof typeof ERROR_CODES): void {
     if (this.current === 'closed') return;
