@@ -19,10 +19,10 @@ import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/c
 import type { ResultRow } from '../db/attempt-batches.js';
 import { queryAll } from '../db/pipeline.js';
 import type { RowDataPacket } from 'mysql2/promise';
-import { isDatabaseRefusal, withTransaction, type Tx, type Pool } from '../db/pool.js';
+import { isDatabaseRefusal, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { coalesce, type Coalesced } from './coalesce.js';
-import { PermitLedger, type StepAdvancer } from './ledger.js';
+import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 import { applyStartsAlone, checkedStarts } from './start-frames.js';
 import { applyResults, resultRowsSql } from './result-frames.js';
@@ -53,13 +53,7 @@ export async function runFrameBatch(pool: Pool, advance: StepAdvancer, cmds: Fra
 }
 
 async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], advance: StepAdvancer): Promise<FrameOutcome[]> {
-  let ledger = new PermitLedger();
-  const out = await withTransaction(pool, 'frames', async (c) => {
-    ledger = new PermitLedger();
-    const o = await batchInTx(c, cmds, ledger);
-    await ledger.flush(c, advance);
-    return o;
-  });
+  const { value: out, ledger } = await withLedgerTx(pool, 'frames', advance, (c, ledger) => batchInTx(c, cmds, ledger));
   // The queues the workflow advancement gave new tasks are woken with the first accepted result.
   const own = new Set(out.flatMap((o) => (o?.ok && o.kind === 'result' ? o.freedQueues : [])));
   const more = [...ledger.freedQueues].filter((q) => !own.has(q));
