@@ -26,8 +26,9 @@ import {
 import { newId } from '../ids.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
-/** The most tasks one round grants one session: a session with this many free slots — a worker
- * draining a backlog — is filled by one round, not by many. */
+/** The most tasks one round grants one session, and the most candidate rows a round locks and
+ * reads whole (their payloads: up to this many × the payload limit in memory at once): a session
+ * with this many free slots — a worker draining a backlog — is filled by one round, not by many. */
 export const ROUND_MAX_PER_SESSION = 512;
 
 export type { Assignment, ClaimSession } from './grant.js';
@@ -153,7 +154,7 @@ async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, p
   return (
     await lockCandidates(
       c,
-      ids.slice(0, 2 * ROUND_MAX_PER_SESSION).map((x) => x.id),
+      ids.slice(0, ROUND_MAX_PER_SESSION).map((x) => x.id),
     )
   ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 }
