@@ -158,7 +158,7 @@ func resultFrame(r ResultInput, maxFrameBytes int) ([]byte, error) {
 	if err := checkResult(&w, false, false); err != nil {
 		return nil, invalid("result", err.Error())
 	}
-	b, err := json.Marshal(w)
+	b, err := marshalPlain(w)
 	if err != nil {
 		return nil, invalid("result", "/output must be JSON: "+err.Error())
 	}

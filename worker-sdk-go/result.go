@@ -26,7 +26,7 @@ func successResult(attemptID string, output any) ResultInput {
 		}
 		text = v
 	default:
-		b, err := json.Marshal(v)
+		b, err := marshalPlain(v)
 		if err != nil {
 			// The effect happened but its output cannot be reported: fail loudly rather than lose
 			// the session to a malformed frame.

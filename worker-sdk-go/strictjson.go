@@ -336,3 +336,15 @@ func jsonDepth(raw []byte) int {
 	}
 	return max
 }
+
+// marshalPlain is json.Marshal without HTML escaping: `<`, `>` and `&` stay one byte each, as
+// JSON.stringify writes them, so an output's size is the size the limits are measured on.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
