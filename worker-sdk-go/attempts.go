@@ -117,7 +117,12 @@ func (w *Worker) report(h *held, r ResultInput) {
 		}
 		var fe *FrameError
 		if errors.As(err, &fe) {
-			// The SDK refused its own frame (too big, invalid): report that instead, as failed.
+			// The SDK refused its own frame (too big, invalid): report that instead, as failed —
+			// once; a refusal of that one too (a tiny max_frame_bytes) ends the report.
+			if r.Error != nil && r.Error.Code == "RESULT_REJECTED" {
+				w.answered(ResultReport{AttemptID: r.AttemptID, Outcome: r.Outcome, Err: err})
+				return
+			}
 			r = failed(r.AttemptID, "RESULT_REJECTED", fe.Message)
 			continue
 		}
