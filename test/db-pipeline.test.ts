@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { transactionOn, withTransaction } from '../server/db/pool.js';
-import { commitWith, Tx, transactionStats, write } from '../server/db/pipeline.js';
+import { commitWithAll, Tx, transactionStats, write } from '../server/db/pipeline.js';
 import { lockTask } from '../server/db/task-transitions.js';
 import { budgetOf, budgetStats, chunkRows, readPacketBudget, StatementTooLarge } from '../server/db/packet-budget.js';
 
@@ -99,12 +99,12 @@ describe('pipelined transactions', () => {
       });
       expect(await rows()).toEqual([[30, 'tx']]);
       if (typeMistakes) {
-        // A pooled connection in autocommit is no transaction: a deferred write or a commitWith
+        // A pooled connection in autocommit is no transaction: a deferred write or a commitWithAll
         // on it would run at once, outside any lock (tsc rejects these lines).
         // @ts-expect-error write takes a Tx
         await write(conn, "INSERT INTO pipe_t VALUES (31, 'autocommit')");
-        // @ts-expect-error commitWith takes a Tx
-        await commitWith(conn, 'SELECT 1');
+        // @ts-expect-error commitWithAll takes a Tx
+        await commitWithAll(conn, [['SELECT 1', []]]);
         // @ts-expect-error a locking read (FOR UPDATE) takes a Tx: its lock would end with the statement
         await lockTask(conn, 'ns', 'id');
       }
@@ -113,18 +113,18 @@ describe('pipelined transactions', () => {
     }
   });
 
-  it('commitWith sends the last statement with the COMMIT: its result comes back, and a later failure cannot undo it', async () => {
+  it('commitWithAll sends the last statement with the COMMIT: its result comes back, and a later failure cannot undo it', async () => {
     await db.pool.query('DELETE FROM pipe_t');
     await db.pool.query("INSERT INTO pipe_t VALUES (40, 'a'), (41, 'b')");
     let changed = -1;
     const trips = transactionStats.roundTrips;
     const err = await withTransaction(db.pool, async (c) => {
       await write(c, "INSERT INTO pipe_t VALUES (42, 'queued')");
-      const [r] = await commitWith(c, 'UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]);
+      const [r] = (await commitWithAll(c, [['UPDATE pipe_t SET v = ? WHERE id IN (?, ?)', ['z', 40, 41]]]))[0]!;
       changed = (r as { affectedRows: number }).affectedRows;
       expect(c.committed).toBe(true);
       // A write queued now would never be sent: refused.
-      await expect(write(c, "INSERT INTO pipe_t VALUES (43, 'lost')")).rejects.toThrow(/after commitWith/);
+      await expect(write(c, "INSERT INTO pipe_t VALUES (43, 'lost')")).rejects.toThrow(/after commitWithAll/);
       throw new Error('after the commit');
     }).catch((e: unknown) => e as Error);
     expect(err?.message).toBe('after the commit');

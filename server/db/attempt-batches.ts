@@ -13,59 +13,38 @@ export interface StartItem {
   attemptId: string;
   namespaceId: string;
   workerId: string;
-  /** The session's credential: checked by the statement itself when the clock is @orbit_now. */
   credentialId: string;
 }
 
-/** startAttempts(items [attempt id, namespace, worker], now (database clock, read in this
- * transaction), lease seconds per queue): LEASED → RUNNING for each attempt that is LEASED, owned
- * by that worker identity, unexpired, with its task still current and before its deadline; the
- * task goes RUNNING with attempts_made + 1 and the lease restarts at now + the queue's lease.
- * Returns the changed rows (2 per started attempt: the attempt and its task). */
-export async function startAttempts(c: Tx, items: StartItem[], now: string, leaseByQueue: Map<string, number>): Promise<number> {
-  if (leaseByQueue.size === 0) return 0;
-  const [res] = await c.query(...startAttemptsSql(items, now, leaseByQueue));
-  return (res as { affectedRows: number }).affectedRows;
-}
-
-/** The UPDATE of startAttempts. `now` null: the clock is the session variable @orbit_now, set by
- * the credential check sent before it in the same text (liveCredentialsWithClockSql), and the
- * statement checks each item's credential itself (joined, live) — the client has not read them
- * yet. Only rows of live credentials change; the check's share locks (taken just before, in the
- * same transaction) keep them live to the commit. */
-export function startAttemptsSql(items: StartItem[], now: string | null, leaseByQueue: Map<string, number>): [string, unknown[]] {
+/** startAttemptsSql(items [attempt id, namespace, worker, credential], lease seconds per queue):
+ * LEASED → RUNNING for each attempt that is LEASED, owned by that worker identity under a live
+ * credential, unexpired, with its task still current and before its deadline; the task goes
+ * RUNNING with attempts_made + 1 and the lease restarts at the queue's lease. The clock is
+ * @orbit_now, left by the credential check sent before it in the same text
+ * (liveCredentialsWithClockSql), whose share locks keep the credentials live to the commit.
+ * Changes 2 rows per started attempt. Lease lengths are literals from the cached queue
+ * configuration: a subquery on queues would share-lock rows the batch's counter updates need. */
+export function startAttemptsSql(items: StartItem[], leaseByQueue: Map<string, number>): [string, unknown[]] {
   const queues = [...leaseByQueue];
-  const clock = now === null ? '@orbit_now' : '?';
-  const clockValue = now === null ? [] : [now];
-  // Lease lengths as literals from the cached queue configuration: a subquery on queues would take
-  // shared locks that deadlock with the counter updates at the end of a batch.
-  const owners =
-    now === null
-      ? `JOIN credentials cr ON cr.id IN (${placeholders(new Set(items.map((i) => i.credentialId)).size)}) AND cr.revoked_at IS NULL
-          AND (a.id, a.namespace_id, a.worker_id, cr.id) IN (${placeholderRows(items.length, '(?, ?, ?, ?)')})`
-      : '';
-  const ownerValues =
-    now === null ? [...new Set(items.map((i) => i.credentialId)), ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId, i.credentialId])] : [];
+  const credentials = [...new Set(items.map((i) => i.credentialId))];
   return [
-    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id ${owners}
-        SET a.state = 'RUNNING', a.started_at = ${clock},
-            a.lease_expires_at = CAST(${clock} AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
-            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = ${clock}
+    `UPDATE attempts a JOIN tasks t ON t.id = a.task_id AND t.current_attempt_id = a.id
+        JOIN credentials cr ON cr.id IN (${placeholders(credentials.length)}) AND cr.revoked_at IS NULL
+          AND (a.id, a.namespace_id, a.worker_id, cr.id) IN (${placeholderRows(items.length, '(?, ?, ?, ?)')})
+        SET a.state = 'RUNNING', a.started_at = @orbit_now,
+            a.lease_expires_at = CAST(@orbit_now AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
+            t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = @orbit_now
       WHERE a.id IN (${placeholders(items.length)})
         AND (a.id, a.namespace_id, a.worker_id) IN (${placeholderRows(items.length, '(?, ?, ?)')})
         AND a.queue_id IN (${placeholders(queues.length)})
-        AND a.state = 'LEASED' AND a.lease_expires_at > ${clock} AND t.deadline_at > ${clock}`,
+        AND a.state = 'LEASED' AND a.lease_expires_at > @orbit_now AND t.deadline_at > @orbit_now`,
     [
-      ...ownerValues,
-      ...clockValue,
-      ...clockValue,
+      ...credentials,
+      ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId, i.credentialId]),
       ...queues.flat(),
-      ...clockValue,
       ...items.map((i) => i.attemptId),
       ...items.flatMap((i) => [i.attemptId, i.namespaceId, i.workerId]),
       ...queues.map(([q]) => q),
-      ...clockValue,
-      ...clockValue,
     ],
   ];
 }

@@ -80,11 +80,6 @@ export async function lockLiveCredential(c: Tx, id: string): Promise<boolean> {
   return rows.length === 1;
 }
 
-export async function lockLiveCredentialsWithClock(c: Tx, ids: string[]): Promise<{ live: Set<string>; now: string }> {
-  const [rows] = await c.query<RowDataPacket[]>(...liveCredentialsWithClockSql(ids));
-  return liveCredentialsWithClockOf(rows);
-}
-
 /** Also leaves the clock in @orbit_now for later statements of the transaction. */
 export function liveCredentialsWithClockSql(ids: string[]): [string, string[]] {
   // One credential: a scalar subquery, no derived table; its own locking clause keeps the lock.

@@ -19,7 +19,6 @@ export const PERMANENT_ERRNO = {
 export const MYSQL_ERRNO = { ...RETRYABLE_ERRNO, ...PERMANENT_ERRNO } as const;
 
 export type RetryableErrno = (typeof RETRYABLE_ERRNO)[keyof typeof RETRYABLE_ERRNO];
-export type PermanentErrno = (typeof PERMANENT_ERRNO)[keyof typeof PERMANENT_ERRNO];
 
 export type DbError<N extends number> = Error & { errno: N };
 

@@ -30,13 +30,13 @@ export const transactionStats = { transactions: 0, roundTrips: 0 };
 /**
  * One transaction on a pooled connection (made by transactionOn, one per try): its statements go
  * out through the pipeline, its unread writes wait in `pending` for the next round trip. `pending`
- * and `committed` are this module's to change (write, commitWith); `conn` is the connection the
+ * and `committed` are this module's to change (write, commitWithAll); `conn` is the connection the
  * transaction runs on. Not a `PooledConn`: code that would start its own transaction cannot take it.
  */
 export class Tx {
   /** The writes (formatted) waiting for the transaction's next round trip. */
   readonly pending: string[] = [];
-  /** True once commitWith() committed the transaction. */
+  /** True once commitWithAll() committed the transaction. */
   committed = false;
 
   constructor(readonly conn: PooledConn) {}
@@ -92,19 +92,12 @@ async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], Field
   return [results.slice(from), fields.slice(from)];
 }
 
-/** commitWith(tx, sql, values): the transaction's last statement and its COMMIT in one round trip
- * (with any queued writes before them); returns the statement's result. For a transaction whose
+/** commitWithAll(tx, [[sql, values], …]): the transaction's last statements and its COMMIT in one
+ * round trip (with any queued writes before them), each result read. For a transaction whose
  * outcome no later statement can change — e.g. a batch of starts: its UPDATE's row count only
  * decides how the frames are answered, and a read-back for that may run after the commit. After
  * it, write() refuses (a queued write would never be sent) and transactionOn neither commits nor
  * runs the transaction again. */
-export async function commitWith(tx: Tx, sql: string, values: unknown[] = []): Promise<[QueryResult, FieldPacket[]]> {
-  const [r] = await commitWithAll(tx, [[sql, values]]);
-  return r!;
-}
-
-/** commitWithAll(tx, [[sql, values], …]): commitWith for several last statements, each result
- * read (a start-only frame batch: its credential check with the clock, then its UPDATE). */
 export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
   const [r, f] = await send(tx, [...statements.map(([sql, values]) => tx.conn.format(sql, values)), 'COMMIT']);
   tx.committed = true;
@@ -116,7 +109,7 @@ export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): 
  * the clock, the starts' UPDATE, the results' locking read: frame-committer.ts) or a claim round's
  * (the credential check with the permit hints). */
 export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
-  if (tx.committed) throw new Error('queryAll() after commitWith(): the transaction is already committed');
+  if (tx.committed) throw new Error('queryAll() after commitWithAll(): the transaction is already committed');
   const [r, f] = await send(
     tx,
     statements.map(([sql, values]) => tx.conn.format(sql, values)),
@@ -141,6 +134,6 @@ export async function readFixedShape<T extends QueryResult>(c: Conn, sql: string
  * transaction's next query (at the latest with its COMMIT). Only for statements whose failure may
  * surface later (any failure rolls back). */
 export async function write(tx: Tx, sql: string, values: unknown[] = []): Promise<void> {
-  if (tx.committed) throw new Error('write() after commitWith(): the transaction is already committed');
+  if (tx.committed) throw new Error('write() after commitWithAll(): the transaction is already committed');
   tx.pending.push(tx.conn.format(sql, values));
 }

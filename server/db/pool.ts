@@ -119,7 +119,7 @@ export const transactionRetries = { deadlock: 0, lockWait: 0 };
  * Runs `fn` as one transaction on `conn`. A retryable error (db/errors.ts: deadlock, Galera
  * certification failure, lock wait timeout) runs it again, at most TRANSACTION_TRIES times in all,
  * after a jittered pause: the server rolled the whole transaction back (transactionOn rolls back
- * what a lock wait timeout left), so a retry cannot double an effect. Never after commitWith(): a
+ * what a lock wait timeout left), so a retry cannot double an effect. Never after commitWithAll(): a
  * committed transaction is not run again, whatever failed after it. A failure whose outcome is
  * unknown (connection lost, possibly during COMMIT) is not a retryable error and is rethrown. A
  * connection whose ROLLBACK fails is marked broken (see releaseConnection) and the error

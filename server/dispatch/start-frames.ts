@@ -36,7 +36,7 @@ export async function checkedStarts(c: Tx, valid: Indexed[]) {
   // One row per credential too, so a start under a revoked credential cannot stand in for one under
   // a live credential.
   const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
-  const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, null, lease)] : [];
+  const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, lease)] : [];
   const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]) => {
     const liveItems = valid.filter((x) => live.has(x.cmd.who.credentialId));
     const liveUnique = new Set(liveItems.map((x) => uniqueKey(x.cmd)));
