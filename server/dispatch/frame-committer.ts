@@ -5,8 +5,7 @@
 //   did not apply), 1 locking read of the results' attempts and tasks (these three in one round
 //   trip), 1 UPDATE of attempts, 1 UPDATE of tasks, then the ledger's flush (workflow advancement,
 //   keys and waiting rows, queues, application, stream head, events).
-// A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip
-// (start-frames.ts applyStartsAlone). Results grant nothing: the permits and keys they release
+// A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip. Results grant nothing: the permits and keys they release
 // wake the dispatcher's claim round (the one grant path) after the commit.
 // Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
 // PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
@@ -17,14 +16,14 @@ import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
 import type { ResultRow } from '../db/attempt-batches.js';
-import { queryAll } from '../db/pipeline.js';
+import { commitWithAll, queryAll } from '../db/pipeline.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import { isDatabaseRefusal, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
 import { coalesce, type Coalesced } from './coalesce.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
-import { applyStartsAlone, checkedStarts } from './start-frames.js';
+import { checkedStarts } from './start-frames.js';
 import { applyResults, resultRowsSql } from './result-frames.js';
 
 /** One transaction for a batch of one application's frames. A batch whose transaction fails (after
@@ -67,15 +66,11 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], advance: St
 
 async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Promise<FrameOutcome[]> {
   const out: FrameOutcome[] = new Array(cmds.length);
-  if (cmds.every((x) => x.kind === 'start')) {
-    // Starts only: one round trip (start-frames.ts); the ledger has nothing to write.
-    await applyStartsAlone(c, cmds as Extract<FrameCommand, { kind: 'start' }>[], out);
-    return out;
-  }
   // One round trip for the batch's reads: the credential check with the database clock (left in
   // @orbit_now), the starts' UPDATE (each start's credential checked by the statement itself) and
-  // the results' locking read.
-  // The rows of a result whose credential turns out revoked are locked but not written.
+  // the results' locking read. A batch of starts only sends its COMMIT with them: nothing after
+  // its UPDATE can change its outcome. The rows of a result whose credential turns out revoked are
+  // locked but not written.
   const tooLarge = (f: Extract<FrameCommand, { kind: 'result' }>['frame']) => Buffer.byteLength(outputJson(f) ?? '') > MAX_OUTPUT_BYTES;
   const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
   const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
@@ -85,11 +80,12 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Pro
     else resultItems.push({ i, cmd });
   });
   const starts = await checkedStarts(c, startItems);
-  const reads = await queryAll(c, [
+  const statements = [
     liveCredentialsWithClockSql([...new Set(cmds.map((x) => x.who.credentialId))]),
     ...starts.update,
     ...(resultItems.length > 0 ? [resultRowsSql(resultItems)] : []),
-  ]);
+  ];
+  const reads = cmds.every((x) => x.kind === 'start') ? await commitWithAll(c, statements) : await queryAll(c, statements);
   const { live, now } = liveCredentialsWithClockOf(reads[0]![0] as RowDataPacket[]);
   const changed = starts.update.length > 0 ? (reads[1]![0] as { affectedRows: number }).affectedRows : 0;
   const locked = resultItems.length > 0 ? (reads[reads.length - 1]![0] as ResultRow[]) : [];

@@ -1,33 +1,13 @@
 // start frames: the batch's attempts LEASED → RUNNING in one UPDATE, lease ends by the database
 // clock; a read-back only when some start did not apply.
-import type { RowDataPacket } from 'mysql2/promise';
-import { OrbitError } from '@orbit/protocol/errors';
-import { isId } from '@orbit/protocol/ids';
 import { toIso, type Tx } from '../db/pool.js';
-import { commitWithAll } from '../db/pipeline.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
 import { attemptQueues, readStartStates, startAttemptsSql, type StartItem } from '../db/attempt-batches.js';
 import { plusMs } from '../db/time.js';
 import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
 type StartCommand = Extract<FrameCommand, { kind: 'start' }>;
 type Indexed = { i: number; cmd: StartCommand };
-
-/** A batch of starts only, in one round trip: the credential check that reads the clock into
- * @orbit_now, the UPDATE that uses it, and COMMIT. */
-export async function applyStartsAlone(c: Tx, cmds: StartCommand[], out: FrameOutcome[]): Promise<void> {
-  const valid = cmds.map((cmd, i) => ({ i, cmd })).filter((x) => isId(x.cmd.attemptId));
-  const starts = await checkedStarts(c, valid);
-  const credentials = [...new Set(cmds.map((x) => x.who.credentialId))];
-  const [check, started] = await commitWithAll(c, [liveCredentialsWithClockSql(credentials), ...starts.update]);
-  const { live, now } = liveCredentialsWithClockOf(check![0] as RowDataPacket[]);
-  cmds.forEach((cmd, i) => {
-    if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
-    else if (!isId(cmd.attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
-  });
-  await starts.answer(live, now, started ? (started[0] as { affectedRows: number }).affectedRows : 0, out);
-}
 
 /** The starts as an UPDATE that checks each start's credential and takes its clock from
  * @orbit_now, for a text that sends the credential check before it. */
