@@ -6,7 +6,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
-import { ack, createSub, getSub, lease, makeEvents } from './support/events.js';
+import { ack, createSub, getSub, lease, makeEvents, sequencesOf } from './support/events.js';
 import { Tx } from '../server/db/pipeline.js';
 import { appendResultEvents } from '../server/dispatch/events.js';
 import { setTaskTime } from './support/waiting.js';
@@ -117,13 +117,17 @@ describe('committed watermark', () => {
         result: { outcome: 'succeeded' },
       });
       await a.query('START TRANSACTION');
-      const [seqA] = await appendResultEvents(a, [ev('a'.repeat(32))]);
+      await appendResultEvents(a, [ev('a'.repeat(32))]);
+      const [seqA] = await sequencesOf(a, f.t.namespace_id, ['a'.repeat(32)]);
       await b.query('START TRANSACTION');
       let bDone = false;
-      const bAppend = appendResultEvents(b, [ev('b'.repeat(32))]).then((r) => {
-        bDone = true;
-        return r;
-      });
+      // The append is queued; the read sends it, and it waits for A's head row.
+      const bAppend = appendResultEvents(b, [ev('b'.repeat(32))])
+        .then(() => sequencesOf(b, f.t.namespace_id, ['b'.repeat(32)]))
+        .then((r) => {
+          bDone = true;
+          return r;
+        });
       await new Promise((r) => setTimeout(r, 300));
       expect(bDone).toBe(false); // B cannot even allocate while A is open
       // Consumers see only what is committed: the first event, nothing of A.
@@ -132,14 +136,14 @@ describe('committed watermark', () => {
       expect((await getSub(f.gw.url, f.t.token, s.id)).cursor).toBe(first);
       await a.query('COMMIT');
       const [seqB] = await bAppend;
-      expect(BigInt(seqB!.sequence)).toBe(BigInt(seqA!.sequence) + 1n);
+      expect(BigInt(seqB!)).toBe(BigInt(seqA!) + 1n);
       // A committed, B still open: the watermark is A's sequence, not B's.
       const l2 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
-      expect(l2.map((d) => d.sequence)).toEqual([seqA!.sequence]);
-      expect((await getSub(f.gw.url, f.t.token, s.id)).cursor).toBe(seqA!.sequence);
+      expect(l2.map((d) => d.sequence)).toEqual([seqA!]);
+      expect((await getSub(f.gw.url, f.t.token, s.id)).cursor).toBe(seqA!);
       await b.query('COMMIT');
       const l3 = await lease(f.gw.url, f.t.token, s.id, 100, 30);
-      expect(l3.map((d) => d.sequence)).toEqual([seqB!.sequence]);
+      expect(l3.map((d) => d.sequence)).toEqual([seqB!]);
       expect(
         await ack(
           f.gw.url,

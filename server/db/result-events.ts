@@ -1,7 +1,6 @@
 // Appending to the result stream (docs/design.md, "Result stream watermark"): the bumped head row
 // stays locked to the commit, so sequence n+1 cannot commit before n. The INSERT reads sequences
 // from the head row, never a session variable, which would survive a rollback.
-import type { RowDataPacket } from 'mysql2/promise';
 import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
@@ -14,12 +13,6 @@ export async function allocateSequences(c: Tx, namespaceId: string, k: number): 
        ON DUPLICATE KEY UPDATE last_sequence = last_sequence + ?, updated_at = UTC_TIMESTAMP(3)`,
     [namespaceId, k, k],
   );
-}
-
-export async function readAllocatedHead(c: Tx, namespaceId: string): Promise<bigint> {
-  const [[row]] = await c.query<RowDataPacket[]>('SELECT last_sequence FROM stream_heads WHERE namespace_id = ? FOR UPDATE', [namespaceId]);
-  if (!row) throw new Error(`no stream head for namespace ${namespaceId} after its allocation`);
-  return BigInt(row.last_sequence as string);
 }
 
 export interface NewResultEvent {

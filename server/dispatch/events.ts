@@ -1,7 +1,7 @@
 // Result stream appends: the bumped head row stays locked until commit, so sequences commit in
 // order and the committed head is the watermark.
 import type { Tx } from '../db/pool.js';
-import { allocateSequences, insertResultEvents, readAllocatedHead } from '../db/result-events.js';
+import { allocateSequences, insertResultEvents } from '../db/result-events.js';
 
 export type EventType = 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'task.deadline_exceeded' | 'task.needs_review';
 
@@ -21,29 +21,18 @@ export const OUTCOME_EVENT: Record<string, EventType> = {
   unknown: 'task.needs_review',
 };
 
-/** With `sequences: false` nothing is read back, so the statements travel with the next round
- * trip. */
-export async function appendResultEvents(
-  c: Tx,
-  events: PendingEvent[],
-  opts: { sequences?: boolean } = {},
-): Promise<{ namespaceId: string; sequence: string; taskId: string }[]> {
+/** Queued: the statements travel with the transaction's next round trip, usually its COMMIT. */
+export async function appendResultEvents(c: Tx, events: PendingEvent[]): Promise<void> {
   const byNs = new Map<string, PendingEvent[]>();
   for (const e of events) byNs.set(e.namespaceId, [...(byNs.get(e.namespaceId) ?? []), e]);
-  const out: { namespaceId: string; sequence: string; taskId: string }[] = [];
   for (const ns of [...byNs.keys()].sort()) {
     const list = byNs.get(ns)!;
     const k = list.length;
     await allocateSequences(c, ns, k);
-    if (opts.sequences !== false) {
-      const first = (await readAllocatedHead(c, ns)) - BigInt(k) + 1n;
-      list.forEach((e, i) => out.push({ namespaceId: ns, sequence: (first + BigInt(i)).toString(), taskId: e.taskId }));
-    }
     await insertResultEvents(
       c,
       ns,
       list.map((e, i) => ({ fromHead: k - 1 - i, type: e.type, taskId: e.taskId, queueId: e.queueId, result: JSON.stringify(e.result) })),
     );
   }
-  return out;
 }

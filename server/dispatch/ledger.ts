@@ -149,7 +149,7 @@ export class PermitLedger {
       const du = this.appUnfinished.get(id) ?? 0;
       if (da !== 0 || du !== 0) await addApplicationCounts(c, id, da, du);
     }
-    if (this.events.length) await appendResultEvents(c, this.events, { sequences: false });
+    if (this.events.length) await appendResultEvents(c, this.events);
   }
 }
 

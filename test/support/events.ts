@@ -1,7 +1,8 @@
 // Helpers for result-stream tests: fast event creation in SQL (finished tasks + the same append
 // function the outcome transactions use), extra credentials, and subscription calls over raw HTTP.
 import { expect } from 'vitest';
-import { withTransaction, type Pool } from '../../server/db/pool.js';
+import type { RowDataPacket } from 'mysql2/promise';
+import { withTransaction, type Pool, type Tx } from '../../server/db/pool.js';
 import { appendResultEvents, type EventType } from '../../server/dispatch/events.js';
 import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken } from '../../server/admin/access.js';
@@ -33,15 +34,24 @@ export async function makeEvents(pool: Pool, t: CredentialsFile, queueId: string
          VALUES ${ids.map(() => "(?, ?, ?, ?, 'h', 'v1', 'v1', '{}', 0, ?, 1, 1, 3, UTC_TIMESTAMP(3) + INTERVAL 1 DAY, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), ?)").join(', ')}`,
         ids.flatMap((id) => [id, t.namespace_id, t.application_id, queueId, o.state, o.outcome]),
       );
-      const appended = await appendResultEvents(
+      await appendResultEvents(
         c,
         ids.map((id) => ({ namespaceId: t.namespace_id, type, taskId: id, queueId, result: { outcome: o.outcome } })),
       );
-      return appended.map((a) => a.sequence);
+      return sequencesOf(c, t.namespace_id, ids);
     });
     out.push(...seqs);
   }
   return out;
+}
+
+/** The sequences of the events of `taskIds`, ascending (read in the appending transaction). */
+export async function sequencesOf(c: Tx, namespaceId: string, taskIds: string[]): Promise<string[]> {
+  const [rows] = await c.query<RowDataPacket[]>('SELECT sequence FROM result_events WHERE namespace_id = ? AND task_id IN (?) ORDER BY sequence', [
+    namespaceId,
+    taskIds,
+  ]);
+  return rows.map((r) => String(r.sequence));
 }
 
 /** A new credential in `t`'s namespace. */
