@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
-import { coalescedTransactions, separateTransactions, type InTransaction } from '../server/dispatch/coalesce-tx.js';
+import { coalescedTransactions, type InTransaction } from '../server/dispatch/coalesce-tx.js';
 import { transactionStats } from '../server/db/pipeline.js';
-import type { Pool } from '../server/db/pool.js';
+import { withTransaction, type Pool } from '../server/db/pool.js';
 
 let db: TestDb;
 beforeAll(async () => {
@@ -19,7 +19,7 @@ afterAll(async () => db?.drop());
 const ids = async (): Promise<number[]> => (await db.pool.query<RowDataPacket[]>('SELECT id FROM ctx_t ORDER BY id'))[0].map((r) => Number(r.id));
 
 const WAYS: [string, (pool: Pool) => InTransaction, (n: number) => boolean][] = [
-  ['separate transactions', (pool) => separateTransactions(pool, 'command'), (n) => n === 8],
+  ['separate transactions', (pool) => (_group, work) => withTransaction(pool, 'command', work), (n) => n === 8],
   // The first piece leaves alone; the seven that arrive while it commits share the next one.
   ['coalesced transactions', (pool) => coalescedTransactions(pool, { path: 'command', maxBatch: 64, maxParallel: 1 }), (n) => n === 2],
 ];

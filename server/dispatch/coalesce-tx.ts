@@ -9,10 +9,6 @@ export type TxWork<T> = (tx: Tx) => Promise<T>;
 /** Runs `work` in a committed transaction of `group`'s rows. */
 export type InTransaction = <T>(group: string, work: TxWork<T>) => Promise<T>;
 
-export function separateTransactions(pool: Pool, path: TxPath): InTransaction {
-  return (_group, work) => withTransaction(pool, path, work);
-}
-
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 export interface CoalescedTxOptions {

@@ -7,7 +7,7 @@ import type { AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
 import { lockTask } from '../db/task-transitions.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
-import { endAttempts } from './lifecycle.js';
+import { ATTEMPT_ENDS, endAttempts } from './lifecycle.js';
 
 export type CancelReason = 'CANCELLED' | 'LEASE_EXPIRED' | 'DEADLINE_EXCEEDED';
 
@@ -17,15 +17,8 @@ export interface Revoked {
   reason: CancelReason;
 }
 
+/** The ends without a worker result; each session is told its table entry's error code. */
 export type RevokeKind = 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted';
-
-const REASON: Record<RevokeKind, CancelReason> = {
-  'expire-leased': 'LEASE_EXPIRED',
-  'expire-running': 'LEASE_EXPIRED',
-  'release-unlisted': 'LEASE_EXPIRED',
-  deadline: 'DEADLINE_EXCEEDED',
-  cancel: 'CANCELLED',
-};
 
 /** Revokes live attempts whose rows the caller has locked (each task locked after its attempt, in
  * the order given). Returns what each session is told. */
@@ -33,7 +26,7 @@ export async function revokeAttempts(c: Tx, ledger: PermitLedger, list: { a: Att
   const ends = [];
   for (const { a, kind, reason } of list) ends.push({ a, t: await lockTask(c, a.namespace_id, a.task_id), end: kind, reason });
   await endAttempts(c, ledger, ends, list[0]?.a.db_now);
-  return list.map(({ a, kind }) => ({ attemptId: a.id, sessionId: a.session_id, reason: REASON[kind] }));
+  return list.map(({ a, kind }) => ({ attemptId: a.id, sessionId: a.session_id, reason: ATTEMPT_ENDS[kind].error.code }));
 }
 
 /** Releases live never-started attempts of one worker identity that were never delivered. */
