@@ -36,7 +36,7 @@ const tap = new PoolTap();
 beforeAll(async () => {
   db = await createTestDb();
   tap.attach(db.pool);
-  t = await newTenant(db, { queues: ['frames', 'sweep', 'abort'] });
+  t = await newTenant(db, { queues: ['frames', 'sweep', 'abort', 'sweep-batch'] });
   cred = (await findCredentialByTokenHash(db.pool, hashToken(t.token)))!;
   host = new InProcessHost(db.pool);
   url = await host.listen();
@@ -133,6 +133,26 @@ describe('one bad row fails alone', () => {
     const next = await sweep(db.pool, advanceRunsInTx);
     expect(next.failed).toEqual([]);
     expect(next.revoked.map((x) => x.attemptId)).toEqual([bad]);
+  });
+});
+
+describe('a sweep is batch-shaped', () => {
+  it('twelve expired attempts are revoked in one transaction that locks their tasks in one statement', async () => {
+    const { w, assigns } = await holding('sweep-batch', 12);
+    w.send({ type: 'capacity', capacity: 0 }); // the recovered tasks stay WAITING
+    const ids = assigns.map((a) => a.attempt_id as string);
+    await db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id IN (?)', [ids]);
+    const taskLocks: string[] = [];
+    tap.setHook((s) => {
+      if (/^SELECT[\s\S]*FROM tasks WHERE id[\s\S]*FOR UPDATE$/.test(s.trim())) taskLocks.push(s);
+      return null;
+    });
+    const r = await sweep(db.pool, advanceRunsInTx);
+    tap.setHook(null);
+    expect(r.failed).toEqual([]);
+    expect(r.revoked.map((x) => x.attemptId).sort()).toEqual([...ids].sort());
+    expect(taskLocks).toHaveLength(1);
+    expect(await taskStates(assigns.map((a) => a.task.id as string))).toEqual(Array(12).fill('WAITING'));
   });
 });
 

@@ -5,7 +5,7 @@
 import type { Pool, Tx } from '../db/pool.js';
 import type { AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
-import { lockTask } from '../db/task-transitions.js';
+import { lockTasks } from '../db/task-transitions.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { ATTEMPT_ENDS, endAttempts } from './lifecycle.js';
 
@@ -20,12 +20,18 @@ export interface Revoked {
 /** The ends without a worker result; each session is told its table entry's error code. */
 export type RevokeKind = 'expire-leased' | 'expire-running' | 'deadline' | 'cancel' | 'release-unlisted';
 
-/** Revokes live attempts whose rows the caller has locked (each task locked after its attempt, in
- * the order given). Returns what each session is told. */
+/** Revokes live attempts whose rows the caller has locked (their tasks locked after them). Returns what each session is told. */
 export async function revokeAttempts(c: Tx, ledger: PermitLedger, list: { a: AttemptRow; kind: RevokeKind; reason?: string }[]): Promise<Revoked[]> {
-  const ends = [];
-  for (const { a, kind, reason } of list) ends.push({ a, t: await lockTask(c, a.namespace_id, a.task_id), end: kind, reason });
-  await endAttempts(c, ledger, ends, list[0]?.a.db_now);
+  const tasks = await lockTasks(
+    c,
+    list.map((x) => x.a),
+  );
+  await endAttempts(
+    c,
+    ledger,
+    list.map(({ a, kind, reason }) => ({ a, t: tasks.get(a.task_id)!, end: kind, reason })),
+    list[0]?.a.db_now,
+  );
   return list.map(({ a, kind }) => ({ attemptId: a.id, sessionId: a.session_id, reason: ATTEMPT_ENDS[kind].error.code }));
 }
 

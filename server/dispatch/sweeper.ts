@@ -3,7 +3,7 @@
 // sweepers share the work instead of waiting on each other. Each attempt is revoked by revoke.ts.
 import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from '../db/pool.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
-import { lockTask } from '../db/task-transitions.js';
+import { lockTasks } from '../db/task-transitions.js';
 import { withLedgerTx, type StepAdvancer } from './ledger.js';
 import { endTasks } from './lifecycle.js';
 import { revokeAttempts, type Revoked } from './revoke.js';
@@ -119,9 +119,15 @@ async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: strin
     report.counts.deadlineLeased = late.length;
     const waitingId = pick('waiting');
     const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
-    const tasks = [];
-    for (const w of waiting) tasks.push({ t: await lockTask(c, w.namespace_id, w.id), end: 'deadline' as const });
-    await endTasks(c, ledger, tasks);
+    const rows = await lockTasks(
+      c,
+      waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id })),
+    );
+    await endTasks(
+      c,
+      ledger,
+      waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const })),
+    );
     report.counts.deadlineWaiting = waiting.length;
   });
   report.freedQueues = [...committed.freedQueues];
