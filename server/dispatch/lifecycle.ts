@@ -101,21 +101,26 @@ export interface AttemptEnding {
   a: LiveAttempt;
   t: EndingTask;
   end: AttemptEnd;
-  /** From the decision of a result (decideOutcome): a retry's task FAILED instead of WAITING. */
-  taskState?: EndState;
-  taskOutcome?: Fate['outcome'];
-  attemptsMade?: number;
-  /** A retry's not_before. */
-  notBefore?: string | null;
-  /** A result's output (JSON text, and its value for the result event) and error. */
-  output?: string | null;
-  outputValue?: unknown;
-  error?: { code: string; message: string } | null;
   /** A revocation's message, in place of the table's. */
   reason?: string;
-  /** A result's fingerprint and frozen reply (a repeated frame is answered from them). */
-  fingerprint?: string | null;
-  reply?: string | null;
+  /** Present when a worker's result ends the attempt; absent for a revocation. */
+  result?: ResultEnding;
+}
+
+export interface ResultEnding {
+  /** decideOutcome's: a retry's task FAILED instead of WAITING when nothing is left. */
+  taskState: EndState;
+  taskOutcome: Fate['outcome'];
+  attemptsMade: number;
+  /** A retry's not_before. */
+  notBefore: string | null;
+  /** The output as JSON text, and its value for the result event. */
+  output: string | null;
+  outputValue: unknown;
+  error: { code: string; message: string } | null;
+  /** The frame's fingerprint and frozen reply: a repeated frame is answered from them. */
+  fingerprint: string;
+  reply: string;
 }
 
 /** Ends live attempts: each attempt closed, its permits and key released, its task moved as the
@@ -127,29 +132,29 @@ export async function endAttempts(c: Tx, ledger: PermitLedger, items: AttemptEnd
   const tasks: EndedTask[] = [];
   for (const x of items) {
     const fate: Fate = ATTEMPT_ENDS[x.end];
-    const isResult = x.fingerprint !== undefined;
-    const error = isResult ? (x.error ?? null) : fate.error ? { code: fate.error.code, message: x.reason ?? fate.error.message } : null;
+    const r = x.result;
+    const error = r ? r.error : fate.error ? { code: fate.error.code, message: x.reason ?? fate.error.message } : null;
     closed.push({
       id: x.a.id,
       state: fate.attempt!,
-      outcome: isResult ? x.end : fate.attempt === 'UNKNOWN' ? 'unknown' : null,
-      output: x.output ?? null,
+      outcome: r ? x.end : fate.attempt === 'UNKNOWN' ? 'unknown' : null,
+      output: r?.output ?? null,
       errorCode: error?.code ?? null,
       errorMessage: error?.message ?? null,
-      fingerprint: x.fingerprint ?? null,
-      reply: x.reply ?? null,
-      started: isResult,
+      fingerprint: r?.fingerprint ?? null,
+      reply: r?.reply ?? null,
+      started: r !== undefined,
     });
     ledger.releaseAttempt(x.a);
     // A revoked never-started attempt that is no longer its task's current one leaves the task alone.
-    if (fate.task === 'WAITING' && !isResult && x.t.current_attempt_id !== x.a.id) continue;
-    const state = x.taskState ?? fate.task;
+    if (fate.task === 'WAITING' && !r && x.t.current_attempt_id !== x.a.id) continue;
+    const state = r?.taskState ?? fate.task;
     tasks.push(
-      moveTask(ledger, x.t, state, x.taskOutcome !== undefined ? x.taskOutcome : fate.outcome, {
-        attemptsMade: x.attemptsMade ?? x.t.attempts_made,
-        notBefore: state === 'WAITING' ? (x.notBefore !== undefined ? x.notBefore : x.t.not_before) : null,
-        output: x.end === 'succeeded' ? (x.output ?? null) : null,
-        outputValue: x.outputValue,
+      moveTask(ledger, x.t, state, r ? r.taskOutcome : fate.outcome, {
+        attemptsMade: r?.attemptsMade ?? x.t.attempts_made,
+        notBefore: state === 'WAITING' ? (r ? r.notBefore : x.t.not_before) : null,
+        output: x.end === 'succeeded' ? (r?.output ?? null) : null,
+        outputValue: r?.outputValue,
         error,
       }),
     );

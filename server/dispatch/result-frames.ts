@@ -95,15 +95,17 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
         workflow_step: a.t_workflow_step,
       },
       end: f.outcome,
-      taskState: d.taskState,
-      taskOutcome: d.taskOutcome,
-      attemptsMade: d.attemptsMade,
-      notBefore: d.taskState === 'WAITING' ? plusMs(now, d.backoffMs) : null,
-      output: outputJson(f),
-      outputValue: f.output,
-      error: f.error ?? null,
-      fingerprint: fp,
-      reply: JSON.stringify(reply),
+      result: {
+        taskState: d.taskState,
+        taskOutcome: d.taskOutcome,
+        attemptsMade: d.attemptsMade,
+        notBefore: d.taskState === 'WAITING' ? plusMs(now, d.backoffMs) : null,
+        output: outputJson(f),
+        outputValue: f.output,
+        error: f.error ?? null,
+        fingerprint: fp,
+        reply: JSON.stringify(reply),
+      },
     });
     accepted.set(a.id, { fp, reply });
     out[i] = { ok: true, kind: 'result', reply, freedQueues: [a.queue_id] };
