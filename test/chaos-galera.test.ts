@@ -1,6 +1,6 @@
 // Single-writer Orbit on a real three-node MariaDB Galera cluster (issue 23): two gateway processes
 // and four SDK worker processes reach the cluster through one switchable TCP proxy (the one-writer
-// proxy of the README). Mid-load the writer node is killed with -9 and, one second later, the
+// proxy of docs/operations.md). Mid-load the writer node is killed with -9 and, one second later, the
 // proxy is switched to a surviving node. Producers retry 503s with the same Idempotency-Key.
 // At the end: every 2xx submit exists and is final, no task is duplicated or lost, and every
 // invariant of spec/dispatch.md that a run can show holds (mutual exclusion and strictly

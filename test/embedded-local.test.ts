@@ -1,6 +1,6 @@
-// The local database of `npm start` as a new user meets it (issue 13): the CLIs find it through
-// ORBIT_HOME without ORBIT_MYSQL_DSN and say which database they use; the README's placeholders
-// work; orbit-admin's read commands; a lock excludes two concurrent starts on one home; a normal
+// The local database of `npm start` as a new user meets it: the CLIs find it through
+// ORBIT_HOME without ORBIT_MYSQL_DSN and say which database they use; the bootstrap line of docs/operations.md
+// works as written; orbit-admin's read commands; a lock excludes two concurrent starts on one home; a normal
 // (non-root) user can run it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -100,7 +100,7 @@ describe('CLIs on the embedded database of npm start', () => {
     expect(m.stderr).toContain(`orbit-migrate: using mysql://orbit:***@127.0.0.1:${port}/orbit`);
   });
 
-  it('the README bootstrap line with its placeholders works as written', async () => {
+  it('the bootstrap line of docs/operations.md with its placeholders works as written', async () => {
     const out = path.join(base, 'emails.credentials.json');
     const r = await admin([
       'bootstrap',

@@ -1,6 +1,6 @@
-// What an operator sees (issue 13, point 6): queue depth and oldest-waiting gauges, claim and
+// What an operator sees: queue depth and oldest-waiting gauges, claim and
 // commit histograms, one pino line per HTTP request (no bodies or tokens), task lifecycle at debug,
-// a shutdown line, nothing but JSON on the gateway's output, and a README naming every metric.
+// a shutdown line, nothing but JSON on the gateway's output, and docs/operations.md naming every metric.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -109,22 +109,24 @@ describe('logs', () => {
   });
 });
 
-describe('README', () => {
+describe('docs/operations.md', () => {
   it('lists /healthz, /readyz, /metrics and every orbit_ metric', async () => {
-    const readme = fs.readFileSync(path.join(packageRoot(), 'README.md'), 'utf8');
-    for (const p of ['/healthz', '/readyz', '/metrics']) expect(readme).toContain(`\`${p}\``);
+    const doc = fs.readFileSync(path.join(packageRoot(), 'docs/operations.md'), 'utf8');
+    for (const p of ['/healthz', '/readyz', '/metrics']) expect(doc).toContain(`\`${p}\``);
     const { createMetrics } = await import('../server/metrics.js');
     const { registerQueueGauges } = await import('../server/queue-metrics.js');
     const { registerPoolGauges } = await import('../server/pool-metrics.js');
+    const { registerWorkflowGauges } = await import('../server/workflow-metrics.js');
     const m = createMetrics();
     registerQueueGauges(m, f.db.pool);
     registerPoolGauges(m, f.db.pool);
+    registerWorkflowGauges(m, f.db.pool);
     const names = m.registry
       .getMetricsAsArray()
       .map((x) => x.name)
       .filter((n) => n.startsWith('orbit_'));
     expect(names.length).toBeGreaterThan(10);
-    const missing = names.filter((n) => !readme.includes(`\`${n}\``) && !readme.includes(`\`${n}{`)); // `name` or `name{labels}`
+    const missing = names.filter((n) => !doc.includes(`\`${n}\``) && !doc.includes(`\`${n}{`)); // `name` or `name{labels}`
     expect(missing).toEqual([]);
   });
 });

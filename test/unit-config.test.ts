@@ -1,7 +1,7 @@
 // Configuration parsing (server/config.ts), without a database or a process: defaults, every
 // number variable refusing non-numbers and out-of-range values with a line naming it, the flag,
 // the listen address, the DSN, the CLI helpers; and the documentation check — every variable the
-// server reads is read in config.ts only and is listed in README.md with the default it has.
+// server reads is read in config.ts only and is listed in docs/operations.md with the default it has.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -161,16 +161,16 @@ function sources(dir: string): string[] {
     .map((f) => path.join(dir, f));
 }
 
-/** README.md's Configuration section. */
-function readmeSection(): string {
-  const text = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+/** docs/operations.md's Configuration section. */
+function docsSection(): string {
+  const text = fs.readFileSync(path.join(root, 'docs/operations.md'), 'utf8');
   return text.slice(text.indexOf('## Configuration'), text.indexOf('## Command-line tools'));
 }
 
 /** `| \`NAME\` | default | meaning |` rows of the section (both tables): name → default. */
-function readmeRows(): Map<string, string> {
+function docsRows(): Map<string, string> {
   const rows = new Map<string, string>();
-  for (const m of readmeSection().matchAll(/^\|\s*`(ORBIT_[A-Z0-9_]+)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
+  for (const m of docsSection().matchAll(/^\|\s*`(ORBIT_[A-Z0-9_]+)`\s*\|\s*([^|]*?)\s*\|/gm)) rows.set(m[1]!, m[2]!);
   return rows;
 }
 
@@ -181,11 +181,11 @@ function envReads(text: string): string[] {
 }
 
 describe('configuration documentation', () => {
-  const rows = readmeRows();
+  const rows = docsRows();
 
-  it('README lists every variable config.ts reads, with the default it applies', () => {
+  it('docs/operations.md lists every variable config.ts reads, with the default it applies', () => {
     const c = loadConfig(env);
-    for (const name of ENV_VARS) expect(rows.has(name), `${name} missing from README.md's configuration table`).toBe(true);
+    for (const name of ENV_VARS) expect(rows.has(name), `${name} missing from docs/operations.md's configuration table`).toBe(true);
     for (const [name, field, def] of INTS) {
       expect(Number(rows.get(name)), `${name}'s documented default`).toBe(def);
       expect(c[field]).toBe(def);
@@ -210,14 +210,15 @@ describe('configuration documentation', () => {
     expect(outside).toEqual([]);
   });
 
-  it('README names every variable the test suite reads (test-only ones in their own table)', () => {
-    const section = readmeSection();
+  it('docs/operations.md names every variable the test suite reads (test-only ones in their own table)', () => {
+    const section = docsSection();
     const read = new Set(sources('test').flatMap((f) => envReads(fs.readFileSync(path.join(root, f), 'utf8'))));
     for (const name of ['ORBIT_FUZZ_SEED', 'ORBIT_FUZZ_RUNS', 'ORBIT_CHROMIUM', 'ORBIT_CONSOLE_SCREENSHOTS']) {
       expect(read.has(name), `the scan finds ${name}`).toBe(true);
       expect(rows.has(name), `${name} has a row`).toBe(true);
     }
     // The rest are the examples' variables (an SDK worker the tests run), named in the section's text.
-    for (const name of read) expect(section.includes(`\`${name}\``), `${name} (read by the tests) missing from README.md's configuration section`).toBe(true);
+    for (const name of read)
+      expect(section.includes(`\`${name}\``), `${name} (read by the tests) missing from docs/operations.md's configuration section`).toBe(true);
   });
 });
