@@ -29,7 +29,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /**
- * Codes of a workflow step's `error` (workflows.md) that the server writes itself. They describe
+ * Codes of a workflow step's `error` (docs/workflows.md) that the server writes itself. They describe
  * why a step FAILED and are never an HTTP status or a close code, so they are not ERROR_CODES (an
  * OrbitError cannot carry them and no endpoint answers with them). A step that failed because one
  * of its tasks failed carries that task's error instead (the worker's code, CANCELLED,

@@ -1,5 +1,5 @@
 // One TypeBox schema per WebSocket frame (both directions), compiled once, strict (unknown fields
-// rejected), shared by the gateway and the worker SDK. See ../shared/spec/worker-protocol.md.
+// rejected), shared by the gateway and the worker SDK. See docs/worker-protocol.md.
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import {
@@ -129,7 +129,7 @@ export const AssignedTask = Type.Object(
     ...TaskCallFields,
     priority: Type.Integer({ minimum: 0, maximum: PRIORITY_MAX }),
     deadline_at: Timestamp,
-    /** A workflow step's task (workflows.md): its run, step and, for a for_each element, index. */
+    /** A workflow step's task (docs/workflows.md): its run, step and, for a for_each element, index. */
     workflow: Type.Optional(TaskWorkflowRefSchema),
   },
   strict,
@@ -143,7 +143,7 @@ export const TaskAssignFrame = Type.Object(
     attempt_no: Type.Integer({ minimum: 1 }),
     lease_expires_at: Timestamp,
     // Deliberately a plain string here: the SDK reports a malformed token as its own protocol
-    // error (worker-protocol.md, SDK obligations) instead of a schema failure.
+    // error (docs/worker-protocol.md, SDK obligations) instead of a schema failure.
     concurrency_token: Type.Optional(Type.String()),
     task: AssignedTask,
   },

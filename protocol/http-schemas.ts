@@ -167,7 +167,7 @@ export type LeaseDeliveriesBody = Static<typeof LeaseDeliveriesBody>;
 export const AckDeliveriesBody = Type.Object({ delivery_ids: Type.Array(Id, { minItems: 1, maxItems: ACK_IDS_MAX }) }, { additionalProperties: false });
 export type AckDeliveriesBody = Static<typeof AckDeliveriesBody>;
 
-// ---- schedules (schedules.md) ----
+// ---- schedules (docs/schedules.md) ----
 
 /** A version as published: the calendar is checked beyond the schema (exactly one of cron or
  * every_seconds; cron syntax and time zone) by the server, which names the offending field. */

@@ -1,4 +1,4 @@
-// The JSON shapes of HTTP responses (http-api.md), shared by the facade (which builds them) and
+// The JSON shapes of HTTP responses (docs/http-api.md), shared by the facade (which builds them) and
 // the SDK's HTTP client (which returns them). Types only: no I/O, nothing to validate at runtime.
 // uint64 values (revisions, tokens, sequences) are decimal strings; times are RFC 3339 UTC.
 import type { RetryPolicy } from './http-schemas.js';
@@ -35,7 +35,7 @@ export interface Task {
   schedule_id?: string;
   schedule_version?: number;
   scheduled_for?: string;
-  /** Present exactly on a workflow step's task (workflows.md). */
+  /** Present exactly on a workflow step's task (docs/workflows.md). */
   workflow?: TaskWorkflowRef;
 }
 
@@ -161,7 +161,7 @@ export interface WorkerSession {
   last_seen_at: string;
 }
 
-// ---- schedules (schedules.md) ----
+// ---- schedules (docs/schedules.md) ----
 
 export type ScheduleCalendar = { cron: string; timezone: string } | { every_seconds: number };
 

@@ -2,7 +2,7 @@
 // http-schemas.ts), the server's checks beyond the schemas, the generated API documents and the SDK
 // all read them from here, so a limit cannot drift between the gateway and its clients. Pure
 // constants (no imports): the console bundles this file too. The spec states each value
-// (../shared/spec/http-api.md, worker-protocol.md, schedules.md).
+// (docs/http-api.md, docs/worker-protocol.md, docs/schedules.md).
 
 // ---- sizes (bytes) ------------------------------------------------------------------------------
 
@@ -14,7 +14,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_BATCH_BODY_BYTES = 16 * 1024 * 1024;
 /** A task's `payload`, serialized as JSON: exactly this many bytes is accepted, more is 413. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
-/** A result frame's `output`, serialized as JSON (worker-protocol.md `result`). */
+/** A result frame's `output`, serialized as JSON (docs/worker-protocol.md `result`). */
 export const MAX_OUTPUT_BYTES = 256 * 1024;
 /** Deepest object/array nesting of an HTTP body or a worker frame (the value itself is level 1):
  * deeper values overflow the stack of JSON.stringify and of every recursive walk. */
@@ -109,7 +109,7 @@ export const MAX_SUBSCRIPTIONS_PER_NAMESPACE = 64;
 /** Non-retired schedules per namespace (paused ones count); the next one is 429. */
 export const MAX_SCHEDULES_PER_NAMESPACE = 1000;
 
-// ---- workflows (workflows.md) ------------------------------------------------------------------
+// ---- workflows (docs/workflows.md) ------------------------------------------------------------------
 
 /** Steps of one workflow version. */
 export const MAX_WORKFLOW_STEPS = 50;

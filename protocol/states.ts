@@ -1,6 +1,6 @@
 // The states of tasks, attempts, deliveries, workflow runs and steps as the database stores them
 // (the ENUM columns of migrations/000001_initial_schema.sql and 000006_workflows.sql) and the API
-// shows them (dispatch.md, workflows.md). One list each, with its string-literal union: row types,
+// shows them (docs/guarantees.md, docs/workflows.md). One list each, with its string-literal union: row types,
 // views and comparisons use the union, so a misspelt state is a compile error rather than a
 // condition that is never true. Pure constants (no imports): the console bundles this file too.
 
@@ -25,7 +25,7 @@ export type LiveAttemptState = (typeof LIVE_ATTEMPT_STATES)[number];
 export const DELIVERY_STATES = ['PENDING', 'LEASED', 'EXPIRED', 'ACKED'] as const;
 export type DeliveryState = (typeof DELIVERY_STATES)[number];
 
-/** Workflow runs (workflows.md). SUCCEEDED, FAILED and CANCELLED are final: every command but a
+/** Workflow runs (docs/workflows.md). SUCCEEDED, FAILED and CANCELLED are final: every command but a
  * read is then 409 STATE_CONFLICT. */
 export const WORKFLOW_RUN_STATES = ['RUNNING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export type WorkflowRunState = (typeof WORKFLOW_RUN_STATES)[number];

@@ -1,4 +1,4 @@
-// One TypeBox schema per HTTP request body of workflows.md, compiled once (`compiled()` of
+// One TypeBox schema per HTTP request body of docs/workflows.md, compiled once (`compiled()` of
 // http-schemas.ts), shared by the facade and the SDK's HTTP client. Every object is strict
 // (additionalProperties: false). The schemas check shapes and bounds; the rules that span fields or
 // steps (unique keys, known parents, no cycle, exactly one of task or signal, for_each and run_if
@@ -87,7 +87,7 @@ export type RetireWorkflowBody = Static<typeof RetireWorkflowBody>;
 
 /** POST /v1/workflows/{id}/runs. `input` defaults to null (≤ 256 KiB, checked by the server like a
  * payload); `version` names a published version (the current one when omitted: a different
- * command for idempotency, see workflows.md); `concurrency_key` has the rules of submit. */
+ * command for idempotency, see docs/workflows.md); `concurrency_key` has the rules of submit. */
 export const StartWorkflowRunBody = Type.Object(
   {
     input: Type.Optional(Type.Unknown()),

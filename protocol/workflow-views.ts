@@ -1,4 +1,4 @@
-// The JSON shapes of workflow responses (workflows.md), shared by the facade (which builds them), the
+// The JSON shapes of workflow responses (docs/workflows.md), shared by the facade (which builds them), the
 // SDK's HTTP client (which returns them) and the console. Types only: no I/O, nothing to validate
 // at run time. Times are RFC 3339 UTC; `revision` is a decimal string.
 import type { RunIf } from './workflow-schemas.js';

@@ -3,7 +3,7 @@
 // proxy of docs/operations.md). Mid-load the writer node is killed with -9 and, one second later, the
 // proxy is switched to a surviving node. Producers retry 503s with the same Idempotency-Key.
 // At the end: every 2xx submit exists and is final, no task is duplicated or lost, and every
-// invariant of spec/dispatch.md that a run can show holds (mutual exclusion and strictly
+// invariant of docs/guarantees.md that a run can show holds (mutual exclusion and strictly
 // increasing tokens per key in the history and in the workers' own logs, stable tokens, permit
 // counters equal to the live attempts, one SUCCEEDED attempt per task, the result stream's head),
 // and the two surviving nodes hold the same rows. A gateway pointed at another node than the

@@ -1,4 +1,4 @@
-// The console's files as the gateway serves them (console.md): strict headers on every response
+// The console's files as the gateway serves them (docs/operations.md): strict headers on every response
 // under /console/, the right content types, the size budget, gzip, and no inline script or style
 // that a CSP without unsafe-inline would block. Plain HTTP against a real gateway process.
 import zlib from 'node:zlib';

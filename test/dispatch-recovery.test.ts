@@ -1,4 +1,4 @@
-// Recovery transitions of dispatch.md and worker-protocol.md against a real gateway process: the
+// Recovery transitions of docs/guarantees.md and docs/worker-protocol.md against a real gateway process: the
 // sweeper (lease expiry, deadlines; it runs every 500 ms in each gateway, leases are moved into the
 // past in SQL), late results, reconnect with resume (and a hello whose credential was revoked),
 // superseded sessions, and the lock order of a cancel racing a result. The permit invariants are

@@ -1,4 +1,4 @@
-// The task commands of dispatch.md (:resolve of NEEDS_REVIEW, :cancel) against a real gateway
+// The task commands of docs/guarantees.md (:resolve of NEEDS_REVIEW, :cancel) against a real gateway
 // process and a raw WebSocket worker; every state is checked through the HTTP API and in SQL, and
 // the permit invariants are asserted after every test. Start, results, renew and the result stream:
 // dispatch-transitions.test.ts.

@@ -1,4 +1,4 @@
-// State transitions of dispatch.md driven by a raw WebSocket worker (start, results, renew, the
+// State transitions of docs/guarantees.md driven by a raw WebSocket worker (start, results, renew, the
 // result stream) against a real gateway process; every state is checked through the HTTP API and in
 // SQL, and the permit invariants are asserted after every test. The task commands (:resolve,
 // :cancel): dispatch-task-commands.test.ts.

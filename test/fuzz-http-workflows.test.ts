@@ -1,4 +1,4 @@
-// Property-based fuzzing of the workflow endpoints (workflows.md "Endpoints", http-api.md) against a
+// Property-based fuzzing of the workflow endpoints (docs/workflows.md "Endpoints", docs/http-api.md) against a
 // real gateway process and MariaDB: bodies generated from the TypeBox schemas of
 // protocol/workflow-schemas.ts and mutated (support/fuzz-schema.ts), ids that cannot exist and
 // hostile query parameters in paths, invalid UTF-8. For every response: no 5xx, a documented code

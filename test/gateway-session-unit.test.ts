@@ -206,7 +206,7 @@ describe('Session on an in-process host', () => {
       expect(s.slots.held.size).toBe(0);
       expect(await taskState(taskId)).toBe('WAITING');
       const [rows] = await db.pool.query<RowDataPacket[]>('SELECT state FROM attempts WHERE id = ?', [got[0]!.attemptId]);
-      // Released like an undelivered claim (dispatch.md: EXPIRED, "released at reconnect").
+      // Released like an undelivered claim (docs/guarantees.md: EXPIRED, "released at reconnect").
       expect(rows[0]!.state).toBe('EXPIRED');
       await w.closed;
       expect(w.frames.filter((f) => f.type === 'task.assign')).toEqual([]);

@@ -1,4 +1,4 @@
-// Contract: GET /v1/queues/{id}/stats (console.md): live counts by state, the queue's permits, the
+// Contract: GET /v1/queues/{id}/stats (docs/operations.md): live counts by state, the queue's permits, the
 // oldest waiting task, and exactly 15 one-minute outcome buckets on the database clock. Real
 // gateway, real MariaDB, real worker sockets; database time is moved instead of sleeping.
 import { afterEach, describe, expect, it } from 'vitest';

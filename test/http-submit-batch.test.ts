@@ -1,4 +1,4 @@
-// POST /v1/tasks:batch (http-api.md): each item is its own command with its own receipt, results in
+// POST /v1/tasks:batch (docs/http-api.md): each item is its own command with its own receipt, results in
 // item order, durable before the reply; per-item refusals in their slots; envelope errors for the
 // whole request; races against the quota edge and a queue retirement.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Contract: GET /v1/workers?queue_id= (console.md): connected sessions of the namespace, read from
+// Contract: GET /v1/workers?queue_id= (docs/operations.md): connected sessions of the namespace, read from
 // the sessions table so that every node lists the sessions of every node. Real gateways (two nodes
 // on one database), real worker sockets.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Invariants 6-9 of dispatch.md (exclusion before LIMIT, capability gating, exact keys, nothing
+// Invariants 6-9 of docs/guarantees.md (exclusion before LIMIT, capability gating, exact keys, nothing
 // lost), each through a real gateway process with raw WebSocket workers and/or in-process SDK
 // workers (1-5: keys-invariants.test.ts). Every test uses its own tenant (application + namespace)
 // so keys never collide between tests; the gateway listens on a fixed port so restarts keep the URL.
@@ -20,7 +20,7 @@ const k = useRestartableGateway();
 const url = k.url;
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
 
-describe('dispatch.md invariants over a real gateway', () => {
+describe('docs/guarantees.md invariants over a real gateway', () => {
   it('6. exclusion before LIMIT: 10 000 waiting tasks on a held key do not hide a free-key task', async () => {
     const t = await newTenant(k.db);
     const busy = 'hot/busy';

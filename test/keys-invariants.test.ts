@@ -1,4 +1,4 @@
-// Invariants 1-5 of dispatch.md (exclusion, tokens, release, permit accounting), each through a real
+// Invariants 1-5 of docs/guarantees.md (exclusion, tokens, release, permit accounting), each through a real
 // gateway process with raw WebSocket workers and/or in-process SDK workers (6-9, the claim side and
 // nothing lost: keys-invariants-claims.test.ts). Every test uses its own tenant (application + namespace)
 // so keys never collide between tests; the gateway listens on a fixed port so restarts keep the URL.
@@ -23,7 +23,7 @@ async function liveOfNamespace(ns: string): Promise<number> {
   return Number(r[0]!.n);
 }
 
-describe('dispatch.md invariants over a real gateway', () => {
+describe('docs/guarantees.md invariants over a real gateway', () => {
   it('1. mutual exclusion: two SDK workers, 40 tasks on one key, never two live attempts', async () => {
     const t = await newTenant(k.db);
     const key = 'mutex/1';
@@ -216,7 +216,7 @@ describe('dispatch.md invariants over a real gateway', () => {
       await wa.next('start.ok');
     }
     wa.ws.terminate();
-    // Absence: for the gateway to see the dropped socket; a drop releases nothing (dispatch.md).
+    // Absence: for the gateway to see the dropped socket; a drop releases nothing (docs/guarantees.md).
     await sleep(200);
     await assertPermitInvariants(k.db.pool);
     expect(await liveOfNamespace(t.namespace_id)).toBe(4);

@@ -1,4 +1,4 @@
-// Pins the calendar rules of schedules.md on the real cron library (croner) and the runtime's IANA
+// Pins the calendar rules of docs/schedules.md on the real cron library (croner) and the runtime's IANA
 // zone data: daylight-saving gaps and repeats in Europe/Berlin and America/New_York, month ends,
 // @yearly, day-of-month + day-of-week, every_seconds anchors, starts_at/ends_at, invalid input.
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// POST /v1/schedules/{id} lifecycle (schedules.md): versions, pause, resume, retire, trigger, queue
+// POST /v1/schedules/{id} lifecycle (docs/schedules.md): versions, pause, resume, retire, trigger, queue
 // retirement with schedules, reads and the SDK client. Creation and its validation: schedules-http.test.ts.
 import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';

@@ -1,4 +1,4 @@
-// Contract of /v1/schedules (schedules.md) with raw HTTP: create, versions, pause/resume, trigger,
+// Contract of /v1/schedules (docs/schedules.md) with raw HTTP: create, versions, pause/resume, trigger,
 // retire, reads, every field validated with its code and field, nothing half-created, idempotency.
 import { describe, expect, it } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';

@@ -1,5 +1,5 @@
 // The SDK's HTTP client against a local recording server that answers with the facade's
-// envelope (http-api.md): paths, headers, Idempotency-Key, error mapping, uint64 strings.
+// envelope (docs/http-api.md): paths, headers, Idempotency-Key, error mapping, uint64 strings.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -60,7 +60,7 @@ const gatewayVectors = load<GatewayVector>('gateway-frames.json');
 const workerVectors = load<WorkerVector>('worker-frames.json');
 
 describe('shared vectors: gateway → worker frames through the Node SDK', () => {
-  it('cover every gateway frame type and every SDK refusal of worker-protocol.md', () => {
+  it('cover every gateway frame type and every SDK refusal of docs/worker-protocol.md', () => {
     const types = new Set(gatewayVectors.filter((v) => v.expect.ok).map((v) => (v.expect as { type: string }).type));
     expect([...types].sort()).toEqual(['drain.ok', 'error', 'goaway', 'hello.ok', 'renew.ok', 'result.ok', 'start.ok', 'task.assign', 'task.cancel']);
     const messages = new Set(gatewayVectors.map((v) => (v.expect.ok ? undefined : v.expect.message)).filter(Boolean));

@@ -214,7 +214,7 @@ describe('result outputs', () => {
     expect(await stored('tasks', 'result_output', 'id = ?', [taskId])).toEqual({ text: json(exact), bytes: MAX_OUTPUT_BYTES });
     const att = await call(f.gw.url, 'GET', `/v1/tasks/${taskId}/attempts`, { token: f.t.token });
     expect(att.body.data.attempts.map((a: any) => [a.id, a.state, a.outcome])).toEqual([[assign.attempt_id, 'SUCCEEDED', 'succeeded']]);
-    // The attempt view carries no output (http-api.md): its column is read directly.
+    // The attempt view carries no output (docs/http-api.md): its column is read directly.
     expect(await stored('attempts', 'output', 'id = ?', [assign.attempt_id])).toEqual({ text: json(exact), bytes: MAX_OUTPUT_BYTES });
     const [ev] = await rows('SELECT result FROM result_events WHERE namespace_id = ? AND task_id = ?', [f.t.namespace_id, taskId]);
     expect(json(JSON.parse(ev!.result as string).output)).toBe(json(exact));

@@ -64,7 +64,7 @@ describe('worker protocol edges', () => {
     const row = () => attemptRow(assign.attempt_id);
     // The refused start left the attempt as it was (LEASED), or the sweeper already cancelled it.
     expect(['LEASED', 'CANCELLED']).toContain((await row()).state);
-    // dispatch.md: a LEASED attempt past the task's deadline is cancelled, the task DEADLINE_EXCEEDED;
+    // docs/guarantees.md: a LEASED attempt past the task's deadline is cancelled, the task DEADLINE_EXCEEDED;
     // it never ran, so it consumed no attempt.
     await waitFor('the sweeper cancelled the attempt', async () => (await row()).state === 'CANCELLED', { timeout: 10_000 });
     expect(await row()).toEqual({ state: 'CANCELLED', started_at: null, task_state: 'DEADLINE_EXCEEDED', attempts_made: 0 });

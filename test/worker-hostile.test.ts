@@ -65,7 +65,7 @@ describe('hostile input', () => {
         w.sendRaw(data, false);
         const { code, frames } = await drainUntilClosed(w);
         codes.set(code, (codes.get(code) ?? 0) + 1);
-        // Invalid UTF-8 too is a protocol error (worker-protocol.md): the error frame, then 1002 —
+        // Invalid UTF-8 too is a protocol error (docs/worker-protocol.md): the error frame, then 1002 —
         // never ws's bare 1007 (hostile-regressions.test.ts).
         expect(code, `frame ${i}`).toBe(1002);
         expect(frames, `frame ${i}`).toEqual([{ type: 'error', code: 'PROTOCOL_ERROR', message: expect.any(String), fatal: true }]);

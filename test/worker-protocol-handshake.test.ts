@@ -1,4 +1,4 @@
-// Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket: the handshake
+// Worker protocol contract (docs/worker-protocol.md) over a raw WebSocket: the handshake
 // (subprotocol, credential, path) and the hello rules. No SDK, no mocks: a real gateway process and
 // its database. Frames after hello, intake and heartbeats: worker-protocol-session.test.ts.
 import { beforeAll, describe, expect, it } from 'vitest';

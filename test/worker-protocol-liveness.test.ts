@@ -1,4 +1,4 @@
-// Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket, after hello: a
+// Worker protocol contract (docs/worker-protocol.md) over a raw WebSocket, after hello: a
 // credential revoked while its session is connected, heartbeats and the ping that comes with an
 // assignment. No SDK, no mocks: a real gateway process and its database. Frame validation,
 // per-attempt errors and intake: worker-protocol-session.test.ts.

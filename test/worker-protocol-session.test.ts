@@ -1,4 +1,4 @@
-// Worker protocol contract (shared/spec/worker-protocol.md) over a raw WebSocket, after hello: frame
+// Worker protocol contract (docs/worker-protocol.md) over a raw WebSocket, after hello: frame
 // validation, per-attempt errors, intake control (capacity, drain, handler filter, capability flag).
 // No SDK, no mocks: a real gateway process and its database. Handshake and hello rules:
 // worker-protocol-handshake.test.ts; credential revocation and pings: worker-protocol-liveness.test.ts.

@@ -1,5 +1,5 @@
 // The decision model of workflow advancement (server/workflows/decide.ts, advance.ts) against
-// workflows.md: run_if with skip cascades, for_each expansion and its failures, review, signals,
+// docs/workflows.md: run_if with skip cascades, for_each expansion and its failures, review, signals,
 // pause and resume, the quota's READY steps, cancel, and a fast-check property over random DAGs
 // (≤ 50 steps, random run_if, random task outcomes and events) checked by an oracle of the spec's
 // rules written here independently of the module. Pure: no database (the transactional

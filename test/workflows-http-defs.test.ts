@@ -1,4 +1,4 @@
-// Contract of the workflow definition endpoints (workflows.md "Endpoints") with raw HTTP against a
+// Contract of the workflow definition endpoints (docs/workflows.md "Endpoints") with raw HTTP against a
 // real gateway: create, publish, retire, reads and paging; the 409s, the 429 quota, receipts, scopes.
 // Every 400 of the version validation: workflows-http-validation.test.ts. The queues of a version and queue retirement:
 // workflows-http-queues.test.ts.

@@ -1,4 +1,4 @@
-// Workflow runs under control (workflows.md "Run", "Commands", "Endpoints"): pause and resume,
+// Workflow runs under control (docs/workflows.md "Run", "Commands", "Endpoints"): pause and resume,
 // cancel, quota, the run key, exactly-once children, the run reads and the SDK's step handler, on a
 // real gateway with raw HTTP, raw WebSocket workers and the SDK. Start, advancement, for_each,
 // run_if, delays, signals and review: workflows-runs.test.ts.
@@ -218,7 +218,7 @@ it('the SDK: stepHandler reads input, params, parents and item; e.workflow names
   }
 });
 
-// Last: the invariants of workflows.md over every run this file made (finished, cancelled, or left
+// Last: the invariants of docs/workflows.md over every run this file made (finished, cancelled, or left
 // waiting on a delay, a signal, a task or review).
 it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
   await expectRunInvariants(f, 10); // the runs this file's tests start (23 in the two files)

@@ -1,4 +1,4 @@
-// Workflow runs end to end (workflows.md "Run", "Advancement", "Endpoints"): a real gateway, raw
+// Workflow runs end to end (docs/workflows.md "Run", "Advancement", "Endpoints"): a real gateway, raw
 // HTTP, raw WebSocket workers and the SDK. Each rule by name; the advancement is checked to commit
 // with the event that caused it (the child's task exists as soon as result.ok arrives, which is
 // sent after the result's commit — no separate job). Pause, cancel, quota, the run key, exactly-once
@@ -319,7 +319,7 @@ it('NEEDS_REVIEW keeps the step IN_REVIEW and the run from advancing until :reso
   expect(stepOf(after, 'b').state).toBe('ACTIVE');
 });
 
-// Last: the invariants of workflows.md over every run this file made (finished, cancelled, or left
+// Last: the invariants of docs/workflows.md over every run this file made (finished, cancelled, or left
 // waiting on a delay, a signal, a task or review).
 it('invariants: exactly once, no stuck run, parents before children, pinned queues, one grant per token', async () => {
   await expectRunInvariants(f, 13); // the runs this file's tests start (23 in the two files)

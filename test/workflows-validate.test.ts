@@ -1,4 +1,4 @@
-// The validation of a workflow version, a run start and a signal (workflows.md), on the real schemas
+// The validation of a workflow version, a run start and a signal (docs/workflows.md), on the real schemas
 // (protocol/workflow-schemas.ts) and the pure validation (server/workflows/validate.ts): every 400 of
 // the spec's list with the field and the steps it names, the defaults a published version stores,
 // and the set of queues the version names. No database: what needs one (queues exist, are not
@@ -33,7 +33,7 @@ function refusal(steps: unknown[]): { code: string; field: unknown; steps: unkno
   throw new Error('accepted');
 }
 
-describe('workflow version validation: the 400s of workflows.md', () => {
+describe('workflow version validation: the 400s of docs/workflows.md', () => {
   it('a cycle is named with its steps in edge order', () => {
     const r = refusal([
       { key: 'a', task: task() },

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// The SDK's own checks on frames that passed their schema (worker-protocol.md, "Worker SDK
+// The SDK's own checks on frames that passed their schema (docs/worker-protocol.md, "Worker SDK
 // obligations"): the same rules and messages as the Node SDK's frame-checks.ts, so that the shared
 // vectors hold both to one behaviour. A violation closes the session with 1002 and no handler runs.
 

@@ -47,7 +47,7 @@ type DialOptions struct {
 	OnViolation func(c *Conn, v *ProtocolViolation) // the gateway broke the protocol; closing with 1002
 }
 
-// Conn is one worker session (worker-protocol.md): it validates every incoming frame, refuses what
+// Conn is one worker session (docs/worker-protocol.md): it validates every incoming frame, refuses what
 // an SDK must refuse, matches replies to requests and hands the rest to the DialOptions callbacks.
 type Conn struct {
 	opts  DialOptions

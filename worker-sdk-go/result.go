@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// How a handler's return becomes the result frame (worker-protocol.md, SDK obligations), in one
+// How a handler's return becomes the result frame (docs/worker-protocol.md, SDK obligations), in one
 // place: the Node SDK's handler-result.ts in Go's terms.
 
 // successResult is the result of a handler that returned output and no error. The output is

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// StepPayload is the payload of a workflow step's task (workflows.md): the run's input, the
+// StepPayload is the payload of a workflow step's task (docs/workflows.md): the run's input, the
 // step's params, the output of each succeeded parent by step key, and for a for_each element its
 // item and index. The parts stay JSON for the handler to decode into its own types.
 type StepPayload struct {

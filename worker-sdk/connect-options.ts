@@ -16,7 +16,7 @@ export interface HandlerRegistration {
   versions: string[];
 }
 
-/** Who this session is and what it takes (the hello frame, worker-protocol.md). */
+/** Who this session is and what it takes (the hello frame, docs/worker-protocol.md). */
 export interface Registration {
   /** Unique to this process; a second session with the same id replaces the first. */
   workerId: string;

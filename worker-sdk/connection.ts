@@ -1,4 +1,4 @@
-// Low-level worker connection: one WebSocket session with the gateway (worker-protocol.md).
+// Low-level worker connection: one WebSocket session with the gateway (docs/worker-protocol.md).
 // It validates every incoming frame (protocol/frames.ts) plus the checks the SDK owes the
 // resource side (token/key consistency), correlates replies with requests, and surfaces the
 // rest as events. It never reconnects and never runs handlers: that is worker.ts's job.

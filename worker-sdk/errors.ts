@@ -1,5 +1,5 @@
 // Error types of the worker SDK. The class a handler throws decides the outcome the worker
-// reports (worker-protocol.md, SDK obligations), so "retryable" and "permanent" are types, not
+// reports (docs/worker-protocol.md, SDK obligations), so "retryable" and "permanent" are types, not
 // strings a caller has to remember:
 //   RetryableError      → outcome `retry`   (the effect certainly did not happen)
 //   UnknownOutcomeError → outcome `unknown` (the effect may have happened; a person reviews it)

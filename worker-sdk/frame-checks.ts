@@ -1,4 +1,4 @@
-// The SDK's pure checks on the frames of one session (worker-protocol.md, "Worker SDK
+// The SDK's pure checks on the frames of one session (docs/worker-protocol.md, "Worker SDK
 // obligations"): task.assign's key and token, and every outgoing frame against its schema, so a
 // bad frame is refused here instead of costing the whole session.
 import { TypeCompiler } from '@sinclair/typebox/compiler';

@@ -1,11 +1,11 @@
 // Turns what a handler did (returned a value, threw) into the `result` frame the worker sends.
-// Kept apart from worker.ts so the mapping (worker-protocol.md, SDK obligations) is in one place.
+// Kept apart from worker.ts so the mapping (docs/worker-protocol.md, SDK obligations) is in one place.
 import { ERROR_CODE_MAX, ERROR_MESSAGE_MAX, MAX_BACKOFF_MS, MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
 import type { ResultInput } from './connection.js';
 import { GatewayError, RetryableError, UnknownOutcomeError } from './errors.js';
 import type { TaskAssignFrame } from '@orbit/protocol/frames';
 
-/** `output` ≤ 256 KiB of JSON (worker-protocol.md `result`; protocol/limits.ts). */
+/** `output` ≤ 256 KiB of JSON (docs/worker-protocol.md `result`; protocol/limits.ts). */
 export { MAX_OUTPUT_BYTES };
 const MAX_MESSAGE = ERROR_MESSAGE_MAX; // ResultError.message maxLength
 const MAX_RETRY_AFTER_MS = MAX_BACKOFF_MS;

@@ -1,4 +1,4 @@
-// Client for the HTTP facade (http-api.md). Bodies, queries and responses use the wire names
+// Client for the HTTP facade (docs/http-api.md). Bodies, queries and responses use the wire names
 // (snake_case) so what you read in the spec is what you write here. uint64 values (revisions,
 // tokens, sequences, cursors) stay decimal strings. Every command takes an explicit
 // Idempotency-Key: the caller owns the identity of a command (a retry must reuse it), so the
@@ -176,7 +176,7 @@ export function createClient(opts: ClientOptions) {
     listSubscriptions: () => call<{ subscriptions: Subscription[] }>('GET', '/v1/subscriptions').then((d) => d.subscriptions),
     listDeliveries: (id: string, query: { state?: string; limit?: number; cursor?: string } = {}) =>
       call<{ deliveries: DeliveryRecord[]; next_cursor: string | null }>('GET', `/v1/subscriptions/${seg(id)}/deliveries`, { query: { ...query } }),
-    /** Not a receipt-bearing command: no Idempotency-Key (http-api.md). */
+    /** Not a receipt-bearing command: no Idempotency-Key (docs/http-api.md). */
     leaseDeliveries: (id: string, body: { max: number; lease_seconds: number }) =>
       call<{ deliveries: Delivery[] }>('POST', `/v1/subscriptions/${seg(id)}/deliveries:lease`, { body }).then((d) => d.deliveries),
     /** Idempotent by itself: acking twice is harmless. Returns how many deliveries this call
@@ -194,7 +194,7 @@ export function createClient(opts: ClientOptions) {
         c,
       ),
 
-    // ---- schedules (schedules.md) ----
+    // ---- schedules (docs/schedules.md) ----
     /** 201 {schedule, version}; a replay answers the frozen receipt with `deduplicated: true`. */
     createSchedule: (body: CreateScheduleBody, c: CommandOptions) =>
       cmd<{ schedule: Schedule; version: ScheduleVersion; deduplicated: boolean }>('/v1/schedules', body, c),
@@ -229,7 +229,7 @@ export function createClient(opts: ClientOptions) {
     listScheduleFires: (id: string, query: { limit?: number; cursor?: string } = {}) =>
       call<{ fires: ScheduleFire[]; next_cursor: string | null }>('GET', `/v1/schedules/${seg(id)}/fires`, { query: { ...query } }),
 
-    // ---- workflows (workflows.md) ----
+    // ---- workflows (docs/workflows.md) ----
     ...workflowMethods({ get: (path, query) => call('GET', path, { query }), cmd }),
   };
 }

@@ -1,4 +1,4 @@
-// The session's idle timeout (worker-protocol.md: the gateway pings every 15 s): `onIdle` runs
+// The session's idle timeout (docs/worker-protocol.md: the gateway pings every 15 s): `onIdle` runs
 // once nothing arrived for `ms`. Every incoming frame calls `touch()`, so it is a timestamp and
 // nothing else; the one timer is re-armed only when it fires. The former `Timeout.refresh()` per
 // frame re-inserted the timer in Node's list (a libuv clock read and a dozen JS calls, run

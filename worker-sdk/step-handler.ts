@@ -1,4 +1,4 @@
-// Workflow steps for worker handlers (workflows.md): a step's task carries `workflow` (its run,
+// Workflow steps for worker handlers (docs/workflows.md): a step's task carries `workflow` (its run,
 // step and for_each index) and a payload of a fixed shape — the run's input, the step's params, the
 // output of each succeeded parent, and for a for_each element its item and index. `stepHandler`
 // types that payload once, so a handler reads `input`, `params`, `parents` and `item` without

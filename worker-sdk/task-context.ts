@@ -35,7 +35,7 @@ export interface TaskContext<P = unknown> {
   /** Fires on task.cancel, a lost lease, or a close() that timed out. */
   signal: AbortSignal;
   workerId: string;
-  /** A workflow step's task (workflows.md): its run, step and, for a for_each element, index.
+  /** A workflow step's task (docs/workflows.md): its run, step and, for a for_each element, index.
    * Undefined on other tasks. See stepHandler (step-handler.ts) for its payload. */
   workflow?: { runId: string; step: string; index?: number };
 }

@@ -1,4 +1,4 @@
-// The HTTP client's workflow methods (workflows.md "Endpoints"): definitions (create, publish,
+// The HTTP client's workflow methods (docs/workflows.md "Endpoints"): definitions (create, publish,
 // retire, reads) and runs (start, pause, resume, cancel, signal, reads). Spread into createClient
 // (http-client.ts), which gives them its request function; wire names as in the spec.
 import type { CancelWorkflowRunBody, CreateWorkflowBody, SendSignalBody, StartWorkflowRunBody, WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';

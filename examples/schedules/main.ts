@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Schedules example (schedules.md): creates a queue and a schedule firing every second, runs an SDK
+// Schedules example (docs/schedules.md): creates a queue and a schedule firing every second, runs an SDK
 // worker on the queue, watches the schedule's first three fires complete through the worker, then
 // pauses the schedule and retires it. Prints exactly two lines:
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Workflow example (workflows.md): publishes a workflow of five steps
+// Workflow example (docs/workflows.md): publishes a workflow of five steps
 //
 //   fetch ──▶ index (one task per fetched document) ──▶ approve (waits for the signal "approved")
 //         ──▶ publish (reads index's outputs and the approval) ──▶ undo (compensation: runs only
@@ -28,7 +28,7 @@ import { fail, readCredentials, runMain } from '../example-kit.js';
 const DEADLINE_MS = 20_000;
 const DOCUMENTS = 5;
 
-/** The run's input and what the steps hand each other (workflows.md "Run": every step task's
+/** The run's input and what the steps hand each other (docs/workflows.md "Run": every step task's
  * payload is {input, params, parents, item?, index?}; stepHandler types it). */
 interface Input {
   batch: string;

@@ -56,7 +56,7 @@ export class Dispatcher {
   private pollMs = MIN_POLL_MS;
   private pollTimer: NodeJS.Timeout | null = null;
   /** Per session, the serve count at its last assignment: a round lists its sessions least
-   * recently served first, so equal-priority work goes round-robin across rounds (dispatch.md),
+   * recently served first, so equal-priority work goes round-robin across rounds (docs/guarantees.md),
    * not only within one (claim.ts deals a round's candidates in turn, from the first session): a
    * task submitted alone went to the same first session every time. */
   private readonly lastServed = new WeakMap<Session, number>();

@@ -1,5 +1,5 @@
 // What the worker frame fuzzer (fuzz-frames) expects of each generated frame: the documented
-// outcome of a text frame from the schemas of protocol/frames.ts and worker-protocol.md.
+// outcome of a text frame from the schemas of protocol/frames.ts and docs/worker-protocol.md.
 import { ERROR_CODES, type ErrorCode } from '../../protocol/errors.js';
 import { WORKER_FRAMES } from '../../protocol/frames.js';
 import { isId, judge } from './fuzz-schema.js';
@@ -28,7 +28,7 @@ export const protocolError = (why: string, close = 1002): Expect => ({ kind: 'fa
 export const HELLO_REFUSALS: ErrorCode[] = ['STATE_CONFLICT'];
 export const closeOf = (code: ErrorCode) => ERROR_CODES[code].close ?? 1008;
 
-/** The documented outcome of a text frame, from the schemas (worker-protocol.md), on a gateway with
+/** The documented outcome of a text frame, from the schemas (docs/worker-protocol.md), on a gateway with
  * max_frame_bytes = maxFrame whose credential's one live queue is `queue`. */
 export function documentedOutcome(phase: Phase, text: string, gw: { maxFrame: number; queue: string }): Expect {
   if (Buffer.byteLength(text) > gw.maxFrame) return protocolError('over max_frame_bytes', 1009);

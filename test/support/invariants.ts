@@ -1,4 +1,4 @@
-// Permit accounting invariants of dispatch.md, checked in SQL on one consistent snapshot (so a
+// Permit accounting invariants of docs/guarantees.md, checked in SQL on one consistent snapshot (so a
 // claim or release committing meanwhile never shows a torn picture):
 // - queues.active_attempts = live (LEASED/RUNNING) attempts of the queue;
 // - applications.active_attempts = live attempts of the application;

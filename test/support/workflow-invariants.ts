@@ -1,4 +1,4 @@
-// The invariants of workflows.md, checked over the database after a test's load (every run of a
+// The invariants of docs/workflows.md, checked over the database after a test's load (every run of a
 // namespace, or of the whole database). Returns the violations, each naming its run and step, so a
 // failing test says what broke.
 import type { Pool, RowDataPacket } from 'mysql2/promise';

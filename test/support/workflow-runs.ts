@@ -145,7 +145,7 @@ export async function sqlStepTasks(f: Fixture, runId: string): Promise<RowDataPa
   return rows;
 }
 
-/** The invariants of workflows.md over every run in the file's database, of which there are at
+/** The invariants of docs/workflows.md over every run in the file's database, of which there are at
  * least `minRuns` (a file's last test: the runs its tests finished, cancelled or left waiting). */
 export async function expectRunInvariants(f: Fixture, minRuns: number): Promise<void> {
   expect(await workflowViolations(f.db.pool)).toEqual([]);

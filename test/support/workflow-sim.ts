@@ -110,7 +110,7 @@ export class WorkflowSim {
     return out;
   }
 
-  /** Invariant 2 of workflows.md: a RUNNING run has an unfinished task, a WAITING_SIGNAL or
+  /** Invariant 2 of docs/workflows.md: a RUNNING run has an unfinished task, a WAITING_SIGNAL or
    * IN_REVIEW step, or a READY step. And a step's state agrees with its tasks, and no task waits
    * to run for a failed step or a cancelled run. */
   checkNotStuck(): void {

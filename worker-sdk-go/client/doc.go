@@ -1,5 +1,5 @@
-// Package client is a typed client for the Orbit HTTP API (http-api.md, schedules.md,
-// workflows.md): what a producer or an operator calls — submit and batch submit, tasks and
+// Package client is a typed client for the Orbit HTTP API (docs/http-api.md, docs/schedules.md,
+// docs/workflows.md): what a producer or an operator calls — submit and batch submit, tasks and
 // attempts, queues, subscriptions and deliveries, schedules, workflows and runs.
 //
 //	c := client.New("http://127.0.0.1:8080", token)

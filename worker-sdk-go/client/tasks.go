@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Task states (dispatch.md).
+// Task states (docs/guarantees.md).
 const (
 	TaskWaiting          = "WAITING"
 	TaskLeased           = "LEASED"
