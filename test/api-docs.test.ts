@@ -1,4 +1,4 @@
-// OpenAPI 3.1 and AsyncAPI 3.0 (issue 13): generated from the TypeBox schemas at build time,
+// OpenAPI 3.1 and AsyncAPI 3.0 (docs/http-api.md): generated from the TypeBox schemas at build time,
 // served by the gateway, valid against the official schemas, complete (every route of the router
 // with its scope and error codes; every frame), and true (a credential without the documented scope
 // is refused with 403, one with only that scope is not).
