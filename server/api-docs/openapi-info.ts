@@ -6,8 +6,8 @@ import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 export const TAGS: { name: string; description: string; prefixes: string[] }[] = [
   {
     name: 'Documents',
-    description: 'The machine-readable API documents; public (docs/http-api.md "API documents").',
-    prefixes: ['/v1/openapi.json', '/v1/asyncapi.json'],
+    description: 'The machine-readable API documents and the rendered reference; public (docs/http-api.md "API documents").',
+    prefixes: ['/v1/openapi.json', '/v1/asyncapi.json', '/v1/docs'],
   },
   {
     name: 'Health',
@@ -74,7 +74,7 @@ function errorTable(): string {
 export function apiDescription(): string {
   return [
     'Tasks, attempts, queues, schedules, workflows and result-stream subscriptions of one Orbit namespace (docs/http-api.md).',
-    'Every response is an envelope `{request_id, data}` or `{request_id, error: {code, message, details?}}`, except the metrics and the API documents; uint64 values are decimal strings. Workers use the WebSocket protocol described by /v1/asyncapi.json.',
+    'Every response is an envelope `{request_id, data}` or `{request_id, error: {code, message, details?}}`, except the metrics, the API documents and the reference page; uint64 values are decimal strings. Workers use the WebSocket protocol described by /v1/asyncapi.json.',
     '## Authentication\n\n`Authorization: Bearer <token>`. Each operation names the scopes that grant it in its description and in `x-orbit-scopes` (any one suffices); the security scheme lists what every scope grants. Credentials are made with the `orbit-admin` command line, not over HTTP (docs/operations.md).',
     '## Idempotent commands\n\nEvery POST that creates or changes something requires an `Idempotency-Key` header: the same key and content replay the stored receipt, the same key with other content is `IDEMPOTENCY_CONFLICT` (docs/http-api.md "Idempotent commands").',
     `## Error codes\n\nThe \`code\` is the contract, the message is for people. Each operation lists the codes it can answer in its responses and in \`x-orbit-error-codes\`; the full meaning of each is in docs/errors.md. **Retryable** codes may succeed later unchanged: retry with the same \`Idempotency-Key\`.\n\n${errorTable()}`,

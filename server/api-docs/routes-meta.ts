@@ -57,6 +57,23 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     returns: 'the AsyncAPI 3.1 document',
     errors: [],
   },
+  'GET /v1/docs': {
+    summary: 'API reference page',
+    description:
+      'This document rendered as a browsable reference (Redoc), served with every script it needs by the gateway itself; it reads /v1/openapi.json and loads nothing from other hosts.',
+    status: 200,
+    returns: 'an HTML page',
+    errors: [],
+    contentType: 'text/html',
+  },
+  'GET /v1/docs/redoc.standalone.js': {
+    summary: 'API reference renderer',
+    description: 'The Redoc script the reference page runs; 404 on a node whose build did not include it.',
+    status: 200,
+    returns: 'JavaScript',
+    errors: ['NOT_FOUND'],
+    contentType: 'text/javascript',
+  },
   'POST /v1/tasks': {
     summary: 'Submit a task',
     description:
