@@ -24,7 +24,7 @@ const PARAMS: Record<string, { description: string; pattern: string }> = {
   n: { description: 'a version number, from 1 (anything else is 404)', pattern: '^[1-9][0-9]{0,8}$' },
 };
 
-export function routeErrors(meta: RouteMeta, template = ''): ErrorCode[] {
+export function routeErrors(meta: RouteMeta, template: string): ErrorCode[] {
   const all = new Set<ErrorCode>([...(meta.scope ? AUTHED : OPEN), ...meta.errors]);
   // The router answers 404 for a malformed id before the handler runs.
   if (template.includes('{')) all.add('NOT_FOUND');
@@ -63,7 +63,9 @@ function describe(meta: RouteMeta, errors: ErrorCode[]): string {
   const parts = [meta.description, access];
   if (meta.idempotent) parts.push('**Idempotent command:** requires an `Idempotency-Key` header; a retry with the same key and content replays the receipt.');
   parts.push(`**Answers** ${meta.status}: ${meta.returns}.`);
-  parts.push(`**Refusals:** ${errors.map((c) => `\`${c}\` (${ERROR_CODES[c].http})`).join(', ')}; see the error codes above and docs/errors.md.`);
+  parts.push(
+    `**Refusals:** ${errors.map((c) => `\`${c}\` (${ERROR_CODES[c].http})`).join(', ')}; each is explained under Error codes in the API description and in docs/errors.md.`,
+  );
   return parts.join('\n\n');
 }
 

@@ -17,7 +17,9 @@ export const REDOC_FILE = 'redoc.standalone.js';
 const REDOC_REMOTE_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 
 /** Redoc's script with its remote logo replaced by an empty image, which Redoc then hides: the page
- * loads nothing from another origin. A Redoc whose bundle changed that line fails here, loudly. */
+ * loads nothing from another origin. A bundle that no longer names the logo exactly once fails here
+ * (and so fails the build) rather than being served unchecked; test/api-docs-browser.test.ts
+ * catches any other remote load. */
 export function offlineRedoc(script: Buffer): Buffer {
   const text = script.toString('utf8');
   const at = text.indexOf(`"${REDOC_REMOTE_LOGO}"`);
@@ -26,7 +28,7 @@ export function offlineRedoc(script: Buffer): Buffer {
 }
 
 /** The console's policy but for what Redoc needs: styled-components injects <style> elements, its
- * search index runs in a worker made from a blob, and its icons are data: images. */
+ * search index runs in a worker made from a blob, and the empty favicon and logo are data: images. */
 export const DOCS_CSP = [
   "default-src 'none'",
   "script-src 'self'",
