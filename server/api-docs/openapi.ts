@@ -3,6 +3,7 @@
 import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
+import { VERSION_NUMBER_RE } from '../http/definition-routes.js';
 import { ROUTE_META, type RouteMeta } from './routes-meta.js';
 import { apiDescription, tagOf, TAGS } from './openapi-info.js';
 import { scopeTable } from './scopes.js';
@@ -21,7 +22,7 @@ const OPEN: ErrorCode[] = ['METHOD_NOT_ALLOWED', 'REQUEST_TIMEOUT', 'INTERNAL'];
 
 const PARAMS: Record<string, { description: string; pattern: string }> = {
   id: { description: 'the id of the resource the path names (32 lowercase hex; anything else is 404)', pattern: ID_RE.source },
-  n: { description: 'a version number, from 1 (anything else is 404)', pattern: '^[1-9][0-9]{0,8}$' },
+  n: { description: 'a version number, from 1 (anything else is 404)', pattern: VERSION_NUMBER_RE.source },
 };
 
 export function routeErrors(meta: RouteMeta, template: string): ErrorCode[] {
