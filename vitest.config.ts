@@ -12,6 +12,7 @@ const UNIT = [
   'test/unit-config.test.ts',
   'test/unit-admission.test.ts',
   'test/errors-doc.test.ts',
+  'test/api-docs-lint.test.ts',
   'test/docs-links.test.ts',
   'test/schedules-calendar.test.ts',
   'test/sdk-worker.test.ts',
