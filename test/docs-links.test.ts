@@ -174,7 +174,9 @@ describe('citations of docs/ in the code', () => {
           bad.push(`${file}:${c.line}: ${c.page} does not exist`);
           continue;
         }
-        const names = new Set(headings(fs.readFileSync(target, 'utf8')).map(normalize));
+        // A heading is cited by its whole text or by its name before a ':' or '(' ("Submit" for
+        // "Submit: `POST /v1/tasks` (scope `tasks:submit`)").
+        const names = new Set(headings(fs.readFileSync(target, 'utf8')).flatMap((h) => [normalize(h), normalize(h.split(/:|\(/)[0]!)]));
         if (!names.has(normalize(c.section))) bad.push(`${file}:${c.line}: ${c.page} has no heading "${c.section}"`);
       }
     }
