@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Three layers (issue 14), all run by a plain `vitest run` (`npm test`), each alone by
+// Three layers, all run by a plain `vitest run` (`npm test`), each alone by
 // `vitest run --project NAME` (`npm run test:unit` / `test:contract` / `test:chaos`):
 //   unit      pure code and in-process fakes: no database, no gateway process; seconds.
 //   contract  the bulk: a real MariaDB (the global setup), real gateways in or out of process.
@@ -12,6 +12,7 @@ const UNIT = [
   'test/unit-config.test.ts',
   'test/unit-admission.test.ts',
   'test/errors-doc.test.ts',
+  'test/api-docs-lint.test.ts',
   'test/docs-links.test.ts',
   'test/schedules-calendar.test.ts',
   'test/sdk-worker.test.ts',

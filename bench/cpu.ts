@@ -6,7 +6,7 @@
 //
 // u = the CPU MariaDB spends on one autocommit single-row INSERT of the bench's own baseline, on
 // the same machine in the same run. Machines differ by 3.5× in CPU per task and throughput moves
-// by 1.8× between runs on one shared machine (issue 19); CPU per task in u is meant to cancel the
+// by 1.8× between runs on one shared machine; CPU per task in u is meant to cancel the
 // machine's speed. Measured caveat (docs/benchmarks.md "CPU per task in u"): on an overloaded
 // machine the unit itself moved 1.6× between three runs (64–103 µs) while CPU ms per task on the
 // batch path moved 1.07×.

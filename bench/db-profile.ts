@@ -1,5 +1,5 @@
-// Profiling mariadbd (and the gateway) inside one scenario's measurement window (issue 19: where
-// the database's CPU per task goes). Off unless asked for; nothing here runs in a plain `npm run bench`.
+// Profiling mariadbd (and the gateway) inside one scenario's measurement window (where the database's
+// CPU per task goes). Off unless asked for; nothing here runs in a plain `npm run bench`.
 //
 // ORBIT_BENCH_SERVER_ARGS='--performance-schema=ON …': more options for the bench's own server,
 // after its fixed ones (so `--userstat=0` overrides). Only for a profiling run: the bench's figures

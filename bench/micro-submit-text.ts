@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Micro-benchmark (issue 19, session 30; docs/benchmarks.md "Requests per submit transaction"):
+// Micro-benchmark (docs/design.md "Coalesced transactions"):
 // a submit transaction's receipts INSERT text (5 rows, the bench's body) formatted with the frozen
 // replies as plain strings (before) or as JsonText (now), and 5 reply envelopes serialized whole
 // (before) or spliced from the frozen text (now). `node dist/bench/micro-submit-text.js`.

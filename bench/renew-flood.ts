@@ -1,4 +1,4 @@
-// Renew-flood scenario (issue 18, item 4): one worker session of one application, holding one
+// Renew-flood scenario (docs/benchmarks.md "Schedules, renew flood, idle sessions"): one worker session of one application, holding one
 // started attempt, sends N renew frames at once over a raw WebSocket, while another application's
 // producers keep submitting (POST /v1/tasks, 8 at a time, on a queue of their own) and its worker
 // keeps completing tasks (submit → assign → start → result, one at a time). The other tenants' submit

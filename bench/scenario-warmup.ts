@@ -1,11 +1,11 @@
-// A scenario's warm-up (issue 19): before its measured window, a scenario runs part of its task
+// A scenario's warm-up (docs/benchmarks.md "How `npm run bench` measures"): before its measured window, a scenario runs part of its task
 // count through the same gateway, worker and producer processes — submitted, claimed and completed
 // the same way — and waits until it is drained. The unit u is measured after a warm-up
 // (bench/baseline.ts); measured from a cold start, a scenario's CPU per task also held the
 // processes' JIT compilation, which a long-running gateway and worker fleet pay once, not per
 // task: the gateway's TurboFan threads were 26 % of its samples in a 6 000-task `unkeyed` run, JIT
-// ~28 % of the SDK workers' samples in a quick `unkeyed-batch` (docs/benchmarks.md, "Per-request
-// gateway cost of `unkeyed`", "SDK worker CPU per task"). `--no-warmup` keeps the cold figure.
+// ~28 % of the SDK workers' samples in a quick `unkeyed-batch` (docs/benchmarks.md, "The gateway",
+// "Workers and producers"). `--no-warmup` keeps the cold figure.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from '../server/db/pool.js';
 

@@ -1,4 +1,4 @@
-// Scheduled-load scenario (docs/operations.md "Benchmarks", issue 11): N schedules firing every second
+// Scheduled-load scenario (docs/benchmarks.md "Schedules, renew flood, idle sessions"): N schedules firing every second
 // for a while, next to ordinary producers submitting over HTTP and SDK worker processes running
 // everything. Reports fire lag p50/p99 (fire time → task commit, both on the database clock), fires
 // per second, the fire outcomes, and the ordinary tasks per second accepted meanwhile.

@@ -1,5 +1,5 @@
 // What one execution of a hot fixed-shape statement costs in each of the three forms a gateway can
-// send it in (issue 19, docs/benchmarks.md "Prepared statements against text"):
+// send it in (docs/benchmarks.md "Where mariadbd's CPU goes"):
 //   text      conn.query(sql, values): client-side formatting, one text protocol round trip;
 //   prepared  conn.execute(sql, values): binary protocol, the statement prepared once per
 //             connection (mysql2 caches it by text), one round trip per execution;

@@ -23,7 +23,7 @@ const trackLatency = env.WORKER_LATENCY === '1';
 // polling the database it measures. Within N ms once the worker has nothing left in flight (how
 // every scenario ends), else every 10 N ms (the stall check and the display need no more): a
 // 20 ms interval woke each worker 50 times a second, more often than tasks came on hot keys, and
-// that measurement overhead was counted in `workers` (issue 19).
+// that measurement overhead was counted in `workers`.
 const progressMs = Number(env.WORKER_PROGRESS_MS ?? 0);
 let lastResultAt = 0;
 let reported = 0;

@@ -1,4 +1,4 @@
-// Workflow scenarios (docs/operations.md "Benchmarks", issue 20): runs of one published workflow started
+// Workflow scenarios (docs/benchmarks.md "Workflows"): runs of one published workflow started
 // over HTTP while SDK worker processes run their step tasks; every advancement (a finished step, its
 // children decided and their tasks created) commits inside the transaction of the result that
 // finished the step, so a run's whole cost is in these counters.

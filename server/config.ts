@@ -1,4 +1,4 @@
-// Every environment variable of server/ is parsed here (README.md's configuration table lists them,
+// Every environment variable of server/ is parsed here (docs/operations.md's configuration table lists them,
 // checked by test/unit-config.test.ts). A bad value stops the process at start with one line naming
 // the variable, what it expects and what it got — never a NaN or a silently ignored setting.
 import os from 'node:os';

@@ -60,7 +60,7 @@ export async function startGateway(config: Config, parts: GatewayParts = {}): Pr
     maxParallel: 2,
     onBatch: (size, seconds) => {
       metrics.commitSeconds.observe({ op: 'commands' }, seconds);
-      metrics.batchSize.observe(size);
+      metrics.commandBatchSize.observe(size);
     },
   });
   const app: AppContext = { config, pool, log, metrics, signals, commandTx, advanceSteps: advanceRunsInTx, shuttingDown: false };

@@ -49,6 +49,12 @@ export function createMetrics() {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128],
       registers: [registry],
     }),
+    commandBatchSize: new client.Histogram({
+      name: 'orbit_command_batch_size',
+      help: 'HTTP commands (everything with a receipt but submits) committed together in one coalesced transaction',
+      buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers: [registry],
+    }),
     liveSessions: new client.Gauge({ name: 'orbit_live_sessions', help: 'open worker sessions on this node', registers: [registry] }),
     sessionStalls: new client.Counter({
       name: 'orbit_session_stalls_total',

@@ -3,7 +3,7 @@
 // that would write through another node than the live ones refuses to start, a running one warns.
 // Under two writers row locks do not block across nodes, so conflicts become certification failures
 // at commit, and GET_LOCKs are per node. Correctness does not rest on them (docs/design.md
-// "Galera"), but the load does. A row not refreshed since this gateway looked may predate a
+// "Nodes, processes and the database"), but the load does. A row not refreshed since this gateway looked may predate a
 // failover, so the start-up check waits for it to refresh or go stale before judging it.
 import type { Logger } from 'pino';
 import type { Pool } from './db/pool.js';

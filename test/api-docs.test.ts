@@ -1,4 +1,4 @@
-// OpenAPI 3.1 and AsyncAPI 3.0 (issue 13): generated from the TypeBox schemas at build time,
+// OpenAPI 3.1 and AsyncAPI 3.1 (docs/http-api.md): generated from the TypeBox schemas at build time,
 // served by the gateway, valid against the official schemas, complete (every route of the router
 // with its scope and error codes; every frame), and true (a credential without the documented scope
 // is refused with 403, one with only that scope is not).
@@ -23,6 +23,7 @@ import { packageRoot } from '../server/paths.js';
 import { helloFrame } from '../worker-sdk/connection.js';
 import { useGatewayFixture } from './support/fixture.js';
 import { call, ikey } from './support/http.js';
+import { newSchedule, scheduleCommand, versionBody } from './support/schedules.js';
 
 const f = useGatewayFixture();
 // The router only keeps the AppContext for its handlers; listing its routes never touches it.
@@ -58,13 +59,34 @@ describe('OpenAPI', () => {
       expect(Boolean(meta.scope)).toBe(route.auth);
       const granting = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [];
       expect(op!['x-orbit-scopes']).toEqual(granting);
-      expect(op!.security).toEqual(granting.map((sc) => ({ bearerAuth: [sc] })));
+      // Bearer tokens carry no OAuth scopes: one requirement naming the scheme, the scopes in x-orbit-scopes.
+      expect(op!.security).toEqual(granting.length ? [{ bearer: [] }] : []);
       for (const code of op!['x-orbit-error-codes']) {
         const status = String(ERROR_CODES[code as keyof typeof ERROR_CODES].http);
         expect(op!.responses[status]?.content?.['application/json']?.schema.properties.error.properties.code.enum, `${route.template} ${code}`).toContain(code);
       }
       if (route.auth) expect(op!['x-orbit-error-codes']).toEqual(expect.arrayContaining(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'INTERNAL', 'UNAVAILABLE']));
       for (const code of meta.errors) expect(op!['x-orbit-error-codes']).toContain(code);
+    }
+  });
+
+  it('lists RESOURCE_RETIRED for every command a retired schedule answers with it', async () => {
+    const api = { url: f.gw.url, token: f.t.token };
+    const { schedule } = await newSchedule(api, f.t.queue_id);
+    expect((await scheduleCommand(api, schedule.id, 'pause', { expected_revision: '1' })).status).toBe(200);
+    expect((await scheduleCommand(api, schedule.id, 'retire', { expected_revision: '2', reason: 'old' })).status).toBe(200);
+    const doc = openApiDocument() as { paths: Record<string, Record<string, Op>> };
+    for (const [action, body] of [
+      ['pause', { expected_revision: '3' }],
+      ['resume', { expected_revision: '3' }],
+      ['retire', { expected_revision: '3', reason: 'again' }],
+      ['trigger', {}],
+      ['versions', { expected_revision: '3', version: versionBody(f.t.queue_id) }],
+    ] as const) {
+      const r = await scheduleCommand(api, schedule.id, action, body);
+      expect(r.body.error?.code, action).toBe('RESOURCE_RETIRED');
+      const template = action === 'versions' ? '/v1/schedules/{id}/versions' : `/v1/schedules/{id}:${action}`;
+      expect(doc.paths[template]!.post!['x-orbit-error-codes'], template).toContain('RESOURCE_RETIRED');
     }
   });
 
@@ -97,14 +119,14 @@ describe('OpenAPI', () => {
 });
 
 describe('AsyncAPI', () => {
-  it('is served at GET /v1/asyncapi.json, valid AsyncAPI 3.0, with every frame both ways', async () => {
+  it('is served at GET /v1/asyncapi.json, valid AsyncAPI 3.1, with every frame both ways', async () => {
     const r = await call(f.gw.url, 'GET', '/v1/asyncapi.json');
     expect(r.status).toBe(200);
     expect(r.body).toEqual(asyncApiDocument());
     // meta: false — the AsyncAPI bundle carries its own copy of the draft-07 meta-schema.
     const ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false, meta: false });
     addFormats.default(ajv);
-    const validate = ajv.compile((specs as unknown as { schemas: Record<string, object> }).schemas['3.0.0']!);
+    const validate = ajv.compile((specs as unknown as { schemas: Record<string, object> }).schemas['3.1.0']!);
     expect(validate(r.body) ? [] : validate.errors).toEqual([]);
     const messages = r.body.components.messages as Record<string, { payload: object }>;
     expect(Object.keys(messages).sort()).toEqual([...Object.keys(WORKER_FRAMES), ...Object.keys(GATEWAY_FRAMES)].sort());

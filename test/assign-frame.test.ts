@@ -1,5 +1,5 @@
-// task.assign with the stored payload spliced in as JSON text (server/gateway/session.ts assignText,
-// issue 19): the frame must be exactly what serializing the parsed payload gave, for any payload.
+// task.assign with the stored payload spliced in as JSON text (server/gateway/assign-text.ts assignText):
+// the frame must be exactly what serializing the parsed payload gave, for any payload.
 import { describe, expect, it } from 'vitest';
 import { parseGatewayFrame } from '@orbit/protocol/frames';
 import { assignText } from '../server/gateway/session.js';

@@ -1,4 +1,4 @@
-// Single-writer Orbit on a real three-node MariaDB Galera cluster (issue 23): two gateway processes
+// Single-writer Orbit on a real three-node MariaDB Galera cluster (docs/operations.md "High availability on MariaDB Galera"): two gateway processes
 // and four SDK worker processes reach the cluster through one switchable TCP proxy (the one-writer
 // proxy of docs/operations.md). Mid-load the writer node is killed with -9 and, one second later, the
 // proxy is switched to a surviving node. Producers retry 503s with the same Idempotency-Key.
@@ -136,7 +136,7 @@ describe('MariaDB Galera, one writer behind a proxy', () => {
     await assertPermitInvariants(pool);
     expect(await count('SELECT active_attempts AS n FROM queues')).toBe(0);
     expect(await count('SELECT COUNT(*) AS n FROM resource_keys WHERE holder_attempt_id IS NOT NULL')).toBe(0);
-    // The result stream's head is its last event (the wedge of issue 23 cannot have happened).
+    // The result stream's head is its last event (no event committed above the head).
     expect(
       await count(
         'SELECT COUNT(*) AS n FROM stream_heads h WHERE h.last_sequence <> (SELECT IFNULL(MAX(e.sequence), 0) FROM result_events e WHERE e.namespace_id = h.namespace_id)',

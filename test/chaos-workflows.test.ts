@@ -1,4 +1,4 @@
-// Issue 20's "hard way": three gateway nodes on one (durable, restartable) database run a mixed
+// Workflows the hard way: three gateway nodes on one (durable, restartable) database run a mixed
 // workflow load — chains, a for_each fan-out, signal steps (sent early, late, never, timed out by
 // the sweeper), a compensation step (`run_if: any_failed`), keyed `use_run_key` steps on three
 // shared keys — through real SDK worker

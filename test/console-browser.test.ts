@@ -1,5 +1,5 @@
 // The console in a real headless Chromium against a real gateway and MariaDB with real data
-// (docs/operations.md "Tests"): sign-in, every page, pause/resume, a retire refused with its reasons then
+// (docs/operations.md "Console"): sign-in, every page, pause/resume, a retire refused with its reasons then
 // accepted, cancel, a hostile payload shown as text, a revoked token back to sign-in, idempotent
 // retries, no console errors, no request to another host. ORBIT_CONSOLE_SCREENSHOTS=<dir> also
 // writes a screenshot of each page (npm run screenshots → docs/console/).

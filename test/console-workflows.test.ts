@@ -1,5 +1,5 @@
 // The console's Workflows page in a real headless Chromium against a real gateway and MariaDB, with a
-// real worker socket running the step tasks (docs/operations.md "Tests": a workflow run's graph following
+// real worker socket running the step tasks (docs/operations.md "Console": a workflow run's graph following
 // its steps to the end and a signal sent from the page): the definition listed, a run started from
 // the page, its graph's states following the run, a signal sent from the page turning its step
 // SUCCEEDED and the run to its end; pause, resume and cancel of another run; a publish refused at the

@@ -1,6 +1,6 @@
 // The credential check with the clock (liveCredentialsWithClockSql, the first statement of every
 // coalesced claim, start and result transaction) must hold a share lock on each live credential's
-// row to the end of its transaction, so that a revocation's UPDATE waits for it (design.md: a
+// row to the end of its transaction, so that a revocation's UPDATE waits for it (docs/design.md: a
 // command either commits before the revocation or is refused). Both of its forms — the scalar
 // subquery of one credential and the join of several — are held here on one connection while
 // another revokes: the revoke must wait on the lock (out to its lock wait timeout), and go through

@@ -1,4 +1,4 @@
-// The statement budget (server/db/packet-budget.ts, issue 18): coalesced work whose values together
+// The statement budget (server/db/packet-budget.ts, decision 0008): coalesced work whose values together
 // exceed the server's max_allowed_packet (16 MiB, set by the embedded server) is cut into several
 // statements and round trips, never refused. A real gateway process on the shared MariaDB, raw
 // workers and raw HTTP: 24 results of ~250 KiB committed in one frame batch (each output is stored

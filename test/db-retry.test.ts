@@ -1,4 +1,4 @@
-// Retry of what the database refuses (issue 23, item 2): a deadlock or Galera certification failure
+// Retry of what the database refuses (docs/design.md "Refused transactions: retries and isolation"): a deadlock or Galera certification failure
 // (1213) or a lock wait timeout (1205) on any transaction path — HTTP command, submit, hello, frame
 // batch, claim round, sweeper, schedule fire — is retried by transactionOn, and one that outlasts
 // the retries is answered UNAVAILABLE (503, or close 1001 for a session), never INTERNAL. The fault

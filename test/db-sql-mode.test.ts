@@ -1,4 +1,4 @@
-// Orbit against a server whose default sql_mode is hostile to it (issue 18 item 3): a private
+// Orbit against a server whose default sql_mode is hostile to it: a private
 // MariaDB started with --sql-mode=NO_BACKSLASH_ESCAPES,ANSI_QUOTES, migrated, with a real gateway
 // process and a raw worker. Every pooled connection runs under Orbit's own mode
 // (db/session-setup.ts), also one opened after its predecessor was killed; payloads, keys,

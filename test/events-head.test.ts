@@ -1,4 +1,4 @@
-// The result stream's head (issue 23, "the wedge"): a committed event above stream_heads.last_sequence
+// The result stream's head (docs/design.md "HTTP commands and the result stream"): a committed event above stream_heads.last_sequence
 // made every later allocation of its namespace collide with it forever (Duplicate entry '<ns>-846').
 // Against the real MariaDB, an append of events for two namespaces (the outcome transactions' shape:
 // START TRANSACTION, head and events of each namespace, COMMIT, pipelined as one text) is aborted

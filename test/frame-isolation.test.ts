@@ -1,4 +1,4 @@
-// One bad row cannot stop everyone (issue 23): the real frame committer and sweeper on a real
+// One bad row cannot stop everyone: the real frame committer and sweeper on a real
 // database (in-process host, test/support/session-host.ts), with a statement fault that fails every
 // statement naming one attempt (the pools' tap, bench/pool-tap.ts). A frame batch that fails
 // is run again frame by frame, so the other frames commit and only that one fails; a sweep batch is

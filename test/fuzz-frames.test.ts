@@ -153,7 +153,7 @@ async function fuzzFrames(label: string, phase: Phase, runs: number, budgetMs: n
   log.finish();
 }
 
-/** Transport-level input and the exact frames of issue 9, before and after hello. */
+/** Transport-level input and the exact frames of earlier crash reports, before and after hello. */
 function transportCases(): FrameCase[] {
   const notUtf8 = [[0xff], [0x80], [0xc3], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80]];
   return (['pre', 'post'] as Phase[]).flatMap((phase): FrameCase[] => {
@@ -287,7 +287,7 @@ async function fuzzRealAttempts(runs: number, budgetMs: number): Promise<void> {
 }
 
 describe('worker frame fuzz (real gateway)', () => {
-  it('transport: invalid UTF-8, binary, oversized frames and the inputs of issue 9, before and after hello', { timeout: 60_000 }, async () => {
+  it('transport: invalid UTF-8, binary, oversized frames and known crash inputs, before and after hello', { timeout: 60_000 }, async () => {
     const log = new FuzzLog('fuzz-frames transport', target);
     await runCases(log, transportCases());
     await noOpenSessions(f.db.pool, log);

@@ -1,4 +1,4 @@
-// Property: every string Orbit stores comes back byte-exact (issue 18 item 3). Generated payload
+// Property: every string Orbit stores comes back byte-exact. Generated payload
 // strings and object keys, concurrency keys, business keys, outputs, error codes and messages —
 // quotes, backslash combinations, injection shapes, NUL, Ctrl-Z, 2-4 byte UTF-8 mixed with any
 // code point (support/fuzz-hostile.ts, storedText) — go in over HTTP and a raw worker's result

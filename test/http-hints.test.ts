@@ -1,4 +1,4 @@
-// Error messages that say what to do (issue 13, point 8): a queue name where an id is expected,
+// Error messages that say what to do (docs/http-api.md "Envelope"): a queue name where an id is expected,
 // valid values of an enum, every violation of a body, the limit of a quota, 405 with Allow for a
 // wrong method, a bad short token, a missing credentials file in an example.
 import { spawn } from 'node:child_process';

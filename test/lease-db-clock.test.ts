@@ -1,4 +1,4 @@
-// Leases follow the database clock, never a gateway's (design.md: every time Orbit stores is the
+// Leases follow the database clock, never a gateway's (docs/design.md: every time Orbit stores is the
 // database's UTC_TIMESTAMP(3)). Every process of a test run shares one host clock, so a lease
 // computed from a gateway's clock would go unnoticed; here two gateway processes run under
 // libfaketime (Debian's faketime, LD_PRELOAD on the gateway process only), one an hour ahead of the

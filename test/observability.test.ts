@@ -75,6 +75,17 @@ describe('metrics', () => {
     expect(metric(text, 'orbit_commit_seconds_count', { op: 'POST /v1/tasks' })).toBeGreaterThanOrEqual(3);
   });
 
+  it('an HTTP command counts in orbit_command_batch_size, not in the frame batches', async () => {
+    const before = (await call(f.gw.url, 'GET', '/metrics')).text;
+    const r = await call(f.gw.url, 'POST', '/v1/queues', { token: f.t.token, key: ikey('obs-queue'), body: { name: `obs-${Date.now()}` } });
+    expect(r.status).toBe(201);
+    const after = (await call(f.gw.url, 'GET', '/metrics')).text;
+    const count = (text: string, name: string) => metric(text, name) ?? 0;
+    expect(count(after, 'orbit_command_batch_size_count')).toBeGreaterThan(count(before, 'orbit_command_batch_size_count'));
+    expect(count(after, 'orbit_frame_batch_size_count')).toBe(count(before, 'orbit_frame_batch_size_count'));
+    expect(metric(after, 'orbit_commit_seconds_count', { op: 'commands' })).toBeGreaterThan(0);
+  });
+
   it('task lifecycle at debug: accepted, assigned, result, with ids', async () => {
     const r = records();
     for (const id of taskIds) {

@@ -1,4 +1,4 @@
-// docs/guarantees.md "Scale-out": every transaction touches the rows of exactly one application, so the
+// docs/design.md "Coalesced transactions": every transaction touches the rows of exactly one application, so the
 // data can be sharded by application_id with every transaction single-shard. This test proves it
 // on the real schema: triggers record the application of every row each committed transaction
 // writes (test/support/app-audit.ts explains how the transaction is identified and what is out of

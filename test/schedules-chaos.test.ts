@@ -1,4 +1,4 @@
-// Exactly once per fire time, the hard way (issue 11): three gateway nodes on one database, two
+// Exactly once per fire time, the hard way: three gateway nodes on one database, two
 // every_seconds schedules and two cron schedules (UTC and Europe/Berlin), SDK workers consuming the
 // tasks, for about a minute during which gateways are killed with SIGKILL and restarted (one, two,
 // then all three at once across several fire times) and the database is killed and restarted. At

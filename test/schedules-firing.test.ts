@@ -1,4 +1,4 @@
-// Firing (docs/schedules.md "Firing"): one task per fire time on time, catch-up none/latest/all with
+// Firing (docs/schedules.md "Firing exactly once"): one task per fire time on time, catch-up none/latest/all with
 // catchup_limit and overlap skip after every gateway was stopped across several fire times (the
 // fire times are moved into the past in SQL instead of waiting for them), quota failures recorded
 // and not retried, paused periods never caught up, new versions used from their commit.

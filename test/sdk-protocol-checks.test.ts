@@ -1,4 +1,4 @@
-// The SDK's own protocol checks (docs/worker-protocol.md, "Worker SDK obligations"), against an
+// The SDK's own protocol checks (docs/worker-protocol.md, "What an SDK must refuse"), against an
 // in-process hostile gateway (worker-sdk/testing.ts, a raw `ws` server). No real gateway needed.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { connect, createWorker, ProtocolViolation, type TaskContext, type Worker } from '../worker-sdk/index.js';

@@ -1,4 +1,4 @@
-// Workers that fail loudly (issue 13): run() rejects on a fatal error and the example exits
+// Workers that fail loudly: run() rejects on a fatal error and the example exits
 // non-zero; a refused token or an unreachable URL ends the process within a bound, with one-line
 // log records; the hello always carries the handler filter, so a task for a handler this worker
 // lacks is never assigned to it; error classes are recognised across package copies.

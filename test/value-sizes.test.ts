@@ -1,4 +1,4 @@
-// Sizes as the spec states them (issue 18; issue 22 item 10): every path that stores a client's or
+// Sizes as the documentation states them (docs/http-api.md "Limits"): every path that stores a client's or
 // a worker's value takes the largest valid one and gives it back byte-exact, and one byte more gets
 // the documented refusal with nothing changed.
 //

@@ -1,5 +1,5 @@
 // Frames sent to one socket in one turn of the event loop go out in one socket write, on both
-// sides of a worker session (issue 19): the gateway (server/gateway/worker-socket.ts batchWrites,
+// sides of a worker session: the gateway (server/gateway/worker-socket.ts batchWrites,
 // counted by orbit_worker_frames_sent_total / orbit_worker_socket_flushes_total) and the SDK
 // (worker-sdk/batched-socket.ts). Each frame stays its own WebSocket message, in order, and every
 // request still gets its own reply.

@@ -1,4 +1,4 @@
-// One session's frame flood against a real gateway process (issue 18, item 4): a worker holding one
+// One session's frame flood against a real gateway process: a worker holding one
 // attempt sends 20 000 renew frames at once over a raw WebSocket, while a worker of another
 // application keeps completing tasks and producers of a third keep submitting on their own queue.
 // The flooding session is paused at its frames-in-flight limit and its renews are coalesced

@@ -1,4 +1,4 @@
-// Workflow versions and their queues (docs/workflows.md "Version", "Queue retirement") with raw HTTP
+// Workflow versions and their queues (docs/workflows.md "Definitions and versions", "Workflows and queue retirement") with raw HTTP
 // against a real gateway: each queue a version names must exist (404), be authorized (403) and not
 // be retired (409 RESOURCE_RETIRED, also for a publish waiting on a retirement in flight); a
 // limited credential sees only the workflows whose queues it may use; a queue is not retired while

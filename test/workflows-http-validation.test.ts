@@ -1,4 +1,4 @@
-// Contract of the workflow version validation (docs/workflows.md "Versions", "Endpoints") with raw HTTP
+// Contract of the workflow version validation (docs/workflows.md "Definitions and versions", "Endpoints") with raw HTTP
 // against a real gateway: every 400 of a version body, with details.field and details.steps, and
 // nothing written. Create, publish, retire, reads, receipts and scopes: workflows-http-defs.test.ts.
 import { describe, expect, it } from 'vitest';

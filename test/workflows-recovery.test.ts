@@ -1,4 +1,4 @@
-// Step tasks released at a reconnect (docs/workflows.md "Advancement"; docs/worker-protocol.md hello: an
+// Step tasks released at a reconnect (docs/workflows.md "Runs"; docs/worker-protocol.md hello: an
 // unlisted never-started attempt is released at once). A release changes a step task's state like a
 // result or an expiry does, so the run advances in the hello's own transaction: a fan-out step with
 // a failed element cancels the released element's task instead of requeueing it, and finishes.

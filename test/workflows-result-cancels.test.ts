@@ -1,5 +1,5 @@
 // A worker's failed result of a fan-out element advances its run in the result transaction
-// (docs/workflows.md "Advancement"): the element's WAITING siblings are cancelled there, with their
+// (docs/workflows.md "Runs"): the element's WAITING siblings are cancelled there, with their
 // waiting rows and keys. The same transaction may also refill the freed slot (refill.ts) or hand
 // the released key to the next task of its key (handoff.ts); neither may lease a sibling the
 // advancement cancels, so the advancement runs before them (frame-committer.ts). The refill case

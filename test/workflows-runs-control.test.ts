@@ -1,4 +1,4 @@
-// Workflow runs under control (docs/workflows.md "Run", "Commands", "Endpoints"): pause and resume,
+// Workflow runs under control (docs/workflows.md "Runs", "Endpoints"): pause and resume,
 // cancel, quota, the run key, exactly-once children, the run reads and the SDK's step handler, on a
 // real gateway with raw HTTP, raw WebSocket workers and the SDK. Start, advancement, for_each,
 // run_if, delays, signals and review: workflows-runs.test.ts.

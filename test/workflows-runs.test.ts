@@ -1,4 +1,4 @@
-// Workflow runs end to end (docs/workflows.md "Run", "Advancement", "Endpoints"): a real gateway, raw
+// Workflow runs end to end (docs/workflows.md "Runs", "Endpoints"): a real gateway, raw
 // HTTP, raw WebSocket workers and the SDK. Each rule by name; the advancement is checked to commit
 // with the event that caused it (the child's task exists as soon as result.ok arrives, which is
 // sent after the result's commit — no separate job). Pause, cancel, quota, the run key, exactly-once

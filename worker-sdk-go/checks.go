@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// The SDK's own checks on frames that passed their schema (docs/worker-protocol.md, "Worker SDK
-// obligations"): the same rules and messages as the Node SDK's frame-checks.ts, so that the shared
+// The SDK's own checks on frames that passed their schema (docs/worker-protocol.md, "What an SDK
+// must refuse"): the same rules and messages as the Node SDK's frame-checks.ts, so that the shared
 // vectors hold both to one behaviour. A violation closes the session with 1002 and no handler runs.
 
 // KnownAttempt is what this process already knows about an attempt (from an earlier assign or

@@ -2,7 +2,7 @@ package orbit
 
 import "encoding/json"
 
-// The frames the gateway sends (docs/worker-protocol.md, "Frames: gateway → worker"), as
+// The frames the gateway sends (docs/worker-protocol.md, "Gateway → worker frames"), as
 // DecodeGatewayFrame returns them. Optional fields are pointers: absent and empty differ (a
 // concurrency_key of "" with a token is refused, an absent one is an unkeyed task).
 

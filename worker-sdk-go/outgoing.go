@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The frames the worker sends (docs/worker-protocol.md, "Frames: worker → gateway"), checked against
+// The frames the worker sends (docs/worker-protocol.md, "Worker → gateway frames"), checked against
 // their schema before they are sent: a frame the gateway would refuse costs the whole session (a
 // protocol error is fatal), so the SDK refuses it here with a *FrameError instead.
 

@@ -1,5 +1,5 @@
-// One assigned attempt from task.assign to its answered result (docs/worker-protocol.md, "Worker SDK
-// obligations"): task.start before any handler code, the handler with the attempt's abort signal,
+// One assigned attempt from task.assign to its answered result (docs/worker-protocol.md, "What an SDK
+// must do"): task.start before any handler code, the handler with the attempt's abort signal,
 // then the result re-sent across reconnects until the gateway answers it. The worker (worker.ts)
 // owns the sessions; this module only asks it for the open one.
 import type { ResultInput, WorkerConnection } from './connection.js';

@@ -1,6 +1,6 @@
 // The SDK's WebSocket: every frame it sends in one turn of the event loop — the starts of a batch
 // of assignments, the results of handlers that finished together, the pong of the ping that came
-// with them — leaves in one write of the TCP socket instead of one write(2) per frame (issue 19:
+// with them — leaves in one write of the TCP socket instead of one write(2) per frame (profiled:
 // the SDK spent ~0.5 ms of CPU per task, much of it in socket writes). The first frame of a turn
 // corks the socket (the one the HTTP upgrade handed over, from ws's public 'upgrade' event) and a
 // setImmediate uncorks it once the turn's callbacks and promise chains have run. Every frame stays

@@ -1,5 +1,5 @@
-// Reference resource-side fencing check for resources kept in MySQL (docs/worker-protocol.md,
-// "Resource side"; docs/operations.md, "Fenced resources"). Everything happens in ONE transaction
+// Reference resource-side fencing check for resources kept in MySQL (docs/guarantees.md,
+// "The fencing token (concurrency_token)"). Everything happens in ONE transaction
 // that holds the fence row's lock: checking the highest token and writing separately would race,
 // and a mutex inside one worker does not protect several processes.
 //

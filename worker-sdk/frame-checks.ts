@@ -1,5 +1,5 @@
-// The SDK's pure checks on the frames of one session (docs/worker-protocol.md, "Worker SDK
-// obligations"): task.assign's key and token, and every outgoing frame against its schema, so a
+// The SDK's pure checks on the frames of one session (docs/worker-protocol.md, "What an SDK
+// must refuse"): task.assign's key and token, and every outgoing frame against its schema, so a
 // bad frame is refused here instead of costing the whole session.
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { WORKER_FRAMES, type HelloOkFrame, type TaskAssignFrame, type WorkerFrame } from '@orbit/protocol/frames';

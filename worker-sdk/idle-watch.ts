@@ -2,7 +2,7 @@
 // once nothing arrived for `ms`. Every incoming frame calls `touch()`, so it is a timestamp and
 // nothing else; the one timer is re-armed only when it fires. The former `Timeout.refresh()` per
 // frame re-inserted the timer in Node's list (a libuv clock read and a dozen JS calls, run
-// unoptimized at the bench's rates: issue 19).
+// unoptimized at the bench's rates).
 export class IdleWatch {
   private lastAt = 0;
   private timer?: NodeJS.Timeout;

@@ -1,4 +1,4 @@
-// High-level worker (docs/worker-protocol.md, "Worker SDK obligations"): one worker identity per
+// High-level worker (docs/worker-protocol.md, "What an SDK must do"): one worker identity per
 // createWorker() call, a connection kept alive with backoff + resume, periodic renewal and a
 // draining close(). Each assigned attempt runs in attempt-runner.ts (start before the handler,
 // result re-sent until acknowledged); held-attempts.ts keeps what the worker holds.

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Keyed-concurrency example (docs/operations.md, "Examples"): two dedicated queues, one task in each
+// Keyed-concurrency example (README.md, "Resource keys: the keyed example"): two dedicated queues, one task in each
 // with the SAME resource key, two SDK workers of capacity 4 whose handler writes through the SDK's
 // fenced resource on MySQL. Orbit grants the key to one attempt at a time with increasing tokens;
 // the resource rejects a write carrying an older token. Prints exactly two lines:

@@ -1,5 +1,5 @@
 // A complete Orbit worker (the README shows this file). Run it with `npm run example:worker`
-// while `npm start` runs; in your own project: `npm install @orbit/worker-sdk`, copy this file.
+// while `npm start` runs; in your own project: install @orbit/worker-sdk (README.md says how), copy this file.
 import fs from 'node:fs';
 import { createWorker, RetryableError } from '@orbit/worker-sdk/worker';
 

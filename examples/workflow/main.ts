@@ -28,7 +28,7 @@ import { fail, readCredentials, runMain } from '../example-kit.js';
 const DEADLINE_MS = 20_000;
 const DOCUMENTS = 5;
 
-/** The run's input and what the steps hand each other (docs/workflows.md "Run": every step task's
+/** The run's input and what the steps hand each other (docs/workflows.md "Runs": every step task's
  * payload is {input, params, parents, item?, index?}; stepHandler types it). */
 interface Input {
   batch: string;

@@ -2,6 +2,7 @@
 // validate with, so that it cannot drift from them.
 import { GATEWAY_FRAMES, SUBPROTOCOL, WORKER_FRAMES } from '@orbit/protocol/frames';
 import { API_VERSION, plainSchema } from './openapi.js';
+import { FRAME_DOCS } from './frame-docs.js';
 
 const opName = (action: string, frame: string) => `${action}-${frame.replace(/\./g, '-')}`;
 
@@ -16,18 +17,20 @@ export function asyncApiDocument(): Record<string, unknown> {
   ] as const;
   for (const [action, table, direction] of sides) {
     for (const [type, schema] of Object.entries(table)) {
-      messages[type] = { name: type, title: `${type} (${direction})`, contentType: 'application/json', payload: plainSchema(schema) };
+      const description = FRAME_DOCS[type as keyof typeof FRAME_DOCS];
+      messages[type] = { name: type, title: `${type} (${direction})`, description, contentType: 'application/json', payload: plainSchema(schema) };
       channelMessages[type] = { $ref: `#/components/messages/${type}` };
       operations[opName(action, type)] = {
         action,
         channel: { $ref: '#/channels/workers' },
         summary: `${direction}: ${type}`,
+        description: `${action === 'receive' ? 'The gateway receives' : 'The gateway sends'} \`${type}\`. ${description}`,
         messages: [{ $ref: `#/channels/workers/messages/${type}` }],
       };
     }
   }
   return {
-    asyncapi: '3.0.0',
+    asyncapi: '3.1.0',
     info: {
       title: 'Orbit worker protocol',
       version: API_VERSION,

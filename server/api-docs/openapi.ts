@@ -3,7 +3,10 @@
 import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
+import { VERSION_NUMBER_RE } from '../http/definition-routes.js';
 import { ROUTE_META, type RouteMeta } from './routes-meta.js';
+import { apiDescription, tagOf, TAGS } from './openapi-info.js';
+import { scopeTable } from './scopes.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -12,12 +15,20 @@ export function plainSchema(schema: unknown): Record<string, unknown> {
   return JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
 }
 
-/** Codes every authenticated route can answer, on top of its own. */
-const AUTHED: ErrorCode[] = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'METHOD_NOT_ALLOWED', 'INTERNAL', 'UNAVAILABLE'];
-const OPEN: ErrorCode[] = ['METHOD_NOT_ALLOWED', 'INTERNAL'];
+/** Codes every authenticated route can answer, on top of its own. A slow sender gets
+ * REQUEST_TIMEOUT on any route (docs/errors.md). */
+const AUTHED: ErrorCode[] = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'METHOD_NOT_ALLOWED', 'REQUEST_TIMEOUT', 'INTERNAL', 'UNAVAILABLE'];
+const OPEN: ErrorCode[] = ['METHOD_NOT_ALLOWED', 'REQUEST_TIMEOUT', 'INTERNAL'];
 
-export function routeErrors(meta: RouteMeta): ErrorCode[] {
+const PARAMS: Record<string, { description: string; pattern: string }> = {
+  id: { description: 'the id of the resource the path names (32 lowercase hex; anything else is 404)', pattern: ID_RE.source },
+  n: { description: 'a version number, from 1 (anything else is 404)', pattern: VERSION_NUMBER_RE.source },
+};
+
+export function routeErrors(meta: RouteMeta, template: string): ErrorCode[] {
   const all = new Set<ErrorCode>([...(meta.scope ? AUTHED : OPEN), ...meta.errors]);
+  // The router answers 404 for a malformed id before the handler runs.
+  if (template.includes('{')) all.add('NOT_FOUND');
   if (meta.body) all.add('INVALID_ARGUMENT').add('PAYLOAD_TOO_LARGE');
   if (meta.idempotent) all.add('INVALID_ARGUMENT').add('IDEMPOTENCY_CONFLICT');
   return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((c) => all.has(c));
@@ -46,11 +57,27 @@ function errorResponse(codes: ErrorCode[]) {
   };
 }
 
+function describe(meta: RouteMeta, errors: ErrorCode[]): string {
+  const scopes = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])].map((s) => `\`${s}\``) : [];
+  const access =
+    scopes.length === 0 ? '**Public:** needs no credential.' : scopes.length === 1 ? `**Scope:** ${scopes[0]}.` : `**Scope:** any one of ${scopes.join(', ')}.`;
+  const parts = [meta.description, access];
+  if (meta.idempotent) parts.push('**Idempotent command:** requires an `Idempotency-Key` header; a retry with the same key and content replays the receipt.');
+  parts.push(`**Answers** ${meta.status}: ${meta.returns}.`);
+  parts.push(
+    `**Refusals:** ${errors.map((c) => `\`${c}\` (${ERROR_CODES[c].http})`).join(', ')}; each is explained under Error codes in the API description and in docs/errors.md.`,
+  );
+  return parts.join('\n\n');
+}
+
 function operation(key: string, meta: RouteMeta) {
   const [method, template] = key.split(' ') as [string, string];
+  const scopes = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [];
   const parameters: Record<string, unknown>[] = [];
   for (const m of template.matchAll(/\{([a-z_]+)\}/g)) {
-    parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string', pattern: ID_RE.source } });
+    const p = PARAMS[m[1]!];
+    if (!p) throw new Error(`no OpenAPI description of the path parameter ${m[1]} of ${template}`);
+    parameters.push({ name: m[1], in: 'path', required: true, description: p.description, schema: { type: 'string', pattern: p.pattern } });
   }
   if (meta.idempotent) {
     parameters.push({
@@ -66,25 +93,27 @@ function operation(key: string, meta: RouteMeta) {
     parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema });
   }
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const c of routeErrors(meta)) byStatus.set(ERROR_CODES[c].http, [...(byStatus.get(ERROR_CODES[c].http) ?? []), c]);
+  const errors = routeErrors(meta, template);
+  for (const c of errors) byStatus.set(ERROR_CODES[c].http, [...(byStatus.get(ERROR_CODES[c].http) ?? []), c]);
   const responses: Record<string, unknown> = {
     [String(meta.status)]: {
       description: meta.returns,
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
-      content:
-        key === 'GET /metrics'
-          ? { 'text/plain': { schema: { type: 'string' } } }
-          : { 'application/json': { schema: meta.scope ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
+      content: meta.contentType
+        ? { [meta.contentType]: { schema: { type: 'string' } } }
+        : { 'application/json': { schema: meta.scope ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
     },
   };
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(codes);
   const op: Record<string, unknown> = {
     operationId: `${method.toLowerCase()}${template.replace(/\{[a-z_]+\}/g, 'By').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
     summary: meta.summary,
-    // Separate security requirements: in OpenAPI any one of them is enough.
-    security: meta.scope ? [meta.scope, ...(meta.orScopes ?? [])].map((sc) => ({ bearerAuth: [sc] })) : [],
-    'x-orbit-scopes': meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [],
-    'x-orbit-error-codes': routeErrors(meta),
+    description: describe(meta, errors),
+    tags: [tagOf(template)],
+    // A bearer scheme has no OAuth scopes: the scopes are in the description and x-orbit-scopes.
+    security: meta.scope ? [{ bearer: [] }] : [],
+    'x-orbit-scopes': scopes,
+    'x-orbit-error-codes': errors,
     parameters,
     responses,
   };
@@ -103,12 +132,20 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: 'Orbit HTTP API',
       version: API_VERSION,
-      description:
-        'Tasks, attempts, queues, result-stream subscriptions. Every response is an envelope {request_id, data} or {request_id, error:{code, message, details?}}; uint64 values are decimal strings. Workers use the WebSocket protocol described by /v1/asyncapi.json.',
+      description: apiDescription(),
+      // Orbit is self-hosted: whoever runs the gateway answers for its API.
+      contact: { name: 'the operators of this Orbit deployment' },
     },
+    tags: TAGS.map(({ name, description }) => ({ name, description })),
     servers: [{ url: 'http://127.0.0.1:8080', description: 'npm start' }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'a credential token; each operation lists the scope it needs' } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: `A credential's token (\`orb_…\`). A credential belongs to one namespace and carries scopes and the queues it may use; each operation names the scopes that grant it (any one suffices).\n\n${scopeTable()}`,
+        },
+      },
       headers: { RequestId: { description: 'the request id, also in the body', schema: { type: 'string' } } },
       schemas: {
         DataEnvelope: { type: 'object', required: ['request_id', 'data'], properties: { request_id: { type: 'string' }, data: { type: 'object' } } },

@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import { RevisionBody } from '@orbit/protocol/http-schemas';
 import type { ErrorCode } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 
@@ -10,7 +11,10 @@ export interface QueryParam {
 }
 
 export interface RouteMeta {
+  /** A few words: the operation's title in a rendered reference. */
   summary: string;
+  /** What it does and when it refuses; the generator adds the scope, idempotency and answer. */
+  description: string;
   /** Absent for the unauthenticated routes. */
   scope?: string;
   /** Any one of scope and these suffices. */
@@ -23,7 +27,21 @@ export interface RouteMeta {
   returns: string;
   /** Route-specific codes; the generator adds the common ones. */
   errors: ErrorCode[];
+  /** Content type of a success that is not a JSON envelope. */
+  contentType?: string;
 }
 
 export const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
+
+/** A pause or resume: expected_revision, a receipt, the usual refusals. */
+export const revisionCmd = (summary: string, description: string, scope: string, returns: string): RouteMeta => ({
+  summary,
+  description,
+  scope,
+  body: RevisionBody,
+  idempotent: true,
+  status: 200,
+  returns,
+  errors: ['NOT_FOUND', 'STATE_CONFLICT', 'IDEMPOTENCY_CONFLICT'],
+});

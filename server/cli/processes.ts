@@ -1,7 +1,7 @@
 // ORBIT_PROCESSES=N > 1: one gateway node as N processes sharing its port, so a node uses N cores.
 // This process becomes a node:cluster primary that runs no gateway itself and supervises N gateway
 // processes, each a whole stateless node: every loop of a node is safe with any number of nodes on
-// one database (docs/design.md "Several processes per node"). A process that exits is restarted,
+// one database (docs/operations.md "Several processes per node"). A process that exits is restarted,
 // and its sessions' attempts are recovered by the sweepers as after any node's crash.
 import cluster, { type Worker } from 'node:cluster';
 import { fileURLToPath } from 'node:url';

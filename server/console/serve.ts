@@ -45,9 +45,10 @@ function load(): Map<string, Asset> | null {
   return assets;
 }
 
-function securityHeaders(): Record<string, string> {
+/** The strict headers of the console's files; the API reference shares them with its own CSP. */
+export function securityHeaders(csp: string = CONSOLE_CSP): Record<string, string> {
   return {
-    'Content-Security-Policy': CONSOLE_CSP,
+    'Content-Security-Policy': csp,
     'X-Content-Type-Options': 'nosniff',
     'X-Frame-Options': 'DENY',
     'Referrer-Policy': 'no-referrer',

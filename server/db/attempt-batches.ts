@@ -206,7 +206,7 @@ const closedValues = (r: ClosedAttempt) => [
 
 /** closeAttempts' statement for one attempt: each value once, no CASE, the cheaper statement for
  * the server. Several rows keep the CASE form: a derived table of rows joined to attempts costs
- * the server more (docs/benchmarks.md, "SQL bytes per task"). */
+ * the server more (docs/benchmarks.md, "Where mariadbd's CPU goes"). */
 export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
   return [
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,

@@ -1,4 +1,4 @@
-// Appending to the result stream (docs/design.md, "Result stream watermark"): the bumped head row
+// Appending to the result stream (docs/design.md, "HTTP commands and the result stream"): the bumped head row
 // stays locked to the commit, so sequence n+1 cannot commit before n. The INSERT reads sequences
 // from the head row, never a session variable, which would survive a rollback.
 import type { Tx } from './pool.js';

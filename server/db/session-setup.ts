@@ -1,4 +1,4 @@
-// The session settings of every connection (docs/design.md, "Session settings"). sql_mode is an
+// The session settings of every connection (docs/design.md, "Where the SQL is"). sql_mode is an
 // exact list: NO_BACKSLASH_ESCAPES would turn client-side escapes into an injection, and others
 // change what the SQL means. ONLY_FULL_GROUP_BY is out: MariaDB's check ignores functional
 // dependence.

@@ -37,7 +37,7 @@ function mergeInto(into: SweepReport, r: SweepReport): void {
 }
 
 /** One sweep by database time: every application with due work, each in its own transaction
- * (every transaction touches one application's rows: docs/guarantees.md, "Scale-out"), at most `limit`
+ * (every transaction touches one application's rows: docs/design.md, "Coalesced transactions"), at most `limit`
  * rows per kind and application. One application's failure does not stop the others, and a batch
  * that fails for another reason than a lost database is swept again row by row, so one row that
  * cannot be settled stays behind alone (in `failed`) instead of stopping every sweep. */

@@ -47,8 +47,11 @@ export async function pageByName<R extends { name: string }>(
   return { page, next_cursor: rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null };
 }
 
+/** A version number in a path; the OpenAPI document states the same pattern. */
+export const VERSION_NUMBER_RE = /^[1-9][0-9]{0,8}$/;
+
 /** null when malformed: it can never name a version, so 404 like a malformed id. */
 export function versionNumber(ctx: RequestCtx): number | null {
   const raw = ctx.params.n!;
-  return /^[1-9][0-9]{0,8}$/.test(raw) ? Number(raw) : null;
+  return VERSION_NUMBER_RE.test(raw) ? Number(raw) : null;
 }

@@ -17,7 +17,9 @@ export interface RawReply {
   raw: true;
   status: number;
   contentType: string;
-  body: string;
+  /** Sent as well, e.g. a static page's security headers. */
+  headers?: Record<string, string>;
+  body: string | Buffer;
 }
 
 interface Compiled extends Route {

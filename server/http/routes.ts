@@ -5,6 +5,7 @@ import { Router } from './router.js';
 import { getTaskRoute, listTasksRoute } from './routes-tasks.js';
 import { submitTask, submitTaskBatch } from './routes-submit.js';
 import { serveApiDocument } from '../api-docs/serve.js';
+import { serveRedoc, serveReferencePage } from '../api-docs/reference.js';
 import { cancelTaskRoute, getAttemptRoute, listAttemptsRoute, resolveTaskRoute } from './routes-attempts.js';
 import { createQueueRoute, getQueueRoute, listQueuesRoute, pauseQueueRoute, resumeQueueRoute } from './routes-queues.js';
 import {
@@ -62,6 +63,8 @@ export function buildRoutes(app: AppContext): Router {
   });
   r.add({ method: 'GET', template: '/v1/openapi.json', auth: false, handle: serveApiDocument('openapi') });
   r.add({ method: 'GET', template: '/v1/asyncapi.json', auth: false, handle: serveApiDocument('asyncapi') });
+  r.add({ method: 'GET', template: '/v1/docs', auth: false, handle: serveReferencePage });
+  r.add({ method: 'GET', template: '/v1/docs/redoc.standalone.js', auth: false, handle: serveRedoc });
   r.add({ method: 'POST', template: '/v1/tasks', auth: true, checksCredential: true, handle: submitTask });
   r.add({ method: 'POST', template: '/v1/tasks:batch', auth: true, handle: submitTaskBatch });
   r.add({ method: 'GET', template: '/v1/tasks', auth: true, handle: listTasksRoute });

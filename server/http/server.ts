@@ -121,7 +121,7 @@ async function handle(
     });
     if ('raw' in reply) {
       const r = reply as RawReply;
-      res.writeHead(r.status, { 'Content-Type': r.contentType, 'X-Request-Id': requestId });
+      res.writeHead(r.status, { ...r.headers, 'Content-Type': r.contentType, 'X-Request-Id': requestId });
       res.end(r.body);
       app.metrics.httpRequests.inc({ route: routeName, status: String(r.status) });
       return;

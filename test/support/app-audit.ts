@@ -1,5 +1,5 @@
 // Records which application every written row belongs to, per InnoDB transaction, so a test can
-// prove docs/guarantees.md "Scale-out": every transaction touches the rows of exactly one application.
+// prove docs/design.md "Coalesced transactions": every transaction touches the rows of exactly one application.
 //
 // How a row's transaction is identified: the audit table is system-versioned with *transaction
 // precise* history (MariaDB >= 10.3: a BIGINT UNSIGNED `ROW START` column is filled by InnoDB with

@@ -1,4 +1,4 @@
-// A real three-node MariaDB Galera cluster on this machine for the chaos test (issue 23): Debian's
+// A real three-node MariaDB Galera cluster on this machine for the chaos test: Debian's
 // galera-4 provider (installed here when missing, as the test setup installs mariadb-server), one
 // mariadbd per node on loopback ports, rsync state transfer for the joiners. Run as root, the
 // servers switch to the `mysql` user (--user=mysql): the rsync SST fails as root with "Permission

@@ -1,5 +1,5 @@
 // Package fenced is the reference resource-side fencing check for resources kept in MySQL or
-// MariaDB (docs/worker-protocol.md, "Resource side"), the Go twin of the Node SDK's
+// MariaDB (docs/guarantees.md, "The fencing token (concurrency_token)"), the Go twin of the Node SDK's
 // worker-sdk/fenced-resource.ts: the same two tables and the same semantics, so Go and Node
 // workers can share one resource.
 //

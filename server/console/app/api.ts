@@ -25,7 +25,7 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
-  /** Safe to repeat unchanged with the same Idempotency-Key (docs/errors.md "retryable"). */
+  /** Safe to repeat unchanged with the same Idempotency-Key (the "retryable" column of docs/errors.md). */
   get retryable(): boolean {
     return this.code === 'NETWORK' || this.code === 'UNAVAILABLE';
   }
