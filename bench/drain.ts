@@ -5,17 +5,20 @@ import type { PeerDrainResult, PeerOutcome } from './graphile-peer.js';
 import type { ScenarioResult, ScenarioSpec } from './scenario.js';
 import { fmt, round } from './stats.js';
 
-export const DRAIN_SCENARIOS = ['drain', 'drain-keys-1000', 'drain-c500'];
+export const DRAIN_SCENARIOS = ['drain', 'drain-prefetch', 'drain-keys-1000', 'drain-c500'];
 
 /** `drain` and `drain-keys-1000` at 1 worker × 24 (graphile-worker's peer runs 24 jobs at once;
  * --drain-workers / --drain-capacity change that), `drain-c500` at 1 × 500: one session with room
- * for a whole claim batch. */
+ * for a whole claim batch. With --drain-prefetch=N, `drain-prefetch`: `drain`'s workers holding N
+ * attempts more than they run (the SDKs' prefetch, docs/worker-protocol.md). */
 export function drainSpecs(count: number, opt: (name: string) => string | undefined): ScenarioSpec[] {
   const workers = Number(opt('drain-workers') ?? 1);
   const capacity = Number(opt('drain-capacity') ?? 24);
+  const prefetch = opt('drain-prefetch');
   const base = { count, submit: 'batch' as const, drain: true };
   return [
     { ...base, name: 'drain', keys: null, workers, capacity },
+    ...(prefetch === undefined ? [] : [{ ...base, name: 'drain-prefetch', keys: null, workers, capacity, prefetch: Number(prefetch) }]),
     { ...base, name: 'drain-keys-1000', keys: 1000, workers, capacity },
     { ...base, name: 'drain-c500', keys: null, workers: 1, capacity: 500 },
   ];
@@ -43,7 +46,7 @@ function orbitRow(r: ScenarioResult): Row {
   const t = Object.values(r.db.tableRows);
   return {
     system: `Orbit ${r.spec.name}`,
-    shape: `${r.spec.workers ?? '-'} × ${r.spec.capacity ?? '-'}`,
+    shape: `${r.spec.workers ?? '-'} × ${r.spec.capacity ?? '-'}${r.spec.prefetch ? ` + ${r.spec.prefetch} prefetch` : ''}`,
     tasks: r.tasks,
     seconds: r.seconds,
     tasksPerSec: r.tasksPerSec,

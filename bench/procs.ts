@@ -60,7 +60,7 @@ export function workerCommand(): [string, string[]] {
   return [process.execPath, [...prof, path.join(packageRoot(), 'dist/bench/worker-proc.js')]];
 }
 
-export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void): WorkerProc[] {
+export function spawnWorkers(url: string, token: string, queueId: string, count: number, capacity: number, onProgress: () => void, prefetch = 0): WorkerProc[] {
   const [command, args] = workerCommand();
   const prof = process.env.ORBIT_BENCH_CPU_PROF;
   return Array.from({ length: count }, (_, i) => {
@@ -73,6 +73,7 @@ export function spawnWorkers(url: string, token: string, queueId: string, count:
         ORBIT_TOKEN: token,
         WORKER_QUEUES: queueId,
         WORKER_CAPACITY: String(capacity),
+        WORKER_PREFETCH: String(prefetch),
         WORKER_LATENCY: '1',
         WORKER_PROGRESS_MS: '20',
       },

@@ -56,6 +56,7 @@ function scenarioJson(r: ScenarioResult | Skipped, base: number, unitUs: number,
     drain: spec.drain ?? false,
     workers: spec.workers ?? null,
     capacity: spec.capacity ?? null,
+    prefetch: spec.prefetch ?? null,
   };
   if (isSkipped(r)) return { ...head, skipped: r.reason, tasks: 0, tasks_per_s: null, cpu_u_per_task: null, ratio: null };
   const d = r.db;

@@ -21,7 +21,8 @@
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
 //       tasks, their p50/p99 beside the same without the flood (bench/renew-flood.ts).
 //   (h) `drain`, `drain-keys-1000` (1 worker × 24; --drain-workers=N, --drain-capacity=N) and
-//       `drain-c500` (1 × 500): a backlog of 20 000 tasks (5 000 quick) committed with no worker
+//       `drain-c500` (1 × 500), with --drain-prefetch=N also `drain-prefetch` (`drain`'s workers
+//       with prefetch N): a backlog of 20 000 tasks (5 000 quick) committed with no worker
 //       connected, then drained; next to it graphile-worker's drain of the same backlog on a
 //       private PostgreSQL cluster (bench/drain.ts, bench/graphile-peer.ts). --peers installs the
 //       peer's packages if missing; --no-peers skips it; without PostgreSQL it is skipped.

@@ -56,6 +56,8 @@ export interface ScenarioSpec {
   /** Worker processes × capacity of this scenario (else the setup's). */
   workers?: number;
   capacity?: number;
+  /** Attempts each worker holds beyond its capacity (WORKER_PREFETCH; default 0). */
+  prefetch?: number;
 }
 
 export interface ScenarioResult {
@@ -169,7 +171,7 @@ export async function runScenario(s: ScenarioSetup, spec: ScenarioSpec, progress
   const completed = () => workers.reduce((n, w) => n + w.completed, 0);
   const progressed = new ScenarioProgress();
   const startWorkers = async () => {
-    workers = spawnWorkers(s.url, s.token, queueId, spec.workers ?? s.workers, spec.capacity ?? s.capacity, progressed.advanced);
+    workers = spawnWorkers(s.url, s.token, queueId, spec.workers ?? s.workers, spec.capacity ?? s.capacity, progressed.advanced, spec.prefetch);
     await Promise.all(workers.map((w) => w.ready));
   };
   const producers = spawnProducers(s.producers, progressed.advanced);

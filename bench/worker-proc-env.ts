@@ -3,16 +3,17 @@
 // JSON lines they print for the process that spawned them, and the exit on a fatal error.
 import type { Worker, WorkerOptions } from '@orbit/worker-sdk/worker';
 
-/** ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids) and WORKER_CAPACITY (else
- * `defaultCapacity`), with a quick reconnect (from 50 ms, at most 1 s apart): the chaos tests
- * restart and kill gateways under these workers. */
-export function workerOptionsFromEnv(defaultCapacity: number): Pick<WorkerOptions, 'url' | 'token' | 'queues' | 'capacity' | 'reconnect'> {
+/** ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (else
+ * `defaultCapacity`) and WORKER_PREFETCH (default 0), with a quick reconnect (from 50 ms, at most
+ * 1 s apart): the chaos tests restart and kill gateways under these workers. */
+export function workerOptionsFromEnv(defaultCapacity: number): Pick<WorkerOptions, 'url' | 'token' | 'queues' | 'capacity' | 'prefetch' | 'reconnect'> {
   const env = process.env;
   return {
     url: env.ORBIT_URL!,
     token: env.ORBIT_TOKEN!,
     queues: env.WORKER_QUEUES!.split(','),
     capacity: Number(env.WORKER_CAPACITY ?? defaultCapacity),
+    prefetch: Number(env.WORKER_PREFETCH ?? 0),
     reconnect: { initialDelayMs: 50, maxDelayMs: 1000 },
   };
 }

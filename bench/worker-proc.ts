@@ -3,6 +3,7 @@
 // environment; prints JSON lines: {"ev":"ready"} once connected, and with WORKER_LOG_RUNS=1 one
 // {"ev":"run"} line per handler start and {"ev":"done"} per handler end.
 //   ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
+//   WORKER_PREFETCH (default 0),
 //   WORKER_HANDLER (default "h"), WORKER_DELAY_MS (handler sleeps a random 0..N ms, default 0);
 //   for the benchmark WORKER_LATENCY=1 and WORKER_PROGRESS_MS=N (below). A workflow step whose
 //   params carry `items: N` returns an N-element array: the source of a for_each fan-out

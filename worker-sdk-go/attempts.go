@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// The attempts a worker holds, each from task.assign to its answered result: start confirmed
+// The attempts a worker holds, each from task.assign to its answered result: waiting (oldest
+// first) for a run slot when the prefetched attempts outnumber free handlers, start confirmed
 // before the handler runs, the handler with a ctx cancelled when the lease is lost, the result
 // re-sent across reconnects until the gateway answers it.
 
@@ -15,31 +16,14 @@ type held struct {
 	frame          *TaskAssign
 	ctx            context.Context
 	cancel         context.CancelCauseFunc
-	phase          string // starting, running, reporting
+	phase          string // waiting (no start sent), starting, running, reporting
+	slot           bool   // holds a run slot: from being taken until its handler returns
 	lost           bool
 	leaseExpiresAt string
 }
 
 // finishedMemory bounds the finished attempt ids remembered to ignore a repeated task.assign.
 const finishedMemory = 10_000
-
-// admit holds a newly assigned attempt and runs it; a re-assign of one held or recently finished
-// is ignored (its key and token were checked equal by the connection).
-func (w *Worker) admit(f *TaskAssign) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.held[f.AttemptID]; ok {
-		return
-	}
-	if _, ok := w.finished[f.AttemptID]; ok {
-		return
-	}
-	h := &held{frame: f, phase: "starting", leaseExpiresAt: f.LeaseExpiresAt}
-	h.ctx, h.cancel = context.WithCancelCause(w.baseCtx)
-	w.held[f.AttemptID] = h
-	w.attempts.Add(1)
-	go w.runAttempt(h)
-}
 
 func (w *Worker) runAttempt(h *held) {
 	defer w.attempts.Done()
@@ -81,6 +65,10 @@ func (w *Worker) runAttempt(h *held) {
 	e := newEvent(h.frame, w.opts.WorkerID)
 	e.LeaseExpiresAt, _ = time.Parse(time.RFC3339Nano, h.leaseExpiresAt)
 	result := w.callHandler(h, fn, e)
+	// The handler is done: its run slot goes to the next waiting attempt while the result travels.
+	w.mu.Lock()
+	w.freeSlotLocked(h)
+	w.mu.Unlock()
 	if !w.setPhase(h, "reporting") {
 		w.log.Warn("orbit worker: handler finished after its lease was lost; result not sent", "attempt_id", id)
 		return
@@ -171,7 +159,15 @@ func (w *Worker) markLost(id, reason string) {
 		return
 	}
 	h.lost = true
+	waiting := h.phase == "waiting"
 	w.mu.Unlock()
+	if waiting {
+		// Never started: nothing to cancel and nothing to report (an unstarted attempt's loss
+		// consumes no attempt of the task; docs/worker-protocol.md, "Prefetch").
+		w.log.Warn("orbit worker: lease lost before the attempt started; dropped", "attempt_id", id, "reason", reason)
+		w.release(h)
+		return
+	}
 	w.log.Warn("orbit worker: lease lost, cancelling handler", "attempt_id", id, "reason", reason)
 	h.cancel(&LeaseLostError{AttemptID: id, Reason: reason})
 }
@@ -206,6 +202,7 @@ func (w *Worker) release(h *held) {
 	if w.held[id] != h {
 		return
 	}
+	w.freeSlotLocked(h)
 	delete(w.held, id)
 	if len(w.finished) >= finishedMemory {
 		for old := range w.finished {

@@ -25,6 +25,12 @@ type Options struct {
 	Queues []string
 	// Capacity is how many attempts the worker runs at once at most (0 to 1024; 0 connects paused).
 	Capacity int
+	// Prefetch is how many attempts the worker holds beyond Capacity, leased and waiting (oldest
+	// first) for a handler to finish: the session asks the gateway for Capacity + Prefetch, so a
+	// freed handler starts the next task without waiting for a grant. A waiting attempt's lease is
+	// renewed; it is started only when it is taken for running. At least 0, with Capacity +
+	// Prefetch at most 1024 (docs/worker-protocol.md, "Prefetch"). Default 0.
+	Prefetch int
 	// Handlers run the tasks; only their names and versions are assigned to this worker.
 	Handlers []Handler
 	// WorkerID is this process's identity (default hostname-pid-random). It must not be reused by
@@ -100,6 +106,18 @@ func (o *Options) resolve() error {
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// prefetchProblem is the message of a Prefetch below 0 or with Capacity + Prefetch over the
+// protocol's maximum; the Node SDK reports the same.
+var prefetchProblem = fmt.Sprintf("invalid prefetch: must be an integer >= 0 with capacity + prefetch at most %d", MaxCapacity)
+
+// checkPrefetch is INVALID_ARGUMENT unless prefetch fits beside capacity (itself checked by hello's).
+func checkPrefetch(capacity, prefetch int) error {
+	if prefetch < 0 || capacity+prefetch > MaxCapacity {
+		return &FrameError{Code: "INVALID_ARGUMENT", Message: prefetchProblem}
 	}
 	return nil
 }

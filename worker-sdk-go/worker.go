@@ -28,15 +28,20 @@ type Worker struct {
 	filter   []HandlerRegistration
 	capacity atomic.Int64
 
-	mu       sync.Mutex
-	conn     *Conn         // the open session, nil between sessions
-	sessCh   chan struct{} // closed when a session opens; replaced when it ends
-	held     map[string]*held
-	finished map[string]struct{} // recently finished attempt ids: a re-assign is ignored
-	emptyCh  chan struct{}       // closed when nothing is held (while a drain waits)
-	draining bool
-	stopped  bool
-	fatal    error
+	mu      sync.Mutex
+	conn    *Conn         // the open session, nil between sessions
+	sessCh  chan struct{} // closed when a session opens; replaced when it ends
+	held    map[string]*held
+	waiting []*held // granted, not yet taken for running: oldest first
+	running int     // attempts holding a run slot
+	// lastCapacity is the run limit while paused: attempts granted before the pause still run
+	// (docs/worker-protocol.md, "Prefetch").
+	lastCapacity int
+	finished     map[string]struct{} // recently finished attempt ids: a re-assign is ignored
+	emptyCh      chan struct{}       // closed when nothing is held (while a drain waits)
+	draining     bool
+	stopped      bool
+	fatal        error
 
 	started   atomic.Bool
 	stopCh    chan struct{} // closed when the worker stops
@@ -62,9 +67,17 @@ func NewWorker(opts Options) (*Worker, error) {
 		sessCh: make(chan struct{}), held: map[string]*held{}, finished: map[string]struct{}{},
 		stopCh: make(chan struct{}), readyCh: make(chan struct{})}
 	w.capacity.Store(int64(opts.Capacity))
+	// At least 1: an attempt granted to a worker that connected paused still runs (none should come).
+	w.lastCapacity = max(1, opts.Capacity)
 	w.baseCtx, w.cancelAll = context.WithCancelCause(context.Background())
-	if _, err := helloFrame(w.registration(nil)); err != nil {
-		return nil, err // a bad option fails here, before any I/O
+	// A bad option fails here, before any I/O (capacity alone first, then beside prefetch).
+	reg := w.registration(nil)
+	reg.Capacity = opts.Capacity
+	if _, err := helloFrame(reg); err != nil {
+		return nil, err
+	}
+	if err := checkPrefetch(opts.Capacity, opts.Prefetch); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -75,7 +88,7 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // Ready is closed once the first session is open.
 func (w *Worker) Ready() <-chan struct{} { return w.readyCh }
 
-// InFlight is the number of attempts held (leased, running or reporting).
+// InFlight is the number of attempts held (waiting, starting, running or reporting).
 func (w *Worker) InFlight() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -87,21 +100,6 @@ func (w *Worker) Connected() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.conn != nil
-}
-
-// SetCapacity changes how many attempts the worker takes at once (0 pauses intake).
-func (w *Worker) SetCapacity(n int) error {
-	if _, err := capacityFrame(n); err != nil {
-		return err
-	}
-	w.capacity.Store(int64(n))
-	w.mu.Lock()
-	c := w.conn
-	w.mu.Unlock()
-	if c != nil {
-		return c.SetCapacity(n)
-	}
-	return nil
 }
 
 // Run connects and runs until ctx is cancelled, then drains: no more work is taken, running
@@ -143,11 +141,7 @@ func (w *Worker) RunUntilSignal(ctx context.Context) error {
 }
 
 func (w *Worker) registration(resume []string) Registration {
-	capacity := int(w.capacity.Load())
-	if w.draining {
-		capacity = 0
-	}
-	return Registration{WorkerID: w.opts.WorkerID, Queues: w.opts.Queues, Capacity: capacity, ConcurrencyKeys: true,
+	return Registration{WorkerID: w.opts.WorkerID, Queues: w.opts.Queues, Capacity: w.declaredCapacityLocked(), ConcurrencyKeys: true,
 		Handlers: w.filter, Resume: resume, Agent: w.opts.Agent}
 }
 
@@ -377,7 +371,14 @@ func (w *Worker) stop(err error) {
 	w.fatal = err
 	c := w.conn
 	close(w.stopCh)
+	// Waiting attempts are dropped unstarted: their leases run out and the tasks run again
+	// without an attempt consumed.
+	dropped := w.waiting
+	w.waiting = nil
 	w.mu.Unlock()
+	for _, h := range dropped {
+		w.release(h)
+	}
 	if err != nil {
 		w.cancelAll(err)
 	}

@@ -23,7 +23,8 @@ export interface AttemptHost {
   answered(r: WorkerEvents['result'][0]): void;
 }
 
-/** Runs a held attempt to its end: started, handled, reported (or lost on the way); then released. */
+/** Runs a held attempt taken for running to its end: started, handled, reported (or lost on the
+ * way); then released. */
 export async function runAttempt(host: AttemptHost, h: Held): Promise<void> {
   try {
     const fn = handlerFor(host.handlers, h.frame, host.defaultVersions);
@@ -61,6 +62,8 @@ export async function runAttempt(host: AttemptHost, h: Held): Promise<void> {
     } catch (err) {
       result = errorResult(h.id, err);
     }
+    // The handler is done: its run slot goes to the next waiting attempt while the result travels.
+    host.held.freeSlot(h);
     if (h.lost) {
       host.log.warn({ worker_id: host.workerId, attempt_id: h.id }, 'orbit worker: handler finished after its lease was lost; result not sent');
       return;

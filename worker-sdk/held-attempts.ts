@@ -1,6 +1,7 @@
-// The attempts a worker holds (leased, running or reporting): what a new session resumes, lease
-// times from the gateway, loss and refusal (which abort the handler), and the wait for all of them
-// to finish when the worker closes.
+// The attempts a worker holds (waiting, starting, running or reporting): what a new session
+// resumes, lease times from the gateway, loss and refusal (which abort the handler), the run slots
+// (at most `capacity` attempts started at once, the prefetched rest waiting in FIFO order) and the
+// wait for all of them to finish when the worker closes.
 import type { TaskAssignFrame } from '@orbit/protocol/frames';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 import type { KnownAttempt, ResultInput } from './connection.js';
@@ -10,7 +11,10 @@ import type { Logger } from './task-context.js';
 export interface Held {
   id: string;
   frame: TaskAssignFrame;
-  phase: 'starting' | 'running' | 'reporting';
+  /** waiting: granted but not taken for running (no start sent); starting and running hold a run slot. */
+  phase: 'waiting' | 'starting' | 'running' | 'reporting';
+  /** Holds one of the worker's run slots (from being taken until its handler returns). */
+  slot: boolean;
   /** Made on the first read of the handler's `e.signal` (heldSignal): most handlers never read it,
    * and an AbortController (an EventTarget) was the largest allocation of an attempt. An abort
    * before then is kept in `abortReason` and applied when the signal is made, so a handler still
@@ -47,12 +51,19 @@ export class HeldAttempts {
   private readonly held = new Map<string, Held>();
   private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
   private emptied: (() => void)[] = []; // settle() waiting for nothing to be held
+  private waiting: Held[] = []; // granted, not yet taken: oldest first
+  private running = 0; // attempts holding a run slot
 
   constructor(
     private readonly log: Logger,
     private readonly workerId: string,
     /** Called once an attempt is marked lost (its handler has been aborted). */
     private readonly onLost: (attemptId: string, reason: string) => void,
+    /** How many attempts may hold a run slot now. */
+    private readonly runLimit: () => number,
+    /** Runs a taken attempt to its end; it calls release() when done (one callback instead of a
+     * `done` promise and a `.finally` chain per attempt). */
+    private readonly drive: (h: Held) => Promise<void>,
   ) {}
 
   get size(): number {
@@ -85,19 +96,40 @@ export class HeldAttempts {
     if (h) h.leaseExpiresAt = leaseExpiresAt;
   }
 
-  /** Holds a newly assigned attempt and runs `drive` for it; `drive` calls release() when it is
-   * done with it (one callback instead of a `done` promise and a `.finally` chain per attempt). A
-   * re-assign of a held or recently finished attempt is ignored. */
-  admit(f: TaskAssignFrame, drive: (h: Held) => Promise<void>): void {
+  /** Holds a newly assigned attempt: it runs when a run slot is free, after those waiting before
+   * it. A re-assign of a held or recently finished attempt is ignored. */
+  admit(f: TaskAssignFrame): void {
     if (this.held.has(f.attempt_id) || this.finished.has(f.attempt_id)) return; // same key/token (checked by the connection)
-    const h: Held = { id: f.attempt_id, frame: f, phase: 'starting', aborted: false, lost: false, leaseExpiresAt: f.lease_expires_at };
+    const h: Held = { id: f.attempt_id, frame: f, phase: 'waiting', slot: false, aborted: false, lost: false, leaseExpiresAt: f.lease_expires_at };
     this.held.set(h.id, h);
-    void drive(h);
+    this.waiting.push(h);
+    this.pump();
+  }
+
+  /** Takes waiting attempts, oldest first, while run slots are free. */
+  pump(): void {
+    while (this.waiting.length > 0 && this.running < this.runLimit()) {
+      const h = this.waiting.shift()!;
+      if (this.held.get(h.id) !== h || h.phase !== 'waiting') continue; // dropped while it waited
+      h.phase = 'starting';
+      h.slot = true;
+      this.running++;
+      void this.drive(h);
+    }
+  }
+
+  /** The attempt's handler is done (or will not run): its run slot goes to the next waiting one. */
+  freeSlot(h: Held): void {
+    if (!h.slot) return;
+    h.slot = false;
+    this.running--;
+    this.pump();
   }
 
   /** The attempt is over (answered, lost or refused): no longer held, a re-assign of it ignored. */
   release(h: Held): void {
     if (this.held.get(h.id) !== h) return;
+    this.freeSlot(h);
     this.held.delete(h.id);
     this.finished.add(h.id);
     if (this.finished.size > FINISHED_MEMORY) this.finished.delete(this.finished.values().next().value!);
@@ -109,8 +141,15 @@ export class HeldAttempts {
     const h = this.held.get(id);
     if (!h || h.phase === 'reporting' || h.lost) return;
     h.lost = true;
-    this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
-    abortHeld(h, new LeaseLostError(id, reason));
+    if (h.phase === 'waiting') {
+      // Never started: nothing to abort and nothing to report (an unstarted attempt's loss
+      // consumes no attempt of the task; docs/worker-protocol.md, "Prefetch").
+      this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost before the attempt started; dropped');
+      this.release(h);
+    } else {
+      this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
+      abortHeld(h, new LeaseLostError(id, reason));
+    }
     this.onLost(id, reason);
   }
 
@@ -130,8 +169,13 @@ export class HeldAttempts {
     return true;
   }
 
-  /** Aborts every held handler with `reason`. */
+  /** Aborts every held handler with `reason` and drops the waiting attempts unstarted (their
+   * leases run out; the tasks run again without an attempt consumed). */
   abortAll(reason: unknown): void {
+    for (const h of this.waiting.splice(0)) {
+      h.lost = true;
+      this.release(h);
+    }
     for (const h of this.held.values()) abortHeld(h, reason);
   }
 

@@ -1,5 +1,7 @@
 // The options and events of createWorker(), apart from worker.ts so the class stays readable.
+import { OrbitError } from '@orbit/protocol/errors';
 import type { HelloOkFrame } from '@orbit/protocol/frames';
+import { MAX_CAPACITY } from '@orbit/protocol/limits';
 import type { GatewayError, ProtocolViolation } from './errors.js';
 import type { ReconnectPolicy } from './reconnect.js';
 import type { HandlerMap, Logger, TaskType } from './task-context.js';
@@ -17,6 +19,13 @@ export interface WorkerOptions<T = Record<string, TaskType>> {
   /** Attempts this worker runs at once at most (0 to 1024; 0 connects paused). Change it later
    * with `setCapacity()`. */
   capacity: number;
+  /** Attempts this worker holds beyond `capacity`, leased and waiting (oldest first) for a
+   * handler to finish: the session asks the gateway for `capacity + prefetch`, so a freed handler
+   * starts the next task without waiting for a grant. A waiting attempt's lease is renewed; it
+   * is started only when it is taken for running. An integer ≥ 0 with `capacity + prefetch` at
+   * most 1024 (docs/worker-protocol.md, "Prefetch").
+   * @default 0 */
+  prefetch?: number;
   /** One handler per handler name. Only these names (and their versions) are sent to the gateway
    * as this worker's filter: tasks for other handlers are never assigned to it. */
   handlers: HandlerMap<T>;
@@ -63,3 +72,18 @@ export type WorkerEvents = {
   fatal: [Error];
   newListener: [event: string | symbol, listener: (...args: unknown[]) => void];
 };
+
+/** The message of a prefetch that is not an integer ≥ 0 or with capacity + prefetch over the
+ * protocol's maximum; the Go SDK reports the same. */
+export const PREFETCH_PROBLEM = `invalid prefetch: must be an integer >= 0 with capacity + prefetch at most ${MAX_CAPACITY}`;
+
+/** Throws INVALID_ARGUMENT unless `prefetch` fits beside `capacity` (itself checked by hello's schema). */
+export function checkPrefetch(capacity: number, prefetch: number): void {
+  if (!Number.isInteger(prefetch) || prefetch < 0 || capacity + prefetch > MAX_CAPACITY) throw new OrbitError('INVALID_ARGUMENT', PREFETCH_PROBLEM);
+}
+
+/** The capacity a session declares for `capacity` handlers and `prefetch`: both, or 0 while
+ * paused, so a paused worker is granted nothing new (docs/worker-protocol.md, "Prefetch"). */
+export function declaredCapacity(capacity: number, prefetch: number): number {
+  return capacity === 0 ? 0 : capacity + prefetch;
+}

@@ -4,11 +4,13 @@
 // result re-sent until acknowledged); held-attempts.ts keeps what the worker holds.
 import { EventEmitter } from 'node:events';
 import { WorkerConnection, helloFrame, type Registration } from './connection.js';
+import { OrbitError } from '@orbit/protocol/errors';
 import { ConnectionClosedError, GatewayError, describeError } from './errors.js';
+import { outgoingProblem } from './frame-checks.js';
 import { runAttempt, type AttemptHost } from './attempt-runner.js';
 import { HeldAttempts } from './held-attempts.js';
 import { backoffMs, isFatalConnectError, reconnectLimit } from './reconnect.js';
-import type { WorkerEvents, WorkerOptions } from './worker-options.js';
+import { checkPrefetch, declaredCapacity, type WorkerEvents, type WorkerOptions } from './worker-options.js';
 import { DEFAULT_HANDLER_VERSIONS, consoleLogger, defaultWorkerId, handlerFilter, type Handler, type Logger, type TaskType } from './task-context.js';
 
 export * from './task-context.js';
@@ -38,6 +40,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly log: Logger;
   private readonly handlerVersions?: Registration['handlers'];
   private capacity: number;
+  private readonly prefetch: number;
+  /** The run limit while paused: attempts granted before the pause still run (docs/worker-protocol.md, "Prefetch"). */
+  private lastCapacity: number;
   private state: 'idle' | 'running' | 'draining' | 'closed' | 'failed' = 'idle';
   private conn?: WorkerConnection; // the current open session
   private pendingConn?: WorkerConnection; // a session being opened
@@ -58,7 +63,16 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.log = opts.logger ?? consoleLogger;
     this.workerId = opts.workerId ?? defaultWorkerId();
     this.capacity = opts.capacity;
-    this.held = new HeldAttempts(this.log, this.workerId, (id, reason) => this.emit('leaseLost', id, reason));
+    this.prefetch = opts.prefetch ?? 0;
+    // At least 1: an attempt granted to a worker that connected paused still runs (none should come).
+    this.lastCapacity = Math.max(1, opts.capacity);
+    this.held = new HeldAttempts(
+      this.log,
+      this.workerId,
+      (id, reason) => this.emit('leaseLost', id, reason),
+      () => (this.capacity > 0 ? this.capacity : this.lastCapacity),
+      (h) => runAttempt(this.attempts, h),
+    );
     const handlers = opts.handlers as Record<string, Handler>;
     const defaultVersions = opts.defaultVersions ?? DEFAULT_HANDLER_VERSIONS;
     if (Object.keys(handlers).length === 0) throw new TypeError('createWorker: at least one handler is required');
@@ -74,7 +88,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
       answered: (r) => this.emit('result', r),
     };
     reconnectLimit(opts.reconnect); // validate now, like the registration
-    helloFrame(this.registration([])); // validate now: a bad option must fail at construction
+    // Validate now: a bad option must fail at construction (capacity alone first, then beside prefetch).
+    helloFrame({ ...this.registration([]), capacity: opts.capacity });
+    checkPrefetch(opts.capacity, this.prefetch);
     this.readyP = new Promise((resolve, reject) => (this.settleReady = { resolve, reject }));
     this.readyP.catch(() => {});
     this.finished = new Promise((resolve, reject) => (this.settleFinished = { resolve, reject }));
@@ -109,7 +125,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
-  /** Attempts this worker holds right now (leased, running or reporting). */
+  /** Attempts this worker holds right now (waiting, starting, running or reporting). */
   get inFlight(): number {
     return this.held.size;
   }
@@ -118,9 +134,22 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.conn?.isOpen ?? false;
   }
 
+  /** Changes how many attempts run at once (0 pauses intake). The gateway is asked for
+   * `n + prefetch`, or 0 when `n` is 0: a paused worker takes nothing new and still runs the
+   * attempts it was granted, at its last non-zero capacity. */
   setCapacity(n: number): void {
+    const problem = outgoingProblem({ type: 'capacity', capacity: n });
+    if (problem) throw new OrbitError('INVALID_ARGUMENT', `invalid capacity frame: ${problem}`);
+    checkPrefetch(n, this.prefetch);
     this.capacity = n;
-    if (this.state === 'running' && this.conn?.isOpen) this.conn.capacity(n);
+    if (n > 0) this.lastCapacity = n;
+    if (this.state === 'running' && this.conn?.isOpen) this.conn.capacity(this.declaredCapacity());
+    this.held.pump();
+  }
+
+  /** The capacity the session declares: handlers plus prefetch, none while paused or draining. */
+  private declaredCapacity(): number {
+    return this.state === 'draining' ? 0 : declaredCapacity(this.capacity, this.prefetch);
   }
 
   /** Drains: asks for no more work, waits for in-flight handlers and their result.ok, then
@@ -134,7 +163,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return {
       workerId: this.workerId,
       queues: this.opts.queues,
-      capacity: this.state === 'draining' ? 0 : this.capacity,
+      capacity: this.declaredCapacity(),
       concurrencyKeys: true, // the SDK's handlers receive the token; fenced-resource.ts checks it
       handlers: this.handlerVersions,
       resume,
@@ -258,7 +287,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       this.emit('protocolError', v);
     });
     conn.on('assign', (f) => {
-      if (conn === this.conn) this.held.admit(f, (h) => runAttempt(this.attempts, h));
+      if (conn === this.conn) this.held.admit(f);
     });
     conn.on('cancel', (f) => {
       if (conn === this.conn) this.held.markLost(f.attempt_id, f.reason);

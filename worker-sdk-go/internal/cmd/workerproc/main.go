@@ -3,7 +3,7 @@
 // their JSON lines on stdout, so test/support/workers.ts and bench/ drive either.
 //
 //	ORBIT_URL, ORBIT_TOKEN, WORKER_QUEUES (comma-separated ids), WORKER_CAPACITY (default 8),
-//	WORKER_HANDLER (default "h"), WORKER_DELAY_MS (the handler sleeps a random 0..N ms, default 0),
+//	WORKER_PREFETCH (default 0), WORKER_HANDLER (default "h"), WORKER_DELAY_MS (the handler sleeps a random 0..N ms, default 0),
 //	WORKER_LOG_RUNS=1 ({"ev":"run"} and {"ev":"done"} per handler), WORKER_LATENCY=1 and
 //	WORKER_PROGRESS_MS=N (the benchmark's lines, as worker-proc.ts prints them).
 //	FENCE_DSN (mysql://… or go-sql-driver form) with FENCE_NAMESPACE and FENCE_TABLE (default
@@ -120,7 +120,7 @@ func run() int {
 	}
 	w, err := orbit.NewWorker(orbit.Options{
 		URL: os.Getenv("ORBIT_URL"), Token: os.Getenv("ORBIT_TOKEN"), Queues: strings.Split(os.Getenv("WORKER_QUEUES"), ","),
-		Capacity: envInt("WORKER_CAPACITY", 8), Handlers: []orbit.Handler{{Name: handlerName, Func: handle}},
+		Capacity: envInt("WORKER_CAPACITY", 8), Prefetch: envInt("WORKER_PREFETCH", 0), Handlers: []orbit.Handler{{Name: handlerName, Func: handle}},
 		// The chaos tests restart and kill gateways under these workers: a quick reconnect.
 		Reconnect:    orbit.ReconnectPolicy{InitialDelay: 50 * time.Millisecond, MaxDelay: time.Second},
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
