@@ -224,3 +224,27 @@ export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pa
     </div>
   );
 }
+
+/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. */
+export function Select(p: {
+  name: string;
+  value: string;
+  set: (v: string) => void;
+  options: readonly (string | readonly [string, string])[];
+  any?: string;
+  disabled?: boolean;
+}) {
+  return (
+    <select name={p.name} value={p.value} onChange={(e) => p.set(e.currentTarget.value)} disabled={p.disabled}>
+      {p.any !== undefined && <option value="">{p.any}</option>}
+      {p.options.map((o) => {
+        const [v, text] = typeof o === 'string' ? [o, o] : o;
+        return (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        );
+      })}
+    </select>
+  );
+}

@@ -5,7 +5,7 @@ import { enc, get, withQuery } from '../api.js';
 import { usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, ErrorBox, Fields, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, Fields, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
 
 /** Non-retired subscriptions per namespace, paused ones included. */
 export const SUBSCRIPTION_SLOTS = 64;
@@ -97,14 +97,13 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
       <Section
         title="Delivery history"
         actions={
-          <select name="delivery_state" value={state} onChange={(e) => (setState(e.currentTarget.value), pager.first())}>
-            <option value="">any state</option>
-            {['PENDING', 'LEASED', 'EXPIRED', 'ACKED'].map((x) => (
-              <option key={x} value={x}>
-                {x}
-              </option>
-            ))}
-          </select>
+          <Select
+            name="delivery_state"
+            value={state}
+            set={(v) => (setState(v), pager.first())}
+            any="any state"
+            options={['PENDING', 'LEASED', 'EXPIRED', 'ACKED']}
+          />
         }
       >
         <ErrorBox error={deliveries.error} />

@@ -6,7 +6,7 @@ import { enc, get } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, ErrorBox, Fields, Id, Json, Loading, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, Time } from '../ui.js';
 
 type Resolution = ResolveTaskBody['resolution'];
 
@@ -80,16 +80,13 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             >
               Cancel task
             </button>
-            <select
+            <Select
               name="resolution"
               value={resolution}
-              onChange={(e) => setResolution(e.currentTarget.value as Resolution)}
+              set={(v) => setResolution(v as Resolution)}
+              options={['retry', 'succeeded', 'failed']}
               disabled={t.state !== 'NEEDS_REVIEW'}
-            >
-              <option value="retry">retry</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
-            </select>
+            />
             <button
               type="button"
               class="btn"

@@ -8,7 +8,7 @@ import { enc, get, type ApiError } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
@@ -64,26 +64,18 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
         {!fixed && (
           <label>
             Workflow
-            <select name="workflow_id" value={draft.workflow_id} onChange={(e) => setDraft({ ...draft, workflow_id: e.currentTarget.value })}>
-              <option value="">any</option>
-              {workflows.map((w) => (
-                <option key={w.id} value={w.id}>
-                  {w.name}
-                </option>
-              ))}
-            </select>
+            <Select
+              name="workflow_id"
+              value={draft.workflow_id}
+              set={(v) => setDraft({ ...draft, workflow_id: v })}
+              any="any"
+              options={workflows.map((w) => [w.id, w.name] as const)}
+            />
           </label>
         )}
         <label>
           State
-          <select name="run_state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: e.currentTarget.value })}>
-            <option value="">any</option>
-            {WORKFLOW_RUN_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
+          <Select name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
         </label>
         <button type="submit" class="btn">
           Apply
@@ -194,14 +186,13 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
           </label>
           <label>
             Version
-            <select name="run_version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
-              <option value="">current ({w.current_version})</option>
-              {versions.map((v) => (
-                <option key={v.number} value={String(v.number)}>
-                  {v.number}
-                </option>
-              ))}
-            </select>
+            <Select
+              name="run_version"
+              value={version}
+              set={setVersion}
+              any={`current (${w.current_version})`}
+              options={versions.map((v) => String(v.number))}
+            />
           </label>
         </div>
         <div class="row">
