@@ -261,12 +261,8 @@ async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
 
 /** The ids of the tasks `plan` cancels, in the plan's order. */
 async function cancelledTaskIds(c: Conn, run: LoadedRun, plan: Plan): Promise<string[]> {
-  const rows = await readStepTasks(
-    c,
-    run.row.id,
-    plan.cancel.map((x) => x.key),
-    false,
-  );
+  const keys = plan.cancel.map((x) => x.key);
+  const rows = await readStepTasks(c, run.row.id, keys, false);
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   return plan.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!));
 }
