@@ -28,16 +28,9 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-/** What a node is built on besides its configuration. The pool is a part so that a caller can
- * hand the node one it wraps (a test's entry fails chosen transactions through it). */
-export interface GatewayParts {
-  /** The node's pool (default: createPool on ORBIT_MYSQL_DSN); the node ends it when it stops. */
-  pool?: Pool;
-}
-
-export async function startGateway(config: Config, parts: GatewayParts = {}): Promise<GatewayHandle> {
+/** A caller may hand the node a pool it wraps (a benchmark's tap); the node ends it when it stops. */
+export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
-  const pool = parts.pool ?? createPool(config.mysqlDsn);
   let budget: PacketBudget;
   let writer: WriterNodeWatch;
   try {

@@ -16,6 +16,7 @@ import type { SendSignalBody, StartWorkflowRunBody, WorkflowStepInput, WorkflowV
 import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { lossyNumberPath, normalizeSubmit } from '../dispatch/submit-input.js';
 import { topologicalOrder } from './graph.js';
+import { underField } from '../boundary.js';
 
 /** Before the queue defaults are applied. */
 export type DraftStepTask = Omit<WorkflowStepTask, 'max_attempts'> & { max_attempts?: number };
@@ -44,14 +45,7 @@ function checkJson(v: unknown, field: string, max: number): string {
 /** The rules of POST /v1/tasks, plus params and use_run_key. */
 function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: string): DraftStepTask {
   const { params, use_run_key, ...submit } = t;
-  let n;
-  try {
-    n = normalizeSubmit({ ...submit, payload: null }).normalized;
-  } catch (err) {
-    if (!(err instanceof OrbitError)) throw err;
-    const sub = typeof err.details?.field === 'string' ? `${field}.${err.details.field}` : field;
-    throw new OrbitError(err.code, `${field}.${err.message}`, { ...err.details, field: sub });
-  }
+  const n = underField(field, () => normalizeSubmit({ ...submit, payload: null }).normalized);
   const p = params === undefined ? {} : params;
   checkJson(p, `${field}.params`, MAX_STEP_PARAMS_BYTES);
   const useRunKey = use_run_key ?? false;
