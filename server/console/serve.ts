@@ -6,16 +6,15 @@ import zlib from 'node:zlib';
 import type http from 'node:http';
 import { CONSOLE_FILES, consoleDir } from './files.js';
 
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -45,21 +44,10 @@ function load(): Map<string, Asset> | null {
   return assets;
 }
 
-function securityHeaders(): Record<string, string> {
-  return {
-    'Content-Security-Policy': CONSOLE_CSP,
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'no-referrer',
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cross-Origin-Resource-Policy': 'same-origin',
-  };
-}
-
 /** Returns the status sent. */
 export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse, pathname: string, requestId: string): number {
   const send = (status: number, headers: Record<string, string>, body: Buffer | string) => {
-    res.writeHead(status, { ...securityHeaders(), 'X-Request-Id': requestId, ...headers });
+    res.writeHead(status, { ...SECURITY_HEADERS, 'X-Request-Id': requestId, ...headers });
     res.end(req.method === 'HEAD' ? undefined : body);
     return status;
   };

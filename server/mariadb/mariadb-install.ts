@@ -62,6 +62,8 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   fs.mkdirSync(dataDir, { recursive: true });
   log(`initializing database files in ${dataDir}`);
+  const initialize = () =>
+    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
     const args = [
@@ -76,11 +78,9 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
     ];
     if (isRoot) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
-    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
-      res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
-    }
+    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) res = initialize();
   } else {
-    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+    res = initialize();
   }
   if (res.status !== 0) {
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -87,11 +87,8 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
           lock.assertHeld();
           await conn.query(stmt);
         }
-        await conn.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [
-          m.version,
-          m.name,
-          m.checksum,
-        ]);
+        const row = [m.version, m.name, m.checksum];
+        await conn.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))', row);
         applied.push(m.version);
       }
     } finally {
