@@ -18,6 +18,10 @@ export interface NewDefinition {
   publishFirst: (id: string, now: string) => Promise<void>;
 }
 
+export function revisionConflict(expected: string, current: string): OrbitError {
+  return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
+}
+
 /** The audit row of a command `cred` ran on the `kind` named `id`. */
 export function auditCommand(c: Conn, cred: Credential, kind: string, verb: string, id: string, details?: unknown): Promise<void> {
   return insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `${kind}.${verb}`, targetType: kind, targetId: id, details });

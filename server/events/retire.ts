@@ -21,14 +21,10 @@ import {
   subscriptionView,
   type SubscriptionView,
 } from '../db/subscriptions.js';
-import { auditCommand } from '../admin/definitions.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { assertNoGap, filterOf } from './stream.js';
-
-function revisionConflict(expected: string, current: string): OrbitError {
-  return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
-}
 
 export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
   const wm = await lockWatermark(c, cred.namespaceId);

@@ -22,7 +22,7 @@ import {
   type ScheduleRow,
 } from '../db/schedules.js';
 import { lockNamespace } from '../db/tenants.js';
-import { auditCommand, createDefinition } from '../admin/definitions.js';
+import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { compileCalendar } from './calendar.js';
@@ -62,9 +62,7 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
   if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
   requireQueueAccess(cred, s.queue_id);
   if (s.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'schedule is retired');
-  if (expectedRevision !== null && String(s.revision) !== expectedRevision) {
-    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${s.revision})`, { field: 'expected_revision' });
-  }
+  if (expectedRevision !== null && String(s.revision) !== expectedRevision) throw revisionConflict(expectedRevision, String(s.revision));
   return s;
 }
 

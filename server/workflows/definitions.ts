@@ -9,7 +9,7 @@ import type { Credential } from '../db/credentials.js';
 import type { Conn, Tx } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
 import { lockNamespace } from '../db/tenants.js';
-import { auditCommand, createDefinition } from '../admin/definitions.js';
+import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';
 import {
   countActiveWorkflows,
@@ -51,9 +51,7 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
   const w = await getWorkflow(c, cred.namespaceId, id, 'update');
   if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
   if (w.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
-  if (String(w.revision) !== expectedRevision) {
-    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${w.revision})`, { field: 'expected_revision' });
-  }
+  if (String(w.revision) !== expectedRevision) throw revisionConflict(expectedRevision, String(w.revision));
   return w;
 }
 
