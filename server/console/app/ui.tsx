@@ -31,6 +31,11 @@ const STATE_CLASS: Record<string, string> = {
   draining: 'review',
 };
 
+/** retired, paused or active: the lifecycle of queues, subscriptions, schedules and workflows. */
+export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): string {
+  return x.retired_at ? 'retired' : x.paused ? 'paused' : 'active';
+}
+
 export function Badge({ state }: { state: string }) {
   return <span class={`badge b-${STATE_CLASS[state] ?? 'off'}`}>{state}</span>;
 }

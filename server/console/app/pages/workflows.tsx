@@ -8,11 +8,11 @@ import { enc, get, type ApiError } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
-import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, workflowState, type Workflow } from './workflows-api.js';
+import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, type Workflow } from './workflows-api.js';
 
 const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
@@ -35,7 +35,7 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
         empty="No workflows. Publish one with POST /v1/workflows (see the README)."
         cols={[
           { label: 'name', cell: (w) => <a href={href('workflows', w.id)}>{w.name}</a> },
-          { label: 'state', cell: (w) => <Badge state={workflowState(w)} /> },
+          { label: 'state', cell: (w) => <Badge state={lifecycle(w)} /> },
           { label: 'version', class: 'num', cell: (w) => w.current_version },
           { label: 'revision', class: 'num', cell: (w) => w.revision },
           { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
@@ -130,7 +130,7 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
   const newest = current ?? all.reduce<WorkflowVersion | undefined>((a, v) => (!a || v.number > a.number ? v : a), undefined);
   return (
     <>
-      <Section title={`Workflow ${w.name}`} actions={<Badge state={workflowState(w)} />}>
+      <Section title={`Workflow ${w.name}`} actions={<Badge state={lifecycle(w)} />}>
         <Fields
           items={[
             ['id', <code>{w.id}</code>],
