@@ -26,7 +26,6 @@ export interface ValidatedVersion {
   steps: DraftStep[];
   /** Sorted, each once; the version stores the set for queue retirement to read. */
   queueIds: string[];
-  runKeySteps: string[];
 }
 
 function invalid(field: string, problem: string, steps?: string[]): OrbitError {
@@ -135,8 +134,7 @@ export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): Va
     throw invalid(`${prefix}.steps.${topo.cycle[0]}.after`, `cycle ${[...keys, keys[0]].join(' -> ')}`, keys);
   }
   const queueIds = [...new Set(steps.flatMap((s) => (s.task ? [s.task.queue_id] : [])))].sort();
-  const runKeySteps = steps.filter((s) => s.task?.use_run_key).map((s) => s.key);
-  return { steps, queueIds, runKeySteps };
+  return { steps, queueIds };
 }
 
 export function withQueueDefaults(steps: readonly DraftStep[], maxAttemptsOf: (queueId: string) => number): WorkflowStep[] {
