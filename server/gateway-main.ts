@@ -6,11 +6,8 @@ import { assertSchemaCurrent } from './mariadb/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
-import { registerQueueGauges } from './queue-metrics.js';
-import { registerWorkflowGauges } from './workflow-metrics.js';
+import { createMetrics, registerDbGauges } from './metrics.js';
 import { advanceRunsInTx } from './workflows/apply.js';
-import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { coalescedTransactions } from './dispatch/coalesce-tx.js';
 import type { AppContext } from './app-context.js';
@@ -57,9 +54,7 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
     },
   });
   const app: AppContext = { config, pool, log, metrics, signals, commandTx, advanceSteps: advanceRunsInTx, shuttingDown: false };
-  registerQueueGauges(metrics, pool);
-  registerWorkflowGauges(metrics, pool);
-  registerPoolGauges(metrics, pool);
+  registerDbGauges(metrics, pool);
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];

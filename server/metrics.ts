@@ -2,6 +2,10 @@ import client from 'prom-client';
 import { transactionStats } from './db/pipeline.js';
 import { transactionRetries } from './db/pool.js';
 import { budgetStats } from './db/packet-budget.js';
+import type { Pool } from './db/pool.js';
+import { waitingDepthByQueue } from './db/task-gauges.js';
+import { countRunsByState } from './db/workflow-runs.js';
+import { countStepsByState } from './db/workflow-run-steps.js';
 
 const LATENCY_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
@@ -125,3 +129,105 @@ export function createMetrics() {
   return m;
 }
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** mysql2 internals (lib/base/pool.js; the promise pool wraps the core pool as `.pool`). */
+interface CorePool {
+  _allConnections?: { length: number };
+  _freeConnections?: { length: number };
+  _connectionQueue?: { length: number };
+}
+
+/** Checked out and waiting, or null when the pool's internals are not where mysql2 3.x keeps them. */
+function poolUsage(pool: Pool): { inUse: number; waiting: number } | null {
+  const core = (pool as unknown as { pool?: CorePool }).pool;
+  if (!core?._allConnections || !core._freeConnections || !core._connectionQueue) return null;
+  return { inUse: core._allConnections.length - core._freeConnections.length, waiting: core._connectionQueue.length };
+}
+
+/** `read`, reused for `ms`; null (keeping the gauges' last values) while the database is unreachable. */
+function cachedRead<R>(ms: number, read: () => Promise<R[]>): () => Promise<R[] | null> {
+  let last: { at: number; rows: R[] } | null = null;
+  return async () => {
+    if (last && Date.now() - last.at < ms) return last.rows;
+    const rows = await read().catch(() => null);
+    if (rows) last = { at: Date.now(), rows };
+    return rows;
+  };
+}
+
+/**
+ * Gauges read at scrape time. Queue depth, oldest-waiting age and workflow runs and steps by state
+ * come from the database, so that they cover every node (counting on the node that committed would
+ * miss the others); the reads walk rows, so they are cached briefly to bound what frequent scrapes
+ * cost. The pool's gauges come from mysql2's pool: a waiting count above zero means a flood got
+ * past the sessions' transaction admission (`admission`, dispatch/coalesce.ts).
+ */
+export function registerDbGauges(metrics: Metrics, pool: Pool): void {
+  const registers = [metrics.registry];
+  const fromRows = <L extends string, R>(
+    name: string,
+    help: string,
+    labelNames: L[],
+    rows: () => Promise<R[] | null>,
+    each: (r: R) => [Partial<Record<L, string>>, number],
+    aggregator?: 'max',
+  ) => {
+    const g: client.Gauge<L> = new client.Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      ...(aggregator && { aggregator }),
+      async collect() {
+        const rs = await rows();
+        if (!rs) return;
+        g.reset();
+        for (const r of rs) g.set(...each(r));
+      },
+    });
+  };
+  // Both queue gauges come from one query; whichever is collected first refreshes the cache.
+  const depths = cachedRead(2_000, async () =>
+    (await waitingDepthByQueue(pool)).map((r) => ({
+      labels: { queue_id: r.queue_id, queue: r.name },
+      depth: Number(r.depth),
+      oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6),
+    })),
+  );
+  const queueLabels: ('queue_id' | 'queue')[] = ['queue_id', 'queue'];
+  // Every process of a node reads the same rows: ORBIT_PROCESSES > 1 reports one, not a sum.
+  fromRows(
+    'orbit_queue_depth',
+    'WAITING tasks per queue (all nodes; from the database at scrape time)',
+    queueLabels,
+    depths,
+    (r) => [r.labels, r.depth],
+    'max',
+  );
+  fromRows(
+    'orbit_queue_oldest_waiting_seconds',
+    'age of the oldest due WAITING task per queue, in seconds (from the database at scrape time)',
+    queueLabels,
+    depths,
+    (r) => [r.labels, r.oldest_s],
+    'max',
+  );
+  const byState = (r: { state: string; n: number }): [{ state: string }, number] => [{ state: r.state }, r.n];
+  const runs = cachedRead(5_000, () => countRunsByState(pool));
+  const steps = cachedRead(5_000, () => countStepsByState(pool));
+  fromRows('orbit_workflow_runs_total', 'workflow runs by state (all nodes; from the database at scrape time)', ['state'], runs, byState);
+  fromRows('orbit_workflow_steps_total', 'workflow run steps by state (all nodes; from the database at scrape time)', ['state'], steps, byState);
+  const fromPool = (name: string, help: string, value: (u: { inUse: number; waiting: number }) => number) => {
+    const g: client.Gauge = new client.Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const u = poolUsage(pool);
+        if (u) g.set(value(u));
+      },
+    });
+  };
+  fromPool('orbit_db_pool_connections_in_use', 'database pool connections checked out', (u) => u.inUse);
+  fromPool('orbit_db_pool_queue_depth', 'requests waiting for a database pool connection', (u) => u.waiting);
+}
