@@ -167,6 +167,11 @@ export function Copy({ text, label = 'Copy' }: { text: string; label?: string })
   );
 }
 
+/** A form's submit handler that stays on the page. */
+export function onSubmit(fn: () => void): (e: Event) => void {
+  return (e) => (e.preventDefault(), fn());
+}
+
 export function Loading({ what }: { what?: string }) {
   return <p class="muted">Loading{what ? ` ${what}` : ''}…</p>;
 }

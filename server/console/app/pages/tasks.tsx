@@ -6,7 +6,7 @@ import { get, withQuery } from '../api.js';
 import { usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { ErrorBox, Loading, PagerBar, Section, Select } from '../ui.js';
+import { ErrorBox, Loading, onSubmit, PagerBar, Section, Select } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
 const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as const;
@@ -21,11 +21,10 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
     [filters, cursor],
   );
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
-  const apply = (e: Event) => {
-    e.preventDefault();
+  const apply = onSubmit(() => {
     pager.first();
     location.hash = href('tasks', undefined, draft);
-  };
+  });
   const set = (k: (typeof FILTERS)[number]) => (v: string) => setDraft({ ...draft, [k]: v });
   return (
     <Section title="Tasks">

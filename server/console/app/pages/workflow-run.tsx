@@ -7,7 +7,7 @@ import { enc } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { FINAL_RUN_STATES, loadRun, runWhy, type WorkflowVersion } from './workflows-api.js';
@@ -158,13 +158,7 @@ function RunCommands({ run, why }: { run: WorkflowRun; why: string | undefined }
       <ActionStatus action={pause} body={{}} what="Pause" />
       <ActionStatus action={resume} body={{}} what="Resume" />
       {open && !why && (
-        <form
-          class="retire"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void cancel.run(cancelBody);
-          }}
-        >
+        <form class="retire" onSubmit={onSubmit(() => void cancel.run(cancelBody))}>
           <p>Cancelling ends the run: its waiting and leased tasks are cancelled, running ones finish and are recorded, nothing starts after them.</p>
           <label>
             Reason

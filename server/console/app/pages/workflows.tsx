@@ -8,7 +8,7 @@ import { enc, get, type ApiError } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
@@ -53,11 +53,10 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
   const [draft, setDraft] = useState({ state, workflow_id: workflowId });
   const pager = usePager();
   const runs = useResource(() => listRuns({ workflow_id: workflowId, state, cursor: pager.cursor }), [workflowId, state, pager.cursor]);
-  const apply = (e: Event) => {
-    e.preventDefault();
+  const apply = onSubmit(() => {
     pager.first();
     location.hash = href('workflows', fixed, fixed ? { state: draft.state } : draft);
-  };
+  });
   return (
     <Section title="Runs">
       <form class="filters" onSubmit={apply} data-run-filters>
