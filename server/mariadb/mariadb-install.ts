@@ -45,10 +45,7 @@ export function aptInstall(packages: string[], log: (l: string) => void, cannot:
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
     if (upd.status !== 0) throw new Error(`apt-get update failed; run \`apt-get install -y ${names}\` by hand`);
-    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env,
-    });
+    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: ['ignore', 'ignore', 'inherit'], env });
     if (inst.status !== 0) throw new Error(`apt-get install ${names} failed; run it by hand`);
   } finally {
     if (ownPolicy) fs.rmSync(policy, { force: true });

@@ -23,12 +23,7 @@ export function listMigrations(dir = path.join(packageRoot(), 'migrations')): Mi
     .map((f) => {
       const m = FILE_RE.exec(f)!;
       const text = fs.readFileSync(path.join(dir, f), 'utf8');
-      return {
-        version: Number(m[1]),
-        name: m[2]!,
-        file: path.join(dir, f),
-        checksum: crypto.createHash('sha256').update(text).digest('hex'),
-      };
+      return { version: Number(m[1]), name: m[2]!, file: path.join(dir, f), checksum: crypto.createHash('sha256').update(text).digest('hex') };
     });
 }
 
