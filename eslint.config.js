@@ -15,9 +15,9 @@ const DOMAIN = ['dispatch', 'events', 'schedules', 'workflows', 'admin'];
 //  included, may use them.
 const LEAF = ['ids', 'paths', 'logger'];
 //  SHARED: read the store or name domain types (config checks the DSN with db/pool's parser,
-//  metrics reads db/pipeline's counters, queue-metrics reads task gauges, app-context and
+//  metrics reads db/pipeline's counters and task and workflow gauges, app-context and
 //  work-signals name dispatch's types): the domain and the edges may use them, the store may not.
-const SHARED = ['config', 'metrics', 'boundary', 'queue-metrics', 'workflow-metrics', 'app-context', 'work-signals'];
+const SHARED = ['config', 'metrics', 'boundary', 'app-context', 'work-signals'];
 // The composition root of a gateway process: built from every layer, used only by the CLIs.
 const ROOT = ['gateway-main'];
 // What the server must never import: the SDK is a client of the server, the rest are not shipped.

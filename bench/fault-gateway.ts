@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const tap = new PoolTap();
   wrapHandlers();
-  const gw = await startGateway(config, { pool: tap.attach(createPool(config.mysqlDsn)) });
+  const gw = await startGateway(config, tap.attach(createPool(config.mysqlDsn)));
   process.on('message', (m: { id: number; command: FaultCommand }) => {
     const c = m.command;
     if ('point' in c) armed.add(c.point);

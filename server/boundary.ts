@@ -27,6 +27,17 @@ export function toOrbitError(app: ReportApp, where: BoundaryWhere, err: unknown,
   return new OrbitError('INTERNAL', `internal error (request ${requestId})`);
 }
 
+/** Runs `fn`; an OrbitError it throws names its field, and starts its message, under `prefix`. */
+export function underField<T>(prefix: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (!(err instanceof OrbitError)) throw err;
+    const field = typeof err.details?.field === 'string' ? `${prefix}.${err.details.field}` : prefix;
+    throw new OrbitError(err.code, `${prefix}.${err.message}`, { ...err.details, field });
+  }
+}
+
 /** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
  * that re-arms itself after the tick keeps running whatever the tick did. */
 export function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {

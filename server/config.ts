@@ -150,7 +150,7 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
   const nodeId = env.ORBIT_NODE_ID ?? `${os.hostname()}-${process.pid}-${nanoid(6)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) throw new Error(`ORBIT_NODE_ID must be 1-128 chars of [A-Za-z0-9._:-], got ${JSON.stringify(nodeId)}`);
   const processes = processesVar(env);
-  if (processes > 1 && env.ORBIT_NODE_ID !== undefined && processNodeId(nodeId, processes).length > 128)
+  if (processes > 1 && env.ORBIT_NODE_ID !== undefined && `${nodeId}-${processes}`.length > 128)
     throw new Error(
       `ORBIT_NODE_ID must leave room for the process suffix "-${processes}" within 128 chars with ORBIT_PROCESSES=${processes}, got ${JSON.stringify(nodeId)}`,
     );
@@ -191,10 +191,6 @@ export function processEnv(config: Config, slot: number): Record<string, string>
     ORBIT_HTTP_ADDR: `${h.includes(':') ? `[${h}]` : h}:${config.httpPort}`,
     ORBIT_PROCESSES: '1',
   };
-  if (config.nodeIdSet) env.ORBIT_NODE_ID = processNodeId(config.nodeId, slot);
+  if (config.nodeIdSet) env.ORBIT_NODE_ID = `${config.nodeId}-${slot}`;
   return env;
-}
-
-function processNodeId(base: string, slot: number): string {
-  return `${base}-${slot}`;
 }

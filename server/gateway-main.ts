@@ -6,11 +6,8 @@ import { assertSchemaCurrent } from './mariadb/migrations.js';
 import { assertSessionSettings } from './db/session-setup.js';
 import { readPacketBudget, type PacketBudget } from './db/packet-budget.js';
 import { createLogger } from './logger.js';
-import { createMetrics } from './metrics.js';
-import { registerQueueGauges } from './queue-metrics.js';
-import { registerWorkflowGauges } from './workflow-metrics.js';
+import { createMetrics, registerDbGauges } from './metrics.js';
 import { advanceRunsInTx } from './workflows/apply.js';
-import { registerPoolGauges } from './pool-metrics.js';
 import { createHttpServer } from './http/server.js';
 import { coalescedTransactions } from './dispatch/coalesce-tx.js';
 import type { AppContext } from './app-context.js';
@@ -28,16 +25,9 @@ export interface GatewayHandle {
   close(): Promise<void>;
 }
 
-/** What a node is built on besides its configuration. The pool is a part so that a caller can
- * hand the node one it wraps (a test's entry fails chosen transactions through it). */
-export interface GatewayParts {
-  /** The node's pool (default: createPool on ORBIT_MYSQL_DSN); the node ends it when it stops. */
-  pool?: Pool;
-}
-
-export async function startGateway(config: Config, parts: GatewayParts = {}): Promise<GatewayHandle> {
+/** A caller may hand the node a pool it wraps (a benchmark's tap); the node ends it when it stops. */
+export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
-  const pool = parts.pool ?? createPool(config.mysqlDsn);
   let budget: PacketBudget;
   let writer: WriterNodeWatch;
   try {
@@ -64,9 +54,7 @@ export async function startGateway(config: Config, parts: GatewayParts = {}): Pr
     },
   });
   const app: AppContext = { config, pool, log, metrics, signals, commandTx, advanceSteps: advanceRunsInTx, shuttingDown: false };
-  registerQueueGauges(metrics, pool);
-  registerWorkflowGauges(metrics, pool);
-  registerPoolGauges(metrics, pool);
+  registerDbGauges(metrics, pool);
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const closers: (() => Promise<void>)[] = [];

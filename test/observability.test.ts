@@ -124,14 +124,9 @@ describe('docs/operations.md', () => {
   it('lists /healthz, /readyz, /metrics and every orbit_ metric', async () => {
     const doc = fs.readFileSync(path.join(packageRoot(), 'docs/operations.md'), 'utf8');
     for (const p of ['/healthz', '/readyz', '/metrics']) expect(doc).toContain(`\`${p}\``);
-    const { createMetrics } = await import('../server/metrics.js');
-    const { registerQueueGauges } = await import('../server/queue-metrics.js');
-    const { registerPoolGauges } = await import('../server/pool-metrics.js');
-    const { registerWorkflowGauges } = await import('../server/workflow-metrics.js');
+    const { createMetrics, registerDbGauges } = await import('../server/metrics.js');
     const m = createMetrics();
-    registerQueueGauges(m, f.db.pool);
-    registerPoolGauges(m, f.db.pool);
-    registerWorkflowGauges(m, f.db.pool);
+    registerDbGauges(m, f.db.pool);
     const names = m.registry
       .getMetricsAsArray()
       .map((x) => x.name)

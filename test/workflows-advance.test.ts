@@ -8,9 +8,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { WorkflowStep } from '../protocol/workflow-views.js';
 import { buildGraph } from '../server/workflows/graph.js';
-import { apply, initialRunView, planStart, planTasksChanged } from '../server/workflows/advance.js';
+import { initialRunView, planStart, planTasksChanged } from '../server/workflows/advance.js';
 import type { NewStepTask } from '../server/workflows/decide.js';
-import { prng, WorkflowSim, type SimTask } from './support/workflow-sim.js';
+import { apply, prng, WorkflowSim, type SimTask } from './support/workflow-sim.js';
 
 const Q = '11111111111111111111111111111111';
 const T = {

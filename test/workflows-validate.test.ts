@@ -146,7 +146,7 @@ describe('workflow version validation: the 400s of docs/workflows.md', () => {
         { key: 'b', task: task() },
       ],
     } as WorkflowVersionInput);
-    expect(v.runKeySteps).toEqual(['a']);
+    expect(v.steps.map((s) => s.task?.use_run_key)).toEqual([true, false]);
     expect(v.steps[0]!.task).not.toHaveProperty('concurrency_key');
     expect(runKeyProblem(v.steps, undefined)?.details).toEqual({ field: 'concurrency_key', steps: ['a'] });
     expect(runKeyProblem(v.steps, 'object/1')).toBeNull();

@@ -4,19 +4,7 @@ import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 
-export type Scope =
-  | 'tasks:submit'
-  | 'tasks:read'
-  | 'queues:manage'
-  | 'events:manage'
-  | 'events:read'
-  | 'workers:connect'
-  | 'workers:consume'
-  | 'schedules:manage'
-  | 'workflows:manage'
-  | 'workflows:run';
-
-export const ALL_SCOPES: Scope[] = [
+export const ALL_SCOPES = [
   'tasks:submit',
   'tasks:read',
   'queues:manage',
@@ -27,7 +15,8 @@ export const ALL_SCOPES: Scope[] = [
   'schedules:manage',
   'workflows:manage',
   'workflows:run',
-];
+] as const;
+export type Scope = (typeof ALL_SCOPES)[number];
 
 export function hashToken(token: string): Buffer {
   return crypto.createHash('sha256').update(token, 'utf8').digest();
@@ -48,9 +37,7 @@ export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
 
 /** The queue is already known to be in the credential's namespace. */
 export function requireQueueAccess(cred: Credential, queueId: string): void {
-  if (!canUseQueue(cred, queueId)) {
-    throw new OrbitError('PERMISSION_DENIED', 'credential is not authorized for this queue');
-  }
+  if (!canUseQueue(cred, queueId)) throw new OrbitError('PERMISSION_DENIED', 'credential is not authorized for this queue');
 }
 
 export function canUseQueue(cred: Credential, queueId: string): boolean {

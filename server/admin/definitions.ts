@@ -18,6 +18,15 @@ export interface NewDefinition {
   publishFirst: (id: string, now: string) => Promise<void>;
 }
 
+export function revisionConflict(expected: string, current: string): OrbitError {
+  return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
+}
+
+/** The audit row of a command `cred` ran on the `kind` named `id`. */
+export function auditCommand(c: Conn, cred: Credential, kind: string, verb: string, id: string, details?: unknown): Promise<void> {
+  return insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `${kind}.${verb}`, targetType: kind, targetId: id, details });
+}
+
 export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
   const active = await d.countActive();
   if (active >= d.limit) {
@@ -27,13 +36,6 @@ export async function createDefinition(c: Conn, cred: Credential, d: NewDefiniti
   const id = newId();
   await insertNamed(d.kind, d.name, () => d.insert(id, now));
   await d.publishFirst(id, now);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: `${d.kind}.create`,
-    targetType: d.kind,
-    targetId: id,
-    details: { name: d.name },
-  });
+  await auditCommand(c, cred, d.kind, 'create', id, { name: d.name });
   return id;
 }

@@ -4,7 +4,7 @@ import type { Pool } from '../db/pool.js';
 import { taskView } from '../db/tasks.js';
 import { attemptView } from '../db/attempts.js';
 import { attemptsOfTask, queuesByRef, queuesWithCounts, taskById, tasksOfQueue } from '../db/admin-reads.js';
-import { one, parseFlags } from './args.js';
+import { one, parseArgs, parseFlags } from './args.js';
 
 const ID_RE = /^[0-9a-f]{32}$/;
 
@@ -35,14 +35,7 @@ export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) |
     return (pool) => tasksList(pool, queue, state, Number(rawLimit), flags.has('json'));
   }
   if (cmd === 'task' && sub === 'get') {
-    const { positional, flags } = {
-      positional: argv.slice(2).filter((a) => !a.startsWith('--')),
-      flags: parseFlags(
-        argv.slice(2).filter((a) => a.startsWith('--')),
-        ['json'],
-        [],
-      ),
-    };
+    const { positional, flags } = parseArgs(argv.slice(2), ['json'], []);
     if (positional.length !== 1 || !ID_RE.test(positional[0]!)) throw new Error('usage: orbit-admin task get ID (a 32-hex task id)');
     return (pool) => taskGet(pool, positional[0]!, flags.has('json'));
   }

@@ -73,21 +73,18 @@ export async function runCli(prog: string, io: CliIo, body: () => Promise<number
   }
 }
 
-/** Also through an npm bin link (a symlink) or named without its .js. */
-export function isScript(moduleUrl: string, script: string | undefined = process.argv[1]): boolean {
-  if (!script) return false;
-  const self = fileURLToPath(moduleUrl);
-  return [script, `${script}.js`].some((p) => {
-    try {
-      return fs.realpathSync(p) === self;
-    } catch {
-      return false;
-    }
-  });
-}
-
-/** Imported by a test that calls main() itself, it does nothing. */
+/** Run as a script, also through an npm bin link (a symlink) or named without its .js. Imported by
+ * a test that calls main() itself, it does nothing. */
 export function runIfScript(moduleUrl: string, main: CliMain): void {
-  if (!isScript(moduleUrl)) return;
+  const script = process.argv[1];
+  const self = fileURLToPath(moduleUrl);
+  const realpath = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
+  if (!script || ![script, `${script}.js`].some((p) => realpath(p) === self)) return;
   void main(process.argv.slice(2), process.env, process).then((code) => process.exit(code));
 }

@@ -50,10 +50,7 @@ export function metricsThroughPrimary(registry: Registry): () => Promise<string>
         waiting.delete(id);
         reject(new OrbitError('UNAVAILABLE', "metrics of the node's processes: the primary process did not answer"));
       }, TIMEOUT_MS + 1_000);
-      waiting.set(id, {
-        resolve: (t) => (clearTimeout(timer), resolve(t)),
-        reject: (e) => (clearTimeout(timer), reject(e)),
-      });
+      waiting.set(id, { resolve: (t) => (clearTimeout(timer), resolve(t)), reject: (e) => (clearTimeout(timer), reject(e)) });
       send({ orbit: 'metrics?', id });
     });
 }

@@ -39,6 +39,9 @@ function positiveInt(name: string, v: string | undefined): number | undefined {
   return Number(v);
 }
 
+/** Separated by white space or commas, each once. */
+const words = (list: string): string[] => [...new Set(list.split(/[\s,]+/).filter(Boolean))];
+
 function id(flags: Map<string, string[]>, name: string): string {
   const v = one(flags, name)!;
   if (!ID_RE.test(v)) throw new Error(`--${name} must be a 32-hex id`);
@@ -90,17 +93,11 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
   if (cmd === 'credential' && sub === 'create') {
     const flags = parseFlags(argv.slice(2), [], ['namespace-id', 'scopes', 'queue-ids', 'name']);
     const namespaceId = id(flags, 'namespace-id');
-    const scopes = [
-      ...new Set(
-        one(flags, 'scopes')!
-          .split(/[\s,]+/)
-          .filter(Boolean),
-      ),
-    ];
+    const scopes = words(one(flags, 'scopes')!);
     if (scopes.length === 0) throw new Error(`--scopes names no scope; known: ${ALL_SCOPES.join(' ')}`);
     for (const s of scopes) if (!ALL_SCOPES.includes(s as Scope)) throw new Error(`unknown scope ${s}; known: ${ALL_SCOPES.join(' ')}`);
     const rawQueues = (one(flags, 'queue-ids', false) ?? '*').trim();
-    const queueIds = rawQueues === '*' ? '*' : [...new Set(rawQueues.split(/[\s,]+/).filter(Boolean))];
+    const queueIds = rawQueues === '*' ? '*' : words(rawQueues);
     if (queueIds !== '*' && (queueIds.length === 0 || queueIds.some((q) => !ID_RE.test(q)))) {
       throw new Error('--queue-ids must be 32-hex queue ids separated by commas, or *');
     }

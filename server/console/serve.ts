@@ -6,16 +6,22 @@ import zlib from 'node:zlib';
 import type http from 'node:http';
 import { CONSOLE_FILES, consoleDir } from './files.js';
 
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** The strict headers of the console's files; the API reference shares them with its own CSP. */
+export function securityHeaders(csp: string = CONSOLE_CSP): Record<string, string> {
+  return {
+    'Content-Security-Policy': csp,
+    'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+  };
+}
+
+const SECURITY_HEADERS = securityHeaders();
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -45,22 +51,10 @@ function load(): Map<string, Asset> | null {
   return assets;
 }
 
-/** The strict headers of the console's files; the API reference shares them with its own CSP. */
-export function securityHeaders(csp: string = CONSOLE_CSP): Record<string, string> {
-  return {
-    'Content-Security-Policy': csp,
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'no-referrer',
-    'Cross-Origin-Opener-Policy': 'same-origin',
-    'Cross-Origin-Resource-Policy': 'same-origin',
-  };
-}
-
 /** Returns the status sent. */
 export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse, pathname: string, requestId: string): number {
   const send = (status: number, headers: Record<string, string>, body: Buffer | string) => {
-    res.writeHead(status, { ...securityHeaders(), 'X-Request-Id': requestId, ...headers });
+    res.writeHead(status, { ...SECURITY_HEADERS, 'X-Request-Id': requestId, ...headers });
     res.end(req.method === 'HEAD' ? undefined : body);
     return status;
   };

@@ -16,6 +16,7 @@ export interface PruneReport {
 }
 
 const BATCH = 5000;
+const EVERY_MS = 60_000;
 
 export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise<PruneReport> {
   const conn = await pool.getConnection();
@@ -50,10 +51,7 @@ export class EventPruner {
   private running: Promise<void> | null = null;
   private stopped = false;
 
-  constructor(
-    private readonly app: AppContext,
-    private readonly everyMs = 60_000,
-  ) {
+  constructor(private readonly app: AppContext) {
     this.schedule(5_000 + Math.floor(Math.random() * 5_000));
   }
 
@@ -62,7 +60,7 @@ export class EventPruner {
     this.timer = setTimeout(() => {
       this.running = guarded(this.app, 'prune-events', () => this.tick()).finally(() => {
         this.running = null;
-        this.schedule(this.everyMs);
+        this.schedule(EVERY_MS);
       });
     }, ms);
     this.timer.unref();

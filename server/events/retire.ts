@@ -21,14 +21,10 @@ import {
   subscriptionView,
   type SubscriptionView,
 } from '../db/subscriptions.js';
-import { insertAudit } from '../db/tenants.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { assertNoGap, filterOf } from './stream.js';
-
-function revisionConflict(expected: string, current: string): OrbitError {
-  return new OrbitError('STATE_CONFLICT', `expected_revision ${expected} is not current (${current})`, { field: 'expected_revision' });
-}
 
 export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
   const wm = await lockWatermark(c, cred.namespaceId);
@@ -54,14 +50,7 @@ export async function retireSubscription(c: Tx, cred: Credential, id: string, b:
     );
   }
   await markSubscriptionRetired(c, s.id, wm);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'subscription.retire',
-    targetType: 'subscription',
-    targetId: s.id,
-    details: { reason: b.reason, expected_revision: b.expected_revision, retired_sequence: wm },
-  });
+  await auditCommand(c, cred, 'subscription', 'retire', s.id, { reason: b.reason, expected_revision: b.expected_revision, retired_sequence: wm });
   const row = (await getSubscription(c, cred.namespaceId, s.id))!;
   return subscriptionView(row, 0);
 }
@@ -152,13 +141,6 @@ export async function retireQueue(c: Tx, cred: Credential, id: string, b: Retire
     });
   }
   await markQueueRetired(c, q.id, b.reason);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'queue.retire',
-    targetType: 'queue',
-    targetId: q.id,
-    details: { reason: b.reason, expected_revision: b.expected_revision },
-  });
+  await auditCommand(c, cred, 'queue', 'retire', q.id, { reason: b.reason, expected_revision: b.expected_revision });
   return queueView((await getQueue(c, cred.namespaceId, q.id))!);
 }

@@ -57,26 +57,22 @@ function readChunks(req: IncomingMessage, limit: number): Promise<{ chunks: Buff
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
-    const onData = (b: Buffer) => {
-      size += b.length;
-      if (size > limit) tooLarge = true;
-      if (!tooLarge) chunks.push(b);
+    const listeners = {
+      data: (b: Buffer) => {
+        size += b.length;
+        if (size > limit) tooLarge = true;
+        if (!tooLarge) chunks.push(b);
+      },
+      end: () => done(false),
+      error: () => done(true),
+      close: () => done(!req.complete),
     };
     const done = (err: boolean) => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onFail);
-      req.off('close', onClose);
+      for (const [event, fn] of Object.entries(listeners)) req.off(event, fn);
       // A client error, not "database unavailable", as a bare ECONNRESET would be classified.
       if (err) reject(new OrbitError('INVALID_ARGUMENT', 'request body incomplete: the client closed the connection'));
       else resolve({ chunks, tooLarge });
     };
-    const onEnd = () => done(false);
-    const onFail = () => done(true);
-    const onClose = () => done(!req.complete);
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onFail);
-    req.on('close', onClose);
+    for (const [event, fn] of Object.entries(listeners)) req.on(event, fn);
   });
 }

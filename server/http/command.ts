@@ -27,13 +27,8 @@ export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): P
   const v = all[0];
   if (v) {
     // Every violation is listed so that one round trip fixes the request.
-    const more =
-      all.length > 1
-        ? ` (and ${all.length - 1} more: ${all
-            .slice(1)
-            .map((x) => x.field || 'body')
-            .join(', ')})`
-        : '';
+    const others = all.slice(1).map((x) => x.field || 'body');
+    const more = others.length > 0 ? ` (and ${others.length} more: ${others.join(', ')})` : '';
     throw new OrbitError('INVALID_ARGUMENT', `${v.field || 'body'}: ${v.message}${more}`, { field: v.field, violations: all });
   }
   return body as Static<T>;

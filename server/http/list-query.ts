@@ -21,14 +21,9 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
     if (all.length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
     return all[0];
   };
-  let limit = LIST_LIMIT_DEFAULT;
   const rawLimit = one('limit');
-  if (rawLimit !== undefined) {
-    if (!/^[0-9]{1,3}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > LIST_LIMIT_MAX) {
-      throw new OrbitError('INVALID_ARGUMENT', `limit: must be an integer 1-${LIST_LIMIT_MAX}`, { field: 'limit' });
-    }
-    limit = Number(rawLimit);
-  }
+  const limit = rawLimit === undefined ? LIST_LIMIT_DEFAULT : /^[0-9]{1,3}$/.test(rawLimit) ? Number(rawLimit) : 0;
+  if (limit < 1 || limit > LIST_LIMIT_MAX) throw new OrbitError('INVALID_ARGUMENT', `limit: must be an integer 1-${LIST_LIMIT_MAX}`, { field: 'limit' });
   const cursor = one('cursor');
   let after: string | undefined;
   if (cursor !== undefined) {

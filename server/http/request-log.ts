@@ -4,7 +4,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 
 export function logRequestOnFinish(log: Logger, req: IncomingMessage, res: ServerResponse, route: () => string): void {
-  if (!log.isLevelEnabled('info')) return;
   const t0 = process.hrtime.bigint();
   const done = () => {
     res.off('finish', done).off('close', done);

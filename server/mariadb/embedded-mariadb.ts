@@ -9,13 +9,9 @@ import { findServerBinary, initDataDir, installMariaDb, socketUser } from './mar
 
 export interface EmbeddedOptions {
   dataDir: string;
-  /** TCP port; 0 = pick a free one. */
-  port?: number;
   /** Extra server options, e.g. `--innodb-flush-log-at-trx-commit=2` for tests. */
   serverArgs?: string[];
   log?: (line: string) => void;
-  /** Install Debian's mariadb-server when no server binary exists and we can (default true). */
-  install?: boolean;
 }
 
 export interface EmbeddedServer {
@@ -33,30 +29,26 @@ export interface EmbeddedServer {
 async function lastPortOrFree(dataDir: string): Promise<number> {
   const file = path.join(dataDir, 'port');
   const last = Number(fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : NaN);
-  if (Number.isInteger(last) && last > 0 && last < 65536 && (await isFree(last))) return last;
-  return freePort();
+  return (Number.isInteger(last) && last > 0 && last < 65536 && (await listenOnce(last))) || freePort();
 }
 
-function isFree(port: number): Promise<boolean> {
+/** The port bound on 127.0.0.1 (0: any free one) and released again; null when it is taken. */
+function listenOnce(port: number): Promise<number | null> {
   return new Promise((resolve) => {
     const srv = net.createServer();
     srv.unref();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    srv.once('error', () => resolve(null));
+    srv.listen(port, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
   });
 }
 
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
+  const port = await listenOnce(0);
+  if (port === null) throw new Error('no free port on 127.0.0.1');
+  return port;
 }
 
 /** As the OS user's own account, else as root (older data directories, MySQL). */
@@ -106,7 +98,6 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   let binary = findServerBinary();
   if (!binary) {
-    if (opts.install === false) throw new Error('no MariaDB/MySQL server found: run `apt-get install -y mariadb-server`');
     installMariaDb(log);
     binary = findServerBinary();
     if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
@@ -129,7 +120,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   // Unix socket paths are limited to 107 bytes; fall back to a short temp path.
   let socket = path.join(dataDir, 'mysqld.sock');
   if (Buffer.byteLength(socket) > 100) socket = path.join('/tmp', `orbit-${process.pid}-${Date.now()}.sock`);
-  const port = opts.port && opts.port > 0 ? opts.port : await lastPortOrFree(dataDir);
+  const port = await lastPortOrFree(dataDir);
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const logFile = path.join(dataDir, 'server.log');
 

@@ -45,10 +45,7 @@ export function aptInstall(packages: string[], log: (l: string) => void, cannot:
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const upd = spawnSync(apt, ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
     if (upd.status !== 0) throw new Error(`apt-get update failed; run \`apt-get install -y ${names}\` by hand`);
-    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env,
-    });
+    const inst = spawnSync(apt, ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: ['ignore', 'ignore', 'inherit'], env });
     if (inst.status !== 0) throw new Error(`apt-get install ${names} failed; run it by hand`);
   } finally {
     if (ownPolicy) fs.rmSync(policy, { force: true });
@@ -62,6 +59,8 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   fs.mkdirSync(dataDir, { recursive: true });
   log(`initializing database files in ${dataDir}`);
+  const initialize = () =>
+    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
     const args = [
@@ -76,11 +75,9 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
     ];
     if (isRoot) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
-    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) {
-      res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
-    }
+    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) res = initialize();
   } else {
-    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+    res = initialize();
   }
   if (res.status !== 0) {
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -23,12 +23,7 @@ export function listMigrations(dir = path.join(packageRoot(), 'migrations')): Mi
     .map((f) => {
       const m = FILE_RE.exec(f)!;
       const text = fs.readFileSync(path.join(dir, f), 'utf8');
-      return {
-        version: Number(m[1]),
-        name: m[2]!,
-        file: path.join(dir, f),
-        checksum: crypto.createHash('sha256').update(text).digest('hex'),
-      };
+      return { version: Number(m[1]), name: m[2]!, file: path.join(dir, f), checksum: crypto.createHash('sha256').update(text).digest('hex') };
     });
 }
 
@@ -87,11 +82,8 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
           lock.assertHeld();
           await conn.query(stmt);
         }
-        await conn.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))', [
-          m.version,
-          m.name,
-          m.checksum,
-        ]);
+        const row = [m.version, m.name, m.checksum];
+        await conn.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, UTC_TIMESTAMP(3))', row);
         applied.push(m.version);
       }
     } finally {

@@ -21,8 +21,8 @@ import {
   setSchedulePaused,
   type ScheduleRow,
 } from '../db/schedules.js';
-import { insertAudit, lockNamespace } from '../db/tenants.js';
-import { createDefinition } from '../admin/definitions.js';
+import { lockNamespace } from '../db/tenants.js';
+import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { compileCalendar } from './calendar.js';
@@ -62,9 +62,7 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
   if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
   requireQueueAccess(cred, s.queue_id);
   if (s.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'schedule is retired');
-  if (expectedRevision !== null && String(s.revision) !== expectedRevision) {
-    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${s.revision})`, { field: 'expected_revision' });
-  }
+  if (expectedRevision !== null && String(s.revision) !== expectedRevision) throw revisionConflict(expectedRevision, String(s.revision));
   return s;
 }
 
@@ -134,14 +132,7 @@ export async function publishVersion(c: Tx, cred: Credential, id: string, b: { e
   const number = Number(s.current_version) + 1;
   await publish(c, cred, id, number, b.version, now);
   await setCurrentVersion(c, id, number, b.version.task.queue_id, firstFire(b.version, now, Number(s.paused) === 1));
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'schedule.publish',
-    targetType: 'schedule',
-    targetId: id,
-    details: { number },
-  });
+  await auditCommand(c, cred, 'schedule', 'publish', id, { number });
   return { data: await views(c, cred, id, number), resourceId: id };
 }
 
@@ -156,13 +147,7 @@ export async function setPaused(c: Tx, cred: Credential, id: string, paused: boo
     next = t === null ? null : msDb(t);
   }
   await setSchedulePaused(c, id, paused, next);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: paused ? 'schedule.pause' : 'schedule.resume',
-    targetType: 'schedule',
-    targetId: id,
-  });
+  await auditCommand(c, cred, 'schedule', paused ? 'pause' : 'resume', id);
   return { data: await views(c, cred, id), resourceId: id };
 }
 
@@ -170,7 +155,7 @@ export async function retireSchedule(c: Tx, cred: Credential, id: string, b: { e
   const s = await lockForCommand(c, cred, id, b.expected_revision);
   if (Number(s.paused) !== 1) throw new OrbitError('STATE_CONFLICT', 'only a paused schedule can be retired; pause it first');
   await markScheduleRetired(c, id, b.reason);
-  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'schedule.retire', targetType: 'schedule', targetId: id, details: b });
+  await auditCommand(c, cred, 'schedule', 'retire', id, b);
   return { data: await views(c, cred, id), resourceId: id };
 }
 

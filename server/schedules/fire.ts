@@ -37,33 +37,26 @@ type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
  * thrown: retirement and resume/publish serialize on the queue row, so it cannot happen. */
 async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
   const afterCommit: (() => void)[] = [];
-  const idsOf = (outs: Awaited<ReturnType<typeof createTasksInTransaction>>['outcomes']) =>
-    outs.map((o) => {
-      if (!o.ok) throw o.error;
-      return o.data.task.id;
-    });
-  await savepoint(c, 'fire_tasks');
-  try {
-    const r = await createTasksInTransaction(app, c, items);
-    afterCommit.push(r.afterCommit);
-    return { taskIds: idsOf(r.outcomes), afterCommit };
-  } catch (err) {
-    if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-    await rollbackToSavepoint(c, 'fire_tasks');
-  }
-  const taskIds: (string | null)[] = [];
-  for (const it of items) {
-    await savepoint(c, 'fire_task');
+  /** null when the quota refused them: rolled back to the savepoint. */
+  const tryCreate = async (sp: string, its: SubmitCommand[]): Promise<string[] | null> => {
+    await savepoint(c, sp);
     try {
-      const r = await createTasksInTransaction(app, c, [it]);
+      const r = await createTasksInTransaction(app, c, its);
       afterCommit.push(r.afterCommit);
-      taskIds.push(idsOf(r.outcomes)[0]!);
+      return r.outcomes.map((o) => {
+        if (!o.ok) throw o.error;
+        return o.data.task.id;
+      });
     } catch (err) {
       if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-      await rollbackToSavepoint(c, 'fire_task');
-      taskIds.push(null);
+      await rollbackToSavepoint(c, sp);
+      return null;
     }
-  }
+  };
+  const all = await tryCreate('fire_tasks', items);
+  if (all) return { taskIds: all, afterCommit };
+  const taskIds: (string | null)[] = [];
+  for (const it of items) taskIds.push((await tryCreate('fire_task', [it]))?.[0] ?? null);
   return { taskIds, afterCommit };
 }
 
@@ -128,10 +121,8 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       plans.push(plan(s, v));
     }
     const skipping = plans.filter((p) => p.v.overlap === 'skip');
-    const states = await taskStates(
-      c,
-      skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : [])),
-    );
+    const lastTaskIds = skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : []));
+    const states = await taskStates(c, lastTaskIds);
     for (const p of skipping) {
       let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
       for (let i = 0; i < p.planned.length; i++) {

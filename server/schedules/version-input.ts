@@ -6,6 +6,7 @@ import type { ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { DEFAULT_CATCHUP_LIMIT } from '@orbit/protocol/limits';
 import { parseRfc3339 } from '@orbit/protocol/validation';
 import { normalizeSubmit } from '../dispatch/submit-input.js';
+import { underField } from '../boundary.js';
 import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './calendar.js';
 
 export interface NormalizedVersion {
@@ -47,14 +48,7 @@ export function normalizeVersion(v: ScheduleVersionInput, prefix = 'version'): N
   } else {
     throw invalid(`${prefix}.calendar`, 'exactly one of cron or every_seconds');
   }
-  let task;
-  try {
-    task = normalizeSubmit(v.task).normalized;
-  } catch (err) {
-    if (!(err instanceof OrbitError)) throw err;
-    const field = typeof err.details?.field === 'string' ? `${prefix}.task.${err.details.field}` : `${prefix}.task`;
-    throw new OrbitError(err.code, `${prefix}.task.${err.message}`, { ...err.details, field });
-  }
+  const task = underField(`${prefix}.task`, () => normalizeSubmit(v.task).normalized);
   const startsAt = timestamp(v.starts_at, `${prefix}.starts_at`);
   const endsAt = timestamp(v.ends_at, `${prefix}.ends_at`);
   if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid(`${prefix}.ends_at`, 'must be after starts_at');

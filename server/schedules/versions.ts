@@ -9,28 +9,20 @@ import { dbTimeToMs as dbMs, msToDbTime as msDb } from '../db/time.js';
 export { dbMs, msDb };
 
 export interface ReadyVersion {
-  row: VersionRow;
   number: number;
   calendar: Calendar;
-  template: ScheduleTaskTemplate;
   prepared: PreparedSubmit;
   overlap: 'allow' | 'skip';
   catchup: 'none' | 'latest' | 'all';
   catchupLimit: number;
 }
 
-export function calendarOf(spec: CalendarSpec, anchorAt: string, startsAt: string | null, endsAt: string | null): Calendar {
-  return compileCalendar(spec, dbMs(anchorAt), startsAt === null ? null : dbMs(startsAt), endsAt === null ? null : dbMs(endsAt));
-}
-
-export function readyVersion(row: VersionRow): ReadyVersion {
-  const template = JSON.parse(row.task) as ScheduleTaskTemplate;
+function readyVersion(row: VersionRow): ReadyVersion {
+  const at = (t: string | null) => (t === null ? null : dbMs(t));
   return {
-    row,
     number: Number(row.number),
-    calendar: calendarOf(JSON.parse(row.calendar) as CalendarSpec, row.anchor_at, row.starts_at, row.ends_at),
-    template,
-    prepared: normalizeSubmit(template),
+    calendar: compileCalendar(JSON.parse(row.calendar) as CalendarSpec, dbMs(row.anchor_at), at(row.starts_at), at(row.ends_at)),
+    prepared: normalizeSubmit(JSON.parse(row.task) as ScheduleTaskTemplate),
     overlap: row.overlap,
     catchup: row.catchup,
     catchupLimit: Number(row.catchup_limit),

@@ -45,7 +45,7 @@ export interface Plan {
   tasksCreated: number;
 }
 
-function viewOf(c: StepChange): StepView {
+export function viewOf(c: StepChange): StepView {
   const v: StepView = { state: c.state };
   if (c.state === 'SKIPPED') v.skipped_because = c.skipped_because;
   if (c.state === 'SUCCEEDED') v.output = c.output;
@@ -252,15 +252,4 @@ export function planCancel(g: StepGraph, run: RunView, tasks: readonly { key: st
     if (indexes.length > 0) p.plan.cancel.push({ key: t.key, indexes });
   }
   return p.plan;
-}
-
-export function apply(run: RunView, plan: Plan): RunView {
-  const steps: Record<string, StepView> = { ...run.steps };
-  const kept: Record<string, unknown> = { ...run.kept };
-  for (const c of plan.changes) {
-    steps[c.key] = viewOf(c);
-    if (c.state === 'SUCCEEDED' && c.consumed_signal !== undefined) delete kept[c.consumed_signal];
-  }
-  if (plan.keep) kept[plan.keep.name] = plan.keep.payload;
-  return { ...run, state: plan.run, steps, kept };
 }

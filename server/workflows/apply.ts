@@ -129,25 +129,16 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
  * statement and the transaction runs again. A task that moved on is left alone. */
 async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
   if (plan.cancel.length === 0) return [];
-  const rows = await readStepTasks(
-    c,
-    run.row.id,
-    plan.cancel.map((x) => x.key),
-    false,
-  );
-  const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   const revoked: Revoked[] = [];
   const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
   const waiting: { t: TaskRow; end: 'cancel'; reason: string }[] = [];
-  for (const x of plan.cancel) {
-    for (const i of x.indexes) {
-      const t = await lockTask(c, run.row.namespace_id, ids.get(`${x.key}/${i}`)!);
-      if (t.state === 'WAITING') {
-        waiting.push({ t, end: 'cancel', reason: message });
-      } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
-        const a = (await getAttempt(c, t.namespace_id, t.current_attempt_id, 'nowait'))!;
-        revoked.push(...(await revokeAttempts(c, ledger, [{ a, kind: 'cancel', reason: message }])));
-      }
+  for (const id of await cancelledTaskIds(c, run, plan)) {
+    const t = await lockTask(c, run.row.namespace_id, id);
+    if (t.state === 'WAITING') {
+      waiting.push({ t, end: 'cancel', reason: message });
+    } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
+      const a = (await getAttempt(c, t.namespace_id, t.current_attempt_id, 'nowait'))!;
+      revoked.push(...(await revokeAttempts(c, ledger, [{ a, kind: 'cancel', reason: message }])));
     }
   }
   await endTasks(c, ledger, waiting);
@@ -179,21 +170,15 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
         const step = run.version.steps[run.version.graph.index.get(ch.key)!]!;
         // A for_each step's output is read from its tasks in element order (not stored).
         w.output = step.for_each !== undefined ? null : JSON.stringify(ch.output === undefined ? null : ch.output);
-        w.finished_at = 'now';
-        w.signal_deadline_at = null;
         break;
       }
       case 'FAILED':
         w.error_code = ch.error.code;
         w.error_message = ch.error.message;
-        w.finished_at = 'now';
-        w.signal_deadline_at = null;
-        break;
-      case 'CANCELLED':
-        w.finished_at = 'now';
-        w.signal_deadline_at = null;
         break;
     }
+    if (ch.state === 'SUCCEEDED' || ch.state === 'FAILED' || ch.state === 'CANCELLED')
+      Object.assign(w, { finished_at: 'now', signal_deadline_at: null } satisfies Partial<StepWrite>);
     out.set(ch.key, w);
   }
   return [...out.values()];
@@ -271,13 +256,13 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
 
 /** In id order. */
 async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  const rows = await readStepTasks(
-    c,
-    run.row.id,
-    p.cancel.map((x) => x.key),
-    false,
-  );
+  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await lockTask(c, run.row.namespace_id, id);
+}
+
+/** The ids of the tasks `plan` cancels, in the plan's order. */
+async function cancelledTaskIds(c: Conn, run: LoadedRun, plan: Plan): Promise<string[]> {
+  const keys = plan.cancel.map((x) => x.key);
+  const rows = await readStepTasks(c, run.row.id, keys, false);
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
-  const want = p.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!)).sort();
-  for (const id of want) await lockTask(c, run.row.namespace_id, id);
+  return plan.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!));
 }

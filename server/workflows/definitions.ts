@@ -8,8 +8,8 @@ import type { WorkflowStep } from '@orbit/protocol/workflow-views';
 import type { Credential } from '../db/credentials.js';
 import type { Conn, Tx } from '../db/pool.js';
 import { dbNow } from '../db/clock.js';
-import { insertAudit, lockNamespace } from '../db/tenants.js';
-import { createDefinition } from '../admin/definitions.js';
+import { lockNamespace } from '../db/tenants.js';
+import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';
 import {
   countActiveWorkflows,
@@ -51,9 +51,7 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
   const w = await getWorkflow(c, cred.namespaceId, id, 'update');
   if (!w) throw new OrbitError('NOT_FOUND', 'workflow not found');
   if (w.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'workflow is retired');
-  if (String(w.revision) !== expectedRevision) {
-    throw new OrbitError('STATE_CONFLICT', `expected_revision ${expectedRevision} is not current (${w.revision})`, { field: 'expected_revision' });
-  }
+  if (String(w.revision) !== expectedRevision) throw revisionConflict(expectedRevision, String(w.revision));
   return w;
 }
 
@@ -100,14 +98,7 @@ export async function publishWorkflowVersion(c: Tx, cred: Credential, id: string
   const number = Number(w.current_version) + 1;
   await publish(c, cred, id, number, b.version, now);
   await setCurrentWorkflowVersion(c, id, number, now);
-  await insertAudit(c, {
-    namespaceId: cred.namespaceId,
-    actor: cred.id,
-    action: 'workflow.publish',
-    targetType: 'workflow',
-    targetId: id,
-    details: { number },
-  });
+  await auditCommand(c, cred, 'workflow', 'publish', id, { number });
   return views(c, cred, id, number);
 }
 
@@ -124,6 +115,6 @@ export async function retireWorkflow(c: Tx, cred: Credential, id: string, b: { e
     );
   }
   await markWorkflowRetired(c, id, b.reason);
-  await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'workflow.retire', targetType: 'workflow', targetId: id, details: b });
+  await auditCommand(c, cred, 'workflow', 'retire', id, b);
   return views(c, cred, id);
 }

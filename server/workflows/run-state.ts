@@ -47,10 +47,12 @@ export interface LoadedRun {
   view: RunView;
 }
 
+const parsed = (json: string | null): unknown => (json === null ? null : JSON.parse(json));
+
 function stepView(r: RunStepRow, output?: unknown): StepView {
   const v: StepView = { state: r.state };
   if (r.skipped_because) v.skipped_because = r.skipped_because;
-  if (r.state === 'SUCCEEDED') v.output = output !== undefined ? output : r.output === null ? null : JSON.parse(r.output);
+  if (r.state === 'SUCCEEDED') v.output = output !== undefined ? output : parsed(r.output);
   if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
   return v;
 }
@@ -58,7 +60,7 @@ function stepView(r: RunStepRow, output?: unknown): StepView {
 /** A for_each step's output is read from its tasks: the step row would be too large to store it. */
 async function forEachOutputs(db: Pool | Conn, runId: string, keys: string[]): Promise<Map<string, unknown[]>> {
   const out = new Map<string, unknown[]>(keys.map((k) => [k, []]));
-  for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(t.result_output === null ? null : JSON.parse(t.result_output));
+  for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(parsed(t.result_output));
   return out;
 }
 
@@ -69,7 +71,7 @@ export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
   const steps = new Map(rows.map((r) => [r.step_key, r]));
   const g = version.graph;
   const needed = g.steps
-    .filter((s) => isForEach(s) && steps.get(s.key)?.state === 'SUCCEEDED')
+    .filter((s) => s.for_each !== undefined && steps.get(s.key)?.state === 'SUCCEEDED')
     .filter((s) => g.children[g.index.get(s.key)!]!.some((ci) => !isFinishedStepState(steps.get(g.steps[ci]!.key)!.state)))
     .map((s) => s.key);
   const outputs = needed.length ? await forEachOutputs(c, row.id, needed) : new Map<string, unknown[]>();
@@ -80,10 +82,6 @@ export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
   const view: RunView = { state: row.state, input: JSON.parse(row.input), steps: viewSteps, kept };
   if (row.concurrency_key !== null) view.concurrency_key = row.concurrency_key.toString('utf8');
   return { row, version, steps, view };
-}
-
-function isForEach(s: WorkflowStep): boolean {
-  return s.for_each !== undefined;
 }
 
 /** The API view; no lock. */
@@ -98,11 +96,7 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
     const ts = byStep.get(s.key) ?? [];
     const v: WorkflowRunStep = { key: s.key, state: r.state, task_ids: ts.map((t) => t.task_id) };
     if (r.state === 'SUCCEEDED') {
-      v.output = isForEach(s)
-        ? ts.map((t) => (t.result_output === null ? null : JSON.parse(t.result_output)))
-        : r.output === null
-          ? null
-          : JSON.parse(r.output);
+      v.output = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : parsed(r.output);
     }
     if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
     if (r.skipped_because) v.skipped_because = r.skipped_because;

@@ -17,31 +17,26 @@ export interface WorkflowSweepReport {
   failed: { runId: string; err: unknown }[];
 }
 
-/** Returns whether the plan started a step. */
+/** Whether the plan started a step; null when the run failed. A lost database is thrown: the
+ * tick ends. */
 async function advanceOne(
   pool: Pool,
-  namespaceId: string,
-  runId: string,
+  at: { namespace_id: string; run_id: string },
   plan: (run: LoadedRun, opts: PlanOptions) => Plan,
   report: WorkflowSweepReport,
-): Promise<boolean> {
-  return withTransaction(pool, 'sweep', async (c: Tx) => {
-    const row = await getRun(c, namespaceId, runId, true);
-    if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
-    const run = await loadRun(c, row);
-    const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
-    report.queues.push(...r.queues);
-    return r.plan.tasksCreated > 0;
-  });
-}
-
-/** A lost database is thrown: the tick ends. */
-async function tryAdvance(runId: string, report: WorkflowSweepReport, fn: () => Promise<boolean>): Promise<boolean | null> {
+): Promise<boolean | null> {
   try {
-    return await fn();
+    return await withTransaction(pool, 'sweep', async (c: Tx) => {
+      const row = await getRun(c, at.namespace_id, at.run_id, true);
+      if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
+      const run = await loadRun(c, row);
+      const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
+      report.queues.push(...r.queues);
+      return r.plan.tasksCreated > 0;
+    });
   } catch (err) {
     if (isConnectionError(err)) throw err;
-    report.failed.push({ runId, err });
+    report.failed.push({ runId: at.run_id, err });
     return null;
   }
 }
@@ -49,9 +44,7 @@ async function tryAdvance(runId: string, report: WorkflowSweepReport, fn: () => 
 export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowSweepReport> {
   const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0, failed: [] };
   for (const s of await dueSignalSteps(pool, limit)) {
-    const done = await tryAdvance(s.run_id, report, () =>
-      advanceOne(pool, s.namespace_id, s.run_id, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report),
-    );
+    const done = await advanceOne(pool, s, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report);
     if (done !== null) report.timedOut++;
   }
   // Oldest run first per application: once one does not fit, the younger runs wait too, so the
@@ -59,9 +52,7 @@ export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowS
   // full never crowds another's runs out of the read.
   for (const applicationId of await quotaReadyApplications(pool, limit)) {
     for (const r of await quotaReadyRuns(pool, applicationId, limit)) {
-      const started = await tryAdvance(r.run_id, report, () =>
-        advanceOne(pool, r.namespace_id, r.run_id, (run, opts) => planStartReady(run.version.graph, run.view, opts), report),
-      );
+      const started = await advanceOne(pool, r, (run, opts) => planStartReady(run.version.graph, run.view, opts), report);
       if (started) report.started++;
       else if (started === false) break;
     }

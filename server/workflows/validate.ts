@@ -16,6 +16,7 @@ import type { SendSignalBody, StartWorkflowRunBody, WorkflowStepInput, WorkflowV
 import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { lossyNumberPath, normalizeSubmit } from '../dispatch/submit-input.js';
 import { topologicalOrder } from './graph.js';
+import { underField } from '../boundary.js';
 
 /** Before the queue defaults are applied. */
 export type DraftStepTask = Omit<WorkflowStepTask, 'max_attempts'> & { max_attempts?: number };
@@ -25,7 +26,6 @@ export interface ValidatedVersion {
   steps: DraftStep[];
   /** Sorted, each once; the version stores the set for queue retirement to read. */
   queueIds: string[];
-  runKeySteps: string[];
 }
 
 function invalid(field: string, problem: string, steps?: string[]): OrbitError {
@@ -44,14 +44,7 @@ function checkJson(v: unknown, field: string, max: number): string {
 /** The rules of POST /v1/tasks, plus params and use_run_key. */
 function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: string): DraftStepTask {
   const { params, use_run_key, ...submit } = t;
-  let n;
-  try {
-    n = normalizeSubmit({ ...submit, payload: null }).normalized;
-  } catch (err) {
-    if (!(err instanceof OrbitError)) throw err;
-    const sub = typeof err.details?.field === 'string' ? `${field}.${err.details.field}` : field;
-    throw new OrbitError(err.code, `${field}.${err.message}`, { ...err.details, field: sub });
-  }
+  const n = underField(field, () => normalizeSubmit({ ...submit, payload: null }).normalized);
   const p = params === undefined ? {} : params;
   checkJson(p, `${field}.params`, MAX_STEP_PARAMS_BYTES);
   const useRunKey = use_run_key ?? false;
@@ -141,8 +134,7 @@ export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): Va
     throw invalid(`${prefix}.steps.${topo.cycle[0]}.after`, `cycle ${[...keys, keys[0]].join(' -> ')}`, keys);
   }
   const queueIds = [...new Set(steps.flatMap((s) => (s.task ? [s.task.queue_id] : [])))].sort();
-  const runKeySteps = steps.filter((s) => s.task?.use_run_key).map((s) => s.key);
-  return { steps, queueIds, runKeySteps };
+  return { steps, queueIds };
 }
 
 export function withQueueDefaults(steps: readonly DraftStep[], maxAttemptsOf: (queueId: string) => number): WorkflowStep[] {

@@ -7,7 +7,6 @@
 // cancel a task that is not cancellable, leave a RUNNING run with nothing that can advance it.
 import type { TaskState } from '../../protocol/states.js';
 import {
-  apply,
   initialRunView,
   planCancel,
   planPause,
@@ -19,12 +18,25 @@ import {
   planTasksChanged,
   type Plan,
   type RunView,
+  viewOf,
 } from '../../server/workflows/advance.js';
-import type { StepTaskView } from '../../server/workflows/decide.js';
+import type { StepTaskView, StepView } from '../../server/workflows/decide.js';
 import type { StepGraph } from '../../server/workflows/graph.js';
 
 export interface SimTask extends StepTaskView {
   output?: unknown;
+}
+
+/** The run as a plan leaves it, as its transaction writes it. */
+export function apply(run: RunView, plan: Plan): RunView {
+  const steps: Record<string, StepView> = { ...run.steps };
+  const kept: Record<string, unknown> = { ...run.kept };
+  for (const c of plan.changes) {
+    steps[c.key] = viewOf(c);
+    if (c.state === 'SUCCEEDED' && c.consumed_signal !== undefined) delete kept[c.consumed_signal];
+  }
+  if (plan.keep) kept[plan.keep.name] = plan.keep.payload;
+  return { ...run, state: plan.run, steps, kept };
 }
 
 /** A small deterministic PRNG (mulberry32): the simulation's choices follow from one seed. */

@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { RetireBody, RevisionBody } from '../../../protocol/http-schemas.js';
 import type { Queue } from '../../../protocol/http-views.js';
 import { useAction, type Action } from './hooks.js';
-import { Button, ErrorBox } from './ui.js';
+import { Button, ErrorBox, onSubmit } from './ui.js';
 
 export function ActionStatus<B>({ action, body, what }: { action: Action<B>; body: B; what: string }) {
   if (action.busy) return <span class="muted">{what}…</span>;
@@ -66,13 +66,7 @@ export function LifecycleActions(p: LifecycleProps) {
       <ActionStatus action={pause} body={rev} what="Pause" />
       <ActionStatus action={resume} body={rev} what="Resume" />
       {open && !p.retired && (
-        <form
-          class="retire"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void retire.run(retireBody);
-          }}
-        >
+        <form class="retire" onSubmit={onSubmit(() => void retire.run(retireBody))}>
           <p>
             Retiring is <strong>irreversible</strong>. History stays readable. Expected revision: <code>{p.revision}</code>.
           </p>

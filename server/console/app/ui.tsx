@@ -31,6 +31,11 @@ const STATE_CLASS: Record<string, string> = {
   draining: 'review',
 };
 
+/** retired, paused or active: the lifecycle of queues, subscriptions, schedules and workflows. */
+export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): string {
+  return x.retired_at ? 'retired' : x.paused ? 'paused' : 'active';
+}
+
 export function Badge({ state }: { state: string }) {
   return <span class={`badge b-${STATE_CLASS[state] ?? 'off'}`}>{state}</span>;
 }
@@ -162,6 +167,11 @@ export function Copy({ text, label = 'Copy' }: { text: string; label?: string })
   );
 }
 
+/** A form's submit handler that stays on the page. */
+export function onSubmit(fn: () => void): (e: Event) => void {
+  return (e) => (e.preventDefault(), fn());
+}
+
 export function Loading({ what }: { what?: string }) {
   return <p class="muted">Loading{what ? ` ${what}` : ''}…</p>;
 }
@@ -222,5 +232,29 @@ export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pa
         Next
       </Button>
     </div>
+  );
+}
+
+/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. */
+export function Select(p: {
+  name: string;
+  value: string;
+  set: (v: string) => void;
+  options: readonly (string | readonly [string, string])[];
+  any?: string;
+  disabled?: boolean;
+}) {
+  return (
+    <select name={p.name} value={p.value} onChange={(e) => p.set(e.currentTarget.value)} disabled={p.disabled}>
+      {p.any !== undefined && <option value="">{p.any}</option>}
+      {p.options.map((o) => {
+        const [v, text] = typeof o === 'string' ? [o, o] : o;
+        return (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        );
+      })}
+    </select>
   );
 }

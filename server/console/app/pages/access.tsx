@@ -7,7 +7,7 @@ import { get } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
-import { Copy, ErrorBox, Fields, Section } from '../ui.js';
+import { Copy, ErrorBox, Fields, Section, Select } from '../ui.js';
 import { queueBadge } from './overview.js';
 import { SlotMeter } from './subscriptions.js';
 
@@ -61,15 +61,13 @@ export function AccessPage({ session }: { session: SessionInfo }) {
         <ErrorBox error={queues.error} />
         <label class="select-queue">
           Queue
-          <select name="access_queue" value={queue?.id ?? ''} onChange={(e) => select(e.currentTarget.value)}>
-            <option value="">— select a queue —</option>
-            {list.map((q) => (
-              <option key={q.id} value={q.id}>
-                {q.name}
-                {q.retired_at ? ' (retired)' : q.paused ? ' (paused)' : ''}
-              </option>
-            ))}
-          </select>
+          <Select
+            name="access_queue"
+            value={queue?.id ?? ''}
+            set={select}
+            any="— select a queue —"
+            options={list.map((q) => [q.id, q.name + (q.retired_at ? ' (retired)' : q.paused ? ' (paused)' : '')] as const)}
+          />
         </label>
         {selected && !queue && <p class="notice">The queue selected earlier is not available to this credential any more; select one.</p>}
       </Section>

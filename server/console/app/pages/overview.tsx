@@ -3,12 +3,12 @@ import { enc, get } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { Scope, SessionInfo } from '../session.js';
-import { Badge, ErrorBox, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 
 const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'];
 
 export function queueBadge(q: Queue) {
-  return q.retired_at ? <Badge state="retired" /> : q.paused ? <Badge state="paused" /> : <Badge state="active" />;
+  return <Badge state={lifecycle(q)} />;
 }
 
 export async function loadQueuesWithStats(): Promise<{ queue: Queue; stats: QueueStats | null }[]> {

@@ -4,7 +4,7 @@ import { enc, get } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { ErrorBox, Fields, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
+import { ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 import { queueBadge } from './overview.js';
 import { loadSchedules, type Schedule } from './schedules-api.js';
 import { TaskTable } from './task-table.js';
@@ -70,7 +70,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
             empty="No subscriptions of this credential target this queue."
             cols={[
               { label: 'name', cell: (x) => <a href={href('subscriptions', x.id)}>{x.name}</a> },
-              { label: 'state', cell: (x) => (x.retired_at ? 'retired' : x.paused ? 'paused' : 'active') },
+              { label: 'state', cell: (x) => lifecycle(x) },
               { label: 'pending', class: 'num', cell: (x) => x.pending_count },
             ]}
           />
@@ -86,7 +86,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
             empty="No schedules target this queue."
             cols={[
               { label: 'name', cell: (x) => <a href={href('schedules', x.id)}>{x.name}</a> },
-              { label: 'state', cell: (x) => (x.retired_at ? 'retired' : x.paused ? 'paused' : 'active') },
+              { label: 'state', cell: (x) => lifecycle(x) },
               { label: 'next fire', cell: (x) => <Time iso={x.next_fire_at} /> },
             ]}
           />

@@ -3,7 +3,7 @@ import { ActionStatus, LifecycleActions } from '../actions.js';
 import { enc, get, withQuery } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import { Badge, Button, ErrorBox, Fields, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, lifecycle, Loading, PagerBar, Section, Table, Time } from '../ui.js';
 import type { Fire, Schedule, ScheduleVersion } from './schedules-api.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
 
@@ -11,10 +11,6 @@ const UNAVAILABLE = <Unavailable what="Schedules" api="/v1/schedules" />;
 
 export function SchedulesPage({ id }: { id?: string }) {
   return id ? <ScheduleDetail id={id} /> : <ScheduleList />;
-}
-
-function scheduleState(s: Schedule): string {
-  return s.retired_at ? 'retired' : s.paused ? 'paused' : 'active';
 }
 
 function ScheduleList() {
@@ -33,7 +29,7 @@ function ScheduleList() {
       empty="No schedules."
       cols={[
         { label: 'name', cell: (s) => <a href={href('schedules', s.id)}>{s.name}</a> },
-        { label: 'state', cell: (s) => <Badge state={scheduleState(s)} /> },
+        { label: 'state', cell: (s) => <Badge state={lifecycle(s)} /> },
         { label: 'version', class: 'num', cell: (s) => s.current_version },
         { label: 'next fire', cell: (s) => <Time iso={s.next_fire_at} /> },
         { label: 'last fire', cell: (s) => <Time iso={s.last_fire_at} /> },
@@ -65,7 +61,7 @@ function ScheduleDetail({ id }: { id: string }) {
   const current = all.find((v) => v.number === s.current_version);
   return (
     <>
-      <Section title={`Schedule ${s.name}`} actions={<Badge state={scheduleState(s)} />}>
+      <Section title={`Schedule ${s.name}`} actions={<Badge state={lifecycle(s)} />}>
         <Fields
           items={[
             ['id', <code>{s.id}</code>],

@@ -5,14 +5,10 @@ import { enc, get, withQuery } from '../api.js';
 import { usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, ErrorBox, Fields, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, Fields, lifecycle, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
 
 /** Non-retired subscriptions per namespace, paused ones included. */
 export const SUBSCRIPTION_SLOTS = 64;
-
-export function subscriptionState(s: Subscription): string {
-  return s.retired_at ? 'retired' : s.paused ? 'paused' : 'active';
-}
 
 export function SlotMeter({ subs }: { subs: Subscription[] }) {
   const used = subs.filter((s) => !s.retired_at).length;
@@ -42,7 +38,7 @@ function SubscriptionList({ session }: { session: SessionInfo }) {
           empty="No subscriptions (a subscription is visible to the credential that created it)."
           cols={[
             { label: 'name', cell: (s) => <a href={href('subscriptions', s.id)}>{s.name}</a> },
-            { label: 'state', cell: (s) => <Badge state={subscriptionState(s)} /> },
+            { label: 'state', cell: (s) => <Badge state={lifecycle(s)} /> },
             { label: 'queue', cell: (s) => names.get(s.queue_id) ?? s.queue_id.slice(0, 8) },
             { label: 'events', cell: (s) => s.event_types.map((t) => t.replace('task.', '')).join(', ') },
             { label: 'pending', class: 'num', cell: (s) => s.pending_count },
@@ -71,7 +67,7 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
   if (!s) return <Loading what="subscription" />;
   return (
     <>
-      <Section title={`Subscription ${s.name}`} actions={<Badge state={subscriptionState(s)} />}>
+      <Section title={`Subscription ${s.name}`} actions={<Badge state={lifecycle(s)} />}>
         <Fields
           items={[
             ['id', <code>{s.id}</code>],
@@ -97,14 +93,13 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
       <Section
         title="Delivery history"
         actions={
-          <select name="delivery_state" value={state} onChange={(e) => (setState(e.currentTarget.value), pager.first())}>
-            <option value="">any state</option>
-            {['PENDING', 'LEASED', 'EXPIRED', 'ACKED'].map((x) => (
-              <option key={x} value={x}>
-                {x}
-              </option>
-            ))}
-          </select>
+          <Select
+            name="delivery_state"
+            value={state}
+            set={(v) => (setState(v), pager.first())}
+            any="any state"
+            options={['PENDING', 'LEASED', 'EXPIRED', 'ACKED']}
+          />
         }
       >
         <ErrorBox error={deliveries.error} />

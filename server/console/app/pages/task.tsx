@@ -6,7 +6,7 @@ import { enc, get } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, ErrorBox, Fields, Id, Json, Loading, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, Time } from '../ui.js';
 
 type Resolution = ResolveTaskBody['resolution'];
 
@@ -70,36 +70,30 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             <input name="reason" maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
           </label>
           <div class="row">
-            <button
-              type="button"
+            <Button
               class="btn danger"
               data-act="cancel"
-              disabled={!canSubmit || !cancellable || cancel.busy}
-              title={!canSubmit ? 'needs the tasks:submit scope' : !cancellable ? 'only WAITING or LEASED tasks can be cancelled' : undefined}
+              why={!canSubmit ? 'needs the tasks:submit scope' : !cancellable ? 'only WAITING or LEASED tasks can be cancelled' : undefined}
+              disabled={cancel.busy}
               onClick={() => void cancel.run(cancelBody)}
             >
               Cancel task
-            </button>
-            <select
+            </Button>
+            <Select
               name="resolution"
               value={resolution}
-              onChange={(e) => setResolution(e.currentTarget.value as Resolution)}
+              set={(v) => setResolution(v as Resolution)}
+              options={['retry', 'succeeded', 'failed']}
               disabled={t.state !== 'NEEDS_REVIEW'}
-            >
-              <option value="retry">retry</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
-            </select>
-            <button
-              type="button"
-              class="btn"
+            />
+            <Button
               data-act="resolve"
-              disabled={!canSubmit || t.state !== 'NEEDS_REVIEW' || resolve.busy}
-              title={!canSubmit ? 'needs the tasks:submit scope' : t.state !== 'NEEDS_REVIEW' ? 'only NEEDS_REVIEW tasks can be resolved' : undefined}
+              why={!canSubmit ? 'needs the tasks:submit scope' : t.state !== 'NEEDS_REVIEW' ? 'only NEEDS_REVIEW tasks can be resolved' : undefined}
+              disabled={resolve.busy}
               onClick={() => void resolve.run(resolveBody)}
             >
               Resolve
-            </button>
+            </Button>
           </div>
           <ActionStatus action={cancel} body={cancelBody} what="Cancel" />
           <ActionStatus action={resolve} body={resolveBody} what="Resolve" />

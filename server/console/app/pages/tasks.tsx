@@ -6,7 +6,7 @@ import { get, withQuery } from '../api.js';
 import { usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { ErrorBox, Loading, PagerBar, Section } from '../ui.js';
+import { ErrorBox, Loading, onSubmit, PagerBar, Section, Select } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
 const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as const;
@@ -21,44 +21,29 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
     [filters, cursor],
   );
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
-  const apply = (e: Event) => {
-    e.preventDefault();
+  const apply = onSubmit(() => {
     pager.first();
     location.hash = href('tasks', undefined, draft);
-  };
-  const field = (k: (typeof FILTERS)[number]) => (e: Event) => setDraft({ ...draft, [k]: (e.currentTarget as HTMLInputElement).value });
+  });
+  const set = (k: (typeof FILTERS)[number]) => (v: string) => setDraft({ ...draft, [k]: v });
   return (
     <Section title="Tasks">
       <form class="filters" onSubmit={apply}>
         <label>
           Queue
-          <select name="queue_id" value={draft.queue_id} onChange={field('queue_id')}>
-            <option value="">any</option>
-            {session.queues.map((q) => (
-              <option key={q.id} value={q.id}>
-                {q.name}
-              </option>
-            ))}
-          </select>
+          <Select name="queue_id" value={draft.queue_id} set={set('queue_id')} any="any" options={session.queues.map((q) => [q.id, q.name] as const)} />
         </label>
         <label>
           State
-          <select name="state" value={draft.state} onChange={field('state')}>
-            <option value="">any</option>
-            {TASK_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
+          <Select name="state" value={draft.state} set={set('state')} any="any" options={TASK_STATES} />
         </label>
         <label>
           Concurrency key
-          <input name="concurrency_key" value={draft.concurrency_key} onInput={field('concurrency_key')} />
+          <input name="concurrency_key" value={draft.concurrency_key} onInput={(e) => set('concurrency_key')(e.currentTarget.value)} />
         </label>
         <label>
           Business key
-          <input name="business_key" value={draft.business_key} onInput={field('business_key')} />
+          <input name="business_key" value={draft.business_key} onInput={(e) => set('business_key')(e.currentTarget.value)} />
         </label>
         <button type="submit" class="btn">
           Apply

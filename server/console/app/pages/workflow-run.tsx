@@ -7,7 +7,7 @@ import { enc } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { FINAL_RUN_STATES, loadRun, runWhy, type WorkflowVersion } from './workflows-api.js';
@@ -158,13 +158,7 @@ function RunCommands({ run, why }: { run: WorkflowRun; why: string | undefined }
       <ActionStatus action={pause} body={{}} what="Pause" />
       <ActionStatus action={resume} body={{}} what="Resume" />
       {open && !why && (
-        <form
-          class="retire"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void cancel.run(cancelBody);
-          }}
-        >
+        <form class="retire" onSubmit={onSubmit(() => void cancel.run(cancelBody))}>
           <p>Cancelling ends the run: its waiting and leased tasks are cancelled, running ones finish and are recorded, nothing starts after them.</p>
           <label>
             Reason
@@ -217,13 +211,7 @@ function Signals({ run, version, why }: { run: WorkflowRun; version: WorkflowVer
       <div class="signal-form">
         <label>
           Name
-          <select name="signal_name" value={chosen} onChange={(e) => setName(e.currentTarget.value)}>
-            {waits.map((s) => (
-              <option key={s.key} value={s.signal!.name}>
-                {s.signal!.name}
-              </option>
-            ))}
-          </select>
+          <Select name="signal_name" value={chosen} set={setName} options={waits.map((s) => s.signal!.name)} />
         </label>
         <JsonField name="signal_payload" label="Payload (JSON)" draft={payload} error={send.error} prefix="payload" rows={3} />
         <div class="row">

@@ -48,7 +48,3 @@ export async function loadRun(id: string): Promise<{ run: WorkflowRun; workflow:
   ]);
   return { run, workflow, version };
 }
-
-export function workflowState(w: Workflow): string {
-  return w.retired_at ? 'retired' : 'active';
-}

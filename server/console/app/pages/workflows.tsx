@@ -8,11 +8,11 @@ import { enc, get, type ApiError } from '../api.js';
 import { useAction, usePager, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Loading, PagerBar, Section, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
-import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, workflowState, type Workflow } from './workflows-api.js';
+import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, type Workflow } from './workflows-api.js';
 
 const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
@@ -35,7 +35,7 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
         empty="No workflows. Publish one with POST /v1/workflows (see the README)."
         cols={[
           { label: 'name', cell: (w) => <a href={href('workflows', w.id)}>{w.name}</a> },
-          { label: 'state', cell: (w) => <Badge state={workflowState(w)} /> },
+          { label: 'state', cell: (w) => <Badge state={lifecycle(w)} /> },
           { label: 'version', class: 'num', cell: (w) => w.current_version },
           { label: 'revision', class: 'num', cell: (w) => w.revision },
           { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
@@ -53,37 +53,28 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
   const [draft, setDraft] = useState({ state, workflow_id: workflowId });
   const pager = usePager();
   const runs = useResource(() => listRuns({ workflow_id: workflowId, state, cursor: pager.cursor }), [workflowId, state, pager.cursor]);
-  const apply = (e: Event) => {
-    e.preventDefault();
+  const apply = onSubmit(() => {
     pager.first();
     location.hash = href('workflows', fixed, fixed ? { state: draft.state } : draft);
-  };
+  });
   return (
     <Section title="Runs">
       <form class="filters" onSubmit={apply} data-run-filters>
         {!fixed && (
           <label>
             Workflow
-            <select name="workflow_id" value={draft.workflow_id} onChange={(e) => setDraft({ ...draft, workflow_id: e.currentTarget.value })}>
-              <option value="">any</option>
-              {workflows.map((w) => (
-                <option key={w.id} value={w.id}>
-                  {w.name}
-                </option>
-              ))}
-            </select>
+            <Select
+              name="workflow_id"
+              value={draft.workflow_id}
+              set={(v) => setDraft({ ...draft, workflow_id: v })}
+              any="any"
+              options={workflows.map((w) => [w.id, w.name] as const)}
+            />
           </label>
         )}
         <label>
           State
-          <select name="run_state" value={draft.state} onChange={(e) => setDraft({ ...draft, state: e.currentTarget.value })}>
-            <option value="">any</option>
-            {WORKFLOW_RUN_STATES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
+          <Select name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
         </label>
         <button type="submit" class="btn">
           Apply
@@ -138,7 +129,7 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
   const newest = current ?? all.reduce<WorkflowVersion | undefined>((a, v) => (!a || v.number > a.number ? v : a), undefined);
   return (
     <>
-      <Section title={`Workflow ${w.name}`} actions={<Badge state={workflowState(w)} />}>
+      <Section title={`Workflow ${w.name}`} actions={<Badge state={lifecycle(w)} />}>
         <Fields
           items={[
             ['id', <code>{w.id}</code>],
@@ -194,14 +185,13 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
           </label>
           <label>
             Version
-            <select name="run_version" value={version} onChange={(e) => setVersion(e.currentTarget.value)}>
-              <option value="">current ({w.current_version})</option>
-              {versions.map((v) => (
-                <option key={v.number} value={String(v.number)}>
-                  {v.number}
-                </option>
-              ))}
-            </select>
+            <Select
+              name="run_version"
+              value={version}
+              set={setVersion}
+              any={`current (${w.current_version})`}
+              options={versions.map((v) => String(v.number))}
+            />
           </label>
         </div>
         <div class="row">
