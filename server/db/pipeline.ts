@@ -99,7 +99,7 @@ async function send(tx: Tx, statements: string[]): Promise<[QueryResult[], Field
  * it, write() refuses (a queued write would never be sent) and transactionOn neither commits nor
  * runs the transaction again. */
 export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
-  const [r, f] = await send(tx, [...statements.map(([sql, values]) => tx.conn.format(sql, values)), 'COMMIT']);
+  const [r, f] = await send(tx, [...formatted(tx, statements), 'COMMIT']);
   tx.committed = true;
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
@@ -110,12 +110,11 @@ export async function commitWithAll(tx: Tx, statements: [string, unknown[]][]): 
  * (the credential check with the permit hints). */
 export async function queryAll(tx: Tx, statements: [string, unknown[]][]): Promise<[QueryResult, FieldPacket[]][]> {
   if (tx.committed) throw new Error('queryAll() after commitWithAll(): the transaction is already committed');
-  const [r, f] = await send(
-    tx,
-    statements.map(([sql, values]) => tx.conn.format(sql, values)),
-  );
+  const [r, f] = await send(tx, formatted(tx, statements));
   return statements.map((_, i) => [r[i]!, f[i]!]);
 }
+
+const formatted = (tx: Tx, statements: [string, unknown[]][]) => statements.map(([sql, values]) => tx.conn.format(sql, values));
 
 /** readFixedShape(c, sql, values): a read of a fixed shape (its text depends on no value: values
  * only in `?` marks) sent prepared — binary protocol, parsed and planned once per connection

@@ -1,13 +1,11 @@
 // SQL operations on the result stream's consumer side: subscriptions, deliveries and the
 // committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn, Tx } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
-import { isId } from '@orbit/protocol/ids';
 import type { DeliveryState } from '@orbit/protocol/states';
-import { placeholders } from './placeholders.js';
+import { placeholders, rowById } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -58,13 +56,7 @@ const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string): Promise<SubscriptionRow | null>;
 export async function getSubscription(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<SubscriptionRow | null>;
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
-  // An id that is not 32 lowercase hex can never exist.
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
-  return rows[0] ?? null;
+  return rowById(db, 'subscriptions', COLUMNS, namespaceId, id, lock ? 'update' : 'none');
 }
 
 export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {

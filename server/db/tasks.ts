@@ -1,14 +1,12 @@
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn, Tx } from './pool.js';
+import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
-import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
-import { isId } from '@orbit/protocol/ids';
 import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
-import { placeholders } from './placeholders.js';
+import { placeholders, rowById } from './placeholders.js';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -176,11 +174,8 @@ export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; 
   // Key rows after the task rows and before the queue and application rows (the lock order).
   const lock = lockKeysSql(keysToLock(tasks.map((t) => ({ namespace_id: t.namespaceId, concurrency_key: t.concurrencyKey, not_before: t.notBefore }))));
   if (lock) await write(c, ...lock);
-  await enterWaiting(
-    c,
-    tasks.map((t) => t.id),
-    lock ? behindInBatch(tasks) : null,
-  );
+  const ids = tasks.map((t) => t.id);
+  await enterWaiting(c, ids, lock ? behindInBatch(tasks) : null);
 }
 
 export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
@@ -223,13 +218,23 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;
 export async function getTask(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<TaskRow | null>;
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
-  // An id that is not 32 lowercase hex can never exist.
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
-  return rows[0] ?? null;
+  return rowById(db, 'tasks', TASK_COLUMNS, namespaceId, id, lock ? 'update' : 'none');
+}
+
+/** lockTasks(namespace, ids) → the task rows by id, locked FOR UPDATE in one statement (in id
+ * order, the primary key's), by every transaction that ends an attempt or a task without one
+ * (dispatch/lifecycle.ts). The caller holds each task's live attempt, so no other transaction
+ * that locks an attempt before its task waits for these rows while holding one of ours
+ * (docs/design.md, "Lock order"). */
+export async function lockTasks(c: Tx, rows: { namespace_id: string; task_id: string }[]): Promise<Map<string, TaskRow>> {
+  if (rows.length === 0) return new Map();
+  const ids = [...new Set(rows.map((r) => r.task_id))];
+  const namespaces = [...new Set(rows.map((r) => r.namespace_id))];
+  const [locked] = await c.query<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (${placeholders(ids.length)}) AND namespace_id IN (${placeholders(namespaces.length)}) FOR UPDATE`,
+    [...ids, ...namespaces],
+  );
+  return new Map(locked.map((t) => [t.id, t]));
 }
 
 export interface TaskFilter {

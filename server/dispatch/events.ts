@@ -29,10 +29,7 @@ export async function appendResultEvents(c: Tx, events: PendingEvent[]): Promise
     const list = byNs.get(ns)!;
     const k = list.length;
     await allocateSequences(c, ns, k);
-    await insertResultEvents(
-      c,
-      ns,
-      list.map((e, i) => ({ fromHead: k - 1 - i, type: e.type, taskId: e.taskId, queueId: e.queueId, result: JSON.stringify(e.result) })),
-    );
+    const rows = list.map((e, i) => ({ fromHead: k - 1 - i, type: e.type, taskId: e.taskId, queueId: e.queueId, result: JSON.stringify(e.result) }));
+    await insertResultEvents(c, ns, rows);
   }
 }

@@ -132,11 +132,8 @@ export class PermitLedger {
       if (released.length > 0) await releaseKeys(c, ns, released);
     }
     await leaveWaiting(c, left);
-    await enterWaiting(
-      c,
-      entered.map((t) => t.id),
-      keysToLock(entered).length ? [] : null,
-    );
+    const ids = entered.map((t) => t.id);
+    await enterWaiting(c, ids, keysToLock(entered).length ? [] : null);
   }
 
   /** The hot rows: queues, applications, stream heads. */

@@ -8,7 +8,7 @@
 import type { ResultFrame } from '@orbit/protocol/frames';
 import type { TaskState } from '@orbit/protocol/states';
 import type { Tx } from '../db/pool.js';
-import { dbNow } from '../db/clock.js';
+import { dbNow } from '../db/time.js';
 import { closeAttempts, updateEndedTasks, type ClosedAttempt, type EndedTask } from '../db/attempt-batches.js';
 import type { WaitingRow } from '../db/waiting-tasks.js';
 import type { PermitLedger } from './ledger.js';

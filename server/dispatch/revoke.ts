@@ -5,7 +5,7 @@
 import type { Pool, Tx } from '../db/pool.js';
 import type { AttemptRow } from '../db/attempts.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
-import { lockTasks } from '../db/task-transitions.js';
+import { lockTasks } from '../db/tasks.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { ATTEMPT_ENDS, endAttempts } from './lifecycle.js';
 
@@ -22,16 +22,10 @@ export type RevokeKind = 'expire-leased' | 'expire-running' | 'deadline' | 'canc
 
 /** Revokes live attempts whose rows the caller has locked (their tasks locked after them). Returns what each session is told. */
 export async function revokeAttempts(c: Tx, ledger: PermitLedger, list: { a: AttemptRow; kind: RevokeKind; reason?: string }[]): Promise<Revoked[]> {
-  const tasks = await lockTasks(
-    c,
-    list.map((x) => x.a),
-  );
-  await endAttempts(
-    c,
-    ledger,
-    list.map(({ a, kind, reason }) => ({ a, t: tasks.get(a.task_id)!, end: kind, reason })),
-    list[0]?.a.db_now,
-  );
+  const attempts = list.map((x) => x.a);
+  const tasks = await lockTasks(c, attempts);
+  const ends = list.map(({ a, kind, reason }) => ({ a, t: tasks.get(a.task_id)!, end: kind, reason }));
+  await endAttempts(c, ledger, ends, list[0]?.a.db_now);
   return list.map(({ a, kind }) => ({ attemptId: a.id, sessionId: a.session_id, reason: ATTEMPT_ENDS[kind].error.code }));
 }
 
@@ -45,11 +39,8 @@ export async function releaseAttempts(
   if (attemptIds.length === 0) return [];
   const { ledger } = await withLedgerTx(pool, 'other', advance, async (c, ledger) => {
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
-    await revokeAttempts(
-      c,
-      ledger,
-      rows.map((a) => ({ a, kind: 'release-unlisted' as const })),
-    );
+    const unlisted = rows.map((a) => ({ a, kind: 'release-unlisted' as const }));
+    await revokeAttempts(c, ledger, unlisted);
   });
   return [...ledger.freedQueues];
 }

@@ -73,10 +73,9 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
  * committed receipts of its keys. */
 async function readBatch(c: Tx, items: SubmitCommand[]): Promise<SubmitQueues & { receipts: Map<string, ReceiptRow> }> {
   const keys = items.flatMap((i): [string, string][] => (i.key === null ? [] : [[i.credential.namespaceId, i.key]]));
-  const queuesRead = submitQueuesRead(
-    items.map((i) => i.prepared.normalized.queue_id),
-    items.filter((i) => i.checkCredential).map((i) => i.credential.id),
-  );
+  const queueIds = items.map((i) => i.prepared.normalized.queue_id);
+  const checked = items.filter((i) => i.checkCredential).map((i) => i.credential.id);
+  const queuesRead = submitQueuesRead(queueIds, checked);
   const reads: [string, unknown[]][] = [];
   if (queuesRead) reads.push(queuesRead);
   if (keys.length > 0) reads.push(receiptsRead(keys));

@@ -3,7 +3,7 @@
 // sweepers share the work instead of waiting on each other. Each attempt is revoked by revoke.ts.
 import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from '../db/pool.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
-import { lockTasks } from '../db/task-transitions.js';
+import { lockTasks } from '../db/tasks.js';
 import { withLedgerTx, type StepAdvancer } from './ledger.js';
 import { endTasks } from './lifecycle.js';
 import { revokeAttempts, type Revoked } from './revoke.js';
@@ -97,37 +97,22 @@ async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: strin
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
     const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
-    report.revoked.push(
-      ...(await revokeAttempts(
-        c,
-        ledger,
-        expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) })),
-      )),
-    );
+    const expiredEnds = expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) }));
+    report.revoked.push(...(await revokeAttempts(c, ledger, expiredEnds)));
     report.counts.leasedExpired = expired.filter((a) => a.state === 'LEASED').length;
     report.counts.runningExpired = expired.length - report.counts.leasedExpired;
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
     const lateId = pick('late');
     const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
-    report.revoked.push(
-      ...(await revokeAttempts(
-        c,
-        ledger,
-        late.map((a) => ({ a, kind: 'deadline' as const })),
-      )),
-    );
+    const lateEnds = late.map((a) => ({ a, kind: 'deadline' as const }));
+    report.revoked.push(...(await revokeAttempts(c, ledger, lateEnds)));
     report.counts.deadlineLeased = late.length;
     const waitingId = pick('waiting');
     const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
-    const rows = await lockTasks(
-      c,
-      waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id })),
-    );
-    await endTasks(
-      c,
-      ledger,
-      waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const })),
-    );
+    const keys = waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id }));
+    const rows = await lockTasks(c, keys);
+    const overdue = waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const }));
+    await endTasks(c, ledger, overdue);
     report.counts.deadlineWaiting = waiting.length;
   });
   report.freedQueues = [...committed.freedQueues];

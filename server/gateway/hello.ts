@@ -105,21 +105,14 @@ export async function helloTransaction(
     const listed = new Set(h.resume ?? []);
     const resumed: HelloResult['resumed'] = [];
     const resumedIds = live.filter((a) => listed.has(a.id) && a.lease_live).map((a) => a.id);
-    await revokeAttempts(
-      c,
-      ledger,
-      live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const })),
-    );
+    const unlisted = live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const }));
+    await revokeAttempts(c, ledger, unlisted);
     // Unlisted RUNNING attempts run out their lease; listed expired ones are lost.
     if (resumedIds.length) {
       // Lease lengths as literals: a join with queues would share-lock the queue row.
       const byId = new Map(live.map((a) => [a.id, a.queue_id]));
-      const lease = [
-        ...(await queueConfigs(
-          c,
-          resumedIds.map((id) => byId.get(id)!),
-        )),
-      ].map(([q, v]) => [q, v.leaseSeconds] as const);
+      const queues = resumedIds.map((id) => byId.get(id)!);
+      const lease = [...(await queueConfigs(c, queues))].map(([q, v]) => [q, v.leaseSeconds] as const);
       await rebindAttempts(c, sessionId, lease, resumedIds);
       const rows = await readAttempts(c, resumedIds);
       for (const a of rows) {

@@ -16,9 +16,8 @@ import { renewFrames, type RenewReply } from '../dispatch/renew.js';
 import { coalesce, type Coalesced } from '../dispatch/coalesce.js';
 import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import { newId } from '../ids.js';
-import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
+import { closeSessionRow, recordSessionCapacity, recordSessionDraining } from '../db/worker-sessions.js';
 import { helloClaimSession, helloOk, helloTransaction } from './hello.js';
-import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
@@ -208,7 +207,7 @@ export class Session {
     return this.host.admission(this.cred.applicationId, fn);
   }
 
-  /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. `done` once
+  /** Best effort (db/worker-sessions.ts): a failed row update is logged, never fatal. `done` once
    * it ran (the frame that asked for it is in flight until then). */
   private mirror(update: () => Promise<void>, done: () => void): void {
     this.mirrorChain = this.mirrorChain.then(update).catch((err) => this.log.warn({ err }, 'session row not updated; GET /v1/workers may be stale'));
@@ -366,10 +365,8 @@ export class Session {
     const open = this.state === 'open' && this.ws.readyState === this.ws.OPEN;
     const held = slot.commit(open ? assignments : []);
     if (held.length < assignments.length) {
-      this.host.releaseUndelivered(
-        this,
-        assignments.slice(held.length).map((a) => a.attemptId),
-      );
+      const undelivered = assignments.slice(held.length).map((a) => a.attemptId);
+      this.host.releaseUndelivered(this, undelivered);
     }
     // A worker that stopped gets this batch, but no more: nothing new is assigned while this ping
     // stays unanswered past the pong timeout.

@@ -4,10 +4,8 @@
 // event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
-import type { Conn, Tx } from '../db/pool.js';
-import { rollbackToSavepoint, savepoint } from '../db/pool.js';
+import { rollbackToSavepoint, savepoint, type Conn, type Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
-import { lockTask } from '../db/task-transitions.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
 import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
@@ -15,7 +13,7 @@ import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
 import { endTasks } from '../dispatch/lifecycle.js';
 import { revokeAttempts, type Revoked } from '../dispatch/revoke.js';
-import type { TaskRow } from '../db/tasks.js';
+import { getTask, type TaskRow } from '../db/tasks.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
 import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
 import type { StepTaskView } from './decide.js';
@@ -141,7 +139,7 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
   const waiting: { t: TaskRow; end: 'cancel'; reason: string }[] = [];
   for (const x of plan.cancel) {
     for (const i of x.indexes) {
-      const t = await lockTask(c, run.row.namespace_id, ids.get(`${x.key}/${i}`)!);
+      const t = (await getTask(c, run.row.namespace_id, ids.get(`${x.key}/${i}`)!, true))!;
       if (t.state === 'WAITING') {
         waiting.push({ t, end: 'cancel', reason: message });
       } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
@@ -279,5 +277,5 @@ async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
   );
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   const want = p.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!)).sort();
-  for (const id of want) await lockTask(c, run.row.namespace_id, id);
+  for (const id of want) await getTask(c, run.row.namespace_id, id, true);
 }
