@@ -30,3 +30,22 @@ export async function rowById<T extends RowDataPacket>(
   const [rows] = await db.execute<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ? AND namespace_id = ?${LOCKS[lock]}`, [id, namespaceId]);
   return rows[0] ?? null;
 }
+
+/** The conditions of a WHERE clause, each added with its values in text order. */
+export class Conditions {
+  private readonly parts: string[] = [];
+  readonly args: unknown[] = [];
+
+  constructor(sql: string, ...args: unknown[]) {
+    this.and(sql, ...args);
+  }
+
+  and(sql: string, ...args: unknown[]): void {
+    this.parts.push(sql);
+    this.args.push(...args);
+  }
+
+  toString(): string {
+    return this.parts.join(' AND ');
+  }
+}

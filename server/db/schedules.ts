@@ -2,7 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
-import { placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface ScheduleRow extends RowDataPacket {
   id: string;
@@ -55,18 +55,13 @@ export async function listSchedules(
   afterName: string | undefined,
   limit: number,
 ): Promise<ScheduleRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [namespaceId];
+  const where = new Conditions('namespace_id = ?', namespaceId);
   if (queueIds !== '*') {
     if (queueIds.length === 0) return [];
-    where.push(`queue_id IN (${placeholders(queueIds.length)})`);
-    args.push(...queueIds);
+    where.and(`queue_id IN (${placeholders(queueIds.length)})`, ...queueIds);
   }
-  if (afterName !== undefined) {
-    where.push('name > ?');
-    args.push(afterName);
-  }
-  const [rows] = await db.query<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE ${where.join(' AND ')} ORDER BY name LIMIT ${limit + 1}`, args);
+  if (afterName !== undefined) where.and('name > ?', afterName);
+  const [rows] = await db.query<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE ${where} ORDER BY name LIMIT ${limit + 1}`, where.args);
   return rows;
 }
 

@@ -5,7 +5,7 @@ import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
-import { placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -282,21 +282,14 @@ export async function listDeliveryRows(
   subscriptionId: string,
   q: { state?: DeliveryState; afterSequence?: string; limit: number },
 ): Promise<DeliveryRow[]> {
-  const where = ['subscription_id = ?'];
-  const args: unknown[] = [subscriptionId];
-  if (q.afterSequence !== undefined) {
-    where.push('sequence > ?');
-    args.push(q.afterSequence);
-  }
-  if (q.state === 'EXPIRED') where.push(`(state = 'EXPIRED' OR (state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)))`);
-  else if (q.state === 'LEASED') where.push(`state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)`);
-  else if (q.state !== undefined) {
-    where.push('state = ?');
-    args.push(q.state);
-  }
+  const where = new Conditions('subscription_id = ?', subscriptionId);
+  if (q.afterSequence !== undefined) where.and('sequence > ?', q.afterSequence);
+  if (q.state === 'EXPIRED') where.and(`(state = 'EXPIRED' OR (state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)))`);
+  else if (q.state === 'LEASED') where.and(`state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)`);
+  else if (q.state !== undefined) where.and('state = ?', q.state);
   const [rows] = await db.query<DeliveryRow[]>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY sequence LIMIT ${Number(q.limit) + 1}`,
-    args,
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where} ORDER BY sequence LIMIT ${Number(q.limit) + 1}`,
+    where.args,
   );
   return rows;
 }

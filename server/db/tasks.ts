@@ -6,7 +6,7 @@ import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
-import { placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholderRows, placeholders, rowById } from './placeholders.js';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -130,49 +130,21 @@ export interface TaskOrigin {
   scheduledFor: string;
 }
 
-function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (string | number | Buffer | null)[] {
-  return [
-    t.id,
-    t.namespaceId,
-    t.applicationId,
-    t.queueId,
-    t.handler,
-    t.handlerVersion,
-    t.payloadVersion,
-    t.payloadJson,
-    t.businessKey,
-    t.concurrencyKey,
-    t.priority,
-    t.maxAttempts,
-    t.notBefore,
-    t.deadlineAt,
-    t.createdAt,
-    t.createdAt,
-    t.origin?.scheduleId ?? null,
-    t.origin?.scheduleVersion ?? null,
-    t.origin?.scheduledFor ?? null,
-    t.workflow?.runId ?? null,
-    t.workflow?.step ?? null,
-    t.workflow?.index ?? null,
-  ];
-}
+/** The columns a task's INSERT takes from its row (insertedTaskRow); state and the attempt counts are literals. */
+const INSERTED = `id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, priority,
+  max_attempts, not_before, deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index`;
+const INSERTED_NAMES = INSERTED.split(/,\s*/);
 
-/** A whole submit batch, queued: task rows, key row locks and waiting rows. Times come from the
- * database clock, so nothing is read back. */
-export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
-  const rows = tasks.map(taskRow);
+/** A whole submit batch (rows of insertedTaskRow), queued: task rows, key row locks and waiting
+ * rows. Times come from the database clock, so nothing is read back. */
+export async function insertTasks(c: Tx, tasks: TaskRow[]): Promise<void> {
+  const rows = tasks.map((t) => INSERTED_NAMES.map((n) => t[n] as unknown));
   for (const chunk of chunkRows(c, rows, (r) => r)) {
-    await write(
-      c,
-      `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
-          business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-          deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index)
-       VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
-      chunk.flat(),
-    );
+    const row = `(${placeholders(INSERTED_NAMES.length)}, 'WAITING', 0, 0)`;
+    await write(c, `INSERT INTO tasks (${INSERTED}, state, attempts_made, attempts_created) VALUES ${placeholderRows(chunk.length, row)}`, chunk.flat());
   }
   // Key rows after the task rows and before the queue and application rows (the lock order).
-  const lock = lockKeysSql(keysToLock(tasks.map((t) => ({ namespace_id: t.namespaceId, concurrency_key: t.concurrencyKey, not_before: t.notBefore }))));
+  const lock = lockKeysSql(keysToLock(tasks));
   if (lock) await write(c, ...lock);
   const ids = tasks.map((t) => t.id);
   await enterWaiting(c, ids, lock ? behindInBatch(tasks) : null);
@@ -249,36 +221,20 @@ export interface TaskFilter {
 }
 
 export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [f.namespaceId];
-  if (f.queueId) {
-    where.push('queue_id = ?');
-    args.push(f.queueId);
-  } else if (f.queueIds !== '*') {
+  const where = new Conditions('namespace_id = ?', f.namespaceId);
+  if (f.queueId) where.and('queue_id = ?', f.queueId);
+  else if (f.queueIds !== '*') {
     if (f.queueIds.length === 0) return [];
-    where.push(`queue_id IN (${placeholders(f.queueIds.length)})`);
-    args.push(...f.queueIds);
+    where.and(`queue_id IN (${placeholders(f.queueIds.length)})`, ...f.queueIds);
   }
-  if (f.state) {
-    where.push('state = ?');
-    args.push(f.state);
-  }
-  if (f.concurrencyKey) {
-    where.push('concurrency_key = ?');
-    args.push(f.concurrencyKey);
-  }
-  if (f.businessKey) {
-    // utf8mb4_bin is a PAD SPACE collation ('a' = 'a '): the byte length makes the match exact.
-    where.push('business_key = ? AND OCTET_LENGTH(business_key) = ?');
-    args.push(f.businessKey, Buffer.byteLength(f.businessKey, 'utf8'));
-  }
-  if (f.beforeSeq) {
-    where.push('seq < ?');
-    args.push(f.beforeSeq);
-  }
+  if (f.state) where.and('state = ?', f.state);
+  if (f.concurrencyKey) where.and('concurrency_key = ?', f.concurrencyKey);
+  // utf8mb4_bin is a PAD SPACE collation ('a' = 'a '): the byte length makes the match exact.
+  if (f.businessKey) where.and('business_key = ? AND OCTET_LENGTH(business_key) = ?', f.businessKey, Buffer.byteLength(f.businessKey, 'utf8'));
+  if (f.beforeSeq) where.and('seq < ?', f.beforeSeq);
   const [rows] = await pool.query<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS.replace('payload,', "'' AS payload,")} FROM tasks WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ${f.limit + 1}`,
-    args,
+    `SELECT ${TASK_COLUMNS.replace('payload,', "'' AS payload,")} FROM tasks WHERE ${where} ORDER BY seq DESC LIMIT ${f.limit + 1}`,
+    where.args,
   );
   return rows;
 }

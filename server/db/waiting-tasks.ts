@@ -50,23 +50,12 @@ export async function enterWaiting(c: Tx, taskIds: string[], behind: string[] | 
 
 /** The tasks of one submit batch behind an earlier task of the batch in their group: the
  * INSERT … SELECT reads the table as before the statement, so it cannot see them. */
-export function behindInBatch(
-  tasks: {
-    id: string;
-    namespaceId: string;
-    concurrencyKey: Buffer | null;
-    queueId: string;
-    handler: string;
-    handlerVersion: string;
-    priority: number;
-    notBefore: string | null;
-  }[],
-): string[] {
+export function behindInBatch(tasks: (WaitingRow & { id: string; not_before: string | null })[]): string[] {
   const first = new Map<string, { id: string; priority: number }>();
   const behind: string[] = [];
   for (const t of tasks) {
-    if (!t.concurrencyKey || t.notBefore !== null) continue;
-    const group = [t.namespaceId, t.concurrencyKey.toString('hex'), t.queueId, t.handler, t.handlerVersion].join('\n');
+    if (!t.concurrency_key || t.not_before !== null) continue;
+    const group = [t.namespace_id, t.concurrency_key.toString('hex'), t.queue_id, t.handler, t.handler_version].join('\n');
     const head = first.get(group);
     if (!head) first.set(group, t);
     else if (t.priority > head.priority) {

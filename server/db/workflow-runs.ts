@@ -4,7 +4,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
-import { placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface RunRow extends RowDataPacket {
   id: string;
@@ -104,24 +104,11 @@ export interface RunFilter {
 }
 
 export async function listRuns(pool: Pool, f: RunFilter): Promise<RunRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [f.namespaceId];
-  if (f.workflowId !== undefined) {
-    where.push('workflow_id = ?');
-    args.push(f.workflowId);
-  }
-  if (f.state !== undefined) {
-    where.push('state = ?');
-    args.push(f.state);
-  }
-  if (f.beforeSeq !== undefined) {
-    where.push('seq < ?');
-    args.push(f.beforeSeq);
-  }
-  const [rows] = await pool.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, [
-    ...args,
-    f.limit + 1,
-  ]);
+  const where = new Conditions('namespace_id = ?', f.namespaceId);
+  if (f.workflowId !== undefined) where.and('workflow_id = ?', f.workflowId);
+  if (f.state !== undefined) where.and('state = ?', f.state);
+  if (f.beforeSeq !== undefined) where.and('seq < ?', f.beforeSeq);
+  const [rows] = await pool.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE ${where} ORDER BY seq DESC LIMIT ?`, [...where.args, f.limit + 1]);
   return rows;
 }
 

@@ -3,7 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Workflow } from '@orbit/protocol/workflow-views';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
-import { placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface WorkflowRow extends RowDataPacket {
   id: string;
@@ -48,21 +48,16 @@ export async function listWorkflows(
   afterName: string | undefined,
   limit: number,
 ): Promise<WorkflowRow[]> {
-  const where = ['w.namespace_id = ?'];
-  const args: unknown[] = [namespaceId];
+  const where = new Conditions('w.namespace_id = ?', namespaceId);
   if (queueIds !== '*') {
     const allowed = queueIds.length === 0 ? '' : ` AND q.queue_id NOT IN (${placeholders(queueIds.length)})`;
-    where.push(`NOT EXISTS (SELECT 1 FROM workflow_version_queues q WHERE q.workflow_id = w.id AND q.version = w.current_version${allowed})`);
-    args.push(...queueIds);
+    where.and(`NOT EXISTS (SELECT 1 FROM workflow_version_queues q WHERE q.workflow_id = w.id AND q.version = w.current_version${allowed})`, ...queueIds);
   }
-  if (afterName !== undefined) {
-    where.push('w.name > ?');
-    args.push(afterName);
-  }
+  if (afterName !== undefined) where.and('w.name > ?', afterName);
   const cols = COLUMNS.split(', ')
     .map((c) => `w.${c}`)
     .join(', ');
-  const [rows] = await db.query<WorkflowRow[]>(`SELECT ${cols} FROM workflows w WHERE ${where.join(' AND ')} ORDER BY w.name LIMIT ${Number(limit) + 1}`, args);
+  const [rows] = await db.query<WorkflowRow[]>(`SELECT ${cols} FROM workflows w WHERE ${where} ORDER BY w.name LIMIT ${Number(limit) + 1}`, where.args);
   return rows;
 }
 

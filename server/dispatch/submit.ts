@@ -20,7 +20,7 @@ import { liveQueuesTouch, submitQueuesOf, submitQueuesRead, type SubmitQueueRow,
 import { queryAll } from '../db/pipeline.js';
 import { unfinishedTasksReservation } from '../db/applications.js';
 import { applyChecked, commitIfApplied, NotApplied } from '../db/conditional-commit.js';
-import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
+import { insertTasks, insertedTaskRow, taskView, type TaskOrigin, type TaskRow } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
 import { coalesce, type Coalesced } from './coalesce.js';
@@ -113,7 +113,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   });
 
   const keysInBatch = new Set<string>();
-  const tasks: (NewTask & { createdAt: string; deadlineAt: string })[] = [];
+  const tasks: TaskRow[] = [];
   const receipts: NewReceipt[] = [];
   const byQueue = new Set<string>();
   for (const i of live) {
@@ -165,9 +165,10 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
       workflow: it.workflow && { runId: it.workflow.runId, step: it.workflow.step, index: it.workflow.index },
     };
     if (it.workflow && it.workflow.delaySeconds > 0) t.notBefore = fromIso(new Date(nowMs + it.workflow.delaySeconds * 1000).toISOString());
-    const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
+    const row = insertedTaskRow(t);
+    const data = { task: taskView(row), deduplicated: false };
     const json = it.key === null ? undefined : JSON.stringify(data);
-    tasks.push(t);
+    tasks.push(row);
     if (it.key !== null)
       receipts.push({
         namespaceId: t.namespaceId,
@@ -222,17 +223,17 @@ export async function createTasksInTransaction(
   };
 }
 
-function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRow[] {
+function stepTaskRows(tasks: TaskRow[]): NewStepTaskRow[] {
   return tasks
-    .filter((t) => t.workflow)
+    .filter((t) => t.workflow_run_id)
     .map((t) => ({
-      runId: t.workflow!.runId,
-      stepKey: t.workflow!.step,
-      index: t.workflow!.index ?? 0,
-      namespaceId: t.namespaceId,
-      applicationId: t.applicationId,
+      runId: t.workflow_run_id!,
+      stepKey: t.workflow_step!,
+      index: t.workflow_index ?? 0,
+      namespaceId: t.namespace_id,
+      applicationId: t.application_id,
       taskId: t.id,
-      createdAt: t.createdAt,
+      createdAt: t.created_at,
     }));
 }
 
