@@ -51,10 +51,8 @@ export async function getAttempt(db: Pool | Conn, namespaceId: string, id: strin
 
 /** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
 export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {
-  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`, [
-    taskId,
-    namespaceId,
-  ]);
+  const sql = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`;
+  const [rows] = await db.execute<AttemptRow[]>(sql, [taskId, namespaceId]);
   return rows;
 }
 

@@ -60,10 +60,8 @@ export async function getSubscription(db: Pool | Conn, namespaceId: string, id: 
 }
 
 export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {
-  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`, [
-    namespaceId,
-    ownerId,
-  ]);
+  const sql = `SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`;
+  const [rows] = await db.execute<SubscriptionRow[]>(sql, [namespaceId, ownerId]);
   return rows;
 }
 

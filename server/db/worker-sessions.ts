@@ -48,10 +48,8 @@ export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise
 
 /** Releases nothing: attempts run on until result or expiry. */
 export async function closeSessionRow(pool: Pool, sessionId: string, code: number): Promise<void> {
-  await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [
-    code,
-    sessionId,
-  ]);
+  const sql = `UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`;
+  await pool.execute(sql, [code, sessionId]);
 }
 
 /** One application's sessions per call: a statement touches one application's rows. */

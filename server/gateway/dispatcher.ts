@@ -21,7 +21,7 @@ import type { WakeCause } from '../work-signals.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from './session.js';
-import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import type { SlotReservation } from './session-slots.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */

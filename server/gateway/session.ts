@@ -7,10 +7,11 @@
 // admission).
 // A session sees the node only through its SessionHost (the gateway, or a test's host) and its
 // socket; it alone changes its state, and terminate() is the one way to end it from outside.
+import { isUtf8 } from 'node:buffer';
 import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
-import type { GatewayFrame, HelloFrame, WorkerFrame } from '@orbit/protocol/frames';
+import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import type { Credential } from '../db/credentials.js';
 import { renewFrames, type RenewReply } from '../dispatch/renew.js';
 import { coalesce, type Coalesced } from '../dispatch/coalesce.js';
@@ -23,15 +24,12 @@ import { FrameWindow } from './frame-window.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
-import { assignText } from './assign-text.js';
-import { readWorkerFrame } from './frame-read.js';
 import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
-import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import type { SlotReservation } from './session-slots.js';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
 export type { SessionHost, SessionState } from './session-host.js';
-export { assignText } from './assign-text.js';
 
 export class Session {
   readonly id = newId();
@@ -388,4 +386,34 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
+}
+
+/** A worker's text frame, checked in the order its errors are answered: size, UTF-8, schema. */
+export function readWorkerFrame(
+  data: RawData,
+  maxFrameBytes: number,
+): { ok: true; frame: WorkerFrame; bytes: number } | { ok: false; message: string; close?: number } {
+  const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+  // The socket accepts twice the limit, so an oversized frame still gets its error frame.
+  if (buf.length > maxFrameBytes) return { ok: false, message: `frame over max_frame_bytes (${maxFrameBytes})`, close: 1009 };
+  // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
+  if (!isUtf8(buf)) return { ok: false, message: 'text frame is not valid UTF-8' };
+  const parsed = parseWorkerFrame(buf.toString('utf8'));
+  if (!parsed.ok) return { ok: false, message: parsed.message };
+  return { ok: true, frame: parsed.frame, bytes: buf.length };
+}
+
+/** The task.assign frame as JSON text, the stored payload spliced in without a parse. `task` is
+ * the last member and never empty, so the head ends with the two braces the payload goes before. */
+export function assignText(a: Assignment): string {
+  const frame: Omit<Extract<GatewayFrame, { type: 'task.assign' }>, 'task'> & { task: Assignment['task'] } = {
+    type: 'task.assign',
+    attempt_id: a.attemptId,
+    attempt_no: a.attemptNo,
+    lease_expires_at: a.leaseExpiresAt,
+    ...(a.concurrencyToken !== null ? { concurrency_token: a.concurrencyToken } : {}),
+    task: a.task,
+  };
+  const head = JSON.stringify(frame);
+  return `${head.slice(0, -2)},"payload":${a.payloadJson}}}`;
 }
