@@ -9,7 +9,7 @@ import type { FireOutcome } from '@orbit/protocol/http-views';
 import { CATCHUP_LIMIT_MAX } from '@orbit/protocol/limits';
 import { UNFINISHED_TASK_STATES } from '@orbit/protocol/states';
 import type { AppContext } from '../app-context.js';
-import { rollbackToSavepoint, savepoint, withTransaction, type Tx } from '../db/pool.js';
+import { withTransaction, type Tx } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
@@ -42,25 +42,25 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ t
       if (!o.ok) throw o.error;
       return o.data.task.id;
     });
-  await savepoint(c, 'fire_tasks');
+  await c.query('SAVEPOINT fire_tasks');
   try {
     const r = await createTasksInTransaction(app, c, items);
     afterCommit.push(r.afterCommit);
     return { taskIds: idsOf(r.outcomes), afterCommit };
   } catch (err) {
     if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-    await rollbackToSavepoint(c, 'fire_tasks');
+    await c.query('ROLLBACK TO SAVEPOINT fire_tasks');
   }
   const taskIds: (string | null)[] = [];
   for (const it of items) {
-    await savepoint(c, 'fire_task');
+    await c.query('SAVEPOINT fire_task');
     try {
       const r = await createTasksInTransaction(app, c, [it]);
       afterCommit.push(r.afterCommit);
       taskIds.push(idsOf(r.outcomes)[0]!);
     } catch (err) {
       if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-      await rollbackToSavepoint(c, 'fire_task');
+      await c.query('ROLLBACK TO SAVEPOINT fire_task');
       taskIds.push(null);
     }
   }

@@ -4,7 +4,7 @@
 // event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
-import { rollbackToSavepoint, savepoint, type Conn, type Tx } from '../db/pool.js';
+import type { Conn, Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
 import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
@@ -62,7 +62,7 @@ let savepoints = 0;
 export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
   const creates = plan.changes.flatMap((ch) => (ch.state === 'ACTIVE' && ch.started ? [ch] : []));
   const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
-  if (sp) await savepoint(c, sp);
+  if (sp) await c.query(`SAVEPOINT ${sp}`);
   // Merged into the caller's ledger only when the plan applied: a refused quota must roll back
   // what the cancels counted too. Never flushed itself: the caller writes the hot rows at its end,
   // in the lock order.
@@ -82,7 +82,7 @@ export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, pla
       queues = r.queues;
     } catch (err) {
       if (!(err instanceof OrbitError) || err.code !== 'QUOTA_EXCEEDED') throw err;
-      await rollbackToSavepoint(c, sp);
+      await c.query(`ROLLBACK TO SAVEPOINT ${sp}`);
       throw new QuotaRefused();
     }
   }
