@@ -1,9 +1,8 @@
-// The claim transaction (docs/design.md "The claim"), one round for every session of one
-// application on this node: permit hints and credentials with the clock, candidates locked with
-// SKIP LOCKED, dealt round-robin, keys granted in key order, attempts inserted, and permits taken
-// last as conditional updates with the COMMIT (a refusal reruns the round on fresh hints). Lock
-// order: candidate rows, keys, queues, the application — the order of every ledger flush — so
-// claims, results, cancels and the sweeper never deadlock on these rows.
+// The claim transaction (docs/design.md "The claim"), one round for the sessions of one application
+// on this node: permit hints and credentials with the clock, candidates locked SKIP LOCKED, dealt
+// round-robin, keys granted in key order, attempts inserted, permits taken last as conditional
+// updates with the COMMIT (a refusal reruns the round). Lock order: candidates, keys, queues, the
+// application — the order of every ledger flush.
 import type { Logger } from 'pino';
 import type { RowDataPacket } from 'mysql2/promise';
 import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
@@ -26,9 +25,8 @@ import {
 import { newId } from '../ids.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
-/** The most tasks one round grants one session, and the most candidate rows a round locks and
- * reads whole (their payloads: up to this many × the payload limit in memory at once): a session
- * with this many free slots — a worker draining a backlog — is filled by one round, not by many. */
+/** The most tasks one round grants one session, and the most candidate rows it reads whole (bounds
+ * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
 export const ROUND_MAX_PER_SESSION = 512;
 
 export type { Assignment, ClaimSession } from './grant.js';

@@ -1,10 +1,8 @@
-// The one task-creation path (submits, batch items, schedule fires, workflow steps). Commands of
-// one application that arrive together share one transaction in two round trips: the reads, then
-// the INSERTs with the hot rows (checked queue touch, checked quota increment) and the COMMIT, so
-// those rows are locked only while the server runs that text. At the edge (retired queue, quota,
-// a key in flight elsewhere) the batch rolls back and each item runs alone under its key's named
-// lock, where the refusal is exact: quota is never exceeded by one task, and a submit and a
-// retirement never both succeed.
+// The one task-creation path (submits, batch items, schedule fires, workflow steps). Commands of one
+// application that arrive together share one transaction in two round trips: the reads, then the
+// INSERTs with the hot rows (checked) and the COMMIT. At the edge (retired queue, quota, a key in
+// flight elsewhere) the batch rolls back and each item runs alone under its key's named lock, where
+// the refusal is exact.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
@@ -259,9 +257,8 @@ export class TaskSubmitter {
   private readonly committer: Coalesced<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
-    // One batch per application in flight below 100 waiting items: batches update the same hot rows,
-    // so a second small one only splits requests that could share a transaction. Above that, a second
-    // batch overlaps its building with the database's work on the first.
+    // One batch per application in flight below 100 waiting items (batches update the same hot rows);
+    // above that, a second batch overlaps its building with the database's work on the first.
     this.committer = coalesce((_group, items) => this.runBatch(items), {
       maxBatch: 500,
       maxParallel: 2,
