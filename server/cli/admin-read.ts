@@ -35,14 +35,9 @@ export function readCommand(argv: string[]): ((pool: Pool) => Promise<string>) |
     return (pool) => tasksList(pool, queue, state, Number(rawLimit), flags.has('json'));
   }
   if (cmd === 'task' && sub === 'get') {
-    const { positional, flags } = {
-      positional: argv.slice(2).filter((a) => !a.startsWith('--')),
-      flags: parseFlags(
-        argv.slice(2).filter((a) => a.startsWith('--')),
-        ['json'],
-        [],
-      ),
-    };
+    const positional = argv.slice(2).filter((a) => !a.startsWith('--'));
+    const dashed = argv.slice(2).filter((a) => a.startsWith('--'));
+    const flags = parseFlags(dashed, ['json'], []);
     if (positional.length !== 1 || !ID_RE.test(positional[0]!)) throw new Error('usage: orbit-admin task get ID (a 32-hex task id)');
     return (pool) => taskGet(pool, positional[0]!, flags.has('json'));
   }

@@ -63,12 +63,8 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
     if (BigInt(cursor) < BigInt(wm)) {
       await assertNoGap(c, s, wm);
       const seqs = await matchingSequences(c, filterOf(s), cursor, wm, MATERIALIZE_BATCH);
-      await insertDeliveries(
-        c,
-        s.id,
-        namespaceId,
-        seqs.map((sequence) => ({ id: newId(), sequence })),
-      );
+      const deliveries = seqs.map((sequence) => ({ id: newId(), sequence }));
+      await insertDeliveries(c, s.id, namespaceId, deliveries);
       // A batch short of full means every matching event up to the watermark is materialized.
       await setCursor(c, s.id, seqs.length < MATERIALIZE_BATCH ? wm : seqs[seqs.length - 1]!);
     }
@@ -79,11 +75,8 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
     const ids = chosen.map((d) => d.id);
     await leaseDeliveryRows(c, ids, leaseSeconds);
     const rows = await deliveriesByIds(c, ids);
-    const events = await eventsBySequence(
-      c,
-      namespaceId,
-      rows.map((r) => String(r.sequence)),
-    );
+    const sequences = rows.map((r) => String(r.sequence));
+    const events = await eventsBySequence(c, namespaceId, sequences);
     const missing = rows.find((r) => !events.has(String(r.sequence)));
     if (missing) {
       throw new OrbitError('EVENT_HISTORY_EXPIRED', `event ${missing.sequence} of delivery ${missing.id} is no longer retained`, {

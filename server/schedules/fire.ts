@@ -128,10 +128,8 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       plans.push(plan(s, v));
     }
     const skipping = plans.filter((p) => p.v.overlap === 'skip');
-    const states = await taskStates(
-      c,
-      skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : [])),
-    );
+    const lastTasks = skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : []));
+    const states = await taskStates(c, lastTasks);
     for (const p of skipping) {
       let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
       for (let i = 0; i < p.planned.length; i++) {

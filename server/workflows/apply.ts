@@ -127,12 +127,8 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
  * statement and the transaction runs again. A task that moved on is left alone. */
 async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Revoked[]> {
   if (plan.cancel.length === 0) return [];
-  const rows = await readStepTasks(
-    c,
-    run.row.id,
-    plan.cancel.map((x) => x.key),
-    false,
-  );
+  const keys = plan.cancel.map((x) => x.key);
+  const rows = await readStepTasks(c, run.row.id, keys, false);
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   const revoked: Revoked[] = [];
   const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
@@ -269,12 +265,8 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
 
 /** In id order. */
 async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  const rows = await readStepTasks(
-    c,
-    run.row.id,
-    p.cancel.map((x) => x.key),
-    false,
-  );
+  const keys = p.cancel.map((x) => x.key);
+  const rows = await readStepTasks(c, run.row.id, keys, false);
   const ids = new Map(rows.map((r) => [`${r.step_key}/${r.item_index}`, r.task_id]));
   const want = p.cancel.flatMap((x) => x.indexes.map((i) => ids.get(`${x.key}/${i}`)!)).sort();
   for (const id of want) await getTask(c, run.row.namespace_id, id, true);
