@@ -1,8 +1,7 @@
-// One waiting_tasks row per WAITING task, clustered in claim order, written only under the task
-// row's lock, so a task is WAITING exactly when its row exists. `claimable` marks the rows the
-// candidate read scans (docs/design.md "Waiting heads"): unkeyed rows, rows with not_before, and
-// each key group's first row without not_before. The flags come from a plain read of the group,
-// exact because every writer of such a keyed row holds the key's resource_keys row lock first.
+// One waiting_tasks row per WAITING task, in claim order, written under the task row's lock.
+// `claimable` marks the rows the candidate read scans (docs/design.md "Waiting heads"): unkeyed
+// rows, rows with not_before, and each key group's first row without not_before — exact because
+// every writer of a keyed row holds the key's resource_keys row lock first.
 import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { placeholders, placeholderRows } from './placeholders.js';

@@ -278,10 +278,6 @@ export class TaskSubmitter {
     return this.committer.all(cmds[0]!.credential.applicationId, cmds);
   }
 
-  private afterCommit(r: TxResult): void {
-    afterCommitOf(this.app, r);
-  }
-
   private runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
     return executeIdempotent(
       items,
@@ -289,7 +285,7 @@ export class TaskSubmitter {
         const started = process.hrtime.bigint();
         const r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, batch, false, true));
         this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
-        this.afterCommit(r);
+        afterCommitOf(this.app, r);
         return r.outcomes as (SubmitOutcome | typeof ALONE)[];
       },
       // At the edge: every item alone, in arrival order, which is the order quota is granted in.
@@ -307,7 +303,7 @@ export class TaskSubmitter {
         tx: (c) => createTasksInTx(c, [it], true, true),
         taken: isDuplicateKey,
       });
-      this.afterCommit(r);
+      afterCommitOf(this.app, r);
       return r.outcomes[0] as SubmitOutcome;
     } catch (err) {
       if (err instanceof OrbitError) return { ok: false, error: err };

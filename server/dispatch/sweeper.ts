@@ -36,11 +36,9 @@ function mergeInto(into: SweepReport, r: SweepReport): void {
   into.failed.push(...r.failed);
 }
 
-/** One sweep by database time: every application with due work, each in its own transaction
- * (every transaction touches one application's rows: docs/guarantees.md, "Scale-out"), at most `limit`
- * rows per kind and application. One application's failure does not stop the others, and a batch
- * that fails for another reason than a lost database is swept again row by row, so one row that
- * cannot be settled stays behind alone (in `failed`) instead of stopping every sweep. */
+/** One sweep by database time: each application with due work in its own transaction, at most
+ * `limit` rows per kind. A batch that fails for another reason than the database is swept again row
+ * by row, so a row that cannot be settled stays behind alone (in `failed`). */
 export async function sweep(pool: Pool, advance: StepAdvancer, limit = 200): Promise<SweepReport> {
   const report = emptyReport();
   for (const app of await applicationsDue(pool, limit)) {
@@ -58,9 +56,7 @@ async function sweepApplication(pool: Pool, advance: StepAdvancer, applicationId
   try {
     return await sweepRows(pool, advance, applicationId, limit);
   } catch (err) {
-    // A busy database (a deadlock or lock wait past the retries) is no bad row: running ~200 rows
-    // alone, each with its own retries, would only load it more. This application waits for the
-    // next tick; the others of this sweep go on.
+    // A busy database is no bad row: running each row alone would only load it more.
     if (isDatabaseRefusal(err)) throw err;
     // Every due row of the application (the same locking reads, nothing written), then each alone.
     const rows = await dueRows(pool, applicationId, limit);
@@ -78,8 +74,7 @@ async function sweepApplication(pool: Pool, advance: StepAdvancer, applicationId
   }
 }
 
-/** The rows one sweep of the application would take (its locking reads, in a transaction that
- * writes nothing). */
+/** The rows one sweep of the application would take (its locking reads; nothing written). */
 async function dueRows(pool: Pool, applicationId: string, limit: number): Promise<SweepRow[]> {
   return withTransaction(pool, 'sweep', async (c) => [
     ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
