@@ -136,12 +136,10 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 
 const typeList = (types: string[]) => placeholders(types.length);
 
-export async function countUnmaterialized(
-  db: Pool | Conn,
-  s: { namespaceId: string; queueId: string; types: string[] },
-  cursor: string,
-  watermark: string,
-): Promise<number> {
+/** The events a subscription takes: its queue's, of its types. */
+export type StreamFilter = { namespaceId: string; queueId: string; types: string[] };
+
+export async function countUnmaterialized(db: Pool | Conn, s: StreamFilter, cursor: string, watermark: string): Promise<number> {
   if (BigInt(cursor) >= BigInt(watermark)) return 0;
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT COUNT(*) AS n FROM result_events
@@ -151,13 +149,7 @@ export async function countUnmaterialized(
   return Number(rows[0]!.n);
 }
 
-export async function matchingSequences(
-  c: Conn,
-  s: { namespaceId: string; queueId: string; types: string[] },
-  cursor: string,
-  watermark: string,
-  limit: number,
-): Promise<string[]> {
+export async function matchingSequences(c: Conn, s: StreamFilter, cursor: string, watermark: string, limit: number): Promise<string[]> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT sequence FROM result_events
       WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})

@@ -101,6 +101,8 @@ export interface AttemptEnding {
   result?: ResultEnding;
 }
 
+export type TaskEnding = { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string };
+
 export interface ResultEnding {
   /** decideOutcome's: a retry's task FAILED instead of WAITING when nothing is left. */
   taskState: EndState;
@@ -158,12 +160,7 @@ export async function endAttempts(c: Tx, ledger: PermitLedger, items: AttemptEnd
 }
 
 /** Ends or reopens tasks without a live attempt (WAITING or NEEDS_REVIEW, locked). */
-export async function endTasks(
-  c: Tx,
-  ledger: PermitLedger,
-  items: { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string }[],
-  now?: string,
-): Promise<void> {
+export async function endTasks(c: Tx, ledger: PermitLedger, items: TaskEnding[], now?: string): Promise<void> {
   if (items.length === 0) return;
   const at = now ?? (await dbNow(c));
   const tasks = items.map(({ t, end, reason }) => {

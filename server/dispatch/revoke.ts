@@ -4,6 +4,7 @@
 // each kind does to the attempt and its task is the lifecycle's table (lifecycle.ts ATTEMPT_ENDS).
 import type { Pool, Tx } from '../db/pool.js';
 import type { AttemptRow } from '../db/attempts.js';
+import type { WorkerRef } from '../db/attempt-leases.js';
 import { lockLeasedAttemptsOfWorker } from '../db/sweep-sql.js';
 import { lockTasks } from '../db/tasks.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
@@ -30,12 +31,7 @@ export async function revokeAttempts(c: Tx, ledger: PermitLedger, list: { a: Att
 }
 
 /** Releases live never-started attempts of one worker identity that were never delivered. */
-export async function releaseAttempts(
-  pool: Pool,
-  advance: StepAdvancer,
-  who: { namespaceId: string; workerId: string },
-  attemptIds: string[],
-): Promise<string[]> {
+export async function releaseAttempts(pool: Pool, advance: StepAdvancer, who: WorkerRef, attemptIds: string[]): Promise<string[]> {
   if (attemptIds.length === 0) return [];
   const { ledger } = await withLedgerTx(pool, 'other', advance, async (c, ledger) => {
     const rows = await lockLeasedAttemptsOfWorker(c, who, attemptIds);
