@@ -24,10 +24,8 @@ export interface SubscriptionRow extends RowDataPacket {
   retired_sequence: string | null;
 }
 
-export type SubscriptionView = Subscription;
-
-export function subscriptionView(r: SubscriptionRow, pendingCount: number): SubscriptionView {
-  const v: SubscriptionView = {
+export function subscriptionView(r: SubscriptionRow, pendingCount: number): Subscription {
+  const v: Subscription = {
     id: r.id,
     name: r.name,
     queue_id: r.queue_id,
@@ -168,9 +166,7 @@ export interface EventRow extends RowDataPacket {
   result: string | null;
 }
 
-export type EventView = ResultEvent;
-
-export function eventView(r: EventRow): EventView {
+export function eventView(r: EventRow): ResultEvent {
   return {
     sequence: String(r.sequence),
     type: r.type,

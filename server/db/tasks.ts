@@ -43,10 +43,6 @@ export interface TaskRow extends RowDataPacket {
   workflow_index: number | null;
 }
 
-export type { TaskResult } from '@orbit/protocol/http-views';
-
-export type TaskView = Task;
-
 export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
   if (!r.result_outcome) return null;
   const res: TaskResult = { outcome: r.result_outcome as TaskResult['outcome'] };
@@ -56,8 +52,8 @@ export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
 }
 
 /** `summary` omits payload and result.output. */
-export function taskView(r: TaskRow, summary = false): TaskView {
-  const v: TaskView = {
+export function taskView(r: TaskRow, summary = false): Task {
+  const v: Task = {
     id: r.id,
     namespace_id: r.namespace_id,
     queue_id: r.queue_id,
@@ -96,7 +92,7 @@ export function taskWorkflowRef(r: Pick<TaskRow, 'workflow_run_id' | 'workflow_s
   return ref;
 }
 
-function reorder(v: TaskView): TaskView {
+function reorder(v: Task): Task {
   const { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest } = v;
   return { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest };
 }
