@@ -10,7 +10,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { transactionOn, withTransaction } from '../server/db/pool.js';
 import { commitWithAll, Tx, transactionStats, write } from '../server/db/pipeline.js';
-import { lockTask } from '../server/db/task-transitions.js';
+import { getTask } from '../server/db/tasks.js';
 import { budgetOf, budgetStats, chunkRows, readPacketBudget, StatementTooLarge } from '../server/db/packet-budget.js';
 
 let db: TestDb;
@@ -106,7 +106,7 @@ describe('pipelined transactions', () => {
         // @ts-expect-error commitWithAll takes a Tx
         await commitWithAll(conn, [['SELECT 1', []]]);
         // @ts-expect-error a locking read (FOR UPDATE) takes a Tx: its lock would end with the statement
-        await lockTask(conn, 'ns', 'id');
+        await getTask(conn, 'ns', 'id', true);
       }
     } finally {
       conn.release();

@@ -12,7 +12,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { createTestDb, type TestDb } from './support/db.js';
 import { withTransaction } from '../server/db/pool.js';
 import { PoolTap } from '../bench/pool-tap.js';
-import { appendResultEvents } from '../server/dispatch/events.js';
+import { appendResultEvents } from '../server/dispatch/ledger.js';
 import { newId } from '../server/ids.js';
 
 let db: TestDb;

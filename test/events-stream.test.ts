@@ -8,7 +8,7 @@ import { call, ikey } from './support/http.js';
 import { hello, openRaw } from './support/raw-worker.js';
 import { ack, createSub, getSub, lease, makeEvents, sequencesOf } from './support/events.js';
 import { Tx } from '../server/db/pipeline.js';
-import { appendResultEvents } from '../server/dispatch/events.js';
+import { appendResultEvents } from '../server/dispatch/ledger.js';
 import { setTaskTime } from './support/waiting.js';
 import { createQueue } from './support/dispatch-fixture.js';
 import { waitFor } from './support/wait.js';

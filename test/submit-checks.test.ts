@@ -17,7 +17,7 @@ import { hashToken } from '../server/admin/access.js';
 import { findCredentialByTokenHash, type Credential } from '../server/db/credentials.js';
 import { transactionStats } from '../server/db/pipeline.js';
 import { PoolTap } from '../bench/pool-tap.js';
-import { rollbackToSavepoint, savepoint, withTransaction } from '../server/db/pool.js';
+import { withTransaction } from '../server/db/pool.js';
 import { createTasksInTransaction, TaskSubmitter, type SubmitCommand, type SubmitOutcome } from '../server/dispatch/submit.js';
 import { normalizeSubmit } from '../server/dispatch/submit-input.js';
 import { ikey } from './support/http.js';
@@ -142,7 +142,7 @@ describe("a caller's transaction (schedule fires, workflow steps)", () => {
    * `retire`: recordStatements' retirement before the queue touch. */
   async function create(items: SubmitCommand[], retire?: string): Promise<{ codes: (number | string)[]; trips: number; seen: string[]; after: number }> {
     return withTransaction(db.pool, async (c) => {
-      await savepoint(c, 'caller');
+      await c.query('SAVEPOINT caller');
       const seen = recordStatements(retire);
       const before = transactionStats.roundTrips;
       let out: (number | string)[];
@@ -150,7 +150,7 @@ describe("a caller's transaction (schedule fires, workflow steps)", () => {
         out = codes((await createTasksInTransaction(app, c, items)).outcomes);
       } catch (err) {
         out = [(err as { code: string }).code];
-        await rollbackToSavepoint(c, 'caller');
+        await c.query('ROLLBACK TO SAVEPOINT caller');
       }
       const trips = transactionStats.roundTrips - before;
       tap.setHook(null);

@@ -3,7 +3,7 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
-import { dbNow } from '../db/clock.js';
+import { dbNow } from '../db/time.js';
 import { insertAudit } from '../db/tenants.js';
 import { insertNamed } from './unique-names.js';
 import { newId } from '../ids.js';

@@ -9,11 +9,6 @@ export async function maxUnfinishedTasks(c: Conn, applicationId: string): Promis
   return rows[0] ? Number(rows[0].max_unfinished_tasks) : undefined;
 }
 
-/** Tasks that became terminal. */
-export async function releaseUnfinishedTasks(c: Conn, applicationId: string, n: number): Promise<void> {
-  await c.execute('UPDATE applications SET unfinished_tasks = unfinished_tasks - ? WHERE id = ?', [n, applicationId]);
-}
-
 /** A checked update for k more unfinished tasks, refused past the quota: the quota check of every
  * task creation. It is a submit's last statement because the application row is the hottest lock
  * a transaction takes, so it is held only from there to the commit. */

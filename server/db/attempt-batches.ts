@@ -1,7 +1,6 @@
 // Batch-shaped statements of the coalesced start and result transactions: one statement per table
-// for the whole batch, whatever its number of rows (arrays go in as multi-row IN lists and CASE
-// columns) — cut into chunks only when the values of the results exceed the statement budget.
-// Every UPDATE names the ids in a primary-key IN list, so the plan is a key lookup per row.
+// whatever the number of rows (IN lists and CASE columns, chunked only past the statement budget),
+// each UPDATE naming its ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
@@ -16,14 +15,11 @@ export interface StartItem {
   credentialId: string;
 }
 
-/** startAttemptsSql(items [attempt id, namespace, worker, credential], lease seconds per queue):
- * LEASED → RUNNING for each attempt that is LEASED, owned by that worker identity under a live
- * credential, unexpired, with its task still current and before its deadline; the task goes
- * RUNNING with attempts_made + 1 and the lease restarts at the queue's lease. The clock is
- * @orbit_now, left by the credential check sent before it in the same text
- * (liveCredentialsWithClockSql), whose share locks keep the credentials live to the commit.
- * Changes 2 rows per started attempt. Lease lengths are literals from the cached queue
- * configuration: a subquery on queues would share-lock rows the batch's counter updates need. */
+/** LEASED → RUNNING for each attempt still LEASED, owned by that worker under a live credential,
+ * unexpired, its task current and before its deadline; the task goes RUNNING with attempts_made + 1
+ * and the lease restarts: 2 rows per start. The clock is @orbit_now, left by the credential check
+ * sent before it (liveCredentialsWithClockSql). Lease lengths are literals: a subquery on queues
+ * would share-lock rows the batch's counter updates need. */
 export function startAttemptsSql(items: StartItem[], leaseByQueue: Map<string, number>): [string, unknown[]] {
   const queues = [...leaseByQueue];
   const credentials = [...new Set(items.map((i) => i.credentialId))];
@@ -49,9 +45,8 @@ export function startAttemptsSql(items: StartItem[], leaseByQueue: Map<string, n
   ];
 }
 
-/** attemptQueues(ids, known) → queue of each attempt (no lock). `known`: the queues the session
- * already knows (its held attempts); only the others are read — usually none, so a start or renew
- * of held attempts costs no statement for it. */
+/** The queue of each attempt (no lock); only those not in `known` (the session's held attempts)
+ * are read, so a start or renew of held attempts usually costs no statement for it. */
 export async function attemptQueues(c: Conn, ids: string[], known: ReadonlyMap<string, string> = new Map()): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const unknown: string[] = [];
@@ -77,8 +72,7 @@ export interface StartStateRow extends RowDataPacket {
   live: number;
 }
 
-/** readStartStates(ids, now): the state of attempts a start batch did not all move (read back
- * only then, to answer each frame exactly). */
+/** The attempts of a start batch that did not all move, read back to answer each frame exactly. */
 export async function readStartStates(c: Conn, ids: string[], now: string): Promise<StartStateRow[]> {
   const [rows] = await c.query<StartStateRow[]>(
     `SELECT id, namespace_id, worker_id, state, started_at, lease_expires_at, (lease_expires_at > ?) AS live FROM attempts WHERE id IN (${placeholders(ids.length)})`,
@@ -111,11 +105,9 @@ export interface ResultRow extends RowDataPacket {
   t_workflow_step: string | null;
 }
 
-/** lockResultRowsSql(ids, namespaces): the attempts and their tasks, locked (attempt, then task,
- * per row — the order of every other transaction that changes both), `live` from the clock the
- * credential check sent before it left in @orbit_now (the frame batch's first round trip,
- * frame-committer.ts). Only rows of the batch's namespaces: a frame naming another tenant's
- * attempt must not lock its rows. */
+/** The attempts and their tasks, locked attempt then task (the order of every transaction that
+ * changes both), `live` by @orbit_now (the credential check before it). Only rows of the batch's
+ * namespaces: a frame naming another tenant's attempt must not lock its rows. */
 export function lockResultRowsSql(ids: string[], namespaces: string[]): [string, unknown[]] {
   return [
     `SELECT a.id, a.task_id, a.namespace_id, a.application_id, a.queue_id, a.state, a.worker_id, a.concurrency_key, a.lease_expires_at,
@@ -150,16 +142,13 @@ function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, co
   };
 }
 
-/** closeAttempts(rows, now): the ended attempts, one UPDATE with a CASE per column (one per
- * chunk of rows when their values exceed the statement budget: db/packet-budget.ts; one row: a
- * plain UPDATE, closeOneAttemptSql); started_at is set to now for a result's attempt that was
- * never started. The caller holds the row locks. CASE, not JSON_TABLE: MariaDB 10.11 crashes on an
+/** The ended attempts (row locks held), one UPDATE with a CASE per column per chunk; started_at is
+ * now for a result's never-started attempt. CASE, not JSON_TABLE: MariaDB 10.11 crashes on an
  * UPDATE … JOIN JSON_TABLE under load. */
 export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): Promise<void> {
   for (const chunk of chunkRows(c, rows, closedValues)) await write(c, ...closeAttemptsSql(chunk, now));
 }
 
-/** The UPDATE of closeAttempts for one chunk of rows. */
 export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, unknown[]] {
   if (chunk.length === 1) return closeOneAttemptSql(chunk[0]!, now);
   const columns: [string, (r: ClosedAttempt) => unknown][] = [
@@ -182,8 +171,7 @@ export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, 
   ];
 }
 
-/** Every value closeAttemptsSql's CASE form carries for a row (its id in every CASE and in the IN
- * list), for the statement budget; a flat literal, since it runs per row of every batch. */
+/** Every value the CASE form carries for a row, for the statement budget (a flat literal: it runs per row). */
 const closedValues = (r: ClosedAttempt) => [
   r.id,
   r.id,
@@ -204,9 +192,8 @@ const closedValues = (r: ClosedAttempt) => [
   r.started,
 ];
 
-/** closeAttempts' statement for one attempt: each value once, no CASE, the cheaper statement for
- * the server. Several rows keep the CASE form: a derived table of rows joined to attempts costs
- * the server more (docs/benchmarks.md, "Where mariadbd's CPU goes"). */
+/** One attempt: each value once, no CASE, the cheaper statement for the server. Several rows keep
+ * the CASE form: a derived table of rows joined to attempts costs the server more. */
 export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
   return [
     `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
@@ -234,12 +221,9 @@ function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown
   return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
 }
 
-/** updateEndedTasks(rows, now): the tasks an attempt's end or a task command moved
- * (server/dispatch/lifecycle.ts), one UPDATE with a CASE per column (one per chunk of rows when
- * their values exceed the statement budget: db/packet-budget.ts); current_attempt_id cleared. A
- * task back to WAITING gets its not_before and its result cleared (its waiting row is the
- * caller's: PermitLedger.enterWaiting, written after the key row's lock); the others get their
- * result and keep their not_before. The caller holds the row locks. */
+/** The tasks an attempt's end or a task command moved (row locks held), one UPDATE with a CASE per
+ * column per chunk; current_attempt_id cleared. A task back to WAITING gets its not_before and its
+ * result cleared (its waiting row is the ledger's); the others get their result. */
 export async function updateEndedTasks(c: Tx, rows: EndedTask[], now: string): Promise<void> {
   const id = (r: EndedTask) => r.id;
   // A row's id appears in at most 7 CASEs and the IN list.
@@ -272,8 +256,7 @@ export async function updateEndedTasks(c: Tx, rows: EndedTask[], now: string): P
   }
 }
 
-/** updateEndedTasks' statement for one task (each value once, no CASE): the columns the CASE
- * form sets for that row. */
+/** One task: each value once, no CASE. */
 function updateOneEndedTaskSql(r: EndedTask, now: string): [string, unknown[]] {
   const x = r.result;
   const notBefore = x ? '' : ', not_before = ?';

@@ -4,9 +4,12 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { placeholders } from './placeholders.js';
 
+/** A worker identity: the attempts it holds are named by namespace and worker id. */
+export type WorkerRef = { namespaceId: string; workerId: string };
+
 export type LeaseSeconds = readonly (readonly [queueId: string, seconds: number])[];
 
-export async function renewLeases(c: Conn, who: { namespaceId: string; workerId: string }, valid: string[], lease: LeaseSeconds): Promise<void> {
+export async function renewLeases(c: Conn, who: WorkerRef, valid: string[], lease: LeaseSeconds): Promise<void> {
   if (lease.length === 0) return;
   await c.query(
     `UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) + INTERVAL (CASE queue_id ${lease.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND
@@ -17,11 +20,7 @@ export async function renewLeases(c: Conn, who: { namespaceId: string; workerId:
 }
 
 /** After renewLeases, the ones renewed; the others are lost. */
-export async function readLiveLeases(
-  c: Conn,
-  who: { namespaceId: string; workerId: string },
-  valid: string[],
-): Promise<{ id: string; lease_expires_at: string }[]> {
+export async function readLiveLeases(c: Conn, who: WorkerRef, valid: string[]): Promise<{ id: string; lease_expires_at: string }[]> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT id, lease_expires_at FROM attempts
         WHERE id IN (${placeholders(valid.length)}) AND namespace_id = ? AND worker_id = ? AND state IN ('LEASED','RUNNING') AND lease_expires_at > UTC_TIMESTAMP(3)`,

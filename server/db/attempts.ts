@@ -3,12 +3,10 @@
 // of the hello and the reconciler. (The batch statements of start/result frames are
 // attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool, Tx } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
-import { isId } from '@orbit/protocol/ids';
 import type { AttemptState } from '@orbit/protocol/states';
-import { placeholders } from './placeholders.js';
+import { placeholders, rowById } from './placeholders.js';
 
 export interface AttemptRow extends RowDataPacket {
   id: string;
@@ -45,23 +43,16 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
 /** getAttempt(namespace_id, id, lock) → row or null. `lock`: FOR UPDATE; 'nowait': FOR UPDATE
  * NOWAIT — a row another transaction holds fails the statement at once with 1205 (MariaDB), which
  * withTransaction retries (for a lock taken out of the documented order, which must not wait). */
-// Unlocked on the pool or any connection; locked only in a transaction (the lock lasts to its end).
 export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string): Promise<AttemptRow | null>;
 export async function getAttempt(tx: Tx, namespaceId: string, id: string, lock: boolean | 'nowait'): Promise<AttemptRow | null>;
 export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock: boolean | 'nowait' = false): Promise<AttemptRow | null> {
-  // An id that is not 32 lowercase hex can never exist; no SQL for it (see protocol/ids.ts).
-  if (!isId(id)) return null;
-  const suffix = lock === 'nowait' ? ' FOR UPDATE NOWAIT' : lock ? ' FOR UPDATE' : '';
-  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
-  return rows[0] ?? null;
+  return rowById(db, 'attempts', ATTEMPT_COLUMNS, namespaceId, id, lock === true ? 'update' : lock || 'none');
 }
 
 /** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
 export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {
-  const [rows] = await db.execute<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`, [
-    taskId,
-    namespaceId,
-  ]);
+  const sql = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`;
+  const [rows] = await db.execute<AttemptRow[]>(sql, [taskId, namespaceId]);
   return rows;
 }
 

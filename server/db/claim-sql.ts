@@ -212,10 +212,8 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
       WHERE id IN (${placeholders(rows.length)})`,
     [now, ...rows.flatMap((r) => [r.taskId, r.attemptId]), ...rows.map((r) => r.taskId)],
   );
-  await leaveWaiting(
-    c,
-    rows.map((r) => r.waiting),
-  );
+  const waiting = rows.map((r) => r.waiting);
+  await leaveWaiting(c, waiting);
 }
 
 /** Checked per row: a queue that cannot grant its k refuses the statement. */

@@ -2,8 +2,7 @@
 // value, NULL)` on a NOT NULL column makes strict sql_mode refuse the statement, so the text stops
 // and the COMMIT never runs. The condition is per row; every named row exists (queues and
 // applications are never deleted).
-import type { Tx } from './pipeline.js';
-import { commitWithAll, queryAll } from './pipeline.js';
+import { commitWithAll, queryAll, type Tx } from './pipeline.js';
 import { errnoOf, MYSQL_ERRNO } from './errors.js';
 
 /** Nothing else writes NULL into these, so errno 1048 on one of them is a check's refusal. */

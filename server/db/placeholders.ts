@@ -1,4 +1,7 @@
-// Placeholder lists for statements over a variable number of values or rows.
+// Statement text over a variable number of values or rows, and the one read of a row by its id.
+import type { RowDataPacket } from 'mysql2/promise';
+import { isId } from '@orbit/protocol/ids';
+import type { Conn, Pool } from './pool.js';
 
 /** `?,?,?`: `n` placeholders, for `IN (…)`. */
 export function placeholders(n: number): string {
@@ -8,4 +11,41 @@ export function placeholders(n: number): string {
 /** `(?, ?), (?, ?)`: `n` copies of one row's text, for a multi-row `VALUES` or a row `IN (…)`. */
 export function placeholderRows(n: number, row: string): string {
   return Array.from({ length: n }, () => row).join(', ');
+}
+
+const LOCKS = { none: '', share: ' LOCK IN SHARE MODE', update: ' FOR UPDATE', nowait: ' FOR UPDATE NOWAIT' };
+
+/** The row `id` of namespace `namespaceId` in `table`, locked as `lock` says (a lock only in a
+ * transaction: it lasts to its end). An id that is not 32 lowercase hex can never exist: no SQL
+ * for it (protocol/ids.ts). */
+export async function rowById<T extends RowDataPacket>(
+  db: Pool | Conn,
+  table: string,
+  columns: string,
+  namespaceId: string,
+  id: string,
+  lock: keyof typeof LOCKS,
+): Promise<T | null> {
+  if (!isId(id)) return null;
+  const [rows] = await db.execute<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ? AND namespace_id = ?${LOCKS[lock]}`, [id, namespaceId]);
+  return rows[0] ?? null;
+}
+
+/** The conditions of a WHERE clause, each added with its values in text order. */
+export class Conditions {
+  private readonly parts: string[] = [];
+  readonly args: unknown[] = [];
+
+  constructor(sql: string, ...args: unknown[]) {
+    this.and(sql, ...args);
+  }
+
+  and(sql: string, ...args: unknown[]): void {
+    this.parts.push(sql);
+    this.args.push(...args);
+  }
+
+  toString(): string {
+    return this.parts.join(' AND ');
+  }
 }

@@ -38,13 +38,9 @@ export function parseDsn(dsn: string): mysql.PoolOptions {
   return opts;
 }
 
-/**
- * One pool per process. Every connection it opens first runs Orbit's session settings (sql_mode,
- * READ COMMITTED: db/session-setup.ts), whatever the server's defaults. uint64 columns (tokens, revisions, sequences) come back as decimal
- * strings (supportBigNumbers + bigNumberStrings) so they never pass through a float; DATETIME
- * columns come back as strings and are formatted as RFC 3339 by `toIso`. Every time the database
- * stores is UTC_TIMESTAMP(3), so the session time zone does not matter.
- */
+/** One pool per process; every connection first runs Orbit's session settings (db/session-setup.ts).
+ * uint64 columns come back as decimal strings, so they never pass through a float; DATETIME columns
+ * as strings (RFC 3339 by `toIso`). Every stored time is UTC_TIMESTAMP(3): the session zone does not matter. */
 export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}): Pool {
   const pool = mysql.createPool({
     ...parseDsn(dsn),
@@ -58,17 +54,13 @@ export function createPool(dsn: string, extra: Partial<mysql.PoolOptions> = {}):
     maxIdle: 16,
     idleTimeout: 60_000,
     enableKeepAlive: true,
-    // Transactions send their unread writes with their next statement (db/pipeline.ts). Every
-    // value still goes through mysql2's escaping (query with values, or format): no statement
-    // text is built from input.
+    // Transactions send their unread writes with their next statement (db/pipeline.ts); every
+    // value still goes through mysql2's escaping: no statement text is built from input.
     multipleStatements: true,
-    // mysql2's promise wrapper captures a stack trace per query for nicer async errors, a large
-    // share of the gateway's CPU under load. SQL errors still carry the statement.
+    // A stack trace captured per query costs much of the gateway's CPU; SQL errors carry the statement.
     trace: false,
-    // Prepared statements (readFixedShape, the `execute` calls) stay cached per connection, by
-    // text. mysql2's default (16 000 per connection) could, over 16 connections and several
-    // nodes, exhaust the server's max_prepared_stmt_count (16 382 by default, server-wide): past
-    // 256 the least recently used is closed. Orbit's fixed-shape texts number in the dozens.
+    // mysql2's default cache (16 000 per connection) could exhaust the server-wide
+    // max_prepared_stmt_count over several nodes; Orbit's fixed-shape texts number in the dozens.
     maxPreparedStatements: 256,
     // mysql2's own format, without walking a text already formatted once more (db/sql-format.ts).
     queryFormat: queryFormat as unknown as mysql.PoolOptions['queryFormat'],
@@ -98,38 +90,26 @@ export function releaseConnection(conn: PooledConn): void {
   else conn.release();
 }
 
-/** Tries of one transaction (the first run and its retries) on a retryable error: a deadlock
- * victim, a Galera certification failure or a lock wait timeout. Enough for a multi-writer Galera
+/** Tries of one transaction on a retryable error (db/errors.ts): enough for a multi-writer Galera
  * cluster's bursts of certification failures; more would only hold a request longer. */
 export const TRANSACTION_TRIES = 8;
 
-/** Which kind of transaction this is. Its START TRANSACTION names it in a trailing SQL comment, so
- * whatever sees the statements — the server's general query log, a client-side wrapper of the pool
- * (the retry tests fail one kind of transaction through one) — tells a claim round from a frame
- * batch or a sweep without reading their SQL. */
+/** The kind of transaction, named in a comment on its START TRANSACTION, so whatever sees the
+ * statements (the general query log, a wrapper of the pool) tells them apart without reading their SQL. */
 export type TxPath = 'command' | 'submit' | 'frames' | 'claim' | 'sweep' | 'hello' | 'fire' | 'other';
 
-/** Process totals read by /metrics (orbit_db_transaction_retries_total): transactions InnoDB rolled
- * back on a deadlock (1213) or a lock-wait timeout (1205, also a NOWAIT lock that was held) and
- * transactionOn ran again. The fixed lock order (docs/design.md) keeps deadlocks out; a retry
- * hides one from the caller, this count does not. */
+/** Transactions rolled back on a deadlock or a lock-wait timeout and run again, for /metrics
+ * (orbit_db_transaction_retries_total): a retry hides a deadlock from the caller, this count does not. */
 export const transactionRetries = { deadlock: 0, lockWait: 0 };
 
-/**
- * Runs `fn` as one transaction on `conn`. A retryable error (db/errors.ts: deadlock, Galera
- * certification failure, lock wait timeout) runs it again, at most TRANSACTION_TRIES times in all,
- * after a jittered pause: the server rolled the whole transaction back (transactionOn rolls back
- * what a lock wait timeout left), so a retry cannot double an effect. Never after commitWithAll(): a
- * committed transaction is not run again, whatever failed after it. A failure whose outcome is
- * unknown (connection lost, possibly during COMMIT) is not a retryable error and is rethrown. A
- * connection whose ROLLBACK fails is marked broken (see releaseConnection) and the error
- * rethrown — except a ROLLBACK answered with a retryable error, which Galera sends after a
- * certification failure (mysql-wsrep#39): that transaction is gone and the connection is fine.
- */
+/** Runs `fn` as one transaction on `conn`, again after a jittered pause on a retryable error (the
+ * whole transaction was rolled back, so a retry cannot double an effect), but never once committed
+ * (commitWithAll). An unknown outcome (connection lost) is rethrown. A connection whose ROLLBACK
+ * fails is marked broken, unless the ROLLBACK's error is retryable: Galera answers so after a
+ * certification failure (mysql-wsrep#39), and the connection is fine. */
 export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: Tx) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    // START TRANSACTION goes with the first statement, the unread writes with the COMMIT
-    // (db/pipeline.ts): a transaction of n read statements costs n + 1 round trips, not n + 2+.
+    // START TRANSACTION goes with the first statement, the unread writes with the COMMIT (db/pipeline.ts).
     const tx = new Tx(conn);
     try {
       transactionStats.transactions++;
@@ -156,18 +136,6 @@ export async function transactionOn<T>(conn: PooledConn, path: TxPath, fn: (tx: 
   }
 }
 
-/** savepoint(name): marks a point of the running transaction that rollbackToSavepoint returns to
- * (one item of a batched transaction undone alone). `name` is a constant identifier. */
-export async function savepoint(tx: Tx, name: string): Promise<void> {
-  await tx.query(`SAVEPOINT ${name}`);
-}
-
-/** rollbackToSavepoint(name): undoes what the transaction did since savepoint(name); the row locks
- * it took meanwhile stay held to the end of the transaction (InnoDB). */
-export async function rollbackToSavepoint(tx: Tx, name: string): Promise<void> {
-  await tx.query(`ROLLBACK TO SAVEPOINT ${name}`);
-}
-
 /** One transaction on a pooled connection (see transactionOn); `path` names its kind (default
  * 'other'). */
 export async function withTransaction<T>(pool: Pool, fn: (tx: Tx) => Promise<T>): Promise<T>;
@@ -182,10 +150,8 @@ export async function withTransaction<T>(pool: Pool, a: TxPath | ((tx: Tx) => Pr
   }
 }
 
-/** True when the database, not the code, refused: unreachable, or a deadlock, certification
- * failure or lock wait timeout that outlasted transactionOn's retries (db/errors.ts). Nothing of
- * the refused transaction committed (or its outcome is unknown), so the caller may retry
- * (UNAVAILABLE), and it is no bug. */
+/** True when the database, not the code, refused (unreachable, or a retryable error that outlasted
+ * transactionOn's retries): nothing committed or the outcome is unknown, so the caller may retry. */
 export function isDatabaseRefusal(err: unknown): boolean {
   return isConnectionError(err) || isRetryableDbError(err);
 }

@@ -3,8 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { MinuteBucket, QueueStats } from '@orbit/protocol/http-views';
 import type { UnfinishedTaskState } from '@orbit/protocol/states';
-import type { Conn, Pool } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool } from './pool.js';
 import type { QueueRow } from './queues.js';
 import { unfinishedByState } from './queue-blockers.js';
 import { dbTimeToMs } from './time.js';

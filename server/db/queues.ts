@@ -1,13 +1,12 @@
 // SQL operations on queues.
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn, Tx } from './pool.js';
-import { toIso } from './pool.js';
-import { dbNow } from './clock.js';
+import { toIso, type Pool, type Conn, type Tx } from './pool.js';
+import { dbNow } from './time.js';
 import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
-import { placeholders } from './placeholders.js';
+import { placeholders, rowById } from './placeholders.js';
 
 export interface QueueRow extends RowDataPacket {
   id: string;
@@ -57,11 +56,7 @@ const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, 
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string): Promise<QueueRow | null>;
 export async function getQueue(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<QueueRow | null>;
 export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
-  // An id that is not 32 lowercase hex can never exist.
-  if (!isId(id)) return null;
-  const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';
-  const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
-  return rows[0] ?? null;
+  return rowById(db, 'queues', COLUMNS, namespaceId, id, lock);
 }
 
 export async function listQueues(db: Pool | Conn, namespaceId: string): Promise<QueueRow[]> {

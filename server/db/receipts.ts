@@ -37,13 +37,8 @@ export async function claimReceipt(
 }
 
 export async function completeReceipt(c: Conn, namespaceId: string, key: string, status: number, data: unknown, resourceId: string | null): Promise<void> {
-  await c.execute('UPDATE receipts SET http_status = ?, response_data = ?, resource_id = ? WHERE namespace_id = ? AND idempotency_key = ?', [
-    status,
-    JSON.stringify(data),
-    resourceId,
-    namespaceId,
-    key,
-  ]);
+  const sql = 'UPDATE receipts SET http_status = ?, response_data = ?, resource_id = ? WHERE namespace_id = ? AND idempotency_key = ?';
+  await c.execute(sql, [status, JSON.stringify(data), resourceId, namespaceId, key]);
 }
 
 export interface ReceiptKeyRow extends ReceiptRow {

@@ -1,8 +1,7 @@
 // SQL operations on the fire history of schedules. The primary key (schedule_id, scheduled_for)
 // guards "exactly once per fire time".
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool } from './pool.js';
 import type { FireOutcome, ScheduleFire } from '@orbit/protocol/http-views';
 import type { TaskState } from '@orbit/protocol/states';
 import { placeholders, placeholderRows } from './placeholders.js';

@@ -1,7 +1,6 @@
 // SQL operations on schedule versions: published once, never changed.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool } from './pool.js';
 import type { ScheduleCalendar, ScheduleTaskTemplate, ScheduleVersion } from '@orbit/protocol/http-views';
 
 export interface VersionRow extends RowDataPacket {

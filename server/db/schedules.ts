@@ -1,10 +1,8 @@
 // SQL operations on schedules. The database clock decides every "now".
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Conn, Pool, Tx } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
-import { isId } from '@orbit/protocol/ids';
-import { placeholders } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface ScheduleRow extends RowDataPacket {
   id: string;
@@ -47,12 +45,7 @@ export function scheduleView(r: ScheduleRow): Schedule {
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string): Promise<ScheduleRow | null>;
 export async function getSchedule(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'update'): Promise<ScheduleRow | null>;
 export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<ScheduleRow[]>(
-    `SELECT ${COLUMNS} FROM schedules WHERE id = ? AND namespace_id = ?${lock === 'update' ? ' FOR UPDATE' : ''}`,
-    [id, namespaceId],
-  );
-  return rows[0] ?? null;
+  return rowById(db, 'schedules', COLUMNS, namespaceId, id, lock);
 }
 
 export async function listSchedules(
@@ -62,18 +55,13 @@ export async function listSchedules(
   afterName: string | undefined,
   limit: number,
 ): Promise<ScheduleRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [namespaceId];
+  const where = new Conditions('namespace_id = ?', namespaceId);
   if (queueIds !== '*') {
     if (queueIds.length === 0) return [];
-    where.push(`queue_id IN (${placeholders(queueIds.length)})`);
-    args.push(...queueIds);
+    where.and(`queue_id IN (${placeholders(queueIds.length)})`, ...queueIds);
   }
-  if (afterName !== undefined) {
-    where.push('name > ?');
-    args.push(afterName);
-  }
-  const [rows] = await db.query<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE ${where.join(' AND ')} ORDER BY name LIMIT ${limit + 1}`, args);
+  if (afterName !== undefined) where.and('name > ?', afterName);
+  const [rows] = await db.query<ScheduleRow[]>(`SELECT ${COLUMNS} FROM schedules WHERE ${where} ORDER BY name LIMIT ${limit + 1}`, where.args);
   return rows;
 }
 

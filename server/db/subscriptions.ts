@@ -1,13 +1,11 @@
 // SQL operations on the result stream's consumer side: subscriptions, deliveries and the
 // committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn, Tx } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
-import { isId } from '@orbit/protocol/ids';
 import type { DeliveryState } from '@orbit/protocol/states';
-import { placeholders } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -26,10 +24,8 @@ export interface SubscriptionRow extends RowDataPacket {
   retired_sequence: string | null;
 }
 
-export type SubscriptionView = Subscription;
-
-export function subscriptionView(r: SubscriptionRow, pendingCount: number): SubscriptionView {
-  const v: SubscriptionView = {
+export function subscriptionView(r: SubscriptionRow, pendingCount: number): Subscription {
+  const v: Subscription = {
     id: r.id,
     name: r.name,
     queue_id: r.queue_id,
@@ -58,20 +54,12 @@ const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string): Promise<SubscriptionRow | null>;
 export async function getSubscription(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<SubscriptionRow | null>;
 export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
-  // An id that is not 32 lowercase hex can never exist.
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
-  return rows[0] ?? null;
+  return rowById(db, 'subscriptions', COLUMNS, namespaceId, id, lock ? 'update' : 'none');
 }
 
 export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {
-  const [rows] = await db.execute<SubscriptionRow[]>(`SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`, [
-    namespaceId,
-    ownerId,
-  ]);
+  const sql = `SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`;
+  const [rows] = await db.execute<SubscriptionRow[]>(sql, [namespaceId, ownerId]);
   return rows;
 }
 
@@ -146,12 +134,10 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 
 const typeList = (types: string[]) => placeholders(types.length);
 
-export async function countUnmaterialized(
-  db: Pool | Conn,
-  s: { namespaceId: string; queueId: string; types: string[] },
-  cursor: string,
-  watermark: string,
-): Promise<number> {
+/** The events a subscription takes: its queue's, of its types. */
+export type StreamFilter = { namespaceId: string; queueId: string; types: string[] };
+
+export async function countUnmaterialized(db: Pool | Conn, s: StreamFilter, cursor: string, watermark: string): Promise<number> {
   if (BigInt(cursor) >= BigInt(watermark)) return 0;
   const [rows] = await db.query<RowDataPacket[]>(
     `SELECT COUNT(*) AS n FROM result_events
@@ -161,13 +147,7 @@ export async function countUnmaterialized(
   return Number(rows[0]!.n);
 }
 
-export async function matchingSequences(
-  c: Conn,
-  s: { namespaceId: string; queueId: string; types: string[] },
-  cursor: string,
-  watermark: string,
-  limit: number,
-): Promise<string[]> {
+export async function matchingSequences(c: Conn, s: StreamFilter, cursor: string, watermark: string, limit: number): Promise<string[]> {
   const [rows] = await c.query<RowDataPacket[]>(
     `SELECT sequence FROM result_events
       WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})
@@ -186,9 +166,7 @@ export interface EventRow extends RowDataPacket {
   result: string | null;
 }
 
-export type EventView = ResultEvent;
-
-export function eventView(r: EventRow): EventView {
+export function eventView(r: EventRow): ResultEvent {
   return {
     sequence: String(r.sequence),
     type: r.type,
@@ -290,21 +268,14 @@ export async function listDeliveryRows(
   subscriptionId: string,
   q: { state?: DeliveryState; afterSequence?: string; limit: number },
 ): Promise<DeliveryRow[]> {
-  const where = ['subscription_id = ?'];
-  const args: unknown[] = [subscriptionId];
-  if (q.afterSequence !== undefined) {
-    where.push('sequence > ?');
-    args.push(q.afterSequence);
-  }
-  if (q.state === 'EXPIRED') where.push(`(state = 'EXPIRED' OR (state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)))`);
-  else if (q.state === 'LEASED') where.push(`state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)`);
-  else if (q.state !== undefined) {
-    where.push('state = ?');
-    args.push(q.state);
-  }
+  const where = new Conditions('subscription_id = ?', subscriptionId);
+  if (q.afterSequence !== undefined) where.and('sequence > ?', q.afterSequence);
+  if (q.state === 'EXPIRED') where.and(`(state = 'EXPIRED' OR (state = 'LEASED' AND lease_expires_at <= UTC_TIMESTAMP(3)))`);
+  else if (q.state === 'LEASED') where.and(`state = 'LEASED' AND lease_expires_at > UTC_TIMESTAMP(3)`);
+  else if (q.state !== undefined) where.and('state = ?', q.state);
   const [rows] = await db.query<DeliveryRow[]>(
-    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where.join(' AND ')} ORDER BY sequence LIMIT ${Number(q.limit) + 1}`,
-    args,
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries WHERE ${where} ORDER BY sequence LIMIT ${Number(q.limit) + 1}`,
+    where.args,
   );
   return rows;
 }

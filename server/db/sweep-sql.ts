@@ -4,6 +4,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Tx, Pool } from './pool.js';
 import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
 import { placeholders } from './placeholders.js';
+import type { WorkerRef } from './attempt-leases.js';
 
 async function lockAttempts(c: Tx, where: string, args: unknown[], limit: number): Promise<AttemptRow[]> {
   const [rows] = await c.query<AttemptRow[]>(
@@ -61,7 +62,7 @@ export async function lockOverdueWaitingTasks(c: Tx, applicationId: string, limi
 }
 
 /** Claims whose session closed before delivery, released at once. */
-export async function lockLeasedAttemptsOfWorker(c: Tx, who: { namespaceId: string; workerId: string }, attemptIds: string[]): Promise<AttemptRow[]> {
+export async function lockLeasedAttemptsOfWorker(c: Tx, who: WorkerRef, attemptIds: string[]): Promise<AttemptRow[]> {
   return lockAttempts(
     c,
     `id IN (${placeholders(attemptIds.length)}) AND namespace_id = ? AND worker_id = ? AND state = 'LEASED'`,

@@ -1,14 +1,12 @@
 import type { RowDataPacket } from 'mysql2/promise';
-import type { Pool, Conn, Tx } from './pool.js';
+import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
-import { toIso } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
-import { isId } from '@orbit/protocol/ids';
 import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
-import { placeholders } from './placeholders.js';
+import { Conditions, placeholderRows, placeholders, rowById } from './placeholders.js';
 
 export interface TaskRow extends RowDataPacket {
   id: string;
@@ -45,10 +43,6 @@ export interface TaskRow extends RowDataPacket {
   workflow_index: number | null;
 }
 
-export type { TaskResult } from '@orbit/protocol/http-views';
-
-export type TaskView = Task;
-
 export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
   if (!r.result_outcome) return null;
   const res: TaskResult = { outcome: r.result_outcome as TaskResult['outcome'] };
@@ -58,8 +52,8 @@ export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
 }
 
 /** `summary` omits payload and result.output. */
-export function taskView(r: TaskRow, summary = false): TaskView {
-  const v: TaskView = {
+export function taskView(r: TaskRow, summary = false): Task {
+  const v: Task = {
     id: r.id,
     namespace_id: r.namespace_id,
     queue_id: r.queue_id,
@@ -98,7 +92,7 @@ export function taskWorkflowRef(r: Pick<TaskRow, 'workflow_run_id' | 'workflow_s
   return ref;
 }
 
-function reorder(v: TaskView): TaskView {
+function reorder(v: Task): Task {
   const { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest } = v;
   return { id, namespace_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, ...rest };
 }
@@ -132,55 +126,24 @@ export interface TaskOrigin {
   scheduledFor: string;
 }
 
-function taskRow(t: NewTask & { createdAt: string; deadlineAt: string }): (string | number | Buffer | null)[] {
-  return [
-    t.id,
-    t.namespaceId,
-    t.applicationId,
-    t.queueId,
-    t.handler,
-    t.handlerVersion,
-    t.payloadVersion,
-    t.payloadJson,
-    t.businessKey,
-    t.concurrencyKey,
-    t.priority,
-    t.maxAttempts,
-    t.notBefore,
-    t.deadlineAt,
-    t.createdAt,
-    t.createdAt,
-    t.origin?.scheduleId ?? null,
-    t.origin?.scheduleVersion ?? null,
-    t.origin?.scheduledFor ?? null,
-    t.workflow?.runId ?? null,
-    t.workflow?.step ?? null,
-    t.workflow?.index ?? null,
-  ];
-}
+/** The columns a task's INSERT takes from its row (insertedTaskRow); state and the attempt counts are literals. */
+const INSERTED = `id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, priority,
+  max_attempts, not_before, deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index`;
+const INSERTED_NAMES = INSERTED.split(/,\s*/);
 
-/** A whole submit batch, queued: task rows, key row locks and waiting rows. Times come from the
- * database clock, so nothing is read back. */
-export async function insertTasks(c: Tx, tasks: (NewTask & { createdAt: string; deadlineAt: string })[]): Promise<void> {
-  const rows = tasks.map(taskRow);
+/** A whole submit batch (rows of insertedTaskRow), queued: task rows, key row locks and waiting
+ * rows. Times come from the database clock, so nothing is read back. */
+export async function insertTasks(c: Tx, tasks: TaskRow[]): Promise<void> {
+  const rows = tasks.map((t) => INSERTED_NAMES.map((n) => t[n] as unknown));
   for (const chunk of chunkRows(c, rows, (r) => r)) {
-    await write(
-      c,
-      `INSERT INTO tasks (id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload,
-          business_key, concurrency_key, priority, state, attempts_made, attempts_created, max_attempts, not_before,
-          deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index)
-       VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'WAITING', 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(', ')}`,
-      chunk.flat(),
-    );
+    const row = `(${placeholders(INSERTED_NAMES.length)}, 'WAITING', 0, 0)`;
+    await write(c, `INSERT INTO tasks (${INSERTED}, state, attempts_made, attempts_created) VALUES ${placeholderRows(chunk.length, row)}`, chunk.flat());
   }
   // Key rows after the task rows and before the queue and application rows (the lock order).
-  const lock = lockKeysSql(keysToLock(tasks.map((t) => ({ namespace_id: t.namespaceId, concurrency_key: t.concurrencyKey, not_before: t.notBefore }))));
+  const lock = lockKeysSql(keysToLock(tasks));
   if (lock) await write(c, ...lock);
-  await enterWaiting(
-    c,
-    tasks.map((t) => t.id),
-    lock ? behindInBatch(tasks) : null,
-  );
+  const ids = tasks.map((t) => t.id);
+  await enterWaiting(c, ids, lock ? behindInBatch(tasks) : null);
 }
 
 export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
@@ -223,13 +186,23 @@ export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: st
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;
 export async function getTask(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<TaskRow | null>;
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
-  // An id that is not 32 lowercase hex can never exist.
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
-  return rows[0] ?? null;
+  return rowById(db, 'tasks', TASK_COLUMNS, namespaceId, id, lock ? 'update' : 'none');
+}
+
+/** lockTasks(namespace, ids) → the task rows by id, locked FOR UPDATE in one statement (in id
+ * order, the primary key's), by every transaction that ends an attempt or a task without one
+ * (dispatch/lifecycle.ts). The caller holds each task's live attempt, so no other transaction
+ * that locks an attempt before its task waits for these rows while holding one of ours
+ * (docs/design.md, "Lock order"). */
+export async function lockTasks(c: Tx, rows: { namespace_id: string; task_id: string }[]): Promise<Map<string, TaskRow>> {
+  if (rows.length === 0) return new Map();
+  const ids = [...new Set(rows.map((r) => r.task_id))];
+  const namespaces = [...new Set(rows.map((r) => r.namespace_id))];
+  const [locked] = await c.query<TaskRow[]>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE id IN (${placeholders(ids.length)}) AND namespace_id IN (${placeholders(namespaces.length)}) FOR UPDATE`,
+    [...ids, ...namespaces],
+  );
+  return new Map(locked.map((t) => [t.id, t]));
 }
 
 export interface TaskFilter {
@@ -244,36 +217,20 @@ export interface TaskFilter {
 }
 
 export async function listTasks(pool: Pool, f: TaskFilter): Promise<TaskRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [f.namespaceId];
-  if (f.queueId) {
-    where.push('queue_id = ?');
-    args.push(f.queueId);
-  } else if (f.queueIds !== '*') {
+  const where = new Conditions('namespace_id = ?', f.namespaceId);
+  if (f.queueId) where.and('queue_id = ?', f.queueId);
+  else if (f.queueIds !== '*') {
     if (f.queueIds.length === 0) return [];
-    where.push(`queue_id IN (${placeholders(f.queueIds.length)})`);
-    args.push(...f.queueIds);
+    where.and(`queue_id IN (${placeholders(f.queueIds.length)})`, ...f.queueIds);
   }
-  if (f.state) {
-    where.push('state = ?');
-    args.push(f.state);
-  }
-  if (f.concurrencyKey) {
-    where.push('concurrency_key = ?');
-    args.push(f.concurrencyKey);
-  }
-  if (f.businessKey) {
-    // utf8mb4_bin is a PAD SPACE collation ('a' = 'a '): the byte length makes the match exact.
-    where.push('business_key = ? AND OCTET_LENGTH(business_key) = ?');
-    args.push(f.businessKey, Buffer.byteLength(f.businessKey, 'utf8'));
-  }
-  if (f.beforeSeq) {
-    where.push('seq < ?');
-    args.push(f.beforeSeq);
-  }
+  if (f.state) where.and('state = ?', f.state);
+  if (f.concurrencyKey) where.and('concurrency_key = ?', f.concurrencyKey);
+  // utf8mb4_bin is a PAD SPACE collation ('a' = 'a '): the byte length makes the match exact.
+  if (f.businessKey) where.and('business_key = ? AND OCTET_LENGTH(business_key) = ?', f.businessKey, Buffer.byteLength(f.businessKey, 'utf8'));
+  if (f.beforeSeq) where.and('seq < ?', f.beforeSeq);
   const [rows] = await pool.query<TaskRow[]>(
-    `SELECT ${TASK_COLUMNS.replace('payload,', "'' AS payload,")} FROM tasks WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ${f.limit + 1}`,
-    args,
+    `SELECT ${TASK_COLUMNS.replace('payload,', "'' AS payload,")} FROM tasks WHERE ${where} ORDER BY seq DESC LIMIT ${f.limit + 1}`,
+    where.args,
   );
   return rows;
 }

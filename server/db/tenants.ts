@@ -17,12 +17,8 @@ export async function findOrCreateNamespace(c: Tx, applicationId: string, name: 
   const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE application_id = ? AND name = ? FOR UPDATE', [applicationId, name]);
   if (rows[0]) return rows[0].id as string;
   const id = newId();
-  await c.execute('INSERT INTO namespaces (id, application_id, name, environment, created_at) VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))', [
-    id,
-    applicationId,
-    name,
-    environment,
-  ]);
+  const sql = 'INSERT INTO namespaces (id, application_id, name, environment, created_at) VALUES (?, ?, ?, ?, UTC_TIMESTAMP(3))';
+  await c.execute(sql, [id, applicationId, name, environment]);
   return id;
 }
 

@@ -1,8 +1,7 @@
-// One waiting_tasks row per WAITING task, clustered in claim order, written only under the task
-// row's lock, so a task is WAITING exactly when its row exists. `claimable` marks the rows the
-// candidate read scans (docs/design.md "Waiting heads"): unkeyed rows, rows with not_before, and
-// each key group's first row without not_before. The flags come from a plain read of the group,
-// exact because every writer of such a keyed row holds the key's resource_keys row lock first.
+// One waiting_tasks row per WAITING task, in claim order, written under the task row's lock.
+// `claimable` marks the rows the candidate read scans (docs/design.md "Waiting heads"): unkeyed
+// rows, rows with not_before, and each key group's first row without not_before — exact because
+// every writer of a keyed row holds the key's resource_keys row lock first.
 import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { placeholders, placeholderRows } from './placeholders.js';
@@ -50,23 +49,12 @@ export async function enterWaiting(c: Tx, taskIds: string[], behind: string[] | 
 
 /** The tasks of one submit batch behind an earlier task of the batch in their group: the
  * INSERT … SELECT reads the table as before the statement, so it cannot see them. */
-export function behindInBatch(
-  tasks: {
-    id: string;
-    namespaceId: string;
-    concurrencyKey: Buffer | null;
-    queueId: string;
-    handler: string;
-    handlerVersion: string;
-    priority: number;
-    notBefore: string | null;
-  }[],
-): string[] {
+export function behindInBatch(tasks: (WaitingRow & { id: string; not_before: string | null })[]): string[] {
   const first = new Map<string, { id: string; priority: number }>();
   const behind: string[] = [];
   for (const t of tasks) {
-    if (!t.concurrencyKey || t.notBefore !== null) continue;
-    const group = [t.namespaceId, t.concurrencyKey.toString('hex'), t.queueId, t.handler, t.handlerVersion].join('\n');
+    if (!t.concurrency_key || t.not_before !== null) continue;
+    const group = [t.namespace_id, t.concurrency_key.toString('hex'), t.queue_id, t.handler, t.handler_version].join('\n');
     const head = first.get(group);
     if (!head) first.set(group, t);
     else if (t.priority > head.priority) {

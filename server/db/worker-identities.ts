@@ -8,20 +8,14 @@ import { placeholders } from './placeholders.js';
 /** The frozen concurrency_keys flag, or null when the identity does not exist yet; an existing row
  * is locked FOR UPDATE. */
 export async function lockWorkerIdentity(c: Tx, namespaceId: string, workerId: string): Promise<{ concurrency_keys: number } | null> {
-  const [ids] = await c.execute<RowDataPacket[]>('SELECT concurrency_keys FROM worker_identities WHERE namespace_id = ? AND worker_id = ? FOR UPDATE', [
-    namespaceId,
-    workerId,
-  ]);
+  const sql = 'SELECT concurrency_keys FROM worker_identities WHERE namespace_id = ? AND worker_id = ? FOR UPDATE';
+  const [ids] = await c.execute<RowDataPacket[]>(sql, [namespaceId, workerId]);
   return ids[0] ? { concurrency_keys: Number(ids[0].concurrency_keys) } : null;
 }
 
 export async function setCurrentSession(c: Conn, namespaceId: string, workerId: string, sessionId: string, agent: string | null): Promise<void> {
-  await c.execute('UPDATE worker_identities SET current_session_id = ?, agent = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace_id = ? AND worker_id = ?', [
-    sessionId,
-    agent,
-    namespaceId,
-    workerId,
-  ]);
+  const sql = 'UPDATE worker_identities SET current_session_id = ?, agent = ?, updated_at = UTC_TIMESTAMP(3) WHERE namespace_id = ? AND worker_id = ?';
+  await c.execute(sql, [sessionId, agent, namespaceId, workerId]);
 }
 
 export async function insertWorkerIdentity(

@@ -2,8 +2,7 @@
 // which stay OPEN, drop out of "connected" once they go stale.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkerSession } from '@orbit/protocol/http-views';
-import type { Conn, Pool } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool } from './pool.js';
 import { placeholders } from './placeholders.js';
 
 export const SESSION_STALE_SECONDS = 30;
@@ -49,10 +48,8 @@ export async function insertWorkerSession(c: Conn, s: NewWorkerSession): Promise
 
 /** Releases nothing: attempts run on until result or expiry. */
 export async function closeSessionRow(pool: Pool, sessionId: string, code: number): Promise<void> {
-  await pool.execute(`UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`, [
-    code,
-    sessionId,
-  ]);
+  const sql = `UPDATE worker_sessions SET state = 'CLOSED', closed_at = UTC_TIMESTAMP(3), close_code = ? WHERE id = ? AND state <> 'CLOSED'`;
+  await pool.execute(sql, [code, sessionId]);
 }
 
 /** One application's sessions per call: a statement touches one application's rows. */
@@ -97,4 +94,16 @@ export async function listConnectedSessions(db: Pool | Conn, namespaceId: string
     });
   }
   return out;
+}
+
+/** Flow-control state mirrored into the session's row, so every node sees what the owning node
+ * knows. Best effort: the socket's node stays the authority for dispatch, and a lost update only
+ * leaves the listing stale until the next frame. */
+export async function recordSessionCapacity(db: Pool | Conn, sessionId: string, capacity: number): Promise<void> {
+  await db.execute(`UPDATE worker_sessions SET capacity = ? WHERE id = ? AND state <> 'CLOSED'`, [capacity, sessionId]);
+}
+
+/** Draining never revives a CLOSED row. */
+export async function recordSessionDraining(db: Pool | Conn, sessionId: string): Promise<void> {
+  await db.execute(`UPDATE worker_sessions SET state = 'DRAINING' WHERE id = ? AND state = 'OPEN'`, [sessionId]);
 }

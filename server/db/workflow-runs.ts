@@ -3,9 +3,8 @@
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
-import { isId } from '@orbit/protocol/ids';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
-import { placeholders } from './placeholders.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface RunRow extends RowDataPacket {
   id: string;
@@ -75,12 +74,7 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string): Promise<RunRow | null>;
 export async function getRun(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<RunRow | null>;
 export async function getRun(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<RunRow | null> {
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE id = ? AND namespace_id = ?${lock ? ' FOR UPDATE' : ''}`, [
-    id,
-    namespaceId,
-  ]);
-  return rows[0] ?? null;
+  return rowById(db, 'workflow_runs', COLUMNS, namespaceId, id, lock ? 'update' : 'none');
 }
 
 /** The caller already holds their changed tasks. */
@@ -110,24 +104,11 @@ export interface RunFilter {
 }
 
 export async function listRuns(pool: Pool, f: RunFilter): Promise<RunRow[]> {
-  const where = ['namespace_id = ?'];
-  const args: unknown[] = [f.namespaceId];
-  if (f.workflowId !== undefined) {
-    where.push('workflow_id = ?');
-    args.push(f.workflowId);
-  }
-  if (f.state !== undefined) {
-    where.push('state = ?');
-    args.push(f.state);
-  }
-  if (f.beforeSeq !== undefined) {
-    where.push('seq < ?');
-    args.push(f.beforeSeq);
-  }
-  const [rows] = await pool.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, [
-    ...args,
-    f.limit + 1,
-  ]);
+  const where = new Conditions('namespace_id = ?', f.namespaceId);
+  if (f.workflowId !== undefined) where.and('workflow_id = ?', f.workflowId);
+  if (f.state !== undefined) where.and('state = ?', f.state);
+  if (f.beforeSeq !== undefined) where.and('seq < ?', f.beforeSeq);
+  const [rows] = await pool.query<RunRow[]>(`SELECT ${COLUMNS} FROM workflow_runs WHERE ${where} ORDER BY seq DESC LIMIT ?`, [...where.args, f.limit + 1]);
   return rows;
 }
 

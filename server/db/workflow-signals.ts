@@ -38,8 +38,6 @@ export async function insertSignal(c: Conn, s: NewSignal): Promise<void> {
 
 export async function consumeSignals(c: Conn, runId: string, names: string[]): Promise<void> {
   if (names.length === 0) return;
-  await c.query(`UPDATE workflow_signals SET state = 'CONSUMED', consumed_at = UTC_TIMESTAMP(3) WHERE run_id = ? AND name IN (${placeholders(names.length)})`, [
-    runId,
-    ...names,
-  ]);
+  const sql = `UPDATE workflow_signals SET state = 'CONSUMED', consumed_at = UTC_TIMESTAMP(3) WHERE run_id = ? AND name IN (${placeholders(names.length)})`;
+  await c.query(sql, [runId, ...names]);
 }

@@ -46,12 +46,6 @@ export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: st
   return rows;
 }
 
-/** No lock: a run command locks them next. */
-export async function stepTaskIds(db: Pool | Conn, runId: string): Promise<string[]> {
-  const [rows] = await db.query<RowDataPacket[]>('SELECT task_id FROM workflow_step_tasks WHERE run_id = ? ORDER BY task_id', [runId]);
-  return rows.map((r) => r.task_id as string);
-}
-
 /** No lock: a run :cancel locks them next, before the tasks, as results and the sweeper do. */
 export async function currentAttemptIds(c: Conn, taskIds: string[]): Promise<string[]> {
   if (taskIds.length === 0) return [];

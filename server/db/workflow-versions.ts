@@ -1,8 +1,7 @@
 // SQL operations on workflow versions: published once, never changed.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
-import type { Conn, Pool, Tx } from './pool.js';
-import { toIso } from './pool.js';
+import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 
 interface VersionRow extends RowDataPacket {

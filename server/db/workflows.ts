@@ -2,10 +2,8 @@
 // → workflow row → the version's queue rows in share mode → the task-creation path's locks.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Workflow } from '@orbit/protocol/workflow-views';
-import { isId } from '@orbit/protocol/ids';
-import type { Conn, Pool, Tx } from './pool.js';
-import { toIso } from './pool.js';
-import { placeholders } from './placeholders.js';
+import { toIso, type Conn, type Pool, type Tx } from './pool.js';
+import { Conditions, placeholders, rowById } from './placeholders.js';
 
 export interface WorkflowRow extends RowDataPacket {
   id: string;
@@ -39,10 +37,7 @@ export function workflowView(r: WorkflowRow): Workflow {
 export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string): Promise<WorkflowRow | null>;
 export async function getWorkflow(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<WorkflowRow | null>;
 export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<WorkflowRow | null> {
-  if (!isId(id)) return null;
-  const suffix = lock === 'share' ? ' LOCK IN SHARE MODE' : lock === 'update' ? ' FOR UPDATE' : '';
-  const [rows] = await db.execute<WorkflowRow[]>(`SELECT ${COLUMNS} FROM workflows WHERE id = ? AND namespace_id = ?${suffix}`, [id, namespaceId]);
-  return rows[0] ?? null;
+  return rowById(db, 'workflows', COLUMNS, namespaceId, id, lock);
 }
 
 /** A credential limited to some queues sees the workflows whose current version stays inside them. */
@@ -53,21 +48,16 @@ export async function listWorkflows(
   afterName: string | undefined,
   limit: number,
 ): Promise<WorkflowRow[]> {
-  const where = ['w.namespace_id = ?'];
-  const args: unknown[] = [namespaceId];
+  const where = new Conditions('w.namespace_id = ?', namespaceId);
   if (queueIds !== '*') {
     const allowed = queueIds.length === 0 ? '' : ` AND q.queue_id NOT IN (${placeholders(queueIds.length)})`;
-    where.push(`NOT EXISTS (SELECT 1 FROM workflow_version_queues q WHERE q.workflow_id = w.id AND q.version = w.current_version${allowed})`);
-    args.push(...queueIds);
+    where.and(`NOT EXISTS (SELECT 1 FROM workflow_version_queues q WHERE q.workflow_id = w.id AND q.version = w.current_version${allowed})`, ...queueIds);
   }
-  if (afterName !== undefined) {
-    where.push('w.name > ?');
-    args.push(afterName);
-  }
+  if (afterName !== undefined) where.and('w.name > ?', afterName);
   const cols = COLUMNS.split(', ')
     .map((c) => `w.${c}`)
     .join(', ');
-  const [rows] = await db.query<WorkflowRow[]>(`SELECT ${cols} FROM workflows w WHERE ${where.join(' AND ')} ORDER BY w.name LIMIT ${Number(limit) + 1}`, args);
+  const [rows] = await db.query<WorkflowRow[]>(`SELECT ${cols} FROM workflows w WHERE ${where} ORDER BY w.name LIMIT ${Number(limit) + 1}`, where.args);
   return rows;
 }
 

@@ -1,9 +1,8 @@
-// The claim transaction (docs/design.md "The claim"), one round for every session of one
-// application on this node: permit hints and credentials with the clock, candidates locked with
-// SKIP LOCKED, dealt round-robin, keys granted in key order, attempts inserted, and permits taken
-// last as conditional updates with the COMMIT (a refusal reruns the round on fresh hints). Lock
-// order: candidate rows, keys, queues, the application — the order of every ledger flush — so
-// claims, results, cancels and the sweeper never deadlock on these rows.
+// The claim transaction (docs/design.md "The claim"), one round for the sessions of one application
+// on this node: permit hints and credentials with the clock, candidates locked SKIP LOCKED, dealt
+// round-robin, keys granted in key order, attempts inserted, permits taken last as conditional
+// updates with the COMMIT (a refusal reruns the round). Lock order: candidates, keys, queues, the
+// application — the order of every ledger flush.
 import type { Logger } from 'pino';
 import type { RowDataPacket } from 'mysql2/promise';
 import { liveCredentialsWithClockOf, liveCredentialsWithClockSql } from '../db/credentials.js';
@@ -26,9 +25,8 @@ import {
 import { newId } from '../ids.js';
 import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
-/** The most tasks one round grants one session, and the most candidate rows a round locks and
- * reads whole (their payloads: up to this many × the payload limit in memory at once): a session
- * with this many free slots — a worker draining a backlog — is filled by one round, not by many. */
+/** The most tasks one round grants one session, and the most candidate rows it reads whole (bounds
+ * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
 export const ROUND_MAX_PER_SESSION = 512;
 
 export type { Assignment, ClaimSession } from './grant.js';
@@ -63,10 +61,9 @@ export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSp
   const specs: CandidateSpec[] = [];
   for (const q of hints) {
     const on = reqs.filter((r) => r.session.queueIds.includes(q.id) && r.session.namespaceId === q.namespace_id);
-    const demand = Math.min(
-      q.free,
-      on.reduce((n, r) => n + r.free, 0),
-    );
+    let demand = 0;
+    for (const r of on) demand += r.free;
+    demand = Math.min(q.free, demand);
     if (demand <= 0) continue;
     const anyFilterless = on.some((r) => r.session.handlers === null);
     const handlers = new Map<string, Set<string>>();
@@ -151,12 +148,8 @@ async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, p
   if (ids.length === 0) return [];
   ids.sort(byClaimOrder);
   const order = new Map(ids.map((x, i) => [x.id, i]));
-  return (
-    await lockCandidates(
-      c,
-      ids.slice(0, ROUND_MAX_PER_SESSION).map((x) => x.id),
-    )
-  ).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+  const first = ids.slice(0, ROUND_MAX_PER_SESSION).map((x) => x.id);
+  return (await lockCandidates(c, first)).sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 }
 
 /** Candidates to sessions within the hinted permits, round-robin; a second candidate of a key in
@@ -195,11 +188,8 @@ async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Ex
   for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
   for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
     list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
-    const { grants: got, now: after } = await grantKeys(
-      c,
-      ns,
-      list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId })),
-    );
+    const wanted = list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId }));
+    const { grants: got, now: after } = await grantKeys(c, ns, wanted);
     grantedAt = after;
     for (const x of list) {
       const g = got.get(x.attemptId)!;

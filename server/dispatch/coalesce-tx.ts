@@ -1,7 +1,7 @@
 // Work that needs a transaction of its group and may share it. In `coalescedTransactions` each
 // piece runs under its own SAVEPOINT, so a failing piece rolls back alone; any other failure of
 // the shared transaction re-runs every piece alone, so one bad piece cannot fail its neighbours.
-import { isDatabaseRefusal, rollbackToSavepoint, savepoint, withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
+import { isDatabaseRefusal, withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { coalesce } from './coalesce.js';
 
 export type TxWork<T> = (tx: Tx) => Promise<T>;
@@ -44,12 +44,12 @@ export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): 
       await withTransaction(pool, path, async (c) => {
         settled = [];
         for (const work of batch) {
-          await savepoint(c, 'item');
+          await c.query('SAVEPOINT item');
           try {
             settled.push({ ok: true, value: await work(c) });
           } catch (error) {
             if (isDatabaseRefusal(error)) throw error;
-            await rollbackToSavepoint(c, 'item');
+            await c.query('ROLLBACK TO SAVEPOINT item');
             settled.push({ ok: false, error });
           }
         }

@@ -54,10 +54,8 @@ export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOpt
 
   const execute = async (group: string, batch: Pending<I, O>[]): Promise<void> => {
     try {
-      const out = await runBatch(
-        group,
-        batch.map((p) => p.item),
-      );
+      const items = batch.map((p) => p.item);
+      const out = await runBatch(group, items);
       batch.forEach((p, i) => p.resolve(out[i]!));
     } catch (err) {
       for (const p of batch) p.reject(err);

@@ -1,16 +1,10 @@
 // start and result frames of every session of a node, coalesced per application into shared
-// transactions of batch-shaped statements (server/db/attempt-batches.ts). A transaction of k starts
-// and m results costs, whatever k and m:
-//   1 credential check + database clock, 1 UPDATE for the starts (a read-back only when some start
-//   did not apply), 1 locking read of the results' attempts and tasks (these three in one round
-//   trip), 1 UPDATE of attempts, 1 UPDATE of tasks, then the ledger's flush (workflow advancement,
-//   keys and waiting rows, queues, application, stream head, events).
-// A batch of starts only sends its check, UPDATE and COMMIT as one text: one round trip. Results grant nothing: the permits and keys they release
-// wake the dispatcher's claim round (the one grant path) after the commit.
-// Each frame gets its own answer: a refused item (NOT_FOUND, LEASE_LOST, STATE_CONFLICT,
-// PAYLOAD_TOO_LARGE, UNAUTHENTICATED) is decided before anything is written for it, so it needs no
-// savepoint; any other failure fails the transaction, which is retried whole on a deadlock, and a
-// batch that still fails is run again item by item, so only the item that cannot commit fails.
+// transactions of batch-shaped statements (db/attempt-batches.ts). Whatever k starts and m results:
+// 1 credential check with the clock, 1 UPDATE for the starts, 1 locking read of the results' rows
+// (these three in one round trip; a batch of starts only sends its COMMIT with them), 1 UPDATE of
+// attempts, 1 of tasks, then the ledger's flush. Results grant nothing: what they release wakes the
+// dispatcher's claim round after the commit. A refused frame is decided before anything is written
+// for it, so it needs no savepoint; a batch that fails otherwise runs again frame by frame.
 import { OrbitError } from '@orbit/protocol/errors';
 import { isId } from '@orbit/protocol/ids';
 import { MAX_OUTPUT_BYTES } from '@orbit/protocol/limits';
@@ -26,13 +20,10 @@ import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-
 import { checkedStarts } from './start-frames.js';
 import { applyResults, resultRowsSql } from './result-frames.js';
 
-/** One transaction for a batch of one application's frames. A batch whose transaction fails (after
- * its deadlock retries) for another reason than a refusal of the database is run again one frame
- * per transaction: the frames that can commit do, and only the one that cannot fails (`thrown`).
- * The one batch that may have committed before failing — starts only, sent with their COMMIT — is
- * safe to run again: a repeated start is answered from the row. A refusal is not run again frame
- * by frame: a lost connection's outcome is unknown, and a deadlock or lock wait that outlasted the
- * retries says the database is busy. The sessions close UNAVAILABLE and resume. */
+/** One transaction for a batch of one application's frames; one that fails for another reason than
+ * a database refusal runs again one frame per transaction, so only the frame that cannot commit
+ * fails (a batch of starts that committed before failing is safe to run again: a repeated start is
+ * answered from the row). A refusal is not: the database is busy or gone, and the sessions resume. */
 export async function runFrameBatch(pool: Pool, advance: StepAdvancer, cmds: FrameCommand[]): Promise<{ outcomes: FrameOutcome[] }> {
   try {
     return { outcomes: await runFrameTransaction(pool, cmds, advance) };
@@ -66,11 +57,9 @@ async function runFrameTransaction(pool: Pool, cmds: FrameCommand[], advance: St
 
 async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Promise<FrameOutcome[]> {
   const out: FrameOutcome[] = new Array(cmds.length);
-  // One round trip for the batch's reads: the credential check with the database clock (left in
-  // @orbit_now), the starts' UPDATE (each start's credential checked by the statement itself) and
-  // the results' locking read. A batch of starts only sends its COMMIT with them: nothing after
-  // its UPDATE can change its outcome. The rows of a result whose credential turns out revoked are
-  // locked but not written.
+  // One round trip: the credential check with the clock, the starts' UPDATE (which checks each
+  // start's credential) and the results' locking read (a revoked credential's rows are locked but
+  // not written); a batch of starts sends its COMMIT with them.
   const tooLarge = (f: Extract<FrameCommand, { kind: 'result' }>['frame']) => Buffer.byteLength(outputJson(f) ?? '') > MAX_OUTPUT_BYTES;
   const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
   const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];

@@ -86,11 +86,8 @@ export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, 
     leaseExpiresAt: msToDbTime(nowMs + leaseSeconds(g.row.queue_id) * 1000),
   }));
   await insertAttempts(c, attempts);
-  await markTasksLeased(
-    c,
-    grants.map((g) => ({ taskId: g.row.id, attemptId: g.attemptId, waiting: g.row })),
-    leasedAt,
-  );
+  const leased = grants.map((g) => ({ taskId: g.row.id, attemptId: g.attemptId, waiting: g.row }));
+  await markTasksLeased(c, leased, leasedAt);
   return grants.map((g, i) => {
     const a = attempts[i]!;
     return {

@@ -24,13 +24,9 @@ export function replayReceipt(row: ReceiptRow, operation: string, targetId: stri
 
 const KEY_LOCK_WAIT_SECONDS = 20;
 
-/**
- * Holds a named lock on (namespace, key) for the whole command, on its transaction's connection.
- * Without it, waiters blocked on the receipt row of a transaction that rolls back deadlock with
- * each other. It is taken before any row lock, one per connection, so it cannot deadlock. The
- * receipt's primary key, not this lock, makes a command run once, so under Galera a node-local
- * lock costs retries, not correctness.
- */
+/** A named lock on (namespace, key) for the whole command, taken before any row lock: without it,
+ * waiters on the receipt row of a transaction that rolls back deadlock with each other. The
+ * receipt's primary key, not this lock, makes a command run once (under Galera it is node-local). */
 export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (conn: PooledConn) => Promise<T>): Promise<T> {
   const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
   const conn = await pool.getConnection();
@@ -51,10 +47,8 @@ export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (c
 
 export const ALONE = Symbol('alone');
 
-/**
- * Runs idempotent commands batched; an item marked ALONE, or every item when `fallsBack` accepts
- * the batch's failure, then runs alone, in order.
- */
+/** Runs idempotent commands batched; an item marked ALONE, or every item when `fallsBack` accepts
+ * the batch's failure, then runs alone, in order. */
 export async function executeIdempotent<I, O>(
   items: I[],
   batched: (items: I[]) => Promise<(O | typeof ALONE)[]>,

@@ -1,26 +1,22 @@
-// Collects every counter change, key release, waiting-row change and result event of one
-// transaction and writes them at its end (flush) in one fixed lock order: workflow advancement
-// first (it changes more tasks), then resource keys (by namespace, key bytes) and waiting rows,
-// then queues (by id), applications (by id), stream heads (by namespace) — the order the claim
-// round takes them in, so claims, results, cancels and the sweeper never deadlock on these rows.
+// Collects the counter changes, key releases, waiting-row changes and result events of one
+// transaction and writes them at its end in one lock order: workflow advancement (it changes more
+// tasks), resource keys (by namespace, key bytes) and waiting rows, queues, applications, stream
+// heads — the claim round's order, so nothing deadlocks on these rows.
 import { withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { addApplicationCounts, addQueueActive, releaseKeys } from '../db/ledger-sql.js';
-import { appendResultEvents, type PendingEvent } from './events.js';
+import { allocateSequences, insertResultEvents } from '../db/result-events.js';
 import { enterWaiting, keysToLock, leaveWaiting, lockKeysSql, type WaitingRow } from '../db/waiting-tasks.js';
 import { write } from '../db/pipeline.js';
 
-/** Advances the workflow runs of the step tasks a ledger noted, inside its transaction (merging
- * the tasks it changes into the ledger); returns the queues that got new tasks. Passed in by the
- * node (server/workflows/apply.ts advanceRunsInTx): dispatch imports no other domain. */
+/** Advances the runs of the step tasks a ledger noted, in its transaction; returns the queues that got
+ * new tasks. Passed in by the node (workflows/apply.ts): dispatch imports no other domain. */
 export type StepAdvancer = (tx: Tx, ledger: PermitLedger) => Promise<string[]>;
 
 type EnteredTask = { id: string; namespace_id: string; concurrency_key: Buffer | null; not_before: string | null };
 type WaitingOp = { op: 'enter'; t: EnteredTask } | { op: 'leave'; t: WaitingRow & { id: string; not_before: string | null } };
 
-/** The waiting rows a transaction's enters and leaves come to, in the order they happened: a task
- * whose first change left WAITING had a row at the start (deleted), one whose last change entered
- * WAITING has a row at the end (inserted). A task requeued and then cancelled in one transaction
- * has neither; one that left and came back has its old row deleted and a new one inserted. */
+/** What a transaction's enters and leaves come to: a task whose first change left WAITING had a row
+ * (deleted), one whose last change entered WAITING needs one (inserted). */
 function netWaiting(ops: WaitingOp[]): { entered: EnteredTask[]; left: (WaitingRow & { not_before: string | null })[] } {
   const first = new Map<string, WaitingOp>();
   const last = new Map<string, WaitingOp>();
@@ -46,8 +42,7 @@ export class PermitLedger {
   private readonly keys: KeyRelease[] = [];
   private readonly events: PendingEvent[] = [];
   private readonly waitingOps: WaitingOp[] = [];
-  /** Queues whose permits were released or that got new tasks: their dispatchers are woken after
-   * the commit. */
+  /** Queues whose permits were released or that got new tasks: woken after the commit. */
   readonly freedQueues = new Set<string>();
   /** Workflow step tasks whose state changed: their runs advance at the flush. */
   readonly stepTasks: { runId: string; step: string }[] = [];
@@ -57,14 +52,12 @@ export class PermitLedger {
     if (t.workflow_run_id) this.stepTasks.push({ runId: t.workflow_run_id, step: t.workflow_step! });
   }
 
-  /** Task `t` became WAITING (its row is written): its waiting row is inserted at the flush, under
-   * its key row's lock when it is keyed without not_before. */
+  /** Task `t` became WAITING: its waiting row is inserted at the flush (under its key row's lock). */
   enterWaiting(t: EnteredTask): void {
     this.waitingOps.push({ op: 'enter', t });
   }
 
-  /** Task `t` (as locked, WAITING) leaves WAITING: its waiting row is deleted at the flush, under
-   * its key row's lock when keyed, and its group's next row flagged. */
+  /** Task `t` leaves WAITING: its waiting row is deleted at the flush (under its key row's lock). */
   leaveWaiting(t: WaitingRow & { id: string; not_before: string | null }): void {
     this.waitingOps.push({ op: 'leave', t });
   }
@@ -103,18 +96,15 @@ export class PermitLedger {
     this.events.push(e);
   }
 
-  /** Writes everything, once, in the lock order: the advancement of the workflow runs whose step
-   * tasks changed (it may cancel and release more, recorded here), the keys and waiting rows, then
-   * the hot rows. The hot rows' statements are queued: they travel with the COMMIT. */
+  /** Writes everything once, in the lock order; the hot rows' statements travel with the COMMIT. */
   async flush(c: Tx, advance: StepAdvancer): Promise<void> {
     if (this.stepTasks.length > 0) for (const q of await advance(c, this)) this.freedQueues.add(q);
     await this.writeKeys(c);
     await this.writeCounters(c);
   }
 
-  /** Per namespace, the key rows of the waiting rows entered and left locked (with the released
-   * keys, in one statement in key order, so no key row is taken out of order), the releases; then
-   * the waiting rows, whose flags are decided under those locks (db/waiting-tasks.ts). */
+  /** Per namespace, the key rows of the waiting rows and released keys locked in one statement in key
+   * order, the releases; then the waiting rows, whose flags are decided under those locks. */
   private async writeKeys(c: Tx): Promise<void> {
     const byNs = new Map<string, KeyRelease[]>();
     for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
@@ -132,11 +122,8 @@ export class PermitLedger {
       if (released.length > 0) await releaseKeys(c, ns, released);
     }
     await leaveWaiting(c, left);
-    await enterWaiting(
-      c,
-      entered.map((t) => t.id),
-      keysToLock(entered).length ? [] : null,
-    );
+    const ids = entered.map((t) => t.id);
+    await enterWaiting(c, ids, keysToLock(entered).length ? [] : null);
   }
 
   /** The hot rows: queues, applications, stream heads. */
@@ -161,9 +148,8 @@ function sorted(m: Map<string, number>): [string, number][] {
   return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
-/** Runs `fn` in a transaction with a fresh ledger (fresh again on each retry of a deadlock),
- * flushes the ledger before the commit, and returns `fn`'s value with the ledger of the run that
- * committed (its freedQueues say which dispatchers to wake). */
+/** Runs `fn` in a transaction with a fresh ledger (on each retry), flushed before the commit;
+ * returns `fn`'s value with the ledger of the run that committed. */
 export async function withLedgerTx<T>(
   pool: Pool,
   path: TxPath,
@@ -186,4 +172,37 @@ export async function withLedger<T>(c: Tx, advance: StepAdvancer, fn: (ledger: P
   const value = await fn(ledger);
   await ledger.flush(c, advance);
   return { value, ledger };
+}
+
+// Result stream appends: the bumped head row stays locked until commit, so sequences commit in
+// order and the committed head is the watermark.
+export type EventType = 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'task.deadline_exceeded' | 'task.needs_review';
+
+export interface PendingEvent {
+  namespaceId: string;
+  type: EventType;
+  taskId: string;
+  queueId: string;
+  result: unknown;
+}
+
+export const OUTCOME_EVENT: Record<string, EventType> = {
+  succeeded: 'task.succeeded',
+  failed: 'task.failed',
+  cancelled: 'task.cancelled',
+  deadline_exceeded: 'task.deadline_exceeded',
+  unknown: 'task.needs_review',
+};
+
+/** Queued: the statements travel with the transaction's next round trip, usually its COMMIT. */
+export async function appendResultEvents(c: Tx, events: PendingEvent[]): Promise<void> {
+  const byNs = new Map<string, PendingEvent[]>();
+  for (const e of events) byNs.set(e.namespaceId, [...(byNs.get(e.namespaceId) ?? []), e]);
+  for (const ns of [...byNs.keys()].sort()) {
+    const list = byNs.get(ns)!;
+    const k = list.length;
+    await allocateSequences(c, ns, k);
+    const rows = list.map((e, i) => ({ fromHead: k - 1 - i, type: e.type, taskId: e.taskId, queueId: e.queueId, result: JSON.stringify(e.result) }));
+    await insertResultEvents(c, ns, rows);
+  }
 }

@@ -1,18 +1,14 @@
-// The task lifecycle: every way a live attempt ends and every way a task without one ends or
-// reopens, as two tables (from event to attempt state, task state and result event), and the one
-// function per table that applies a batch of them in the caller's transaction. Results, the
-// sweeper, cancels, :resolve, reconnect releases and workflow cancels all end here; the effects
-// on permits, keys, waiting rows, counters, result events and workflow advancement are recorded
-// in the transaction's ledger (ledger.ts), which writes them at the flush. Grants are claim.ts's.
-// The caller holds the rows' locks: the attempt's, then its task's (docs/design.md "Lock order").
+// The task lifecycle: every way a live attempt ends and a task without one ends or reopens, as two
+// tables, and one function per table applying a batch of them in the caller's transaction (which
+// holds the rows' locks, attempt then task). Results, the sweeper, cancels, :resolve, reconnect
+// releases and workflow cancels all end here; the effects go to the transaction's ledger (ledger.ts).
 import type { ResultFrame } from '@orbit/protocol/frames';
 import type { TaskState } from '@orbit/protocol/states';
 import type { Tx } from '../db/pool.js';
-import { dbNow } from '../db/clock.js';
+import { dbNow } from '../db/time.js';
 import { closeAttempts, updateEndedTasks, type ClosedAttempt, type EndedTask } from '../db/attempt-batches.js';
 import type { WaitingRow } from '../db/waiting-tasks.js';
-import type { PermitLedger } from './ledger.js';
-import { OUTCOME_EVENT } from './events.js';
+import { OUTCOME_EVENT, type PermitLedger } from './ledger.js';
 
 type EndState = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'NEEDS_REVIEW' | 'WAITING';
 
@@ -28,14 +24,12 @@ interface Fate {
 
 /** A live (LEASED or RUNNING) attempt ends. */
 export const ATTEMPT_ENDS = {
-  // a worker's result
   succeeded: { attempt: 'SUCCEEDED', task: 'SUCCEEDED', outcome: 'succeeded' },
   failed: { attempt: 'FAILED', task: 'FAILED', outcome: 'failed' },
   unknown: { attempt: 'UNKNOWN', task: 'NEEDS_REVIEW', outcome: 'unknown' },
   /** FAILED instead when no attempt or no time before the deadline is left (decideOutcome). */
   retry: { attempt: 'RETRY', task: 'WAITING', outcome: null },
-  // the gateway or an operator
-  /** A never-started attempt consumes no attempt: its task waits again as it was. */
+  /** The gateway or an operator. A never-started attempt consumes no attempt: its task waits again. */
   'expire-leased': { attempt: 'EXPIRED', task: 'WAITING', outcome: null, error: { code: 'LEASE_EXPIRED', message: 'lease ran out before start' } },
   'release-unlisted': {
     attempt: 'EXPIRED',
@@ -107,6 +101,8 @@ export interface AttemptEnding {
   result?: ResultEnding;
 }
 
+export type TaskEnding = { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string };
+
 export interface ResultEnding {
   /** decideOutcome's: a retry's task FAILED instead of WAITING when nothing is left. */
   taskState: EndState;
@@ -123,8 +119,8 @@ export interface ResultEnding {
   reply: string;
 }
 
-/** Ends live attempts: each attempt closed, its permits and key released, its task moved as the
- * table says, with the effects recorded in `ledger`. `now`: the database clock (read when absent). */
+/** Ends live attempts: each closed, its permits and key released, its task moved as the table says.
+ * `now`: the database clock (read when absent). */
 export async function endAttempts(c: Tx, ledger: PermitLedger, items: AttemptEnding[], now?: string): Promise<void> {
   if (items.length === 0) return;
   const at = now ?? (await dbNow(c));
@@ -164,12 +160,7 @@ export async function endAttempts(c: Tx, ledger: PermitLedger, items: AttemptEnd
 }
 
 /** Ends or reopens tasks without a live attempt (WAITING or NEEDS_REVIEW, locked). */
-export async function endTasks(
-  c: Tx,
-  ledger: PermitLedger,
-  items: { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string }[],
-  now?: string,
-): Promise<void> {
+export async function endTasks(c: Tx, ledger: PermitLedger, items: TaskEnding[], now?: string): Promise<void> {
   if (items.length === 0) return;
   const at = now ?? (await dbNow(c));
   const tasks = items.map(({ t, end, reason }) => {
@@ -246,8 +237,8 @@ export interface OutcomeDecision {
   backoffMs: number;
 }
 
-/** Backoff for a retry: the worker's retry_after_ms, else initial × multiplier^(n−1) capped, with
- * ±20 % jitter so that a burst of failures does not come back in lockstep. */
+/** The worker's retry_after_ms, else initial × multiplier^(n−1) capped, with jitter so that a burst
+ * of failures does not come back in lockstep. */
 export function retryBackoffMs(retryAfterMs: number | undefined, q: RetryPolicyValues, attemptsMade: number, jitter: number): number {
   if (retryAfterMs !== undefined) return retryAfterMs;
   const base = Math.min(q.max, q.initial * Math.pow(q.multiplier, Math.max(0, attemptsMade - 1)));

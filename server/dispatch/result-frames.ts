@@ -1,5 +1,5 @@
 // result frames in the frame committer's transaction (frame-committer.ts): one locking read of
-// the results' attempts and tasks, each result decided (result-decision.ts) or answered from the
+// the results' attempts and tasks, each result decided (lifecycle.ts decideOutcome) or answered from the
 // stored reply (a repeated frame), then ended by the lifecycle (lifecycle.ts endAttempts): one
 // UPDATE of attempts and one of tasks, the rest in the transaction's ledger.
 import crypto from 'node:crypto';

@@ -12,15 +12,34 @@ type Indexed = { i: number; cmd: StartCommand };
 /** The starts as an UPDATE that checks each start's credential and takes its clock from
  * @orbit_now, for a text that sends the credential check before it. */
 export async function checkedStarts(c: Tx, valid: Indexed[]) {
-  const { lease, queueOf } = await startPlan(c, valid);
+  const unique = new Map(valid.map((x) => [uniqueKey(x.cmd), x]));
+  const known = new Map([...unique.values()].filter((x) => x.cmd.queueId !== null).map((x) => [x.cmd.attemptId, x.cmd.queueId!]));
+  const queueOf = await attemptQueues(c, [...new Set(valid.map((x) => x.cmd.attemptId))], known);
+  const lease = new Map([...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds]));
   // One row per credential too, so a start under a revoked credential cannot stand in for one under
   // a live credential.
   const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
   const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, lease)] : [];
-  const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]) => {
+  /** If every start applied (two rows each), the lease ends are computed; else read back. */
+  const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]): Promise<void> => {
     const liveItems = valid.filter((x) => live.has(x.cmd.who.credentialId));
-    const liveUnique = new Set(liveItems.map((x) => uniqueKey(x.cmd)));
-    await answerStarts(c, liveItems, liveUnique.size, changed, now, lease, queueOf, out);
+    if (liveItems.length === 0) return;
+    if (changed === 2 * new Set(liveItems.map((x) => uniqueKey(x.cmd))).size) {
+      for (const { i, cmd } of liveItems) {
+        out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(plusMs(now, lease.get(queueOf.get(cmd.attemptId)!)! * 1000))! };
+      }
+      return;
+    }
+    const rows = new Map((await readStartStates(c, [...new Set(liveItems.map((x) => x.cmd.attemptId))], now)).map((r) => [r.id, r]));
+    for (const { i, cmd } of liveItems) {
+      const a = rows.get(cmd.attemptId);
+      if (!a || a.namespace_id !== cmd.who.namespaceId) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
+      else if (a.worker_id !== cmd.who.workerId) out[i] = fail('LEASE_LOST', 'attempt belongs to another worker', cmd.attemptId);
+      else if (a.state === 'RUNNING' && a.live === 1) out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(a.lease_expires_at)! };
+      else if (a.state === 'LEASED' && a.live === 1) out[i] = fail('LEASE_LOST', 'task deadline passed before start', cmd.attemptId);
+      else if (a.state === 'LEASED' || a.state === 'RUNNING') out[i] = fail('LEASE_LOST', 'attempt is past its lease', cmd.attemptId);
+      else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, cmd.attemptId);
+    }
   };
   return { update, answer };
 }
@@ -34,43 +53,3 @@ const startItem = ({ cmd }: Indexed): StartItem => ({
   workerId: cmd.who.workerId,
   credentialId: cmd.who.credentialId,
 });
-
-async function startPlan(c: Tx, items: Indexed[]) {
-  const unique = new Map(items.map((x) => [uniqueKey(x.cmd), x]));
-  const attemptIds = [...new Set(items.map((x) => x.cmd.attemptId))];
-  const known = new Map([...unique.values()].filter((x) => x.cmd.queueId !== null).map((x) => [x.cmd.attemptId, x.cmd.queueId!]));
-  const queueOf = await attemptQueues(c, attemptIds, known);
-  const cfg = await queueConfigs(c, queueOf.values());
-  const lease = new Map([...cfg].map(([q, v]) => [q, v.leaseSeconds]));
-  return { unique, lease, queueOf };
-}
-
-/** If every start applied (two rows each), the lease ends are computed; else read back. */
-async function answerStarts(
-  c: Tx,
-  items: Indexed[],
-  starts: number,
-  changed: number,
-  now: string,
-  lease: Map<string, number>,
-  queueOf: Map<string, string>,
-  out: FrameOutcome[],
-): Promise<void> {
-  if (items.length === 0) return;
-  if (changed === 2 * starts) {
-    for (const { i, cmd } of items) {
-      out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(plusMs(now, lease.get(queueOf.get(cmd.attemptId)!)! * 1000))! };
-    }
-    return;
-  }
-  const rows = new Map((await readStartStates(c, [...new Set(items.map((x) => x.cmd.attemptId))], now)).map((r) => [r.id, r]));
-  for (const { i, cmd } of items) {
-    const a = rows.get(cmd.attemptId);
-    if (!a || a.namespace_id !== cmd.who.namespaceId) out[i] = fail('NOT_FOUND', 'unknown attempt', cmd.attemptId);
-    else if (a.worker_id !== cmd.who.workerId) out[i] = fail('LEASE_LOST', 'attempt belongs to another worker', cmd.attemptId);
-    else if (a.state === 'RUNNING' && a.live === 1) out[i] = { ok: true, kind: 'start', leaseExpiresAt: toIso(a.lease_expires_at)! };
-    else if (a.state === 'LEASED' && a.live === 1) out[i] = fail('LEASE_LOST', 'task deadline passed before start', cmd.attemptId);
-    else if (a.state === 'LEASED' || a.state === 'RUNNING') out[i] = fail('LEASE_LOST', 'attempt is past its lease', cmd.attemptId);
-    else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, cmd.attemptId);
-  }
-}

@@ -65,4 +65,3 @@ export function normalizeSubmit(b: SubmitTaskBody) {
 }
 
 export type PreparedSubmit = ReturnType<typeof normalizeSubmit>;
-export type NormalizedSubmit = PreparedSubmit['normalized'];

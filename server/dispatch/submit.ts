@@ -1,10 +1,8 @@
-// The one task-creation path (submits, batch items, schedule fires, workflow steps). Commands of
-// one application that arrive together share one transaction in two round trips: the reads, then
-// the INSERTs with the hot rows (checked queue touch, checked quota increment) and the COMMIT, so
-// those rows are locked only while the server runs that text. At the edge (retired queue, quota,
-// a key in flight elsewhere) the batch rolls back and each item runs alone under its key's named
-// lock, where the refusal is exact: quota is never exceeded by one task, and a submit and a
-// retirement never both succeed.
+// The one task-creation path (submits, batch items, schedule fires, workflow steps). Commands of one
+// application that arrive together share one transaction in two round trips: the reads, then the
+// INSERTs with the hot rows (checked) and the COMMIT. At the edge (retired queue, quota, a key in
+// flight elsewhere) the batch rolls back and each item runs alone under its key's named lock, where
+// the refusal is exact.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Task } from '@orbit/protocol/http-views';
 import type { Logger } from 'pino';
@@ -20,7 +18,7 @@ import { liveQueuesTouch, submitQueuesOf, submitQueuesRead, type SubmitQueueRow,
 import { queryAll } from '../db/pipeline.js';
 import { unfinishedTasksReservation } from '../db/applications.js';
 import { applyChecked, commitIfApplied, NotApplied } from '../db/conditional-commit.js';
-import { insertTasks, insertedTaskRow, taskView, type NewTask, type TaskOrigin } from '../db/tasks.js';
+import { insertTasks, insertedTaskRow, taskView, type TaskOrigin, type TaskRow } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
 import { coalesce, type Coalesced } from './coalesce.js';
@@ -73,10 +71,9 @@ function refused(code: ConstructorParameters<typeof OrbitError>[0], message: str
  * committed receipts of its keys. */
 async function readBatch(c: Tx, items: SubmitCommand[]): Promise<SubmitQueues & { receipts: Map<string, ReceiptRow> }> {
   const keys = items.flatMap((i): [string, string][] => (i.key === null ? [] : [[i.credential.namespaceId, i.key]]));
-  const queuesRead = submitQueuesRead(
-    items.map((i) => i.prepared.normalized.queue_id),
-    items.filter((i) => i.checkCredential).map((i) => i.credential.id),
-  );
+  const queueIds = items.map((i) => i.prepared.normalized.queue_id);
+  const checked = items.filter((i) => i.checkCredential).map((i) => i.credential.id);
+  const queuesRead = submitQueuesRead(queueIds, checked);
   const reads: [string, unknown[]][] = [];
   if (queuesRead) reads.push(queuesRead);
   if (keys.length > 0) reads.push(receiptsRead(keys));
@@ -114,7 +111,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   });
 
   const keysInBatch = new Set<string>();
-  const tasks: (NewTask & { createdAt: string; deadlineAt: string })[] = [];
+  const tasks: TaskRow[] = [];
   const receipts: NewReceipt[] = [];
   const byQueue = new Set<string>();
   for (const i of live) {
@@ -166,9 +163,10 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
       workflow: it.workflow && { runId: it.workflow.runId, step: it.workflow.step, index: it.workflow.index },
     };
     if (it.workflow && it.workflow.delaySeconds > 0) t.notBefore = fromIso(new Date(nowMs + it.workflow.delaySeconds * 1000).toISOString());
-    const data = { task: taskView(insertedTaskRow(t)), deduplicated: false };
+    const row = insertedTaskRow(t);
+    const data = { task: taskView(row), deduplicated: false };
     const json = it.key === null ? undefined : JSON.stringify(data);
-    tasks.push(t);
+    tasks.push(row);
     if (it.key !== null)
       receipts.push({
         namespaceId: t.namespaceId,
@@ -223,17 +221,17 @@ export async function createTasksInTransaction(
   };
 }
 
-function stepTaskRows(tasks: (NewTask & { createdAt: string })[]): NewStepTaskRow[] {
+function stepTaskRows(tasks: TaskRow[]): NewStepTaskRow[] {
   return tasks
-    .filter((t) => t.workflow)
+    .filter((t) => t.workflow_run_id)
     .map((t) => ({
-      runId: t.workflow!.runId,
-      stepKey: t.workflow!.step,
-      index: t.workflow!.index ?? 0,
-      namespaceId: t.namespaceId,
-      applicationId: t.applicationId,
+      runId: t.workflow_run_id!,
+      stepKey: t.workflow_step!,
+      index: t.workflow_index ?? 0,
+      namespaceId: t.namespace_id,
+      applicationId: t.application_id,
       taskId: t.id,
-      createdAt: t.createdAt,
+      createdAt: t.created_at,
     }));
 }
 
@@ -259,9 +257,8 @@ export class TaskSubmitter {
   private readonly committer: Coalesced<SubmitCommand, SubmitOutcome>;
 
   constructor(private readonly app: SubmitDeps) {
-    // One batch per application in flight below 100 waiting items: batches update the same hot rows,
-    // so a second small one only splits requests that could share a transaction. Above that, a second
-    // batch overlaps its building with the database's work on the first.
+    // One batch per application in flight below 100 waiting items (batches update the same hot rows);
+    // above that, a second batch overlaps its building with the database's work on the first.
     this.committer = coalesce((_group, items) => this.runBatch(items), {
       maxBatch: 500,
       maxParallel: 2,
@@ -281,10 +278,6 @@ export class TaskSubmitter {
     return this.committer.all(cmds[0]!.credential.applicationId, cmds);
   }
 
-  private afterCommit(r: TxResult): void {
-    afterCommitOf(this.app, r);
-  }
-
   private runBatch(items: SubmitCommand[]): Promise<SubmitOutcome[]> {
     return executeIdempotent(
       items,
@@ -292,7 +285,7 @@ export class TaskSubmitter {
         const started = process.hrtime.bigint();
         const r = await withTransaction(this.app.pool, 'submit', (c) => createTasksInTx(c, batch, false, true));
         this.app.metrics.commitSeconds.observe({ op: SUBMIT_OPERATION }, Number(process.hrtime.bigint() - started) / 1e9);
-        this.afterCommit(r);
+        afterCommitOf(this.app, r);
         return r.outcomes as (SubmitOutcome | typeof ALONE)[];
       },
       // At the edge: every item alone, in arrival order, which is the order quota is granted in.
@@ -310,7 +303,7 @@ export class TaskSubmitter {
         tx: (c) => createTasksInTx(c, [it], true, true),
         taken: isDuplicateKey,
       });
-      this.afterCommit(r);
+      afterCommitOf(this.app, r);
       return r.outcomes[0] as SubmitOutcome;
     } catch (err) {
       if (err instanceof OrbitError) return { ok: false, error: err };

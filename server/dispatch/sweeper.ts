@@ -3,7 +3,7 @@
 // sweepers share the work instead of waiting on each other. Each attempt is revoked by revoke.ts.
 import { isConnectionError, isDatabaseRefusal, withTransaction, type Pool } from '../db/pool.js';
 import { applicationsDue, lockExpiredAttempts, lockLateLeasedAttempts, lockOverdueWaitingTasks } from '../db/sweep-sql.js';
-import { lockTasks } from '../db/task-transitions.js';
+import { lockTasks } from '../db/tasks.js';
 import { withLedgerTx, type StepAdvancer } from './ledger.js';
 import { endTasks } from './lifecycle.js';
 import { revokeAttempts, type Revoked } from './revoke.js';
@@ -36,11 +36,9 @@ function mergeInto(into: SweepReport, r: SweepReport): void {
   into.failed.push(...r.failed);
 }
 
-/** One sweep by database time: every application with due work, each in its own transaction
- * (every transaction touches one application's rows: docs/design.md, "Coalesced transactions"), at most `limit`
- * rows per kind and application. One application's failure does not stop the others, and a batch
- * that fails for another reason than a lost database is swept again row by row, so one row that
- * cannot be settled stays behind alone (in `failed`) instead of stopping every sweep. */
+/** One sweep by database time: each application with due work in its own transaction, at most
+ * `limit` rows per kind. A batch that fails for another reason than the database is swept again row
+ * by row, so a row that cannot be settled stays behind alone (in `failed`). */
 export async function sweep(pool: Pool, advance: StepAdvancer, limit = 200): Promise<SweepReport> {
   const report = emptyReport();
   for (const app of await applicationsDue(pool, limit)) {
@@ -58,9 +56,7 @@ async function sweepApplication(pool: Pool, advance: StepAdvancer, applicationId
   try {
     return await sweepRows(pool, advance, applicationId, limit);
   } catch (err) {
-    // A busy database (a deadlock or lock wait past the retries) is no bad row: running ~200 rows
-    // alone, each with its own retries, would only load it more. This application waits for the
-    // next tick; the others of this sweep go on.
+    // A busy database is no bad row: running each row alone would only load it more.
     if (isDatabaseRefusal(err)) throw err;
     // Every due row of the application (the same locking reads, nothing written), then each alone.
     const rows = await dueRows(pool, applicationId, limit);
@@ -78,8 +74,7 @@ async function sweepApplication(pool: Pool, advance: StepAdvancer, applicationId
   }
 }
 
-/** The rows one sweep of the application would take (its locking reads, in a transaction that
- * writes nothing). */
+/** The rows one sweep of the application would take (its locking reads; nothing written). */
 async function dueRows(pool: Pool, applicationId: string, limit: number): Promise<SweepRow[]> {
   return withTransaction(pool, 'sweep', async (c) => [
     ...(await lockExpiredAttempts(c, applicationId, limit)).map((a) => ({ kind: 'expired' as const, id: a.id })),
@@ -97,37 +92,22 @@ async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: strin
     report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
     const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
-    report.revoked.push(
-      ...(await revokeAttempts(
-        c,
-        ledger,
-        expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) })),
-      )),
-    );
+    const expiredEnds = expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) }));
+    report.revoked.push(...(await revokeAttempts(c, ledger, expiredEnds)));
     report.counts.leasedExpired = expired.filter((a) => a.state === 'LEASED').length;
     report.counts.runningExpired = expired.length - report.counts.leasedExpired;
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
     const lateId = pick('late');
     const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
-    report.revoked.push(
-      ...(await revokeAttempts(
-        c,
-        ledger,
-        late.map((a) => ({ a, kind: 'deadline' as const })),
-      )),
-    );
+    const lateEnds = late.map((a) => ({ a, kind: 'deadline' as const }));
+    report.revoked.push(...(await revokeAttempts(c, ledger, lateEnds)));
     report.counts.deadlineLeased = late.length;
     const waitingId = pick('waiting');
     const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
-    const rows = await lockTasks(
-      c,
-      waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id })),
-    );
-    await endTasks(
-      c,
-      ledger,
-      waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const })),
-    );
+    const keys = waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id }));
+    const rows = await lockTasks(c, keys);
+    const overdue = waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const }));
+    await endTasks(c, ledger, overdue);
     report.counts.deadlineWaiting = waiting.length;
   });
   report.freedQueues = [...committed.freedQueues];

@@ -1,6 +1,5 @@
-// Task commands of the HTTP facade: cancel (WAITING or LEASED) and resolve (NEEDS_REVIEW). Each runs
-// inside the idempotent command's transaction. Resolve locks only the task (a NEEDS_REVIEW task
-// has no live attempt); cancel locks the attempt before the task (docs/design.md, "Lock order").
+// Task commands of the HTTP facade, each inside the idempotent command's transaction: cancel
+// (WAITING or LEASED) and resolve (NEEDS_REVIEW: no live attempt, so only the task is locked).
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Tx } from '../db/pool.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
@@ -15,11 +14,8 @@ export interface CommandEffect {
   freedQueues: string[];
 }
 
-/** Cancels a WAITING or LEASED task. Locks in the fixed order of docs/design.md ("Lock order"),
- * the attempt before its task, as results (lockResultRowsSql) and the sweeper do: the task's current
- * attempt is read without a lock, that attempt locked, then the task. Locking the task first
- * deadlocked with a result of the same attempt (each held the row the other waited for; InnoDB
- * rolled one back and withTransaction hid it by a retry). */
+/** Cancels a WAITING or LEASED task, locking the attempt before its task as results and the sweeper
+ * do (docs/design.md, "Lock order"): the current attempt is read without a lock, locked, then the task. */
 export async function cancelTask(c: Tx, advance: StepAdvancer, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
   const seen = (await getTask(c, namespaceId, taskId))!;
   const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
@@ -29,9 +25,8 @@ export async function cancelTask(c: Tx, advance: StepAdvancer, namespaceId: stri
       await endTasks(c, ledger, [{ t, end: 'cancel', reason }]);
       return [];
     } else if (t.state === 'LEASED' && t.current_attempt_id) {
-      // The task moved on between the two reads (claimed again): its attempt is locked now, after
-      // the task, but without waiting — a held row fails the statement with 1205 and the whole
-      // transaction runs again (withTransaction, or the command's serialized path), in order.
+      // Claimed again between the two reads: its attempt is locked after the task, but NOWAIT — a
+      // held row fails the statement and the whole transaction runs again, in order.
       const a = first?.id === t.current_attempt_id ? first : (await getAttempt(c, namespaceId, t.current_attempt_id, 'nowait'))!;
       return revokeAttempts(c, ledger, [{ a, kind: 'cancel', reason }]);
     } else {

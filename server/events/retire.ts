@@ -3,6 +3,7 @@
 // the competing writers are excluded: for a subscription the stream head, then the subscription
 // row; for a queue its row FOR UPDATE, which every path that adds work to the queue locks at least
 // shared. A writer still in flight only makes the check more conservative.
+import type { Subscription } from '@orbit/protocol/http-views';
 import { OrbitError } from '@orbit/protocol/errors';
 import type { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Conn, Tx } from '../db/pool.js';
@@ -19,14 +20,13 @@ import {
   lockWatermark,
   markSubscriptionRetired,
   subscriptionView,
-  type SubscriptionView,
 } from '../db/subscriptions.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { enabledSchedulesOnQueue } from '../db/schedules.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { assertNoGap, filterOf } from './stream.js';
 
-export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<SubscriptionView> {
+export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<Subscription> {
   const wm = await lockWatermark(c, cred.namespaceId);
   const s = await getSubscription(c, cred.namespaceId, id, true);
   if (!s || s.owner_credential_id !== cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');

@@ -1,27 +1,20 @@
-// The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a submit or
-// a release committed on this node, a session's capacity changing, or the adaptive poll for work
-// submitted through other nodes or come due by time — MySQL has no NOTIFY: 10 ms after a poll that
-// found work, doubling to 250 ms while polls find none) only marks sessions due; one claim round per
-// application then serves all of that application's due sessions in one transaction
-// (server/dispatch/claim.ts). Wake-ups that arrive while an application's round runs fold into its
-// next round, so a burst of commits costs one round — except new work woken after the running
-// round's candidate read was sent: that round cannot see it, so once the read answered and drained
-// the queue for a session, a second round of the application starts for it beside the first
-// rather than after the first's remaining round trips. Two rounds of one application stay exact:
-// each fills only the slots it reserved, SKIP LOCKED gives each candidate to one of them, and the
-// permits are conditional updates at each one's COMMIT (a round that finds them moved runs again).
-// Local wake-ups do not shorten the poll: the rounds they start claim the work they announce, and a
-// poll kept fast by them would run empty rounds on a busy node.
-// Not a `coalesce` (dispatch/coalesce.ts): its items are requests, each queued and answered once;
-// here a session is due or not, marking it twice is once, and a round's candidate read satisfies
-// every mark made before it was sent, so the due sessions are a set that rounds read and clear.
+// The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a commit on
+// this node, a capacity change, or the adaptive poll for work from other nodes or come due by time:
+// 10 ms after a poll that found work, doubling to 250 ms while polls find none) only marks sessions
+// due; one claim round per application serves all its due sessions in one transaction
+// (dispatch/claim.ts). Wake-ups during a round fold into the next, except new work woken after the
+// round's candidate read was sent: once that read drained the queue for a session, a second round
+// starts beside the first. Two rounds stay exact: each fills only the slots it reserved, SKIP LOCKED
+// gives each candidate to one, and the permits are conditional updates at each COMMIT. Local
+// wake-ups do not shorten the poll: a poll kept fast by them would run empty rounds on a busy node.
+// Not a `coalesce`: a session is due or not, and a round's read satisfies every mark made before it.
 import type { Logger } from 'pino';
 import { claimRound, ROUND_MAX_PER_SESSION, type ClaimRequest, type RoundProgress } from '../dispatch/claim.js';
 import type { WakeCause } from '../work-signals.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from './session.js';
-import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import type { SlotReservation } from './session-slots.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */
@@ -55,10 +48,8 @@ export class Dispatcher {
   private stopped = false;
   private pollMs = MIN_POLL_MS;
   private pollTimer: NodeJS.Timeout | null = null;
-  /** Per session, the serve count at its last assignment: a round lists its sessions least
-   * recently served first, so equal-priority work goes round-robin across rounds (docs/guarantees.md),
-   * not only within one (claim.ts deals a round's candidates in turn, from the first session): a
-   * task submitted alone went to the same first session every time. */
+  /** Per session, the serve count at its last assignment: a round lists its sessions least recently
+   * served first, so equal-priority work goes round-robin across rounds too (docs/guarantees.md). */
   private readonly lastServed = new WeakMap<Session, number>();
   private served = 0;
   private productive = false;
@@ -120,10 +111,8 @@ export class Dispatcher {
       let app: string | undefined;
       const sessions: Session[] = [];
       for (const s of this.due) {
-        // A session whose slots are all a round's in flight stays due when new work was woken
-        // after that round's read was sent: the round cannot see it, so the next round is its
-        // (dropping it here left the work to the next unrelated wake-up or the poll). Anything
-        // else that made it due came before the read and is that round's to see.
+        // A session whose slots are all a round's in flight stays due only for new work woken after
+        // that round's read was sent: the round cannot see it. Anything else is that round's to see.
         if (s.state !== 'open' || (s.slots.free <= 0 && (s.slots.fullButForRound || !this.woken.has(s)))) {
           this.due.delete(s);
           this.polled.delete(s);
@@ -176,9 +165,8 @@ export class Dispatcher {
     }
     const reqs: ClaimRequest[] = sessions.map(({ s, slot }) => ({ session: s.claim, free: slot.size }));
     const progress: RoundProgress = {
-      // Work woken until now is this round's to see: no second round for it.
-      // Whatever made its sessions due until now (work, freed slots or permits) is this round's to
-      // see: no round after it or next to it for that (a full batch makes a session due again).
+      // Whatever made its sessions due until now is this round's to see (a full batch makes a
+      // session due again).
       reading: () => {
         for (const { s } of sessions) {
           this.due.delete(s);
@@ -186,10 +174,8 @@ export class Dispatcher {
           this.woken.delete(s);
         }
       },
-      // The slots it cannot fill are free again, and a second round may start for work woken since
-      // — only when the read drained the queue for a session (found fewer than its slots): with a
-      // backlog the first round fills its slots and a full batch makes them due again; a second
-      // round there would only split the work into more, smaller rounds.
+      // The slots it cannot fill are free again; a second round may start for work woken since only
+      // when the read drained the queue for a session (with a backlog it would only split the work).
       read: () => {
         let drained = false;
         sessions.forEach(({ slot }, i) => {

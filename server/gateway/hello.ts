@@ -18,7 +18,7 @@ import { queueConfigs } from '../db/queue-config.js';
 import type { ClaimSession } from '../dispatch/grant.js';
 
 export interface HelloResult {
-  resumed: { attempt_id: string; state: LiveAttemptState; lease_expires_at: string; concurrency_token?: string; queueId: string; taskId: string }[];
+  resumed: { attempt_id: string; state: LiveAttemptState; lease_expires_at: string; concurrency_token?: string; queueId: string }[];
   lost: string[];
   leaseMs: number;
   freedQueues: string[];
@@ -45,7 +45,7 @@ export function helloOk(sessionId: string, h: HelloFrame, res: HelloResult, maxF
     lease_ms: res.leaseMs,
     renew_ms: Math.max(1000, Math.floor(res.leaseMs / 3)),
     max_frame_bytes: maxFrameBytes,
-    resumed: res.resumed.map(({ queueId: _q, taskId: _t, ...r }) => r),
+    resumed: res.resumed.map(({ queueId: _q, ...r }) => r),
     lost: res.lost,
   };
 }
@@ -105,33 +105,18 @@ export async function helloTransaction(
     const listed = new Set(h.resume ?? []);
     const resumed: HelloResult['resumed'] = [];
     const resumedIds = live.filter((a) => listed.has(a.id) && a.lease_live).map((a) => a.id);
-    await revokeAttempts(
-      c,
-      ledger,
-      live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const })),
-    );
+    const unlisted = live.filter((a) => !listed.has(a.id) && a.state === 'LEASED').map((a) => ({ a, kind: 'release-unlisted' as const }));
+    await revokeAttempts(c, ledger, unlisted);
     // Unlisted RUNNING attempts run out their lease; listed expired ones are lost.
     if (resumedIds.length) {
       // Lease lengths as literals: a join with queues would share-lock the queue row.
       const byId = new Map(live.map((a) => [a.id, a.queue_id]));
-      const lease = [
-        ...(await queueConfigs(
-          c,
-          resumedIds.map((id) => byId.get(id)!),
-        )),
-      ].map(([q, v]) => [q, v.leaseSeconds] as const);
+      const queues = resumedIds.map((id) => byId.get(id)!);
+      const lease = [...(await queueConfigs(c, queues))].map(([q, v]) => [q, v.leaseSeconds] as const);
       await rebindAttempts(c, sessionId, lease, resumedIds);
-      const rows = await readAttempts(c, resumedIds);
-      for (const a of rows) {
-        const r: HelloResult['resumed'][number] = {
-          attempt_id: a.id,
-          state: a.state as LiveAttemptState,
-          lease_expires_at: toIso(a.lease_expires_at)!,
-          queueId: a.queue_id,
-          taskId: a.task_id,
-        };
-        if (a.concurrency_token !== null) r.concurrency_token = String(a.concurrency_token);
-        resumed.push(r);
+      for (const a of await readAttempts(c, resumedIds)) {
+        const token = a.concurrency_token === null ? {} : { concurrency_token: String(a.concurrency_token) };
+        resumed.push({ attempt_id: a.id, state: a.state as LiveAttemptState, lease_expires_at: toIso(a.lease_expires_at)!, ...token, queueId: a.queue_id });
       }
     }
     const resumedSet = new Set(resumedIds);

@@ -84,10 +84,8 @@ export class Reconciler {
     const held = sessions.flatMap((s) => [...s.slots.held.keys()].map((id) => ({ id, s })));
     for (let i = 0; i < held.length; i += 500) {
       const chunk = held.slice(i, i + 500);
-      const rows = await attemptHolders(
-        pool,
-        chunk.map((h) => h.id),
-      );
+      const ids = chunk.map((h) => h.id);
+      const rows = await attemptHolders(pool, ids);
       const byId = new Map(rows.map((r) => [r.id as string, r]));
       for (const { id, s } of chunk) {
         const r = byId.get(id);
@@ -101,12 +99,8 @@ export class Reconciler {
         } else s.dropAttempt(id);
       }
     }
-    const current = new Set(
-      await currentSessionsAmong(
-        pool,
-        sessions.map((s) => s.id),
-      ),
-    );
+    const ids = sessions.map((s) => s.id);
+    const current = new Set(await currentSessionsAmong(pool, ids));
     for (const s of sessions) {
       if (s.state === 'closed' || current.has(s.id)) continue;
       s.terminate(4409, SUPERSEDED, 'STATE_CONFLICT');

@@ -7,6 +7,7 @@ import { releaseAttempts } from '../dispatch/revoke.js';
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Session } from './session.js';
+import type { WorkerRef } from '../db/attempt-leases.js';
 
 export abstract class SessionHostBase {
   abstract readonly pool: Pool;
@@ -35,7 +36,7 @@ export abstract class SessionHostBase {
   }
 
   /** On failure they expire with their lease. */
-  protected release(who: { namespaceId: string; workerId: string }, attemptIds: string[], log: Logger): void {
+  protected release(who: WorkerRef, attemptIds: string[], log: Logger): void {
     void this.track(
       releaseAttempts(this.pool, this.advanceSteps, who, attemptIds)
         .then((freed) => this.wake(freed))

@@ -1,6 +1,25 @@
 // The one owner of a session's slots: capacity, held attempts, and slots promised to claim rounds
 // in flight. The counts are private, so no caller can leave them inconsistent.
-import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import type { Assignment } from '../dispatch/grant.js';
+
+/** A session's slots promised to a claim round whose transaction has not committed yet; the claim
+ * round only carries them to its delivery. A reservation ends once, by commit() or release(). */
+export interface SlotReservation {
+  /** Slots it holds. */
+  readonly size: number;
+  /** The grant committed: its reserved slots become `assignments`' attempts, as many as the
+   * session's capacity allows now — a capacity frame may have lowered it meanwhile. Returns the
+   * assignments now held; the rest have no slot (the caller releases their attempts). Ends the
+   * reservation; a second commit is a bug (throws). */
+  commit(assignments: readonly Assignment[]): Assignment[];
+  /** The round read its candidates and cannot fill more than `to` of its slots; the rest are free
+   * again at once (so a round for work woken after that read can reserve them while this one
+   * commits). Never grows; does nothing once the reservation ended. */
+  shrink(to: number): void;
+  /** The grant did not happen (nothing to grant, rolled back, retried): its slots are free again.
+   * Does nothing once the reservation ended. */
+  release(): void;
+}
 
 export class SessionSlots {
   capacity = 0;

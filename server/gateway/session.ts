@@ -1,38 +1,32 @@
-// One WebSocket connection of a worker identity. Frames are validated against the shared schemas;
-// each command runs as one transaction and is answered only after its commit. Frames about the
-// same attempt are handled in arrival order; frames about different attempts run concurrently;
-// renew frames are coalesced and answered in arrival order. What a session may hold of the node is
-// bounded: its socket is paused at its frames-in-flight limit (frame-window.ts), it runs one renew
-// transaction at a time, and its own transactions take turns with other applications' (the host's
-// admission).
-// A session sees the node only through its SessionHost (the gateway, or a test's host) and its
-// socket; it alone changes its state, and terminate() is the one way to end it from outside.
+// One WebSocket connection of a worker identity. Each command is answered only after its commit;
+// frames about one attempt run in arrival order, about different attempts concurrently; renews are
+// coalesced. What a session holds of the node is bounded: its socket pauses at its frames-in-flight
+// limit (frame-window.ts), one renew transaction at a time, and its transactions take turns with
+// other applications' (the host's admission). It sees the node only through its SessionHost; it
+// alone changes its state, and terminate() is the one way to end it from outside.
+import { isUtf8 } from 'node:buffer';
 import type { RawData } from 'ws';
 import type { Logger } from 'pino';
 import { OrbitError, ERROR_CODES } from '@orbit/protocol/errors';
-import type { GatewayFrame, HelloFrame, WorkerFrame } from '@orbit/protocol/frames';
+import { parseWorkerFrame, type GatewayFrame, type HelloFrame, type WorkerFrame } from '@orbit/protocol/frames';
 import type { Credential } from '../db/credentials.js';
 import { renewFrames, type RenewReply } from '../dispatch/renew.js';
 import { coalesce, type Coalesced } from '../dispatch/coalesce.js';
 import type { Assignment, ClaimSession } from '../dispatch/grant.js';
 import { newId } from '../ids.js';
-import { recordSessionCapacity, recordSessionDraining } from '../db/session-flow.js';
+import { closeSessionRow, recordSessionCapacity, recordSessionDraining } from '../db/worker-sessions.js';
 import { helloClaimSession, helloOk, helloTransaction } from './hello.js';
-import { closeSessionRow } from '../db/worker-sessions.js';
 import type { WorkerSocket } from './worker-socket.js';
 import { FrameWindow } from './frame-window.js';
 import { isDatabaseRefusal, reportInternal } from '../boundary.js';
 import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
-import { assignText } from './assign-text.js';
-import { readWorkerFrame } from './frame-read.js';
 import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
-import type { SlotReservation } from '../dispatch/slot-reservation.js';
+import type { SlotReservation } from './session-slots.js';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
 export type { SessionHost, SessionState } from './session-host.js';
-export { assignText } from './assign-text.js';
 
 export class Session {
   readonly id = newId();
@@ -94,8 +88,7 @@ export class Session {
     ws.on('error', (err) => this.log.debug({ err }, 'socket error'));
   }
 
-  /** The error boundary of every handler of this session: an unexpected exception ends this
-   * session (INTERNAL, close 1011), is logged with the session id and counted; the node goes on. */
+  /** Every handler's error boundary: an unexpected exception ends this session (INTERNAL, 1011). */
   private boundary(where: 'frame' | 'timer' | 'session', fn: () => void): void {
     try {
       fn();
@@ -105,15 +98,12 @@ export class Session {
     }
   }
 
-  /** 'hello' until hello committed, then 'open', 'draining' after a drain frame, 'closed' once
-   * terminated or its socket closed. */
   get state(): SessionState {
     return this.current;
   }
 
   private takesWork(): boolean {
-    // A socket that is closing gets nothing: an attempt claimed for it would only be released
-    // again (its token burned).
+    // An attempt claimed for a closing socket would only be released again (its token burned).
     if (this.state !== 'open' || this.ws.readyState !== this.ws.OPEN) return false;
     return this.liveness.answering();
   }
@@ -127,17 +117,14 @@ export class Session {
       this.ws.terminate();
       return;
     }
-    // While the frame window has paused reading, the worker's pong waits unread behind its own
-    // frames: the gateway, not the worker, is not answering, so it is not counted as missed (a
-    // healthy worker whose results queue behind a busy database for 30 s is not dropped).
+    // While the window has paused reading, the pong waits unread behind the worker's own frames:
+    // the gateway, not the worker, is slow, so it is not counted as missed.
     if (!this.window.isPaused) this.missedPongs++;
     this.liveness.ping();
   }
 
-  /** An attempt of this session was revoked without its word (the sweeper, an HTTP cancel, another
-   * node): task.cancel, and — unless a person cancelled it — a lease that ran out unstarted or
-   * unrenewed is a sign the worker stopped, so its slot is not offered again until the worker
-   * answers a ping sent now. */
+  /** An attempt was revoked without the worker's word: task.cancel, and unless a person cancelled
+   * it (a lease ran out: the worker may have stopped), no new work until it answers a ping sent now. */
   cancelAttempt(attemptId: string, reason: CancelReason): void {
     this.send({ type: 'task.cancel', attempt_id: attemptId, reason });
     if (reason !== 'CANCELLED') this.liveness.probe(true);
@@ -148,10 +135,8 @@ export class Session {
     if (this.ws.readyState === this.ws.OPEN) this.window.send(JSON.stringify(frame));
   }
 
-  /** The one way to end a session: with `error`, a fatal error frame of that code (message
-   * `reason`), then the close (reason cut to 123 UTF-8 bytes by WorkerSocket). Closed at once: no
-   * frame handled, no claim, out of the host's registry. Its attempts are not released
-   * (they finish on a new session or expire). A second call does nothing. */
+  /** The one way to end a session: with `error`, a fatal error frame first, then the close. Closed
+   * at once; its attempts are not released (they finish on a new session or expire). */
   terminate(code: number, reason: string, error?: keyof typeof ERROR_CODES): void {
     if (this.current === 'closed') return;
     this.ended();
@@ -159,7 +144,6 @@ export class Session {
     if (this.ws.readyState === this.ws.OPEN || this.ws.readyState === this.ws.CONNECTING) this.ws.close(code, reason);
   }
 
-  /** State 'closed', hello timer off, out of the registry (terminate, a dropped or closed socket). */
   private ended(): void {
     this.current = 'closed';
     this.window.close();
@@ -208,7 +192,7 @@ export class Session {
     return this.host.admission(this.cred.applicationId, fn);
   }
 
-  /** Best effort (see db/session-flow.ts): a failed row update is logged, never fatal. `done` once
+  /** Best effort (db/worker-sessions.ts): a failed row update is logged, never fatal. `done` once
    * it ran (the frame that asked for it is in flight until then). */
   private mirror(update: () => Promise<void>, done: () => void): void {
     this.mirrorChain = this.mirrorChain.then(update).catch((err) => this.log.warn({ err }, 'session row not updated; GET /v1/workers may be stale'));
@@ -337,15 +321,11 @@ export class Session {
       this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
-    // A finished task freed its permits (and key); a retried one is WAITING again (new work). The
-    // wake-up makes the queue's sessions due, this one included: the freed slot is refilled by
-    // the next claim round.
+    // Freed permits, or a retried task WAITING again: the queue's sessions, this one included, are due.
     this.host.wake(r.freedQueues, r.reply.task_state === 'WAITING' ? 'work' : 'released');
     if (r.freedQueues.length === 0) this.host.kick(this);
   }
 
-  /** The session's credential was found revoked (by a claim, start or result transaction, or the
-   * periodic check): UNAUTHENTICATED, close 1008. */
   revoked(): void {
     if (this.state === 'closed') return;
     this.log.info('credential revoked; closing session');
@@ -356,20 +336,15 @@ export class Session {
     if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** Sends task.assign frames for a committed claim whose slots `slot` reserved: they become
-   * held attempts (slot.commit). */
+  /** task.assign frames for a committed claim whose slots `slot` reserved. */
   deliver(slot: SlotReservation, assignments: Assignment[]): void {
-    // A claim that committed after drain or close: the worker will never see these attempts, so
-    // they go back to WAITING now instead of sitting out their lease. Never more than the
-    // capacity either: a capacity frame may have lowered it while the claim committed; the
-    // excess goes back at once.
+    // After drain or close, or past a capacity lowered meanwhile, the attempts go back to WAITING
+    // now instead of sitting out their lease.
     const open = this.state === 'open' && this.ws.readyState === this.ws.OPEN;
     const held = slot.commit(open ? assignments : []);
     if (held.length < assignments.length) {
-      this.host.releaseUndelivered(
-        this,
-        assignments.slice(held.length).map((a) => a.attemptId),
-      );
+      const undelivered = assignments.slice(held.length).map((a) => a.attemptId);
+      this.host.releaseUndelivered(this, undelivered);
     }
     // A worker that stopped gets this batch, but no more: nothing new is assigned while this ping
     // stays unanswered past the pong timeout.
@@ -391,4 +366,34 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
+}
+
+/** A worker's text frame, checked in the order its errors are answered: size, UTF-8, schema. */
+export function readWorkerFrame(
+  data: RawData,
+  maxFrameBytes: number,
+): { ok: true; frame: WorkerFrame; bytes: number } | { ok: false; message: string; close?: number } {
+  const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+  // The socket accepts twice the limit, so an oversized frame still gets its error frame.
+  if (buf.length > maxFrameBytes) return { ok: false, message: `frame over max_frame_bytes (${maxFrameBytes})`, close: 1009 };
+  // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
+  if (!isUtf8(buf)) return { ok: false, message: 'text frame is not valid UTF-8' };
+  const parsed = parseWorkerFrame(buf.toString('utf8'));
+  if (!parsed.ok) return { ok: false, message: parsed.message };
+  return { ok: true, frame: parsed.frame, bytes: buf.length };
+}
+
+/** The task.assign frame as JSON text, the stored payload spliced in without a parse. `task` is
+ * the last member and never empty, so the head ends with the two braces the payload goes before. */
+export function assignText(a: Assignment): string {
+  const frame: Omit<Extract<GatewayFrame, { type: 'task.assign' }>, 'task'> & { task: Assignment['task'] } = {
+    type: 'task.assign',
+    attempt_id: a.attemptId,
+    attempt_no: a.attemptNo,
+    lease_expires_at: a.leaseExpiresAt,
+    ...(a.concurrencyToken !== null ? { concurrency_token: a.concurrencyToken } : {}),
+    task: a.task,
+  };
+  const head = JSON.stringify(frame);
+  return `${head.slice(0, -2)},"payload":${a.payloadJson}}}`;
 }

@@ -7,7 +7,7 @@ import { MAX_SCHEDULES_PER_NAMESPACE } from '@orbit/protocol/limits';
 import type { AppContext } from '../app-context.js';
 import type { Credential } from '../db/credentials.js';
 import type { Conn, Tx } from '../db/pool.js';
-import { dbNow } from '../db/clock.js';
+import { dbNow } from '../db/time.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
 import {

@@ -9,7 +9,7 @@ import type { FireOutcome } from '@orbit/protocol/http-views';
 import { CATCHUP_LIMIT_MAX } from '@orbit/protocol/limits';
 import { UNFINISHED_TASK_STATES } from '@orbit/protocol/states';
 import type { AppContext } from '../app-context.js';
-import { rollbackToSavepoint, savepoint, withTransaction, type Tx } from '../db/pool.js';
+import { withTransaction, type Tx } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
@@ -39,7 +39,7 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ t
   const afterCommit: (() => void)[] = [];
   /** null when the quota refused them: rolled back to the savepoint. */
   const tryCreate = async (sp: string, its: SubmitCommand[]): Promise<string[] | null> => {
-    await savepoint(c, sp);
+    await c.query(`SAVEPOINT ${sp}`);
     try {
       const r = await createTasksInTransaction(app, c, its);
       afterCommit.push(r.afterCommit);
@@ -49,7 +49,7 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ t
       });
     } catch (err) {
       if (!(err instanceof OrbitError && err.code === 'QUOTA_EXCEEDED')) throw err;
-      await rollbackToSavepoint(c, sp);
+      await c.query(`ROLLBACK TO SAVEPOINT ${sp}`);
       return null;
     }
   };

@@ -119,10 +119,8 @@ class Planner {
           continue;
         }
         if (view.state !== 'PENDING') continue;
-        const d = decideChild(
-          step.run_if,
-          this.g.parents[i]!.map((p) => this.steps[this.g.steps[p]!.key]!),
-        );
+        const parents = this.g.parents[i]!.map((p) => this.steps[this.g.steps[p]!.key]!);
+        const d = decideChild(step.run_if, parents);
         if (d.kind === 'skip') this.change({ key: step.key, state: 'SKIPPED', skipped_because: d.because });
         else if (d.kind === 'start') this.start(i);
       }

@@ -5,9 +5,7 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
 import type { Conn, Tx } from '../db/pool.js';
-import { rollbackToSavepoint, savepoint } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
-import { lockTask } from '../db/task-transitions.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
 import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
@@ -15,7 +13,7 @@ import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
 import { endTasks } from '../dispatch/lifecycle.js';
 import { revokeAttempts, type Revoked } from '../dispatch/revoke.js';
-import type { TaskRow } from '../db/tasks.js';
+import { getTask, type TaskRow } from '../db/tasks.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
 import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
 import type { StepTaskView } from './decide.js';
@@ -64,7 +62,7 @@ let savepoints = 0;
 export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Plan, reason?: string): Promise<Applied> {
   const creates = plan.changes.flatMap((ch) => (ch.state === 'ACTIVE' && ch.started ? [ch] : []));
   const sp = creates.length > 0 ? `wf_apply_${++savepoints % 1000}` : null;
-  if (sp) await savepoint(c, sp);
+  if (sp) await c.query(`SAVEPOINT ${sp}`);
   // Merged into the caller's ledger only when the plan applied: a refused quota must roll back
   // what the cancels counted too. Never flushed itself: the caller writes the hot rows at its end,
   // in the lock order.
@@ -84,7 +82,7 @@ export async function applyPlan(c: Tx, ledger: PermitLedger, run: LoadedRun, pla
       queues = r.queues;
     } catch (err) {
       if (!(err instanceof OrbitError) || err.code !== 'QUOTA_EXCEEDED') throw err;
-      await rollbackToSavepoint(c, sp);
+      await c.query(`ROLLBACK TO SAVEPOINT ${sp}`);
       throw new QuotaRefused();
     }
   }
@@ -133,7 +131,7 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
   const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
   const waiting: { t: TaskRow; end: 'cancel'; reason: string }[] = [];
   for (const id of await cancelledTaskIds(c, run, plan)) {
-    const t = await lockTask(c, run.row.namespace_id, id);
+    const t = (await getTask(c, run.row.namespace_id, id, true))!;
     if (t.state === 'WAITING') {
       waiting.push({ t, end: 'cancel', reason: message });
     } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
@@ -256,7 +254,7 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
 
 /** In id order. */
 async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await lockTask(c, run.row.namespace_id, id);
+  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, run.row.namespace_id, id, true);
 }
 
 /** The ids of the tasks `plan` cancels, in the plan's order. */

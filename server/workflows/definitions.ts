@@ -7,7 +7,7 @@ import { MAX_BUSY_RUN_IDS, MAX_WORKFLOWS_PER_NAMESPACE } from '@orbit/protocol/l
 import type { WorkflowStep } from '@orbit/protocol/workflow-views';
 import type { Credential } from '../db/credentials.js';
 import type { Conn, Tx } from '../db/pool.js';
-import { dbNow } from '../db/clock.js';
+import { dbNow } from '../db/time.js';
 import { lockNamespace } from '../db/tenants.js';
 import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';

@@ -3,7 +3,7 @@
 import { expect } from 'vitest';
 import type { RowDataPacket } from 'mysql2/promise';
 import { withTransaction, type Pool, type Tx } from '../../server/db/pool.js';
-import { appendResultEvents, type EventType } from '../../server/dispatch/events.js';
+import { appendResultEvents, type EventType } from '../../server/dispatch/ledger.js';
 import { insertCredential } from '../../server/db/credentials.js';
 import { hashToken, newToken } from '../../server/admin/access.js';
 import { newId } from '../../server/ids.js';

@@ -36,15 +36,10 @@ export function getVersion(id: string, n: number) {
 /** The graph's edges come from the pinned version. */
 export async function loadRun(id: string): Promise<{ run: WorkflowRun; workflow: Workflow | null; version: WorkflowVersion | null }> {
   const { run } = await get<{ run: WorkflowRun }>(`/v1/workflow-runs/${enc(id)}`);
+  const none = () => null;
   const [workflow, version] = await Promise.all([
-    getWorkflow(run.workflow_id).then(
-      (w) => w.workflow,
-      () => null,
-    ),
-    getVersion(run.workflow_id, run.version).then(
-      (v) => v.version,
-      () => null,
-    ),
+    getWorkflow(run.workflow_id).then((w) => w.workflow, none),
+    getVersion(run.workflow_id, run.version).then((v) => v.version, none),
   ]);
   return { run, workflow, version };
 }
