@@ -1,4 +1,4 @@
-// task.assign with the stored payload spliced in as JSON text (server/gateway/assign-text.ts assignText):
+// task.assign with the stored payload spliced in as JSON text (server/gateway/session.ts assignText):
 // the frame must be exactly what serializing the parsed payload gave, for any payload.
 import { describe, expect, it } from 'vitest';
 import { parseGatewayFrame } from '@orbit/protocol/frames';
