@@ -63,9 +63,11 @@ type Conn struct {
 	renews  []*waiter
 	drains  []*waiter
 	failure error // why the session ended (a violation, a fatal error frame, an idle timeout)
-	closed  bool
-	code    int
-	reason  string
+	// closeTimer forces the close a fatal error frame announced; stopped when the session ends.
+	closeTimer *time.Timer
+	closed     bool
+	code       int
+	reason     string
 
 	lastSeen atomic.Int64 // unix nanos of the last frame or ping
 	done     chan struct{}

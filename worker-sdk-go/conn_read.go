@@ -77,6 +77,10 @@ func (c *Conn) dispatch(f GatewayFrame) *ProtocolViolation {
 	return nil
 }
 
+// fatalCloseWait is how long the gateway's close may take after a fatal error frame before the
+// session is closed from this side.
+const fatalCloseWait = 5 * time.Second
+
 // seenLimit bounds the attempt ids remembered for the repeated-assign check.
 const seenLimit = 100_000
 
@@ -151,9 +155,12 @@ func (c *Conn) onErrorFrame(f *ErrorFrame) {
 	if f.Fatal {
 		c.mu.Lock()
 		c.failure = &GatewayError{Code: f.Code, Message: f.Message, Fatal: true}
+		// A fatal error is followed by the gateway's close; one that never comes is forced. The
+		// timer is stopped when the session ends sooner (onClosed).
+		if !c.closed && c.closeTimer == nil {
+			c.closeTimer = time.AfterFunc(fatalCloseWait, func() { _ = c.ws.CloseNow() })
+		}
 		c.mu.Unlock()
-		// A fatal error is followed by the gateway's close; one that never comes is forced.
-		time.AfterFunc(5*time.Second, func() { _ = c.ws.CloseNow() })
 	}
 }
 
@@ -183,6 +190,9 @@ func (c *Conn) onClosed(code int, reason string) {
 	}
 	waiting = append(append(waiting, c.renews...), c.drains...)
 	c.pending, c.renews, c.drains = map[string][]*waiter{}, nil, nil
+	if c.closeTimer != nil {
+		c.closeTimer.Stop()
+	}
 	c.mu.Unlock()
 	for _, w := range waiting {
 		w.ch <- reply{err: err}
