@@ -96,6 +96,10 @@ func (w *Worker) report(h *held, r ResultInput) {
 	for {
 		c := w.session()
 		if c == nil {
+			// The worker stopped with no session to send it on: the result is lost and the lease
+			// runs out (the task runs again, as its queue's retry policy says).
+			w.log.Warn("orbit worker: stopped before the result was sent; the lease will run out", "attempt_id", r.AttemptID, "outcome", r.Outcome)
+			w.answered(ResultReport{AttemptID: r.AttemptID, Outcome: r.Outcome, Err: ErrResultNotSent})
 			return
 		}
 		ok, err := c.Result(context.Background(), r)

@@ -63,9 +63,17 @@ type Conn struct {
 	renews  []*waiter
 	drains  []*waiter
 	failure error // why the session ended (a violation, a fatal error frame, an idle timeout)
-	closed  bool
-	code    int
-	reason  string
+	// held mirrors the gateway's count of the attempts this session holds (assigned or resumed,
+	// not yet answered by result.ok, cancelled, lost or refused), and maxCapacity is the largest
+	// capacity the session declared: an assign beyond it is refused (docs/worker-protocol.md,
+	// "What an SDK must refuse").
+	held        map[string]struct{}
+	maxCapacity int
+	// closeTimer forces the close a fatal error frame announced; stopped when the session ends.
+	closeTimer *time.Timer
+	closed     bool
+	code       int
+	reason     string
 
 	lastSeen atomic.Int64 // unix nanos of the last frame or ping
 	done     chan struct{}
@@ -105,7 +113,8 @@ func Dial(ctx context.Context, opts DialOptions) (*Conn, error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, opts.HelloTimeout)
 	defer cancel()
-	c := &Conn{opts: opts, seen: map[string]KnownAttempt{}, pending: map[string][]*waiter{}, done: make(chan struct{})}
+	c := &Conn{opts: opts, seen: map[string]KnownAttempt{}, pending: map[string][]*waiter{}, done: make(chan struct{}),
+		held: map[string]struct{}{}, maxCapacity: opts.Registration.Capacity}
 	ws, resp, err := websocket.Dial(hctx, wsURL, &websocket.DialOptions{
 		HTTPClient:   opts.HTTPClient,
 		HTTPHeader:   http.Header{"Authorization": {"Bearer " + opts.Token}},
@@ -172,6 +181,9 @@ func (c *Conn) handshake(ctx context.Context, hello []byte) error {
 			return fail(&ProtocolViolation{Message: p, CloseCode: 1002, AttemptID: id}, websocket.StatusProtocolError, truncateReason(p))
 		}
 		c.hello = f
+		for _, r := range f.Resumed {
+			c.held[r.AttemptID] = struct{}{}
+		}
 		return nil
 	default:
 		msg := f.FrameType() + " before hello.ok"
@@ -278,6 +290,11 @@ func (c *Conn) SetCapacity(n int) error {
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	// Raised before it is sent: the gateway may assign up to n as soon as it reads it. A lower
+	// capacity does not lower the bound: assigns granted before the gateway read it may follow.
+	c.mu.Lock()
+	c.maxCapacity = max(c.maxCapacity, n)
+	c.mu.Unlock()
 	return c.write(b)
 }
 

@@ -2,6 +2,7 @@ package orbit
 
 import (
 	"errors"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -50,6 +51,13 @@ func (c *Conn) dispatch(f GatewayFrame) *ProtocolViolation {
 			c.mu.Unlock()
 			return &ProtocolViolation{Message: problem, CloseCode: 1002, AttemptID: f.AttemptID}
 		}
+		if _, again := c.held[f.AttemptID]; !again {
+			if len(c.held) >= c.maxCapacity {
+				c.mu.Unlock()
+				return &ProtocolViolation{Message: capacityProblem(len(c.held), c.maxCapacity), CloseCode: 1002, AttemptID: f.AttemptID}
+			}
+			c.held[f.AttemptID] = struct{}{}
+		}
 		c.remember(f.AttemptID, KnownAttempt{ConcurrencyKey: f.Task.ConcurrencyKey, ConcurrencyToken: f.ConcurrencyToken})
 		c.mu.Unlock()
 		if c.opts.OnAssign != nil {
@@ -58,12 +66,15 @@ func (c *Conn) dispatch(f GatewayFrame) *ProtocolViolation {
 	case *StartOK:
 		c.settle(f.AttemptID, "start", f)
 	case *ResultOK:
+		c.release(f.AttemptID)
 		c.settle(f.AttemptID, "result", f)
 	case *RenewOK:
+		c.release(f.Lost...)
 		c.settleFIFO(&c.renews, f)
 	case *DrainOK:
 		c.settleFIFO(&c.drains, f)
 	case *TaskCancel:
+		c.release(f.AttemptID)
 		if c.opts.OnCancel != nil {
 			c.opts.OnCancel(c, f)
 		}
@@ -76,6 +87,26 @@ func (c *Conn) dispatch(f GatewayFrame) *ProtocolViolation {
 	}
 	return nil
 }
+
+// capacityProblem is the violation of an assign beyond the declared capacity.
+func capacityProblem(held, capacity int) string {
+	return fmt.Sprintf("task.assign beyond the declared capacity: %d attempts held, capacity %d", held, capacity)
+}
+
+// release: the gateway no longer counts these attempts against the session's capacity. Called on
+// the read goroutine before the frame that says so is handed on, so an assign that follows it on
+// the wire finds the slot free.
+func (c *Conn) release(ids ...string) {
+	c.mu.Lock()
+	for _, id := range ids {
+		delete(c.held, id)
+	}
+	c.mu.Unlock()
+}
+
+// fatalCloseWait is how long the gateway's close may take after a fatal error frame before the
+// session is closed from this side.
+const fatalCloseWait = 5 * time.Second
 
 // seenLimit bounds the attempt ids remembered for the repeated-assign check.
 const seenLimit = 100_000
@@ -124,6 +155,10 @@ func (c *Conn) settleFIFO(list *[]*waiter, f GatewayFrame) {
 func (c *Conn) onErrorFrame(f *ErrorFrame) {
 	answered := false
 	if f.AttemptID != nil {
+		switch f.Code {
+		case "LEASE_LOST", "NOT_FOUND", "STATE_CONFLICT":
+			c.release(*f.AttemptID) // not (or no longer) this session's attempt
+		}
 		// The gateway answers one attempt's requests in order: an error about it answers the oldest.
 		c.mu.Lock()
 		list := c.pending[*f.AttemptID]
@@ -151,9 +186,12 @@ func (c *Conn) onErrorFrame(f *ErrorFrame) {
 	if f.Fatal {
 		c.mu.Lock()
 		c.failure = &GatewayError{Code: f.Code, Message: f.Message, Fatal: true}
+		// A fatal error is followed by the gateway's close; one that never comes is forced. The
+		// timer is stopped when the session ends sooner (onClosed).
+		if !c.closed && c.closeTimer == nil {
+			c.closeTimer = time.AfterFunc(fatalCloseWait, func() { _ = c.ws.CloseNow() })
+		}
 		c.mu.Unlock()
-		// A fatal error is followed by the gateway's close; one that never comes is forced.
-		time.AfterFunc(5*time.Second, func() { _ = c.ws.CloseNow() })
 	}
 }
 
@@ -183,6 +221,9 @@ func (c *Conn) onClosed(code int, reason string) {
 	}
 	waiting = append(append(waiting, c.renews...), c.drains...)
 	c.pending, c.renews, c.drains = map[string][]*waiter{}, nil, nil
+	if c.closeTimer != nil {
+		c.closeTimer.Stop()
+	}
 	c.mu.Unlock()
 	for _, w := range waiting {
 		w.ch <- reply{err: err}

@@ -227,3 +227,55 @@ func (p *proxy) accepted() int {
 	defer p.mu.Unlock()
 	return p.n
 }
+
+// A drain that times out with no session open (the connection dropped, the reconnect not due):
+// the cancelled handler's result cannot be sent; OnResult says so (ErrResultNotSent) and Run
+// returns without waiting for a session. The attempt is left to its lease's expiry.
+func TestDrainTimeoutNoSession(t *testing.T) {
+	g := newGW(t)
+	q := g.queue(0)
+	p := newProxy(t, g.url)
+	entered := make(chan struct{})
+	reports := make(chan orbit.ResultReport, 4)
+	w, err := orbit.NewWorker(orbit.Options{URL: p.url, Token: g.token, Queues: []string{q}, Capacity: 1, Logger: quiet,
+		DrainTimeout: 300 * time.Millisecond,
+		Reconnect:    orbit.ReconnectPolicy{InitialDelay: 20 * time.Second, MaxDelay: 20 * time.Second},
+		OnResult:     func(r orbit.ResultReport) { reports <- r },
+		Handlers: []orbit.Handler{{Name: "stuck", Func: func(ctx context.Context, e *orbit.Event) (any, error) {
+			close(entered)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	task := g.submit(q, "stuck", "", nil, "stuck")
+	<-entered
+	p.cut()
+	deadline := time.Now().Add(10 * time.Second)
+	for w.Connected() {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not notice the dropped connection")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("Run took %v to return with no session", d)
+	}
+	select {
+	case r := <-reports:
+		if r.Outcome != "failed" || !errors.Is(r.Err, orbit.ErrResultNotSent) {
+			t.Fatalf("OnResult %+v, want failed with ErrResultNotSent", r)
+		}
+	default:
+		t.Fatal("OnResult was not told that the result could not be sent")
+	}
+	if st := g.waitState(task, client.TaskRunning); st.AttemptsMade != 1 {
+		t.Fatalf("task %+v", st)
+	}
+}

@@ -43,12 +43,17 @@ type Options struct {
 	// Reconnect is the backoff between connection attempts and when to give up.
 	Reconnect ReconnectPolicy
 	// DrainTimeout bounds how long Run waits, once its ctx is cancelled, for running handlers and
-	// their results; then their ctx is cancelled and their leases are left to expire (default 30 s).
+	// their results (default 30 s). Then the waiting attempts are dropped unstarted, the running
+	// handlers' ctx is cancelled, and for up to 2 s more the results of the handlers that return
+	// (and those already in flight) are sent and answered before the session closes; what is
+	// still unfinished then is left to its lease's expiry (OnResult's Err is ErrResultNotSent for a
+	// result that could not be sent).
 	DrainTimeout time.Duration
 	// HelloTimeout and IdleTimeout are those of each session (DialOptions).
 	HelloTimeout time.Duration
 	IdleTimeout  time.Duration
-	// OnResult is told of every result the gateway answered (or refused: Err set). Optional.
+	// OnResult is told of every result the gateway answered (or refused, or that could not be sent:
+	// Err set). Optional.
 	OnResult func(ResultReport)
 }
 
@@ -58,9 +63,15 @@ type ResultReport struct {
 	Outcome      string
 	TaskState    string
 	Deduplicated bool
-	// Err is the refusal (a *LeaseLostError, a *GatewayError) when the gateway did not take it.
+	// Err is the refusal (a *LeaseLostError, a *GatewayError) when the gateway did not take it,
+	// or ErrResultNotSent when the worker stopped before it could be sent.
 	Err error
 }
+
+// ErrResultNotSent is a ResultReport's Err when the worker stopped (a drain that timed out with no
+// session open, a fatal error) before the result could be sent: the attempt's lease runs out and
+// the task runs again as its queue's retry policy says.
+var ErrResultNotSent = errors.New("orbit: the worker stopped before the result was sent; the attempt's lease will run out")
 
 // credentialsFile holds the fields of a credentials file the worker reads.
 type credentialsFile struct {

@@ -78,7 +78,7 @@ func (w *Worker) runLimitLocked() int {
 
 // pumpLocked takes waiting attempts, oldest first, while run slots are free.
 func (w *Worker) pumpLocked() {
-	for len(w.waiting) > 0 && w.running < w.runLimitLocked() && !w.stopped {
+	for len(w.waiting) > 0 && w.running < w.runLimitLocked() && !w.stopped && !w.aborting {
 		h := w.waiting[0]
 		w.waiting[0] = nil
 		w.waiting = w.waiting[1:]

@@ -19,6 +19,10 @@ const stableSession = 10 * time.Second
 // drainAck bounds the wait for drain.ok: a gateway that never answers must not keep the process up.
 const drainAck = 10 * time.Second
 
+// drainSettle bounds the wait, after a drain timed out and the handlers were cancelled, for them
+// to return and for their results to be answered while the session is still open.
+const drainSettle = 2 * time.Second
+
 // Worker is one worker identity: a session kept open with backoff and resume, its attempts run by
 // their handlers, and a draining stop.
 type Worker struct {
@@ -40,6 +44,7 @@ type Worker struct {
 	finished     map[string]struct{} // recently finished attempt ids: a re-assign is ignored
 	emptyCh      chan struct{}       // closed when nothing is held (while a drain waits)
 	draining     bool
+	aborting     bool // the drain timed out: handlers cancelled, nothing more taken for running
 	stopped      bool
 	fatal        error
 
@@ -104,9 +109,17 @@ func (w *Worker) Connected() bool {
 
 // Run connects and runs until ctx is cancelled, then drains: no more work is taken, running
 // handlers finish (Options.DrainTimeout) and their results are acknowledged, the session is
-// closed with 1000, and Run returns nil. It returns an error when the worker cannot go on: a
-// refused credential, a retired queue, a frozen-capability conflict (STATE_CONFLICT), or the
-// gateway unreachable for Reconnect.MaxAttempts attempts.
+// closed with 1000, and Run returns nil. When the drain times out, the handlers' ctx is
+// cancelled and the results of those that return within a short settle are still sent before
+// the close. It returns an error when the worker cannot go on: a refused credential, a retired
+// queue, a frozen-capability conflict (STATE_CONFLICT), or the gateway unreachable for
+// Reconnect.MaxAttempts attempts.
+//
+// Run does not wait without bound for a handler that ignores its ctx: after a timed-out drain or
+// a fatal error it waits about 5 s more, then returns with such handlers still running. They
+// outlive Run by design (a goroutine cannot be stopped from outside); their results are not
+// sent (OnResult may report ErrResultNotSent after Run returned) and their leases run out, so
+// the tasks run again. A handler must honour its ctx for a prompt, clean stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("orbit: Run was already called on this worker")
@@ -355,9 +368,30 @@ func (w *Worker) drain() {
 	}
 	if !w.settle(w.opts.DrainTimeout) {
 		w.log.Warn("orbit worker: drain timed out; cancelling handlers", "in_flight", w.InFlight())
-		w.cancelAll(errors.New("orbit: the worker stopped before the handler finished"))
+		w.abortHeld(errors.New("orbit: the worker stopped before the handler finished"))
+		// The cancelled handlers return (a handler that honours its ctx returns at once) and their
+		// results, and those already in flight, are sent and answered on the session still open;
+		// bounded, so a handler that ignores its ctx does not keep the worker up.
+		if !w.settle(drainSettle) {
+			w.log.Warn("orbit worker: attempts still unfinished after the drain timeout; their leases will run out", "in_flight", w.InFlight())
+		}
 	}
 	w.stop(nil)
+}
+
+// abortHeld ends a timed-out drain: the waiting attempts are dropped unstarted (their leases run
+// out and their tasks run again without an attempt consumed) and the running handlers' ctx is
+// cancelled with cause.
+func (w *Worker) abortHeld(cause error) {
+	w.mu.Lock()
+	w.aborting = true
+	dropped := w.waiting
+	w.waiting = nil
+	w.mu.Unlock()
+	for _, h := range dropped {
+		w.release(h)
+	}
+	w.cancelAll(cause)
 }
 
 // stop ends the worker: err nil after a drain, else the fatal error Run returns.

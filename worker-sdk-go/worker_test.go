@@ -266,3 +266,49 @@ func TestNewWorkerRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// A drain that times out cancels the running handlers, then still sends the results they return
+// on the open session: OnResult fires with the gateway's answer and the task is not left RUNNING
+// until its lease runs out.
+func TestDrainTimeoutReports(t *testing.T) {
+	g := newGW(t)
+	q := g.queue(0)
+	entered := make(chan struct{})
+	var mu sync.Mutex
+	var reports []orbit.ResultReport
+	w, err := orbit.NewWorker(orbit.Options{URL: g.url, Token: g.token, Queues: []string{q}, Capacity: 1, Logger: quiet,
+		DrainTimeout: 300 * time.Millisecond,
+		OnResult: func(r orbit.ResultReport) {
+			mu.Lock()
+			reports = append(reports, r)
+			mu.Unlock()
+		},
+		Handlers: []orbit.Handler{{Name: "stuck", Func: func(ctx context.Context, e *orbit.Event) (any, error) {
+			close(entered)
+			<-ctx.Done()
+			return nil, &orbit.PermanentError{Code: "STOPPED", Err: context.Cause(ctx)}
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	task := g.submit(q, "stuck", "", nil, "stuck")
+	<-entered
+	began := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("Run took %v to return after a 300 ms drain timeout", d)
+	}
+	mu.Lock()
+	got := append([]orbit.ResultReport(nil), reports...)
+	mu.Unlock()
+	if len(got) != 1 || got[0].Outcome != "failed" || got[0].Err != nil || got[0].TaskState != client.TaskFailed {
+		t.Fatalf("OnResult reports %+v, want one failed result answered by the gateway", got)
+	}
+	st := g.waitState(task, client.TaskFailed)
+	if st.Result == nil || st.Result.Error == nil || st.Result.Error.Code != "STOPPED" {
+		t.Fatalf("task %+v", st)
+	}
+}
