@@ -305,3 +305,106 @@ describe('valid keyed assign', () => {
     expect(s.received.map((x) => x.type)).toEqual(['start']);
   });
 });
+
+// A gateway never assigns beyond the capacity a session declared (a real one cannot be made to),
+// so these feed the extra assign from the hostile fake gateway: the SDK's own refusal.
+describe('task.assign beyond the declared capacity → close 1002, handler never runs', () => {
+  const beyond = (held: number, capacity: number) => `task.assign beyond the declared capacity: ${held} attempts held, capacity ${capacity}`;
+
+  /** A low-level session with capacity `capacity`, recording its assigns and violations in order. */
+  async function session(capacity: number, resume?: string[]) {
+    const conn = await connect({
+      url: gw.url,
+      token: 'secret-token',
+      registration: { workerId: `w-cap-${hexId().slice(0, 8)}`, queues: [hexId()], capacity, concurrencyKeys: true, resume },
+    });
+    const s = await gw.nextSession();
+    const seen: string[] = [];
+    conn.on('assign', (f) => seen.push(`assign ${f.attempt_id}`));
+    conn.on('protocolError', (v) => seen.push(`violation ${v.attemptId}: ${v.message}`));
+    return { conn, s, seen };
+  }
+
+  it('refuses a new attempt once capacity are held; a repeated assign of a held one is accepted', async () => {
+    const { s, seen } = await session(2);
+    const a = s.assign({});
+    const b = s.assign({});
+    s.send(a); // the same attempt again: allowed by the protocol, not counted twice
+    const c = s.assign({});
+    const closed = await s.closed;
+    expect(closed).toEqual({ code: 1002, reason: beyond(2, 2) });
+    await vi.waitFor(() => expect(seen).toHaveLength(4), { timeout: 5000, interval: 10 });
+    expect(seen).toEqual([`assign ${a.attempt_id}`, `assign ${b.attempt_id}`, `assign ${a.attempt_id}`, `violation ${c.attempt_id}: ${beyond(2, 2)}`]);
+  });
+
+  it('counts as the gateway does: cancel, renew.ok lost, LEASE_LOST/NOT_FOUND/STATE_CONFLICT and result.ok free a slot; resumed attempts hold one', async () => {
+    const { conn, s, seen } = await session(1);
+    const ids: string[] = [];
+    const next = () => {
+      const f = s.assign({});
+      ids.push(f.attempt_id);
+      return f.attempt_id;
+    };
+    const a = next();
+    s.send({ type: 'task.cancel', attempt_id: a, reason: 'CANCELLED' });
+    const b = next();
+    s.send({ type: 'renew.ok', leases: [], lost: [b] });
+    let prev = next();
+    for (const code of ['LEASE_LOST', 'NOT_FOUND', 'STATE_CONFLICT']) {
+      s.send({ type: 'error', code, message: 'no', attempt_id: prev, fatal: false });
+      prev = next();
+    }
+    s.send({ type: 'result.ok', attempt_id: prev, deduplicated: false, task_state: 'SUCCEEDED' });
+    const last = next();
+    // Raised before the capacity frame is sent, not lowered by a lower capacity (granted assigns may follow).
+    await vi.waitFor(() => expect(seen).toHaveLength(ids.length), { timeout: 5000, interval: 10 });
+    conn.capacity(2);
+    conn.capacity(1);
+    expect(await s.next('capacity')).toEqual({ type: 'capacity', capacity: 2 });
+    const second = next();
+    const extra = s.assign({});
+    expect(await s.closed).toEqual({ code: 1002, reason: beyond(2, 2) });
+    await vi.waitFor(() => expect(seen).toHaveLength(ids.length + 1), { timeout: 5000, interval: 10 });
+    expect(seen).toEqual([...ids.map((id) => `assign ${id}`), `violation ${extra.attempt_id}: ${beyond(2, 2)}`]);
+    expect(ids.at(-2)).toBe(last);
+    expect(ids.at(-1)).toBe(second);
+
+    // A resumed attempt is held from hello.ok on.
+    const resumed = hexId();
+    gw.leases.set(resumed, { state: 'RUNNING' });
+    const r = await session(1, [resumed]);
+    const over = r.s.assign({});
+    expect(await r.s.closed).toEqual({ code: 1002, reason: beyond(1, 1) });
+    await vi.waitFor(() => expect(r.seen).toEqual([`violation ${over.attempt_id}: ${beyond(1, 1)}`]), { timeout: 5000, interval: 10 });
+  });
+
+  it('a worker never hands the extra attempt to a handler and does not resume it', async () => {
+    let calls = 0;
+    const w = createWorker({
+      url: gw.url,
+      token: 'secret-token',
+      queues: [hexId()],
+      capacity: 1,
+      prefetch: 1,
+      handlers: { 'object.update': { versions: ['v1'], fn: () => void calls++ } },
+      logger: silent,
+      reconnect: { initialDelayMs: 20, maxDelayMs: 100 },
+    });
+    workers.push(w);
+    const violations: ProtocolViolation[] = [];
+    w.on('protocolError', (v) => violations.push(v));
+    const s = await gw.nextSession();
+    await w.ready;
+    expect(s.hello.capacity).toBe(2);
+    const a = s.assign({});
+    const b = s.assign({});
+    const c = s.assign({});
+    expect(await s.closed).toEqual({ code: 1002, reason: beyond(2, 2) });
+    expect(violations.map((v) => [v.attemptId, v.message])).toEqual([[c.attempt_id, beyond(2, 2)]]);
+    const s2 = await gw.nextSession();
+    expect(s2.hello.resume).toEqual([a.attempt_id, b.attempt_id]);
+    await new Promise((r) => setTimeout(r, 50)); // absence: the handler is not called (no start.ok was sent)
+    expect(calls).toBe(0);
+    expect(s.received.filter((x) => x.type === 'start').map((x) => (x as { attempt_id: string }).attempt_id)).toEqual([a.attempt_id]);
+  });
+});

@@ -4,6 +4,7 @@
 // owns the sessions; this module only asks it for the open one.
 import type { ResultInput, WorkerConnection } from './connection.js';
 import { heldSignal, type Held, type HeldAttempts } from './held-attempts.js';
+import { RESULT_NOT_SENT } from './errors.js';
 import { errorResult, handlerNotFoundResult, locallyRejectedResult, successResult } from './handler-result.js';
 import { handlerFor, taskContext, type Handler, type Logger } from './task-context.js';
 import type { WorkerEvents } from './worker-options.js';
@@ -19,7 +20,7 @@ export interface AttemptHost {
   session(): Promise<WorkerConnection | null>;
   /** The open session if there is one now: spares the attempt an await (a promise hop) per request. */
   openSession(): WorkerConnection | undefined;
-  /** The gateway answered the attempt's result (or refused it). */
+  /** The gateway answered the attempt's result (or refused it, or it could not be sent). */
   answered(r: WorkerEvents['result'][0]): void;
 }
 
@@ -80,7 +81,16 @@ export async function runAttempt(host: AttemptHost, h: Held): Promise<void> {
 async function reportResult(host: AttemptHost, h: Held): Promise<void> {
   for (;;) {
     const conn = host.openSession() ?? (await host.session());
-    if (!conn) return;
+    if (!conn) {
+      // The worker stopped with no session to send it on: the result is lost and the lease runs
+      // out (the task runs again, as its queue's retry policy says).
+      host.log.warn(
+        { worker_id: host.workerId, attempt_id: h.id, outcome: h.result!.outcome },
+        'orbit worker: stopped before the result was sent; the lease will run out',
+      );
+      host.answered({ attemptId: h.id, outcome: h.result!.outcome, error: RESULT_NOT_SENT });
+      return;
+    }
     try {
       const ok = await conn.result(h.result!);
       host.answered({ attemptId: h.id, outcome: h.result!.outcome, taskState: ok.task_state, deduplicated: ok.deduplicated });

@@ -25,7 +25,7 @@ import { ID_RE } from '@orbit/protocol/ids';
 import { BatchedSocket } from './batched-socket.js';
 import { connectUrl, helloFrame, type ConnectOptions, type ConnectionEvent, type Registration, type ResultInput } from './connect-options.js';
 import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, describeError } from './errors.js';
-import { assignProblem, helloOkProblem, outgoingProblem, type KnownAttempt } from './frame-checks.js';
+import { assignProblem, capacityProblem, helloOkProblem, outgoingProblem, type KnownAttempt } from './frame-checks.js';
 import { readHandshakeRefusal } from './handshake-refusal.js';
 import { IdleWatch } from './idle-watch.js';
 import { PendingReplies } from './pending-replies.js';
@@ -78,6 +78,12 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   private failure?: Error; // why the session ended, handed to waiting requests
   private settleOpen!: { resolve: (c: WorkerConnection) => void; reject: (e: Error) => void };
   private readonly seen = new Map<string, KnownAttempt>();
+  /** The gateway's count of the attempts this session holds (assigned or resumed, not yet
+   * answered by result.ok, cancelled, lost or refused), and the largest capacity the session
+   * declared: an assign of a new attempt beyond it is refused (docs/worker-protocol.md, "What an
+   * SDK must refuse"). */
+  private readonly sessionHeld = new Set<string>();
+  private maxCapacity: number;
   private readonly pending = new PendingReplies();
   private readonly renews: Waiter<RenewOkFrame>[] = [];
   private readonly drains: Waiter<void>[] = [];
@@ -89,6 +95,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   constructor(opts: ConnectOptions) {
     super();
     this.registration = opts.registration;
+    this.maxCapacity = opts.registration.capacity;
     const idleMs = opts.idleTimeoutMs ?? 45_000;
     if (idleMs > 0) {
       this.idle = new IdleWatch(idleMs, () => {
@@ -157,6 +164,11 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
 
   /** Changes intake (0 pauses it). No reply. */
   capacity(n: number): void {
+    const problem = outgoingProblem({ type: 'capacity', capacity: n });
+    if (problem) throw new OrbitError('INVALID_ARGUMENT', `invalid capacity frame: ${problem}`);
+    // Raised before it is sent: the gateway may assign up to n as soon as it reads it. A lower
+    // capacity does not lower the bound: assigns granted before the gateway read it may follow.
+    this.maxCapacity = Math.max(this.maxCapacity, n);
     this.sendFrame({ type: 'capacity', capacity: n });
   }
 
@@ -239,18 +251,30 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
       case 'task.assign': {
         const problem = assignProblem(f, this.registration.concurrencyKeys, this.seen.get(f.attempt_id));
         if (problem) return this.violate(new ProtocolViolation(problem, { attemptId: f.attempt_id }));
+        if (!this.sessionHeld.has(f.attempt_id)) {
+          // A repeated assign of a held attempt is accepted (the protocol allows it); a new one
+          // beyond the declared capacity would start handlers without bound.
+          if (this.sessionHeld.size >= this.maxCapacity) {
+            return this.violate(new ProtocolViolation(capacityProblem(this.sessionHeld.size, this.maxCapacity), { attemptId: f.attempt_id }));
+          }
+          this.sessionHeld.add(f.attempt_id);
+        }
         this.remember(f.attempt_id, { concurrencyKey: f.task.concurrency_key, concurrencyToken: f.concurrency_token });
         return this.deliver({ type: 'task.assign', frame: f });
       }
       case 'start.ok':
         return this.pending.settle(f.attempt_id, 'start', f);
       case 'result.ok':
+        // Released before the frame is handed on, so an assign that follows it finds the slot free.
+        this.sessionHeld.delete(f.attempt_id);
         return this.pending.settle(f.attempt_id, 'result', f);
       case 'renew.ok':
+        for (const id of f.lost) this.sessionHeld.delete(id);
         return void this.renews.shift()?.resolve(f); // replies come in request order
       case 'drain.ok':
         return void this.drains.shift()?.resolve();
       case 'task.cancel':
+        this.sessionHeld.delete(f.attempt_id);
         return this.deliver({ type: 'task.cancel', frame: f });
       case 'goaway':
         return this.deliver({ type: 'goaway', frame: f });
@@ -272,6 +296,7 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
     if (problem) return this.violate(new ProtocolViolation(problem.message, { attemptId: problem.attemptId }));
     clearTimeout(this.helloTimer);
     this.hello = f;
+    for (const r of f.resumed) this.sessionHeld.add(r.attempt_id);
     this.state = 'open';
     this.settleOpen.resolve(this);
     // Frames that arrived with hello.ok (same TCP read) are held one macrotask so that whoever
@@ -292,6 +317,8 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private onErrorFrame(f: ErrorFrame): void {
+    // Not (or no longer) this session's attempt: the gateway no longer counts it.
+    if (f.attempt_id !== undefined && (f.code === 'LEASE_LOST' || f.code === 'NOT_FOUND' || f.code === 'STATE_CONFLICT')) this.sessionHeld.delete(f.attempt_id);
     // Errors about one attempt answer the oldest request for it (the gateway answers in order).
     const answered =
       f.attempt_id !== undefined &&

@@ -35,6 +35,12 @@ export function assignProblem(f: TaskAssignFrame, concurrencyKeys: boolean, prev
   return null;
 }
 
+/** The violation of a task.assign of a new attempt while the session holds `held` attempts and
+ * declared at most `capacity` (the Go SDK reports the same message). */
+export function capacityProblem(held: number, capacity: number): string {
+  return `task.assign beyond the declared capacity: ${held} attempts held, capacity ${capacity}`;
+}
+
 /** The SDK's own checks on hello.ok: the violation (and the attempt it is about), or null. It must
  * name this worker, and a resumed attempt keeps the token this process knows it by. */
 export function helloOkProblem(f: HelloOkFrame, workerId: string, known: ReadonlyMap<string, KnownAttempt>): { message: string; attemptId?: string } | null {

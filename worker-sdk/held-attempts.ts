@@ -47,12 +47,17 @@ function abortHeld(h: Held, reason: unknown): void {
 /** How many finished attempt ids are remembered to ignore a repeated task.assign. */
 const FINISHED_MEMORY = 10_000;
 
+/** Bounds the wait, after a close timed out and the handlers were aborted, for them to return and
+ * for their results to be answered on the session still open (the Go SDK's drainSettle). */
+export const DRAIN_SETTLE_MS = 2000;
+
 export class HeldAttempts {
   private readonly held = new Map<string, Held>();
   private readonly finished = new Set<string>(); // recently finished ids: ignore re-assigns
   private emptied: (() => void)[] = []; // settle() waiting for nothing to be held
   private waiting: Held[] = []; // granted, not yet taken: oldest first
   private running = 0; // attempts holding a run slot
+  private aborting = false; // handlers aborted (a timed-out close, a fatal error): nothing more is taken for running
 
   constructor(
     private readonly log: Logger,
@@ -108,7 +113,7 @@ export class HeldAttempts {
 
   /** Takes waiting attempts, oldest first, while run slots are free. */
   pump(): void {
-    while (this.waiting.length > 0 && this.running < this.runLimit()) {
+    while (this.waiting.length > 0 && this.running < this.runLimit() && !this.aborting) {
       const h = this.waiting.shift()!;
       if (this.held.get(h.id) !== h || h.phase !== 'waiting') continue; // dropped while it waited
       h.phase = 'starting';
@@ -172,6 +177,7 @@ export class HeldAttempts {
   /** Aborts every held handler with `reason` and drops the waiting attempts unstarted (their
    * leases run out; the tasks run again without an attempt consumed). */
   abortAll(reason: unknown): void {
+    this.aborting = true;
     for (const h of this.waiting.splice(0)) {
       h.lost = true;
       this.release(h);
@@ -180,18 +186,34 @@ export class HeldAttempts {
   }
 
   /** Waits until nothing is held, including attempts admitted meanwhile. After `timeoutMs` the
-   * handlers are aborted and their leases left to expire. */
+   * waiting attempts are dropped unstarted and the running handlers aborted; for up to
+   * DRAIN_SETTLE_MS more the results of the handlers that return (and those already in flight)
+   * are sent and answered on the session still open. What is unfinished then is left to its
+   * lease's expiry. */
   async settle(timeoutMs?: number): Promise<void> {
-    if (this.held.size === 0) return;
+    if ((await this.emptiedWithin(timeoutMs)) === 'empty') return;
+    this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
+    this.abortAll(new Error('worker closed before the handler finished'));
+    // An aborted handler that honours its signal returns at once; bounded, so one that ignores it
+    // does not keep the worker up.
+    if ((await this.emptiedWithin(DRAIN_SETTLE_MS)) === 'timeout') {
+      this.log.warn(
+        { worker_id: this.workerId, in_flight: this.held.size },
+        'orbit worker: attempts still unfinished after the close timeout; their leases will run out',
+      );
+    }
+  }
+
+  /** Resolves 'empty' once nothing is held, or 'timeout' after `timeoutMs` (never without one). */
+  private async emptiedWithin(timeoutMs?: number): Promise<'empty' | 'timeout'> {
+    if (this.held.size === 0) return 'empty';
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((r) => {
       if (timeoutMs !== undefined) timer = setTimeout(() => r('timeout'), timeoutMs);
     });
     const emptied = new Promise<'empty'>((r) => this.emptied.push(() => r('empty')));
-    if ((await Promise.race([emptied, timedOut])) === 'timeout') {
-      this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
-      this.abortAll(new Error('worker closed before the handler finished'));
-    }
+    const outcome = await Promise.race([emptied, timedOut]);
     clearTimeout(timer);
+    return outcome;
   }
 }

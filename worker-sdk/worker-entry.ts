@@ -10,6 +10,7 @@ export {
   LeaseLostError,
   PermanentError,
   ProtocolViolation,
+  RESULT_NOT_SENT,
   RetryableError,
   UnknownOutcomeError,
   isOrbitSdkError,

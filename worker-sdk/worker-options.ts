@@ -66,7 +66,8 @@ export type WorkerEvents = {
   gatewayError: [GatewayError];
   /** An attempt's lease is gone (task.cancel, a failed renew or resume); its signal has fired. */
   leaseLost: [attemptId: string, reason: string];
-  /** The gateway answered an attempt's result (or refused it: `error` is the code). */
+  /** The gateway answered an attempt's result, or refused it (`error` is the code), or the worker
+   * stopped before it could be sent (`error` is `RESULT_NOT_SENT`: the lease runs out). */
   result: [{ attemptId: string; outcome: string; taskState?: string; deduplicated?: boolean; error?: string }];
   /** The worker stopped for good: `run()` and `ready` reject with the same error. */
   fatal: [Error];

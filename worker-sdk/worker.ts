@@ -153,7 +153,11 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /** Drains: asks for no more work, waits for in-flight handlers and their result.ok, then
-   * closes with 1000. After `timeoutMs` the handlers are aborted and their leases left to expire. */
+   * closes with 1000. After `timeoutMs` the waiting attempts are dropped unstarted and the
+   * handlers' signal aborted; the results of those that return within about 2 s (and results in
+   * flight) are still sent on the open session before the close. What is unfinished then is left
+   * to its lease's expiry (a result that could not be sent: `result` event with
+   * `error: 'RESULT_NOT_SENT'`). */
   close(opts: { timeoutMs?: number } = {}): Promise<void> {
     this.closing ??= this.drainAndClose(opts.timeoutMs);
     return this.closing;
