@@ -26,6 +26,7 @@ import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone }
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
 import { dbTimeToMs } from '../db/time.js';
+import { JsonText } from '../db/sql-format.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
@@ -184,16 +185,16 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
     tasks.push(row);
     if (it.key !== null)
       receipts.push({
-        namespaceId: row.namespace_id,
-        key: it.key,
+        namespace_id: row.namespace_id,
+        idempotency_key: it.key,
         operation: SUBMIT_OPERATION,
-        targetId: '',
+        target_id: '',
         fingerprint: fingerprints[i]!,
-        httpStatus: 201,
-        json: json!,
-        resourceId: row.id,
-        credentialId: it.credential.id,
-        createdAt,
+        http_status: 201,
+        response_data: new JsonText(json!),
+        resource_id: row.id,
+        credential_id: it.credential.id,
+        created_at: createdAt,
       });
     byQueue.add(q.id);
     outcomes[i] = { ok: true, status: 201, data, json };
