@@ -62,13 +62,7 @@ export async function attemptQueues(c: Conn, ids: string[], known: ReadonlyMap<s
   return out;
 }
 
-export interface StartStateRow extends RowDataPacket {
-  id: string;
-  namespace_id: string;
-  worker_id: string;
-  state: AttemptState;
-  started_at: string | null;
-  lease_expires_at: string;
+export interface StartStateRow extends RowDataPacket, Pick<AttemptFields, 'id' | 'namespace_id' | 'worker_id' | 'state' | 'started_at' | 'lease_expires_at'> {
   /** 1 when lease_expires_at > now. */
   live: number;
 }

@@ -8,6 +8,7 @@ import { dbNow } from '../db/time.js';
 import { closeAttempts, updateEndedTasks, type ClosedAttempt, type EndedTask } from '../db/attempt-batches.js';
 import type { WaitingRow } from '../db/waiting-tasks.js';
 import type { TaskFields } from '../db/tasks.js';
+import type { AttemptFields } from '../db/attempts.js';
 import { OUTCOME_EVENT, type PermitLedger } from './ledger.js';
 
 type EndState = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'NEEDS_REVIEW' | 'WAITING';
@@ -66,15 +67,7 @@ export type AttemptEnd = keyof typeof ATTEMPT_ENDS;
 export type TaskEnd = keyof typeof TASK_ENDS;
 
 /** A live attempt as its ending needs it (locked). */
-export interface LiveAttempt {
-  id: string;
-  task_id: string;
-  namespace_id: string;
-  application_id: string;
-  queue_id: string;
-  concurrency_key: Buffer | null;
-  state: 'LEASED' | 'RUNNING' | string;
-}
+export type LiveAttempt = Pick<AttemptFields, 'id' | 'task_id' | 'namespace_id' | 'application_id' | 'queue_id' | 'concurrency_key' | 'state'>;
 
 /** A task as its ending needs it (locked). */
 // prettier-ignore
