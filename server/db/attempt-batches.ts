@@ -2,6 +2,7 @@
 // whatever the number of rows (IN lists and CASE columns, chunked only past the statement budget),
 // each UPDATE naming its ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
+import type { AttemptFields } from './attempts.js';
 import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
@@ -61,13 +62,7 @@ export async function attemptQueues(c: Conn, ids: string[], known: ReadonlyMap<s
   return out;
 }
 
-export interface StartStateRow extends RowDataPacket {
-  id: string;
-  namespace_id: string;
-  worker_id: string;
-  state: AttemptState;
-  started_at: string | null;
-  lease_expires_at: string;
+export interface StartStateRow extends RowDataPacket, Pick<AttemptFields, 'id' | 'namespace_id' | 'worker_id' | 'state' | 'started_at' | 'lease_expires_at'> {
   /** 1 when lease_expires_at > now. */
   live: number;
 }
@@ -82,18 +77,9 @@ export async function readStartStates(c: Conn, ids: string[], now: string): Prom
 }
 
 /** An attempt and its task as a result needs them, both rows locked. */
-export interface ResultRow extends RowDataPacket {
-  id: string;
-  task_id: string;
-  namespace_id: string;
-  application_id: string;
-  queue_id: string;
-  state: AttemptState;
-  worker_id: string;
-  concurrency_key: Buffer | null;
-  lease_expires_at: string;
-  result_fingerprint: string | null;
-  result_reply: string | null;
+// prettier-ignore
+export interface ResultRow extends RowDataPacket, Pick<AttemptFields, 'id' | 'task_id' | 'namespace_id' | 'application_id' | 'queue_id' | 'state'
+  | 'worker_id' | 'concurrency_key' | 'lease_expires_at' | 'result_fingerprint' | 'result_reply'> {
   live: number;
   t_state: TaskState;
   t_attempts_made: number;

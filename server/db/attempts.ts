@@ -8,7 +8,8 @@ import type { Attempt } from '@orbit/protocol/http-views';
 import type { AttemptState } from '@orbit/protocol/states';
 import { placeholders, rowById } from './placeholders.js';
 
-export interface AttemptRow extends RowDataPacket {
+/** An attempt's columns (AttemptRow adds what its reads compute). */
+export interface AttemptFields {
   id: string;
   task_id: string;
   namespace_id: string;
@@ -30,6 +31,9 @@ export interface AttemptRow extends RowDataPacket {
   error_message: string | null;
   result_fingerprint: string | null;
   result_reply: string | null;
+}
+
+export interface AttemptRow extends RowDataPacket, AttemptFields {
   /** 1 when lease_expires_at > now (computed by the database clock in the query). */
   lease_live: number;
   /** The database clock when the row was read (lease times are computed from it). */

@@ -4,7 +4,8 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn, Tx } from './pool.js';
 import { readFixedShape, write } from './pipeline.js';
 import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
-import type { TaskRow } from './tasks.js';
+import type { TaskFields, TaskRow } from './tasks.js';
+import type { AttemptFields } from './attempts.js';
 import { leaveWaiting, type WaitingRow } from './waiting-tasks.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
@@ -86,8 +87,12 @@ export function candidateReadSql(s: CandidateSpec, now: string, i: number, index
   return [sql, args];
 }
 
-const CANDIDATE_COLUMNS = `t.id, t.namespace_id, t.queue_id, t.seq, t.handler, t.handler_version, t.payload_version, t.payload, t.business_key,
-  t.concurrency_key, t.priority, t.deadline_at, t.attempts_created, t.workflow_run_id, t.workflow_step, t.workflow_index`;
+// prettier-ignore
+const CANDIDATE = [
+  'id', 'namespace_id', 'queue_id', 'seq', 'handler', 'handler_version', 'payload_version', 'payload', 'business_key', 'concurrency_key', 'priority',
+  'deadline_at', 'attempts_created', 'workflow_run_id', 'workflow_step', 'workflow_index',
+] as const satisfies readonly (keyof TaskFields)[];
+const CANDIDATE_COLUMNS = CANDIDATE.map((c) => `t.${c}`).join(', ');
 
 export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: { priority: number; seq: bigint | string }): number {
   if (a.priority !== b.priority) return b.priority - a.priority;
@@ -96,25 +101,7 @@ export function byClaimOrder(a: { priority: number; seq: bigint | string }, b: {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-export type CandidateRow = Pick<
-  TaskRow,
-  | 'id'
-  | 'namespace_id'
-  | 'queue_id'
-  | 'seq'
-  | 'handler'
-  | 'handler_version'
-  | 'payload_version'
-  | 'payload'
-  | 'business_key'
-  | 'concurrency_key'
-  | 'priority'
-  | 'deadline_at'
-  | 'attempts_created'
-  | 'workflow_run_id'
-  | 'workflow_step'
-  | 'workflow_index'
->;
+export type CandidateRow = Pick<TaskFields, (typeof CANDIDATE)[number]>;
 
 /** SKIP LOCKED: rows another claimer holds are skipped, never waited for. */
 export async function lockCandidates(c: Tx, ids: string[]): Promise<CandidateRow[]> {
@@ -165,41 +152,20 @@ export async function grantKeys(
   return { grants: out, now: rows[0]!.now as string };
 }
 
-export interface NewAttempt {
-  id: string;
-  taskId: string;
-  namespaceId: string;
-  applicationId: string;
-  queueId: string;
-  attemptNo: number;
-  workerId: string;
-  sessionId: string;
-  concurrencyKey: Buffer | null;
-  token: string | null;
-  leasedAt: string;
-  leaseExpiresAt: string;
-}
+/** The columns an attempt's INSERT takes from its row; its state is LEASED. */
+// prettier-ignore
+const ATTEMPT_INSERTED = [
+  'id', 'task_id', 'namespace_id', 'application_id', 'queue_id', 'attempt_no', 'worker_id', 'session_id', 'concurrency_key', 'concurrency_token',
+  'leased_at', 'lease_expires_at',
+] as const satisfies readonly (keyof AttemptFields)[];
+export type NewAttempt = Pick<AttemptFields, (typeof ATTEMPT_INSERTED)[number]>;
 
 export async function insertAttempts(c: Tx, rows: NewAttempt[]): Promise<void> {
   await write(
     c,
-    `INSERT INTO attempts (id, task_id, namespace_id, application_id, queue_id, attempt_no, state, worker_id, session_id,
-        concurrency_key, concurrency_token, leased_at, lease_expires_at)
-     VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?, 'LEASED', ?, ?, ?, ?, ?, ?)").join(', ')}`,
-    rows.flatMap((a) => [
-      a.id,
-      a.taskId,
-      a.namespaceId,
-      a.applicationId,
-      a.queueId,
-      a.attemptNo,
-      a.workerId,
-      a.sessionId,
-      a.concurrencyKey,
-      a.token,
-      a.leasedAt,
-      a.leaseExpiresAt,
-    ]),
+    `INSERT INTO attempts (${ATTEMPT_INSERTED.join(', ')}, state)
+     VALUES ${placeholderRows(rows.length, `(${placeholders(ATTEMPT_INSERTED.length)}, 'LEASED')`)}`,
+    rows.flatMap((a) => ATTEMPT_INSERTED.map((n) => a[n])),
   );
 }
 

@@ -110,16 +110,14 @@ export async function markQueueRetired(c: Conn, id: string, reason: string): Pro
   );
 }
 
-export async function readHelloQueues(
-  c: Conn,
-  namespaceId: string,
-  ids: string[],
-): Promise<{ id: string; lease_seconds: number; retired_at: string | null }[]> {
+type HelloQueue = { id: string; lease_seconds: number; retired_at: string | null };
+
+export async function readHelloQueues(c: Conn, namespaceId: string, ids: string[]): Promise<HelloQueue[]> {
   const [qrows] = await c.query<RowDataPacket[]>(
     `SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${placeholders(ids.length)})`,
     [namespaceId, ...ids],
   );
-  return qrows as { id: string; lease_seconds: number; retired_at: string | null }[];
+  return qrows as HelloQueue[];
 }
 
 export async function queueIdsInNamespace(c: Conn, namespaceId: string, ids: string[]): Promise<Set<string>> {

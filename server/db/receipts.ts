@@ -3,7 +3,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool, Conn, Tx } from './pool.js';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
-import { placeholderRows } from './placeholders.js';
+import { placeholderRows, placeholders } from './placeholders.js';
 import { JsonText } from './sql-format.js';
 
 export interface ReceiptRow extends RowDataPacket {
@@ -55,42 +55,32 @@ export function receiptsRead(keys: [string, string][]): [string, string[]] {
   ];
 }
 
+/** A complete receipt, by column. */
 export interface NewReceipt {
-  namespaceId: string;
-  key: string;
+  namespace_id: string;
+  idempotency_key: string;
   operation: string;
-  targetId: string;
+  target_id: string;
   fingerprint: string;
-  httpStatus: number;
+  http_status: number;
   /** The frozen reply: the same JSON text the HTTP reply sends. */
-  json: string;
-  resourceId: string | null;
-  credentialId: string;
-  createdAt: string;
+  response_data: JsonText;
+  resource_id: string | null;
+  credential_id: string;
+  created_at: string;
 }
+
+// prettier-ignore
+const INSERTED = [
+  'namespace_id', 'idempotency_key', 'operation', 'target_id', 'fingerprint', 'http_status', 'response_data', 'resource_id', 'credential_id', 'created_at',
+] as const satisfies readonly (keyof NewReceipt)[];
 
 /** Complete receipts of a batch, queued, chunked to the statement budget. A key that exists, or
  * is in flight in another transaction (waited for), fails the statement with ER_DUP_ENTRY, and
  * the caller falls back to the per-item path. */
 export async function insertReceipts(c: Tx, rows: NewReceipt[]): Promise<void> {
-  const values = rows.map((r) => [
-    r.namespaceId,
-    r.key,
-    r.operation,
-    r.targetId,
-    r.fingerprint,
-    r.httpStatus,
-    new JsonText(r.json),
-    r.resourceId,
-    r.credentialId,
-    r.createdAt,
-  ]);
+  const values = rows.map((r) => INSERTED.map((n) => r[n]));
   for (const chunk of chunkRows(c, values, (v) => v)) {
-    await write(
-      c,
-      `INSERT INTO receipts (namespace_id, idempotency_key, operation, target_id, fingerprint, http_status, response_data, resource_id, credential_id, created_at)
-       VALUES ${placeholderRows(chunk.length, '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')}`,
-      chunk.flat(),
-    );
+    await write(c, `INSERT INTO receipts (${INSERTED.join(', ')}) VALUES ${placeholderRows(chunk.length, `(${placeholders(INSERTED.length)})`)}`, chunk.flat());
   }
 }

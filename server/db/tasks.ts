@@ -8,7 +8,8 @@ import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-
 import type { TaskState } from '@orbit/protocol/states';
 import { Conditions, placeholderRows, placeholders, rowById } from './placeholders.js';
 
-export interface TaskRow extends RowDataPacket {
+/** A task's columns; TaskRow is the same read back from the driver. */
+export interface TaskFields {
   id: string;
   namespace_id: string;
   application_id: string;
@@ -42,8 +43,9 @@ export interface TaskRow extends RowDataPacket {
   workflow_step: string | null;
   workflow_index: number | null;
 }
+export interface TaskRow extends RowDataPacket, TaskFields {}
 
-export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
+export function taskResult(r: TaskFields, summary: boolean): TaskResult | null {
   if (!r.result_outcome) return null;
   const res: TaskResult = { outcome: r.result_outcome as TaskResult['outcome'] };
   if (!summary && r.result_output !== null) res.output = JSON.parse(r.result_output);
@@ -52,7 +54,7 @@ export function taskResult(r: TaskRow, summary: boolean): TaskResult | null {
 }
 
 /** `summary` omits payload and result.output. */
-export function taskView(r: TaskRow, summary = false): Task {
+export function taskView(r: TaskFields, summary = false): Task {
   const v: Task = {
     id: r.id,
     namespace_id: r.namespace_id,
@@ -102,85 +104,31 @@ export const TASK_COLUMNS = `id, namespace_id, application_id, queue_id, seq, ha
   created_at, updated_at, finished_at, current_attempt_id, result_outcome, result_output, result_error_code, result_error_message,
   schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index`;
 
-export interface NewTask {
-  id: string;
-  namespaceId: string;
-  applicationId: string;
-  queueId: string;
-  handler: string;
-  handlerVersion: string;
-  payloadVersion: string;
-  payloadJson: string;
-  businessKey: string | null;
-  concurrencyKey: Buffer | null;
-  priority: number;
-  maxAttempts: number;
-  notBefore: string | null;
-  origin?: TaskOrigin;
-  workflow?: { runId: string; step: string; index: number | null };
-}
+/** The columns a task's INSERT takes from its row; state and the attempt counts are literals. */
+// prettier-ignore
+const INSERTED = [
+  'id', 'namespace_id', 'application_id', 'queue_id', 'handler', 'handler_version', 'payload_version', 'payload', 'business_key', 'concurrency_key',
+  'priority', 'max_attempts', 'not_before', 'deadline_at', 'created_at', 'updated_at', 'schedule_id', 'schedule_version', 'scheduled_for',
+  'workflow_run_id', 'workflow_step', 'workflow_index',
+] as const satisfies readonly (keyof TaskFields)[];
 
-export interface TaskOrigin {
-  scheduleId: string;
-  scheduleVersion: number;
-  scheduledFor: string;
-}
-
-/** The columns a task's INSERT takes from its row (insertedTaskRow); state and the attempt counts are literals. */
-const INSERTED = `id, namespace_id, application_id, queue_id, handler, handler_version, payload_version, payload, business_key, concurrency_key, priority,
-  max_attempts, not_before, deadline_at, created_at, updated_at, schedule_id, schedule_version, scheduled_for, workflow_run_id, workflow_step, workflow_index`;
-const INSERTED_NAMES = INSERTED.split(/,\s*/);
-
-/** A whole submit batch (rows of insertedTaskRow), queued: task rows, key row locks and waiting
- * rows. Times come from the database clock, so nothing is read back. */
-export async function insertTasks(c: Tx, tasks: TaskRow[]): Promise<void> {
-  const rows = tasks.map((t) => INSERTED_NAMES.map((n) => t[n] as unknown));
+/** A whole submit batch, queued: task rows, key row locks and waiting rows. Times come from the
+ * database clock, so nothing is read back. */
+export async function insertTasks(c: Tx, tasks: TaskFields[]): Promise<void> {
+  const rows = tasks.map((t) => INSERTED.map((n) => t[n]));
   for (const chunk of chunkRows(c, rows, (r) => r)) {
-    const row = `(${placeholders(INSERTED_NAMES.length)}, 'WAITING', 0, 0)`;
-    await write(c, `INSERT INTO tasks (${INSERTED}, state, attempts_made, attempts_created) VALUES ${placeholderRows(chunk.length, row)}`, chunk.flat());
+    const row = `(${placeholders(INSERTED.length)}, 'WAITING', 0, 0)`;
+    await write(
+      c,
+      `INSERT INTO tasks (${INSERTED.join(', ')}, state, attempts_made, attempts_created) VALUES ${placeholderRows(chunk.length, row)}`,
+      chunk.flat(),
+    );
   }
   // Key rows after the task rows and before the queue and application rows (the lock order).
   const lock = lockKeysSql(keysToLock(tasks));
   if (lock) await write(c, ...lock);
   const ids = tasks.map((t) => t.id);
   await enterWaiting(c, ids, lock ? behindInBatch(tasks) : null);
-}
-
-export function insertedTaskRow(t: NewTask & { createdAt: string; deadlineAt: string }): TaskRow {
-  return {
-    id: t.id,
-    namespace_id: t.namespaceId,
-    application_id: t.applicationId,
-    queue_id: t.queueId,
-    seq: '0',
-    handler: t.handler,
-    handler_version: t.handlerVersion,
-    payload_version: t.payloadVersion,
-    payload: t.payloadJson,
-    business_key: t.businessKey,
-    concurrency_key: t.concurrencyKey,
-    priority: t.priority,
-    state: 'WAITING',
-    attempts_made: 0,
-    attempts_created: 0,
-    max_attempts: t.maxAttempts,
-    not_before: t.notBefore,
-    deadline_at: t.deadlineAt,
-    created_at: t.createdAt,
-    updated_at: t.createdAt,
-    finished_at: null,
-    current_attempt_id: null,
-    result_outcome: null,
-    result_output: null,
-    result_error_code: null,
-    result_error_message: null,
-    schedule_id: t.origin?.scheduleId ?? null,
-    schedule_version: t.origin?.scheduleVersion ?? null,
-    scheduled_for: t.origin?.scheduledFor ?? null,
-    workflow_run_id: t.workflow?.runId ?? null,
-    workflow_step: t.workflow?.step ?? null,
-    workflow_index: t.workflow?.index ?? null,
-  } as TaskRow;
 }
 
 export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;

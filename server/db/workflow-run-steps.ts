@@ -24,8 +24,13 @@ export interface RunStepRow {
   updated_at: string;
 }
 
-const COLUMNS = `run_id, step_key, namespace_id, application_id, run_seq, state, ready_cause, skipped_because, task_count, output,
-  error_code, error_message, signal_deadline_at, started_at, finished_at, updated_at`;
+/** The columns written as they are; the times after them are computed (writeRunSteps). */
+// prettier-ignore
+const PLAIN = [
+  'run_id', 'step_key', 'namespace_id', 'application_id', 'run_seq', 'state', 'ready_cause', 'skipped_because', 'task_count', 'output', 'error_code',
+  'error_message',
+] as const satisfies readonly (keyof RunStepRow)[];
+const COLUMNS = `${PLAIN.join(', ')}, signal_deadline_at, started_at, finished_at, updated_at`;
 
 export async function readRunSteps(db: Pool | Conn, runIds: string[]): Promise<RunStepRow[]> {
   if (runIds.length === 0) return [];
@@ -52,20 +57,7 @@ export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
     return '?';
   };
   const values = rows.map((r) => {
-    args.push(
-      r.run_id,
-      r.step_key,
-      r.namespace_id,
-      r.application_id,
-      r.run_seq,
-      r.state,
-      r.ready_cause,
-      r.skipped_because,
-      r.task_count,
-      r.output,
-      r.error_code,
-      r.error_message,
-    );
+    args.push(...PLAIN.map((n) => r[n]));
     let deadline = '?';
     if (r.signal_deadline_at !== null && typeof r.signal_deadline_at === 'object') {
       deadline = 'UTC_TIMESTAMP(3) + INTERVAL ? SECOND';
@@ -73,7 +65,7 @@ export async function writeRunSteps(c: Conn, rows: StepWrite[]): Promise<void> {
     } else args.push(r.signal_deadline_at);
     const started = time(r.started_at);
     const finished = time(r.finished_at);
-    return `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${deadline}, ${started}, ${finished}, UTC_TIMESTAMP(3))`;
+    return `(${placeholders(PLAIN.length)}, ${deadline}, ${started}, ${finished}, UTC_TIMESTAMP(3))`;
   });
   await c.query(
     `INSERT INTO workflow_run_steps (${COLUMNS}) VALUES ${values.join(', ')}

@@ -3,11 +3,12 @@
 // holds the rows' locks, attempt then task). Results, the sweeper, cancels, :resolve, reconnect
 // releases and workflow cancels all end here; the effects go to the transaction's ledger (ledger.ts).
 import type { ResultFrame } from '@orbit/protocol/frames';
-import type { TaskState } from '@orbit/protocol/states';
 import type { Tx } from '../db/pool.js';
 import { dbNow } from '../db/time.js';
 import { closeAttempts, updateEndedTasks, type ClosedAttempt, type EndedTask } from '../db/attempt-batches.js';
 import type { WaitingRow } from '../db/waiting-tasks.js';
+import type { TaskFields } from '../db/tasks.js';
+import type { AttemptFields } from '../db/attempts.js';
 import { OUTCOME_EVENT, type PermitLedger } from './ledger.js';
 
 type EndState = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'NEEDS_REVIEW' | 'WAITING';
@@ -66,30 +67,12 @@ export type AttemptEnd = keyof typeof ATTEMPT_ENDS;
 export type TaskEnd = keyof typeof TASK_ENDS;
 
 /** A live attempt as its ending needs it (locked). */
-export interface LiveAttempt {
-  id: string;
-  task_id: string;
-  namespace_id: string;
-  application_id: string;
-  queue_id: string;
-  concurrency_key: Buffer | null;
-  state: 'LEASED' | 'RUNNING' | string;
-}
+export type LiveAttempt = Pick<AttemptFields, 'id' | 'task_id' | 'namespace_id' | 'application_id' | 'queue_id' | 'concurrency_key' | 'state'>;
 
 /** A task as its ending needs it (locked). */
-export interface EndingTask {
-  id: string;
-  namespace_id: string;
-  application_id: string;
-  queue_id: string;
-  concurrency_key: Buffer | null;
-  state: TaskState;
-  attempts_made: number;
-  current_attempt_id: string | null;
-  not_before: string | null;
-  workflow_run_id: string | null;
-  workflow_step: string | null;
-}
+// prettier-ignore
+export type EndingTask = Pick<TaskFields, 'id' | 'namespace_id' | 'application_id' | 'queue_id' | 'concurrency_key' | 'state' | 'attempts_made'
+  | 'current_attempt_id' | 'not_before' | 'workflow_run_id' | 'workflow_step'>;
 
 export interface AttemptEnding {
   a: LiveAttempt;

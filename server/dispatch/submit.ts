@@ -18,7 +18,7 @@ import { liveQueuesTouch, submitQueuesOf, submitQueuesRead, type SubmitQueueRow,
 import { queryAll } from '../db/pipeline.js';
 import { unfinishedTasksReservation } from '../db/applications.js';
 import { applyChecked, commitIfApplied, NotApplied } from '../db/conditional-commit.js';
-import { insertTasks, insertedTaskRow, taskView, type TaskOrigin, type TaskRow } from '../db/tasks.js';
+import { insertTasks, taskView, type TaskFields } from '../db/tasks.js';
 import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
 import { coalesce, type Coalesced } from './coalesce.js';
@@ -26,6 +26,7 @@ import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone }
 import { queueNotFound, unfinishedTasksQuota } from './refusals.js';
 import type { PreparedSubmit } from './submit-input.js';
 import { dbTimeToMs } from '../db/time.js';
+import { JsonText } from '../db/sql-format.js';
 
 export const SUBMIT_OPERATION = 'POST /v1/tasks';
 
@@ -44,7 +45,8 @@ export interface SubmitCommand {
   /** From the node's cache: the transaction checks that it is still live. */
   checkCredential?: boolean;
   prepared: PreparedSubmit;
-  origin?: TaskOrigin;
+  /** A schedule's task: its fire. */
+  origin?: { scheduleId: string; scheduleVersion: number; scheduledFor: string };
   /** A workflow step's task: not_before = the database clock + delay. */
   workflow?: { runId: string; step: string; index: number | null; delaySeconds: number };
 }
@@ -111,7 +113,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   });
 
   const keysInBatch = new Set<string>();
-  const tasks: TaskRow[] = [];
+  const tasks: TaskFields[] = [];
   const receipts: NewReceipt[] = [];
   const byQueue = new Set<string>();
   for (const i of live) {
@@ -143,42 +145,56 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
       continue;
     }
     if (k !== null) keysInBatch.add(k);
-    const t = {
+    const at = (seconds: number) => fromIso(new Date(nowMs + seconds * 1000).toISOString())!;
+    const row: TaskFields = {
       id: newId(),
-      namespaceId: it.credential.namespaceId,
-      applicationId: it.credential.applicationId,
-      queueId: q.id,
+      namespace_id: it.credential.namespaceId,
+      application_id: it.credential.applicationId,
+      queue_id: q.id,
+      seq: '0',
       handler: n.handler,
-      handlerVersion: n.handler_version,
-      payloadVersion: n.payload_version,
-      payloadJson: it.prepared.payloadJson,
-      businessKey: n.business_key ?? null,
-      concurrencyKey: n.concurrency_key === undefined ? null : Buffer.from(n.concurrency_key, 'utf8'),
+      handler_version: n.handler_version,
+      payload_version: n.payload_version,
+      payload: it.prepared.payloadJson,
+      business_key: n.business_key ?? null,
+      concurrency_key: n.concurrency_key === undefined ? null : Buffer.from(n.concurrency_key, 'utf8'),
       priority: n.priority,
-      maxAttempts: n.max_attempts ?? q.retry_max_attempts,
-      notBefore: n.not_before === undefined ? null : fromIso(n.not_before),
-      createdAt,
-      deadlineAt: fromIso(new Date(nowMs + n.deadline_seconds * 1000).toISOString())!,
-      origin: it.origin,
-      workflow: it.workflow && { runId: it.workflow.runId, step: it.workflow.step, index: it.workflow.index },
+      state: 'WAITING',
+      attempts_made: 0,
+      attempts_created: 0,
+      max_attempts: n.max_attempts ?? q.retry_max_attempts,
+      not_before: it.workflow && it.workflow.delaySeconds > 0 ? at(it.workflow.delaySeconds) : n.not_before === undefined ? null : fromIso(n.not_before),
+      deadline_at: at(n.deadline_seconds),
+      created_at: createdAt,
+      updated_at: createdAt,
+      finished_at: null,
+      current_attempt_id: null,
+      result_outcome: null,
+      result_output: null,
+      result_error_code: null,
+      result_error_message: null,
+      schedule_id: it.origin?.scheduleId ?? null,
+      schedule_version: it.origin?.scheduleVersion ?? null,
+      scheduled_for: it.origin?.scheduledFor ?? null,
+      workflow_run_id: it.workflow?.runId ?? null,
+      workflow_step: it.workflow?.step ?? null,
+      workflow_index: it.workflow?.index ?? null,
     };
-    if (it.workflow && it.workflow.delaySeconds > 0) t.notBefore = fromIso(new Date(nowMs + it.workflow.delaySeconds * 1000).toISOString());
-    const row = insertedTaskRow(t);
     const data = { task: taskView(row), deduplicated: false };
     const json = it.key === null ? undefined : JSON.stringify(data);
     tasks.push(row);
     if (it.key !== null)
       receipts.push({
-        namespaceId: t.namespaceId,
-        key: it.key,
+        namespace_id: row.namespace_id,
+        idempotency_key: it.key,
         operation: SUBMIT_OPERATION,
-        targetId: '',
+        target_id: '',
         fingerprint: fingerprints[i]!,
-        httpStatus: 201,
-        json: json!,
-        resourceId: t.id,
-        credentialId: it.credential.id,
-        createdAt,
+        http_status: 201,
+        response_data: new JsonText(json!),
+        resource_id: row.id,
+        credential_id: it.credential.id,
+        created_at: createdAt,
       });
     byQueue.add(q.id);
     outcomes[i] = { ok: true, status: 201, data, json };
@@ -221,7 +237,7 @@ export async function createTasksInTransaction(
   };
 }
 
-function stepTaskRows(tasks: TaskRow[]): NewStepTaskRow[] {
+function stepTaskRows(tasks: TaskFields[]): NewStepTaskRow[] {
   return tasks
     .filter((t) => t.workflow_run_id)
     .map((t) => ({
