@@ -1,4 +1,4 @@
-// A close that times out (docs/worker-protocol.md, "Prefetch", "Drain"), against a real gateway
+// A close that times out (docs/worker-protocol.md "Prefetch", its Drain bullet), against a real gateway
 // process: waiting attempts are dropped unstarted, the running handlers' signal is aborted, and
 // the results of the handlers that return are still sent on the open session before the close;
 // with no session open, the `result` event says the result was not sent (RESULT_NOT_SENT) and the
