@@ -2,7 +2,8 @@
 // process: waiting attempts are dropped unstarted, the running handlers' signal is aborted, and
 // the results of the handlers that return are still sent on the open session before the close;
 // with no session open, the `result` event says the result was not sent (RESULT_NOT_SENT) and the
-// lease runs out. The Go SDK's TestDrainTimeoutReports / TestDrainTimeoutNoSession do the same.
+// lease runs out. The abort's reason is an UnknownOutcomeError: a handler that rethrows it reports
+// `unknown` (NEEDS_REVIEW). The Go SDK's TestDrainTimeoutReports / TestDrainTimeoutNoSession do the same.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient, createWorker, PermanentError, RESULT_NOT_SENT, type TaskContext, type Worker, type WorkerEvents } from '../worker-sdk/index.js';
 import { useGatewayFixture } from './support/fixture.js';
@@ -69,6 +70,37 @@ describe('a close that times out', () => {
     expect(t.result?.error?.code).toBe('STOPPED');
     // The waiting attempt was never started: its task is not failed and consumed no run of a handler.
     expect((await getTask(waiting)).state).not.toBe('FAILED');
+  });
+
+  it('a handler that rethrows its abort reason reports unknown: the task goes to NEEDS_REVIEW, not FAILED', async () => {
+    const q = await newQueue();
+    const started: string[] = [];
+    const reports: ResultReport[] = [];
+    const w = createWorker({
+      url: f.gw.url,
+      token: f.t.token,
+      queues: [q],
+      capacity: 1,
+      logger: silent,
+      handlers: {
+        h: (e: TaskContext) =>
+          new Promise((_resolve, reject) => {
+            started.push(e.task.id);
+            e.signal.addEventListener('abort', () => reject(e.signal.reason as Error), { once: true });
+          }),
+      },
+    });
+    workers.push(w);
+    w.on('result', (r) => reports.push(r));
+    await w.ready;
+    const task = await submit(q, 0);
+    await waitFor('the handler', () => started.length === 1);
+    await w.close({ timeoutMs: 300 });
+    // The SDK cannot know whether the aborted handler's effect happened.
+    expect(reports).toEqual([{ attemptId: expect.any(String), outcome: 'unknown', taskState: 'NEEDS_REVIEW', deduplicated: false }]);
+    const t = await getTask(task);
+    expect(t.state).toBe('NEEDS_REVIEW');
+    expect(t.result?.error?.code).toBe('UNKNOWN_OUTCOME');
   });
 
   it('with no session open, reports the result as not sent and returns without waiting for one', async () => {

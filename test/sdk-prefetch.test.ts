@@ -1,7 +1,8 @@
 // The Node SDK's prefetch (docs/worker-protocol.md, "Prefetch") against a real gateway process:
 // at most `capacity` handlers run while `capacity + prefetch` attempts are held, waiting attempts
 // run oldest first, keep their leases by renewal, are dropped unstarted when cancelled, still run
-// when the worker pauses or closes; and the shared vectors of the option's validation.
+// when the worker pauses or closes; a lost running attempt frees its run slot at once, even if its
+// handler ignores the abort; and the shared vectors of the option's validation.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -149,6 +150,45 @@ describe('prefetch against a real gateway', () => {
     expect(await state(second)).toBe('CANCELLED');
     const [after] = await client().getTaskAttempts(second);
     expect(after!.started_at).toBeNull();
+  });
+
+  // A RUNNING task cannot be cancelled by the API (409; docs/http-api.md): a running attempt is
+  // lost by its lease's expiry (task.cancel LEASE_EXPIRED, or renew.ok's lost), here forced in the
+  // database and swept within 100 ms.
+  it('a lost running attempt whose handler ignores its abort frees its run slot at once (prefetch 0): the next task starts', async () => {
+    const q = await newQueue();
+    const g = gate(); // the first handler returns only when the test ends
+    const seen: string[] = [];
+    let firstReturned = false;
+    const w = worker(q, 1, 0, async (e) => {
+      seen.push(e.task.id);
+      if (seen.length === 1) {
+        await g.opened; // ignores e.signal
+        firstReturned = true;
+      }
+      return {};
+    });
+    const lost: [string, string][] = [];
+    w.on('leaseLost', (id, reason) => lost.push([id, reason]));
+    await w.ready;
+    const first = await submit(q, 0);
+    await waitFor('the first handler', () => seen.length === 1);
+    await waitState(first, 'RUNNING');
+    const [attempt] = await client().getTaskAttempts(first);
+    await f.db.pool.query('UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE id = ?', [attempt!.id]);
+    await waitFor('the running attempt lost', () => lost.length === 1);
+    expect(lost[0]![0]).toBe(attempt!.id);
+    await waitState(first, 'NEEDS_REVIEW');
+    // The gateway no longer counts the lost attempt and assigns the next task; the SDK starts it
+    // although the first handler has not returned.
+    const second = await submit(q, 1);
+    await waitFor('the second handler', () => seen.length === 2, 5000);
+    expect(seen).toEqual([first, second]);
+    expect(firstReturned).toBe(false);
+    await waitState(second, 'SUCCEEDED');
+    g.release();
+    await waitFor('the first handler returned', () => firstReturned && w.inFlight === 0);
+    expect(await state(first)).toBe('NEEDS_REVIEW'); // its result is not sent
   });
 
   it("a waiting attempt's lease is renewed: it outlives a lease shortened under it", async () => {

@@ -5,7 +5,7 @@
 import type { TaskAssignFrame } from '@orbit/protocol/frames';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 import type { KnownAttempt, ResultInput } from './connection.js';
-import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation } from './errors.js';
+import { ConnectionClosedError, GatewayError, LeaseLostError, ProtocolViolation, UnknownOutcomeError } from './errors.js';
 import type { Logger } from './task-context.js';
 
 export interface Held {
@@ -13,7 +13,8 @@ export interface Held {
   frame: TaskAssignFrame;
   /** waiting: granted but not taken for running (no start sent); starting and running hold a run slot. */
   phase: 'waiting' | 'starting' | 'running' | 'reporting';
-  /** Holds one of the worker's run slots (from being taken until its handler returns). */
+  /** Holds one of the worker's run slots (from being taken until its handler returns or the
+   * attempt is lost, whichever comes first). */
   slot: boolean;
   /** Made on the first read of the handler's `e.signal` (heldSignal): most handlers never read it,
    * and an AbortController (an EventTarget) was the largest allocation of an attempt. An abort
@@ -141,7 +142,10 @@ export class HeldAttempts {
     if (this.held.size === 0) for (const w of this.emptied.splice(0)) w();
   }
 
-  /** The attempt lost its right to execute: abort its handler (a result being reported is kept). */
+  /** The attempt lost its right to execute: abort its handler (a result being reported is kept)
+   * and free its run slot at once. The gateway stops counting a lost attempt and may assign the
+   * next one now; a handler that ignores its abort must not keep that one (and, for a keyed
+   * task, the key's permit granted to it) waiting. Its result, if it ever returns, is not sent. */
   markLost(id: string, reason: string): void {
     const h = this.held.get(id);
     if (!h || h.phase === 'reporting' || h.lost) return;
@@ -154,6 +158,7 @@ export class HeldAttempts {
     } else {
       this.log.warn({ worker_id: this.workerId, attempt_id: id, reason }, 'orbit worker: lease lost, aborting handler');
       abortHeld(h, new LeaseLostError(id, reason));
+      this.freeSlot(h); // the handler's own freeSlot when it returns is then a no-op
     }
     this.onLost(id, reason);
   }
@@ -193,7 +198,10 @@ export class HeldAttempts {
   async settle(timeoutMs?: number): Promise<void> {
     if ((await this.emptiedWithin(timeoutMs)) === 'empty') return;
     this.log.warn({ worker_id: this.workerId, in_flight: this.held.size }, 'orbit worker: close timed out; aborting handlers');
-    this.abortAll(new Error('worker closed before the handler finished'));
+    // The SDK cannot know whether an aborted handler's effect happened: a handler that rethrows
+    // its signal's reason reports `unknown` (the task goes to NEEDS_REVIEW, as its lease's expiry
+    // would send it); one that throws its own error keeps that error's mapping.
+    this.abortAll(new UnknownOutcomeError('worker closed before the handler finished'));
     // An aborted handler that honours its signal returns at once; bounded, so one that ignores it
     // does not keep the worker up.
     if ((await this.emptiedWithin(DRAIN_SETTLE_MS)) === 'timeout') {
