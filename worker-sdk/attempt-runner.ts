@@ -83,7 +83,8 @@ async function reportResult(host: AttemptHost, h: Held): Promise<void> {
     const conn = host.openSession() ?? (await host.session());
     if (!conn) {
       // The worker stopped with no session to send it on: the result is lost and the lease runs
-      // out (the task runs again, as its queue's retry policy says).
+      // out. A started attempt's task then goes to NEEDS_REVIEW (expire-running: its effect is
+      // unknown), not to another run; an unstarted one's (HANDLER_NOT_FOUND) waits again.
       host.log.warn(
         { worker_id: host.workerId, attempt_id: h.id, outcome: h.result!.outcome },
         'orbit worker: stopped before the result was sent; the lease will run out',

@@ -317,7 +317,9 @@ export class WorkerConnection extends EventEmitter<ConnectionEvents> {
   }
 
   private onErrorFrame(f: ErrorFrame): void {
-    // Not (or no longer) this session's attempt: the gateway no longer counts it.
+    // Not (or no longer) this session's attempt: the gateway no longer counts it after LEASE_LOST
+    // or NOT_FOUND. It still does after STATE_CONFLICT; dropping it here too can only make this
+    // count lower than the gateway's (a looser bound, never a false refusal).
     if (f.attempt_id !== undefined && (f.code === 'LEASE_LOST' || f.code === 'NOT_FOUND' || f.code === 'STATE_CONFLICT')) this.sessionHeld.delete(f.attempt_id);
     // Errors about one attempt answer the oldest request for it (the gateway answers in order).
     const answered =

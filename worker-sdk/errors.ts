@@ -103,13 +103,14 @@ export class PermanentError extends Error {
   }
 }
 
-/** The gateway broke the protocol (bad frame, inconsistent token, …). The SDK closes the
- * connection with 1002 (1003 for binary) and never runs a handler for the offending frame. */
 /** The `error` of a worker's `result` event when the worker stopped (a close that timed out with
  * no session open, a fatal error) before the attempt's result could be sent: the lease runs out
- * and the task runs again as its queue's retry policy says (the Go SDK's ErrResultNotSent). */
+ * and, since a handler's result belongs to a started (RUNNING) attempt, the task goes to
+ * NEEDS_REVIEW (its effect is unknown), not to another run (the Go SDK's ErrResultNotSent). */
 export const RESULT_NOT_SENT = 'RESULT_NOT_SENT' as const;
 
+/** The gateway broke the protocol (bad frame, inconsistent token, …). The SDK closes the
+ * connection with 1002 (1003 for binary) and never runs a handler for the offending frame. */
 export class ProtocolViolation extends Error {
   readonly code = 'PROTOCOL_ERROR' as const;
   readonly closeCode: number;
