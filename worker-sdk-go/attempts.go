@@ -17,7 +17,7 @@ type held struct {
 	ctx            context.Context
 	cancel         context.CancelCauseFunc
 	phase          string // waiting (no start sent), starting, running, reporting
-	slot           bool   // holds a run slot: from being taken until its handler returns
+	slot           bool   // holds a run slot: from being taken until its handler returns or it is lost
 	lost           bool
 	leaseExpiresAt string
 }
@@ -86,7 +86,7 @@ func (w *Worker) callHandler(h *held, fn HandlerFunc, e *Event) (r ResultInput) 
 	}()
 	out, err := fn(h.ctx, e)
 	if err != nil {
-		return errorResult(e.AttemptID, err)
+		return handlerErrorResult(h.ctx, e.AttemptID, err)
 	}
 	return successResult(e.AttemptID, out)
 }
@@ -97,7 +97,7 @@ func (w *Worker) report(h *held, r ResultInput) {
 		c := w.session()
 		if c == nil {
 			// The worker stopped with no session to send it on: the result is lost and the lease
-			// runs out (the task runs again, as its queue's retry policy says).
+			// of the RUNNING attempt runs out (the task goes to NEEDS_REVIEW).
 			w.log.Warn("orbit worker: stopped before the result was sent; the lease will run out", "attempt_id", r.AttemptID, "outcome", r.Outcome)
 			w.answered(ResultReport{AttemptID: r.AttemptID, Outcome: r.Outcome, Err: ErrResultNotSent})
 			return
@@ -153,8 +153,8 @@ func (w *Worker) isLost(h *held) bool {
 	return h.lost
 }
 
-// markLost: the attempt lost its right to execute; its handler's ctx is cancelled (a result being
-// reported is kept: the gateway decides).
+// markLost: the attempt lost its right to execute (task.cancel, renew.ok's lost, hello.ok's lost);
+// its handler's ctx is cancelled (a result being reported is kept: the gateway decides).
 func (w *Worker) markLost(id, reason string) {
 	w.mu.Lock()
 	h := w.held[id]
@@ -164,6 +164,13 @@ func (w *Worker) markLost(id, reason string) {
 	}
 	h.lost = true
 	waiting := h.phase == "waiting"
+	if !waiting {
+		// The gateway stopped counting the attempt and may assign another at once: its run slot
+		// goes to the next waiting attempt now, not when the handler returns (a handler that
+		// ignores its ctx would hold it, and block new work, for ever). Freeing it again when the
+		// handler returns is a no-op.
+		w.freeSlotLocked(h)
+	}
 	w.mu.Unlock()
 	if waiting {
 		// Never started: nothing to cancel and nothing to report (an unstarted attempt's loss

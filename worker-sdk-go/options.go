@@ -69,8 +69,8 @@ type ResultReport struct {
 }
 
 // ErrResultNotSent is a ResultReport's Err when the worker stopped (a drain that timed out with no
-// session open, a fatal error) before the result could be sent: the attempt's lease runs out and
-// the task runs again as its queue's retry policy says.
+// session open, a fatal error) before the result could be sent: the lease of the attempt, RUNNING
+// since its start, runs out and the task goes to NEEDS_REVIEW (the effect's fate is unknown).
 var ErrResultNotSent = errors.New("orbit: the worker stopped before the result was sent; the attempt's lease will run out")
 
 // credentialsFile holds the fields of a credentials file the worker reads.

@@ -1,6 +1,7 @@
 package orbit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,32 @@ func successResult(attemptID string, output any) ResultInput {
 	}
 	r.Output = text
 	return r
+}
+
+// handlerErrorResult maps the error a handler returned with its ctx. After a timed-out drain, whose
+// cancel cause is an *UnknownOutcomeError (the effect may or may not have happened), a handler that
+// returns its ctx's error (context.Canceled or the cause, wrapped or not) reports that cause:
+// unknown, and the task goes to NEEDS_REVIEW rather than FAILED. An error of the handler's own
+// keeps its mapping (errorResult): a *RetryError, an *UnknownOutcomeError of its own, a
+// *PermanentError (even one wrapping context.Cause(ctx)), or any other error not from the ctx.
+func handlerErrorResult(ctx context.Context, attemptID string, err error) ResultInput {
+	cause := context.Cause(ctx)
+	var closed *UnknownOutcomeError
+	if !errors.As(cause, &closed) {
+		return errorResult(attemptID, err)
+	}
+	var re *RetryError
+	var ue *UnknownOutcomeError
+	var pe *PermanentError
+	switch {
+	case errors.As(err, &re), errors.As(err, &ue) && ue != closed:
+		return errorResult(attemptID, err)
+	case errors.As(err, &pe):
+		return failed(attemptID, codeOr(pe.Code, "FAILED"), errText(pe.Err))
+	case errors.Is(err, context.Canceled), errors.Is(err, closed):
+		return errorResult(attemptID, closed)
+	}
+	return errorResult(attemptID, err)
 }
 
 // errorResult maps a handler's error: *RetryError → retry, *UnknownOutcomeError → unknown,

@@ -93,8 +93,8 @@ func (w *Worker) pumpLocked() {
 	}
 }
 
-// freeSlotLocked: the attempt's handler is done (or will not run); its run slot goes to the next
-// waiting attempt.
+// freeSlotLocked: the attempt's handler is done (or will not run, or the attempt was lost); its
+// run slot goes to the next waiting attempt. A second call for the same attempt is a no-op.
 func (w *Worker) freeSlotLocked(h *held) {
 	if !h.slot {
 		return

@@ -118,8 +118,11 @@ func (w *Worker) Connected() bool {
 // Run does not wait without bound for a handler that ignores its ctx: after a timed-out drain or
 // a fatal error it waits about 5 s more, then returns with such handlers still running. They
 // outlive Run by design (a goroutine cannot be stopped from outside); their results are not
-// sent (OnResult may report ErrResultNotSent after Run returned) and their leases run out, so
-// the tasks run again. A handler must honour its ctx for a prompt, clean stop.
+// sent (OnResult may report ErrResultNotSent after Run returned) and the leases of their RUNNING
+// attempts run out, so the tasks go to NEEDS_REVIEW. A handler that returns its ctx's error after
+// a timed-out drain reports unknown (NEEDS_REVIEW too: context.Cause is an *UnknownOutcomeError);
+// one that returns its own error or output reports that. A handler must honour its ctx for a
+// prompt, clean stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return errors.New("orbit: Run was already called on this worker")
@@ -368,7 +371,9 @@ func (w *Worker) drain() {
 	}
 	if !w.settle(w.opts.DrainTimeout) {
 		w.log.Warn("orbit worker: drain timed out; cancelling handlers", "in_flight", w.InFlight())
-		w.abortHeld(errors.New("orbit: the worker stopped before the handler finished"))
+		// The cause says the effect's fate is unknown: a handler that returns its ctx's error
+		// reports unknown (NEEDS_REVIEW), not failed (handlerErrorResult).
+		w.abortHeld(&UnknownOutcomeError{Err: errors.New("orbit: the worker closed before the handler finished")})
 		// The cancelled handlers return (a handler that honours its ctx returns at once) and their
 		// results, and those already in flight, are sent and answered on the session still open;
 		// bounded, so a handler that ignores its ctx does not keep the worker up.

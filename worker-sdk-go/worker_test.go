@@ -2,10 +2,13 @@ package orbit_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,5 +313,104 @@ func TestDrainTimeoutReports(t *testing.T) {
 	st := g.waitState(task, client.TaskFailed)
 	if st.Result == nil || st.Result.Error == nil || st.Result.Error.Code != "STOPPED" {
 		t.Fatalf("task %+v", st)
+	}
+}
+
+// A running attempt that loses its lease (task.cancel or renew.ok's lost, here after its lease is
+// cut short in the database) frees its run slot at once, not when its handler returns: with
+// Capacity 1 and no prefetch, a handler that ignores its ctx does not keep the next task from
+// running (the gateway stopped counting the lost attempt and assigns the next one).
+func TestLostFreesSlot(t *testing.T) {
+	g := newGW(t)
+	q := g.queue(5) // renew_ms ≈ 1.7 s
+	db, err := sql.Open("mysql", os.Getenv("ORBIT_TEST_MYSQL_DSN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	entered := make(chan string, 2)
+	hold := make(chan struct{})
+	var calls atomic.Int32
+	w, err := orbit.NewWorker(orbit.Options{URL: g.url, Token: g.token, Queues: []string{q}, Capacity: 1, Logger: quiet,
+		DrainTimeout: 300 * time.Millisecond,
+		Handlers: []orbit.Handler{{Name: "h", Func: func(ctx context.Context, e *orbit.Event) (any, error) {
+			entered <- e.Task.ID
+			if calls.Add(1) == 1 {
+				<-hold // ignores its ctx, until the test ends
+			}
+			return nil, nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWorker(t, w)
+	t.Cleanup(func() { close(hold) }) // before the worker's drain (cleanups run last first)
+	first := g.submit(q, "h", "", nil, "first")
+	select {
+	case id := <-entered:
+		if id != first {
+			t.Fatalf("handler called for %s, want %s", id, first)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first handler was not called")
+	}
+	if _, err := db.Exec("UPDATE attempts SET lease_expires_at = UTC_TIMESTAMP(3) - INTERVAL 1 SECOND WHERE task_id = ?", first); err != nil {
+		t.Fatalf("expire the lease (ORBIT_TEST_MYSQL_DSN): %v", err)
+	}
+	g.waitState(first, client.TaskNeedsReview)
+	second := g.submit(q, "h", "", nil, "second")
+	select {
+	case id := <-entered:
+		if id != second {
+			t.Fatalf("handler called for %s, want %s", id, second)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second task's handler was not called while the lost one's handler still runs")
+	}
+	g.waitState(second, client.TaskSucceeded)
+}
+
+// A drain that times out cancels the handlers' ctx with an *UnknownOutcomeError cause: a handler
+// that returns ctx.Err() reports unknown, and its task goes to NEEDS_REVIEW, not FAILED (the SDK
+// cannot know whether the effect happened).
+func TestDrainTimeoutUnknown(t *testing.T) {
+	g := newGW(t)
+	q := g.queue(0)
+	entered := make(chan struct{})
+	cause := make(chan error, 1)
+	reports := make(chan orbit.ResultReport, 1)
+	w, err := orbit.NewWorker(orbit.Options{URL: g.url, Token: g.token, Queues: []string{q}, Capacity: 1, Logger: quiet,
+		DrainTimeout: 300 * time.Millisecond,
+		OnResult:     func(r orbit.ResultReport) { reports <- r },
+		Handlers: []orbit.Handler{{Name: "h", Func: func(ctx context.Context, e *orbit.Event) (any, error) {
+			close(entered)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runWorker(t, w)
+	task := g.submit(q, "h", "", nil, "h")
+	<-entered
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case r := <-reports:
+		if r.Outcome != "unknown" || r.Err != nil || r.TaskState != client.TaskNeedsReview {
+			t.Fatalf("OnResult %+v, want unknown answered with NEEDS_REVIEW", r)
+		}
+	default:
+		t.Fatal("no OnResult before Run returned")
+	}
+	st := g.waitState(task, client.TaskNeedsReview, client.TaskFailed)
+	if st.State != client.TaskNeedsReview || st.Result == nil || st.Result.Error == nil || st.Result.Error.Code != "UNKNOWN_OUTCOME" {
+		t.Fatalf("task %+v, want NEEDS_REVIEW with UNKNOWN_OUTCOME", st)
+	}
+	var ue *orbit.UnknownOutcomeError
+	if err := <-cause; !errors.As(err, &ue) {
+		t.Fatalf("cause %v, want an *UnknownOutcomeError", err)
 	}
 }
