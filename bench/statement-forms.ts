@@ -18,7 +18,7 @@ import { createPool, type PooledConn } from '../server/db/pool.js';
 import { migrateUp } from '../server/mariadb/migrations.js';
 import { liveCredentialsWithClockSql } from '../server/db/credentials.js';
 import { candidateReadSql } from '../server/db/claim-sql.js';
-import { closeOneAttemptSql } from '../server/db/attempt-batches.js';
+import { closeAttemptsSql } from '../server/db/attempt-batches.js';
 import { parseStat } from './cpu.js';
 
 const opt = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
@@ -50,18 +50,20 @@ function statements(): Statement[] {
     {
       name: 'closeAttempts, one row',
       make: (i) =>
-        closeOneAttemptSql(
-          {
-            id: hex(i % ROWS, 'e'),
-            state: 'SUCCEEDED',
-            outcome: 'succeeded',
-            started: true,
-            output: `{"n":${i}}`,
-            errorCode: null,
-            errorMessage: null,
-            fingerprint: 'f'.repeat(64),
-            reply: `{"ok":${i}}`,
-          },
+        closeAttemptsSql(
+          [
+            {
+              id: hex(i % ROWS, 'e'),
+              state: 'SUCCEEDED',
+              outcome: 'succeeded',
+              started: true,
+              output: `{"n":${i}}`,
+              errorCode: null,
+              errorMessage: null,
+              fingerprint: 'f'.repeat(64),
+              reply: `{"ok":${i}}`,
+            },
+          ],
           NOW,
         ),
     },

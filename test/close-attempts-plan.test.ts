@@ -1,7 +1,6 @@
-// closeAttempts' UPDATE (a CASE per column over several rows; one row: a plain UPDATE, each value
-// stated once) on a table of many more attempts than it closes: its plan (attempts by primary
-// key), the rows the handler read to run it (session Handler_* counters), and the values it wrote
-// — NULLs, a 100 KB output, quotes and Unicode included.
+// closeAttempts' UPDATE (a CASE per column, for one row too) on a table of many more attempts than
+// it closes: its plan (attempts by primary key), the rows the handler read to run it (session
+// Handler_* counters), and the values it wrote — NULLs, a 100 KB output, quotes and Unicode included.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { closeAttemptsSql, type ClosedAttempt } from '../server/db/attempt-batches.js';
@@ -127,7 +126,7 @@ describe('closeAttempts: one UPDATE, each attempt found by its primary key', () 
     expect(r.written).toEqual([...byId.keys()].sort().map((id) => byId.get(id)));
   });
 
-  it('one row (a lone result, the plain form): by primary key, no scan, every value as given', async () => {
+  it('one row (a lone result): by primary key, no scan, every value as given', async () => {
     const row = closed(42, { state: 'FAILED', outcome: 'failed', output: null, errorCode: 'E', errorMessage: "it's ✓" });
     const r = await run([row]);
     expect(['range', 'const', 'eq_ref']).toContain(r.attempts.type);

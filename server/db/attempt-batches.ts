@@ -120,12 +120,11 @@ export interface ClosedAttempt {
   started: boolean;
 }
 
-/** One column of a multi-row update: `CASE id WHEN ? THEN ? … END` with its arguments. */
-function caseOf<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string, key = 'id'): { sql: string; args: unknown[] } {
-  return {
-    sql: `${column} = CASE ${key} ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`,
-    args: rows.flatMap((r) => [id(r), value(r)]),
-  };
+/** One column of a multi-row update: `column = CASE id WHEN ? THEN ? … END` with its arguments;
+ * `orElse` is the value of the rows not listed. */
+function caseOf<T extends { id: string }>(rows: T[], column: string, value: (r: T) => unknown, orElse?: string): { sql: string; args: unknown[] } {
+  const whens = rows.map(() => 'WHEN ? THEN ?').join(' ');
+  return { sql: `${column} = CASE id ${whens}${orElse ? ` ELSE ${orElse}` : ''} END`, args: rows.flatMap((r) => [r.id, value(r)]) };
 }
 
 /** The ended attempts (row locks held), one UPDATE with a CASE per column per chunk; started_at is
@@ -136,7 +135,6 @@ export async function closeAttempts(c: Tx, rows: ClosedAttempt[], now: string): 
 }
 
 export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, unknown[]] {
-  if (chunk.length === 1) return closeOneAttemptSql(chunk[0]!, now);
   const columns: [string, (r: ClosedAttempt) => unknown][] = [
     ['state', (r) => r.state],
     ['outcome', (r) => r.outcome],
@@ -147,7 +145,7 @@ export function closeAttemptsSql(chunk: ClosedAttempt[], now: string): [string, 
     ['result_reply', (r) => r.reply],
     ['started_at', (r) => (r.started ? now : null)],
   ];
-  const cols = columns.map(([column, v]) => caseOf(chunk, (r) => r.id, v, column));
+  const cols = columns.map(([column, v]) => caseOf(chunk, column, v));
   // started_at: the CASE gives now for a result and NULL otherwise, kept by COALESCE when set.
   cols[cols.length - 1]!.sql = `started_at = COALESCE(started_at, ${cols[cols.length - 1]!.sql.replace(/^started_at = /, '')})`;
   return [
@@ -178,17 +176,6 @@ const closedValues = (r: ClosedAttempt) => [
   r.started,
 ];
 
-/** One attempt: each value once, no CASE, the cheaper statement for the server. Several rows keep
- * the CASE form: a derived table of rows joined to attempts costs the server more. */
-export function closeOneAttemptSql(r: ClosedAttempt, now: string): [string, unknown[]] {
-  return [
-    `UPDATE attempts SET state = ?, outcome = ?, output = ?, error_code = ?, error_message = ?, result_fingerprint = ?, result_reply = ?,
-            finished_at = ?, started_at = COALESCE(started_at, ?)
-      WHERE id = ?`,
-    [r.state, r.outcome, r.output, r.errorCode, r.errorMessage, r.fingerprint, r.reply, now, r.started ? now : null, r.id],
-  ];
-}
-
 export interface EndedTask {
   id: string;
   state: TaskState;
@@ -201,37 +188,27 @@ export interface EndedTask {
   terminal: boolean;
 }
 
-/** A CASE over some rows only: the other rows keep the column's value (ELSE column). */
-function caseOfSome<T>(rows: T[], id: (r: T) => string, value: (r: T) => unknown, column: string): { sql: string; args: unknown[] } {
-  const c = caseOf(rows, id, value, column);
-  return { sql: c.sql.replace(/ END$/, ` ELSE ${column} END`), args: c.args };
-}
-
 /** The tasks an attempt's end or a task command moved (row locks held), one UPDATE with a CASE per
  * column per chunk; current_attempt_id cleared. A task back to WAITING gets its not_before and its
  * result cleared (its waiting row is the ledger's); the others get their result. */
 export async function updateEndedTasks(c: Tx, rows: EndedTask[], now: string): Promise<void> {
-  const id = (r: EndedTask) => r.id;
   // A row's id appears in at most 7 CASEs and the IN list.
   const valuesOf = (r: EndedTask) => {
     const x = r.result;
     return [r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.state, r.attemptsMade, now, r.notBefore, x?.outcome, x?.output, x?.errorCode, x?.errorMessage];
   };
   for (const chunk of chunkRows(c, rows, valuesOf)) {
-    if (chunk.length === 1) {
-      await write(c, ...updateOneEndedTaskSql(chunk[0]!, now));
-      continue;
-    }
     const waiting = chunk.filter((r) => !r.result);
     const cols = [
-      caseOf(chunk, id, (r) => r.state, 'state'),
-      caseOf(chunk, id, (r) => r.attemptsMade, 'attempts_made'),
-      caseOf(chunk, id, (r) => (r.terminal ? now : null), 'finished_at'),
-      ...(waiting.length ? [caseOfSome(waiting, id, (r) => r.notBefore, 'not_before')] : []),
-      caseOf(chunk, id, (r) => r.result?.outcome ?? null, 'result_outcome'),
-      caseOf(chunk, id, (r) => r.result?.output ?? null, 'result_output'),
-      caseOf(chunk, id, (r) => r.result?.errorCode ?? null, 'result_error_code'),
-      caseOf(chunk, id, (r) => r.result?.errorMessage ?? null, 'result_error_message'),
+      caseOf(chunk, 'state', (r) => r.state),
+      caseOf(chunk, 'attempts_made', (r) => r.attemptsMade),
+      caseOf(chunk, 'finished_at', (r) => (r.terminal ? now : null)),
+      // Only the tasks back to WAITING: the others keep theirs.
+      ...(waiting.length ? [caseOf(waiting, 'not_before', (r) => r.notBefore, 'not_before')] : []),
+      caseOf(chunk, 'result_outcome', (r) => r.result?.outcome ?? null),
+      caseOf(chunk, 'result_output', (r) => r.result?.output ?? null),
+      caseOf(chunk, 'result_error_code', (r) => r.result?.errorCode ?? null),
+      caseOf(chunk, 'result_error_message', (r) => r.result?.errorMessage ?? null),
     ];
     await write(
       c,
@@ -240,26 +217,4 @@ export async function updateEndedTasks(c: Tx, rows: EndedTask[], now: string): P
       [...cols.flatMap((x) => x.args), now, ...chunk.map((r) => r.id)],
     );
   }
-}
-
-/** One task: each value once, no CASE. */
-function updateOneEndedTaskSql(r: EndedTask, now: string): [string, unknown[]] {
-  const x = r.result;
-  const notBefore = x ? '' : ', not_before = ?';
-  return [
-    `UPDATE tasks SET state = ?, attempts_made = ?, finished_at = ?${notBefore}, result_outcome = ?, result_output = ?, result_error_code = ?,
-            result_error_message = ?, current_attempt_id = NULL, updated_at = ? WHERE id = ?`,
-    [
-      r.state,
-      r.attemptsMade,
-      r.terminal ? now : null,
-      ...(x ? [] : [r.notBefore]),
-      x?.outcome ?? null,
-      x?.output ?? null,
-      x?.errorCode ?? null,
-      x?.errorMessage ?? null,
-      now,
-      r.id,
-    ],
-  ];
 }
