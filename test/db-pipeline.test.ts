@@ -106,7 +106,7 @@ describe('pipelined transactions', () => {
         // @ts-expect-error commitWithAll takes a Tx
         await commitWithAll(conn, [['SELECT 1', []]]);
         // @ts-expect-error a locking read (FOR UPDATE) takes a Tx: its lock would end with the statement
-        await getTask(conn, 'ns', 'id', true);
+        await getTask(conn, 'ns', 'id', 'update');
       }
     } finally {
       conn.release();

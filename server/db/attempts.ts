@@ -6,7 +6,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
 import type { AttemptState } from '@orbit/protocol/states';
-import { placeholders, rowById } from './placeholders.js';
+import { placeholders, byIdRead } from './placeholders.js';
 
 /** An attempt's columns (AttemptRow adds what its reads compute). */
 export interface AttemptFields {
@@ -44,14 +44,10 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
   concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
   error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
 
-/** getAttempt(namespace_id, id, lock) → row or null. `lock`: FOR UPDATE; 'nowait': FOR UPDATE
- * NOWAIT — a row another transaction holds fails the statement at once with 1205 (MariaDB), which
- * withTransaction retries (for a lock taken out of the documented order, which must not wait). */
-export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string): Promise<AttemptRow | null>;
-export async function getAttempt(tx: Tx, namespaceId: string, id: string, lock: boolean | 'nowait'): Promise<AttemptRow | null>;
-export async function getAttempt(db: Pool | Conn, namespaceId: string, id: string, lock: boolean | 'nowait' = false): Promise<AttemptRow | null> {
-  return rowById(db, 'attempts', ATTEMPT_COLUMNS, namespaceId, id, lock === true ? 'update' : lock || 'none');
-}
+/** getAttempt(namespace_id, id, lock) → row or null. `lock` 'nowait': FOR UPDATE NOWAIT — a row
+ * another transaction holds fails the statement at once with 1205 (MariaDB), which withTransaction
+ * retries (for a lock taken out of the documented order, which must not wait). */
+export const getAttempt = byIdRead<AttemptRow>('attempts', ATTEMPT_COLUMNS);
 
 /** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
 export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {

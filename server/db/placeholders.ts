@@ -1,7 +1,7 @@
 // Statement text over a variable number of values or rows, and the one read of a row by its id.
 import type { RowDataPacket } from 'mysql2/promise';
 import { isId } from '@orbit/protocol/ids';
-import type { Conn, Pool } from './pool.js';
+import type { Conn, Pool, Tx } from './pool.js';
 
 /** `?,?,?`: `n` placeholders, for `IN (…)`. */
 export function placeholders(n: number): string {
@@ -15,20 +15,21 @@ export function placeholderRows(n: number, row: string): string {
 
 const LOCKS = { none: '', share: ' LOCK IN SHARE MODE', update: ' FOR UPDATE', nowait: ' FOR UPDATE NOWAIT' };
 
-/** The row `id` of namespace `namespaceId` in `table`, locked as `lock` says (a lock only in a
- * transaction: it lasts to its end). An id that is not 32 lowercase hex can never exist: no SQL
- * for it (protocol/ids.ts). */
-export async function rowById<T extends RowDataPacket>(
-  db: Pool | Conn,
-  table: string,
-  columns: string,
-  namespaceId: string,
-  id: string,
-  lock: keyof typeof LOCKS,
-): Promise<T | null> {
-  if (!isId(id)) return null;
-  const [rows] = await db.execute<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ? AND namespace_id = ?${LOCKS[lock]}`, [id, namespaceId]);
-  return rows[0] ?? null;
+/** getX(namespaceId, id, lock) → the row `id` of namespace `namespaceId`, or null; a lock only in a
+ * transaction (it lasts to its end). */
+export interface ByIdRead<T> {
+  (db: Pool | Conn, namespaceId: string, id: string): Promise<T | null>;
+  (tx: Tx, namespaceId: string, id: string, lock: keyof typeof LOCKS): Promise<T | null>;
+}
+
+/** The one read of a row by its id, for `table`. An id that is not 32 lowercase hex can never
+ * exist: no SQL for it (protocol/ids.ts). */
+export function byIdRead<T extends RowDataPacket>(table: string, columns: string): ByIdRead<T> {
+  return async (db: Pool | Conn, namespaceId: string, id: string, lock: keyof typeof LOCKS = 'none') => {
+    if (!isId(id)) return null;
+    const [rows] = await db.execute<T[]>(`SELECT ${columns} FROM ${table} WHERE id = ? AND namespace_id = ?${LOCKS[lock]}`, [id, namespaceId]);
+    return rows[0] ?? null;
+  };
 }
 
 /** The conditions of a WHERE clause, each added with its values in text order. */

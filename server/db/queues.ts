@@ -1,12 +1,12 @@
 // SQL operations on queues.
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
-import { toIso, type Pool, type Conn, type Tx } from './pool.js';
+import { toIso, type Pool, type Conn } from './pool.js';
 import { dbNow } from './time.js';
 import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
-import { placeholders, rowById } from './placeholders.js';
+import { placeholders, byIdRead } from './placeholders.js';
 
 export interface QueueRow extends RowDataPacket {
   id: string;
@@ -53,11 +53,7 @@ const COLUMNS = `id, namespace_id, name, revision, paused, max_active_attempts, 
   retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at, retired_at`;
 
 /** `lock` 'share' serializes a submit with retirement. */
-export async function getQueue(db: Pool | Conn, namespaceId: string, id: string): Promise<QueueRow | null>;
-export async function getQueue(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<QueueRow | null>;
-export async function getQueue(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<QueueRow | null> {
-  return rowById(db, 'queues', COLUMNS, namespaceId, id, lock);
-}
+export const getQueue = byIdRead<QueueRow>('queues', COLUMNS);
 
 export async function listQueues(db: Pool | Conn, namespaceId: string): Promise<QueueRow[]> {
   const [rows] = await db.execute<QueueRow[]>(`SELECT ${COLUMNS} FROM queues WHERE namespace_id = ? ORDER BY name`, [namespaceId]);

@@ -2,7 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
-import { Conditions, placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, byIdRead } from './placeholders.js';
 
 export interface ScheduleRow extends RowDataPacket {
   id: string;
@@ -42,11 +42,7 @@ export function scheduleView(r: ScheduleRow): Schedule {
   return v;
 }
 
-export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string): Promise<ScheduleRow | null>;
-export async function getSchedule(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'update'): Promise<ScheduleRow | null>;
-export async function getSchedule(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'update' = 'none'): Promise<ScheduleRow | null> {
-  return rowById(db, 'schedules', COLUMNS, namespaceId, id, lock);
-}
+export const getSchedule = byIdRead<ScheduleRow>('schedules', COLUMNS);
 
 export async function listSchedules(
   db: Pool | Conn,

@@ -5,7 +5,7 @@ import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
-import { Conditions, placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, byIdRead } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -51,11 +51,7 @@ export function eventTypes(r: SubscriptionRow): string[] {
 const COLUMNS = `id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence, revision,
   created_at, updated_at, retired_at, retired_sequence`;
 
-export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string): Promise<SubscriptionRow | null>;
-export async function getSubscription(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<SubscriptionRow | null>;
-export async function getSubscription(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<SubscriptionRow | null> {
-  return rowById(db, 'subscriptions', COLUMNS, namespaceId, id, lock ? 'update' : 'none');
-}
+export const getSubscription = byIdRead<SubscriptionRow>('subscriptions', COLUMNS);
 
 export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ownerId: string): Promise<SubscriptionRow[]> {
   const sql = `SELECT ${COLUMNS} FROM subscriptions WHERE namespace_id = ? AND owner_credential_id = ? ORDER BY name`;

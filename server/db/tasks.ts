@@ -1,12 +1,12 @@
 import type { RowDataPacket } from 'mysql2/promise';
-import { toIso, type Pool, type Conn, type Tx } from './pool.js';
+import { toIso, type Pool, type Tx } from './pool.js';
 import type { Task, TaskResult } from '@orbit/protocol/http-views';
 import type { TaskWorkflowRef } from '@orbit/protocol/workflow-views';
 import { chunkRows } from './packet-budget.js';
 import { write } from './pipeline.js';
 import { behindInBatch, enterWaiting, keysToLock, lockKeysSql } from './waiting-tasks.js';
 import type { TaskState } from '@orbit/protocol/states';
-import { Conditions, placeholderRows, placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholderRows, placeholders, byIdRead } from './placeholders.js';
 
 /** A task's columns; TaskRow is the same read back from the driver. */
 export interface TaskFields {
@@ -131,11 +131,7 @@ export async function insertTasks(c: Tx, tasks: TaskFields[]): Promise<void> {
   await enterWaiting(c, ids, lock ? behindInBatch(tasks) : null);
 }
 
-export async function getTask(db: Pool | Conn, namespaceId: string, id: string): Promise<TaskRow | null>;
-export async function getTask(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<TaskRow | null>;
-export async function getTask(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<TaskRow | null> {
-  return rowById(db, 'tasks', TASK_COLUMNS, namespaceId, id, lock ? 'update' : 'none');
-}
+export const getTask = byIdRead<TaskRow>('tasks', TASK_COLUMNS);
 
 /** lockTasks(namespace, ids) → the task rows by id, locked FOR UPDATE in one statement (in id
  * order, the primary key's), by every transaction that ends an attempt or a task without one

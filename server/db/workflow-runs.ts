@@ -4,7 +4,7 @@ import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { WorkflowRunState } from '@orbit/protocol/states';
 import type { WorkflowRunSummary } from '@orbit/protocol/workflow-views';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
-import { Conditions, placeholders, rowById } from './placeholders.js';
+import { Conditions, placeholders, byIdRead } from './placeholders.js';
 
 export interface RunRow extends RowDataPacket {
   id: string;
@@ -70,12 +70,8 @@ export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; crea
   return { seq: String(res.insertId || rows[0]!.seq), createdAt: rows[0]!.created_at as string };
 }
 
-/** `lock` is taken by run commands after the run's tasks. */
-export async function getRun(db: Pool | Conn, namespaceId: string, id: string): Promise<RunRow | null>;
-export async function getRun(tx: Tx, namespaceId: string, id: string, lock: boolean): Promise<RunRow | null>;
-export async function getRun(db: Pool | Conn, namespaceId: string, id: string, lock = false): Promise<RunRow | null> {
-  return rowById(db, 'workflow_runs', COLUMNS, namespaceId, id, lock ? 'update' : 'none');
-}
+/** `lock` 'update' is taken by run commands after the run's tasks. */
+export const getRun = byIdRead<RunRow>('workflow_runs', COLUMNS);
 
 /** The caller already holds their changed tasks. */
 export async function lockRuns(c: Tx, ids: string[]): Promise<RunRow[]> {

@@ -2,8 +2,8 @@
 // → workflow row → the version's queue rows in share mode → the task-creation path's locks.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Workflow } from '@orbit/protocol/workflow-views';
-import { toIso, type Conn, type Pool, type Tx } from './pool.js';
-import { Conditions, placeholders, rowById } from './placeholders.js';
+import { toIso, type Conn, type Pool } from './pool.js';
+import { Conditions, placeholders, byIdRead } from './placeholders.js';
 
 export interface WorkflowRow extends RowDataPacket {
   id: string;
@@ -34,11 +34,7 @@ export function workflowView(r: WorkflowRow): Workflow {
 }
 
 /** `lock` 'share' (a run start) serializes with retirement ('update') but not with other starts. */
-export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string): Promise<WorkflowRow | null>;
-export async function getWorkflow(tx: Tx, namespaceId: string, id: string, lock: 'none' | 'share' | 'update'): Promise<WorkflowRow | null>;
-export async function getWorkflow(db: Pool | Conn, namespaceId: string, id: string, lock: 'none' | 'share' | 'update' = 'none'): Promise<WorkflowRow | null> {
-  return rowById(db, 'workflows', COLUMNS, namespaceId, id, lock);
-}
+export const getWorkflow = byIdRead<WorkflowRow>('workflows', COLUMNS);
 
 /** A credential limited to some queues sees the workflows whose current version stays inside them. */
 export async function listWorkflows(

@@ -18,8 +18,8 @@ export interface CommandEffect {
  * do (docs/design.md, "Lock order"): the current attempt is read without a lock, locked, then the task. */
 export async function cancelTask(c: Tx, advance: StepAdvancer, namespaceId: string, taskId: string, reason: string | undefined): Promise<CommandEffect> {
   const seen = (await getTask(c, namespaceId, taskId))!;
-  const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, true) : null;
-  const t = (await getTask(c, namespaceId, taskId, true))!;
+  const first = seen.state === 'LEASED' && seen.current_attempt_id ? await getAttempt(c, namespaceId, seen.current_attempt_id, 'update') : null;
+  const t = (await getTask(c, namespaceId, taskId, 'update'))!;
   const { value: revoked, ledger: flushed } = await withLedger(c, advance, async (ledger) => {
     if (t.state === 'WAITING') {
       await endTasks(c, ledger, [{ t, end: 'cancel', reason }]);
@@ -44,7 +44,7 @@ export async function resolveTask(
   resolution: 'succeeded' | 'failed' | 'retry',
   reason: string | undefined,
 ): Promise<CommandEffect> {
-  const t = (await getTask(c, namespaceId, taskId, true))!;
+  const t = (await getTask(c, namespaceId, taskId, 'update'))!;
   if (t.state !== 'NEEDS_REVIEW') throw new OrbitError('STATE_CONFLICT', `task is ${t.state}; only NEEDS_REVIEW tasks can be resolved`);
   const { ledger: flushed } = await withLedger(c, advance, (ledger) => endTasks(c, ledger, [{ t, end: `resolve-${resolution}`, reason }]));
   return { task: (await getTask(c, namespaceId, taskId))!, revoked: [], freedQueues: [...flushed.freedQueues] };

@@ -28,7 +28,7 @@ import { assertNoGap, filterOf } from './stream.js';
 
 export async function retireSubscription(c: Tx, cred: Credential, id: string, b: RetireBody): Promise<Subscription> {
   const wm = await lockWatermark(c, cred.namespaceId);
-  const s = await getSubscription(c, cred.namespaceId, id, true);
+  const s = await getSubscription(c, cred.namespaceId, id, 'update');
   if (!s || s.owner_credential_id !== cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
   requireQueueAccess(cred, s.queue_id);
   if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is already retired');

@@ -55,7 +55,7 @@ export async function assertNoGap(db: Pool | Conn, s: SubscriptionRow, watermark
 
 export async function leaseDeliveries(pool: Pool, namespaceId: string, subscriptionId: string, max: number, leaseSeconds: number) {
   return withTransaction(pool, async (c) => {
-    const s = (await getSubscription(c, namespaceId, subscriptionId, true))!;
+    const s = (await getSubscription(c, namespaceId, subscriptionId, 'update'))!;
     if (s.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'subscription is retired');
     if (s.paused === 1) return [];
     const wm = await committedWatermark(c, namespaceId);

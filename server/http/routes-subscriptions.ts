@@ -117,7 +117,7 @@ function pauseOrResume(paused: boolean) {
     },
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;
-      const s = (await getSubscription(c, cred.namespaceId, id, true))!;
+      const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
       if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
       if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
         throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });

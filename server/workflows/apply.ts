@@ -131,7 +131,7 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
   const message = reason ?? (plan.run === 'CANCELLED' ? 'workflow run cancelled' : 'a task of the step failed');
   const waiting: { t: TaskRow; end: 'cancel'; reason: string }[] = [];
   for (const id of await cancelledTaskIds(c, run, plan)) {
-    const t = (await getTask(c, run.row.namespace_id, id, true))!;
+    const t = (await getTask(c, run.row.namespace_id, id, 'update'))!;
     if (t.state === 'WAITING') {
       waiting.push({ t, end: 'cancel', reason: message });
     } else if (t.state === 'LEASED' && t.current_attempt_id && plan.run === 'CANCELLED') {
@@ -254,7 +254,7 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
 
 /** In id order. */
 async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, run.row.namespace_id, id, true);
+  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, run.row.namespace_id, id, 'update');
 }
 
 /** The ids of the tasks `plan` cancels, in the plan's order. */

@@ -94,7 +94,7 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
 }
 
 async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {
-  const row = await getRun(c, namespaceId, runId, true);
+  const row = await getRun(c, namespaceId, runId, 'update');
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
   if (finalStates.has(row.state)) throw new OrbitError('STATE_CONFLICT', `workflow run is ${row.state}`);
   return loadRun(c, row);
@@ -119,7 +119,7 @@ export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEf
 
 export async function cancelRun(c: Tx, ns: string, runId: string, reason: string | undefined): Promise<RunEffect> {
   const open = (await readStepTasks(c, runId, null, false)).filter((t) => t.state === 'WAITING' || t.state === 'LEASED').map((t) => t.task_id);
-  for (const a of await currentAttemptIds(c, open)) await getAttempt(c, ns, a, true);
+  for (const a of await currentAttemptIds(c, open)) await getAttempt(c, ns, a, 'update');
   await lockTasksById(c, open);
   const run = await lockedRun(c, ns, runId);
   // Re-read under the run lock: an advancement that committed meanwhile may have created tasks,

@@ -27,7 +27,7 @@ async function advanceOne(
 ): Promise<boolean | null> {
   try {
     return await withTransaction(pool, 'sweep', async (c: Tx) => {
-      const row = await getRun(c, at.namespace_id, at.run_id, true);
+      const row = await getRun(c, at.namespace_id, at.run_id, 'update');
       if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
       const run = await loadRun(c, row);
       const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
