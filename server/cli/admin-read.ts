@@ -2,8 +2,8 @@
 import { isTaskState, TASK_STATES, type TaskState } from '@orbit/protocol/states';
 import type { Pool } from '../db/pool.js';
 import { taskView } from '../db/tasks.js';
-import { attemptView } from '../db/attempts.js';
-import { attemptsOfTask, queuesByRef, queuesWithCounts, taskById, tasksOfQueue } from '../db/admin-reads.js';
+import { attemptView, listTaskAttempts } from '../db/attempts.js';
+import { queuesByRef, queuesWithCounts, taskById, tasksOfQueue } from '../db/admin-reads.js';
 import { one, parseArgs, parseFlags } from './args.js';
 
 const ID_RE = /^[0-9a-f]{32}$/;
@@ -89,7 +89,7 @@ async function tasksList(pool: Pool, queueRef: string, state: TaskState | undefi
 async function taskGet(pool: Pool, id: string, json: boolean): Promise<string> {
   const task = await taskById(pool, id);
   if (!task) throw new Error(`task ${id} not found`);
-  const attempts = await attemptsOfTask(pool, id);
+  const attempts = await listTaskAttempts(pool, task.namespace_id, id);
   const doc = { task: taskView(task), attempts: attempts.map(attemptView) };
   return JSON.stringify(doc, null, json ? undefined : 2) + '\n';
 }

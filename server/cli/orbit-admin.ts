@@ -4,7 +4,7 @@
 import { createPool, withTransaction, type Pool } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
-import { insertAudit, namespaceExists, setApplicationQuotas } from '../db/tenants.js';
+import { insertAudit, namespaceEnvironment, setApplicationQuotas } from '../db/tenants.js';
 import { queueIdsInNamespace } from '../db/queues.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../admin/access.js';
 import { newId } from '../ids.js';
@@ -108,7 +108,7 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
     const credId = newId();
     await withPool(dsn, (p) =>
       withTransaction(p, async (c) => {
-        if (!(await namespaceExists(c, namespaceId))) throw new Error(`namespace ${namespaceId} not found`);
+        if ((await namespaceEnvironment(c, namespaceId)) === undefined) throw new Error(`namespace ${namespaceId} not found`);
         if (queueIds !== '*') {
           const found = await queueIdsInNamespace(c, namespaceId, queueIds);
           const missing = queueIds.find((q) => !found.has(q));

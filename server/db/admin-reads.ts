@@ -3,7 +3,6 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './pool.js';
 import type { TaskState } from '@orbit/protocol/states';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
-import { ATTEMPT_COLUMNS, type AttemptRow } from './attempts.js';
 
 export interface AdminQueueRow extends RowDataPacket {
   id: string;
@@ -51,9 +50,4 @@ export async function tasksOfQueue(pool: Pool, queueId: string, state: TaskState
 export async function taskById(pool: Pool, id: string): Promise<TaskRow | null> {
   const [rows] = await pool.query<TaskRow[]>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
   return rows[0] ?? null;
-}
-
-export async function attemptsOfTask(pool: Pool, taskId: string): Promise<AttemptRow[]> {
-  const [attempts] = await pool.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? ORDER BY attempt_no`, [taskId]);
-  return attempts;
 }

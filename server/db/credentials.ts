@@ -13,37 +13,16 @@ export interface Credential {
   revokedAt: string | null;
 }
 
-interface CredentialRow extends RowDataPacket {
-  id: string;
-  namespace_id: string;
-  application_id: string;
-  name: string;
-  scopes: string;
-  queue_ids: string | null;
-  revoked_at: string | null;
-}
-
-function fromRow(r: CredentialRow): Credential {
-  return {
-    id: r.id,
-    namespaceId: r.namespace_id,
-    applicationId: r.application_id,
-    name: r.name,
-    scopes: r.scopes.split(' ').filter(Boolean),
-    queueIds: r.queue_ids === null ? '*' : (JSON.parse(r.queue_ids) as string[]),
-    revokedAt: r.revoked_at,
-  };
-}
-
 /** `hash`: SHA-256 of the bearer token. */
 export async function findCredentialByTokenHash(pool: Pool, hash: Buffer): Promise<Credential | null> {
-  const [rows] = await pool.execute<CredentialRow[]>(
-    `SELECT c.id, c.namespace_id, n.application_id, c.name, c.scopes, c.queue_ids, c.revoked_at
+  const [rows] = await pool.execute<RowDataPacket[]>(
+    `SELECT c.id, c.namespace_id AS namespaceId, n.application_id AS applicationId, c.name, c.scopes, c.queue_ids AS queueIds, c.revoked_at AS revokedAt
        FROM credentials c JOIN namespaces n ON n.id = c.namespace_id
       WHERE c.token_hash = ?`,
     [hash],
   );
-  return rows[0] ? fromRow(rows[0]) : null;
+  const r = rows[0] as (Omit<Credential, 'scopes' | 'queueIds'> & { scopes: string; queueIds: string | null }) | undefined;
+  return r ? { ...r, scopes: r.scopes.split(' ').filter(Boolean), queueIds: r.queueIds === null ? '*' : (JSON.parse(r.queueIds) as string[]) } : null;
 }
 
 export async function insertCredential(

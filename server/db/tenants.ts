@@ -24,13 +24,8 @@ export async function findOrCreateNamespace(c: Tx, applicationId: string, name: 
 
 /** Undefined when there is no such namespace. */
 export async function namespaceEnvironment(c: Conn, namespaceId: string): Promise<string | undefined> {
-  const [envRows] = await c.execute('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
-  return (envRows as { environment: string }[])[0]?.environment;
-}
-
-export async function namespaceExists(c: Conn, namespaceId: string): Promise<boolean> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT id FROM namespaces WHERE id = ?', [namespaceId]);
-  return rows.length > 0;
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT environment FROM namespaces WHERE id = ?', [namespaceId]);
+  return rows[0]?.environment as string | undefined;
 }
 
 /** The namespace row FOR UPDATE to the commit, so per-namespace counts checked against a limit

@@ -2,7 +2,7 @@
 import type { Conn } from './pipeline.js';
 
 export function dbTimeToMs(v: string): number {
-  return Date.parse(v.replace(' ', 'T') + (v.length === 19 ? '.000Z' : 'Z'));
+  return Date.parse(toIso(v)!);
 }
 
 export function msToDbTime(ms: number): string {
