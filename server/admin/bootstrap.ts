@@ -82,14 +82,7 @@ export async function bootstrap(pool: Pool, input: BootstrapInput): Promise<Cred
         continue;
       }
       const id = newId();
-      await insertQueue(c, {
-        id,
-        namespaceId,
-        name,
-        maxActiveAttempts: QUEUE_DEFAULTS.max_active_attempts,
-        leaseSeconds: QUEUE_DEFAULTS.lease_seconds,
-        retry: QUEUE_DEFAULTS.retry,
-      });
+      await insertQueue(c, { id, namespace_id: namespaceId, name, ...QUEUE_DEFAULTS });
       queues[name] = id;
     }
     const credentialId = newId();

@@ -65,31 +65,16 @@ export async function findQueueByName(db: Pool | Conn, namespaceId: string, name
   return rows[0] ?? null;
 }
 
-export interface NewQueue {
-  id: string;
-  namespaceId: string;
-  name: string;
-  maxActiveAttempts: number;
-  leaseSeconds: number;
-  retry: { max_attempts: number; initial_backoff_ms: number; max_backoff_ms: number; multiplier: number };
-}
+const INSERTED = ['id', 'namespace_id', 'name', 'max_active_attempts', 'lease_seconds'] as const satisfies readonly (keyof QueueRow)[];
+export type NewQueue = Pick<QueueRow, (typeof INSERTED)[number]> & { retry: Queue['retry'] };
 
 export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
+  const { max_attempts, initial_backoff_ms, max_backoff_ms, multiplier } = q.retry;
   await db.execute(
-    `INSERT INTO queues (id, namespace_id, name, revision, paused, max_active_attempts, active_attempts, lease_seconds,
-       retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, created_at, updated_at)
-     VALUES (?, ?, ?, 1, 0, ?, 0, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
-    [
-      q.id,
-      q.namespaceId,
-      q.name,
-      q.maxActiveAttempts,
-      q.leaseSeconds,
-      q.retry.max_attempts,
-      q.retry.initial_backoff_ms,
-      q.retry.max_backoff_ms,
-      q.retry.multiplier,
-    ],
+    `INSERT INTO queues (${INSERTED.join(', ')}, retry_max_attempts, retry_initial_backoff_ms, retry_max_backoff_ms, retry_multiplier, revision, paused,
+       active_attempts, created_at, updated_at)
+     VALUES (${placeholders(INSERTED.length + 4)}, 1, 0, 0, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    [...INSERTED.map((n) => q[n]), max_attempts, initial_backoff_ms, max_backoff_ms, multiplier],
   );
 }
 

@@ -1,6 +1,7 @@
 // SQL operations on schedule versions: published once, never changed.
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool } from './pool.js';
+import { placeholders } from './placeholders.js';
 import type { ScheduleCalendar, ScheduleTaskTemplate, ScheduleVersion } from '@orbit/protocol/http-views';
 
 export interface VersionRow extends RowDataPacket {
@@ -20,8 +21,12 @@ export interface VersionRow extends RowDataPacket {
   created_at: string;
 }
 
-const COLUMNS = `schedule_id, number, namespace_id, application_id, calendar, task, queue_id, overlap, catchup, catchup_limit,
-  starts_at, ends_at, anchor_at, created_at`;
+/** The columns written as they are; calendar and task are JSON, queue_id is the task's. */
+// prettier-ignore
+const PLAIN = [
+  'schedule_id', 'number', 'namespace_id', 'application_id', 'overlap', 'catchup', 'catchup_limit', 'starts_at', 'ends_at', 'anchor_at', 'created_at',
+] as const satisfies readonly (keyof VersionRow)[];
+const COLUMNS = `${PLAIN.join(', ')}, calendar, task, queue_id`;
 
 export function versionView(r: VersionRow): ScheduleVersion {
   return {
@@ -37,46 +42,16 @@ export function versionView(r: VersionRow): ScheduleVersion {
   };
 }
 
-export interface NewVersion {
-  scheduleId: string;
-  number: number;
-  namespaceId: string;
-  applicationId: string;
-  calendar: ScheduleCalendar;
-  task: ScheduleTaskTemplate;
-  overlap: string;
-  catchup: string;
-  catchupLimit: number;
-  startsAt: string | null;
-  endsAt: string | null;
-  anchorAt: string;
-  createdAt: string;
-  createdBy: string;
-}
+export type NewVersion = Pick<VersionRow, (typeof PLAIN)[number]> & { calendar: ScheduleCalendar; task: ScheduleTaskTemplate; created_by: string };
 
 export async function insertVersion(c: Conn, v: NewVersion): Promise<void> {
-  await c.execute(
-    `INSERT INTO schedule_versions (schedule_id, number, namespace_id, application_id, calendar, task, queue_id, overlap, catchup,
-        catchup_limit, starts_at, ends_at, anchor_at, created_at, created_by)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [
-      v.scheduleId,
-      v.number,
-      v.namespaceId,
-      v.applicationId,
-      JSON.stringify(v.calendar),
-      JSON.stringify(v.task),
-      v.task.queue_id,
-      v.overlap,
-      v.catchup,
-      v.catchupLimit,
-      v.startsAt,
-      v.endsAt,
-      v.anchorAt,
-      v.createdAt,
-      v.createdBy,
-    ],
-  );
+  await c.execute(`INSERT INTO schedule_versions (${COLUMNS}, created_by) VALUES (${placeholders(PLAIN.length + 4)})`, [
+    ...PLAIN.map((n) => v[n]),
+    JSON.stringify(v.calendar),
+    JSON.stringify(v.task),
+    v.task.queue_id,
+    v.created_by,
+  ]);
 }
 
 export async function getVersion(db: Pool | Conn, scheduleId: string, number: number): Promise<VersionRow | null> {

@@ -29,16 +29,7 @@ export const createQueueRoute = command({
   },
   effect: async (c, n, { cred }) => {
     const id = newId();
-    await insertNamed('queue', n.name, () =>
-      insertQueue(c, {
-        id,
-        namespaceId: cred.namespaceId,
-        name: n.name,
-        maxActiveAttempts: n.max_active_attempts,
-        leaseSeconds: n.lease_seconds,
-        retry: n.retry,
-      }),
-    );
+    await insertNamed('queue', n.name, () => insertQueue(c, { id, namespace_id: cred.namespaceId, ...n }));
     await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'queue.create', targetType: 'queue', targetId: id, details: n });
     return (await getQueue(c, cred.namespaceId, id))!;
   },

@@ -76,21 +76,22 @@ function firstFire(v: StoredVersion, now: string, paused: boolean): string | nul
 }
 
 async function publish(c: Conn, cred: Credential, scheduleId: string, number: number, v: StoredVersion, now: string): Promise<void> {
+  const startsAt = v.starts_at === null ? null : msDb(Date.parse(v.starts_at));
   await insertVersion(c, {
-    scheduleId,
+    schedule_id: scheduleId,
     number,
-    namespaceId: cred.namespaceId,
-    applicationId: cred.applicationId,
+    namespace_id: cred.namespaceId,
+    application_id: cred.applicationId,
     calendar: v.calendar,
     task: v.task,
     overlap: v.overlap,
     catchup: v.catchup,
-    catchupLimit: v.catchup_limit,
-    startsAt: v.starts_at === null ? null : msDb(Date.parse(v.starts_at)),
-    endsAt: v.ends_at === null ? null : msDb(Date.parse(v.ends_at)),
-    anchorAt: v.starts_at === null ? now : msDb(Date.parse(v.starts_at)),
-    createdAt: now,
-    createdBy: cred.id,
+    catchup_limit: v.catchup_limit,
+    starts_at: startsAt,
+    ends_at: v.ends_at === null ? null : msDb(Date.parse(v.ends_at)),
+    anchor_at: startsAt ?? now,
+    created_at: now,
+    created_by: cred.id,
   });
 }
 
