@@ -4,7 +4,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
 import { dbNow } from '../db/time.js';
-import { insertAudit } from '../db/tenants.js';
+import { countActive, insertAudit } from '../db/tenants.js';
 import { insertNamed } from './unique-names.js';
 import { newId } from '../ids.js';
 
@@ -13,7 +13,6 @@ export interface NewDefinition {
   name: string;
   /** Non-retired definitions of this kind the namespace may hold. */
   limit: number;
-  countActive: () => Promise<number>;
   insert: (id: string, now: string) => Promise<unknown>;
   publishFirst: (id: string, now: string) => Promise<void>;
 }
@@ -28,7 +27,7 @@ export function auditCommand(c: Conn, cred: Credential, kind: string, verb: stri
 }
 
 export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
-  const active = await d.countActive();
+  const active = await countActive(c, `${d.kind}s`, cred.namespaceId);
   if (active >= d.limit) {
     throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired ${d.kind}s (limit ${d.limit}); retire one first`);
   }

@@ -61,11 +61,6 @@ export async function listSchedules(
   return rows;
 }
 
-export async function countActiveSchedules(c: Conn, namespaceId: string): Promise<number> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM schedules WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
-  return Number(rows[0]!.n);
-}
-
 export interface NewSchedule {
   id: string;
   namespaceId: string;

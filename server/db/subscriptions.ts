@@ -59,11 +59,6 @@ export async function listSubscriptions(db: Pool | Conn, namespaceId: string, ow
   return rows;
 }
 
-export async function countActiveSubscriptions(c: Conn, namespaceId: string): Promise<number> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
-  return Number(rows[0]!.n);
-}
-
 export async function countQueueSubscriptions(c: Conn, queueId: string): Promise<number> {
   const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM subscriptions WHERE queue_id = ? AND retired_at IS NULL', [queueId]);
   return Number(rows[0]!.n);

@@ -34,6 +34,13 @@ export async function lockNamespace(c: Tx, namespaceId: string): Promise<void> {
   await c.execute('SELECT id FROM namespaces WHERE id = ? FOR UPDATE', [namespaceId]);
 }
 
+/** The namespace's non-retired rows of `table`: the count its quota is checked against, under
+ * lockNamespace so two creates cannot both take the last slot. */
+export async function countActive(c: Conn, table: 'schedules' | 'subscriptions' | 'workflows', namespaceId: string): Promise<number> {
+  const [rows] = await c.execute<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${table} WHERE namespace_id = ? AND retired_at IS NULL`, [namespaceId]);
+  return Number(rows[0]!.n);
+}
+
 export async function setApplicationQuotas(c: Conn, applicationId: string, q: { maxActiveAttempts?: number; maxUnfinishedTasks?: number }): Promise<boolean> {
   const [res] = await c.execute(
     `UPDATE applications SET max_active_attempts = COALESCE(?, max_active_attempts),

@@ -4,17 +4,6 @@ import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-vie
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import { placeholders, placeholderRows } from './placeholders.js';
 
-interface VersionRow extends RowDataPacket {
-  workflow_id: string;
-  number: number;
-  namespace_id: string;
-  application_id: string;
-  steps: string;
-  queue_ids: string;
-  created_at: string;
-  created_by: string;
-}
-
 export interface StoredWorkflowVersion {
   workflowId: string;
   number: number;
@@ -26,33 +15,32 @@ export interface StoredWorkflowVersion {
   createdBy: string;
 }
 
-const COLUMNS = 'workflow_id, number, namespace_id, application_id, steps, queue_ids, created_at, created_by';
+/** What a read returns; the ids and the author are read by nothing. */
+export type ReadWorkflowVersion = Pick<StoredWorkflowVersion, 'number' | 'steps' | 'queueIds' | 'createdAt'>;
 
-function parsed(r: VersionRow): StoredWorkflowVersion {
+const COLUMNS = 'number, steps, queue_ids, created_at';
+
+function parsed(r: RowDataPacket): ReadWorkflowVersion {
   return {
-    workflowId: r.workflow_id,
     number: Number(r.number),
-    namespaceId: r.namespace_id,
-    applicationId: r.application_id,
-    steps: JSON.parse(r.steps) as WorkflowStep[],
-    queueIds: JSON.parse(r.queue_ids) as string[],
-    createdAt: r.created_at,
-    createdBy: r.created_by,
+    steps: JSON.parse(r.steps as string) as WorkflowStep[],
+    queueIds: JSON.parse(r.queue_ids as string) as string[],
+    createdAt: r.created_at as string,
   };
 }
 
-export function workflowVersionView(v: StoredWorkflowVersion): WorkflowVersion {
+export function workflowVersionView(v: ReadWorkflowVersion): WorkflowVersion {
   return { number: v.number, created_at: toIso(v.createdAt)!, steps: v.steps };
 }
 
 /** No lock: a version never changes once committed. */
-export async function getVersion(db: Pool | Conn, workflowId: string, number: number): Promise<StoredWorkflowVersion | null> {
-  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? AND number = ?`, [workflowId, number]);
+export async function getVersion(db: Pool | Conn, workflowId: string, number: number): Promise<ReadWorkflowVersion | null> {
+  const [rows] = await db.execute<RowDataPacket[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? AND number = ?`, [workflowId, number]);
   return rows[0] ? parsed(rows[0]) : null;
 }
 
-export async function listVersions(db: Pool | Conn, workflowId: string): Promise<StoredWorkflowVersion[]> {
-  const [rows] = await db.execute<VersionRow[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? ORDER BY number`, [workflowId]);
+export async function listVersions(db: Pool | Conn, workflowId: string): Promise<ReadWorkflowVersion[]> {
+  const [rows] = await db.execute<RowDataPacket[]>(`SELECT ${COLUMNS} FROM workflow_versions WHERE workflow_id = ? ORDER BY number`, [workflowId]);
   return rows.map(parsed);
 }
 

@@ -57,12 +57,6 @@ export async function listWorkflows(
   return rows;
 }
 
-/** The caller holds the namespace row FOR UPDATE, so two creates cannot both take the last slot. */
-export async function countActiveWorkflows(c: Conn, namespaceId: string): Promise<number> {
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT COUNT(*) AS n FROM workflows WHERE namespace_id = ? AND retired_at IS NULL', [namespaceId]);
-  return Number(rows[0]!.n);
-}
-
 export interface NewWorkflow {
   id: string;
   namespaceId: string;

@@ -8,7 +8,6 @@ import { getQueue } from '../db/queues.js';
 import {
   ackDeliveryRows,
   committedWatermark,
-  countActiveSubscriptions,
   deliveryView,
   eventsBySequence,
   getSubscription,
@@ -19,7 +18,7 @@ import {
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
-import { insertAudit, lockNamespace } from '../db/tenants.js';
+import { countActive, insertAudit, lockNamespace } from '../db/tenants.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
@@ -55,7 +54,7 @@ export const createSubscriptionRoute = command({
     if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
     requireQueueAccess(cred, q.id);
     if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
-    const active = await countActiveSubscriptions(c, cred.namespaceId);
+    const active = await countActive(c, 'subscriptions', cred.namespaceId);
     if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
       throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired subscriptions (limit ${MAX_SUBSCRIPTIONS_PER_NAMESPACE}); retire one first`);
     }

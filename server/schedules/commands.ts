@@ -11,7 +11,6 @@ import { dbNow } from '../db/time.js';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { getVersion, insertVersion, versionView } from '../db/schedule-versions.js';
 import {
-  countActiveSchedules,
   getSchedule,
   insertSchedule,
   markScheduleRetired,
@@ -109,7 +108,6 @@ export async function createSchedule(c: Tx, cred: Credential, b: { name: string;
     kind: 'schedule',
     name: b.name,
     limit: MAX_SCHEDULES_PER_NAMESPACE,
-    countActive: () => countActiveSchedules(c, cred.namespaceId),
     insert: (id, now) =>
       insertSchedule(c, {
         id,

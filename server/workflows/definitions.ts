@@ -12,7 +12,6 @@ import { lockNamespace } from '../db/tenants.js';
 import { auditCommand, createDefinition, revisionConflict } from '../admin/definitions.js';
 import { getVersion, insertVersion, insertVersionQueues, lockVersionQueues, workflowVersionView } from '../db/workflow-versions.js';
 import {
-  countActiveWorkflows,
   getWorkflow,
   insertWorkflow,
   markWorkflowRetired,
@@ -84,7 +83,6 @@ export async function createWorkflow(c: Tx, cred: Credential, b: { name: string;
     kind: 'workflow',
     name: b.name,
     limit: MAX_WORKFLOWS_PER_NAMESPACE,
-    countActive: () => countActiveWorkflows(c, cred.namespaceId),
     insert: (id, now) => insertWorkflow(c, { id, namespaceId: cred.namespaceId, applicationId: cred.applicationId, name: b.name, now }),
     publishFirst: (id, now) => publish(c, cred, id, 1, b.version, now),
   });
