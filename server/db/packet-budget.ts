@@ -80,25 +80,12 @@ function escapedBound(v: unknown): number {
 /** `valuesOf(row)` lists every value the statement carries for the row. */
 export function chunkRows<T>(c: object, rows: T[], valuesOf: (row: T) => unknown[]): T[][] {
   const budget = budgetOf(c);
-  const room = budget.bytes - STATEMENT_TEXT;
-  const chunks: T[][] = [];
-  let chunk: T[] = [];
-  let used = 0;
-  for (const row of rows) {
+  const rowBytes = (row: T) => {
     let n = 0;
     for (const v of valuesOf(row)) n += escapedBound(v) + SQL_PER_VALUE;
-    if (n > room) throw new StatementTooLarge(n, budget, 'one row of a multi-row statement');
-    if (chunk.length > 0 && used + n > room) {
-      chunks.push(chunk);
-      chunk = [];
-      used = 0;
-    }
-    chunk.push(row);
-    used += n;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  budgetStats.splits += Math.max(0, chunks.length - 1);
-  return chunks;
+    return n;
+  };
+  return groupWithin(rows, rowBytes, budget.bytes - STATEMENT_TEXT, 0, (n) => new StatementTooLarge(n, budget, 'one row of a multi-row statement'));
 }
 
 export function roundTrips(texts: string[], budget: PacketBudget): string[][] {
@@ -106,21 +93,29 @@ export function roundTrips(texts: string[], budget: PacketBudget): string[][] {
   let bound = 0;
   for (const t of texts) bound += 3 * t.length + 2;
   if (bound <= budget.bytes) return texts.length > 0 ? [texts] : [];
-  const groups: string[][] = [];
-  let group: string[] = [];
+  return groupWithin(
+    texts,
+    (t) => Buffer.byteLength(t),
+    budget.bytes,
+    2,
+    (n, t) => new StatementTooLarge(n, budget, `a statement (${t.slice(0, 40)}…)`),
+  );
+}
+
+/** `items` in order, in groups whose sizes, with `gap` between two, stay within `room`. */
+function groupWithin<T>(items: T[], sizeOf: (item: T) => number, room: number, gap: number, tooLarge: (n: number, item: T) => Error): T[][] {
+  const groups: T[][] = [];
+  let group: T[] = [];
   let used = 0;
-  for (const t of texts) {
-    const n = Buffer.byteLength(t);
-    if (n > budget.bytes) throw new StatementTooLarge(n, budget, `a statement (${t.slice(0, 40)}…)`);
-    const joined = group.length > 0 ? used + 2 + n : n;
-    if (group.length > 0 && joined > budget.bytes) {
+  for (const item of items) {
+    const n = sizeOf(item);
+    if (n > room) throw tooLarge(n, item);
+    if (group.length > 0 && used + gap + n > room) {
       groups.push(group);
-      group = [t];
-      used = n;
-    } else {
-      group.push(t);
-      used = joined;
+      group = [];
     }
+    used = group.length > 0 ? used + gap + n : n;
+    group.push(item);
   }
   if (group.length > 0) groups.push(group);
   budgetStats.splits += Math.max(0, groups.length - 1);
