@@ -61,22 +61,13 @@ export async function listSchedules(
   return rows;
 }
 
-export interface NewSchedule {
-  id: string;
-  namespaceId: string;
-  applicationId: string;
-  name: string;
-  paused: boolean;
-  queueId: string;
-  nextFireAt: string | null;
-  now: string;
-}
+export type NewSchedule = Pick<ScheduleRow, 'id' | 'namespace_id' | 'application_id' | 'name' | 'queue_id' | 'next_fire_at'> & { paused: boolean; now: string };
 
 export async function insertSchedule(c: Conn, s: NewSchedule): Promise<void> {
   await c.execute(
     `INSERT INTO schedules (id, namespace_id, application_id, name, revision, paused, current_version, queue_id, next_fire_at, created_at, updated_at)
      VALUES (?, ?, ?, ?, 1, ?, 1, ?, ?, ?, ?)`,
-    [s.id, s.namespaceId, s.applicationId, s.name, s.paused ? 1 : 0, s.queueId, s.nextFireAt, s.now, s.now],
+    [s.id, s.namespace_id, s.application_id, s.name, s.paused ? 1 : 0, s.queue_id, s.next_fire_at, s.now, s.now],
   );
 }
 

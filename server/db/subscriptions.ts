@@ -64,22 +64,16 @@ export async function countQueueSubscriptions(c: Conn, queueId: string): Promise
   return Number(rows[0]!.n);
 }
 
-export interface NewSubscription {
-  id: string;
-  namespaceId: string;
-  name: string;
-  queueId: string;
-  eventTypes: string[];
-  ownerId: string;
-  cursor: string;
-}
+export type NewSubscription = Pick<SubscriptionRow, 'id' | 'namespace_id' | 'name' | 'queue_id' | 'owner_credential_id' | 'cursor_sequence'> & {
+  event_types: string[];
+};
 
 export async function insertSubscription(c: Conn, s: NewSubscription): Promise<void> {
   await c.execute(
     `INSERT INTO subscriptions (id, namespace_id, name, queue_id, event_types, owner_credential_id, enabled, paused, cursor_sequence,
        revision, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
-    [s.id, s.namespaceId, s.name, s.queueId, JSON.stringify(s.eventTypes), s.ownerId, s.cursor],
+    [s.id, s.namespace_id, s.name, s.queue_id, JSON.stringify(s.event_types), s.owner_credential_id, s.cursor_sequence],
   );
 }
 

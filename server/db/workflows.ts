@@ -57,19 +57,11 @@ export async function listWorkflows(
   return rows;
 }
 
-export interface NewWorkflow {
-  id: string;
-  namespaceId: string;
-  applicationId: string;
-  name: string;
-  now: string;
-}
-
-export async function insertWorkflow(c: Conn, w: NewWorkflow): Promise<void> {
+export async function insertWorkflow(c: Conn, w: Pick<WorkflowRow, 'id' | 'namespace_id' | 'application_id' | 'name'>, now: string): Promise<void> {
   await c.execute(
     `INSERT INTO workflows (id, namespace_id, application_id, name, revision, current_version, created_at, updated_at)
      VALUES (?, ?, ?, ?, 1, 1, ?, ?)`,
-    [w.id, w.namespaceId, w.applicationId, w.name, w.now, w.now],
+    [w.id, w.namespace_id, w.application_id, w.name, now, now],
   );
 }
 

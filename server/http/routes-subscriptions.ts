@@ -61,7 +61,15 @@ export const createSubscriptionRoute = command({
     const wm = await committedWatermark(c, cred.namespaceId);
     const id = newId();
     await insertNamed('subscription', n.name, () =>
-      insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm }),
+      insertSubscription(c, {
+        id,
+        namespace_id: cred.namespaceId,
+        name: n.name,
+        queue_id: q.id,
+        event_types: n.event_types,
+        owner_credential_id: cred.id,
+        cursor_sequence: wm,
+      }),
     );
     await insertAudit(c, {
       namespaceId: cred.namespaceId,

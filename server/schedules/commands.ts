@@ -111,12 +111,12 @@ export async function createSchedule(c: Tx, cred: Credential, b: { name: string;
     insert: (id, now) =>
       insertSchedule(c, {
         id,
-        namespaceId: cred.namespaceId,
-        applicationId: cred.applicationId,
+        namespace_id: cred.namespaceId,
+        application_id: cred.applicationId,
         name: b.name,
         paused: b.paused,
-        queueId: q.id,
-        nextFireAt: firstFire(b.version, now, b.paused),
+        queue_id: q.id,
+        next_fire_at: firstFire(b.version, now, b.paused),
         now,
       }),
     publishFirst: (id, now) => publish(c, cred, id, 1, b.version, now),

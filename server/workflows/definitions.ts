@@ -83,7 +83,7 @@ export async function createWorkflow(c: Tx, cred: Credential, b: { name: string;
     kind: 'workflow',
     name: b.name,
     limit: MAX_WORKFLOWS_PER_NAMESPACE,
-    insert: (id, now) => insertWorkflow(c, { id, namespaceId: cred.namespaceId, applicationId: cred.applicationId, name: b.name, now }),
+    insert: (id, now) => insertWorkflow(c, { id, namespace_id: cred.namespaceId, application_id: cred.applicationId, name: b.name }, now),
     publishFirst: (id, now) => publish(c, cred, id, 1, b.version, now),
   });
   return views(c, cred, id, 1);
