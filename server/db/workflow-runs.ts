@@ -40,34 +40,26 @@ export function runSummaryView(r: RunRow): WorkflowRunSummary {
   return v;
 }
 
-export interface NewRun {
-  id: string;
-  namespaceId: string;
-  applicationId: string;
-  workflowId: string;
-  version: number;
-  inputJson: string;
-  concurrencyKey: string | null;
-  createdBy: string;
-}
+const INSERTED = [
+  'id',
+  'namespace_id',
+  'application_id',
+  'workflow_id',
+  'version',
+  'input',
+  'concurrency_key',
+  'created_by',
+] as const satisfies readonly (keyof RunRow)[];
 
-export async function insertRun(c: Conn, r: NewRun): Promise<{ seq: string; createdAt: string }> {
+/** The run's seq. */
+export async function insertRun(c: Conn, r: Pick<RunRow, (typeof INSERTED)[number]>): Promise<string> {
   const [res] = await c.execute<ResultSetHeader>(
-    `INSERT INTO workflow_runs (id, namespace_id, application_id, workflow_id, version, state, input, concurrency_key, created_at, updated_at, created_by)
-     VALUES (?, ?, ?, ?, ?, 'RUNNING', ?, ?, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), ?)`,
-    [
-      r.id,
-      r.namespaceId,
-      r.applicationId,
-      r.workflowId,
-      r.version,
-      r.inputJson,
-      r.concurrencyKey === null ? null : Buffer.from(r.concurrencyKey, 'utf8'),
-      r.createdBy,
-    ],
+    `INSERT INTO workflow_runs (${INSERTED.join(', ')}, state, created_at, updated_at)
+     VALUES (${placeholders(INSERTED.length)}, 'RUNNING', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
+    INSERTED.map((n) => r[n]),
   );
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT seq, created_at FROM workflow_runs WHERE id = ?', [r.id]);
-  return { seq: String(res.insertId || rows[0]!.seq), createdAt: rows[0]!.created_at as string };
+  const [rows] = await c.execute<RowDataPacket[]>('SELECT seq FROM workflow_runs WHERE id = ?', [r.id]);
+  return String(res.insertId || rows[0]!.seq);
 }
 
 /** `lock` 'update' is taken by run commands after the run's tasks. */

@@ -3,6 +3,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { Conn } from './pool.js';
 import { placeholders } from './placeholders.js';
+import type { RunRow } from './workflow-runs.js';
 
 /** Signals sent before their step was reached: name → payload JSON. */
 export async function readKeptSignals(c: Conn, runId: string): Promise<Map<string, string>> {
@@ -16,23 +17,17 @@ export async function signalSent(c: Conn, runId: string, name: string): Promise<
   return rows.length > 0;
 }
 
-export interface NewSignal {
-  runId: string;
-  name: string;
-  namespaceId: string;
-  applicationId: string;
-  payloadJson: string;
-  stepKey: string;
-  state: 'KEPT' | 'CONSUMED';
-}
-
 /** KEPT while its step is not reached, CONSUMED when its step succeeds with it in this
  * transaction. A second one of the name is ER_DUP_ENTRY. */
-export async function insertSignal(c: Conn, s: NewSignal): Promise<void> {
+export async function insertSignal(
+  c: Conn,
+  run: Pick<RunRow, 'id' | 'namespace_id' | 'application_id'>,
+  s: { name: string; stepKey: string; payload: unknown; state: 'KEPT' | 'CONSUMED' },
+): Promise<void> {
   await c.execute(
     `INSERT INTO workflow_signals (run_id, name, namespace_id, application_id, payload, state, step_key, sent_at, consumed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(3), ${s.state === 'CONSUMED' ? 'UTC_TIMESTAMP(3)' : 'NULL'})`,
-    [s.runId, s.name, s.namespaceId, s.applicationId, s.payloadJson, s.state, s.stepKey],
+    [run.id, s.name, run.namespace_id, run.application_id, JSON.stringify(s.payload === undefined ? null : s.payload), s.state, s.stepKey],
   );
 }
 

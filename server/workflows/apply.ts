@@ -192,25 +192,13 @@ async function writeSignals(c: Conn, run: LoadedRun, plan: Plan): Promise<void> 
   for (const ch of plan.changes) {
     if (ch.state !== 'SUCCEEDED' || ch.consumed_signal === undefined) continue;
     if (Object.prototype.hasOwnProperty.call(run.view.kept, ch.consumed_signal)) consumedKept.push(ch.consumed_signal);
-    else await insertSignal(c, signalRow(run, ch.consumed_signal, ch.key, ch.output, 'CONSUMED'));
+    else await insertSignal(c, run.row, { name: ch.consumed_signal, stepKey: ch.key, payload: ch.output, state: 'CONSUMED' });
   }
   await consumeSignals(c, run.row.id, consumedKept);
   if (plan.keep) {
     const key = run.version.steps.find((s) => s.signal?.name === plan.keep!.name)!.key;
-    await insertSignal(c, signalRow(run, plan.keep.name, key, plan.keep.payload, 'KEPT'));
+    await insertSignal(c, run.row, { name: plan.keep.name, stepKey: key, payload: plan.keep.payload, state: 'KEPT' });
   }
-}
-
-function signalRow(run: LoadedRun, name: string, stepKey: string, payload: unknown, state: 'KEPT' | 'CONSUMED') {
-  return {
-    runId: run.row.id,
-    name,
-    namespaceId: run.row.namespace_id,
-    applicationId: run.row.application_id,
-    payloadJson: JSON.stringify(payload === undefined ? null : payload),
-    stepKey,
-    state,
-  };
 }
 
 /**

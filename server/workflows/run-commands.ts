@@ -41,15 +41,15 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
   const version = await findVersionGraph(c, wf.id, number);
   if (!version) throw new OrbitError('NOT_FOUND', `workflow version ${number} not found`, { field: 'version' });
   const id = newId();
-  const { seq } = await insertRun(c, {
+  const seq = await insertRun(c, {
     id,
-    namespaceId: cred.namespaceId,
-    applicationId: cred.applicationId,
-    workflowId: wf.id,
+    namespace_id: cred.namespaceId,
+    application_id: cred.applicationId,
+    workflow_id: wf.id,
     version: number,
-    inputJson: n.inputJson,
-    concurrencyKey: n.concurrency_key ?? null,
-    createdBy: cred.id,
+    input: n.inputJson,
+    concurrency_key: n.concurrency_key === undefined ? null : Buffer.from(n.concurrency_key, 'utf8'),
+    created_by: cred.id,
   });
   const rows = version.steps.map((s) => ({
     run_id: id,
