@@ -92,7 +92,6 @@ export async function attemptHolders(pool: Pool, ids: string[]): Promise<Attempt
 }
 
 /** The wire shape of an attempt (protocol/http-views.ts). */
-
 export function attemptView(r: AttemptRow): Attempt {
   const v: Attempt = {
     id: r.id,

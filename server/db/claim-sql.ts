@@ -187,15 +187,12 @@ export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
   const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
   const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   const kArgs = sorted.flat();
+  const dispatches = `paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`;
   return {
-    sql: `UPDATE queues SET ${checkedAssignment('queues', 'active_attempts', queueDispatches(k), `active_attempts + ${k}`)}
+    sql: `UPDATE queues SET ${checkedAssignment('queues', 'active_attempts', dispatches, `active_attempts + ${k}`)}
       WHERE id IN (${placeholders(sorted.length)})`,
     values: [...kArgs, ...kArgs, ...sorted.map(([id]) => id)],
   };
-}
-
-function queueDispatches(delta: string): string {
-  return `paused = 0 AND retired_at IS NULL AND active_attempts + ${delta} <= max_active_attempts`;
 }
 
 export function applicationPermits(applicationId: string, k: number): CheckedUpdate {

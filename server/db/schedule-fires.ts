@@ -20,13 +20,7 @@ export function fireView(r: FireRow): ScheduleFire {
   return v;
 }
 
-export interface NewFire {
-  scheduleId: string;
-  scheduledFor: string;
-  version: number;
-  outcome: FireOutcome;
-  taskId: string | null;
-}
+export type NewFire = Pick<FireRow, 'scheduled_for' | 'version' | 'outcome' | 'task_id'> & { schedule_id: string };
 
 /** The fire times of one transaction; one already recorded fails the whole statement with
  * ER_DUP_ENTRY. */
@@ -37,7 +31,7 @@ export async function insertFires(
 ): Promise<void> {
   if (fires.length === 0) return;
   const args: unknown[] = [];
-  for (const f of fires) args.push(f.scheduleId, f.scheduledFor, s.namespaceOf(f.scheduleId), s.applicationId, f.version, s.firedAt, f.outcome, f.taskId);
+  for (const f of fires) args.push(f.schedule_id, f.scheduled_for, s.namespaceOf(f.schedule_id), s.applicationId, f.version, s.firedAt, f.outcome, f.task_id);
   await c.query(
     `INSERT INTO schedule_fires (schedule_id, scheduled_for, namespace_id, application_id, version, fired_at, outcome, task_id)
      VALUES ${placeholderRows(fires.length, '(?, ?, ?, ?, ?, ?, ?, ?)')}`,

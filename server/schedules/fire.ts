@@ -159,7 +159,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
           else lastTaskId = taskId;
         }
         p.planned[i] = outcome;
-        fires.push({ scheduleId: p.s.id, scheduledFor: msDb(t), version: p.v.number, outcome, taskId });
+        fires.push({ schedule_id: p.s.id, scheduled_for: msDb(t), version: p.v.number, outcome, task_id: taskId });
       });
       const last = p.times[p.times.length - 1]!;
       const next = p.v.calendar.nextAfter(last);
