@@ -3,23 +3,16 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import type { TaskState } from '@orbit/protocol/states';
 import type { Conn, Pool, Tx } from './pool.js';
+import type { TaskFields } from './tasks.js';
 import { placeholderRows, placeholders } from './placeholders.js';
 
-export interface NewStepTask {
-  runId: string;
-  stepKey: string;
-  index: number;
-  namespaceId: string;
-  applicationId: string;
-  taskId: string;
-  createdAt: string;
-}
-
-export async function insertStepTasks(c: Conn, rows: NewStepTask[]): Promise<void> {
+/** The step-task rows of the workflow tasks among `tasks`, created with them. */
+export async function insertStepTasks(c: Conn, tasks: TaskFields[]): Promise<void> {
+  const rows = tasks.filter((t) => t.workflow_run_id);
   if (rows.length === 0) return;
   await c.query(
     `INSERT INTO workflow_step_tasks (run_id, step_key, item_index, namespace_id, application_id, task_id, created_at) VALUES ${placeholderRows(rows.length, '(?, ?, ?, ?, ?, ?, ?)')}`,
-    rows.flatMap((r) => [r.runId, r.stepKey, r.index, r.namespaceId, r.applicationId, r.taskId, r.createdAt]),
+    rows.flatMap((t) => [t.workflow_run_id, t.workflow_step, t.workflow_index ?? 0, t.namespace_id, t.application_id, t.id, t.created_at]),
   );
 }
 

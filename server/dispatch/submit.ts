@@ -19,7 +19,7 @@ import { queryAll } from '../db/pipeline.js';
 import { unfinishedTasksReservation } from '../db/applications.js';
 import { applyChecked, commitIfApplied, NotApplied } from '../db/conditional-commit.js';
 import { insertTasks, taskView, type TaskFields } from '../db/tasks.js';
-import { insertStepTasks, type NewStepTask as NewStepTaskRow } from '../db/workflow-step-tasks.js';
+import { insertStepTasks } from '../db/workflow-step-tasks.js';
 import { newId } from '../ids.js';
 import { coalesce, type Coalesced } from './coalesce.js';
 import { ALONE, commandFingerprint, executeIdempotent, replayReceipt, runAlone } from './idempotency.js';
@@ -206,7 +206,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
   await insertTasks(c, tasks);
-  if (items.some((it) => it.workflow)) await insertStepTasks(c, stepTaskRows(tasks));
+  if (items.some((it) => it.workflow)) await insertStepTasks(c, tasks);
   await insertReceipts(c, receipts);
   // The hot rows last, in the ledger's lock order: queues by id, then the application.
   const app = items[0]!.credential.applicationId;
@@ -235,20 +235,6 @@ export async function createTasksInTransaction(
     outcomes: r.outcomes.map((o) => (o === ALONE ? refused('INTERNAL', 'duplicate key in one creation') : (o as SubmitOutcome))),
     afterCommit: () => afterCommitOf(app, r),
   };
-}
-
-function stepTaskRows(tasks: TaskFields[]): NewStepTaskRow[] {
-  return tasks
-    .filter((t) => t.workflow_run_id)
-    .map((t) => ({
-      runId: t.workflow_run_id!,
-      stepKey: t.workflow_step!,
-      index: t.workflow_index ?? 0,
-      namespaceId: t.namespace_id,
-      applicationId: t.application_id,
-      taskId: t.id,
-      createdAt: t.created_at,
-    }));
 }
 
 /** A workflow step's tasks, inside the advancing transaction; throws like createTasksInTransaction.
