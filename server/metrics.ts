@@ -4,8 +4,7 @@ import { transactionRetries } from './db/pool.js';
 import { budgetStats } from './db/packet-budget.js';
 import type { Pool } from './db/pool.js';
 import { waitingDepthByQueue } from './db/task-gauges.js';
-import { countRunsByState } from './db/workflow-runs.js';
-import { countStepsByState } from './db/workflow-run-steps.js';
+import { countByState } from './db/workflow-runs.js';
 
 const LATENCY_BUCKETS = [0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
@@ -213,8 +212,8 @@ export function registerDbGauges(metrics: Metrics, pool: Pool): void {
     'max',
   );
   const byState = (r: { state: string; n: number }): [{ state: string }, number] => [{ state: r.state }, r.n];
-  const runs = cachedRead(5_000, () => countRunsByState(pool));
-  const steps = cachedRead(5_000, () => countStepsByState(pool));
+  const runs = cachedRead(5_000, () => countByState(pool, 'workflow_runs'));
+  const steps = cachedRead(5_000, () => countByState(pool, 'workflow_run_steps'));
   fromRows('orbit_workflow_runs_total', 'workflow runs by state (all nodes; from the database at scrape time)', ['state'], runs, byState);
   fromRows('orbit_workflow_steps_total', 'workflow run steps by state (all nodes; from the database at scrape time)', ['state'], steps, byState);
   const fromPool = (name: string, help: string, value: (u: { inUse: number; waiting: number }) => number) => {

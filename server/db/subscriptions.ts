@@ -117,28 +117,26 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
   return rows[0]!.s === null ? null : String(rows[0]!.s);
 }
 
-const typeList = (types: string[]) => placeholders(types.length);
-
 /** The events a subscription takes: its queue's, of its types. */
 export type StreamFilter = { namespaceId: string; queueId: string; types: string[] };
 
+/** The filter's events after `cursor`, up to `watermark`. */
+function streamRange(s: StreamFilter, cursor: string, watermark: string): Conditions {
+  const where = new Conditions('namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ?', s.namespaceId, s.queueId, cursor, watermark);
+  where.and(`type IN (${placeholders(s.types.length)})`, ...s.types);
+  return where;
+}
+
 export async function countUnmaterialized(db: Pool | Conn, s: StreamFilter, cursor: string, watermark: string): Promise<number> {
   if (BigInt(cursor) >= BigInt(watermark)) return 0;
-  const [rows] = await db.query<RowDataPacket[]>(
-    `SELECT COUNT(*) AS n FROM result_events
-      WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})`,
-    [s.namespaceId, s.queueId, cursor, watermark, ...s.types],
-  );
+  const where = streamRange(s, cursor, watermark);
+  const [rows] = await db.query<RowDataPacket[]>(`SELECT COUNT(*) AS n FROM result_events WHERE ${where}`, where.args);
   return Number(rows[0]!.n);
 }
 
 export async function matchingSequences(c: Conn, s: StreamFilter, cursor: string, watermark: string, limit: number): Promise<string[]> {
-  const [rows] = await c.query<RowDataPacket[]>(
-    `SELECT sequence FROM result_events
-      WHERE namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ? AND type IN (${typeList(s.types)})
-      ORDER BY sequence LIMIT ${Number(limit)}`,
-    [s.namespaceId, s.queueId, cursor, watermark, ...s.types],
-  );
+  const where = streamRange(s, cursor, watermark);
+  const [rows] = await c.query<RowDataPacket[]>(`SELECT sequence FROM result_events WHERE ${where} ORDER BY sequence LIMIT ${Number(limit)}`, where.args);
   return rows.map((r) => String(r.sequence));
 }
 

@@ -107,8 +107,3 @@ export async function dueSignalSteps(pool: Pool, limit: number): Promise<{ run_i
   );
   return rows.map((r) => ({ run_id: r.run_id as string, step_key: r.step_key as string, namespace_id: r.namespace_id as string }));
 }
-
-export async function countStepsByState(pool: Pool): Promise<{ state: WorkflowStepState; n: number }[]> {
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM workflow_run_steps GROUP BY state');
-  return rows.map((r) => ({ state: r.state as WorkflowStepState, n: Number(r.n) }));
-}

@@ -100,7 +100,8 @@ export async function listRuns(pool: Pool, f: RunFilter): Promise<RunRow[]> {
   return rows;
 }
 
-export async function countRunsByState(pool: Pool): Promise<{ state: WorkflowRunState; n: number }[]> {
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT state, COUNT(*) AS n FROM workflow_runs GROUP BY state');
-  return rows.map((r) => ({ state: r.state as WorkflowRunState, n: Number(r.n) }));
+/** The rows of runs or of their steps by state, for the gauges. */
+export async function countByState(pool: Pool, table: 'workflow_runs' | 'workflow_run_steps'): Promise<{ state: string; n: number }[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(`SELECT state, COUNT(*) AS n FROM ${table} GROUP BY state`);
+  return rows.map((r) => ({ state: r.state as string, n: Number(r.n) }));
 }
