@@ -5,7 +5,7 @@ import { toIso, type Pool, type Conn, type Tx } from './pool.js';
 import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
-import { Conditions, placeholders, byIdRead } from './placeholders.js';
+import { Conditions, placeholderRows, placeholders, byIdRead } from './placeholders.js';
 
 export interface SubscriptionRow extends RowDataPacket {
   id: string;
@@ -183,9 +183,8 @@ export async function insertDeliveries(c: Conn, subscriptionId: string, namespac
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
     await c.query(
-      `INSERT INTO deliveries (id, subscription_id, namespace_id, sequence, state, attempts, created_at) VALUES ${chunk
-        .map(() => "(?, ?, ?, ?, 'PENDING', 0, UTC_TIMESTAMP(3))")
-        .join(', ')}`,
+      `INSERT INTO deliveries (id, subscription_id, namespace_id, sequence, state, attempts, created_at)
+       VALUES ${placeholderRows(chunk.length, "(?, ?, ?, ?, 'PENDING', 0, UTC_TIMESTAMP(3))")}`,
       chunk.flatMap((r) => [r.id, subscriptionId, namespaceId, r.sequence]),
     );
   }
