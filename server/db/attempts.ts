@@ -73,13 +73,7 @@ export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]
   return rows;
 }
 
-export interface AttemptHolderRow extends RowDataPacket {
-  id: string;
-  state: AttemptState;
-  session_id: string;
-  error_code: string | null;
-  result_fingerprint: string | null;
-}
+export type AttemptHolderRow = RowDataPacket & Pick<AttemptFields, 'id' | 'state' | 'session_id' | 'error_code' | 'result_fingerprint'>;
 
 /** attemptHolders(ids) → state, holding session and how each attempt ended (no lock; the
  * reconciler compares them with what this node's sessions think they hold). */

@@ -106,13 +106,7 @@ export async function queueIdsInNamespace(c: Conn, namespaceId: string, ids: str
   return new Set(qs.map((r) => r.id as string));
 }
 
-export interface SubmitQueueRow extends RowDataPacket {
-  id: string;
-  namespace_id: string;
-  retired_at: string | null;
-  retry_max_attempts: number;
-  now: string;
-}
+export type SubmitQueueRow = Pick<QueueRow, 'id' | 'namespace_id' | 'retired_at' | 'retry_max_attempts'> & { now: string };
 
 export interface SubmitQueues {
   rows: SubmitQueueRow[];

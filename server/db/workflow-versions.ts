@@ -3,6 +3,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { WorkflowStep, WorkflowVersion } from '@orbit/protocol/workflow-views';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import { placeholders, placeholderRows } from './placeholders.js';
+import type { QueueRow } from './queues.js';
 
 export interface StoredWorkflowVersion {
   workflowId: string;
@@ -66,10 +67,7 @@ export async function insertVersionQueues(
   );
 }
 
-export interface VersionQueueRow extends RowDataPacket {
-  id: string;
-  retired_at: string | null;
-}
+export type VersionQueueRow = RowDataPacket & Pick<QueueRow, 'id' | 'retired_at'>;
 
 /** Share-locked to the commit in id order. Queue retirement locks the row exclusively, so
  * whichever commits first wins. */
