@@ -3,18 +3,10 @@ import type { RowDataPacket } from 'mysql2/promise';
 import type { Pool } from './pool.js';
 import type { TaskState } from '@orbit/protocol/states';
 import { TASK_COLUMNS, type TaskRow } from './tasks.js';
+import type { QueueRow } from './queues.js';
 
-export interface AdminQueueRow extends RowDataPacket {
-  id: string;
-  name: string;
-  namespace: string;
-  namespace_id: string;
-  paused: number;
-  retired_at: string | null;
-  max_active_attempts: number;
-  waiting: number | string;
-  running: number | string;
-}
+export type AdminQueueRow = Pick<QueueRow, 'id' | 'name' | 'namespace_id' | 'paused' | 'retired_at' | 'max_active_attempts'> &
+  RowDataPacket & { namespace: string; waiting: number | string; running: number | string };
 
 /** Every queue with its namespace's name and its WAITING and LEASED+RUNNING counts. */
 export async function queuesWithCounts(pool: Pool): Promise<AdminQueueRow[]> {

@@ -142,11 +142,7 @@ export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> 
   );
 }
 
-export interface DueRow extends RowDataPacket {
-  id: string;
-  application_id: string;
-  wait_ms: number;
-}
+export type DueRow = RowDataPacket & Pick<ScheduleRow, 'id' | 'application_id'> & { wait_ms: number };
 
 /** The milliseconds until each fire (≤ 0 = due); no lock. */
 export async function dueSchedules(pool: Pool, horizonMs: number, limit: number): Promise<DueRow[]> {

@@ -1,7 +1,6 @@
 // The tasks of started steps. The primary key (run_id, step_key, item_index) is advancement's
 // exactly-once guard.
 import type { RowDataPacket } from 'mysql2/promise';
-import type { TaskState } from '@orbit/protocol/states';
 import type { Conn, Pool, Tx } from './pool.js';
 import type { TaskFields } from './tasks.js';
 import { placeholderRows, placeholders } from './placeholders.js';
@@ -16,15 +15,11 @@ export async function insertStepTasks(c: Conn, tasks: TaskFields[]): Promise<voi
   );
 }
 
-export interface StepTaskRow {
+export type StepTaskRow = Pick<TaskFields, 'state' | 'result_output' | 'result_error_code' | 'result_error_message'> & {
   step_key: string;
   item_index: number;
   task_id: string;
-  state: TaskState;
-  result_output: string | null;
-  result_error_code: string | null;
-  result_error_message: string | null;
-}
+};
 
 /** No lock: the caller holds the run row, which every advancement of the run takes. */
 export async function readStepTasks(db: Pool | Conn, runId: string, stepKeys: string[] | null, withOutput = true): Promise<StepTaskRow[]> {
