@@ -115,30 +115,17 @@ export async function lockDueSchedules(c: Tx, ids: string[]): Promise<DueSchedul
   return rows;
 }
 
-export interface Advance {
-  id: string;
-  nextFireAt: string | null;
-  lastFireAt: string;
-  lastTaskId: string | null;
-  catchupRemaining: number | null;
-}
+const ADVANCED = ['next_fire_at', 'last_fire_at', 'last_task_id', 'catchup_remaining'] as const satisfies readonly (keyof ScheduleRow)[];
+export type Advance = Pick<ScheduleRow, 'id' | (typeof ADVANCED)[number]>;
 
+/** last_task_id keeps its value where the fires made no task. */
 export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> {
   if (rows.length === 0) return;
-  const args: unknown[] = [];
-  const col = (f: (a: Advance) => unknown) => {
-    for (const a of rows) args.push(a.id, f(a));
-    return `CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
-  };
-  const next = col((a) => a.nextFireAt);
-  const last = col((a) => a.lastFireAt);
-  const task = col((a) => a.lastTaskId);
-  const catchup = col((a) => a.catchupRemaining);
-  args.push(...rows.map((a) => a.id));
+  const byId = `CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
   await c.query(
-    `UPDATE schedules SET next_fire_at = ${next}, last_fire_at = ${last}, last_task_id = COALESCE(${task}, last_task_id), catchup_remaining = ${catchup}
+    `UPDATE schedules SET next_fire_at = ${byId}, last_fire_at = ${byId}, last_task_id = COALESCE(${byId}, last_task_id), catchup_remaining = ${byId}
       WHERE id IN (${placeholders(rows.length)})`,
-    args,
+    [...ADVANCED.flatMap((n) => rows.flatMap((a) => [a.id, a[n]])), ...rows.map((a) => a.id)],
   );
 }
 

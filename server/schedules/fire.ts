@@ -165,10 +165,10 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       const next = p.v.calendar.nextAfter(last);
       advances.push({
         id: p.s.id,
-        nextFireAt: next === null ? null : msDb(next),
-        lastFireAt: msDb(last),
-        lastTaskId,
-        catchupRemaining: p.catchingUp && p.more ? p.budget : null,
+        next_fire_at: next === null ? null : msDb(next),
+        last_fire_at: msDb(last),
+        last_task_id: lastTaskId,
+        catchup_remaining: p.catchingUp && p.more ? p.budget : null,
       });
     }
     const ns = new Map(rows.map((r) => [r.id, r.namespace_id]));
