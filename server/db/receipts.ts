@@ -55,20 +55,14 @@ export function receiptsRead(keys: [string, string][]): [string, string[]] {
   ];
 }
 
-/** A complete receipt, by column. */
-export interface NewReceipt {
-  namespace_id: string;
-  idempotency_key: string;
-  operation: string;
-  target_id: string;
-  fingerprint: string;
-  http_status: number;
-  /** The frozen reply: the same JSON text the HTTP reply sends. */
+/** A complete receipt, by column; `response_data` is the frozen reply, the same JSON text the
+ * HTTP reply sends. */
+export type NewReceipt = Pick<ReceiptKeyRow, 'namespace_id' | 'idempotency_key' | 'operation' | 'target_id' | 'fingerprint' | 'http_status'> & {
   response_data: JsonText;
   resource_id: string | null;
   credential_id: string;
   created_at: string;
-}
+};
 
 // prettier-ignore
 const INSERTED = [
