@@ -5,7 +5,7 @@ import { createPool, withTransaction, type Pool } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, namespaceEnvironment, setApplicationQuotas } from '../db/tenants.js';
-import { queueIdsInNamespace } from '../db/queues.js';
+import { queuesInNamespace } from '../db/queues.js';
 import { ALL_SCOPES, hashToken, newToken, type Scope } from '../admin/access.js';
 import { newId } from '../ids.js';
 import { one, parseFlags, runCli, runIfScript, type CliIo } from './args.js';
@@ -110,7 +110,7 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
       withTransaction(p, async (c) => {
         if ((await namespaceEnvironment(c, namespaceId)) === undefined) throw new Error(`namespace ${namespaceId} not found`);
         if (queueIds !== '*') {
-          const found = await queueIdsInNamespace(c, namespaceId, queueIds);
+          const found = new Set((await queuesInNamespace(c, namespaceId, queueIds)).map((q) => q.id));
           const missing = queueIds.find((q) => !found.has(q));
           if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
         }

@@ -91,19 +91,13 @@ export async function markQueueRetired(c: Conn, id: string, reason: string): Pro
   );
 }
 
-type HelloQueue = { id: string; lease_seconds: number; retired_at: string | null };
-
-export async function readHelloQueues(c: Conn, namespaceId: string, ids: string[]): Promise<HelloQueue[]> {
-  const [qrows] = await c.query<RowDataPacket[]>(
-    `SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${placeholders(ids.length)})`,
-    [namespaceId, ...ids],
-  );
-  return qrows as HelloQueue[];
-}
-
-export async function queueIdsInNamespace(c: Conn, namespaceId: string, ids: string[]): Promise<Set<string>> {
-  const [qs] = await c.query<RowDataPacket[]>('SELECT id FROM queues WHERE namespace_id = ? AND id IN (?)', [namespaceId, ids]);
-  return new Set(qs.map((r) => r.id as string));
+/** The queues among `ids` in the namespace (a hello's, an admin's credential's). */
+export async function queuesInNamespace(c: Conn, namespaceId: string, ids: string[]): Promise<Pick<QueueRow, 'id' | 'lease_seconds' | 'retired_at'>[]> {
+  const [rows] = await c.query<QueueRow[]>(`SELECT id, lease_seconds, retired_at FROM queues WHERE namespace_id = ? AND id IN (${placeholders(ids.length)})`, [
+    namespaceId,
+    ...ids,
+  ]);
+  return rows;
 }
 
 export type SubmitQueueRow = Pick<QueueRow, 'id' | 'namespace_id' | 'retired_at' | 'retry_max_attempts'> & { now: string };

@@ -9,7 +9,7 @@ import { lockLiveCredential, type Credential } from '../db/credentials.js';
 import { canUseQueue } from '../admin/access.js';
 import { lockLiveAttemptsOfWorker, readAttempts } from '../db/attempts.js';
 import { rebindAttempts } from '../db/attempt-leases.js';
-import { readHelloQueues } from '../db/queues.js';
+import { queuesInNamespace } from '../db/queues.js';
 import { insertWorkerIdentity, lockWorkerIdentity, setCurrentSession } from '../db/worker-identities.js';
 import { closeSupersededSessions, insertWorkerSession } from '../db/worker-sessions.js';
 import { withLedgerTx, type StepAdvancer } from '../dispatch/ledger.js';
@@ -65,7 +65,7 @@ export async function helloTransaction(
     // commits first or waits for this hello.
     if (!(await lockLiveCredential(c, cred.id))) throw new OrbitError('UNAUTHENTICATED', 'credential revoked');
     const valid = queueIds.filter((q) => ID_RE.test(q));
-    const qrows = valid.length ? await readHelloQueues(c, cred.namespaceId, valid) : [];
+    const qrows = valid.length ? await queuesInNamespace(c, cred.namespaceId, valid) : [];
     const found = new Map(qrows.map((r) => [r.id as string, r]));
     for (const q of queueIds) {
       const row = found.get(q);
