@@ -36,13 +36,6 @@ export interface ClaimRequest {
   free: number;
 }
 
-export interface RoundProgress {
-  /** The candidate read is about to be sent; under READ COMMITTED it sees every committed submit. */
-  reading?(): void;
-  /** The read found `found` candidates; each request's `free` is lowered to at most that. */
-  read?(found: number): void;
-}
-
 export interface ClaimRoundResult {
   bySession: Map<string, Assignment[]>;
   revoked: Set<string>;
@@ -87,7 +80,8 @@ export async function claimRound(
   reqs: ClaimRequest[],
   log: Logger,
   onExhausted: () => void = () => {},
-  progress: RoundProgress = {},
+  /** Called as the candidate read is sent; under READ COMMITTED it sees every committed submit. */
+  reading: () => void = () => {},
 ): Promise<ClaimRoundResult> {
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
@@ -109,7 +103,7 @@ export async function claimRound(
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         if (queues.length === 0 || appFree <= 0) return;
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, progress, reqs);
+        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, reading);
         if (rows.length === 0) return;
         const chosen = toSessions(rows, active, queues, appFree);
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
@@ -139,12 +133,10 @@ export async function claimRound(
   return { bySession: new Map(), revoked: out.revoked };
 }
 
-async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, progress: RoundProgress, reqs: ClaimRequest[]): Promise<CandidateRow[]> {
+async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, reading: () => void): Promise<CandidateRow[]> {
   if (specs.length === 0) return [];
-  progress.reading?.();
+  reading();
   const ids = await candidateIds(c, specs, now);
-  for (const r of reqs) r.free = Math.min(r.free, ids.length);
-  progress.read?.(ids.length);
   if (ids.length === 0) return [];
   ids.sort(byClaimOrder);
   const order = new Map(ids.map((x, i) => [x.id, i]));

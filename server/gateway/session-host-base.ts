@@ -2,7 +2,7 @@
 // the tests run the gateway's own code.
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.js';
-import type { WakeCause, WorkSignals } from '../work-signals.js';
+import type { WorkSignals } from '../work-signals.js';
 import { releaseAttempts } from '../dispatch/revoke.js';
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Dispatcher } from './dispatcher.js';
@@ -22,8 +22,8 @@ export abstract class SessionHostBase {
     return p;
   }
 
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
-    this.signals.wake(queueIds, cause);
+  wake(queueIds: Iterable<string>): void {
+    this.signals.wake(queueIds);
   }
 
   kick(s: Session): void {

@@ -82,7 +82,7 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     this.admission = admission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.offWork = signals.onWork((q, cause) => this.dispatcher.wake(q, cause));
+    this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
     this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {

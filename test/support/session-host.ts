@@ -56,9 +56,9 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
     this.frames = new FrameCommitter(pool, advanceRunsInTx, () => {});
     this.dispatcher = new Dispatcher(this);
     this.submitter = new TaskSubmitter({ pool, metrics: this.metrics, log: this.log, signals: this.signals });
-    this.unsubscribe = this.signals.onWork((q, cause) => {
+    this.unsubscribe = this.signals.onWork((q) => {
       this.woken.push(q);
-      this.dispatcher.wake(q, cause);
+      this.dispatcher.wake(q);
     });
     this.wss = new WebSocketServer<typeof WorkerSocket>({ WebSocket: WorkerSocket, server: this.server, skipUTF8Validation: true });
   }
