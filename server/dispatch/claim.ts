@@ -48,8 +48,6 @@ interface Exhausted {
   last: boolean;
 }
 
-class PermitsMoved extends Error {}
-
 export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
   const specs: CandidateSpec[] = [];
   for (const q of hints) {
@@ -126,8 +124,8 @@ export async function claimRound(
       }
       return out;
     } catch (err) {
-      if (!(err instanceof PermitsMoved)) throw err;
-      // The permits moved between hint and update: nothing was granted; run again.
+      // The permits moved between hint and update (NotApplied): nothing was granted; run again.
+      if (!(err instanceof NotApplied)) throw err;
     }
   }
   return { bySession: new Map(), revoked: out.revoked };
@@ -196,10 +194,5 @@ async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Ex
 async function takePermitsAndCommit(c: Tx, applicationId: string, granted: Grant[]): Promise<void> {
   const perQueue = new Map<string, number>();
   for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
-  try {
-    await commitIfApplied(c, [queuePermits([...perQueue]), applicationPermits(applicationId, granted.length)]);
-  } catch (err) {
-    if (err instanceof NotApplied) throw new PermitsMoved();
-    throw err;
-  }
+  await commitIfApplied(c, [queuePermits([...perQueue]), applicationPermits(applicationId, granted.length)]);
 }

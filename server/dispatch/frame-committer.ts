@@ -14,7 +14,7 @@ import { commitWithAll, queryAll } from '../db/pipeline.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import { isDatabaseRefusal, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
-import { coalesce, type Coalesced } from './coalesce.js';
+import { coalesce } from './coalesce.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
 import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 import { checkedStarts } from './start-frames.js';
@@ -99,22 +99,16 @@ function resultBytes(cmd: FrameCommand): number {
 }
 
 /** The node's frame committer: per-application group commit of start and result frames. */
-export class FrameCommitter {
-  private readonly committer: Coalesced<FrameCommand, FrameOutcome>;
+export type FrameCommitter = (applicationId: string, cmd: FrameCommand) => Promise<FrameOutcome>;
 
-  constructor(pool: Pool, advance: StepAdvancer, onBatch: (size: number, seconds: number) => void) {
-    this.committer = coalesce(
-      async (_app, cmds) => {
-        const started = process.hrtime.bigint();
-        const { outcomes } = await runFrameBatch(pool, advance, cmds);
-        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
-        return outcomes;
-      },
-      { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
-    );
-  }
-
-  run(applicationId: string, cmd: FrameCommand): Promise<FrameOutcome> {
-    return this.committer(applicationId, cmd);
-  }
+export function frameCommitter(pool: Pool, advance: StepAdvancer, onBatch: (size: number, seconds: number) => void): FrameCommitter {
+  return coalesce(
+    async (_app, cmds) => {
+      const started = process.hrtime.bigint();
+      const { outcomes } = await runFrameBatch(pool, advance, cmds);
+      onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
+      return outcomes;
+    },
+    { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
+  );
 }

@@ -26,7 +26,7 @@ export interface SessionHost {
   >;
   readonly admission: Admit;
   readonly log: Logger;
-  readonly frames: Pick<FrameCommitter, 'run'>;
+  readonly frames: FrameCommitter;
   register(s: Session): void;
   unregister(s: Session): void;
   track<T>(p: Promise<T>): Promise<T>;

@@ -292,7 +292,7 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, {
+    const r = await this.host.frames(this.cred.applicationId, {
       kind: 'start',
       who: this.who(),
       attemptId,
@@ -310,7 +310,7 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.slots.drop(f.attempt_id);

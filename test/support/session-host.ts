@@ -14,7 +14,7 @@ import { findCredentialByTokenHash } from '../../server/db/credentials.js';
 import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { NodeSignals } from '../../server/work-signals.js';
-import { FrameCommitter } from '../../server/dispatch/frame-committer.js';
+import { frameCommitter, type FrameCommitter } from '../../server/dispatch/frame-committer.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
 import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
 import { Session, type SessionHost } from '../../server/gateway/session.js';
@@ -53,7 +53,7 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
 
   constructor(readonly pool: Pool) {
     super();
-    this.frames = new FrameCommitter(pool, advanceRunsInTx, () => {});
+    this.frames = frameCommitter(pool, advanceRunsInTx, () => {});
     this.dispatcher = new Dispatcher(this);
     this.submitter = new TaskSubmitter({ pool, metrics: this.metrics, log: this.log, signals: this.signals });
     this.unsubscribe = this.signals.onWork((q) => {
