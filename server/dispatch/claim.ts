@@ -23,7 +23,7 @@ import {
   type PermitHint,
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
-import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
+import { leaseCandidates, sessionAccepts, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
 /** The most tasks one round grants one session, and the most candidate rows it reads whole (bounds
  * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
@@ -156,7 +156,7 @@ function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: Permit
     if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
     const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
     if (k && keysInRound.has(k)) continue;
-    const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && acceptsRow(r.session, row));
+    const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && sessionAccepts(r.session, row));
     if (eligible.length === 0) continue;
     const r = eligible[turn++ % eligible.length]!;
     if (k) keysInRound.add(k);

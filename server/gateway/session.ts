@@ -310,7 +310,8 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    const output = f.output === undefined ? null : JSON.stringify(f.output);
+    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, output });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.slots.drop(f.attempt_id);
