@@ -1,7 +1,8 @@
 // The claim round's planning step without a database: specsFor (server/dispatch/claim.ts) turns
 // the sessions asking for work and the queues' permit hints into one candidate read per queue.
 import { describe, expect, it } from 'vitest';
-import { ROUND_MAX_PER_SESSION, specsFor, type ClaimRequest, type ClaimSession } from '../server/dispatch/claim.js';
+import { ROUND_MAX_PER_SESSION, specsFor, type ClaimRequest } from '../server/dispatch/claim.js';
+import type { ClaimSession } from '../server/dispatch/grant.js';
 import { byClaimOrder, type PermitHint } from '../server/db/claim-sql.js';
 import { sessionAccepts } from '../server/dispatch/grant.js';
 

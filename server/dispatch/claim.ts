@@ -29,8 +29,6 @@ import { leaseCandidates, sessionAccepts, type Assignment, type ClaimSession, ty
  * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
 export const ROUND_MAX_PER_SESSION = 512;
 
-export type { Assignment, ClaimSession } from './grant.js';
-
 export interface ClaimRequest {
   session: ClaimSession;
   free: number;

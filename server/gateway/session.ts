@@ -25,8 +25,6 @@ import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
-export type { SessionHost, SessionState } from './session-host.js';
-
 export class Session {
   readonly id = newId();
   /** Capacity and held attempts (session-slots.ts: the one owner of these counts). */
