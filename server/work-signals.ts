@@ -3,12 +3,10 @@
 import { EventEmitter } from 'node:events';
 import type { Revoked } from './dispatch/revoke.js';
 
-/** `work`: the queue may have new WAITING tasks; `released`: only permits came free. */
-export type WakeCause = 'work' | 'released';
-
 /** Every method is called after the commit. */
 export interface WorkSignals {
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void;
+  /** The queues may have new WAITING tasks or freed permits. */
+  wake(queueIds: Iterable<string>): void;
   /** Attempts revoked by this node: their sessions get task.cancel. */
   revoked(attempts: readonly Revoked[]): void;
   /** A schedule was created, published or resumed: the firer looks at once. */
@@ -17,7 +15,7 @@ export interface WorkSignals {
 
 /** Each `on…` returns its unsubscribe. */
 export interface WorkSignalSource {
-  onWork(fn: (queueId: string, cause: WakeCause) => void): () => void;
+  onWork(fn: (queueId: string) => void): () => void;
   onRevoked(fn: (attempts: readonly Revoked[]) => void): () => void;
   onSchedulesChanged(fn: () => void): () => void;
 }
@@ -26,8 +24,8 @@ export interface WorkSignalSource {
 export class NodeSignals implements WorkSignals, WorkSignalSource {
   private readonly events = new EventEmitter().setMaxListeners(0);
 
-  wake(queueIds: Iterable<string>, cause: WakeCause = 'work'): void {
-    for (const q of queueIds) this.events.emit('work', q, cause);
+  wake(queueIds: Iterable<string>): void {
+    for (const q of queueIds) this.events.emit('work', q);
   }
 
   revoked(attempts: readonly Revoked[]): void {
@@ -38,7 +36,7 @@ export class NodeSignals implements WorkSignals, WorkSignalSource {
     this.events.emit('schedules');
   }
 
-  onWork(fn: (queueId: string, cause: WakeCause) => void): () => void {
+  onWork(fn: (queueId: string) => void): () => void {
     this.events.on('work', fn);
     return () => void this.events.off('work', fn);
   }

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseGatewayFrame } from '@orbit/protocol/frames';
 import { assignText } from '../server/gateway/session.js';
-import type { Assignment } from '../server/dispatch/claim.js';
+import type { Assignment } from '../server/dispatch/grant.js';
 
 const base: Omit<Assignment, 'payloadJson' | 'concurrencyToken'> = {
   attemptId: 'a'.repeat(32),

@@ -192,6 +192,9 @@ describe('results', () => {
     expect((await sqlEvents(f, task.id))[0]!.result).toMatchObject({ outcome: 'unknown' });
     await expectNoFrame(w, 'task.assign', 300);
     expect(await cmd(f, task.id, 'resolve', { resolution: 'failed' })).toMatchObject({ status: 200 });
+    // The lifecycle table's resolve-failed error, with the default message when no reason is given.
+    const resolved = { outcome: 'failed', error: { code: 'RESOLVED', message: 'resolved as failed' } };
+    expect(await apiTask(f, task.id)).toMatchObject({ state: 'FAILED', result: resolved });
   });
 });
 

@@ -78,6 +78,7 @@ const resultOf = (workerId: string, attemptId: string): FrameCommand => ({
   kind: 'result',
   who: { namespaceId: t.namespace_id, workerId, credentialId: cred.id },
   frame: { type: 'result', attempt_id: attemptId, outcome: 'succeeded', output: { ok: true } },
+  output: '{"ok":true}',
 });
 
 async function taskStates(taskIds: string[]): Promise<string[]> {

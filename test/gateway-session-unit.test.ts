@@ -195,13 +195,12 @@ describe('Session on an in-process host', () => {
     try {
       const { w, s } = await connect('undelivered', { capacity: 2 }, quiet, quietUrl);
       const taskId = await submit('undelivered', 'undelivered-1');
-      const slot = s.slots.reserve(2)!;
-      const round = await claimRound(db.pool, [{ session: s.claim, free: slot.size }], quiet.log, () => {});
+      const round = await claimRound(db.pool, [{ session: s.claim, free: s.slots.free }], quiet.log, () => {});
       const got = round.bySession.get(s.id) ?? [];
       expect(got.map((a) => a.task.id)).toEqual([taskId]);
       expect(await taskState(taskId)).toBe('LEASED');
       s.terminate(4000, 'ended before delivery');
-      s.deliver(slot, got);
+      s.deliver(got);
       await quiet.settle();
       expect(s.slots.held.size).toBe(0);
       expect(await taskState(taskId)).toBe('WAITING');

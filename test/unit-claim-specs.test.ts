@@ -1,7 +1,8 @@
 // The claim round's planning step without a database: specsFor (server/dispatch/claim.ts) turns
 // the sessions asking for work and the queues' permit hints into one candidate read per queue.
 import { describe, expect, it } from 'vitest';
-import { ROUND_MAX_PER_SESSION, specsFor, type ClaimRequest, type ClaimSession } from '../server/dispatch/claim.js';
+import { ROUND_MAX_PER_SESSION, specsFor, type ClaimRequest } from '../server/dispatch/claim.js';
+import type { ClaimSession } from '../server/dispatch/grant.js';
 import { byClaimOrder, type PermitHint } from '../server/db/claim-sql.js';
 import { sessionAccepts } from '../server/dispatch/grant.js';
 
@@ -60,16 +61,17 @@ describe('specsFor', () => {
 
 // The one rule of which session takes which task (grant.ts), for a claim round and a hand-off alike.
 describe('sessionAccepts', () => {
-  const task = { namespaceId: NS, queueId: 'q1', handler: 'h', handlerVersion: '1', keyed: false };
+  const task = { namespace_id: NS, queue_id: 'q1', handler: 'h', handler_version: '1', concurrency_key: null as Buffer | null };
+  const keyed = Buffer.from('k');
   it('its queue in its namespace, its handler version, and the key capability for a keyed task', () => {
     expect(sessionAccepts(session(), task)).toBe(true);
-    expect(sessionAccepts(session(), { ...task, queueId: 'q2' })).toBe(false);
-    expect(sessionAccepts(session(), { ...task, namespaceId: 'm'.repeat(32) })).toBe(false);
-    expect(sessionAccepts(session(), { ...task, keyed: true })).toBe(false);
-    expect(sessionAccepts(session({ concurrencyKeys: true }), { ...task, keyed: true })).toBe(true);
+    expect(sessionAccepts(session(), { ...task, queue_id: 'q2' })).toBe(false);
+    expect(sessionAccepts(session(), { ...task, namespace_id: 'm'.repeat(32) })).toBe(false);
+    expect(sessionAccepts(session(), { ...task, concurrency_key: keyed })).toBe(false);
+    expect(sessionAccepts(session({ concurrencyKeys: true }), { ...task, concurrency_key: keyed })).toBe(true);
     const handlers = [{ handler: 'h', versions: ['1', '2'] }];
     expect(sessionAccepts(session({ handlers }), task)).toBe(true);
-    expect(sessionAccepts(session({ handlers }), { ...task, handlerVersion: '3' })).toBe(false);
+    expect(sessionAccepts(session({ handlers }), { ...task, handler_version: '3' })).toBe(false);
     expect(sessionAccepts(session({ handlers }), { ...task, handler: 'g' })).toBe(false);
   });
 });

@@ -3,11 +3,11 @@
 // sends the queues it woke, once per event-loop turn, through the primary. A wake is a hint: a lost
 // one costs a poll interval, never correctness.
 import type { Worker } from 'node:cluster';
-import type { NodeSignals, WakeCause } from '../work-signals.js';
+import type { NodeSignals } from '../work-signals.js';
 
 export interface WakeMessage {
   orbit: 'wake';
-  queues: [string, WakeCause][];
+  queues: string[];
 }
 
 export function isWakeMessage(m: unknown): m is WakeMessage {
@@ -17,27 +17,26 @@ export function isWakeMessage(m: unknown): m is WakeMessage {
 
 /** In a gateway process. */
 export function relayWakes(signals: NodeSignals): void {
-  let pending: Map<string, WakeCause> | null = null;
+  let pending: Set<string> | null = null;
   let replaying = false;
   const flush = () => {
     const p = pending;
     pending = null;
     if (p && process.connected) process.send!({ orbit: 'wake', queues: [...p] } satisfies WakeMessage);
   };
-  signals.onWork((queueId, cause) => {
+  signals.onWork((queueId) => {
     if (replaying) return; // a sibling's wake-up, not this process's news
     if (!pending) {
-      pending = new Map();
+      pending = new Set();
       setImmediate(flush);
     }
-    // `work` (new tasks) implies what `released` (freed permits) says.
-    if (pending.get(queueId) !== 'work') pending.set(queueId, cause);
+    pending.add(queueId);
   });
   process.on('message', (m: unknown) => {
     if (!isWakeMessage(m)) return;
     replaying = true;
     try {
-      for (const [q, cause] of m.queues) signals.wake([q], cause);
+      signals.wake(m.queues);
     } finally {
       replaying = false;
     }

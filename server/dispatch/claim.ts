@@ -23,24 +23,15 @@ import {
   type PermitHint,
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
-import { acceptsRow, leaseCandidates, type Assignment, type ClaimSession, type Grant } from './grant.js';
+import { leaseCandidates, sessionAccepts, type Assignment, type ClaimSession, type Grant } from './grant.js';
 
 /** The most tasks one round grants one session, and the most candidate rows it reads whole (bounds
  * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
 export const ROUND_MAX_PER_SESSION = 512;
 
-export type { Assignment, ClaimSession } from './grant.js';
-
 export interface ClaimRequest {
   session: ClaimSession;
   free: number;
-}
-
-export interface RoundProgress {
-  /** The candidate read is about to be sent; under READ COMMITTED it sees every committed submit. */
-  reading?(): void;
-  /** The read found `found` candidates; each request's `free` is lowered to at most that. */
-  read?(found: number): void;
 }
 
 export interface ClaimRoundResult {
@@ -54,8 +45,6 @@ interface Exhausted {
   key: string;
   last: boolean;
 }
-
-class PermitsMoved extends Error {}
 
 export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSpec[] {
   const specs: CandidateSpec[] = [];
@@ -87,7 +76,8 @@ export async function claimRound(
   reqs: ClaimRequest[],
   log: Logger,
   onExhausted: () => void = () => {},
-  progress: RoundProgress = {},
+  /** Called as the candidate read is sent; under READ COMMITTED it sees every committed submit. */
+  reading: () => void = () => {},
 ): Promise<ClaimRoundResult> {
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
@@ -109,7 +99,7 @@ export async function claimRound(
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         if (queues.length === 0 || appFree <= 0) return;
         const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, progress, reqs);
+        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, reading);
         if (rows.length === 0) return;
         const chosen = toSessions(rows, active, queues, appFree);
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
@@ -132,19 +122,17 @@ export async function claimRound(
       }
       return out;
     } catch (err) {
-      if (!(err instanceof PermitsMoved)) throw err;
-      // The permits moved between hint and update: nothing was granted; run again.
+      // The permits moved between hint and update (NotApplied): nothing was granted; run again.
+      if (!(err instanceof NotApplied)) throw err;
     }
   }
   return { bySession: new Map(), revoked: out.revoked };
 }
 
-async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, progress: RoundProgress, reqs: ClaimRequest[]): Promise<CandidateRow[]> {
+async function lockRoundCandidates(c: Tx, specs: CandidateSpec[], now: string, reading: () => void): Promise<CandidateRow[]> {
   if (specs.length === 0) return [];
-  progress.reading?.();
+  reading();
   const ids = await candidateIds(c, specs, now);
-  for (const r of reqs) r.free = Math.min(r.free, ids.length);
-  progress.read?.(ids.length);
   if (ids.length === 0) return [];
   ids.sort(byClaimOrder);
   const order = new Map(ids.map((x, i) => [x.id, i]));
@@ -166,7 +154,7 @@ function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: Permit
     if ((queueFree.get(row.queue_id) ?? 0) <= 0) continue;
     const k = row.concurrency_key ? `${row.namespace_id}/${row.concurrency_key.toString('hex')}` : null;
     if (k && keysInRound.has(k)) continue;
-    const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && acceptsRow(r.session, row));
+    const eligible = active.filter((r) => (left.get(r.session.sessionId) ?? 0) > 0 && sessionAccepts(r.session, row));
     if (eligible.length === 0) continue;
     const r = eligible[turn++ % eligible.length]!;
     if (k) keysInRound.add(k);
@@ -204,10 +192,5 @@ async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Ex
 async function takePermitsAndCommit(c: Tx, applicationId: string, granted: Grant[]): Promise<void> {
   const perQueue = new Map<string, number>();
   for (const x of granted) perQueue.set(x.row.queue_id, (perQueue.get(x.row.queue_id) ?? 0) + 1);
-  try {
-    await commitIfApplied(c, [queuePermits([...perQueue]), applicationPermits(applicationId, granted.length)]);
-  } catch (err) {
-    if (err instanceof NotApplied) throw new PermitsMoved();
-    throw err;
-  }
+  await commitIfApplied(c, [queuePermits([...perQueue]), applicationPermits(applicationId, granted.length)]);
 }

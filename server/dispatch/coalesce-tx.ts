@@ -1,6 +1,7 @@
 // Work that needs a transaction of its group and may share it. In `coalescedTransactions` each
-// piece runs under its own SAVEPOINT, so a failing piece rolls back alone; any other failure of
-// the shared transaction re-runs every piece alone, so one bad piece cannot fail its neighbours.
+// piece, a lone one too, runs under its own SAVEPOINT, so a failing piece rolls back alone; any
+// other failure of the shared transaction re-runs every piece alone, so one bad piece cannot fail
+// its neighbours.
 import { isDatabaseRefusal, withTransaction, type Tx, type Pool, type TxPath } from '../db/pool.js';
 import { coalesce } from './coalesce.js';
 
@@ -31,14 +32,6 @@ export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): 
 
   const runBatch = async (_group: string, batch: TxWork<unknown>[]): Promise<Settled[]> => {
     const started = process.hrtime.bigint();
-    const observed = (out: Settled[]): Settled[] => {
-      onBatch(batch.length, Number(process.hrtime.bigint() - started) / 1e9);
-      return out;
-    };
-    if (batch.length === 1) {
-      const s = await alone(batch[0]!);
-      return s.ok ? observed([s]) : [s];
-    }
     let settled: Settled[] = [];
     try {
       await withTransaction(pool, path, async (c) => {
@@ -59,7 +52,8 @@ export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): 
       if (isDatabaseRefusal(error)) return batch.map(() => ({ ok: false, error }));
       return Promise.all(batch.map(alone));
     }
-    return observed(settled);
+    onBatch(batch.length, Number(process.hrtime.bigint() - started) / 1e9);
+    return settled;
   };
 
   const run = coalesce(runBatch, { maxBatch: options.maxBatch, maxParallel: options.maxParallel });

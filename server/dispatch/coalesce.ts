@@ -62,14 +62,10 @@ export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOpt
     }
   };
 
-  const nextGroup = (): [string, Pending<I, O>[]] | undefined => {
-    for (const entry of waiting) if ((runningOf.get(entry[0]) ?? 0) < maxPerGroup || entry[1].length >= overlapFrom) return entry;
-    return undefined;
-  };
-
   const pump = (): void => {
     while (running < maxParallel && waiting.size > 0) {
-      const next = nextGroup();
+      // The first waiting group that may start a batch.
+      const next = [...waiting].find(([g, q]) => (runningOf.get(g) ?? 0) < maxPerGroup || q.length >= overlapFrom);
       if (!next) return;
       const [group, q] = next;
       waiting.delete(group);

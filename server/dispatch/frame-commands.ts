@@ -16,7 +16,7 @@ export interface ResultReply {
 
 export type FrameCommand =
   | { kind: 'start'; who: Identity; attemptId: string; /** the attempt's queue when the session holds it */ queueId: string | null }
-  | { kind: 'result'; who: Identity; frame: ResultFrame };
+  | { kind: 'result'; who: Identity; frame: ResultFrame; /** the frame's output as JSON text, serialized once */ output: string | null };
 
 export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
@@ -29,14 +29,3 @@ export const fail = (code: ConstructorParameters<typeof OrbitError>[0], message:
   ok: false,
   error: new OrbitError(code, message, { attempt_id: attemptId }),
 });
-
-/** Output as JSON text, serialized once per frame. */
-const outputTexts = new WeakMap<ResultFrame, string | null>();
-export function outputJson(f: ResultFrame): string | null {
-  let text = outputTexts.get(f);
-  if (text === undefined) {
-    text = f.output === undefined ? null : JSON.stringify(f.output);
-    outputTexts.set(f, text);
-  }
-  return text;
-}

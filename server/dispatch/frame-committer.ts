@@ -14,9 +14,9 @@ import { commitWithAll, queryAll } from '../db/pipeline.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import { isDatabaseRefusal, type Tx, type Pool } from '../db/pool.js';
 import { poolBudget } from '../db/packet-budget.js';
-import { coalesce, type Coalesced } from './coalesce.js';
+import { coalesce } from './coalesce.js';
 import { withLedgerTx, type PermitLedger, type StepAdvancer } from './ledger.js';
-import { fail, outputJson, type FrameCommand, type FrameOutcome } from './frame-commands.js';
+import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 import { checkedStarts } from './start-frames.js';
 import { applyResults, resultRowsSql } from './result-frames.js';
 
@@ -60,11 +60,11 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Pro
   // One round trip: the credential check with the clock, the starts' UPDATE (which checks each
   // start's credential) and the results' locking read (a revoked credential's rows are locked but
   // not written); a batch of starts sends its COMMIT with them.
-  const tooLarge = (f: Extract<FrameCommand, { kind: 'result' }>['frame']) => Buffer.byteLength(outputJson(f) ?? '') > MAX_OUTPUT_BYTES;
+  const tooLarge = (cmd: Extract<FrameCommand, { kind: 'result' }>) => Buffer.byteLength(cmd.output ?? '') > MAX_OUTPUT_BYTES;
   const startItems: { i: number; cmd: Extract<FrameCommand, { kind: 'start' }> }[] = [];
   const resultItems: { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> }[] = [];
   cmds.forEach((cmd, i) => {
-    if (cmd.kind === 'start' ? !isId(cmd.attemptId) : !isId(cmd.frame.attempt_id) || tooLarge(cmd.frame)) return;
+    if (cmd.kind === 'start' ? !isId(cmd.attemptId) : !isId(cmd.frame.attempt_id) || tooLarge(cmd)) return;
     if (cmd.kind === 'start') startItems.push({ i, cmd });
     else resultItems.push({ i, cmd });
   });
@@ -82,7 +82,7 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Pro
     const attemptId = cmd.kind === 'start' ? cmd.attemptId : cmd.frame.attempt_id;
     if (!live.has(cmd.who.credentialId)) out[i] = { ok: false, error: new OrbitError('UNAUTHENTICATED', 'credential revoked') };
     else if (!isId(attemptId)) out[i] = fail('NOT_FOUND', 'unknown attempt', attemptId);
-    else if (cmd.kind === 'result' && tooLarge(cmd.frame)) out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
+    else if (cmd.kind === 'result' && tooLarge(cmd)) out[i] = fail('PAYLOAD_TOO_LARGE', `output over ${MAX_OUTPUT_BYTES} bytes`, attemptId);
   });
   await starts.answer(live, now, changed, out);
   const liveResults = resultItems.filter((x) => live.has(x.cmd.who.credentialId));
@@ -94,27 +94,20 @@ async function batchInTx(c: Tx, cmds: FrameCommand[], ledger: PermitLedger): Pro
  * a start carries none): the weight that bounds a batch (coalesce.ts). */
 function resultBytes(cmd: FrameCommand): number {
   if (cmd.kind !== 'result') return 0;
-  const f = cmd.frame;
-  return Buffer.byteLength(outputJson(f) ?? '') + Buffer.byteLength(f.error?.message ?? '');
+  return Buffer.byteLength(cmd.output ?? '') + Buffer.byteLength(cmd.frame.error?.message ?? '');
 }
 
 /** The node's frame committer: per-application group commit of start and result frames. */
-export class FrameCommitter {
-  private readonly committer: Coalesced<FrameCommand, FrameOutcome>;
+export type FrameCommitter = (applicationId: string, cmd: FrameCommand) => Promise<FrameOutcome>;
 
-  constructor(pool: Pool, advance: StepAdvancer, onBatch: (size: number, seconds: number) => void) {
-    this.committer = coalesce(
-      async (_app, cmds) => {
-        const started = process.hrtime.bigint();
-        const { outcomes } = await runFrameBatch(pool, advance, cmds);
-        onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
-        return outcomes;
-      },
-      { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
-    );
-  }
-
-  run(applicationId: string, cmd: FrameCommand): Promise<FrameOutcome> {
-    return this.committer(applicationId, cmd);
-  }
+export function frameCommitter(pool: Pool, advance: StepAdvancer, onBatch: (size: number, seconds: number) => void): FrameCommitter {
+  return coalesce(
+    async (_app, cmds) => {
+      const started = process.hrtime.bigint();
+      const { outcomes } = await runFrameBatch(pool, advance, cmds);
+      onBatch(cmds.length, Number(process.hrtime.bigint() - started) / 1e9);
+      return outcomes;
+    },
+    { maxBatch: 256, maxParallel: 2, weight: { of: resultBytes, max: () => poolBudget(pool).bytes } },
+  );
 }

@@ -27,36 +27,18 @@ export interface Assignment {
   payloadJson: string;
 }
 
-export function payloadText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v);
-}
-
-export interface TaskToAccept {
-  namespaceId: string;
-  queueId: string;
-  handler: string;
-  handlerVersion: string;
-  keyed: boolean;
-}
-
 /** Whether session `s` takes task `t`: queue, handler version, and capability for a keyed task. */
-export function sessionAccepts(s: ClaimSession, t: TaskToAccept): boolean {
+export function sessionAccepts(
+  s: ClaimSession,
+  t: Pick<CandidateRow, 'namespace_id' | 'queue_id' | 'handler' | 'handler_version' | 'concurrency_key'>,
+): boolean {
   return (
-    s.namespaceId === t.namespaceId &&
-    s.queueIds.includes(t.queueId) &&
-    (!t.keyed || s.concurrencyKeys) &&
-    (s.handlers === null || s.handlers.some((h) => h.handler === t.handler && h.versions.includes(t.handlerVersion)))
+    s.namespaceId === t.namespace_id &&
+    s.queueIds.includes(t.queue_id) &&
+    (t.concurrency_key === null || s.concurrencyKeys) &&
+    (s.handlers === null || s.handlers.some((h) => h.handler === t.handler && h.versions.includes(t.handler_version)))
   );
 }
-
-export const acceptsRow = (s: ClaimSession, row: CandidateRow): boolean =>
-  sessionAccepts(s, {
-    namespaceId: row.namespace_id,
-    queueId: row.queue_id,
-    handler: row.handler,
-    handlerVersion: row.handler_version,
-    keyed: row.concurrency_key !== null,
-  });
 
 /** A locked candidate row chosen for a session; `token` for a keyed task. */
 export interface Grant {
@@ -97,7 +79,7 @@ export async function leaseCandidates(c: Tx, grants: Grant[], leasedAt: string, 
       queueId: a.queue_id,
       concurrencyToken: g.token,
       task: assignedTask(g.row),
-      payloadJson: payloadText(g.row.payload),
+      payloadJson: typeof g.row.payload === 'string' ? g.row.payload : JSON.stringify(g.row.payload),
     };
   });
 }

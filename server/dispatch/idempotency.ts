@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { OrbitError } from '@orbit/protocol/errors';
 import { canonicalJson } from '@orbit/protocol/validation';
-import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, type TxPath, type PooledConn, type Tx } from '../db/pool.js';
+import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, type TxPath, type Tx } from '../db/pool.js';
 import { getNamedLock, releaseNamedLock } from '../mariadb/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
@@ -20,29 +20,6 @@ export function replayReceipt(row: ReceiptRow, operation: string, targetId: stri
   }
   const data = JSON.parse(row.response_data ?? '{}') as Record<string, unknown>;
   return { status: 200, data: { ...data, deduplicated: true } };
-}
-
-const KEY_LOCK_WAIT_SECONDS = 20;
-
-/** A named lock on (namespace, key) for the whole command, taken before any row lock: without it,
- * waiters on the receipt row of a transaction that rolls back deadlock with each other. The
- * receipt's primary key, not this lock, makes a command run once (under Galera it is node-local). */
-export async function withKeyLock<T>(pool: Pool, ns: string, key: string, fn: (conn: PooledConn) => Promise<T>): Promise<T> {
-  const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
-  const conn = await pool.getConnection();
-  try {
-    if (!(await getNamedLock(conn, name, KEY_LOCK_WAIT_SECONDS))) {
-      throw new OrbitError('UNAVAILABLE', 'another request with this Idempotency-Key is still running; retry with the same key');
-    }
-    try {
-      return await fn(conn);
-    } finally {
-      // A lock that cannot be released must not go back to the pool.
-      await releaseNamedLock(conn, name).catch(() => markBroken(conn));
-    }
-  } finally {
-    releaseConnection(conn);
-  }
 }
 
 export const ALONE = Symbol('alone');
@@ -82,21 +59,38 @@ export interface AloneCommand<T> {
   committed?: (seconds: number) => void;
 }
 
-/** One command in its own transaction under its key's named lock. */
-export function runAlone<T>(pool: Pool, ns: string, key: string, cmd: AloneCommand<T>): Promise<T> {
-  return withKeyLock(pool, ns, key, async (conn) => {
-    for (let round = 0; round < ALONE_ROUNDS; round++) {
-      const prior = await cmd.replayed?.(conn);
-      if (prior !== undefined) return prior;
-      try {
-        const started = process.hrtime.bigint();
-        const out = await transactionOn(conn, cmd.path, cmd.tx);
-        cmd.committed?.(Number(process.hrtime.bigint() - started) / 1e9);
-        return out;
-      } catch (err) {
-        if (!cmd.taken(err)) throw err;
-      }
+const KEY_LOCK_WAIT_SECONDS = 20;
+
+/** One command in its own transaction under a named lock on (namespace, key) for the whole command,
+ * taken before any row lock: without it, waiters on the receipt row of a transaction that rolls back
+ * deadlock with each other. The receipt's primary key, not this lock, makes a command run once (under
+ * Galera it is node-local). */
+export async function runAlone<T>(pool: Pool, ns: string, key: string, cmd: AloneCommand<T>): Promise<T> {
+  const name = 'orbit:ik:' + crypto.createHash('sha256').update(`${ns}\n${key}`).digest('hex').slice(0, 52);
+  const conn = await pool.getConnection();
+  try {
+    if (!(await getNamedLock(conn, name, KEY_LOCK_WAIT_SECONDS))) {
+      throw new OrbitError('UNAVAILABLE', 'another request with this Idempotency-Key is still running; retry with the same key');
     }
-    throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
-  });
+    try {
+      for (let round = 0; round < ALONE_ROUNDS; round++) {
+        const prior = await cmd.replayed?.(conn);
+        if (prior !== undefined) return prior;
+        try {
+          const started = process.hrtime.bigint();
+          const out = await transactionOn(conn, cmd.path, cmd.tx);
+          cmd.committed?.(Number(process.hrtime.bigint() - started) / 1e9);
+          return out;
+        } catch (err) {
+          if (!cmd.taken(err)) throw err;
+        }
+      }
+      throw new OrbitError('UNAVAILABLE', 'could not settle the Idempotency-Key; retry with the same key');
+    } finally {
+      // A lock that cannot be released must not go back to the pool.
+      await releaseNamedLock(conn, name).catch(() => markBroken(conn));
+    }
+  } finally {
+    releaseConnection(conn);
+  }
 }

@@ -128,7 +128,7 @@ export class PermitLedger {
 
   /** The hot rows: queues, applications, stream heads. */
   private async writeCounters(c: Tx): Promise<void> {
-    const q = sorted(this.queueActive).filter(([, d]) => d !== 0);
+    const q = [...this.queueActive].filter(([, d]) => d !== 0).sort((a, b) => (a[0] < b[0] ? -1 : 1));
     if (q.length > 0) await addQueueActive(c, q);
     const apps = new Set([...this.appActive.keys(), ...this.appUnfinished.keys()]);
     for (const id of [...apps].sort()) {
@@ -144,10 +144,6 @@ function add(m: Map<string, number>, k: string, d: number): void {
   m.set(k, (m.get(k) ?? 0) + d);
 }
 
-function sorted(m: Map<string, number>): [string, number][] {
-  return [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-}
-
 /** Runs `fn` in a transaction with a fresh ledger (on each retry), flushed before the commit;
  * returns `fn`'s value with the ledger of the run that committed. */
 export async function withLedgerTx<T>(
@@ -156,14 +152,7 @@ export async function withLedgerTx<T>(
   advance: StepAdvancer,
   fn: (tx: Tx, ledger: PermitLedger) => Promise<T>,
 ): Promise<{ value: T; ledger: PermitLedger }> {
-  let ledger = new PermitLedger();
-  const value = await withTransaction(pool, path, async (c) => {
-    ledger = new PermitLedger();
-    const v = await fn(c, ledger);
-    await ledger.flush(c, advance);
-    return v;
-  });
-  return { value, ledger };
+  return withTransaction(pool, path, (c) => withLedger(c, advance, (ledger) => fn(c, ledger)));
 }
 
 /** Runs `fn` with a fresh ledger inside the caller's transaction and flushes it after. */

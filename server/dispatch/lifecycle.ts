@@ -58,7 +58,7 @@ export const TASK_ENDS = {
   cancel: { task: 'CANCELLED', outcome: 'cancelled', error: { code: 'CANCELLED', message: 'cancelled' } },
   deadline: { task: 'DEADLINE_EXCEEDED', outcome: 'deadline_exceeded', error: { code: 'DEADLINE_EXCEEDED', message: 'task deadline passed while waiting' } },
   'resolve-succeeded': { task: 'SUCCEEDED', outcome: 'succeeded' },
-  'resolve-failed': { task: 'FAILED', outcome: 'failed' },
+  'resolve-failed': { task: 'FAILED', outcome: 'failed', error: { code: 'RESOLVED', message: 'resolved as failed' } },
   /** Back to WAITING, due now, its result cleared; a new attempt gets a new lease and token. */
   'resolve-retry': { task: 'WAITING', outcome: null },
 } as const satisfies Record<string, Fate>;
@@ -148,11 +148,7 @@ export async function endTasks(c: Tx, ledger: PermitLedger, items: TaskEnding[],
   const at = now ?? (await dbNow(c));
   const tasks = items.map(({ t, end, reason }) => {
     const fate: Fate = TASK_ENDS[end];
-    const error = fate.error
-      ? { code: fate.error.code, message: reason ?? fate.error.message }
-      : end === 'resolve-failed'
-        ? { code: 'RESOLVED', message: reason ?? 'resolved as failed' }
-        : null;
+    const error = fate.error ? { code: fate.error.code, message: reason ?? fate.error.message } : null;
     // A WAITING task leaves its waiting row (under its key row's lock, at the flush).
     if (t.state === 'WAITING') ledger.leaveWaiting(t);
     return moveTask(ledger, t, fate.task, fate.outcome, { attemptsMade: t.attempts_made, notBefore: null, output: null, error });

@@ -11,7 +11,7 @@ import { lockResultRowsSql, type ResultRow } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
 import { decideOutcome, endAttempts, type AttemptEnding } from './lifecycle.js';
-import { fail, outputJson, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
+import { fail, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
 
 function resultFingerprint(f: ResultFrame): string {
   return crypto
@@ -100,7 +100,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
         taskOutcome: d.taskOutcome,
         attemptsMade: d.attemptsMade,
         notBefore: d.taskState === 'WAITING' ? plusMs(now, d.backoffMs) : null,
-        output: outputJson(f),
+        output: cmd.output,
         outputValue: f.output,
         error: f.error ?? null,
         fingerprint: fp,

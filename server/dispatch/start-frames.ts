@@ -2,7 +2,7 @@
 // clock; a read-back only when some start did not apply.
 import { toIso, type Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
-import { attemptQueues, readStartStates, startAttemptsSql, type StartItem } from '../db/attempt-batches.js';
+import { attemptQueues, readStartStates, startAttemptsSql } from '../db/attempt-batches.js';
 import { plusMs } from '../db/time.js';
 import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
@@ -18,7 +18,10 @@ export async function checkedStarts(c: Tx, valid: Indexed[]) {
   const lease = new Map([...(await queueConfigs(c, queueOf.values()))].map(([q, v]) => [q, v.leaseSeconds]));
   // One row per credential too, so a start under a revoked credential cannot stand in for one under
   // a live credential.
-  const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(startItem);
+  const items = [...new Map(valid.map((x) => [`${uniqueKey(x.cmd)}/${x.cmd.who.credentialId}`, x])).values()].map(({ cmd }) => ({
+    attemptId: cmd.attemptId,
+    ...cmd.who,
+  }));
   const update: [string, unknown[]][] = lease.size > 0 && items.length > 0 ? [startAttemptsSql(items, lease)] : [];
   /** If every start applied (two rows each), the lease ends are computed; else read back. */
   const answer = async (live: Set<string>, now: string, changed: number, out: FrameOutcome[]): Promise<void> => {
@@ -46,10 +49,3 @@ export async function checkedStarts(c: Tx, valid: Indexed[]) {
 
 /** Two workers naming one attempt are two starts; a repeated start of one worker is one. */
 const uniqueKey = (cmd: StartCommand) => `${cmd.attemptId}/${cmd.who.namespaceId}/${cmd.who.workerId}`;
-
-const startItem = ({ cmd }: Indexed): StartItem => ({
-  attemptId: cmd.attemptId,
-  namespaceId: cmd.who.namespaceId,
-  workerId: cmd.who.workerId,
-  credentialId: cmd.who.credentialId,
-});

@@ -7,14 +7,8 @@ import { businessKeyProblem, concurrencyKeyProblem, parseRfc3339 } from '@orbit/
 export function lossyNumberPath(v: unknown, path: string): string | null {
   if (typeof v === 'number') return Math.abs(v) > Number.MAX_SAFE_INTEGER ? path : null;
   if (v === null || typeof v !== 'object') return null;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const p = lossyNumberPath(v[i], `${path}.${i}`);
-      if (p) return p;
-    }
-    return null;
-  }
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+  // An array's entries are its indices.
+  for (const [k, x] of Object.entries(v)) {
     const p = lossyNumberPath(x, `${path}.${k}`);
     if (p) return p;
   }

@@ -11,7 +11,8 @@ import { revokeAttempts, type Revoked } from './revoke.js';
 export interface SweepReport {
   revoked: Revoked[];
   freedQueues: string[];
-  counts: { leasedExpired: number; runningExpired: number; deadlineWaiting: number; deadlineLeased: number };
+  /** By orbit_sweeper_recovered_total's `kind`. */
+  counts: Record<'leased_expired' | 'running_expired' | 'deadline_leased' | 'deadline_waiting', number>;
   /** What this sweep could not settle: an application (row null) or one row of it, with why. */
   failed: { applicationId: string; row: SweepRow | null; err: unknown }[];
 }
@@ -25,7 +26,7 @@ export interface SweepRow {
 const emptyReport = (): SweepReport => ({
   revoked: [],
   freedQueues: [],
-  counts: { leasedExpired: 0, runningExpired: 0, deadlineWaiting: 0, deadlineLeased: 0 },
+  counts: { leased_expired: 0, running_expired: 0, deadline_leased: 0, deadline_waiting: 0 },
   failed: [],
 });
 
@@ -89,26 +90,25 @@ async function sweepRows(pool: Pool, advance: StepAdvancer, applicationId: strin
   const pick = (kind: SweepRow['kind']) => (only === undefined ? undefined : only.kind === kind ? only.id : null);
   const { ledger: committed } = await withLedgerTx(pool, 'sweep', advance, async (c, ledger) => {
     report.revoked = [];
-    report.counts = { leasedExpired: 0, runningExpired: 0, deadlineLeased: 0, deadlineWaiting: 0 };
     const expiredId = pick('expired');
     const expired = expiredId === null ? [] : await lockExpiredAttempts(c, applicationId, limit, expiredId);
     const expiredEnds = expired.map((a) => ({ a, kind: a.state === 'LEASED' ? ('expire-leased' as const) : ('expire-running' as const) }));
     report.revoked.push(...(await revokeAttempts(c, ledger, expiredEnds)));
-    report.counts.leasedExpired = expired.filter((a) => a.state === 'LEASED').length;
-    report.counts.runningExpired = expired.length - report.counts.leasedExpired;
+    report.counts.leased_expired = expired.filter((a) => a.state === 'LEASED').length;
+    report.counts.running_expired = expired.length - report.counts.leased_expired;
     // LEASED attempts whose task passed its deadline are cancelled; RUNNING ones may finish.
     const lateId = pick('late');
     const late = lateId === null ? [] : await lockLateLeasedAttempts(c, applicationId, limit, lateId);
     const lateEnds = late.map((a) => ({ a, kind: 'deadline' as const }));
     report.revoked.push(...(await revokeAttempts(c, ledger, lateEnds)));
-    report.counts.deadlineLeased = late.length;
+    report.counts.deadline_leased = late.length;
     const waitingId = pick('waiting');
     const waiting = waitingId === null ? [] : await lockOverdueWaitingTasks(c, applicationId, limit, waitingId);
     const keys = waiting.map((w) => ({ namespace_id: w.namespace_id, task_id: w.id }));
     const rows = await lockTasks(c, keys);
     const overdue = waiting.map((w) => ({ t: rows.get(w.id)!, end: 'deadline' as const }));
     await endTasks(c, ledger, overdue);
-    report.counts.deadlineWaiting = waiting.length;
+    report.counts.deadline_waiting = waiting.length;
   });
   report.freedQueues = [...committed.freedQueues];
   return report;

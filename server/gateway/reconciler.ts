@@ -1,9 +1,9 @@
-// Periodic work of every node: the sweeper, and reconciliation of local sessions with changes
-// other nodes made.
+// Periodic work of every node: the sweeper, reconciliation of local sessions with changes other
+// nodes made, and the watch for keyed tasks waiting with no capable session.
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import { sweep } from '../dispatch/sweeper.js';
 import { sweepWorkflows } from '../workflows/sweep.js';
-import { isConnectionError } from '../db/pool.js';
+import { isConnectionError, type Pool } from '../db/pool.js';
 import { attemptHolders } from '../db/attempts.js';
 import { revokedCredentialIds } from '../db/credentials.js';
 import { currentSessionsAmong } from '../db/worker-identities.js';
@@ -12,11 +12,15 @@ import type { Metrics } from '../metrics.js';
 import type { WorkSignals } from '../work-signals.js';
 import type { Session } from './session.js';
 import { SUPERSEDED } from './session-host.js';
-import { CapabilityWatch, type CapabilityWatchHost } from './capability-watch.js';
+import { capableSessionQueues, touchSessions } from '../db/worker-sessions.js';
+import { keyedWaitingByQueue } from '../db/task-gauges.js';
+import type { Logger } from 'pino';
 import { guarded, reportInternal } from '../boundary.js';
 import { isRetryableDbError } from '../db/errors.js';
 
-export interface ReconcilerHost extends CapabilityWatchHost {
+export interface ReconcilerHost {
+  readonly pool: Pool;
+  readonly log: Logger;
   readonly config: Pick<Config, 'sweepIntervalMs'>;
   readonly metrics: Pick<Metrics, 'sweeperRecovered' | 'keyedWaitingNoCapable' | 'internalErrors'>;
   readonly advanceSteps: StepAdvancer;
@@ -31,10 +35,10 @@ export class Reconciler {
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private ticks = 0;
-  private readonly watch: CapabilityWatch;
+  /** Queues already logged as having keyed tasks and no capable session. */
+  private readonly warned = new Set<string>();
 
   constructor(private readonly host: ReconcilerHost) {
-    this.watch = new CapabilityWatch(host);
     this.schedule();
   }
 
@@ -56,11 +60,7 @@ export class Reconciler {
         if (isRetryableDbError(f.err) || isConnectionError(f.err)) app.log.warn({ err: f.err, ...where }, 'sweep left a row for the next tick: database busy');
         else reportInternal(app, 'timer', f.err, { timer: 'sweep', ...where });
       }
-      const m = app.metrics.sweeperRecovered;
-      if (r.counts.leasedExpired) m.inc({ kind: 'leased_expired' }, r.counts.leasedExpired);
-      if (r.counts.runningExpired) m.inc({ kind: 'running_expired' }, r.counts.runningExpired);
-      if (r.counts.deadlineLeased) m.inc({ kind: 'deadline_leased' }, r.counts.deadlineLeased);
-      if (r.counts.deadlineWaiting) m.inc({ kind: 'deadline_waiting' }, r.counts.deadlineWaiting);
+      for (const [kind, n] of Object.entries(r.counts)) if (n > 0) app.metrics.sweeperRecovered.inc({ kind }, n);
       app.signals.revoked(r.revoked);
       app.signals.wake(r.freedQueues);
       const w = await sweepWorkflows(app.pool);
@@ -70,7 +70,7 @@ export class Reconciler {
         else reportInternal(app, 'timer', f.err, { timer: 'sweep-workflows', run_id: f.runId });
       }
       await this.reconcileSessions();
-      if (this.ticks++ % WATCH_EVERY === 0) await this.watch.tick();
+      if (this.ticks++ % WATCH_EVERY === 0) await this.watchCapability();
     } catch (err) {
       if (isConnectionError(err) || isRetryableDbError(err)) app.log.warn({ err }, 'sweep skipped: database unavailable or busy');
       else app.log.error({ err }, 'sweep failed');
@@ -112,6 +112,46 @@ export class Reconciler {
       if (s.state === 'closed' || !gone.has(s.cred.id)) continue;
       s.revoked();
     }
+  }
+
+  /** Keyed tasks waiting with no capable session would wait forever in silence: counted across all
+   * nodes, exported as a gauge, logged once per queue. Also refreshes this node's sessions'
+   * last_seen_at, since only recently seen sessions count as capable. */
+  private async watchCapability(): Promise<void> {
+    const pool = this.host.pool;
+    // One statement per application: every transaction touches one application's rows.
+    const byApp = new Map<string, string[]>();
+    for (const s of this.host.sessions.values()) {
+      const ids = byApp.get(s.cred.applicationId) ?? [];
+      ids.push(s.id);
+      byApp.set(s.cred.applicationId, ids);
+    }
+    for (const ids of byApp.values()) {
+      await touchSessions(pool, ids);
+    }
+    const waiting = await keyedWaitingByQueue(pool);
+    if (waiting.length === 0) {
+      this.host.metrics.keyedWaitingNoCapable.set(0);
+      this.warned.clear();
+      return;
+    }
+    const sessions = await capableSessionQueues(pool);
+    const capable = new Set<string>();
+    for (const s of sessions) for (const q of JSON.parse(s.queue_ids as string) as string[]) capable.add(q);
+    let total = 0;
+    for (const w of waiting) {
+      const q = w.queue_id as string;
+      if (capable.has(q)) {
+        this.warned.delete(q);
+        continue;
+      }
+      total += Number(w.n);
+      if (!this.warned.has(q)) {
+        this.warned.add(q);
+        this.host.log.warn({ queue_id: q, keyed_waiting: Number(w.n) }, 'keyed tasks are waiting and no session with concurrency_keys consumes their queue');
+      }
+    }
+    this.host.metrics.keyedWaitingNoCapable.set(total);
   }
 
   stop(): void {

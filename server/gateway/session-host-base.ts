@@ -1,13 +1,11 @@
 // The part of a SessionHost every host does the same way, shared with the session tests' host so
 // the tests run the gateway's own code.
-import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.js';
-import type { WakeCause, WorkSignals } from '../work-signals.js';
+import type { WorkSignals } from '../work-signals.js';
 import { releaseAttempts } from '../dispatch/revoke.js';
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Session } from './session.js';
-import type { WorkerRef } from '../db/attempt-leases.js';
 
 export abstract class SessionHostBase {
   abstract readonly pool: Pool;
@@ -22,25 +20,21 @@ export abstract class SessionHostBase {
     return p;
   }
 
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void {
-    this.signals.wake(queueIds, cause);
+  wake(queueIds: Iterable<string>): void {
+    this.signals.wake(queueIds);
   }
 
   kick(s: Session): void {
     this.dispatcher.kick(s);
   }
 
-  /** Attempts claimed for a session that closed before delivery, released at once. */
+  /** Attempts claimed for a session that closed before delivery, released at once; on failure they
+   * expire with their lease. */
   releaseUndelivered(s: Session, attemptIds: string[]): void {
-    this.release({ namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds, s.log);
-  }
-
-  /** On failure they expire with their lease. */
-  protected release(who: WorkerRef, attemptIds: string[], log: Logger): void {
     void this.track(
-      releaseAttempts(this.pool, this.advanceSteps, who, attemptIds)
+      releaseAttempts(this.pool, this.advanceSteps, { namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds)
         .then((freed) => this.wake(freed))
-        .catch((err) => log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
+        .catch((err) => s.log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
     );
   }
 }

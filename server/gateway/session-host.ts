@@ -1,7 +1,6 @@
 import type { StepAdvancer } from '../dispatch/ledger.js';
 import type { Logger } from 'pino';
 import type { Pool } from '../db/pool.js';
-import type { WakeCause } from '../work-signals.js';
 import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
@@ -27,11 +26,11 @@ export interface SessionHost {
   >;
   readonly admission: Admit;
   readonly log: Logger;
-  readonly frames: Pick<FrameCommitter, 'run'>;
+  readonly frames: FrameCommitter;
   register(s: Session): void;
   unregister(s: Session): void;
   track<T>(p: Promise<T>): Promise<T>;
-  wake(queueIds: Iterable<string>, cause?: WakeCause): void;
+  wake(queueIds: Iterable<string>): void;
   kick(s: Session): void;
   releaseUndelivered(s: Session, attemptIds: string[]): void;
 }

@@ -23,14 +23,11 @@ import type { CancelReason } from '../dispatch/revoke.js';
 import { Liveness } from './liveness.js';
 import type { SessionHost, SessionState } from './session-host.js';
 import { SessionSlots } from './session-slots.js';
-import type { SlotReservation } from './session-slots.js';
 import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
-
-export type { SessionHost, SessionState } from './session-host.js';
 
 export class Session {
   readonly id = newId();
-  /** Capacity, held attempts and reservations (session-slots.ts: the one owner of these counts). */
+  /** Capacity and held attempts (session-slots.ts: the one owner of these counts). */
   readonly slots = new SessionSlots(() => this.takesWork());
   private current: SessionState = 'hello';
   workerId = '';
@@ -293,7 +290,7 @@ export class Session {
   }
 
   private async onStart(attemptId: string): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, {
+    const r = await this.host.frames(this.cred.applicationId, {
       kind: 'start',
       who: this.who(),
       attemptId,
@@ -311,10 +308,11 @@ export class Session {
   }
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
-    const r = await this.host.frames.run(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f });
+    const output = f.output === undefined ? null : JSON.stringify(f.output);
+    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, output });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
-    this.slots.finish(f.attempt_id);
+    this.slots.drop(f.attempt_id);
     this.send(r.reply as GatewayFrame);
     // Per-task lines are debug only, and not even built below it: no per-task logging cost.
     if (this.log.isLevelEnabled('debug')) {
@@ -322,7 +320,7 @@ export class Session {
     }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
     // Freed permits, or a retried task WAITING again: the queue's sessions, this one included, are due.
-    this.host.wake(r.freedQueues, r.reply.task_state === 'WAITING' ? 'work' : 'released');
+    this.host.wake(r.freedQueues);
     if (r.freedQueues.length === 0) this.host.kick(this);
   }
 
@@ -336,12 +334,12 @@ export class Session {
     if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** task.assign frames for a committed claim whose slots `slot` reserved. */
-  deliver(slot: SlotReservation, assignments: Assignment[]): void {
+  /** task.assign frames for a committed claim. */
+  deliver(assignments: Assignment[]): void {
     // After drain or close, or past a capacity lowered meanwhile, the attempts go back to WAITING
     // now instead of sitting out their lease.
     const open = this.state === 'open' && this.ws.readyState === this.ws.OPEN;
-    const held = slot.commit(open ? assignments : []);
+    const held = open ? this.slots.take(assignments) : [];
     if (held.length < assignments.length) {
       const undelivered = assignments.slice(held.length).map((a) => a.attemptId);
       this.host.releaseUndelivered(this, undelivered);

@@ -20,7 +20,7 @@ import { SUPERSEDED, type SessionHost } from './session-host.js';
 import { SessionHostBase } from './session-host-base.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
-import { FrameCommitter } from '../dispatch/frame-committer.js';
+import { frameCommitter, type FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { admission, type Admit } from '../dispatch/coalesce.js';
@@ -75,14 +75,14 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
         socket.destroy();
       });
     });
-    this.frames = new FrameCommitter(app.pool, this.advanceSteps, (size, seconds) => {
+    this.frames = frameCommitter(app.pool, this.advanceSteps, (size, seconds) => {
       app.metrics.commitSeconds.observe({ op: 'frames' }, seconds);
       app.metrics.batchSize.observe(size);
     });
     this.admission = admission(app.config.sessionTxSlots, app.config.sessionTxSlotsPerApplication, (n) => app.metrics.sessionTxWaiting.set(n));
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
-    this.offWork = signals.onWork((q, cause) => this.dispatcher.wake(q, cause));
+    this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
     this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {

@@ -14,10 +14,11 @@ import { findCredentialByTokenHash } from '../../server/db/credentials.js';
 import { hashToken } from '../../server/admin/access.js';
 import { createMetrics } from '../../server/metrics.js';
 import { NodeSignals } from '../../server/work-signals.js';
-import { FrameCommitter } from '../../server/dispatch/frame-committer.js';
+import { frameCommitter, type FrameCommitter } from '../../server/dispatch/frame-committer.js';
 import { TaskSubmitter, type SubmitOutcome } from '../../server/dispatch/submit.js';
 import { normalizeSubmit } from '../../server/dispatch/submit-input.js';
-import { Session, type SessionHost } from '../../server/gateway/session.js';
+import { Session } from '../../server/gateway/session.js';
+import type { SessionHost } from '../../server/gateway/session-host.js';
 import { SessionHostBase } from '../../server/gateway/session-host-base.js';
 import { Dispatcher, type DispatcherHost } from '../../server/gateway/dispatcher.js';
 import { WorkerSocket } from '../../server/gateway/worker-socket.js';
@@ -53,12 +54,12 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
 
   constructor(readonly pool: Pool) {
     super();
-    this.frames = new FrameCommitter(pool, advanceRunsInTx, () => {});
+    this.frames = frameCommitter(pool, advanceRunsInTx, () => {});
     this.dispatcher = new Dispatcher(this);
     this.submitter = new TaskSubmitter({ pool, metrics: this.metrics, log: this.log, signals: this.signals });
-    this.unsubscribe = this.signals.onWork((q, cause) => {
+    this.unsubscribe = this.signals.onWork((q) => {
       this.woken.push(q);
-      this.dispatcher.wake(q, cause);
+      this.dispatcher.wake(q);
     });
     this.wss = new WebSocketServer<typeof WorkerSocket>({ WebSocket: WorkerSocket, server: this.server, skipUTF8Validation: true });
   }
