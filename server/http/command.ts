@@ -68,6 +68,15 @@ export interface CommandDef<S extends TSchema, I, R> {
   afterCommit?: (result: R, ctx: RequestCtx) => void;
 }
 
+/** A `load` that reads the path's resource first, so that its 404 and 403 win over the command's
+ * own refusals. */
+export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
+  return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
+    await load(ctx);
+    return b;
+  };
+}
+
 /** The order of the checks decides whose error wins when several apply. */
 export async function readCommand<S extends TSchema>(ctx: RequestCtx, scope: Scope, schema: S): Promise<{ key: string; body: Static<S> }> {
   requireScope(ctx.cred, scope);

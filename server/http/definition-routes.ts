@@ -2,20 +2,12 @@
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
-import { command, type CommandDef, type CommandReply } from './command.js';
+import { afterLoading, command, type CommandDef, type CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
-
-/** Loading the definition first makes 404 and 403 win over the command's own refusals. */
-export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
-  return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
-    await load(ctx);
-    return b;
-  };
-}
 
 type EffectConn = Parameters<CommandDef<typeof RetireBody, RetireBody, CommandReply>['effect']>[0];
 

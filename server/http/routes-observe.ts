@@ -1,12 +1,10 @@
 // Read-only views the console needs, public like every /v1 endpoint.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
-import { ID_RE } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
-import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { queueNotFound } from './hints.js';
+import { canUseQueue, requireScope } from '../admin/access.js';
+import { namedQueue } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadQueue } from './routes-queues.js';
 
@@ -21,7 +19,7 @@ function onlyParams(ctx: RequestCtx, allowed: string[]): void {
 export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
   if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
   onlyParams(ctx, []);
-  const q = await loadQueue(ctx, ctx.params.id!);
+  const q = await loadQueue(ctx);
   const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, q);
   return { status: 200, data: { stats } };
 }
@@ -32,11 +30,7 @@ export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'queues:manage');
   onlyParams(ctx, ['queue_id']);
   const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
-  if (queueId !== undefined) {
-    const q = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
-    requireQueueAccess(ctx.cred, q.id);
-  }
+  if (queueId !== undefined) await namedQueue(ctx, queueId);
   const cred = ctx.cred;
   const workers: WorkerSession[] = [];
   for (const w of await listConnectedSessions(ctx.app.pool, cred.namespaceId, queueId)) {

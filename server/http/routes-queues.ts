@@ -1,13 +1,12 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
-import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { insertAudit } from '../db/tenants.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { command } from './command.js';
+import { afterLoading, command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
@@ -45,8 +44,9 @@ export const createQueueRoute = command({
   reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
 });
 
-export async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> {
-  const row = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+/** The path's queue; the router has checked that `{id}` is an id. */
+export async function loadQueue(ctx: RequestCtx): Promise<QueueRow> {
+  const row = await getQueue(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'queue not found');
   requireQueueAccess(ctx.cred, row.id);
   return row;
@@ -54,7 +54,7 @@ export async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> 
 
 export async function getQueueRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'queues:manage');
-  return { status: 200, data: { queue: queueView(await loadQueue(ctx, ctx.params.id!)) } };
+  return { status: 200, data: { queue: queueView(await loadQueue(ctx)) } };
 }
 
 export async function listQueuesRoute(ctx: RequestCtx): Promise<Reply> {
@@ -71,10 +71,7 @@ function pauseOrResume(paused: boolean) {
     scope: 'queues:manage',
     body: RevisionBody,
     status: 200,
-    load: async (ctx, b) => {
-      await loadQueue(ctx, ctx.params.id!);
-      return b;
-    },
+    load: afterLoading(loadQueue),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;
       const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;

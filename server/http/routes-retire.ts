@@ -1,7 +1,7 @@
 // A stored receipt replays even after the resource was retired.
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import { retireQueue, retireSubscription } from '../events/retire.js';
-import { command } from './command.js';
+import { afterLoading, command } from './command.js';
 import { loadQueue } from './routes-queues.js';
 import { loadSubscription } from './routes-subscriptions.js';
 
@@ -10,10 +10,7 @@ export const retireSubscriptionRoute = command({
   scope: 'events:manage',
   body: RetireBody,
   status: 200,
-  load: async (ctx, b) => {
-    await loadSubscription(ctx, ctx.params.id!);
-    return b;
-  },
+  load: afterLoading(loadSubscription),
   effect: (c, b, { cred, params }) => retireSubscription(c, cred, params.id!, b),
   reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
 });
@@ -23,10 +20,7 @@ export const retireQueueRoute = command({
   scope: 'queues:manage',
   body: RetireBody,
   status: 200,
-  load: async (ctx, b) => {
-    await loadQueue(ctx, ctx.params.id!);
-    return b;
-  },
+  load: afterLoading(loadQueue),
   effect: (c, b, { cred, params }) => retireQueue(c, cred, params.id!, b),
   reply: (queue) => ({ data: { queue }, resourceId: queue.id }),
 });

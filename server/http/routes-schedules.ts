@@ -3,7 +3,6 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateScheduleBody, PublishVersionBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
 import { getSchedule, listSchedules, scheduleView, type ScheduleRow } from '../db/schedules.js';
 import { getVersion, listVersions, versionView } from '../db/schedule-versions.js';
 import { fireView, listFires } from '../db/schedule-fires.js';
@@ -11,18 +10,16 @@ import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSched
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
 import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
-import { queueNotFound } from './hints.js';
-import { command } from './command.js';
+import { namedQueue } from './hints.js';
+import { afterLoading, command } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
-import { afterLoading, asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
+import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
 async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<StoredVersion> {
   const n = normalizeVersion(v);
-  const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id);
-  if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id, 'version.task.queue_id');
-  requireQueueAccess(ctx.cred, q.id);
+  const q = await namedQueue(ctx, n.task.queue_id, 'version.task.queue_id');
   return withTemplate(n, q.retry_max_attempts);
 }
 

@@ -23,9 +23,10 @@ import { insertAudit, lockNamespace } from '../db/tenants.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { notOneOf, queueNotFound } from './hints.js';
+import { namedQueue, notOneOf } from './hints.js';
+import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
-import { command, readBody, rejectQuery } from './command.js';
+import { afterLoading, command, readBody, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
@@ -40,11 +41,7 @@ export const createSubscriptionRoute = command({
     const cred = ctx.cred;
     // Before the receipt lookup: a replay never hands a subscription of a queue outside queue_ids
     // to a limited credential.
-    if (!canUseQueue(cred, n.queue_id)) {
-      const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
-      if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
-      requireQueueAccess(cred, q.id);
-    }
+    if (!canUseQueue(cred, n.queue_id)) await namedQueue(ctx, n.queue_id);
     return n;
   },
   effect: async (c, n, { cred }) => {
@@ -78,8 +75,8 @@ export const createSubscriptionRoute = command({
 });
 
 /** Only its owner sees a subscription. */
-export async function loadSubscription(ctx: RequestCtx, id: string): Promise<SubscriptionRow> {
-  const row = ID_RE.test(id) ? await getSubscription(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+export async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow> {
+  const row = await getSubscription(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row || row.owner_credential_id !== ctx.cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
   requireQueueAccess(ctx.cred, row.queue_id);
   return row;
@@ -88,7 +85,7 @@ export async function loadSubscription(ctx: RequestCtx, id: string): Promise<Sub
 export async function getSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   return { status: 200, data: { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) } };
 }
 
@@ -111,10 +108,7 @@ function pauseOrResume(paused: boolean) {
     scope: 'events:manage',
     body: RevisionBody,
     status: 200,
-    load: async (ctx, b) => {
-      await loadSubscription(ctx, ctx.params.id!);
-      return b;
-    },
+    load: afterLoading(loadSubscription),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;
       const s = (await getSubscription(c, cred.namespaceId, id, true))!;
@@ -138,7 +132,7 @@ const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
   const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   const state = one('state');
   if (state !== undefined && !isDeliveryState(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
@@ -156,7 +150,7 @@ export async function leaseDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
   rejectQuery(ctx);
   const b = await readBody(ctx, LeaseDeliveriesBody);
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   const deliveries = await leaseDeliveries(ctx.app.pool, ctx.cred.namespaceId, s.id, b.max, b.lease_seconds);
   return { status: 200, data: { deliveries } };
 }
@@ -165,7 +159,7 @@ export async function ackDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'events:read');
   rejectQuery(ctx);
   const b = await readBody(ctx, AckDeliveriesBody);
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   const acked = await ackDeliveryRows(ctx.app.pool, s.id, [...new Set(b.delivery_ids)]);
   return { status: 200, data: { acked } };
 }

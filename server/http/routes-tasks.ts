@@ -1,15 +1,15 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
-import { ID_RE, concurrencyKeyProblem } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
+import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
 import { requireQueueAccess, requireScope } from '../admin/access.js';
-import { notOneOf, queueNotFound } from './hints.js';
+import { namedQueue, notOneOf } from './hints.js';
 import type { Reply, RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
-export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
-  const row = ID_RE.test(id) ? await getTask(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+/** The path's task; the router has checked that `{id}` is an id. */
+export async function loadTask(ctx: RequestCtx): Promise<TaskRow> {
+  const row = await getTask(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'task not found');
   requireQueueAccess(ctx.cred, row.queue_id);
   return row;
@@ -17,7 +17,7 @@ export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
 
 export async function getTaskRoute(ctx: RequestCtx): Promise<Reply> {
   requireScope(ctx.cred, 'tasks:read');
-  return { status: 200, data: { task: taskView(await loadTask(ctx, ctx.params.id!)) } };
+  return { status: 200, data: { task: taskView(await loadTask(ctx)) } };
 }
 
 const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']);
@@ -28,11 +28,7 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   const state = one('state');
   if (state !== undefined && !isTaskState(state)) throw notOneOf('state', state, TASK_STATES);
   const queueId = one('queue_id');
-  if (queueId !== undefined) {
-    const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!queue) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
-    requireQueueAccess(ctx.cred, queueId);
-  }
+  if (queueId !== undefined) await namedQueue(ctx, queueId);
   const key = one('concurrency_key');
   if (key !== undefined && concurrencyKeyProblem(key)) throw new OrbitError('INVALID_ARGUMENT', 'concurrency_key: invalid', { field: 'concurrency_key' });
   const rows = await listTasks(ctx.app.pool, {
