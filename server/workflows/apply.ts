@@ -104,15 +104,10 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
     key: null,
     prepared: {
       normalized: {
-        queue_id: f.queue_id,
-        handler: f.handler,
-        handler_version: f.handler_version,
-        payload_version: f.payload_version,
-        payload: undefined,
+        ...f,
         business_key: f.business_key,
         concurrency_key: f.concurrency_key,
-        priority: f.priority,
-        max_attempts: f.max_attempts,
+        payload: undefined,
         deadline_seconds: f.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
         not_before: undefined,
       },
