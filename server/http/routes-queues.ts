@@ -2,7 +2,7 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
-import { insertAudit } from '../db/tenants.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
@@ -38,7 +38,7 @@ export const createQueueRoute = command({
         retry: n.retry,
       }),
     );
-    await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'queue.create', targetType: 'queue', targetId: id, details: n });
+    await auditCommand(c, cred, 'queue', 'create', id, n);
     return (await getQueue(c, cred.namespaceId, id))!;
   },
   reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
@@ -77,9 +77,9 @@ function pauseOrResume(paused: boolean) {
       const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;
       if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is retired');
       if (String(q.revision) !== b.expected_revision || !(await setQueuePaused(c, id, paused, b.expected_revision))) {
-        throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${q.revision})`, { field: 'expected_revision' });
+        throw revisionConflict(b.expected_revision, String(q.revision));
       }
-      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `queue.${action}`, targetType: 'queue', targetId: id });
+      await auditCommand(c, cred, 'queue', action, id);
       return (await getQueue(c, cred.namespaceId, id))!;
     },
     reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),

@@ -19,7 +19,8 @@ import {
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
-import { insertAudit, lockNamespace } from '../db/tenants.js';
+import { lockNamespace } from '../db/tenants.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
@@ -61,14 +62,7 @@ export const createSubscriptionRoute = command({
     await insertNamed('subscription', n.name, () =>
       insertSubscription(c, { id, namespaceId: cred.namespaceId, name: n.name, queueId: q.id, eventTypes: n.event_types, ownerId: cred.id, cursor: wm }),
     );
-    await insertAudit(c, {
-      namespaceId: cred.namespaceId,
-      actor: cred.id,
-      action: 'subscription.create',
-      targetType: 'subscription',
-      targetId: id,
-      details: n,
-    });
+    await auditCommand(c, cred, 'subscription', 'create', id, n);
     return subscriptionView((await getSubscription(c, cred.namespaceId, id))!, 0);
   },
   reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
@@ -114,9 +108,9 @@ function pauseOrResume(paused: boolean) {
       const s = (await getSubscription(c, cred.namespaceId, id, true))!;
       if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
       if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
-        throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });
+        throw revisionConflict(b.expected_revision, String(s.revision));
       }
-      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `subscription.${action}`, targetType: 'subscription', targetId: id });
+      await auditCommand(c, cred, 'subscription', action, id);
       const row = (await getSubscription(c, cred.namespaceId, id))!;
       return subscriptionView(row, await pendingCount(c, row));
     },
