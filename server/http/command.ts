@@ -8,7 +8,7 @@ import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
 import type { Tx } from '../db/pool.js';
 import { commandFingerprint, executeIdempotent, replayReceipt, runAlone } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
-import { requireScope, type Scope } from '../admin/access.js';
+import { requireAnyScope, requireScope, type Scope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
 
@@ -66,6 +66,14 @@ export interface CommandDef<S extends TSchema, I, R> {
   reply: (result: R, input: I) => CommandReply;
   /** After the commit of a first execution, never on a replay. */
   afterCommit?: (result: R, ctx: RequestCtx) => void;
+}
+
+/** A route that answers 200 with what `handle` gives, to a credential with one of `scopes`. */
+export function scopedRoute(scopes: readonly Scope[], handle: (ctx: RequestCtx) => Promise<unknown>): (ctx: RequestCtx) => Promise<Reply> {
+  return async (ctx) => {
+    requireAnyScope(ctx.cred, scopes);
+    return { status: 200, data: await handle(ctx) };
+  };
 }
 
 /** A `load` that reads the path's resource first, so that its 404 and 403 win over the command's

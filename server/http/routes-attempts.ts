@@ -3,25 +3,23 @@ import { CancelTaskBody, ResolveTaskBody } from '@orbit/protocol/http-schemas';
 import { taskView } from '../db/tasks.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
-import { requireQueueAccess, requireScope } from '../admin/access.js';
-import { afterLoading, command } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import { requireQueueAccess } from '../admin/access.js';
+import { afterLoading, command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
 import { loadTask } from './routes-tasks.js';
 
-export async function listAttemptsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
+export const listAttemptsRoute = scopedRoute(['tasks:read'], async (ctx) => {
   const t = await loadTask(ctx);
   const rows = await listTaskAttempts(ctx.app.pool, ctx.cred.namespaceId, t.id);
-  return { status: 200, data: { attempts: rows.map(attemptView) } };
-}
+  return { attempts: rows.map(attemptView) };
+});
 
-export async function getAttemptRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
+export const getAttemptRoute = scopedRoute(['tasks:read'], async (ctx) => {
   const a = await getAttempt(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!a) throw new OrbitError('NOT_FOUND', 'attempt not found');
   requireQueueAccess(ctx.cred, a.queue_id);
-  return { status: 200, data: { attempt: attemptView(a) } };
-}
+  return { attempt: attemptView(a) };
+});
 
 function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
   ctx.app.signals.revoked(e.revoked);

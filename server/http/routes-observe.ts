@@ -5,6 +5,7 @@ import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { canUseQueue, requireScope } from '../admin/access.js';
 import { namedQueue } from './hints.js';
+import { scopedRoute } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 import { loadQueue } from './routes-queues.js';
 
@@ -26,8 +27,7 @@ export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
 
 /** A credential limited to some queues sees only sessions that consume one of them, and only
  * those queue ids. */
-export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'queues:manage');
+export const listWorkersRoute = scopedRoute(['queues:manage'], async (ctx) => {
   onlyParams(ctx, ['queue_id']);
   const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
   if (queueId !== undefined) await namedQueue(ctx, queueId);
@@ -37,5 +37,5 @@ export async function listWorkersRoute(ctx: RequestCtx): Promise<Reply> {
     const queues = w.queues.filter((id) => canUseQueue(cred, id));
     if (queues.length > 0) workers.push({ ...w, queues });
   }
-  return { status: 200, data: { workers } };
-}
+  return { workers };
+});

@@ -5,9 +5,9 @@ import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type Queu
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { afterLoading, command } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import { canUseQueue, requireQueueAccess } from '../admin/access.js';
+import { afterLoading, command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
   operation: 'POST /v1/queues',
@@ -52,17 +52,13 @@ export async function loadQueue(ctx: RequestCtx): Promise<QueueRow> {
   return row;
 }
 
-export async function getQueueRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'queues:manage');
-  return { status: 200, data: { queue: queueView(await loadQueue(ctx)) } };
-}
+export const getQueueRoute = scopedRoute(['queues:manage'], async (ctx) => ({ queue: queueView(await loadQueue(ctx)) }));
 
-export async function listQueuesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'queues:manage');
+export const listQueuesRoute = scopedRoute(['queues:manage'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/queues takes no query parameters', { field: 'query' });
   const rows = await listQueues(ctx.app.pool, ctx.cred.namespaceId);
-  return { status: 200, data: { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) } };
-}
+  return { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) };
+});
 
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';

@@ -23,12 +23,12 @@ import { lockNamespace } from '../db/tenants.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
+import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
 import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
-import { afterLoading, command, readBody, rejectQuery } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import { afterLoading, command, readBody, scopedRoute, rejectQuery } from './command.js';
+import type { RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
 export const createSubscriptionRoute = command({
@@ -76,15 +76,13 @@ export async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow
   return row;
 }
 
-export async function getSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const getSubscriptionRoute = scopedRoute(['events:read'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
   const s = await loadSubscription(ctx);
-  return { status: 200, data: { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) } };
-}
+  return { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) };
+});
 
-export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const listSubscriptionsRoute = scopedRoute(['events:read'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0)
     throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
   const pool = ctx.app.pool;
@@ -92,8 +90,8 @@ export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
   const wm = await committedWatermark(pool, ctx.cred.namespaceId);
   const out = [];
   for (const r of rows) out.push(subscriptionView(r, await pendingCount(pool, r, wm)));
-  return { status: 200, data: { subscriptions: out } };
-}
+  return { subscriptions: out };
+});
 
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';
@@ -123,8 +121,7 @@ export const resumeSubscriptionRoute = pauseOrResume(false);
 
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 
-export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const listDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
   const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
   const s = await loadSubscription(ctx);
   const state = one('state');
@@ -137,23 +134,21 @@ export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
     page.map((r) => String(r.sequence)),
   );
   const next = rows.length > limit ? encodeCursor('d', String(page[page.length - 1]!.sequence)) : null;
-  return { status: 200, data: { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next } };
-}
+  return { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next };
+});
 
-export async function leaseDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const leaseDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
   rejectQuery(ctx);
   const b = await readBody(ctx, LeaseDeliveriesBody);
   const s = await loadSubscription(ctx);
   const deliveries = await leaseDeliveries(ctx.app.pool, ctx.cred.namespaceId, s.id, b.max, b.lease_seconds);
-  return { status: 200, data: { deliveries } };
-}
+  return { deliveries };
+});
 
-export async function ackDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const ackDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
   rejectQuery(ctx);
   const b = await readBody(ctx, AckDeliveriesBody);
   const s = await loadSubscription(ctx);
   const acked = await ackDeliveryRows(ctx.app.pool, s.id, [...new Set(b.delivery_ids)]);
-  return { status: 200, data: { acked } };
-}
+  return { acked };
+});

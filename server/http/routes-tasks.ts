@@ -2,9 +2,10 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
 import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
-import { requireQueueAccess, requireScope } from '../admin/access.js';
+import { requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
-import type { Reply, RequestCtx } from './context.js';
+import { scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
 import { encodeCursor, listQuery } from './list-query.js';
 
 /** The path's task; the router has checked that `{id}` is an id. */
@@ -15,15 +16,11 @@ export async function loadTask(ctx: RequestCtx): Promise<TaskRow> {
   return row;
 }
 
-export async function getTaskRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
-  return { status: 200, data: { task: taskView(await loadTask(ctx)) } };
-}
+export const getTaskRoute = scopedRoute(['tasks:read'], async (ctx) => ({ task: taskView(await loadTask(ctx)) }));
 
 const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']);
 
-export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
+export const listTasksRoute = scopedRoute(['tasks:read'], async (ctx) => {
   const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
   if (state !== undefined && !isTaskState(state)) throw notOneOf('state', state, TASK_STATES);
@@ -43,5 +40,5 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
   });
   const page = rows.slice(0, limit);
   const next = rows.length > limit ? encodeCursor('s', String(page[page.length - 1]!.seq)) : null;
-  return { status: 200, data: { tasks: page.map((r) => taskView(r, true)), next_cursor: next } };
-}
+  return { tasks: page.map((r) => taskView(r, true)), next_cursor: next };
+});

@@ -11,10 +11,10 @@ import { normalizeRunStart, normalizeSignal, runKeyProblem } from '../workflows/
 import { signalStepOf } from '../workflows/advance.js';
 import { findVersionGraph, runView, versionGraph, type VersionGraph } from '../workflows/run-state.js';
 import { cancelRun, pauseRun, resumeRun, sendSignal, startRun, type RunEffect } from '../workflows/run-commands.js';
-import { canUseQueue, requireAnyScope } from '../admin/access.js';
+import { canUseQueue } from '../admin/access.js';
 import { READ_SCOPES, requireVersionAccess } from './routes-workflows.js';
-import { afterLoading, command, type CommandReply } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import { afterLoading, command, type CommandReply, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
 import { encodeCursor, listQuery, noQuery } from './list-query.js';
 
 async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
@@ -108,16 +108,14 @@ export const sendSignalRoute = command({
   afterCommit,
 });
 
-export async function getRunRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getRunRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const { row } = await loadRun(ctx);
-  return { status: 200, data: { run: await runView(ctx.app.pool, row) } };
-}
+  return { run: await runView(ctx.app.pool, row) };
+});
 
 /** A credential limited to some queues sees the runs whose version names only queues it may use. */
-export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listRunsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const q = listQuery(ctx, new Set(['workflow_id', 'state', 'limit', 'cursor']), 'r');
   const workflowId = q.one('workflow_id');
   const state = q.one('state');
@@ -141,5 +139,5 @@ export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
     if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id)))
       visible.push(r);
   }
-  return { status: 200, data: { runs: visible.map(runSummaryView), next_cursor: next } };
-}
+  return { runs: visible.map(runSummaryView), next_cursor: next };
+});

@@ -8,11 +8,11 @@ import { getWorkflow, listWorkflows, workflowView, type WorkflowRow } from '../d
 import { getVersion, listVersions, versionQueueIds, workflowVersionView } from '../db/workflow-versions.js';
 import { validateVersion, withQueueDefaults } from '../workflows/validate.js';
 import { createWorkflow, publishWorkflowVersion, queueField, retireWorkflow, type VersionToStore } from '../workflows/definitions.js';
-import { requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
+import { requireQueueAccess, type Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
 import { namedQueue } from './hints.js';
-import { command } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import { command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
 import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
 import { noQuery } from './list-query.js';
 
@@ -68,36 +68,32 @@ export const retireWorkflowRoute = retireDefinitionRoute('workflows', 'workflows
 /** Workflows and their runs are read with any of these. */
 export const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
 
-export async function getWorkflowRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getWorkflowRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
-  return { status: 200, data: { workflow: workflowView(await loadWorkflow(ctx)) } };
-}
+  return { workflow: workflowView(await loadWorkflow(ctx)) };
+});
 
-export async function listWorkflowsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listWorkflowsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const { page, next_cursor } = await pageByName(ctx, (after, limit) => listWorkflows(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit));
-  return { status: 200, data: { workflows: page.map(workflowView), next_cursor } };
-}
+  return { workflows: page.map(workflowView), next_cursor };
+});
 
 /** Not paged. A credential limited to some queues sees the versions whose queues it may all use. */
-export async function listWorkflowVersionsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listWorkflowVersionsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
   const cred = ctx.cred;
   const all = await listVersions(ctx.app.pool, w.id);
   const visible = cred.queueIds === '*' ? all : all.filter((v) => v.queueIds.every((q) => cred.queueIds.includes(q)));
-  return { status: 200, data: { versions: visible.map(workflowVersionView) } };
-}
+  return { versions: visible.map(workflowVersionView) };
+});
 
-export async function getWorkflowVersionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getWorkflowVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
   const n = versionNumber(ctx);
   const v = n === null ? null : await getVersion(ctx.app.pool, w.id, n);
   if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
   requireVersionAccess(ctx.cred, v.queueIds);
-  return { status: 200, data: { version: workflowVersionView(v) } };
-}
+  return { version: workflowVersionView(v) };
+});
