@@ -12,7 +12,6 @@ import { endSocketWithError, sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
 import { logRequestOnFinish } from './request-log.js';
-import type { RawReply } from './router.js';
 import type { RequestCtx } from './context.js';
 
 export function createHttpServer(app: AppContext): http.Server {
@@ -120,13 +119,9 @@ async function handle(
       throw err;
     });
     if ('raw' in reply) {
-      const r = reply as RawReply;
-      res.writeHead(r.status, { ...r.headers, 'Content-Type': r.contentType, 'X-Request-Id': requestId });
-      res.end(r.body);
-      app.metrics.httpRequests.inc({ route: routeName, status: String(r.status) });
-      return;
-    }
-    sendData(res, requestId, reply.status, reply.data, reply.json);
+      res.writeHead(reply.status, { ...reply.headers, 'Content-Type': reply.contentType, 'X-Request-Id': requestId });
+      res.end(reply.body);
+    } else sendData(res, requestId, reply.status, reply.data, reply.json);
     app.metrics.httpRequests.inc({ route: routeName, status: String(reply.status) });
   } catch (err) {
     const e = toOrbitError(app, 'http', err, requestId, { route: routeName });
