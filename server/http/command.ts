@@ -55,8 +55,8 @@ export interface CommandDef<S extends TSchema, I, R> {
   operation: string;
   scope: Scope;
   body: S;
-  /** Of a first execution; a replay is always 200. */
-  status: 201 | 200;
+  /** Of a first execution, 200 when absent; a replay is always 200. */
+  status?: 201;
   /** The checks after the body and before any receipt is touched, in the order they should win;
    * returns the normalized input. Without it the input is the body. */
   load?: (ctx: RequestCtx, body: Static<S>) => Promise<I>;
@@ -128,7 +128,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
     const result = await def.effect(c, input, ctx);
     const out = def.reply(result, input);
     const stored = { ...out.data, deduplicated: false };
-    await completeReceipt(c, ns, key, def.status, stored, out.resourceId);
+    await completeReceipt(c, ns, key, def.status ?? 200, stored, out.resourceId);
     return { stored, result };
   };
   const observe = (seconds: number): void => ctx.app.metrics.commitSeconds.observe({ op: def.operation }, seconds);
@@ -160,5 +160,5 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
   );
   if ('replayed' in outcome!) return outcome.replayed;
   def.afterCommit?.(outcome!.done.result, ctx);
-  return { status: def.status, data: outcome!.done.stored };
+  return { status: def.status ?? 200, data: outcome!.done.stored };
 }

@@ -21,7 +21,6 @@ export function retireDefinitionRoute(
     operation: `POST /v1/${definitions}/{id}:retire`,
     scope,
     body: RetireBody,
-    status: 200,
     load: afterLoading(load),
     effect: (c, b, { cred, params }) => retire(c, cred, params.id!, b),
     reply: asIs,

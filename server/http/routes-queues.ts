@@ -66,7 +66,6 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/queues/{id}:${action}`,
     scope: 'queues:manage',
     body: RevisionBody,
-    status: 200,
     load: afterLoading(loadQueue),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;

@@ -67,7 +67,6 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/schedules/{id}:${paused ? 'pause' : 'resume'}`,
     scope: 'schedules:manage',
     body: RevisionBody,
-    status: 200,
     load: loaded,
     effect: (c, b, { cred, params }) => setPaused(c, cred, params.id!, paused, b.expected_revision),
     reply: asIs,

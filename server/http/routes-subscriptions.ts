@@ -99,7 +99,6 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/subscriptions/{id}:${action}`,
     scope: 'events:manage',
     body: RevisionBody,
-    status: 200,
     load: afterLoading(loadSubscription),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;

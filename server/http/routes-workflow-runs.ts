@@ -61,7 +61,6 @@ export const pauseRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:pause',
   scope: 'workflows:run',
   body: PauseWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, _b, { cred, params }) => pauseRun(c, cred.namespaceId, params.id!),
   reply,
@@ -72,7 +71,6 @@ export const resumeRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:resume',
   scope: 'workflows:run',
   body: ResumeWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, _b, { cred, params }) => resumeRun(c, cred.namespaceId, params.id!),
   reply,
@@ -83,7 +81,6 @@ export const cancelRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:cancel',
   scope: 'workflows:run',
   body: CancelWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, b, { cred, params }) => cancelRun(c, cred.namespaceId, params.id!, b.reason),
   reply,
@@ -94,7 +91,6 @@ export const sendSignalRoute = command({
   operation: 'POST /v1/workflow-runs/{id}/signals',
   scope: 'workflows:run',
   body: SendSignalBody,
-  status: 200,
   load: async (ctx, b) => {
     const n = normalizeSignal(b);
     const { version } = await loadRun(ctx);
