@@ -4,14 +4,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import type { RequestCtx } from './context.js';
 
-export interface ListQuery {
-  one(name: string): string | undefined;
-  limit: number;
-  /** The position encoded in `cursor`; undefined for the first page. */
-  after: string | undefined;
-}
-
-export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})'): ListQuery {
+/** `after`: the position encoded in `cursor`; undefined for the first page. */
+export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})') {
   const q = ctx.url.searchParams;
   for (const k of q.keys()) {
     if (!allowed.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });

@@ -27,11 +27,6 @@ interface Compiled extends Route {
   keys: string[];
 }
 
-export interface Match {
-  route: Route;
-  params: Record<string, string>;
-}
-
 export class Router {
   private readonly routes: Compiled[] = [];
 
@@ -62,7 +57,7 @@ export class Router {
   }
 
   /** 'method' when the path exists under another method only. */
-  match(method: string, path: string): Match | 'method' | null {
+  match(method: string, path: string): { route: Route; params: Record<string, string> } | 'method' | null {
     let pathMatched = false;
     for (const r of this.routes) {
       const m = r.regex.exec(path);
