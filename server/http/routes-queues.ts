@@ -1,13 +1,18 @@
 import { OrbitError } from '@orbit/protocol/errors';
-import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
+import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess } from '../admin/access.js';
+import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
+import { queueStats } from '../db/queue-stats.js';
+import { listConnectedSessions } from '../db/worker-sessions.js';
+import { retireQueue } from '../events/retire.js';
+import { namedQueue } from './hints.js';
 import { afterLoading, command, scopedRoute } from './command.js';
-import type { RequestCtx } from './context.js';
+import type { Reply, RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
   operation: 'POST /v1/queues',
@@ -86,3 +91,46 @@ function pauseOrResume(paused: boolean) {
 
 export const pauseQueueRoute = pauseOrResume(true);
 export const resumeQueueRoute = pauseOrResume(false);
+
+// A stored receipt replays even after the queue was retired.
+export const retireQueueRoute = command({
+  operation: 'POST /v1/queues/{id}:retire',
+  scope: 'queues:manage',
+  body: RetireBody,
+  load: afterLoading(loadQueue),
+  effect: (c, b, { cred, params }) => retireQueue(c, cred, params.id!, b),
+  reply: (queue) => ({ data: { queue }, resourceId: queue.id }),
+});
+
+// ---- read-only views the console needs, public like every /v1 endpoint ----
+
+function onlyParams(ctx: RequestCtx, allowed: string[]): void {
+  for (const k of ctx.url.searchParams.keys()) {
+    if (!allowed.includes(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+    if (ctx.url.searchParams.getAll(k).length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+  }
+}
+
+/** Producers that read their tasks may see the queue's load. */
+export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
+  if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
+  onlyParams(ctx, []);
+  const q = await loadQueue(ctx);
+  const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, q);
+  return { status: 200, data: { stats } };
+}
+
+/** A credential limited to some queues sees only sessions that consume one of them, and only
+ * those queue ids. */
+export const listWorkersRoute = scopedRoute(['queues:manage'], async (ctx) => {
+  onlyParams(ctx, ['queue_id']);
+  const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
+  if (queueId !== undefined) await namedQueue(ctx, queueId);
+  const cred = ctx.cred;
+  const workers: WorkerSession[] = [];
+  for (const w of await listConnectedSessions(ctx.app.pool, cred.namespaceId, queueId)) {
+    const queues = w.queues.filter((id) => canUseQueue(cred, id));
+    if (queues.length > 0) workers.push({ ...w, queues });
+  }
+  return { workers };
+});

@@ -1,6 +1,6 @@
 // Result stream consumers; lease and ack are not receipt-bearing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -22,6 +22,7 @@ import {
 import { lockNamespace } from '../db/tenants.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
+import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
@@ -117,6 +118,16 @@ function pauseOrResume(paused: boolean) {
 
 export const pauseSubscriptionRoute = pauseOrResume(true);
 export const resumeSubscriptionRoute = pauseOrResume(false);
+
+// A stored receipt replays even after the subscription was retired.
+export const retireSubscriptionRoute = command({
+  operation: 'POST /v1/subscriptions/{id}:retire',
+  scope: 'events:manage',
+  body: RetireBody,
+  load: afterLoading(loadSubscription),
+  effect: (c, b, { cred, params }) => retireSubscription(c, cred, params.id!, b),
+  reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+});
 
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 

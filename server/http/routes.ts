@@ -6,11 +6,8 @@ import * as tasks from './routes-tasks.js';
 import { submitTask, submitTaskBatch } from './routes-submit.js';
 import { serveApiDocument } from '../api-docs/serve.js';
 import { serveRedoc, serveReferencePage } from '../api-docs/reference.js';
-import * as attempts from './routes-attempts.js';
 import * as queues from './routes-queues.js';
 import * as subscriptions from './routes-subscriptions.js';
-import * as retire from './routes-retire.js';
-import * as observe from './routes-observe.js';
 import * as schedules from './routes-schedules.js';
 import * as workflows from './routes-workflows.js';
 import * as runs from './routes-workflow-runs.js';
@@ -22,18 +19,18 @@ const AUTHENTICATED: Entry[] = [
   ['POST', '/v1/tasks:batch', submitTaskBatch],
   ['GET', '/v1/tasks', tasks.listTasksRoute],
   ['GET', '/v1/tasks/{id}', tasks.getTaskRoute],
-  ['GET', '/v1/tasks/{id}/attempts', attempts.listAttemptsRoute],
-  ['POST', '/v1/tasks/{id}:cancel', attempts.cancelTaskRoute],
-  ['POST', '/v1/tasks/{id}:resolve', attempts.resolveTaskRoute],
-  ['GET', '/v1/attempts/{id}', attempts.getAttemptRoute],
+  ['GET', '/v1/tasks/{id}/attempts', tasks.listAttemptsRoute],
+  ['POST', '/v1/tasks/{id}:cancel', tasks.cancelTaskRoute],
+  ['POST', '/v1/tasks/{id}:resolve', tasks.resolveTaskRoute],
+  ['GET', '/v1/attempts/{id}', tasks.getAttemptRoute],
   ['POST', '/v1/queues', queues.createQueueRoute],
   ['GET', '/v1/queues', queues.listQueuesRoute],
   ['GET', '/v1/queues/{id}', queues.getQueueRoute],
-  ['GET', '/v1/queues/{id}/stats', observe.queueStatsRoute],
-  ['GET', '/v1/workers', observe.listWorkersRoute],
+  ['GET', '/v1/queues/{id}/stats', queues.queueStatsRoute],
+  ['GET', '/v1/workers', queues.listWorkersRoute],
   ['POST', '/v1/queues/{id}:pause', queues.pauseQueueRoute],
   ['POST', '/v1/queues/{id}:resume', queues.resumeQueueRoute],
-  ['POST', '/v1/queues/{id}:retire', retire.retireQueueRoute],
+  ['POST', '/v1/queues/{id}:retire', queues.retireQueueRoute],
   ['POST', '/v1/subscriptions', subscriptions.createSubscriptionRoute],
   ['GET', '/v1/subscriptions', subscriptions.listSubscriptionsRoute],
   ['GET', '/v1/subscriptions/{id}', subscriptions.getSubscriptionRoute],
@@ -42,7 +39,7 @@ const AUTHENTICATED: Entry[] = [
   ['POST', '/v1/subscriptions/{id}/deliveries:ack', subscriptions.ackDeliveriesRoute],
   ['POST', '/v1/subscriptions/{id}:pause', subscriptions.pauseSubscriptionRoute],
   ['POST', '/v1/subscriptions/{id}:resume', subscriptions.resumeSubscriptionRoute],
-  ['POST', '/v1/subscriptions/{id}:retire', retire.retireSubscriptionRoute],
+  ['POST', '/v1/subscriptions/{id}:retire', subscriptions.retireSubscriptionRoute],
   ['POST', '/v1/schedules', schedules.createScheduleRoute],
   ['GET', '/v1/schedules', schedules.listSchedulesRoute],
   ['GET', '/v1/schedules/{id}', schedules.getScheduleRoute],
