@@ -92,7 +92,7 @@ async function handle(
     const sent = (req.url ?? '/').split('?', 1)[0]!.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '') || '/';
     const m = sent === url.pathname ? router.match(req.method ?? 'GET', url.pathname) : null;
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${sent.slice(0, 200)}`);
-    if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
+    if ('allow' in m) throw methodNotAllowed(res, req.method ?? '', url.pathname, m.allow);
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
     const ctx = {
