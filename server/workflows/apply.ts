@@ -39,21 +39,15 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-export async function planAndApply(
-  c: Tx,
-  ledger: PermitLedger,
-  run: LoadedRun,
-  plan: (opts: PlanOptions) => Plan,
-  reason?: string,
-): Promise<Applied & { plan: Plan }> {
+export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (opts: PlanOptions) => Plan): Promise<Applied & { plan: Plan }> {
   const first = plan({});
   try {
-    return { ...(await applyPlan(c, ledger, run, first, reason)), plan: first };
+    return { ...(await applyPlan(c, ledger, run, first)), plan: first };
   } catch (err) {
     if (!(err instanceof QuotaRefused)) throw err;
   }
   const second = plan({ taskRoom: 0 });
-  return { ...(await applyPlan(c, ledger, run, second, reason)), plan: second };
+  return { ...(await applyPlan(c, ledger, run, second)), plan: second };
 }
 
 let savepoints = 0;
