@@ -102,12 +102,7 @@ export function orbitHome(env: Env = process.env): string {
 export function gatewayUrl(env: Env = process.env): string {
   const url = raw(env, 'ORBIT_URL');
   if (url === undefined) return `http://${env.ORBIT_HTTP_ADDR ?? DEFAULT_HTTP_ADDR}`;
-  let u: URL | null = null;
-  try {
-    u = new URL(url);
-  } catch {
-    /* reported below */
-  }
+  const u = URL.canParse(url) ? new URL(url) : null;
   if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new Error(`ORBIT_URL must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
   return url;
 }
