@@ -4,7 +4,7 @@ import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
 import { afterLoading, command, type CommandDef, type CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { listQuery } from './list-query.js';
 
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
@@ -32,10 +32,8 @@ export async function pageByName<R extends { name: string }>(
   ctx: RequestCtx,
   read: (after: string | undefined, limit: number) => Promise<R[]>,
 ): Promise<{ page: R[]; next_cursor: string | null }> {
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
-  const rows = await read(after, limit);
-  const page = rows.slice(0, limit);
-  return { page, next_cursor: rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null };
+  const { limit, after, pageOf } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
+  return pageOf(await read(after, limit), (r) => r.name);
 }
 
 /** A version number in a path; the OpenAPI document states the same pattern. */

@@ -4,7 +4,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import type { RequestCtx } from './context.js';
 
-/** `after`: the position encoded in `cursor`; undefined for the first page. */
+/** `after`: the position encoded in `cursor`; undefined for the first page. `pageOf` cuts rows read
+ * one past `limit` to the page, with the cursor of its last row when there are more. */
 export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})') {
   const q = ctx.url.searchParams;
   for (const k of q.keys()) {
@@ -25,11 +26,11 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
     if (!new RegExp(`^${cursorKind}${position}$`).test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
     after = decoded.slice(cursorKind.length);
   }
-  return { one, limit, after };
-}
-
-export function encodeCursor(kind: string, position: string): string {
-  return Buffer.from(kind + position).toString('base64url');
+  const pageOf = <R>(rows: R[], position: (last: R) => string) => {
+    const page = rows.slice(0, limit);
+    return { page, next_cursor: rows.length > limit ? Buffer.from(cursorKind + position(page[page.length - 1]!)).toString('base64url') : null };
+  };
+  return { one, limit, after, pageOf };
 }
 
 export function noQuery(ctx: RequestCtx): void {

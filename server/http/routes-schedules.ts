@@ -14,7 +14,7 @@ import { namedQueue } from './hints.js';
 import { afterLoading, command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
-import { encodeCursor, listQuery, noQuery } from './list-query.js';
+import { listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
 async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<StoredVersion> {
@@ -132,10 +132,9 @@ export const getVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
 });
 
 export const listFiresRoute = scopedRoute(READ_SCOPES, async (ctx) => {
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'f', '[0-9]{1,15}');
+  const { limit, after, pageOf } = listQuery(ctx, new Set(['limit', 'cursor']), 'f', '[0-9]{1,15}');
   const s = await loadSchedule(ctx);
   const rows = await listFires(ctx.app.pool, s.id, after === undefined ? undefined : msDb(Number(after)), limit);
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('f', String(dbMs(page[page.length - 1]!.scheduled_for))) : null;
-  return { fires: page.map(fireView), next_cursor: next };
+  const { page, next_cursor } = pageOf(rows, (r) => String(dbMs(r.scheduled_for)));
+  return { fires: page.map(fireView), next_cursor };
 });

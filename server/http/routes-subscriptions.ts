@@ -30,7 +30,7 @@ import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { afterLoading, command, readBody, scopedRoute, rejectQuery } from './command.js';
 import type { RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { listQuery } from './list-query.js';
 
 export const createSubscriptionRoute = command({
   operation: 'POST /v1/subscriptions',
@@ -132,19 +132,18 @@ export const retireSubscriptionRoute = command({
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 
 export const listDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
-  const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
+  const { one, limit, after, pageOf } = listQuery(ctx, HISTORY_PARAMS, 'd');
   const s = await loadSubscription(ctx);
   const state = one('state');
   if (state !== undefined && !isDeliveryState(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
-  const page = rows.slice(0, limit);
+  const { page, next_cursor } = pageOf(rows, (r) => String(r.sequence));
   const events = await eventsBySequence(
     ctx.app.pool,
     s.namespace_id,
     page.map((r) => String(r.sequence)),
   );
-  const next = rows.length > limit ? encodeCursor('d', String(page[page.length - 1]!.sequence)) : null;
-  return { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next };
+  return { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor };
 });
 
 export const leaseDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {

@@ -9,7 +9,7 @@ import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-co
 import { namedQueue, notOneOf } from './hints.js';
 import { afterLoading, command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { listQuery } from './list-query.js';
 
 /** The path's task; the router has checked that `{id}` is an id. */
 export async function loadTask(ctx: RequestCtx): Promise<TaskRow> {
@@ -24,7 +24,7 @@ export const getTaskRoute = scopedRoute(['tasks:read'], async (ctx) => ({ task: 
 const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']);
 
 export const listTasksRoute = scopedRoute(['tasks:read'], async (ctx) => {
-  const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
+  const { one, limit, after: beforeSeq, pageOf } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
   if (state !== undefined && !isTaskState(state)) throw notOneOf('state', state, TASK_STATES);
   const queueId = one('queue_id');
@@ -41,9 +41,8 @@ export const listTasksRoute = scopedRoute(['tasks:read'], async (ctx) => {
     beforeSeq,
     limit,
   });
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('s', String(page[page.length - 1]!.seq)) : null;
-  return { tasks: page.map((r) => taskView(r, true)), next_cursor: next };
+  const { page, next_cursor } = pageOf(rows, (r) => String(r.seq));
+  return { tasks: page.map((r) => taskView(r, true)), next_cursor };
 });
 
 export const listAttemptsRoute = scopedRoute(['tasks:read'], async (ctx) => {

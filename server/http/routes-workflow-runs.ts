@@ -15,7 +15,7 @@ import { canUseQueue } from '../admin/access.js';
 import { READ_SCOPES, requireVersionAccess } from './routes-workflows.js';
 import { afterLoading, command, type CommandReply, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { encodeCursor, listQuery, noQuery } from './list-query.js';
+import { listQuery, noQuery } from './list-query.js';
 
 async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
   const row = await getRun(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
@@ -127,13 +127,12 @@ export const listRunsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
     beforeSeq: q.after,
     limit: q.limit,
   });
-  const page = rows.slice(0, q.limit);
-  const next = rows.length > q.limit ? encodeCursor('r', page[page.length - 1]!.seq) : null;
+  const { page, next_cursor } = q.pageOf(rows, (r) => r.seq);
   const cred = ctx.cred;
   const visible: RunRow[] = [];
   for (const r of page) {
     if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id)))
       visible.push(r);
   }
-  return { runs: visible.map(runSummaryView), next_cursor: next };
+  return { runs: visible.map(runSummaryView), next_cursor };
 });
