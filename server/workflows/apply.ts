@@ -137,8 +137,7 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   for (const ch of plan.changes) {
     const prev = out.get(ch.key) ?? fromRow(run.steps.get(ch.key)!);
     const w: StepWrite = { ...prev, state: ch.state, ready_cause: null };
-    const started = 'started' in ch && ch.started;
-    if (started) w.started_at = 'now';
+    if ('started' in ch && ch.started) w.started_at = 'now';
     switch (ch.state) {
       case 'READY':
         w.ready_cause = ch.cause;
