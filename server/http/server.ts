@@ -11,7 +11,6 @@ import { authenticate, authenticateCached, recheckCredential } from './auth.js';
 import { endSocketWithError, sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
-import { logRequestOnFinish } from './request-log.js';
 import type { RequestCtx } from './context.js';
 
 export function createHttpServer(app: AppContext): http.Server {
@@ -128,4 +127,19 @@ async function handle(
     sendError(res, requestId, e);
     app.metrics.httpRequests.inc({ route: routeName, status: String(e.httpStatus) });
   }
+}
+
+/** One line per HTTP request, with the route template rather than the raw path, which may carry
+ * ids. Never bodies, headers or tokens. */
+function logRequestOnFinish(log: Logger, req: http.IncomingMessage, res: http.ServerResponse, route: () => string): void {
+  const t0 = process.hrtime.bigint();
+  const done = () => {
+    res.off('finish', done).off('close', done);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    log.info(
+      { method: req.method, route: route(), status: res.statusCode, duration_ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+      'request',
+    );
+  };
+  res.once('finish', done).once('close', done);
 }
