@@ -1,4 +1,5 @@
 // What the routes of schedules and workflows share.
+import { OrbitError } from '@orbit/protocol/errors';
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
@@ -39,8 +40,9 @@ export async function pageByName<R extends { name: string }>(
 /** A version number in a path; the OpenAPI document states the same pattern. */
 export const VERSION_NUMBER_RE = /^[1-9][0-9]{0,8}$/;
 
-/** null when malformed: it can never name a version, so 404 like a malformed id. */
-export function versionNumber(ctx: RequestCtx): number | null {
-  const raw = ctx.params.n!;
-  return VERSION_NUMBER_RE.test(raw) ? Number(raw) : null;
+/** The version the path's `{n}` names; a malformed number can never name one, so 404 like a missing one. */
+export async function pathVersion<V>(ctx: RequestCtx, read: (n: number) => Promise<V | null>): Promise<V> {
+  const v = VERSION_NUMBER_RE.test(ctx.params.n!) ? await read(Number(ctx.params.n)) : null;
+  if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
+  return v;
 }

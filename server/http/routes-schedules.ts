@@ -13,7 +13,7 @@ import { requireQueueAccess } from '../admin/access.js';
 import { namedQueue } from './hints.js';
 import { afterLoading, command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
+import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
 import { listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
@@ -125,10 +125,7 @@ export const listVersionsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
 export const getVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const s = await loadSchedule(ctx);
-  const n = versionNumber(ctx);
-  const row = n === null ? null : await getVersion(ctx.app.pool, s.id, n);
-  if (!row) throw new OrbitError('NOT_FOUND', 'version not found');
-  return { version: versionView(row) };
+  return { version: versionView(await pathVersion(ctx, (n) => getVersion(ctx.app.pool, s.id, n))) };
 });
 
 export const listFiresRoute = scopedRoute(READ_SCOPES, async (ctx) => {

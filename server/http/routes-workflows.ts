@@ -13,7 +13,7 @@ import type { Credential } from '../db/credentials.js';
 import { namedQueue } from './hints.js';
 import { command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
+import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
 import { noQuery } from './list-query.js';
 
 /** max_attempts defaults are resolved here, so the default written out is the same command. */
@@ -91,9 +91,7 @@ export const listWorkflowVersionsRoute = scopedRoute(READ_SCOPES, async (ctx) =>
 export const getWorkflowVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
-  const n = versionNumber(ctx);
-  const v = n === null ? null : await getVersion(ctx.app.pool, w.id, n);
-  if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
+  const v = await pathVersion(ctx, (n) => getVersion(ctx.app.pool, w.id, n));
   requireVersionAccess(ctx.cred, v.queueIds);
   return { version: workflowVersionView(v) };
 });
