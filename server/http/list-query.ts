@@ -26,9 +26,9 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
     if (!new RegExp(`^${cursorKind}${position}$`).test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
     after = decoded.slice(cursorKind.length);
   }
-  const pageOf = <R>(rows: R[], position: (last: R) => string) => {
+  const pageOf = <R>(rows: R[], positionOf: (last: R) => string) => {
     const page = rows.slice(0, limit);
-    return { page, next_cursor: rows.length > limit ? Buffer.from(cursorKind + position(page[page.length - 1]!)).toString('base64url') : null };
+    return { page, next_cursor: rows.length > limit ? Buffer.from(cursorKind + positionOf(page[page.length - 1]!)).toString('base64url') : null };
   };
   return { one, limit, after, pageOf };
 }
