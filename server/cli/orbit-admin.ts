@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // orbit-admin. Every argument is checked before the database is touched, so an error leaves the
 // database and the file system as they were.
+import { ID_RE } from '@orbit/protocol/ids';
 import { createPool, withTransaction, type Pool, type Tx } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
@@ -21,8 +22,6 @@ const USAGE = `usage:
 ${READ_USAGE}
 environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (default: the embedded database of a running
 \`npm start\`, found through ORBIT_HOME, default .orbit), ORBIT_URL (written into the credentials file)`;
-
-const ID_RE = /^[0-9a-f]{32}$/;
 
 async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
   const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
