@@ -8,7 +8,38 @@ import { nanoid } from 'nanoid';
 import { DEFAULT_MAX_BATCH_BODY_BYTES, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_FRAME_BYTES, MAX_PAYLOAD_BYTES } from '@orbit/protocol/limits';
 import { parseDsn } from './db/pool.js';
 
-export interface Config {
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const DEFAULT_HTTP_ADDR = '127.0.0.1:8080';
+const MIB = 1024 * 1024;
+/** Smallest body and frame limit: room for a MAX_PAYLOAD_BYTES payload plus the rest of its body. */
+const MIN_BODY_BYTES = MAX_PAYLOAD_BYTES + 44 * 1024;
+
+/** The integer variables: config field → [variable, default, min, max]. */
+const INT_VARS = {
+  maxBodyBytes: ['ORBIT_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, MIN_BODY_BYTES, 64 * MIB],
+  maxBatchBodyBytes: ['ORBIT_MAX_BATCH_BODY_BYTES', DEFAULT_MAX_BATCH_BODY_BYTES, MIN_BODY_BYTES, 256 * MIB],
+  maxFrameBytes: ['ORBIT_MAX_FRAME_BYTES', DEFAULT_MAX_FRAME_BYTES, MIN_BODY_BYTES, 64 * MIB],
+  sweepIntervalMs: ['ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000],
+  helloTimeoutMs: ['ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000],
+  /** Two missed pongs close the session. */
+  pingIntervalMs: ['ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000],
+  /** A session whose ping stays unanswered longer than this gets no new work until it answers. A
+   * live worker answers within a round trip (even a full GC rarely pauses a second), and a stopped
+   * one is found before its next batch rather than at the next ping. */
+  pongTimeoutMs: ['ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000],
+  eventRetentionSeconds: ['ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400],
+  /** Frames of one session received and not yet answered at which reading its socket pauses. */
+  sessionMaxFramesInFlight: ['ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 64, 1, 65_536],
+  /** Bytes of one session's frames in flight plus its unsent replies at which reading pauses. */
+  sessionMaxBytesInFlight: ['ORBIT_SESSION_MAX_BYTES_IN_FLIGHT', 16 * MIB, 64 * 1024, 1024 * MIB],
+  /** Worker sessions' own transactions (renew, hello, session row) holding a pooled connection at
+   * once, over all applications and per application. Half of the default pool, a quarter for one
+   * application: submits, frame batches, claims and commands always find a connection. */
+  sessionTxSlots: ['ORBIT_SESSION_TX_SLOTS', 8, 1, 1024],
+  sessionTxSlotsPerApplication: ['ORBIT_SESSION_TX_SLOTS_PER_APPLICATION', 4, 1, 1024],
+} as const satisfies Record<string, readonly [string, number, number, number]>;
+
+export interface Config extends Record<keyof typeof INT_VARS, number> {
   mysqlDsn: string;
   httpHost: string;
   httpPort: number;
@@ -16,58 +47,16 @@ export interface Config {
   /** ORBIT_NODE_ID was set, not generated: with several processes it names them (processEnv). */
   nodeIdSet: boolean;
   logLevel: string;
-  maxBodyBytes: number;
-  maxBatchBodyBytes: number;
-  maxFrameBytes: number;
-  sweepIntervalMs: number;
-  helloTimeoutMs: number;
-  /** Two missed pongs close the session. */
-  pingIntervalMs: number;
-  /** A session whose ping stays unanswered longer than this gets no new work until it answers. */
-  pongTimeoutMs: number;
-  eventRetentionSeconds: number;
-  /** Frames of one session received and not yet answered at which reading its socket pauses. */
-  sessionMaxFramesInFlight: number;
-  /** Bytes of one session's frames in flight plus its unsent replies at which reading pauses. */
-  sessionMaxBytesInFlight: number;
-  /** Worker sessions' own transactions (renew, hello, session row) holding a pooled connection at
-   * once, over all applications and per application. */
-  sessionTxSlots: number;
-  sessionTxSlotsPerApplication: number;
   /** Gateway processes of this node sharing its port (server/cli/processes.ts). */
   processes: number;
 }
 
+const OTHER_VARS = ['ORBIT_MYSQL_DSN', 'ORBIT_HTTP_ADDR', 'ORBIT_NODE_ID', 'ORBIT_LOG_LEVEL', 'ORBIT_HOME', 'ORBIT_URL', 'ORBIT_PROCESSES'] as const;
+type EnvVar = (typeof OTHER_VARS)[number] | (typeof INT_VARS)[keyof typeof INT_VARS][0];
 /** The variables this module reads, for the documentation check (test/unit-config.test.ts). */
-export const ENV_VARS = [
-  'ORBIT_MYSQL_DSN',
-  'ORBIT_HTTP_ADDR',
-  'ORBIT_NODE_ID',
-  'ORBIT_LOG_LEVEL',
-  'ORBIT_HOME',
-  'ORBIT_URL',
-  'ORBIT_MAX_BODY_BYTES',
-  'ORBIT_MAX_BATCH_BODY_BYTES',
-  'ORBIT_MAX_FRAME_BYTES',
-  'ORBIT_SWEEP_INTERVAL_MS',
-  'ORBIT_HELLO_TIMEOUT_MS',
-  'ORBIT_PING_INTERVAL_MS',
-  'ORBIT_PONG_TIMEOUT_MS',
-  'ORBIT_EVENT_RETENTION_SECONDS',
-  'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT',
-  'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT',
-  'ORBIT_SESSION_TX_SLOTS',
-  'ORBIT_SESSION_TX_SLOTS_PER_APPLICATION',
-  'ORBIT_PROCESSES',
-] as const;
-export type EnvVar = (typeof ENV_VARS)[number];
-type Env = Partial<Record<string, string | undefined>>;
+export const ENV_VARS: readonly EnvVar[] = [...OTHER_VARS, ...Object.values(INT_VARS).map(([name]) => name)];
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const DEFAULT_HTTP_ADDR = '127.0.0.1:8080';
-const MIB = 1024 * 1024;
-/** Smallest body and frame limit: room for a MAX_PAYLOAD_BYTES payload plus the rest of its body. */
-const MIN_BODY_BYTES = MAX_PAYLOAD_BYTES + 44 * 1024;
+type Env = Partial<Record<string, string | undefined>>;
 
 /** Unset and empty both mean "use the default". ORBIT_HTTP_ADDR, ORBIT_LOG_LEVEL and ORBIT_NODE_ID
  * are read with `env[name]` instead: "" is refused there, as a value nobody means. */
@@ -113,12 +102,7 @@ export function orbitHome(env: Env = process.env): string {
 export function gatewayUrl(env: Env = process.env): string {
   const url = raw(env, 'ORBIT_URL');
   if (url === undefined) return `http://${env.ORBIT_HTTP_ADDR ?? DEFAULT_HTTP_ADDR}`;
-  let u: URL | null = null;
-  try {
-    u = new URL(url);
-  } catch {
-    /* reported below */
-  }
+  const u = URL.canParse(url) ? new URL(url) : null;
   if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new Error(`ORBIT_URL must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
   return url;
 }
@@ -154,6 +138,7 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     throw new Error(
       `ORBIT_NODE_ID must leave room for the process suffix "-${processes}" within 128 chars with ORBIT_PROCESSES=${processes}, got ${JSON.stringify(nodeId)}`,
     );
+  const ints = Object.fromEntries(Object.entries(INT_VARS).map(([field, [name, def, min, max]]) => [field, intVar(env, name, def, min, max)]));
   return {
     mysqlDsn: dsn,
     httpHost: host,
@@ -161,22 +146,7 @@ export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: strin
     nodeId,
     nodeIdSet: env.ORBIT_NODE_ID !== undefined,
     logLevel,
-    maxBodyBytes: intVar(env, 'ORBIT_MAX_BODY_BYTES', DEFAULT_MAX_BODY_BYTES, MIN_BODY_BYTES, 64 * MIB),
-    maxBatchBodyBytes: intVar(env, 'ORBIT_MAX_BATCH_BODY_BYTES', DEFAULT_MAX_BATCH_BODY_BYTES, MIN_BODY_BYTES, 256 * MIB),
-    maxFrameBytes: intVar(env, 'ORBIT_MAX_FRAME_BYTES', DEFAULT_MAX_FRAME_BYTES, MIN_BODY_BYTES, 64 * MIB),
-    sweepIntervalMs: intVar(env, 'ORBIT_SWEEP_INTERVAL_MS', 500, 50, 1000),
-    helloTimeoutMs: intVar(env, 'ORBIT_HELLO_TIMEOUT_MS', 10_000, 100, 600_000),
-    pingIntervalMs: intVar(env, 'ORBIT_PING_INTERVAL_MS', 15_000, 100, 600_000),
-    // A live worker answers within a round trip (even a full GC rarely pauses a second), and a
-    // stopped one is found before its next batch rather than at the next ping.
-    pongTimeoutMs: intVar(env, 'ORBIT_PONG_TIMEOUT_MS', 1_000, 50, 60_000),
-    eventRetentionSeconds: intVar(env, 'ORBIT_EVENT_RETENTION_SECONDS', 7 * 86400, 60, 365 * 86400),
-    sessionMaxFramesInFlight: intVar(env, 'ORBIT_SESSION_MAX_FRAMES_IN_FLIGHT', 64, 1, 65_536),
-    sessionMaxBytesInFlight: intVar(env, 'ORBIT_SESSION_MAX_BYTES_IN_FLIGHT', 16 * MIB, 64 * 1024, 1024 * MIB),
-    // Half of the default pool for the sessions' own transactions, a quarter for one application:
-    // submits, frame batches, claims and commands always find a connection.
-    sessionTxSlots: intVar(env, 'ORBIT_SESSION_TX_SLOTS', 8, 1, 1024),
-    sessionTxSlotsPerApplication: intVar(env, 'ORBIT_SESSION_TX_SLOTS_PER_APPLICATION', 4, 1, 1024),
+    ...(ints as Record<keyof typeof INT_VARS, number>),
     processes,
   };
 }

@@ -57,17 +57,11 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   registerDbGauges(metrics, pool);
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
-  const closers: (() => Promise<void>)[] = [];
-  // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
   const gw = new Gateway(app, server, signals);
   const pruner = new EventPruner(app);
   const firer = new ScheduleFirer(app, signals);
-  closers.push(
-    () => firer.stop(),
-    () => gw.close(),
-    () => pruner.stop(),
-    () => writer.stop(),
-  );
+  // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
+  const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), () => writer.stop()];
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

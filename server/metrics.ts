@@ -193,23 +193,15 @@ export function registerDbGauges(metrics: Metrics, pool: Pool): void {
       oldest_s: r.age_us === null ? 0 : Math.max(0, Number(r.age_us) / 1e6),
     })),
   );
-  const queueLabels: ('queue_id' | 'queue')[] = ['queue_id', 'queue'];
   // Every process of a node reads the same rows: ORBIT_PROCESSES > 1 reports one, not a sum.
-  fromRows(
-    'orbit_queue_depth',
-    'WAITING tasks per queue (all nodes; from the database at scrape time)',
-    queueLabels,
-    depths,
-    (r) => [r.labels, r.depth],
-    'max',
-  );
-  fromRows(
+  type Depth = NonNullable<Awaited<ReturnType<typeof depths>>>[number];
+  const queueGauge = (name: string, help: string, value: (r: Depth) => number) =>
+    fromRows(name, help, ['queue_id', 'queue'], depths, (r) => [r.labels, value(r)], 'max');
+  queueGauge('orbit_queue_depth', 'WAITING tasks per queue (all nodes; from the database at scrape time)', (r) => r.depth);
+  queueGauge(
     'orbit_queue_oldest_waiting_seconds',
     'age of the oldest due WAITING task per queue, in seconds (from the database at scrape time)',
-    queueLabels,
-    depths,
-    (r) => [r.labels, r.oldest_s],
-    'max',
+    (r) => r.oldest_s,
   );
   const byState = (r: { state: string; n: number }): [{ state: string }, number] => [{ state: r.state }, r.n];
   const runs = cachedRead(5_000, () => countByState(pool, 'workflow_runs'));

@@ -7,16 +7,8 @@
 // failover, so the start-up check waits for it to refresh or go stale before judging it.
 import type { Logger } from 'pino';
 import type { Pool } from './db/pool.js';
-import {
-  dbNow,
-  deleteGatewayNode,
-  otherWriters,
-  pruneGatewayNodes,
-  readDbNode,
-  upsertGatewayNode,
-  type DbNode,
-  type OtherWriter,
-} from './mariadb/gateway-nodes.js';
+import { dbNow } from './db/time.js';
+import { deleteGatewayNode, otherWriters, pruneGatewayNodes, readDbNode, upsertGatewayNode, type DbNode, type OtherWriter } from './mariadb/gateway-nodes.js';
 
 export const WRITER_HEARTBEAT_MS = 2_000;
 const LIVE_SECONDS = 10;

@@ -31,7 +31,7 @@ export function requireScope(cred: Credential, scope: Scope): void {
   if (!cred.scopes.includes(scope)) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scope}`);
 }
 
-export function requireAnyScope(cred: Credential, scopes: Scope[]): void {
+export function requireAnyScope(cred: Credential, scopes: readonly Scope[]): void {
   if (!scopes.some((s) => cred.scopes.includes(s))) throw new OrbitError('PERMISSION_DENIED', `credential lacks scope ${scopes.join(' or ')}`);
 }
 

@@ -8,7 +8,7 @@ import { withTransaction, type Pool } from '../db/pool.js';
 import { findOrCreateApplication, findOrCreateNamespace, insertAudit, namespaceEnvironment } from '../db/tenants.js';
 import { findQueueByName, insertQueue } from '../db/queues.js';
 import { insertCredential } from '../db/credentials.js';
-import { hashToken, newToken, type Scope } from './access.js';
+import { ALL_SCOPES, hashToken, newToken, type Scope } from './access.js';
 import { newId } from '../ids.js';
 
 export interface BootstrapInput {
@@ -33,17 +33,10 @@ export interface CredentialsFile {
   mysql_dsn?: string;
 }
 
-export const BASE_SCOPES: Scope[] = [
-  'tasks:submit',
-  'tasks:read',
-  'queues:manage',
-  'events:manage',
-  'events:read',
-  'schedules:manage',
-  'workflows:manage',
-  'workflows:run',
-];
-export const WORKER_SCOPES: Scope[] = ['workers:connect', 'workers:consume'];
+/** A bootstrap credential has every scope; the workers' ones only with --worker-access. */
+const isWorkerScope = (s: Scope) => s.startsWith('workers:');
+const BASE_SCOPES = ALL_SCOPES.filter((s) => !isWorkerScope(s));
+const WORKER_SCOPES = ALL_SCOPES.filter(isWorkerScope);
 
 /** Throws one line naming the first invalid field, before anything is written. */
 export function validateBootstrapInput(input: BootstrapInput): void {

@@ -1,12 +1,11 @@
 // orbit-admin's read commands, straight from the database: no credential needed, every namespace.
+import { ID_RE } from '@orbit/protocol/ids';
 import { isTaskState, TASK_STATES, type TaskState } from '@orbit/protocol/states';
 import type { Pool } from '../db/pool.js';
 import { taskView } from '../db/tasks.js';
 import { attemptView, listTaskAttempts } from '../db/attempts.js';
 import { queuesByRef, queuesWithCounts, taskById, tasksOfQueue } from '../db/admin-reads.js';
 import { one, parseArgs, parseFlags } from './args.js';
-
-const ID_RE = /^[0-9a-f]{32}$/;
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -1,35 +1,20 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { parseArgs as parseNodeArgs } from 'node:util';
 
-/** Repeated flags accumulate. With `allowed`, any other flag is an error: a typo never silently
- * does nothing. */
-export function parseArgs(argv: string[], switches: string[], allowed?: string[]): { positional: string[]; flags: Map<string, string[]> } {
-  const positional: string[] = [];
-  const flags = new Map<string, string[]>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (!a.startsWith('--')) {
-      positional.push(a);
-      continue;
-    }
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-    if (allowed && !allowed.includes(name) && !switches.includes(name)) {
-      const known = [...switches, ...allowed].map((f) => `--${f}`).join(' ');
-      throw new Error(`unknown option --${name} (known: ${known})`);
-    }
-    let value: string;
-    if (eq > 0) value = a.slice(eq + 1);
-    else if (switches.includes(name)) value = 'true';
-    else {
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith('--')) throw new Error(`--${name} needs a value`);
-      value = next;
-      i++;
-    }
-    flags.set(name, [...(flags.get(name) ?? []), value]);
+/** Repeated flags accumulate. Any other flag is an error: a typo never silently does nothing. */
+export function parseArgs(argv: string[], switches: string[], allowed: string[]): { positional: string[]; flags: Map<string, string[]> } {
+  const options = Object.fromEntries([
+    ...switches.map((name) => [name, { type: 'boolean', multiple: true }] as const),
+    ...allowed.map((name) => [name, { type: 'string', multiple: true }] as const),
+  ]);
+  try {
+    const { values, positionals } = parseNodeArgs({ args: argv, options, allowPositionals: true, strict: true });
+    return { positional: positionals, flags: new Map(Object.entries(values).map(([name, v]) => [name, (v as (string | boolean)[]).map(String)])) };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw err;
+    throw new Error(`${(err as Error).message.split('.')[0]} (known: ${[...switches, ...allowed].map((f) => `--${f}`).join(' ')})`);
   }
-  return { positional, flags };
 }
 
 export function parseFlags(argv: string[], switches: string[], allowed: string[]): Map<string, string[]> {

@@ -4,11 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { configuredDsn, orbitHome } from '../config.js';
 import { parseDsn } from '../db/pool.js';
-
-export interface ResolvedDsn {
-  dsn: string;
-  source: string;
-}
+import { isAlive } from '../mariadb/leftover-server.js';
 
 export function redactDsn(dsn: string): string {
   try {
@@ -20,18 +16,11 @@ export function redactDsn(dsn: string): string {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
+/** A database not named by ORBIT_MYSQL_DSN is named on stderr, so nobody changes the wrong
+ * database unawares. */
+export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, stderr: { write(s: string): unknown } = process.stderr): string {
   const configured = configuredDsn(env);
-  if (configured !== undefined) return { dsn: configured, source: 'ORBIT_MYSQL_DSN' };
+  if (configured !== undefined) return configured;
   const home = orbitHome(env);
   const file = path.join(home, 'dev.credentials.json');
   const hint = `ORBIT_MYSQL_DSN is not set and no running \`npm start\` database was found in ${home}: start one with \`npm start\` (in the folder that holds .orbit, or with ORBIT_HOME set), or set ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db`;
@@ -49,17 +38,10 @@ export function resolveDsn(env: NodeJS.ProcessEnv = process.env): ResolvedDsn {
   } catch {
     /* not running */
   }
-  if (!Number.isInteger(pid) || pid <= 1 || !alive(pid)) {
+  if (!Number.isInteger(pid) || pid <= 1 || !isAlive(pid)) {
     throw new Error(`the embedded database of ${home} is not running: start it with \`npm start\` (or set ORBIT_MYSQL_DSN)`);
   }
   parseDsn(dsn);
-  return { dsn, source: `the embedded database of npm start (${file})` };
-}
-
-/** A database not named by ORBIT_MYSQL_DSN is named on stderr, so nobody changes the wrong
- * database unawares. */
-export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, stderr: { write(s: string): unknown } = process.stderr): string {
-  const r = resolveDsn(env);
-  if (r.source !== 'ORBIT_MYSQL_DSN') stderr.write(`${prog}: using ${redactDsn(r.dsn)} (${r.source})\n`);
-  return r.dsn;
+  stderr.write(`${prog}: using ${redactDsn(dsn)} (the embedded database of npm start (${file}))\n`);
+  return dsn;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // orbit-admin. Every argument is checked before the database is touched, so an error leaves the
 // database and the file system as they were.
-import { createPool, withTransaction, type Pool } from '../db/pool.js';
+import { ID_RE } from '@orbit/protocol/ids';
+import { createPool, withTransaction, type Pool, type Tx } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, namespaceEnvironment, setApplicationQuotas } from '../db/tenants.js';
@@ -22,8 +23,6 @@ ${READ_USAGE}
 environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (default: the embedded database of a running
 \`npm start\`, found through ORBIT_HOME, default .orbit), ORBIT_URL (written into the credentials file)`;
 
-const ID_RE = /^[0-9a-f]{32}$/;
-
 async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
   const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
   try {
@@ -31,6 +30,10 @@ async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T>
   } finally {
     await pool.end().catch(() => {});
   }
+}
+
+function inTransaction(dsn: string, fn: (c: Tx) => Promise<void>): Promise<void> {
+  return withPool(dsn, (p) => withTransaction(p, fn));
 }
 
 function positiveInt(name: string, v: string | undefined): number | undefined {
@@ -103,28 +106,25 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
     }
     const name = one(flags, 'name', false) ?? 'cli';
     if (name.length < 1 || name.length > 128) throw new Error('--name must be 1-128 characters');
-    const dsn = dsnFromEnv();
     const token = newToken();
     const credId = newId();
-    await withPool(dsn, (p) =>
-      withTransaction(p, async (c) => {
-        if ((await namespaceEnvironment(c, namespaceId)) === undefined) throw new Error(`namespace ${namespaceId} not found`);
-        if (queueIds !== '*') {
-          const found = new Set((await queuesInNamespace(c, namespaceId, queueIds)).map((q) => q.id));
-          const missing = queueIds.find((q) => !found.has(q));
-          if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
-        }
-        await insertCredential(c, { id: credId, namespaceId, name, tokenHash: hashToken(token), scopes, queueIds });
-        await insertAudit(c, {
-          namespaceId,
-          actor: 'orbit-admin',
-          action: 'credential.create',
-          targetType: 'credential',
-          targetId: credId,
-          details: { scopes, queueIds },
-        });
-      }),
-    );
+    await inTransaction(dsnFromEnv(), async (c) => {
+      if ((await namespaceEnvironment(c, namespaceId)) === undefined) throw new Error(`namespace ${namespaceId} not found`);
+      if (queueIds !== '*') {
+        const found = new Set((await queuesInNamespace(c, namespaceId, queueIds)).map((q) => q.id));
+        const missing = queueIds.find((q) => !found.has(q));
+        if (missing) throw new Error(`queue ${missing} not found in namespace ${namespaceId}`);
+      }
+      await insertCredential(c, { id: credId, namespaceId, name, tokenHash: hashToken(token), scopes, queueIds });
+      await insertAudit(c, {
+        namespaceId,
+        actor: 'orbit-admin',
+        action: 'credential.create',
+        targetType: 'credential',
+        targetId: credId,
+        details: { scopes, queueIds },
+      });
+    });
     io.stdout.write(JSON.stringify({ id: credId, token, namespace_id: namespaceId, scopes, queue_ids: queueIds }) + '\n');
     return;
   }
@@ -132,15 +132,12 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
   if (cmd === 'credential' && sub === 'revoke') {
     const flags = parseFlags(argv.slice(2), [], ['id']);
     const credId = id(flags, 'id');
-    const dsn = dsnFromEnv();
-    await withPool(dsn, (p) =>
-      withTransaction(p, async (c) => {
-        const namespaceId = await credentialNamespace(c, credId);
-        if (namespaceId === null) throw new Error(`credential ${credId} not found`);
-        if (!(await revokeCredential(c, credId))) throw new Error(`credential ${credId} is already revoked`);
-        await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
-      }),
-    );
+    await inTransaction(dsnFromEnv(), async (c) => {
+      const namespaceId = await credentialNamespace(c, credId);
+      if (namespaceId === null) throw new Error(`credential ${credId} not found`);
+      if (!(await revokeCredential(c, credId))) throw new Error(`credential ${credId} is already revoked`);
+      await insertAudit(c, { namespaceId, actor: 'orbit-admin', action: 'credential.revoke', targetType: 'credential', targetId: credId });
+    });
     io.stdout.write(`revoked ${credId}\n`);
     return;
   }
@@ -155,13 +152,10 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
     if (q.maxActiveAttempts === undefined && q.maxUnfinishedTasks === undefined) {
       throw new Error('quota set needs --max-active-attempts N and/or --max-unfinished-tasks N');
     }
-    const dsn = dsnFromEnv();
-    await withPool(dsn, (p) =>
-      withTransaction(p, async (c) => {
-        if (!(await setApplicationQuotas(c, applicationId, q))) throw new Error(`application ${applicationId} not found`);
-        await insertAudit(c, { namespaceId: null, actor: 'orbit-admin', action: 'quota.set', targetType: 'application', targetId: applicationId, details: q });
-      }),
-    );
+    await inTransaction(dsnFromEnv(), async (c) => {
+      if (!(await setApplicationQuotas(c, applicationId, q))) throw new Error(`application ${applicationId} not found`);
+      await insertAudit(c, { namespaceId: null, actor: 'orbit-admin', action: 'quota.set', targetType: 'application', targetId: applicationId, details: q });
+    });
     io.stdout.write(`quota updated for ${applicationId}\n`);
     return;
   }

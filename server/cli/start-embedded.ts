@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import lockfile from 'proper-lockfile';
 import { configuredDsn, loadConfig, orbitHome, type Config } from '../config.js';
 import { startNode, type NodeHandle } from './processes.js';
 import { lifecycleLogger } from '../logger.js';
@@ -16,7 +17,6 @@ import { findCredentialByTokenHash } from '../db/credentials.js';
 import { hashToken } from '../admin/access.js';
 import { installSignalHandlers } from './signals.js';
 import { oneLine } from './args.js';
-import { lockHome } from './home-lock.js';
 
 class Stopped extends Error {}
 
@@ -114,6 +114,31 @@ async function ensureDevCredentials(log: Logger, pool: ReturnType<typeof createP
 function syncCredentials(file: string, now: { url: string; mysql_dsn: string }): void {
   const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
   if (creds.url !== now.url || creds.mysql_dsn !== now.mysql_dsn) writeCredentialsFile(file, { ...creds, ...now });
+}
+
+const STALE_MS = 5_000;
+
+/** One `npm start` per ORBIT_HOME, so that two servers never run on one data directory. The lock is
+ * refreshed while held, so one left by a killed process goes stale and is taken over; the second
+ * start waits briefly, since the first may be a process that just died. */
+async function lockHome(home: string): Promise<() => Promise<void>> {
+  fs.mkdirSync(home, { recursive: true });
+  const target = path.join(home, 'start');
+  fs.writeFileSync(target, '', { flag: 'a' });
+  try {
+    return await lockfile.lock(target, {
+      stale: STALE_MS,
+      retries: { retries: 8, minTimeout: 250, maxTimeout: 1000, factor: 1.5 },
+      realpath: false,
+      // Losing the lock (the folder removed, the clock jumped) must not crash a running gateway.
+      onCompromised: () => {},
+    });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') {
+      throw new Error(`another npm start is running on ${home} (lock ${target}.lock); stop it first, or set ORBIT_HOME to another folder`);
+    }
+    throw err;
+  }
 }
 
 main().catch((err) => {

@@ -71,7 +71,7 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
     await expireLeases(c, s.id);
     const expired = await lockLeasable(c, s.id, 'EXPIRED', max);
     const pending = await lockLeasable(c, s.id, 'PENDING', max);
-    const chosen = [...expired, ...pending].sort((a, b) => cmp(BigInt(a.sequence), BigInt(b.sequence))).slice(0, max);
+    const chosen = [...expired, ...pending].sort((a, b) => Number(BigInt(a.sequence) - BigInt(b.sequence))).slice(0, max);
     const ids = chosen.map((d) => d.id);
     await leaseDeliveryRows(c, ids, leaseSeconds);
     const rows = await deliveriesByIds(c, ids);
@@ -88,8 +88,4 @@ export async function leaseDeliveries(pool: Pool, namespaceId: string, subscript
       return { id: v.id, sequence: v.sequence, state: v.state, attempts: v.attempts, lease_expires_at: v.lease_expires_at, event: v.event };
     });
   });
-}
-
-function cmp(a: bigint, b: bigint): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -8,7 +8,7 @@ import { isDuplicateKey, isRetryableDbError } from '../db/errors.js';
 import type { Tx } from '../db/pool.js';
 import { commandFingerprint, executeIdempotent, replayReceipt, runAlone } from '../dispatch/idempotency.js';
 import { claimReceipt, completeReceipt, getReceipt, type ReceiptRow } from '../db/receipts.js';
-import { requireScope, type Scope } from '../admin/access.js';
+import { requireAnyScope, requireScope, type Scope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
 import type { Reply, RequestCtx } from './context.js';
 
@@ -55,8 +55,8 @@ export interface CommandDef<S extends TSchema, I, R> {
   operation: string;
   scope: Scope;
   body: S;
-  /** Of a first execution; a replay is always 200. */
-  status: 201 | 200;
+  /** Of a first execution, 200 when absent; a replay is always 200. */
+  status?: 201;
   /** The checks after the body and before any receipt is touched, in the order they should win;
    * returns the normalized input. Without it the input is the body. */
   load?: (ctx: RequestCtx, body: Static<S>) => Promise<I>;
@@ -66,6 +66,23 @@ export interface CommandDef<S extends TSchema, I, R> {
   reply: (result: R, input: I) => CommandReply;
   /** After the commit of a first execution, never on a replay. */
   afterCommit?: (result: R, ctx: RequestCtx) => void;
+}
+
+/** A route that answers 200 with what `handle` gives, to a credential with one of `scopes`. */
+export function scopedRoute(scopes: readonly Scope[], handle: (ctx: RequestCtx) => Promise<unknown>): (ctx: RequestCtx) => Promise<Reply> {
+  return async (ctx) => {
+    requireAnyScope(ctx.cred, scopes);
+    return { status: 200, data: await handle(ctx) };
+  };
+}
+
+/** A `load` that reads the path's resource first, so that its 404 and 403 win over the command's
+ * own refusals. */
+export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
+  return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
+    await load(ctx);
+    return b;
+  };
 }
 
 /** The order of the checks decides whose error wins when several apply. */
@@ -111,7 +128,7 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
     const result = await def.effect(c, input, ctx);
     const out = def.reply(result, input);
     const stored = { ...out.data, deduplicated: false };
-    await completeReceipt(c, ns, key, def.status, stored, out.resourceId);
+    await completeReceipt(c, ns, key, def.status ?? 200, stored, out.resourceId);
     return { stored, result };
   };
   const observe = (seconds: number): void => ctx.app.metrics.commitSeconds.observe({ op: def.operation }, seconds);
@@ -143,5 +160,5 @@ async function runCommand<S extends TSchema, I, R>(ctx: RequestCtx, key: string,
   );
   if ('replayed' in outcome!) return outcome.replayed;
   def.afterCommit?.(outcome!.done.result, ctx);
-  return { status: def.status, data: outcome!.done.stored };
+  return { status: def.status ?? 200, data: outcome!.done.stored };
 }

@@ -1,21 +1,14 @@
 // What the routes of schedules and workflows share.
+import { OrbitError } from '@orbit/protocol/errors';
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
-import { command, type CommandDef, type CommandReply } from './command.js';
+import { afterLoading, command, type CommandDef, type CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { listQuery } from './list-query.js';
 
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
-
-/** Loading the definition first makes 404 and 403 win over the command's own refusals. */
-export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
-  return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
-    await load(ctx);
-    return b;
-  };
-}
 
 type EffectConn = Parameters<CommandDef<typeof RetireBody, RetireBody, CommandReply>['effect']>[0];
 
@@ -29,7 +22,6 @@ export function retireDefinitionRoute(
     operation: `POST /v1/${definitions}/{id}:retire`,
     scope,
     body: RetireBody,
-    status: 200,
     load: afterLoading(load),
     effect: (c, b, { cred, params }) => retire(c, cred, params.id!, b),
     reply: asIs,
@@ -41,17 +33,16 @@ export async function pageByName<R extends { name: string }>(
   ctx: RequestCtx,
   read: (after: string | undefined, limit: number) => Promise<R[]>,
 ): Promise<{ page: R[]; next_cursor: string | null }> {
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
-  const rows = await read(after, limit);
-  const page = rows.slice(0, limit);
-  return { page, next_cursor: rows.length > limit ? encodeCursor('n', page[page.length - 1]!.name) : null };
+  const { limit, after, pageOf } = listQuery(ctx, new Set(['limit', 'cursor']), 'n', '[a-z0-9._-]{1,64}');
+  return pageOf(await read(after, limit), (r) => r.name);
 }
 
 /** A version number in a path; the OpenAPI document states the same pattern. */
 export const VERSION_NUMBER_RE = /^[1-9][0-9]{0,8}$/;
 
-/** null when malformed: it can never name a version, so 404 like a malformed id. */
-export function versionNumber(ctx: RequestCtx): number | null {
-  const raw = ctx.params.n!;
-  return VERSION_NUMBER_RE.test(raw) ? Number(raw) : null;
+/** The version the path's `{n}` names; a malformed number can never name one, so 404 like a missing one. */
+export async function pathVersion<V>(ctx: RequestCtx, read: (n: number) => Promise<V | null>): Promise<V> {
+  const v = VERSION_NUMBER_RE.test(ctx.params.n!) ? await read(Number(ctx.params.n)) : null;
+  if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
+  return v;
 }

@@ -1,7 +1,20 @@
 // Error messages that tell the caller what to do next, kept in one place.
-export { queueNotFound } from '../dispatch/refusals.js';
 import type { ServerResponse } from 'node:http';
 import { OrbitError } from '@orbit/protocol/errors';
+import { ID_RE } from '@orbit/protocol/validation';
+import { getQueue, type QueueRow } from '../db/queues.js';
+import { queueNotFound } from '../dispatch/refusals.js';
+import { requireQueueAccess } from '../admin/access.js';
+import type { RequestCtx } from './context.js';
+
+/** The queue a body field or query parameter names, if the credential may use it; a name given
+ * for an id is answered with the id. */
+export async function namedQueue(ctx: RequestCtx, id: string, field?: string): Promise<QueueRow> {
+  const q = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+  if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, id, field);
+  requireQueueAccess(ctx.cred, q.id);
+  return q;
+}
 
 export function notOneOf(field: string, value: string, allowed: readonly string[]): OrbitError {
   return new OrbitError('INVALID_ARGUMENT', `${field}: ${JSON.stringify(value.slice(0, 64))} is not one of ${allowed.join(', ')}`, {

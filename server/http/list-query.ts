@@ -4,14 +4,9 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 import type { RequestCtx } from './context.js';
 
-export interface ListQuery {
-  one(name: string): string | undefined;
-  limit: number;
-  /** The position encoded in `cursor`; undefined for the first page. */
-  after: string | undefined;
-}
-
-export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})'): ListQuery {
+/** `after`: the position encoded in `cursor`; undefined for the first page. `pageOf` cuts rows read
+ * one past `limit` to the page, with the cursor of its last row when there are more. */
+export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorKind: string, position = '(0|[1-9][0-9]{0,19})') {
   const q = ctx.url.searchParams;
   for (const k of q.keys()) {
     if (!allowed.has(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
@@ -31,11 +26,11 @@ export function listQuery(ctx: RequestCtx, allowed: ReadonlySet<string>, cursorK
     if (!new RegExp(`^${cursorKind}${position}$`).test(decoded)) throw new OrbitError('INVALID_ARGUMENT', 'cursor: malformed', { field: 'cursor' });
     after = decoded.slice(cursorKind.length);
   }
-  return { one, limit, after };
-}
-
-export function encodeCursor(kind: string, position: string): string {
-  return Buffer.from(kind + position).toString('base64url');
+  const pageOf = <R>(rows: R[], positionOf: (last: R) => string) => {
+    const page = rows.slice(0, limit);
+    return { page, next_cursor: rows.length > limit ? Buffer.from(cursorKind + positionOf(page[page.length - 1]!)).toString('base64url') : null };
+  };
+  return { one, limit, after, pageOf };
 }
 
 export function noQuery(ctx: RequestCtx): void {

@@ -27,11 +27,6 @@ interface Compiled extends Route {
   keys: string[];
 }
 
-export interface Match {
-  route: Route;
-  params: Record<string, string>;
-}
-
 export class Router {
   private readonly routes: Compiled[] = [];
 
@@ -52,23 +47,21 @@ export class Router {
     return this;
   }
 
-  allowed(path: string): string[] {
-    return [...new Set(this.routes.filter((r) => r.regex.test(path)).map((r) => r.method))].sort();
-  }
-
   /** The OpenAPI document is checked against it. */
   list(): readonly Route[] {
     return this.routes;
   }
 
-  /** 'method' when the path exists under another method only. */
-  match(method: string, path: string): Match | 'method' | null {
-    let pathMatched = false;
+  /** `allow`: the methods of the path when it exists under other methods only. */
+  match(method: string, path: string): { route: Route; params: Record<string, string> } | { allow: string[] } | null {
+    const allow = new Set<string>();
     for (const r of this.routes) {
       const m = r.regex.exec(path);
       if (!m) continue;
-      pathMatched = true;
-      if (r.method !== method) continue;
+      if (r.method !== method) {
+        allow.add(r.method);
+        continue;
+      }
       const params: Record<string, string> = {};
       r.keys.forEach((k, i) => {
         try {
@@ -81,6 +74,6 @@ export class Router {
       if (params.id !== undefined && !isId(params.id)) throw new OrbitError('NOT_FOUND', 'no resource with this id (ids are 32 lowercase hex characters)');
       return { route: r, params };
     }
-    return pathMatched ? 'method' : null;
+    return allow.size > 0 ? { allow: [...allow].sort() } : null;
   }
 }

@@ -1,13 +1,17 @@
 import { OrbitError } from '@orbit/protocol/errors';
-import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
+import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
-import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
-import { insertAudit } from '../db/tenants.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { insertNamed } from '../admin/unique-names.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { command } from './command.js';
+import { queueStats } from '../db/queue-stats.js';
+import { listConnectedSessions } from '../db/worker-sessions.js';
+import { retireQueue } from '../events/retire.js';
+import { namedQueue } from './hints.js';
+import { afterLoading, command, scopedRoute } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
@@ -30,30 +34,27 @@ export const createQueueRoute = command({
   effect: async (c, n, { cred }) => {
     const id = newId();
     await insertNamed('queue', n.name, () => insertQueue(c, { id, namespace_id: cred.namespaceId, ...n }));
-    await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: 'queue.create', targetType: 'queue', targetId: id, details: n });
+    await auditCommand(c, cred, 'queue', 'create', id, n);
     return (await getQueue(c, cred.namespaceId, id))!;
   },
   reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
 });
 
-export async function loadQueue(ctx: RequestCtx, id: string): Promise<QueueRow> {
-  const row = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+/** The path's queue; the router has checked that `{id}` is an id. */
+export async function loadQueue(ctx: RequestCtx): Promise<QueueRow> {
+  const row = await getQueue(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'queue not found');
   requireQueueAccess(ctx.cred, row.id);
   return row;
 }
 
-export async function getQueueRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'queues:manage');
-  return { status: 200, data: { queue: queueView(await loadQueue(ctx, ctx.params.id!)) } };
-}
+export const getQueueRoute = scopedRoute(['queues:manage'], async (ctx) => ({ queue: queueView(await loadQueue(ctx)) }));
 
-export async function listQueuesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'queues:manage');
+export const listQueuesRoute = scopedRoute(['queues:manage'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/queues takes no query parameters', { field: 'query' });
   const rows = await listQueues(ctx.app.pool, ctx.cred.namespaceId);
-  return { status: 200, data: { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) } };
-}
+  return { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) };
+});
 
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';
@@ -61,19 +62,15 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/queues/{id}:${action}`,
     scope: 'queues:manage',
     body: RevisionBody,
-    status: 200,
-    load: async (ctx, b) => {
-      await loadQueue(ctx, ctx.params.id!);
-      return b;
-    },
+    load: afterLoading(loadQueue),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;
       const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;
       if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is retired');
       if (String(q.revision) !== b.expected_revision || !(await setQueuePaused(c, id, paused, b.expected_revision))) {
-        throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${q.revision})`, { field: 'expected_revision' });
+        throw revisionConflict(b.expected_revision, String(q.revision));
       }
-      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `queue.${action}`, targetType: 'queue', targetId: id });
+      await auditCommand(c, cred, 'queue', action, id);
       return (await getQueue(c, cred.namespaceId, id))!;
     },
     reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
@@ -85,3 +82,46 @@ function pauseOrResume(paused: boolean) {
 
 export const pauseQueueRoute = pauseOrResume(true);
 export const resumeQueueRoute = pauseOrResume(false);
+
+// A stored receipt replays even after the queue was retired.
+export const retireQueueRoute = command({
+  operation: 'POST /v1/queues/{id}:retire',
+  scope: 'queues:manage',
+  body: RetireBody,
+  load: afterLoading(loadQueue),
+  effect: (c, b, { cred, params }) => retireQueue(c, cred, params.id!, b),
+  reply: (queue) => ({ data: { queue }, resourceId: queue.id }),
+});
+
+// ---- read-only views the console needs, public like every /v1 endpoint ----
+
+function onlyParams(ctx: RequestCtx, allowed: string[]): void {
+  for (const k of ctx.url.searchParams.keys()) {
+    if (!allowed.includes(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
+    if (ctx.url.searchParams.getAll(k).length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
+  }
+}
+
+/** Producers that read their tasks may see the queue's load. */
+export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
+  if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
+  onlyParams(ctx, []);
+  const q = await loadQueue(ctx);
+  const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, q);
+  return { status: 200, data: { stats } };
+}
+
+/** A credential limited to some queues sees only sessions that consume one of them, and only
+ * those queue ids. */
+export const listWorkersRoute = scopedRoute(['queues:manage'], async (ctx) => {
+  onlyParams(ctx, ['queue_id']);
+  const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
+  if (queueId !== undefined) await namedQueue(ctx, queueId);
+  const cred = ctx.cred;
+  const workers: WorkerSession[] = [];
+  for (const w of await listConnectedSessions(ctx.app.pool, cred.namespaceId, queueId)) {
+    const queues = w.queues.filter((id) => canUseQueue(cred, id));
+    if (queues.length > 0) workers.push({ ...w, queues });
+  }
+  return { workers };
+});

@@ -3,26 +3,23 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateScheduleBody, PublishVersionBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
 import { getSchedule, listSchedules, scheduleView, type ScheduleRow } from '../db/schedules.js';
 import { getVersion, listVersions, versionView } from '../db/schedule-versions.js';
 import { fireView, listFires } from '../db/schedule-fires.js';
 import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSchedule, withTemplate, type StoredVersion } from '../schedules/commands.js';
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
-import { requireAnyScope, requireQueueAccess } from '../admin/access.js';
-import { queueNotFound } from './hints.js';
-import { command } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
-import { afterLoading, asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
-import { encodeCursor, listQuery, noQuery } from './list-query.js';
+import { requireQueueAccess } from '../admin/access.js';
+import { namedQueue } from './hints.js';
+import { afterLoading, command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
+import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
+import { listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
 async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<StoredVersion> {
   const n = normalizeVersion(v);
-  const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id);
-  if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, n.task.queue_id, 'version.task.queue_id');
-  requireQueueAccess(ctx.cred, q.id);
+  const q = await namedQueue(ctx, n.task.queue_id, 'version.task.queue_id');
   return withTemplate(n, q.retry_max_attempts);
 }
 
@@ -70,7 +67,6 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/schedules/{id}:${paused ? 'pause' : 'resume'}`,
     scope: 'schedules:manage',
     body: RevisionBody,
-    status: 200,
     load: loaded,
     effect: (c, b, { cred, params }) => setPaused(c, cred, params.id!, paused, b.expected_revision),
     reply: asIs,
@@ -110,41 +106,32 @@ export const triggerScheduleRoute = command({
 
 const READ_SCOPES = ['schedules:manage', 'tasks:read'] as const;
 
-export async function getScheduleRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, [...READ_SCOPES]);
+export const getScheduleRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
-  return { status: 200, data: { schedule: scheduleView(await loadSchedule(ctx)) } };
-}
+  return { schedule: scheduleView(await loadSchedule(ctx)) };
+});
 
-export async function listSchedulesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, [...READ_SCOPES]);
+export const listSchedulesRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const { page, next_cursor } = await pageByName(ctx, (after, limit) => listSchedules(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit));
-  return { status: 200, data: { schedules: page.map(scheduleView), next_cursor } };
-}
+  return { schedules: page.map(scheduleView), next_cursor };
+});
 
-export async function listVersionsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, [...READ_SCOPES]);
+export const listVersionsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const s = await loadSchedule(ctx);
-  return { status: 200, data: { versions: (await listVersions(ctx.app.pool, s.id)).map(versionView) } };
-}
+  return { versions: (await listVersions(ctx.app.pool, s.id)).map(versionView) };
+});
 
-export async function getVersionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, [...READ_SCOPES]);
+export const getVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const s = await loadSchedule(ctx);
-  const n = versionNumber(ctx);
-  const row = n === null ? null : await getVersion(ctx.app.pool, s.id, n);
-  if (!row) throw new OrbitError('NOT_FOUND', 'version not found');
-  return { status: 200, data: { version: versionView(row) } };
-}
+  return { version: versionView(await pathVersion(ctx, (n) => getVersion(ctx.app.pool, s.id, n))) };
+});
 
-export async function listFiresRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, [...READ_SCOPES]);
-  const { limit, after } = listQuery(ctx, new Set(['limit', 'cursor']), 'f', '[0-9]{1,15}');
+export const listFiresRoute = scopedRoute(READ_SCOPES, async (ctx) => {
+  const { limit, after, pageOf } = listQuery(ctx, new Set(['limit', 'cursor']), 'f', '[0-9]{1,15}');
   const s = await loadSchedule(ctx);
   const rows = await listFires(ctx.app.pool, s.id, after === undefined ? undefined : msDb(Number(after)), limit);
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('f', String(dbMs(page[page.length - 1]!.scheduled_for))) : null;
-  return { status: 200, data: { fires: page.map(fireView), next_cursor: next } };
-}
+  const { page, next_cursor } = pageOf(rows, (r) => String(dbMs(r.scheduled_for)));
+  return { fires: page.map(fireView), next_cursor };
+});

@@ -3,9 +3,8 @@ import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
 import { SubmitBatchBody, SubmitBatchItem, SubmitTaskBody, firstViolation } from '@orbit/protocol/http-schemas';
 import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
 import type { SubmitOutcome } from '../dispatch/submit.js';
-import { requireScope } from '../admin/access.js';
 import { readJsonBody } from './body.js';
-import { readCommand, rejectQuery } from './command.js';
+import { readCommand, scopedRoute, rejectQuery } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 
 function submitter(ctx: RequestCtx) {
@@ -44,8 +43,7 @@ function prepareItem(raw: unknown, index: number): { key: string; prepared: Prep
 }
 
 /** Each item is its own command with its own receipt; the batch is not atomic. */
-export async function submitTaskBatch(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:submit');
+export const submitTaskBatch = scopedRoute(['tasks:submit'], async (ctx) => {
   rejectQuery(ctx);
   if (ctx.req.headers['idempotency-key'] !== undefined) {
     throw new OrbitError('INVALID_ARGUMENT', 'POST /v1/tasks:batch takes an idempotency_key per item, not an Idempotency-Key header', {
@@ -67,5 +65,5 @@ export async function submitTaskBatch(ctx: RequestCtx): Promise<Reply> {
       return out.ok ? { status: out.status, data: out.data } : errorSlot(out.error);
     }),
   );
-  return { status: 200, data: { results } };
-}
+  return { results };
+});

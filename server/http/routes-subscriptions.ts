@@ -1,6 +1,6 @@
 // Result stream consumers; lease and ack are not receipt-bearing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -18,15 +18,18 @@ import {
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
-import { countActive, insertAudit, lockNamespace } from '../db/tenants.js';
+import { countActive, lockNamespace } from '../db/tenants.js';
+import { auditCommand, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
+import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
-import { notOneOf, queueNotFound } from './hints.js';
+import { canUseQueue, requireQueueAccess } from '../admin/access.js';
+import { namedQueue, notOneOf } from './hints.js';
+import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
-import { command, readBody, rejectQuery } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { afterLoading, command, readBody, scopedRoute, rejectQuery } from './command.js';
+import type { RequestCtx } from './context.js';
+import { listQuery } from './list-query.js';
 
 export const createSubscriptionRoute = command({
   operation: 'POST /v1/subscriptions',
@@ -39,11 +42,7 @@ export const createSubscriptionRoute = command({
     const cred = ctx.cred;
     // Before the receipt lookup: a replay never hands a subscription of a queue outside queue_ids
     // to a limited credential.
-    if (!canUseQueue(cred, n.queue_id)) {
-      const q = ID_RE.test(n.queue_id) ? await getQueue(ctx.app.pool, cred.namespaceId, n.queue_id) : null;
-      if (!q) throw await queueNotFound(ctx.app.pool, cred.namespaceId, n.queue_id);
-      requireQueueAccess(cred, q.id);
-    }
+    if (!canUseQueue(cred, n.queue_id)) await namedQueue(ctx, n.queue_id);
     return n;
   },
   effect: async (c, n, { cred }) => {
@@ -71,36 +70,27 @@ export const createSubscriptionRoute = command({
         cursor_sequence: wm,
       }),
     );
-    await insertAudit(c, {
-      namespaceId: cred.namespaceId,
-      actor: cred.id,
-      action: 'subscription.create',
-      targetType: 'subscription',
-      targetId: id,
-      details: n,
-    });
+    await auditCommand(c, cred, 'subscription', 'create', id, n);
     return subscriptionView((await getSubscription(c, cred.namespaceId, id))!, 0);
   },
   reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
 });
 
 /** Only its owner sees a subscription. */
-export async function loadSubscription(ctx: RequestCtx, id: string): Promise<SubscriptionRow> {
-  const row = ID_RE.test(id) ? await getSubscription(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+export async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow> {
+  const row = await getSubscription(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row || row.owner_credential_id !== ctx.cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
   requireQueueAccess(ctx.cred, row.queue_id);
   return row;
 }
 
-export async function getSubscriptionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const getSubscriptionRoute = scopedRoute(['events:read'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
-  const s = await loadSubscription(ctx, ctx.params.id!);
-  return { status: 200, data: { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) } };
-}
+  const s = await loadSubscription(ctx);
+  return { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) };
+});
 
-export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const listSubscriptionsRoute = scopedRoute(['events:read'], async (ctx) => {
   if ([...ctx.url.searchParams.keys()].length > 0)
     throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
   const pool = ctx.app.pool;
@@ -108,8 +98,8 @@ export async function listSubscriptionsRoute(ctx: RequestCtx): Promise<Reply> {
   const wm = await committedWatermark(pool, ctx.cred.namespaceId);
   const out = [];
   for (const r of rows) out.push(subscriptionView(r, await pendingCount(pool, r, wm)));
-  return { status: 200, data: { subscriptions: out } };
-}
+  return { subscriptions: out };
+});
 
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';
@@ -117,19 +107,15 @@ function pauseOrResume(paused: boolean) {
     operation: `POST /v1/subscriptions/{id}:${action}`,
     scope: 'events:manage',
     body: RevisionBody,
-    status: 200,
-    load: async (ctx, b) => {
-      await loadSubscription(ctx, ctx.params.id!);
-      return b;
-    },
+    load: afterLoading(loadSubscription),
     effect: async (c, b, { cred, params }) => {
       const id = params.id!;
       const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
       if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
       if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
-        throw new OrbitError('STATE_CONFLICT', `expected_revision ${b.expected_revision} is not current (${s.revision})`, { field: 'expected_revision' });
+        throw revisionConflict(b.expected_revision, String(s.revision));
       }
-      await insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `subscription.${action}`, targetType: 'subscription', targetId: id });
+      await auditCommand(c, cred, 'subscription', action, id);
       const row = (await getSubscription(c, cred.namespaceId, id))!;
       return subscriptionView(row, await pendingCount(c, row));
     },
@@ -140,39 +126,45 @@ function pauseOrResume(paused: boolean) {
 export const pauseSubscriptionRoute = pauseOrResume(true);
 export const resumeSubscriptionRoute = pauseOrResume(false);
 
+// A stored receipt replays even after the subscription was retired.
+export const retireSubscriptionRoute = command({
+  operation: 'POST /v1/subscriptions/{id}:retire',
+  scope: 'events:manage',
+  body: RetireBody,
+  load: afterLoading(loadSubscription),
+  effect: (c, b, { cred, params }) => retireSubscription(c, cred, params.id!, b),
+  reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+});
+
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 
-export async function listDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
-  const { one, limit, after } = listQuery(ctx, HISTORY_PARAMS, 'd');
-  const s = await loadSubscription(ctx, ctx.params.id!);
+export const listDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
+  const { one, limit, after, pageOf } = listQuery(ctx, HISTORY_PARAMS, 'd');
+  const s = await loadSubscription(ctx);
   const state = one('state');
   if (state !== undefined && !isDeliveryState(state)) throw notOneOf('state', state, DELIVERY_STATES);
   const rows = await listDeliveryRows(ctx.app.pool, s.id, { state, afterSequence: after, limit });
-  const page = rows.slice(0, limit);
+  const { page, next_cursor } = pageOf(rows, (r) => String(r.sequence));
   const events = await eventsBySequence(
     ctx.app.pool,
     s.namespace_id,
     page.map((r) => String(r.sequence)),
   );
-  const next = rows.length > limit ? encodeCursor('d', String(page[page.length - 1]!.sequence)) : null;
-  return { status: 200, data: { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor: next } };
-}
+  return { deliveries: page.map((r) => deliveryView(r, events.get(String(r.sequence)))), next_cursor };
+});
 
-export async function leaseDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const leaseDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
   rejectQuery(ctx);
   const b = await readBody(ctx, LeaseDeliveriesBody);
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   const deliveries = await leaseDeliveries(ctx.app.pool, ctx.cred.namespaceId, s.id, b.max, b.lease_seconds);
-  return { status: 200, data: { deliveries } };
-}
+  return { deliveries };
+});
 
-export async function ackDeliveriesRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'events:read');
+export const ackDeliveriesRoute = scopedRoute(['events:read'], async (ctx) => {
   rejectQuery(ctx);
   const b = await readBody(ctx, AckDeliveriesBody);
-  const s = await loadSubscription(ctx, ctx.params.id!);
+  const s = await loadSubscription(ctx);
   const acked = await ackDeliveryRows(ctx.app.pool, s.id, [...new Set(b.delivery_ids)]);
-  return { status: 200, data: { acked } };
-}
+  return { acked };
+});

@@ -1,38 +1,34 @@
 import { OrbitError } from '@orbit/protocol/errors';
+import { CancelTaskBody, ResolveTaskBody } from '@orbit/protocol/http-schemas';
 import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
-import { ID_RE, concurrencyKeyProblem } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
+import { concurrencyKeyProblem } from '@orbit/protocol/validation';
 import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
-import { requireQueueAccess, requireScope } from '../admin/access.js';
-import { notOneOf, queueNotFound } from './hints.js';
-import type { Reply, RequestCtx } from './context.js';
-import { encodeCursor, listQuery } from './list-query.js';
+import { requireQueueAccess } from '../admin/access.js';
+import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
+import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
+import { namedQueue, notOneOf } from './hints.js';
+import { afterLoading, command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
+import { listQuery } from './list-query.js';
 
-export async function loadTask(ctx: RequestCtx, id: string): Promise<TaskRow> {
-  const row = ID_RE.test(id) ? await getTask(ctx.app.pool, ctx.cred.namespaceId, id) : null;
+/** The path's task; the router has checked that `{id}` is an id. */
+export async function loadTask(ctx: RequestCtx): Promise<TaskRow> {
+  const row = await getTask(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'task not found');
   requireQueueAccess(ctx.cred, row.queue_id);
   return row;
 }
 
-export async function getTaskRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
-  return { status: 200, data: { task: taskView(await loadTask(ctx, ctx.params.id!)) } };
-}
+export const getTaskRoute = scopedRoute(['tasks:read'], async (ctx) => ({ task: taskView(await loadTask(ctx)) }));
 
 const LIST_PARAMS = new Set(['queue_id', 'state', 'concurrency_key', 'business_key', 'limit', 'cursor']);
 
-export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
-  requireScope(ctx.cred, 'tasks:read');
-  const { one, limit, after: beforeSeq } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
+export const listTasksRoute = scopedRoute(['tasks:read'], async (ctx) => {
+  const { one, limit, after: beforeSeq, pageOf } = listQuery(ctx, LIST_PARAMS, 's', '[1-9][0-9]{0,19}');
   const state = one('state');
   if (state !== undefined && !isTaskState(state)) throw notOneOf('state', state, TASK_STATES);
   const queueId = one('queue_id');
-  if (queueId !== undefined) {
-    const queue = ID_RE.test(queueId) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, queueId) : null;
-    if (!queue) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, queueId);
-    requireQueueAccess(ctx.cred, queueId);
-  }
+  if (queueId !== undefined) await namedQueue(ctx, queueId);
   const key = one('concurrency_key');
   if (key !== undefined && concurrencyKeyProblem(key)) throw new OrbitError('INVALID_ARGUMENT', 'concurrency_key: invalid', { field: 'concurrency_key' });
   const rows = await listTasks(ctx.app.pool, {
@@ -45,7 +41,50 @@ export async function listTasksRoute(ctx: RequestCtx): Promise<Reply> {
     beforeSeq,
     limit,
   });
-  const page = rows.slice(0, limit);
-  const next = rows.length > limit ? encodeCursor('s', String(page[page.length - 1]!.seq)) : null;
-  return { status: 200, data: { tasks: page.map((r) => taskView(r, true)), next_cursor: next } };
+  const { page, next_cursor } = pageOf(rows, (r) => String(r.seq));
+  return { tasks: page.map((r) => taskView(r, true)), next_cursor };
+});
+
+export const listAttemptsRoute = scopedRoute(['tasks:read'], async (ctx) => {
+  const t = await loadTask(ctx);
+  const rows = await listTaskAttempts(ctx.app.pool, ctx.cred.namespaceId, t.id);
+  return { attempts: rows.map(attemptView) };
+});
+
+export const getAttemptRoute = scopedRoute(['tasks:read'], async (ctx) => {
+  const a = await getAttempt(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
+  if (!a) throw new OrbitError('NOT_FOUND', 'attempt not found');
+  requireQueueAccess(ctx.cred, a.queue_id);
+  return { attempt: attemptView(a) };
+});
+
+function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
+  ctx.app.signals.revoked(e.revoked);
+  ctx.app.signals.wake(e.freedQueues);
 }
+
+function taskReply(e: CommandEffect) {
+  return { data: { task: taskView(e.task) }, resourceId: e.task.id };
+}
+
+const loaded = afterLoading(loadTask);
+
+export const cancelTaskRoute = command({
+  operation: 'POST /v1/tasks/{id}:cancel',
+  scope: 'tasks:submit',
+  body: CancelTaskBody,
+  load: loaded,
+  effect: (c, b, { app, cred, params }) => cancelTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.reason),
+  reply: taskReply,
+  afterCommit: afterEffect,
+});
+
+export const resolveTaskRoute = command({
+  operation: 'POST /v1/tasks/{id}:resolve',
+  scope: 'tasks:submit',
+  body: ResolveTaskBody,
+  load: loaded,
+  effect: (c, b, { app, cred, params }) => resolveTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.resolution, b.reason),
+  reply: taskReply,
+  afterCommit: afterEffect,
+});

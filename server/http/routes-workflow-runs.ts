@@ -11,22 +11,17 @@ import { normalizeRunStart, normalizeSignal, runKeyProblem } from '../workflows/
 import { signalStepOf } from '../workflows/advance.js';
 import { findVersionGraph, runView, versionGraph, type VersionGraph } from '../workflows/run-state.js';
 import { cancelRun, pauseRun, resumeRun, sendSignal, startRun, type RunEffect } from '../workflows/run-commands.js';
-import { canUseQueue, requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
-import type { Credential } from '../db/credentials.js';
-import { command, type CommandReply } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
-import type { Router } from './router.js';
-import { encodeCursor, listQuery, noQuery } from './list-query.js';
-
-function requireVersionAccess(cred: Credential, v: VersionGraph): void {
-  for (const q of v.queueIds) requireQueueAccess(cred, q);
-}
+import { canUseQueue } from '../admin/access.js';
+import { READ_SCOPES, requireVersionAccess } from './routes-workflows.js';
+import { afterLoading, command, type CommandReply, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
+import { listQuery, noQuery } from './list-query.js';
 
 async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
   const row = await getRun(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
   const version = await versionGraph(ctx.app.pool, row.workflow_id, Number(row.version));
-  requireVersionAccess(ctx.cred, version);
+  requireVersionAccess(ctx.cred, version.queueIds);
   return { row, version };
 }
 
@@ -49,7 +44,7 @@ export const startRunRoute = command({
     const number = n.version ?? Number(wf.current_version);
     const version = await findVersionGraph(ctx.app.pool, wf.id, number);
     if (!version) throw new OrbitError('NOT_FOUND', `workflow version ${number} not found`, { field: 'version' });
-    requireVersionAccess(ctx.cred, version);
+    requireVersionAccess(ctx.cred, version.queueIds);
     const keyProblem = runKeyProblem(version.steps, n.concurrency_key);
     if (keyProblem) throw keyProblem;
     // Retirement (of the workflow or of a queue) is decided in the transaction, under its locks.
@@ -60,16 +55,12 @@ export const startRunRoute = command({
   afterCommit,
 });
 
-async function loaded<B>(ctx: RequestCtx, b: B): Promise<B> {
-  await loadRun(ctx);
-  return b;
-}
+const loaded = afterLoading(loadRun);
 
 export const pauseRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:pause',
   scope: 'workflows:run',
   body: PauseWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, _b, { cred, params }) => pauseRun(c, cred.namespaceId, params.id!),
   reply,
@@ -80,7 +71,6 @@ export const resumeRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:resume',
   scope: 'workflows:run',
   body: ResumeWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, _b, { cred, params }) => resumeRun(c, cred.namespaceId, params.id!),
   reply,
@@ -91,7 +81,6 @@ export const cancelRunRoute = command({
   operation: 'POST /v1/workflow-runs/{id}:cancel',
   scope: 'workflows:run',
   body: CancelWorkflowRunBody,
-  status: 200,
   load: loaded,
   effect: (c, b, { cred, params }) => cancelRun(c, cred.namespaceId, params.id!, b.reason),
   reply,
@@ -102,7 +91,6 @@ export const sendSignalRoute = command({
   operation: 'POST /v1/workflow-runs/{id}/signals',
   scope: 'workflows:run',
   body: SendSignalBody,
-  status: 200,
   load: async (ctx, b) => {
     const n = normalizeSignal(b);
     const { version } = await loadRun(ctx);
@@ -116,20 +104,14 @@ export const sendSignalRoute = command({
   afterCommit,
 });
 
-// ---- reads: workflows:manage, workflows:run or tasks:read ----
-
-const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
-
-export async function getRunRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getRunRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const { row } = await loadRun(ctx);
-  return { status: 200, data: { run: await runView(ctx.app.pool, row) } };
-}
+  return { run: await runView(ctx.app.pool, row) };
+});
 
 /** A credential limited to some queues sees the runs whose version names only queues it may use. */
-export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listRunsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const q = listQuery(ctx, new Set(['workflow_id', 'state', 'limit', 'cursor']), 'r');
   const workflowId = q.one('workflow_id');
   const state = q.one('state');
@@ -145,23 +127,12 @@ export async function listRunsRoute(ctx: RequestCtx): Promise<Reply> {
     beforeSeq: q.after,
     limit: q.limit,
   });
-  const page = rows.slice(0, q.limit);
-  const next = rows.length > q.limit ? encodeCursor('r', page[page.length - 1]!.seq) : null;
+  const { page, next_cursor } = q.pageOf(rows, (r) => r.seq);
   const cred = ctx.cred;
   const visible: RunRow[] = [];
   for (const r of page) {
     if (cred.queueIds === '*' || (await versionGraph(ctx.app.pool, r.workflow_id, Number(r.version))).queueIds.every((id) => canUseQueue(cred, id)))
       visible.push(r);
   }
-  return { status: 200, data: { runs: visible.map(runSummaryView), next_cursor: next } };
-}
-
-export function addWorkflowRunRoutes(r: Router): void {
-  r.add({ method: 'POST', template: '/v1/workflows/{id}/runs', auth: true, handle: startRunRoute });
-  r.add({ method: 'GET', template: '/v1/workflow-runs', auth: true, handle: listRunsRoute });
-  r.add({ method: 'GET', template: '/v1/workflow-runs/{id}', auth: true, handle: getRunRoute });
-  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:pause', auth: true, handle: pauseRunRoute });
-  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:resume', auth: true, handle: resumeRunRoute });
-  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}:cancel', auth: true, handle: cancelRunRoute });
-  r.add({ method: 'POST', template: '/v1/workflow-runs/{id}/signals', auth: true, handle: sendSignalRoute });
-}
+  return { runs: visible.map(runSummaryView), next_cursor };
+});

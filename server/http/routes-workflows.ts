@@ -4,18 +4,16 @@
 // only queues it may use, as a schedule is seen through its queue.
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateWorkflowBody, PublishWorkflowVersionBody, type WorkflowVersionInput } from '@orbit/protocol/workflow-schemas';
-import { getQueue } from '../db/queues.js';
 import { getWorkflow, listWorkflows, workflowView, type WorkflowRow } from '../db/workflows.js';
 import { getVersion, listVersions, versionQueueIds, workflowVersionView } from '../db/workflow-versions.js';
 import { validateVersion, withQueueDefaults } from '../workflows/validate.js';
 import { createWorkflow, publishWorkflowVersion, queueField, retireWorkflow, type VersionToStore } from '../workflows/definitions.js';
-import { requireAnyScope, requireQueueAccess, type Scope } from '../admin/access.js';
+import { requireQueueAccess, type Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
-import { queueNotFound } from './hints.js';
-import { command } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
-import { asIs, pageByName, retireDefinitionRoute, versionNumber } from './definition-routes.js';
-import type { Router } from './router.js';
+import { namedQueue } from './hints.js';
+import { command, scopedRoute } from './command.js';
+import type { RequestCtx } from './context.js';
+import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
 import { noQuery } from './list-query.js';
 
 /** max_attempts defaults are resolved here, so the default written out is the same command. */
@@ -23,15 +21,13 @@ async function versionToStore(ctx: RequestCtx, v: WorkflowVersionInput): Promise
   const checked = validateVersion(v);
   const maxAttempts = new Map<string, number>();
   for (const id of checked.queueIds) {
-    const q = await getQueue(ctx.app.pool, ctx.cred.namespaceId, id);
-    if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, id, queueField(checked.steps, id));
-    requireQueueAccess(ctx.cred, q.id);
+    const q = await namedQueue(ctx, id, queueField(checked.steps, id));
     maxAttempts.set(q.id, q.retry_max_attempts);
   }
   return { steps: withQueueDefaults(checked.steps, (id) => maxAttempts.get(id)!), queueIds: checked.queueIds };
 }
 
-function requireVersionAccess(cred: Credential, queueIds: readonly string[]): void {
+export function requireVersionAccess(cred: Credential, queueIds: readonly string[]): void {
   for (const q of queueIds) requireQueueAccess(cred, q);
 }
 
@@ -69,50 +65,33 @@ export const publishWorkflowVersionRoute = command({
 
 export const retireWorkflowRoute = retireDefinitionRoute('workflows', 'workflows:manage', loadWorkflow, retireWorkflow);
 
-// ---- reads: workflows:manage, workflows:run or tasks:read ----
+/** Workflows and their runs are read with any of these. */
+export const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
 
-const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
-
-export async function getWorkflowRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getWorkflowRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
-  return { status: 200, data: { workflow: workflowView(await loadWorkflow(ctx)) } };
-}
+  return { workflow: workflowView(await loadWorkflow(ctx)) };
+});
 
-export async function listWorkflowsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listWorkflowsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const { page, next_cursor } = await pageByName(ctx, (after, limit) => listWorkflows(ctx.app.pool, ctx.cred.namespaceId, ctx.cred.queueIds, after, limit));
-  return { status: 200, data: { workflows: page.map(workflowView), next_cursor } };
-}
+  return { workflows: page.map(workflowView), next_cursor };
+});
 
 /** Not paged. A credential limited to some queues sees the versions whose queues it may all use. */
-export async function listWorkflowVersionsRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const listWorkflowVersionsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
   const cred = ctx.cred;
   const all = await listVersions(ctx.app.pool, w.id);
   const visible = cred.queueIds === '*' ? all : all.filter((v) => v.queueIds.every((q) => cred.queueIds.includes(q)));
-  return { status: 200, data: { versions: visible.map(workflowVersionView) } };
-}
+  return { versions: visible.map(workflowVersionView) };
+});
 
-export async function getWorkflowVersionRoute(ctx: RequestCtx): Promise<Reply> {
-  requireAnyScope(ctx.cred, READ_SCOPES);
+export const getWorkflowVersionRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   noQuery(ctx);
   const w = await loadWorkflow(ctx);
-  const n = versionNumber(ctx);
-  const v = n === null ? null : await getVersion(ctx.app.pool, w.id, n);
-  if (!v) throw new OrbitError('NOT_FOUND', 'version not found');
+  const v = await pathVersion(ctx, (n) => getVersion(ctx.app.pool, w.id, n));
   requireVersionAccess(ctx.cred, v.queueIds);
-  return { status: 200, data: { version: workflowVersionView(v) } };
-}
-
-export function addWorkflowRoutes(r: Router): void {
-  r.add({ method: 'POST', template: '/v1/workflows', auth: true, handle: createWorkflowRoute });
-  r.add({ method: 'GET', template: '/v1/workflows', auth: true, handle: listWorkflowsRoute });
-  r.add({ method: 'GET', template: '/v1/workflows/{id}', auth: true, handle: getWorkflowRoute });
-  r.add({ method: 'POST', template: '/v1/workflows/{id}/versions', auth: true, handle: publishWorkflowVersionRoute });
-  r.add({ method: 'GET', template: '/v1/workflows/{id}/versions', auth: true, handle: listWorkflowVersionsRoute });
-  r.add({ method: 'GET', template: '/v1/workflows/{id}/versions/{n}', auth: true, handle: getWorkflowVersionRoute });
-  r.add({ method: 'POST', template: '/v1/workflows/{id}:retire', auth: true, handle: retireWorkflowRoute });
-}
+  return { version: workflowVersionView(v) };
+});

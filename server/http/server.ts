@@ -11,8 +11,6 @@ import { authenticate, authenticateCached, recheckCredential } from './auth.js';
 import { endSocketWithError, sendData, sendError } from './envelope.js';
 import { buildRoutes } from './routes.js';
 import { methodNotAllowed } from './hints.js';
-import { logRequestOnFinish } from './request-log.js';
-import type { RawReply } from './router.js';
 import type { RequestCtx } from './context.js';
 
 export function createHttpServer(app: AppContext): http.Server {
@@ -93,7 +91,7 @@ async function handle(
     const sent = (req.url ?? '/').split('?', 1)[0]!.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '') || '/';
     const m = sent === url.pathname ? router.match(req.method ?? 'GET', url.pathname) : null;
     if (m === null) throw new OrbitError('NOT_FOUND', `no route ${sent.slice(0, 200)}`);
-    if (m === 'method') throw methodNotAllowed(res, req.method ?? '', url.pathname, router.allowed(url.pathname));
+    if ('allow' in m) throw methodNotAllowed(res, req.method ?? '', url.pathname, m.allow);
     routeName = `${m.route.method} ${m.route.template}`;
     if (app.shuttingDown && m.route.auth) throw new OrbitError('UNAVAILABLE', 'gateway is shutting down; retry on another node');
     const ctx = {
@@ -120,17 +118,28 @@ async function handle(
       throw err;
     });
     if ('raw' in reply) {
-      const r = reply as RawReply;
-      res.writeHead(r.status, { ...r.headers, 'Content-Type': r.contentType, 'X-Request-Id': requestId });
-      res.end(r.body);
-      app.metrics.httpRequests.inc({ route: routeName, status: String(r.status) });
-      return;
-    }
-    sendData(res, requestId, reply.status, reply.data, reply.json);
+      res.writeHead(reply.status, { ...reply.headers, 'Content-Type': reply.contentType, 'X-Request-Id': requestId });
+      res.end(reply.body);
+    } else sendData(res, requestId, reply.status, reply.data, reply.json);
     app.metrics.httpRequests.inc({ route: routeName, status: String(reply.status) });
   } catch (err) {
     const e = toOrbitError(app, 'http', err, requestId, { route: routeName });
     sendError(res, requestId, e);
     app.metrics.httpRequests.inc({ route: routeName, status: String(e.httpStatus) });
   }
+}
+
+/** One line per HTTP request, with the route template rather than the raw path, which may carry
+ * ids. Never bodies, headers or tokens. */
+function logRequestOnFinish(log: Logger, req: http.IncomingMessage, res: http.ServerResponse, route: () => string): void {
+  const t0 = process.hrtime.bigint();
+  const done = () => {
+    res.off('finish', done).off('close', done);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    log.info(
+      { method: req.method, route: route(), status: res.statusCode, duration_ms: Math.round(ms * 100) / 100, aborted: !res.writableFinished || undefined },
+      'request',
+    );
+  };
+  res.once('finish', done).once('close', done);
 }

@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { stopLeftoverServer } from './leftover-server.js';
-import { findServerBinary, initDataDir, installMariaDb, socketUser } from './mariadb-install.js';
+import { findServerBinary, initDataDir, installMariaDb, IS_ROOT, socketUser } from './mariadb-install.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -72,8 +72,8 @@ async function adminConnection(socket: string, dataDir?: string): Promise<mysql.
 
 class AccessDenied extends Error {}
 
-async function waitConnectable(socket: string, child: ChildProcess, logFile: string, timeoutMs: number, dataDir?: string): Promise<void> {
-  const until = Date.now() + timeoutMs;
+async function waitConnectable(socket: string, child: ChildProcess, logFile: string, dataDir: string): Promise<void> {
+  const until = Date.now() + 60_000;
   let exited = false;
   child.once('exit', () => (exited = true));
   while (Date.now() < until) {
@@ -121,7 +121,6 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   let socket = path.join(dataDir, 'mysqld.sock');
   if (Buffer.byteLength(socket) > 100) socket = path.join('/tmp', `orbit-${process.pid}-${Date.now()}.sock`);
   const port = await lastPortOrFree(dataDir);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const logFile = path.join(dataDir, 'server.log');
 
   const args = [
@@ -140,7 +139,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     '--skip-log-bin',
     // A known packet limit, whatever the compiled-in default: the statement budget derives from it.
     '--max-allowed-packet=16M',
-    ...(isRoot ? ['--user=root'] : []),
+    ...(IS_ROOT ? ['--user=root'] : []),
     ...(opts.serverArgs ?? []),
   ];
 
@@ -157,7 +156,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     process.on('exit', onExit);
     child.once('exit', () => process.off('exit', onExit));
     try {
-      await waitConnectable(socket, child, logFile, 60_000, dataDir);
+      await waitConnectable(socket, child, logFile, dataDir);
     } catch (err) {
       onExit();
       throw err;

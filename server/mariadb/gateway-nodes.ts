@@ -39,11 +39,6 @@ export async function otherWriters(pool: Pool, nodeId: string, nodeName: string,
   return rows.map((r) => ({ node_id: r.node_id as string, wsrep_node_name: r.wsrep_node_name as string, fresh: Number(r.fresh) === 1 }));
 }
 
-export async function dbNow(pool: Pool): Promise<string> {
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT DATE_FORMAT(UTC_TIMESTAMP(3), "%Y-%m-%d %H:%i:%s.%f") AS now');
-  return rows[0]!.now as string;
-}
-
 export async function upsertGatewayNode(pool: Pool, nodeId: string, node: DbNode): Promise<void> {
   await pool.query(
     `INSERT INTO gateway_nodes (node_id, wsrep_on, wsrep_node_name, started_at, seen_at)

@@ -22,7 +22,7 @@ function parentPid(pid: number): number | null {
 }
 
 /** A zombie counts as gone. */
-function isAlive(pid: number): boolean {
+export function isAlive(pid: number): boolean {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';

@@ -4,6 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+/** A root server process needs --user=root; only root may install packages. */
+export const IS_ROOT = process.getuid?.() === 0;
+
 const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin', '/usr/libexec', '/usr/local/mysql/bin'];
 
 export function which(names: string[]): string | null {
@@ -33,8 +36,7 @@ export function installMariaDb(log: (l: string) => void): void {
 /** Root with apt-get only; otherwise throws `cannot`. Starts no service. */
 export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
   const apt = which(['apt-get']);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (!apt || !isRoot) throw new Error(cannot);
+  if (!apt || !IS_ROOT) throw new Error(cannot);
   const names = packages.join(' ');
   log(`installing ${names} with apt-get (one time, about a minute)...`);
   // policy-rc.d exit 101 keeps packages from starting their system-wide service.
@@ -56,11 +58,10 @@ export function aptInstall(packages: string[], log: (l: string) => void, cannot:
 /** Removes `dataDir` again when initialization fails. */
 export function initDataDir(binary: string, dataDir: string, log: (l: string) => void): void {
   const installDb = which(['mariadb-install-db', 'mysql_install_db']);
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   fs.mkdirSync(dataDir, { recursive: true });
   log(`initializing database files in ${dataDir}`);
   const initialize = () =>
-    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(isRoot ? ['--user=root'] : [])], { encoding: 'utf8' });
+    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(IS_ROOT ? ['--user=root'] : [])], { encoding: 'utf8' });
   let res;
   if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
     const args = [
@@ -73,7 +74,7 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
       // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
       '--force',
     ];
-    if (isRoot) args.push('--user=root');
+    if (IS_ROOT) args.push('--user=root');
     res = spawnSync(installDb, args, { encoding: 'utf8' });
     if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) res = initialize();
   } else {

@@ -17,11 +17,6 @@ const CREATE_LOCK_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations_lock (
   PRIMARY KEY (id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='lease row serializing orbit-migrate runs on every node of a cluster (created by the runner, not a migration)'`;
 
-export interface MigrationLock {
-  assertHeld(): void;
-  release(): Promise<void>;
-}
-
 /** Retried on conflicts: the lock's statements are tiny and idempotent. */
 async function run(pool: Pool, sql: string, args: unknown[] = []): Promise<number> {
   for (let tries = 1; ; tries++) {
@@ -35,7 +30,7 @@ async function run(pool: Pool, sql: string, args: unknown[] = []): Promise<numbe
   }
 }
 
-export async function takeMigrationLock(pool: Pool, waitSeconds: number): Promise<MigrationLock> {
+export async function takeMigrationLock(pool: Pool, waitSeconds: number) {
   await run(pool, CREATE_LOCK_TABLE);
   await run(pool, 'INSERT IGNORE INTO schema_migrations_lock (id, holder, expires_at) VALUES (1, NULL, NULL)');
   const me = crypto.randomBytes(16).toString('hex');

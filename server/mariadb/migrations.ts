@@ -95,14 +95,7 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
   return applied;
 }
 
-export interface SchemaStatus {
-  current: number;
-  expected: number;
-  pending: number[];
-  unknown: number[];
-}
-
-export async function schemaStatus(pool: Pool): Promise<SchemaStatus> {
+export async function schemaStatus(pool: Pool) {
   const done = await appliedVersions(pool);
   const known = listMigrations();
   const knownSet = new Set(known.map((m) => m.version));

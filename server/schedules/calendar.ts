@@ -99,49 +99,34 @@ export function instantOf(tz: string, wall: number): number {
   return lo * 1000;
 }
 
-class CronCalendar implements Calendar {
-  private readonly cron: Cron;
-  constructor(
-    expr: string,
-    private readonly tz: string,
-  ) {
-    this.cron = compileCron(expr);
-  }
-
-  nextAfter(afterMs: number): number | null {
-    let wall = wallMs(this.tz, afterMs);
+/** Cron matches local wall-clock times; each is mapped back to its instant. */
+function cronNext(expr: string, tz: string): (afterMs: number) => number | null {
+  const cron = compileCron(expr);
+  return (afterMs) => {
+    let wall = wallMs(tz, afterMs);
     // Only the second pass of a repeated hour loops, once per matching local time in that hour.
     for (let round = 0; round < 10_000; round++) {
-      const next = this.cron.nextRun(new Date(wall));
+      const next = cron.nextRun(new Date(wall));
       if (!next) return null;
       const candidate = next.getTime();
-      const at = instantOf(this.tz, candidate);
+      const at = instantOf(tz, candidate);
       if (at > afterMs) return at;
       wall = candidate;
     }
     return null;
-  }
+  };
 }
 
-class PeriodCalendar implements Calendar {
-  constructor(
-    private readonly anchorMs: number,
-    private readonly periodMs: number,
-  ) {}
-
-  nextAfter(afterMs: number): number {
-    const k = Math.max(1, Math.floor((afterMs - this.anchorMs) / this.periodMs) + 1);
-    return this.anchorMs + k * this.periodMs;
-  }
-}
-
-/** Within [starts_at, ends_at], both inclusive. */
+/** Within [starts_at, ends_at], both inclusive. every_seconds counts from `anchorMs`. */
 export function compileCalendar(spec: CalendarSpec, anchorMs: number, startsAtMs: number | null, endsAtMs: number | null): Calendar {
-  const base: Calendar = 'cron' in spec ? new CronCalendar(spec.cron, spec.timezone) : new PeriodCalendar(anchorMs, spec.every_seconds * 1000);
+  const periodMs = 'cron' in spec ? 0 : spec.every_seconds * 1000;
+  const next =
+    'cron' in spec
+      ? cronNext(spec.cron, spec.timezone)
+      : (afterMs: number) => anchorMs + Math.max(1, Math.floor((afterMs - anchorMs) / periodMs) + 1) * periodMs;
   return {
     nextAfter(afterMs: number): number | null {
-      const from = startsAtMs !== null && afterMs < startsAtMs ? startsAtMs - 1 : afterMs;
-      const t = base.nextAfter(from);
+      const t = next(startsAtMs !== null && afterMs < startsAtMs ? startsAtMs - 1 : afterMs);
       return t === null || (endsAtMs !== null && t > endsAtMs) ? null : t;
     },
   };

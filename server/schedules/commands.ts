@@ -32,20 +32,9 @@ import type { NormalizedVersion } from './version-input.js';
 export type StoredVersion = Omit<NormalizedVersion, 'task'> & { task: ScheduleTaskTemplate };
 
 export function withTemplate(v: NormalizedVersion, queueMaxAttempts: number): StoredVersion {
-  const t = v.task;
-  const task: ScheduleTaskTemplate = {
-    queue_id: t.queue_id,
-    handler: t.handler,
-    handler_version: t.handler_version,
-    payload_version: t.payload_version,
-    payload: t.payload,
-    priority: t.priority,
-    max_attempts: t.max_attempts ?? queueMaxAttempts,
-    deadline_seconds: t.deadline_seconds,
-  };
-  if (t.business_key !== undefined) task.business_key = t.business_key;
-  if (t.concurrency_key !== undefined) task.concurrency_key = t.concurrency_key;
-  return { ...v, task };
+  // A template has no not_before: each of its tasks is due at its fire time.
+  const { not_before: _notBefore, ...task } = v.task;
+  return { ...v, task: { ...task, max_attempts: task.max_attempts ?? queueMaxAttempts } };
 }
 
 async function liveQueue(c: Tx, cred: Credential, queueId: string, field: string): Promise<QueueRow> {

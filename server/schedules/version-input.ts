@@ -31,30 +31,29 @@ function timestamp(v: string | null | undefined, field: string): number | null {
   return t;
 }
 
-/** `prefix`: where the version sits in the body. */
-export function normalizeVersion(v: ScheduleVersionInput, prefix = 'version'): NormalizedVersion {
+export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
   const cal = v.calendar;
   let calendar: CalendarSpec;
-  if (cal.cron !== undefined && cal.every_seconds !== undefined) throw invalid(`${prefix}.calendar`, 'exactly one of cron or every_seconds');
+  if (cal.cron !== undefined && cal.every_seconds !== undefined) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
   if (cal.cron !== undefined) {
     const p = cronProblem(cal.cron);
-    if (p) throw invalid(`${prefix}.calendar.cron`, p);
+    if (p) throw invalid('version.calendar.cron', p);
     const timezone = cal.timezone ?? 'UTC';
-    if (!isTimeZone(timezone)) throw invalid(`${prefix}.calendar.timezone`, `unknown IANA time zone ${JSON.stringify(timezone)}`);
+    if (!isTimeZone(timezone)) throw invalid('version.calendar.timezone', `unknown IANA time zone ${JSON.stringify(timezone)}`);
     calendar = { cron: cal.cron, timezone };
   } else if (cal.every_seconds !== undefined) {
-    if (cal.timezone !== undefined) throw invalid(`${prefix}.calendar.timezone`, 'only with cron (every_seconds is a fixed period)');
+    if (cal.timezone !== undefined) throw invalid('version.calendar.timezone', 'only with cron (every_seconds is a fixed period)');
     calendar = { every_seconds: cal.every_seconds };
   } else {
-    throw invalid(`${prefix}.calendar`, 'exactly one of cron or every_seconds');
+    throw invalid('version.calendar', 'exactly one of cron or every_seconds');
   }
-  const task = underField(`${prefix}.task`, () => normalizeSubmit(v.task).normalized);
-  const startsAt = timestamp(v.starts_at, `${prefix}.starts_at`);
-  const endsAt = timestamp(v.ends_at, `${prefix}.ends_at`);
-  if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid(`${prefix}.ends_at`, 'must be after starts_at');
+  const task = underField('version.task', () => normalizeSubmit(v.task).normalized);
+  const startsAt = timestamp(v.starts_at, 'version.starts_at');
+  const endsAt = timestamp(v.ends_at, 'version.ends_at');
+  if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid('version.ends_at', 'must be after starts_at');
   // A calendar that can never fire (e.g. "0 0 30 2 *") is a mistake, not a schedule.
   if ('cron' in calendar && compileCalendar(calendar, 0, null, null).nextAfter(Date.UTC(2000, 0, 1)) === null) {
-    throw invalid(`${prefix}.calendar.cron`, 'never matches a date');
+    throw invalid('version.calendar.cron', 'never matches a date');
   }
   return {
     calendar,

@@ -2,22 +2,15 @@
 import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from '../db/pool.js';
 import { getVersion, type VersionRow } from '../db/schedule-versions.js';
-import { normalizeSubmit, type PreparedSubmit } from '../dispatch/submit-input.js';
-import { compileCalendar, type Calendar, type CalendarSpec } from './calendar.js';
+import { normalizeSubmit } from '../dispatch/submit-input.js';
+import { compileCalendar, type CalendarSpec } from './calendar.js';
 import { dbTimeToMs as dbMs, msToDbTime as msDb } from '../db/time.js';
 
 export { dbMs, msDb };
 
-export interface ReadyVersion {
-  number: number;
-  calendar: Calendar;
-  prepared: PreparedSubmit;
-  overlap: 'allow' | 'skip';
-  catchup: 'none' | 'latest' | 'all';
-  catchupLimit: number;
-}
+export type ReadyVersion = ReturnType<typeof readyVersion>;
 
-function readyVersion(row: VersionRow): ReadyVersion {
+function readyVersion(row: VersionRow) {
   const at = (t: string | null) => (t === null ? null : dbMs(t));
   return {
     number: Number(row.number),

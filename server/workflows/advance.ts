@@ -53,7 +53,7 @@ export function viewOf(c: StepChange): StepView {
   return v;
 }
 
-const isFinal = (s: WorkflowRunState) => s === 'SUCCEEDED' || s === 'FAILED' || s === 'CANCELLED';
+export const isFinal = (s: WorkflowRunState) => s === 'SUCCEEDED' || s === 'FAILED' || s === 'CANCELLED';
 
 class Planner {
   readonly steps: Record<string, StepView>;

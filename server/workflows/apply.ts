@@ -39,21 +39,15 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-export async function planAndApply(
-  c: Tx,
-  ledger: PermitLedger,
-  run: LoadedRun,
-  plan: (opts: PlanOptions) => Plan,
-  reason?: string,
-): Promise<Applied & { plan: Plan }> {
+export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (opts: PlanOptions) => Plan): Promise<Applied & { plan: Plan }> {
   const first = plan({});
   try {
-    return { ...(await applyPlan(c, ledger, run, first, reason)), plan: first };
+    return { ...(await applyPlan(c, ledger, run, first)), plan: first };
   } catch (err) {
     if (!(err instanceof QuotaRefused)) throw err;
   }
   const second = plan({ taskRoom: 0 });
-  return { ...(await applyPlan(c, ledger, run, second, reason)), plan: second };
+  return { ...(await applyPlan(c, ledger, run, second)), plan: second };
 }
 
 let savepoints = 0;
@@ -104,15 +98,10 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
     key: null,
     prepared: {
       normalized: {
-        queue_id: f.queue_id,
-        handler: f.handler,
-        handler_version: f.handler_version,
-        payload_version: f.payload_version,
-        payload: undefined,
+        ...f,
         business_key: f.business_key,
         concurrency_key: f.concurrency_key,
-        priority: f.priority,
-        max_attempts: f.max_attempts,
+        payload: undefined,
         deadline_seconds: f.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
         not_before: undefined,
       },
@@ -148,8 +137,7 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   for (const ch of plan.changes) {
     const prev = out.get(ch.key) ?? fromRow(run.steps.get(ch.key)!);
     const w: StepWrite = { ...prev, state: ch.state, ready_cause: null };
-    const started = 'started' in ch && ch.started;
-    if (started) w.started_at = 'now';
+    if ('started' in ch && ch.started) w.started_at = 'now';
     switch (ch.state) {
       case 'READY':
         w.ready_cause = ch.cause;

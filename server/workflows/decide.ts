@@ -57,10 +57,6 @@ export function decideChild(runIf: RunIf | undefined, parents: readonly StepView
   }
 }
 
-export function isFailedTaskState(s: TaskState): boolean {
-  return s === 'FAILED' || s === 'CANCELLED' || s === 'DEADLINE_EXCEEDED';
-}
-
 export type TaskStepProgress =
   | { state: 'ACTIVE' | 'IN_REVIEW'; cancel: number[] }
   | { state: 'SUCCEEDED'; output: unknown; cancel: number[] }
@@ -72,7 +68,7 @@ export type TaskStepProgress =
  * past an unknown effect.
  */
 export function taskStepProgress(forEach: boolean, tasks: readonly StepTaskView[]): TaskStepProgress {
-  const failed = tasks.some((t) => isFailedTaskState(t.state));
+  const failed = tasks.some((t) => t.state === 'FAILED' || t.state === 'CANCELLED' || t.state === 'DEADLINE_EXCEEDED');
   const cancel = failed ? tasks.filter((t) => t.state === 'WAITING').map((t) => t.index) : [];
   const states = tasks.map((t) => (cancel.includes(t.index) ? 'CANCELLED' : t.state));
   if (states.includes('NEEDS_REVIEW')) return { state: 'IN_REVIEW', cancel };

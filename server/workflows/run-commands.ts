@@ -18,7 +18,7 @@ import { withLedger } from '../dispatch/ledger.js';
 import { unfinishedTasksQuota } from '../dispatch/refusals.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
-import { initialRunView, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
+import { initialRunView, isFinal, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
 import { advanceRunsInTx, applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
 import { findVersionGraph, loadRun, runView, type LoadedRun } from './run-state.js';
 import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
@@ -28,8 +28,6 @@ export interface RunEffect {
   queues: string[];
   revoked: Revoked[];
 }
-
-const finalStates = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 
 /** The root steps start in this transaction; their tasks must fit the quota, else nothing is created. */
 export async function startRun(c: Tx, cred: Credential, workflowId: string, n: NormalizedRunStart): Promise<RunEffect> {
@@ -96,7 +94,7 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
 async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {
   const row = await getRun(c, namespaceId, runId, 'update');
   if (!row) throw new OrbitError('NOT_FOUND', 'workflow run not found');
-  if (finalStates.has(row.state)) throw new OrbitError('STATE_CONFLICT', `workflow run is ${row.state}`);
+  if (isFinal(row.state)) throw new OrbitError('STATE_CONFLICT', `workflow run is ${row.state}`);
   return loadRun(c, row);
 }
 

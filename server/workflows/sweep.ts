@@ -5,7 +5,7 @@ import { isConnectionError, withTransaction, type Tx, type Pool } from '../db/po
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { withLedger } from '../dispatch/ledger.js';
-import { planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
+import { isFinal, planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
 import { advanceRunsInTx, planAndApply } from './apply.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
@@ -28,7 +28,7 @@ async function advanceOne(
   try {
     return await withTransaction(pool, 'sweep', async (c: Tx) => {
       const row = await getRun(c, at.namespace_id, at.run_id, 'update');
-      if (!row || row.state === 'SUCCEEDED' || row.state === 'FAILED' || row.state === 'CANCELLED') return false;
+      if (!row || isFinal(row.state)) return false;
       const run = await loadRun(c, row);
       const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
       report.queues.push(...r.queues);

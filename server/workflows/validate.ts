@@ -67,23 +67,22 @@ function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: str
   return out;
 }
 
-/** `prefix`: where the version sits in the body. */
-export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): ValidatedVersion {
+export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
   const input = v.steps;
   if (input.length < 1 || input.length > MAX_WORKFLOW_STEPS) {
-    throw invalid(`${prefix}.steps`, `must have 1-${MAX_WORKFLOW_STEPS} steps (has ${input.length})`);
+    throw invalid('version.steps', `must have 1-${MAX_WORKFLOW_STEPS} steps (has ${input.length})`);
   }
   const position = new Map<string, number>();
   input.forEach((s, i) => {
     const first = position.get(s.key);
-    if (first !== undefined) throw invalid(`${prefix}.steps.${i}.key`, `duplicate step key ${JSON.stringify(s.key)} (also step ${first})`, [s.key]);
+    if (first !== undefined) throw invalid(`version.steps.${i}.key`, `duplicate step key ${JSON.stringify(s.key)} (also step ${first})`, [s.key]);
     position.set(s.key, i);
   });
   const signalOf = new Map<string, string>();
   const steps: DraftStep[] = [];
   const parents: number[][] = [];
   input.forEach((s, i) => {
-    const at = `${prefix}.steps.${i}`;
+    const at = `version.steps.${i}`;
     if ((s.task === undefined) === (s.signal === undefined)) {
       throw invalid(at, `step ${JSON.stringify(s.key)} must have exactly one of task or signal (${s.task ? 'both' : 'neither'} given)`, [s.key]);
     }
@@ -131,7 +130,7 @@ export function validateVersion(v: WorkflowVersionInput, prefix = 'version'): Va
   const topo = topologicalOrder(input.length, parents);
   if ('cycle' in topo) {
     const keys = topo.cycle.map((i) => input[i]!.key);
-    throw invalid(`${prefix}.steps.${topo.cycle[0]}.after`, `cycle ${[...keys, keys[0]].join(' -> ')}`, keys);
+    throw invalid(`version.steps.${topo.cycle[0]}.after`, `cycle ${[...keys, keys[0]].join(' -> ')}`, keys);
   }
   const queueIds = [...new Set(steps.flatMap((s) => (s.task ? [s.task.queue_id] : [])))].sort();
   return { steps, queueIds };
