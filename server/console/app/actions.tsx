@@ -85,7 +85,7 @@ export function LifecycleActions(p: LifecycleProps) {
 }
 
 /** Pause / resume / retire of one queue (the Queue and Application access pages). */
-export function QueueLifecycle({ queue, canManage }: { queue: Queue; canManage: boolean }) {
+export function QueueLifecycle({ queue, why }: { queue: Queue; why: string | undefined }) {
   return (
     <LifecycleActions
       base={`/v1/queues/${encodeURIComponent(queue.id)}`}
@@ -93,7 +93,7 @@ export function QueueLifecycle({ queue, canManage }: { queue: Queue; canManage: 
       revision={queue.revision}
       paused={queue.paused}
       retired={!!queue.retired_at}
-      why={canManage ? undefined : 'needs the queues:manage scope'}
+      why={why}
     />
   );
 }

@@ -1,5 +1,5 @@
 // The console shell: sign-in, navigation, auto-refresh, and the page of the current route.
-import { render } from 'preact';
+import { render, type JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, clearToken, getToken, onUnauthenticated, setToken } from './api.js';
 import { RefreshTick, toApiError } from './hooks.js';
@@ -66,32 +66,20 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: SessionInfo) => void; 
   );
 }
 
-function Page({ route, session }: { route: Route; session: SessionInfo }) {
-  switch (route.page) {
-    case 'queues':
-      return route.id ? <QueuePage id={route.id} session={session} /> : <Overview session={session} />;
-    case 'tasks':
-      return <TasksPage query={route.query} session={session} />;
-    case 'task':
-      return route.id ? <TaskPage id={route.id} session={session} /> : <TasksPage query={route.query} session={session} />;
-    case 'key':
-      return <ResourceKeyPage id={route.id} />;
-    case 'workers':
-      return <WorkersPage session={session} queueId={route.query.get('queue_id') ?? undefined} />;
-    case 'subscriptions':
-      return <SubscriptionsPage id={route.id} session={session} />;
-    case 'schedules':
-      return <SchedulesPage id={route.id} />;
-    case 'workflows':
-      return <WorkflowsPage id={route.id} query={route.query} session={session} />;
-    case 'workflow-runs':
-      return route.id ? <WorkflowRunPage id={route.id} session={session} /> : <WorkflowsPage query={route.query} session={session} />;
-    case 'access':
-      return <AccessPage session={session} />;
-    default:
-      return <Overview session={session} />;
-  }
-}
+/** The page of each route; a page without its id shows its list. */
+const PAGES: Record<string, (r: Route, session: SessionInfo) => JSX.Element> = {
+  queues: (r, session) => (r.id ? <QueuePage id={r.id} session={session} /> : <Overview session={session} />),
+  tasks: (r, session) => <TasksPage query={r.query} session={session} />,
+  task: (r, session) => (r.id ? <TaskPage id={r.id} session={session} /> : <TasksPage query={r.query} session={session} />),
+  key: (r) => <ResourceKeyPage id={r.id} />,
+  workers: (r, session) => <WorkersPage session={session} queueId={r.query.get('queue_id') ?? undefined} />,
+  subscriptions: (r, session) => <SubscriptionsPage id={r.id} session={session} />,
+  schedules: (r) => <SchedulesPage id={r.id} />,
+  workflows: (r, session) => <WorkflowsPage id={r.id} query={r.query} session={session} />,
+  'workflow-runs': (r, session) => (r.id ? <WorkflowRunPage id={r.id} session={session} /> : <WorkflowsPage query={r.query} session={session} />),
+  access: (_r, session) => <AccessPage session={session} />,
+  overview: (_r, session) => <Overview session={session} />,
+};
 
 function App() {
   const route = useRoute();
@@ -160,7 +148,7 @@ function App() {
         </div>
       </header>
       <main class="page" key={location.hash}>
-        <Page route={route} session={session} />
+        {PAGES[Object.hasOwn(PAGES, route.page) ? route.page : 'overview']!(route, session)}
       </main>
     </RefreshTick.Provider>
   );

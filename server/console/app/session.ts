@@ -34,27 +34,27 @@ async function probeOptionalScope(path: string, token: string): Promise<boolean>
 
 /** Throws ApiError (401 for a bad token) like any call. */
 export async function loadSession(token: string): Promise<SessionInfo> {
-  const [queues, tasks, subs, submit, manageEvents, manageWorkflows, runWorkflows] = await Promise.all([
-    readable<{ queues: Queue[] }>('/v1/queues', token),
-    readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token),
-    readable<unknown>('/v1/subscriptions', token),
-    probeCommandScope('/v1/tasks', token),
-    probeCommandScope('/v1/subscriptions', token),
-    probeOptionalScope('/v1/workflows', token),
+  const queues = readable<{ queues: Queue[] }>('/v1/queues', token);
+  const tasks = readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token);
+  const probes: [Scope, Promise<unknown>][] = [
+    ['queues:manage', queues],
+    ['tasks:read', tasks],
+    ['events:read', readable('/v1/subscriptions', token)],
+    ['tasks:submit', probeCommandScope('/v1/tasks', token)],
+    ['events:manage', probeCommandScope('/v1/subscriptions', token)],
+    ['workflows:manage', probeOptionalScope('/v1/workflows', token)],
     // Any well-formed run id (32 hex; the router refuses others with 404): the scope is checked
     // before the Idempotency-Key and before the run is looked up.
-    probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token),
-  ]);
-  const scopes = new Set<Scope>();
-  if (queues) scopes.add('queues:manage');
-  if (tasks) scopes.add('tasks:read');
-  if (subs) scopes.add('events:read');
-  if (submit) scopes.add('tasks:submit');
-  if (manageEvents) scopes.add('events:manage');
-  if (manageWorkflows) scopes.add('workflows:manage');
-  if (runWorkflows) scopes.add('workflows:run');
-  const namespaceId = queues?.queues[0]?.namespace_id ?? tasks?.tasks[0]?.namespace_id ?? null;
-  return { scopes, queues: queues?.queues ?? [], namespaceId };
+    ['workflows:run', probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token)],
+  ];
+  const granted = await Promise.all(probes.map(async ([scope, probe]) => ((await probe) ? [scope] : [])));
+  const [q, t] = [await queues, await tasks];
+  return { scopes: new Set(granted.flat()), queues: q?.queues ?? [], namespaceId: q?.queues[0]?.namespace_id ?? t?.tasks[0]?.namespace_id ?? null };
+}
+
+/** Why a command is disabled: the scope it needs is missing; undefined when granted. */
+export function lacking(session: SessionInfo, scope: Scope): string | undefined {
+  return session.scopes.has(scope) ? undefined : `needs the ${scope} scope`;
 }
 
 /** A remembered id that is no longer listed is ignored, never replaced by another. */

@@ -5,31 +5,17 @@ import { useState } from 'preact/hooks';
 import type { MinuteBucket } from '../../../protocol/http-views.js';
 import type { ApiError } from './api.js';
 
-const STATE_CLASS: Record<string, string> = {
-  WAITING: 'wait',
-  LEASED: 'lease',
-  RUNNING: 'run',
-  NEEDS_REVIEW: 'review',
-  SUCCEEDED: 'ok',
-  FAILED: 'bad',
-  CANCELLED: 'off',
-  DEADLINE_EXCEEDED: 'bad',
-  RETRY: 'wait',
-  UNKNOWN: 'review',
-  EXPIRED: 'off',
-  PENDING: 'wait',
-  ACKED: 'ok',
-  READY: 'wait',
-  ACTIVE: 'run',
-  WAITING_SIGNAL: 'lease',
-  IN_REVIEW: 'review',
-  SKIPPED: 'off',
-  PAUSED: 'review',
-  paused: 'review',
-  retired: 'off',
-  active: 'ok',
-  draining: 'review',
+/** The badge colour of each state (tasks, attempts, deliveries, runs, steps, lifecycles, workers). */
+const STATES_BY_CLASS: Record<string, string[]> = {
+  wait: ['WAITING', 'RETRY', 'PENDING', 'READY'],
+  lease: ['LEASED', 'WAITING_SIGNAL'],
+  run: ['RUNNING', 'ACTIVE'],
+  review: ['NEEDS_REVIEW', 'UNKNOWN', 'IN_REVIEW', 'PAUSED', 'paused', 'draining'],
+  ok: ['SUCCEEDED', 'ACKED', 'active'],
+  bad: ['FAILED', 'DEADLINE_EXCEEDED'],
+  off: ['CANCELLED', 'EXPIRED', 'SKIPPED', 'retired'],
 };
+const STATE_CLASS = new Map(Object.entries(STATES_BY_CLASS).flatMap(([cls, states]) => states.map((s) => [s, cls] as const)));
 
 /** retired, paused or active: the lifecycle of queues, subscriptions, schedules and workflows. */
 export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): string {
@@ -37,7 +23,7 @@ export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): 
 }
 
 export function Badge({ state }: { state: string }) {
-  return <span class={`badge b-${STATE_CLASS[state] ?? 'off'}`}>{state}</span>;
+  return <span class={`badge b-${STATE_CLASS.get(state) ?? 'off'}`}>{state}</span>;
 }
 
 export function ErrorBox({ error, title }: { error: ApiError | undefined; title?: string }) {

@@ -1,20 +1,20 @@
 import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';
-import { enc, get } from '../api.js';
-import { useResource } from '../hooks.js';
+import { enc } from '../api.js';
+import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
+import { lacking, type SessionInfo } from '../session.js';
 import { ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 import { queueBadge } from './overview.js';
 import { loadSchedules, type Schedule } from './schedules-api.js';
 import { TaskTable } from './task-table.js';
 
 export function QueuePage({ id, session }: { id: string; session: SessionInfo }) {
-  const q = useResource(() => get<{ queue: Queue }>(`/v1/queues/${enc(id)}`), [id]);
-  const stats = useResource(() => get<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`), [id]);
-  const tasks = useResource(session.scopes.has('tasks:read') ? () => get<{ tasks: Task[] }>(`/v1/tasks?queue_id=${enc(id)}&limit=20`) : null, [id]);
-  const subs = useResource(session.scopes.has('events:read') ? () => get<{ subscriptions: Subscription[] }>('/v1/subscriptions') : null, []);
-  const schedules = useResource(() => loadSchedules(), []);
+  const q = useGet<{ queue: Queue }>(`/v1/queues/${enc(id)}`);
+  const stats = useGet<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`);
+  const tasks = useGet<{ tasks: Task[] }>(session.scopes.has('tasks:read') ? `/v1/tasks?queue_id=${enc(id)}&limit=20` : null);
+  const subs = useGet<{ subscriptions: Subscription[] }>(session.scopes.has('events:read') ? '/v1/subscriptions' : null);
+  const schedules = useResource(loadSchedules, []);
   const queue = q.data?.queue;
   const s = stats.data?.stats;
   return (
@@ -36,7 +36,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
               ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
             ]}
           />
-          <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
+          <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
         </Section>
       )}
       <Section title="Stats">

@@ -1,10 +1,7 @@
 // The schedules API as the console reads it, typed by the server's own response shapes. A 404 on
 // the list means a server without /v1/schedules: the pages say so instead of failing.
-import type { Schedule as ScheduleView, ScheduleFire, ScheduleVersion } from '../../../../protocol/http-views.js';
+import type { Schedule as ScheduleView, ScheduleVersion } from '../../../../protocol/http-views.js';
 import { ApiError, enc, get } from '../api.js';
-
-export type { ScheduleVersion };
-export type Fire = ScheduleFire;
 
 /** The queue is filled in by the console: it is not part of the resource. */
 export type Schedule = ScheduleView & { queue_id?: string };

@@ -2,8 +2,7 @@
 import { useState } from 'preact/hooks';
 import type { Task } from '../../../../protocol/http-views.js';
 import { TASK_STATES } from '../../../../protocol/states.js';
-import { get, withQuery } from '../api.js';
-import { usePager, useResource } from '../hooks.js';
+import { usePage } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
 import { ErrorBox, Loading, onSubmit, PagerBar, Section, Select } from '../ui.js';
@@ -14,12 +13,7 @@ const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as cons
 export function TasksPage({ query, session }: { query: URLSearchParams; session: SessionInfo }) {
   const filters = Object.fromEntries(FILTERS.map((k) => [k, query.get(k) ?? ''])) as Record<(typeof FILTERS)[number], string>;
   const [draft, setDraft] = useState(filters);
-  const pager = usePager();
-  const cursor = pager.cursor;
-  const page = useResource(
-    () => get<{ tasks: Task[]; next_cursor: string | null }>(withQuery('/v1/tasks', { ...filters, limit: '50', cursor })),
-    [filters, cursor],
-  );
+  const [page, pager] = usePage<{ tasks: Task[] }>('/v1/tasks', filters);
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
   const apply = onSubmit(() => {
     pager.first();

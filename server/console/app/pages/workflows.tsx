@@ -2,17 +2,16 @@
 import { useEffect, useState } from 'preact/hooks';
 import { WORKFLOW_RUN_STATES } from '../../../../protocol/states.js';
 import type { StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
-import type { WorkflowRunReceipt, WorkflowVersion } from '../../../../protocol/workflow-views.js';
+import type { Workflow, WorkflowRunReceipt, WorkflowRunSummary, WorkflowVersion } from '../../../../protocol/workflow-views.js';
 import { ActionStatus } from '../actions.js';
-import { enc, get, type ApiError } from '../api.js';
-import { useAction, usePager, useResource } from '../hooks.js';
+import { enc, type ApiError } from '../api.js';
+import { useAction, useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
+import { lacking, type SessionInfo } from '../session.js';
 import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
-import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, type Workflow } from './workflows-api.js';
 
 const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
@@ -21,8 +20,7 @@ export function WorkflowsPage({ id, query, session }: { id?: string; query: URLS
 }
 
 function WorkflowList({ query }: { query: URLSearchParams }) {
-  const pager = usePager();
-  const list = useResource(() => listWorkflows(pager.cursor), [pager.cursor]);
+  const [list, pager] = usePage<{ workflows: Workflow[] }>('/v1/workflows', {}, '100');
   const names = new Map((list.data?.workflows ?? []).map((w) => [w.id, w.name]));
   return (
     <>
@@ -51,8 +49,7 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
   const state = query.get('state') ?? '';
   const workflowId = fixed ?? query.get('workflow_id') ?? '';
   const [draft, setDraft] = useState({ state, workflow_id: workflowId });
-  const pager = usePager();
-  const runs = useResource(() => listRuns({ workflow_id: workflowId, state, cursor: pager.cursor }), [workflowId, state, pager.cursor]);
+  const [runs, pager] = usePage<{ runs: WorkflowRunSummary[] }>('/v1/workflow-runs', { workflow_id: workflowId, state });
   const apply = onSubmit(() => {
     pager.first();
     location.hash = href('workflows', fixed, fixed ? { state: draft.state } : draft);
@@ -116,8 +113,8 @@ function editable(v: WorkflowVersion): { steps: WorkflowVersion['steps'] } {
 }
 
 function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
-  const wf = useResource(() => getWorkflow(id), [id]);
-  const versions = useResource(() => get<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`), [id]);
+  const wf = useGet<{ workflow: Workflow }>(`/v1/workflows/${enc(id)}`);
+  const versions = useGet<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`);
   const w = wf.data?.workflow;
   if (unavailable(wf.error) && !w) return <Section title="Workflow">{UNAVAILABLE}</Section>;
   if (wf.error && !w) return <ErrorBox error={wf.error} />;
@@ -149,7 +146,7 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
           revision={w.revision}
           next={w.current_version + 1}
           initial={editable(newest)}
-          why={manageWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined)}
+          why={lacking(session, 'workflows:manage') ?? (w.retired_at ? 'the workflow is retired' : undefined)}
           preview={preview}
         />
       )}
@@ -173,7 +170,7 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
   useEffect(() => {
     if (started) location.hash = href('workflow-runs', started);
   }, [started]);
-  const why = runWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined);
+  const why = lacking(session, 'workflows:run') ?? (w.retired_at ? 'the workflow is retired' : undefined);
   return (
     <Section title="Start a run">
       <div class="start-run">
