@@ -4,7 +4,8 @@ import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
 import { VERSION_NUMBER_RE } from '../http/definition-routes.js';
-import { ROUTE_META, type RouteMeta } from './routes-meta.js';
+import { ROUTE_META } from './routes-meta.js';
+import type { RouteMeta } from './route-meta-type.js';
 import { apiDescription, tagOf, TAGS } from './openapi-info.js';
 import { scopeTable } from './scopes.js';
 

@@ -1,12 +1,29 @@
-// The OpenAPI metadata of the workflow definition routes, spread into ROUTE_META.
-import { CreateWorkflowBody, PublishWorkflowVersionBody, RetireWorkflowBody } from '@orbit/protocol/workflow-schemas';
+// The OpenAPI metadata of the workflow definition and run routes, spread into ROUTE_META.
+import {
+  CancelWorkflowRunBody,
+  CreateWorkflowBody,
+  PauseWorkflowRunBody,
+  PublishWorkflowVersionBody,
+  ResumeWorkflowRunBody,
+  RetireWorkflowBody,
+  SendSignalBody,
+  StartWorkflowRunBody,
+} from '@orbit/protocol/workflow-schemas';
+import { WORKFLOW_RUN_STATES } from '@orbit/protocol/states';
 import { cursor, limit, type RouteMeta } from './route-meta-type.js';
 
-const read = (summary: string, description: string, returns: string): RouteMeta => ({
+/** Workflows and runs are readable with any workflow scope or tasks:read. */
+const READ_SCOPES = ['workflows:manage', 'workflows:run', 'tasks:read'];
+const read = (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes: READ_SCOPES, returns });
+
+const runCommand = (summary: string, description: string, body: RouteMeta['body']): RouteMeta => ({
   summary,
   description,
-  scopes: ['workflows:manage', 'workflows:run', 'tasks:read'],
-  returns,
+  scopes: ['workflows:run'],
+  body,
+  idempotent: true,
+  returns: '{run, deduplicated}',
+  errors: ['STATE_CONFLICT'],
 });
 
 export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
@@ -48,4 +65,48 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     returns: '{workflow, deduplicated}',
     errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'RESOURCE_BUSY'],
   },
+  'POST /v1/workflows/{id}/runs': {
+    summary: 'Start a workflow run',
+    description:
+      'Starts a run of the current (or a named) version; its root steps start in the same transaction. A retired workflow, or a version naming a retired queue, is RESOURCE_RETIRED.',
+    scopes: ['workflows:run'],
+    body: StartWorkflowRunBody,
+    idempotent: true,
+    status: 201,
+    returns: '{run, deduplicated}',
+    errors: ['RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
+  },
+  'POST /v1/workflow-runs/{id}:pause': runCommand(
+    'Pause a workflow run',
+    'Pauses a run: no new step tasks are created; steps that may start become READY.',
+    PauseWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}:resume': runCommand(
+    'Resume a workflow run',
+    "Resumes a paused run: the READY steps' tasks are created in its transaction.",
+    ResumeWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}:cancel': runCommand(
+    'Cancel a workflow run',
+    'Cancels a run: its WAITING and LEASED tasks are cancelled (permits released, task.cancel sent), RUNNING ones are recorded when they finish.',
+    CancelWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}/signals': runCommand(
+    'Send a signal to a workflow run',
+    'Sends a named signal: the step waiting for it succeeds with the payload; sent early, it is kept until the step starts.',
+    SendSignalBody,
+  ),
+  'GET /v1/workflow-runs': {
+    summary: 'List workflow runs',
+    description: 'Runs newest first, filtered by workflow and state, without their steps and input.',
+    scopes: READ_SCOPES,
+    returns: '{runs, next_cursor}',
+    query: [
+      { name: 'workflow_id', description: 'only the runs of this workflow' },
+      { name: 'state', description: 'only the runs in this state', enum: WORKFLOW_RUN_STATES },
+      limit,
+      cursor,
+    ],
+  },
+  'GET /v1/workflow-runs/{id}': read('Read a workflow run', 'One run with its steps: their task ids in element order, outputs, errors and times.', '{run}'),
 };

@@ -16,9 +16,6 @@ import {
 } from '@orbit/protocol/http-schemas';
 import { SCHEDULE_ROUTE_META } from './routes-meta-schedules.js';
 import { WORKFLOW_ROUTE_META } from './routes-meta-workflows.js';
-import { WORKFLOW_RUN_ROUTE_META } from './routes-meta-workflow-runs.js';
-
-export type { QueryParam, RouteMeta } from './route-meta-type.js';
 
 export const ROUTE_META: Record<string, RouteMeta> = {
   'GET /healthz': {
@@ -257,5 +254,4 @@ export const ROUTE_META: Record<string, RouteMeta> = {
   },
   ...SCHEDULE_ROUTE_META,
   ...WORKFLOW_ROUTE_META,
-  ...WORKFLOW_RUN_ROUTE_META,
 };
