@@ -1,6 +1,6 @@
 // What the console knows about the signed-in credential, learned only through public calls.
 import type { Queue, Task } from '../../../protocol/http-views.js';
-import { ApiError, get, probeCommandScope } from './api.js';
+import { ApiError, get, probe } from './api.js';
 
 export type Scope =
   'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
@@ -12,25 +12,23 @@ export interface SessionInfo {
   namespaceId: string | null;
 }
 
-async function readable<T>(path: string, token: string): Promise<T | null> {
+/** What `call` answers, or `refused[status]` when it is refused with one of those statuses. */
+async function unless<T>(call: Promise<T>, refused: Record<number, T>): Promise<T> {
   try {
-    return await get<T>(path, token);
+    return await call;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 403) return null;
+    if (e instanceof ApiError && e.status in refused) return refused[e.status]!;
     throw e;
   }
 }
 
-/** On a server without the API (404), the commands it gates are shown disabled and sign-in
- * does not fail. */
-async function probeOptionalScope(path: string, token: string): Promise<boolean> {
-  try {
-    return await probeCommandScope(path, token);
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return false;
-    throw e;
-  }
-}
+const readable = <T>(path: string, token: string) => unless<T | null>(get<T>(path, token), { 403: null });
+/** `absent`: a server without the API (404) shows the commands it gates disabled, and sign-in does not fail. */
+const commandScope = (path: string, token: string, absent: Record<number, boolean> = {}) =>
+  unless(
+    probe(path, token).then(() => true),
+    { 400: true, 403: false, ...absent },
+  );
 
 /** Throws ApiError (401 for a bad token) like any call. */
 export async function loadSession(token: string): Promise<SessionInfo> {
@@ -40,14 +38,14 @@ export async function loadSession(token: string): Promise<SessionInfo> {
     ['queues:manage', queues],
     ['tasks:read', tasks],
     ['events:read', readable('/v1/subscriptions', token)],
-    ['tasks:submit', probeCommandScope('/v1/tasks', token)],
-    ['events:manage', probeCommandScope('/v1/subscriptions', token)],
-    ['workflows:manage', probeOptionalScope('/v1/workflows', token)],
+    ['tasks:submit', commandScope('/v1/tasks', token)],
+    ['events:manage', commandScope('/v1/subscriptions', token)],
+    ['workflows:manage', commandScope('/v1/workflows', token, { 404: false })],
     // Any well-formed run id (32 hex; the router refuses others with 404): the scope is checked
     // before the Idempotency-Key and before the run is looked up.
-    ['workflows:run', probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token)],
+    ['workflows:run', commandScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token, { 404: false })],
   ];
-  const granted = await Promise.all(probes.map(async ([scope, probe]) => ((await probe) ? [scope] : [])));
+  const granted = await Promise.all(probes.map(async ([scope, answer]) => ((await answer) ? [scope] : [])));
   const [q, t] = [await queues, await tasks];
   return { scopes: new Set(granted.flat()), queues: q?.queues ?? [], namespaceId: q?.queues[0]?.namespace_id ?? t?.tasks[0]?.namespace_id ?? null };
 }

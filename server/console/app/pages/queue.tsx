@@ -1,20 +1,35 @@
-import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
+import type { Queue, QueueStats, Schedule, ScheduleVersion, Subscription, Task } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';
-import { enc } from '../api.js';
+import { ApiError, enc, get } from '../api.js';
 import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
 import { ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 import { queueBadge } from './overview.js';
-import { loadSchedules, type Schedule } from './schedules-api.js';
 import { TaskTable } from './task-table.js';
+
+/** The schedules that create tasks in the queue (their current version names it); null on a server
+ * without /v1/schedules (404). */
+async function queueSchedules(queueId: string): Promise<Schedule[] | null> {
+  let list: { schedules: Schedule[] };
+  try {
+    list = await get<{ schedules: Schedule[] }>('/v1/schedules?limit=100');
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  }
+  const versions = await Promise.all(
+    list.schedules.map((s) => get<{ version: ScheduleVersion }>(`/v1/schedules/${enc(s.id)}/versions/${s.current_version}`).catch(() => null)),
+  );
+  return list.schedules.filter((_s, i) => versions[i]?.version.task.queue_id === queueId);
+}
 
 export function QueuePage({ id, session }: { id: string; session: SessionInfo }) {
   const q = useGet<{ queue: Queue }>(`/v1/queues/${enc(id)}`);
   const stats = useGet<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`);
   const tasks = useGet<{ tasks: Task[] }>(session.scopes.has('tasks:read') ? `/v1/tasks?queue_id=${enc(id)}&limit=20` : null);
   const subs = useGet<{ subscriptions: Subscription[] }>(session.scopes.has('events:read') ? '/v1/subscriptions' : null);
-  const schedules = useResource(loadSchedules, []);
+  const schedules = useResource(() => queueSchedules(id), [id]);
   const queue = q.data?.queue;
   const s = stats.data?.stats;
   return (
@@ -81,7 +96,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
         <ErrorBox error={schedules.error} />
         {schedules.data && (
           <Table
-            rows={schedules.data.filter((x: Schedule) => x.queue_id === id)}
+            rows={schedules.data}
             rowKey={(x) => x.id}
             empty="No schedules target this queue."
             cols={[

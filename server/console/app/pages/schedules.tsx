@@ -1,11 +1,10 @@
 // Schedules. A server without /v1/schedules gets a clear notice.
-import type { ScheduleFire, ScheduleVersion } from '../../../../protocol/http-views.js';
+import type { Schedule, ScheduleFire, ScheduleVersion } from '../../../../protocol/http-views.js';
 import { ActionStatus, LifecycleActions } from '../actions.js';
 import { enc } from '../api.js';
 import { useAction, useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
 import { Badge, Button, ErrorBox, Fields, lifecycle, Loading, PagerBar, Section, Table, Time } from '../ui.js';
-import type { Schedule } from './schedules-api.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
 
 const UNAVAILABLE = <Unavailable what="Schedules" api="/v1/schedules" />;

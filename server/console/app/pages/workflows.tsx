@@ -21,7 +21,6 @@ export function WorkflowsPage({ id, query, session }: { id?: string; query: URLS
 
 function WorkflowList({ query }: { query: URLSearchParams }) {
   const [list, pager] = usePage<{ workflows: Workflow[] }>('/v1/workflows', {}, '100');
-  const names = new Map((list.data?.workflows ?? []).map((w) => [w.id, w.name]));
   return (
     <>
       <DefinitionList
@@ -39,13 +38,14 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
           { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
         ]}
       />
-      <RunList query={query} names={names} workflows={list.data?.workflows ?? []} />
+      <RunList query={query} workflows={list.data?.workflows ?? []} />
     </>
   );
 }
 
 /** The filters live in the route, so a view can be linked. */
-function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; names: Map<string, string>; workflows: Workflow[]; fixed?: string }) {
+function RunList({ query, workflows, fixed }: { query: URLSearchParams; workflows: Workflow[]; fixed?: string }) {
+  const names = new Map(workflows.map((w) => [w.id, w.name]));
   const state = query.get('state') ?? '';
   const workflowId = fixed ?? query.get('workflow_id') ?? '';
   const [draft, setDraft] = useState({ state, workflow_id: workflowId });
@@ -151,7 +151,7 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
         />
       )}
       <VersionHistory versions={all} current={w.current_version} error={versions.error} summary={(v) => `${v.steps.length} steps — `} body={editable} />
-      <RunList query={query} names={new Map([[w.id, w.name]])} workflows={[w]} fixed={w.id} />
+      <RunList query={query} workflows={[w]} fixed={w.id} />
     </>
   );
 }
