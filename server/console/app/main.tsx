@@ -7,16 +7,16 @@ import { AccessPage } from './pages/access.js';
 import { Overview } from './pages/overview.js';
 import { QueuePage } from './pages/queue.js';
 import { ResourceKeyPage } from './pages/resource-key.js';
-import { SchedulesPage } from './pages/schedules.js';
-import { SubscriptionsPage } from './pages/subscriptions.js';
+import { ScheduleDetail, ScheduleList } from './pages/schedules.js';
+import { SubscriptionDetail, SubscriptionList } from './pages/subscriptions.js';
 import { TaskPage } from './pages/task.js';
 import { TasksPage } from './pages/tasks.js';
 import { WorkersPage } from './pages/workers.js';
 import { WorkflowRunPage } from './pages/workflow-run.js';
-import { WorkflowsPage } from './pages/workflows.js';
+import { WorkflowDetail, WorkflowList } from './pages/workflows.js';
 import { href, useRoute, type Route } from './router.js';
 import { loadSession, type SessionInfo } from './session.js';
-import { ErrorBox, Loading } from './ui.js';
+import { ErrorBox, Loading, TextField } from './ui.js';
 
 const NAV: [string, string][] = [
   ['overview', 'Overview'],
@@ -53,10 +53,7 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: SessionInfo) => void; 
       <form class="card" onSubmit={(e) => void submit(e)}>
         <h1>Orbit console</h1>
         <p class="muted">Paste a credential token. It stays in this tab only (sessionStorage) and is sent to this gateway's /v1 API.</p>
-        <label>
-          Token
-          <input name="token" type="password" autoComplete="off" required value={token} onInput={(e) => setDraft(e.currentTarget.value)} />
-        </label>
+        <TextField label="Token" name="token" type="password" autoComplete="off" required value={token} set={setDraft} />
         <button class="btn primary" type="submit" disabled={busy || token.trim() === ''}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
@@ -73,10 +70,10 @@ const PAGES: Record<string, (r: Route, session: SessionInfo) => JSX.Element> = {
   task: (r, session) => (r.id ? <TaskPage id={r.id} session={session} /> : <TasksPage query={r.query} session={session} />),
   key: (r) => <ResourceKeyPage id={r.id} />,
   workers: (r, session) => <WorkersPage session={session} queueId={r.query.get('queue_id') ?? undefined} />,
-  subscriptions: (r, session) => <SubscriptionsPage id={r.id} session={session} />,
-  schedules: (r) => <SchedulesPage id={r.id} />,
-  workflows: (r, session) => <WorkflowsPage id={r.id} query={r.query} session={session} />,
-  'workflow-runs': (r, session) => (r.id ? <WorkflowRunPage id={r.id} session={session} /> : <WorkflowsPage query={r.query} session={session} />),
+  subscriptions: (r, session) => (r.id ? <SubscriptionDetail id={r.id} session={session} /> : <SubscriptionList session={session} />),
+  schedules: (r) => (r.id ? <ScheduleDetail id={r.id} /> : <ScheduleList />),
+  workflows: (r, session) => (r.id ? <WorkflowDetail id={r.id} query={r.query} session={session} /> : <WorkflowList query={r.query} />),
+  'workflow-runs': (r, session) => (r.id ? <WorkflowRunPage id={r.id} session={session} /> : <WorkflowList query={r.query} />),
   access: (_r, session) => <AccessPage session={session} />,
   overview: (_r, session) => <Overview session={session} />,
 };

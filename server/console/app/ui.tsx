@@ -1,6 +1,6 @@
 // Small shared pieces. Every API value is rendered as a text child (Preact escapes it): no
 // dangerouslySetInnerHTML anywhere in the console.
-import type { ButtonHTMLAttributes, ComponentChildren } from 'preact';
+import type { ButtonHTMLAttributes, ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useState } from 'preact/hooks';
 import type { MinuteBucket } from '../../../protocol/http-views.js';
 import type { ApiError } from './api.js';
@@ -221,7 +221,8 @@ export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pa
   );
 }
 
-/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. */
+/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. With a
+ * `label`, the select is inside its label element. */
 export function Select(p: {
   name: string;
   value: string;
@@ -229,8 +230,9 @@ export function Select(p: {
   options: readonly (string | readonly [string, string])[];
   any?: string;
   disabled?: boolean;
+  label?: string;
 }) {
-  return (
+  const select = (
     <select name={p.name} value={p.value} onChange={(e) => p.set(e.currentTarget.value)} disabled={p.disabled}>
       {p.any !== undefined && <option value="">{p.any}</option>}
       {p.options.map((o) => {
@@ -242,5 +244,23 @@ export function Select(p: {
         );
       })}
     </select>
+  );
+  return p.label === undefined ? (
+    select
+  ) : (
+    <label>
+      {p.label}
+      {select}
+    </label>
+  );
+}
+
+/** A labelled text input; `set` gets each edit. */
+export function TextField({ label, set, ...input }: { label: string; set: (v: string) => void } & InputHTMLAttributes<HTMLInputElement>) {
+  return (
+    <label>
+      {label}
+      <input {...input} onInput={(e) => set(e.currentTarget.value)} />
+    </label>
   );
 }

@@ -9,11 +9,7 @@ import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailabl
 
 const UNAVAILABLE = <Unavailable what="Schedules" api="/v1/schedules" />;
 
-export function SchedulesPage({ id }: { id?: string }) {
-  return id ? <ScheduleDetail id={id} /> : <ScheduleList />;
-}
-
-function ScheduleList() {
+export function ScheduleList() {
   const [list, pager] = usePage<{ schedules: Schedule[] }>('/v1/schedules');
   return (
     <DefinitionList
@@ -40,7 +36,7 @@ function editable(v: ScheduleVersion): Omit<ScheduleVersion, 'number' | 'created
   return rest;
 }
 
-function ScheduleDetail({ id }: { id: string }) {
+export function ScheduleDetail({ id }: { id: string }) {
   const sch = useGet<{ schedule: Schedule }>(`/v1/schedules/${enc(id)}`);
   const versions = useGet<{ versions: ScheduleVersion[] }>(`/v1/schedules/${enc(id)}/versions`);
   const [fires, pager] = usePage<{ fires: ScheduleFire[] }>(`/v1/schedules/${enc(id)}/fires`);

@@ -20,11 +20,7 @@ export function SlotMeter({ subs }: { subs: Subscription[] }) {
   );
 }
 
-export function SubscriptionsPage({ id, session }: { id?: string; session: SessionInfo }) {
-  return id ? <SubscriptionDetail id={id} session={session} /> : <SubscriptionList session={session} />;
-}
-
-function SubscriptionList({ session }: { session: SessionInfo }) {
+export function SubscriptionList({ session }: { session: SessionInfo }) {
   const list = useGet<{ subscriptions: Subscription[] }>('/v1/subscriptions');
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
   return (
@@ -51,7 +47,7 @@ function SubscriptionList({ session }: { session: SessionInfo }) {
   );
 }
 
-function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo }) {
+export function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo }) {
   const sub = useGet<{ subscription: Subscription }>(`/v1/subscriptions/${enc(id)}`);
   const [state, setState] = useState('');
   const [deliveries, pager] = usePage<{ deliveries: DeliveryRecord[] }>(`/v1/subscriptions/${enc(id)}/deliveries`, { state });

@@ -6,7 +6,7 @@ import { enc } from '../api.js';
 import { useAction, useGet } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, TextField, Time } from '../ui.js';
 
 type Resolution = ResolveTaskBody['resolution'];
 
@@ -64,10 +64,7 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
           ]}
         />
         <div class="actions">
-          <label>
-            Reason (optional)
-            <input name="reason" maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-          </label>
+          <TextField label="Reason (optional)" name="reason" maxLength={512} value={reason} set={setReason} />
           <div class="row">
             <Button
               class="btn danger"

@@ -7,7 +7,7 @@ import { enc, get } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, TextField, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 
@@ -172,10 +172,7 @@ function RunCommands({ run, why }: { run: WorkflowRun; why: string | undefined }
       {open && !why && (
         <form class="retire" onSubmit={onSubmit(() => void cancel.run(cancelBody))}>
           <p>Cancelling ends the run: its waiting and leased tasks are cancelled, running ones finish and are recorded, nothing starts after them.</p>
-          <label>
-            Reason
-            <input name="run_reason" maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-          </label>
+          <TextField label="Reason" name="run_reason" maxLength={512} value={reason} set={setReason} />
           <button type="submit" class="btn danger" disabled={cancel.busy} data-act="cancel-run">
             Cancel run
           </button>
@@ -221,10 +218,7 @@ function Signals({ run, version, why }: { run: WorkflowRun; version: WorkflowVer
       />
       <p class="muted">A signal sent before its step is reached is kept and consumed when the step starts; each name can be sent once.</p>
       <div class="signal-form">
-        <label>
-          Name
-          <Select name="signal_name" value={chosen} set={setName} options={waits.map((s) => s.signal!.name)} />
-        </label>
+        <Select label="Name" name="signal_name" value={chosen} set={setName} options={waits.map((s) => s.signal!.name)} />
         <JsonField name="signal_payload" label="Payload (JSON)" draft={payload} error={send.error} prefix="payload" rows={3} />
         <div class="row">
           <Button why={why} disabled={send.busy || !!payload.problem || !chosen} onClick={() => void send.run(body)} data-act="signal">

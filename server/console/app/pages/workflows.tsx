@@ -8,18 +8,14 @@ import { enc, type ApiError } from '../api.js';
 import { useAction, useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, TextField, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
 
 const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
-export function WorkflowsPage({ id, query, session }: { id?: string; query: URLSearchParams; session: SessionInfo }) {
-  return id ? <WorkflowDetail id={id} query={query} session={session} /> : <WorkflowList query={query} />;
-}
-
-function WorkflowList({ query }: { query: URLSearchParams }) {
+export function WorkflowList({ query }: { query: URLSearchParams }) {
   const [list, pager] = usePage<{ workflows: Workflow[] }>('/v1/workflows', {}, '100');
   return (
     <>
@@ -58,21 +54,16 @@ function RunList({ query, workflows, fixed }: { query: URLSearchParams; workflow
     <Section title="Runs">
       <form class="filters" onSubmit={apply} data-run-filters>
         {!fixed && (
-          <label>
-            Workflow
-            <Select
-              name="workflow_id"
-              value={draft.workflow_id}
-              set={(v) => setDraft({ ...draft, workflow_id: v })}
-              any="any"
-              options={workflows.map((w) => [w.id, w.name] as const)}
-            />
-          </label>
+          <Select
+            label="Workflow"
+            name="workflow_id"
+            value={draft.workflow_id}
+            set={(v) => setDraft({ ...draft, workflow_id: v })}
+            any="any"
+            options={workflows.map((w) => [w.id, w.name] as const)}
+          />
         )}
-        <label>
-          State
-          <Select name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
-        </label>
+        <Select label="State" name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
         <button type="submit" class="btn">
           Apply
         </button>
@@ -112,7 +103,7 @@ function editable(v: WorkflowVersion): { steps: WorkflowVersion['steps'] } {
   return { steps: v.steps };
 }
 
-function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
+export function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
   const wf = useGet<{ workflow: Workflow }>(`/v1/workflows/${enc(id)}`);
   const versions = useGet<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`);
   const w = wf.data?.workflow;
@@ -176,20 +167,15 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
       <div class="start-run">
         <JsonField name="run_input" label="Input (JSON)" draft={input} error={start.error} prefix="input" rows={4} />
         <div class="row">
-          <label>
-            Concurrency key (optional)
-            <input name="run_concurrency_key" maxLength={256} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
-          </label>
-          <label>
-            Version
-            <Select
-              name="run_version"
-              value={version}
-              set={setVersion}
-              any={`current (${w.current_version})`}
-              options={versions.map((v) => String(v.number))}
-            />
-          </label>
+          <TextField label="Concurrency key (optional)" name="run_concurrency_key" maxLength={256} value={key} set={setKey} />
+          <Select
+            label="Version"
+            name="run_version"
+            value={version}
+            set={setVersion}
+            any={`current (${w.current_version})`}
+            options={versions.map((v) => String(v.number))}
+          />
         </div>
         <div class="row">
           <Button why={why} disabled={start.busy || !!input.problem} onClick={() => void start.run(body)} data-act="start-run">
