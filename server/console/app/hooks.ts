@@ -84,27 +84,22 @@ export function useAction<B, R = unknown>(path: string): Action<B, R> {
   return { ...state, run, key: pending.current?.key };
 }
 
-export interface Pager {
-  page: number;
-  first: () => void;
-  prev: () => void;
-  next: (cursor: string | null | undefined) => void;
-}
-
 /** A GET of `path` (null: not readable, nothing loaded), reloaded when the path changes. */
 export function useGet<T>(path: string | null): Resource<T> {
   return useResource(path === null ? null : () => get<T>(path), [path]);
 }
 
 /** One page of a list: forward-only API cursors, with the cursors of earlier pages kept for Previous. */
-export function usePage<T>(path: string, query: Record<string, string | undefined> = {}, limit = '50'): [Resource<T & { next_cursor: string | null }>, Pager] {
+export function usePage<T>(path: string, query: Record<string, string | undefined> = {}, limit = '50') {
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
-  const pager: Pager = {
+  const pager = {
     page: cursors.length + 1,
     first: () => setCursors([]),
     prev: () => setCursors(cursors.slice(0, -1)),
-    next: (c) => c && setCursors([...cursors, c]),
+    next: (c: string | null | undefined) => c && setCursors([...cursors, c]),
   };
-  return [useGet(withQuery(path, { ...query, limit, cursor })), pager];
+  return [useGet<T & { next_cursor: string | null }>(withQuery(path, { ...query, limit, cursor })), pager] as const;
 }
+
+export type Pager = ReturnType<typeof usePage>[1];

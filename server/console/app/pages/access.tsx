@@ -6,8 +6,7 @@ import { QueueLifecycle } from '../actions.js';
 import { useGet } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
-import { Copy, ErrorBox, Fields, Section, Select } from '../ui.js';
-import { queueBadge } from './overview.js';
+import { Badge, Copy, ErrorBox, Fields, lifecycle, Section, Select } from '../ui.js';
 import { SlotMeter } from './subscriptions.js';
 
 function curlSnippet(origin: string, queueId: string): string {
@@ -72,7 +71,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
       </Section>
       {queue ? (
         <>
-          <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
+          <Section title={`Queue ${queue.name}`} actions={<Badge state={lifecycle(queue)} />}>
             <Fields
               items={[
                 ['queue id', <code data-selected-queue>{queue.id}</code>],

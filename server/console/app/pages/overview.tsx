@@ -7,10 +7,6 @@ import { Badge, ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Tab
 
 const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'];
 
-export function queueBadge(q: Queue) {
-  return <Badge state={lifecycle(q)} />;
-}
-
 export async function loadQueuesWithStats(): Promise<{ queue: Queue; stats: QueueStats | null }[]> {
   const { queues } = await get<{ queues: Queue[] }>('/v1/queues');
   return Promise.all(
@@ -53,7 +49,7 @@ export function Overview({ session }: { session: SessionInfo }) {
             empty="No queues."
             cols={[
               { label: 'queue', cell: (r) => <a href={href('queues', r.queue.id)}>{r.queue.name}</a> },
-              { label: 'state', cell: (r) => queueBadge(r.queue) },
+              { label: 'state', cell: (r) => <Badge state={lifecycle(r.queue)} /> },
               { label: 'waiting', class: 'num', cell: (r) => r.stats?.waiting ?? '—' },
               { label: 'leased', class: 'num', cell: (r) => r.stats?.leased ?? '—' },
               { label: 'running', class: 'num', cell: (r) => r.stats?.running ?? '—' },

@@ -4,8 +4,7 @@ import { ApiError, enc, get } from '../api.js';
 import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
-import { ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
-import { queueBadge } from './overview.js';
+import { Badge, ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
 /** The schedules that create tasks in the queue (their current version names it); null on a server
@@ -37,7 +36,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
       <ErrorBox error={q.error} />
       {!queue && !q.error && <Loading what="queue" />}
       {queue && (
-        <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
+        <Section title={`Queue ${queue.name}`} actions={<Badge state={lifecycle(queue)} />}>
           <Fields
             items={[
               ['id', <code>{queue.id}</code>],
