@@ -74,7 +74,7 @@ export function get<T>(path: string, token?: string): Promise<T> {
   return request<T>('GET', path, undefined, undefined, token);
 }
 
-/** A receipt-bearing command; the caller owns the key (see actions.ts). */
+/** A receipt-bearing command; the caller owns the key (see useAction). */
 export function command<T>(path: string, body: unknown, idempotencyKey: string): Promise<T> {
   return request<T>('POST', path, body, idempotencyKey);
 }

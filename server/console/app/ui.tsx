@@ -140,7 +140,7 @@ export function Id({ id }: { id: string }) {
   );
 }
 
-export function Copy({ text, label = 'Copy' }: { text: string; label?: string }) {
+export function Copy({ text }: { text: string }) {
   const [ok, setOk] = useState(false);
   return (
     <button
@@ -148,7 +148,7 @@ export function Copy({ text, label = 'Copy' }: { text: string; label?: string })
       class="btn small"
       onClick={() => void navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}
     >
-      {ok ? 'Copied' : label}
+      {ok ? 'Copied' : 'Copy'}
     </button>
   );
 }
