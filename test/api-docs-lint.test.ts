@@ -10,7 +10,7 @@ import { Parser } from '@asyncapi/parser';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '@orbit/protocol/errors';
 import { ALL_SCOPES } from '../server/admin/access.js';
-import { apiDocumentText } from '../server/api-docs/documents.js';
+import { apiDocumentText } from '../server/api-docs/serve.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const SEVERITY = ['error', 'warning', 'info', 'hint'];

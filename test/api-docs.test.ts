@@ -56,8 +56,8 @@ describe('OpenAPI', () => {
       const op = doc.paths[route.template]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.template}`).toBeDefined();
       const meta = ROUTE_META[`${route.method} ${route.template}`]!;
-      expect(Boolean(meta.scope)).toBe(route.auth);
-      const granting = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [];
+      expect(Boolean(meta.scopes)).toBe(route.auth);
+      const granting = meta.scopes ?? [];
       expect(op!['x-orbit-scopes']).toEqual(granting);
       // Bearer tokens carry no OAuth scopes: one requirement naming the scheme, the scopes in x-orbit-scopes.
       expect(op!.security).toEqual(granting.length ? [{ bearer: [] }] : []);
@@ -66,7 +66,7 @@ describe('OpenAPI', () => {
         expect(op!.responses[status]?.content?.['application/json']?.schema.properties.error.properties.code.enum, `${route.template} ${code}`).toContain(code);
       }
       if (route.auth) expect(op!['x-orbit-error-codes']).toEqual(expect.arrayContaining(['UNAUTHENTICATED', 'PERMISSION_DENIED', 'INTERNAL', 'UNAVAILABLE']));
-      for (const code of meta.errors) expect(op!['x-orbit-error-codes']).toContain(code);
+      for (const code of meta.errors ?? []) expect(op!['x-orbit-error-codes']).toContain(code);
     }
   });
 
@@ -99,8 +99,7 @@ describe('OpenAPI', () => {
     const id = '0'.repeat(32);
     for (const route of routes.filter((r) => r.auth)) {
       const meta = ROUTE_META[`${route.method} ${route.template}`]!;
-      const scope = meta.scope!;
-      const granting = [scope, ...(meta.orScopes ?? [])];
+      const granting = meta.scopes!;
       const p = route.template.replace(/\{id\}/g, id);
       const send = async (token: string) =>
         (

@@ -3,7 +3,7 @@
 // that a CSP without unsafe-inline would block. Plain HTTP against a real gateway process.
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { CONSOLE_BUDGET_GZIP_BYTES } from '../server/console/files.js';
+import { CONSOLE_BUDGET_GZIP_BYTES } from '../server/console/build.js';
 import { useGatewayFixture } from './support/fixture.js';
 
 const f = useGatewayFixture({ tenant: false });

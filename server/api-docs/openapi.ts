@@ -4,7 +4,8 @@ import { ERROR_CODES, type ErrorCode } from '@orbit/protocol/errors';
 import { IDEMPOTENCY_KEY_PATTERN } from '@orbit/protocol/primitives';
 import { ID_RE } from '@orbit/protocol/validation';
 import { VERSION_NUMBER_RE } from '../http/definition-routes.js';
-import { ROUTE_META, type RouteMeta } from './routes-meta.js';
+import { ROUTE_META } from './routes-meta.js';
+import type { RouteMeta } from './route-meta-type.js';
 import { apiDescription, tagOf, TAGS } from './openapi-info.js';
 import { scopeTable } from './scopes.js';
 
@@ -26,7 +27,7 @@ const PARAMS: Record<string, { description: string; pattern: string }> = {
 };
 
 export function routeErrors(meta: RouteMeta, template: string): ErrorCode[] {
-  const all = new Set<ErrorCode>([...(meta.scope ? AUTHED : OPEN), ...meta.errors]);
+  const all = new Set<ErrorCode>([...(meta.scopes ? AUTHED : OPEN), ...(meta.errors ?? [])]);
   // The router answers 404 for a malformed id before the handler runs.
   if (template.includes('{')) all.add('NOT_FOUND');
   if (meta.body) all.add('INVALID_ARGUMENT').add('PAYLOAD_TOO_LARGE');
@@ -58,12 +59,12 @@ function errorResponse(codes: ErrorCode[]) {
 }
 
 function describe(meta: RouteMeta, errors: ErrorCode[]): string {
-  const scopes = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])].map((s) => `\`${s}\``) : [];
+  const scopes = (meta.scopes ?? []).map((s) => `\`${s}\``);
   const access =
     scopes.length === 0 ? '**Public:** needs no credential.' : scopes.length === 1 ? `**Scope:** ${scopes[0]}.` : `**Scope:** any one of ${scopes.join(', ')}.`;
   const parts = [meta.description, access];
   if (meta.idempotent) parts.push('**Idempotent command:** requires an `Idempotency-Key` header; a retry with the same key and content replays the receipt.');
-  parts.push(`**Answers** ${meta.status}: ${meta.returns}.`);
+  parts.push(`**Answers** ${meta.status ?? 200}: ${meta.returns}.`);
   parts.push(
     `**Refusals:** ${errors.map((c) => `\`${c}\` (${ERROR_CODES[c].http})`).join(', ')}; each is explained under Error codes in the API description and in docs/errors.md.`,
   );
@@ -72,7 +73,6 @@ function describe(meta: RouteMeta, errors: ErrorCode[]): string {
 
 function operation(key: string, meta: RouteMeta) {
   const [method, template] = key.split(' ') as [string, string];
-  const scopes = meta.scope ? [meta.scope, ...(meta.orScopes ?? [])] : [];
   const parameters: Record<string, unknown>[] = [];
   for (const m of template.matchAll(/\{([a-z_]+)\}/g)) {
     const p = PARAMS[m[1]!];
@@ -96,12 +96,12 @@ function operation(key: string, meta: RouteMeta) {
   const errors = routeErrors(meta, template);
   for (const c of errors) byStatus.set(ERROR_CODES[c].http, [...(byStatus.get(ERROR_CODES[c].http) ?? []), c]);
   const responses: Record<string, unknown> = {
-    [String(meta.status)]: {
+    [String(meta.status ?? 200)]: {
       description: meta.returns,
       headers: { 'X-Request-Id': { $ref: '#/components/headers/RequestId' } },
       content: meta.contentType
         ? { [meta.contentType]: { schema: { type: 'string' } } }
-        : { 'application/json': { schema: meta.scope ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
+        : { 'application/json': { schema: meta.scopes ? { $ref: '#/components/schemas/DataEnvelope' } : { type: 'object' } } },
     },
   };
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) responses[String(status)] = errorResponse(codes);
@@ -111,8 +111,8 @@ function operation(key: string, meta: RouteMeta) {
     description: describe(meta, errors),
     tags: [tagOf(template)],
     // A bearer scheme has no OAuth scopes: the scopes are in the description and x-orbit-scopes.
-    security: meta.scope ? [{ bearer: [] }] : [],
-    'x-orbit-scopes': scopes,
+    security: meta.scopes ? [{ bearer: [] }] : [],
+    'x-orbit-scopes': meta.scopes ?? [],
     'x-orbit-error-codes': errors,
     parameters,
     responses,

@@ -3,11 +3,10 @@
 // so the reference works offline and its CSP names no other origin. Public, like the documents.
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 import { OrbitError } from '@orbit/protocol/errors';
 import { packageRoot } from '../paths.js';
-import { securityHeaders } from '../console/serve.js';
+import { acceptsGzip, gzipped, securityHeaders, type Asset } from '../console/serve.js';
 import type { RequestCtx } from '../http/context.js';
 import type { RawReply } from '../http/router.js';
 
@@ -59,11 +58,9 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-interface Asset {
-  body: Buffer;
-  gzip: Buffer;
-}
-const assets = new Map<string, Asset | null>();
+const page = gzipped(Buffer.from(PAGE));
+/** Loaded on first use; null when this node has no Redoc bundle. */
+let redoc: Asset | null | undefined;
 
 /** The installed package's bundle (a dev dependency); null without it. */
 export function installedRedoc(): string | null {
@@ -74,34 +71,24 @@ export function installedRedoc(): string | null {
   }
 }
 
-/** The copy the build made next to the documents, else the installed one (a source checkout). */
-function redocSource(): string | null {
-  const built = path.join(packageRoot(), 'dist', 'api', REDOC_FILE);
-  return fs.existsSync(built) ? built : installedRedoc();
-}
-
-function asset(name: 'page' | 'redoc'): Asset | null {
-  if (!assets.has(name)) {
-    const file = name === 'redoc' ? redocSource() : null;
-    const body = name === 'page' ? Buffer.from(PAGE) : file ? offlineRedoc(fs.readFileSync(file)) : null;
-    assets.set(name, body ? { body, gzip: zlib.gzipSync(body, { level: 9 }) } : null);
-  }
-  return assets.get(name)!;
-}
-
 function reply(ctx: RequestCtx, a: Asset, contentType: string): RawReply {
-  const gzip = /\bgzip\b/.test(String(ctx.req.headers['accept-encoding'] ?? ''));
+  const gzip = acceptsGzip(ctx.req);
   const headers: Record<string, string> = { ...securityHeaders(DOCS_CSP), 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
   if (gzip) headers['Content-Encoding'] = 'gzip';
   return { raw: true, status: 200, contentType, headers, body: gzip ? a.gzip : a.body };
 }
 
 export async function serveReferencePage(ctx: RequestCtx): Promise<RawReply> {
-  return reply(ctx, asset('page')!, 'text/html; charset=utf-8');
+  return reply(ctx, page, 'text/html; charset=utf-8');
 }
 
 export async function serveRedoc(ctx: RequestCtx): Promise<RawReply> {
-  const a = asset('redoc');
-  if (!a) throw new OrbitError('NOT_FOUND', 'the API reference is not built on this node: run `npm run build`');
-  return reply(ctx, a, 'text/javascript; charset=utf-8');
+  if (redoc === undefined) {
+    // The copy the build made next to the documents, else the installed one (a source checkout).
+    const built = path.join(packageRoot(), 'dist', 'api', REDOC_FILE);
+    const file = fs.existsSync(built) ? built : installedRedoc();
+    redoc = file ? gzipped(offlineRedoc(fs.readFileSync(file))) : null;
+  }
+  if (!redoc) throw new OrbitError('NOT_FOUND', 'the API reference is not built on this node: run `npm run build`');
+  return reply(ctx, redoc, 'text/javascript; charset=utf-8');
 }

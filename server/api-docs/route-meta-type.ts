@@ -15,18 +15,18 @@ export interface RouteMeta {
   summary: string;
   /** What it does and when it refuses; the generator adds the scope, idempotency and answer. */
   description: string;
-  /** Absent for the unauthenticated routes. */
-  scope?: string;
-  /** Any one of scope and these suffices. */
-  orScopes?: string[];
+  /** Any one of these suffices; absent for the unauthenticated routes. */
+  scopes?: string[];
   body?: TSchema;
   /** Receipt-bearing: requires Idempotency-Key. */
   idempotent?: boolean;
   query?: QueryParam[];
-  status: number;
+  /** 200 when absent. */
+  status?: number;
   returns: string;
-  /** Route-specific codes; the generator adds the common ones. */
-  errors: ErrorCode[];
+  /** Route-specific codes; the generator adds the common ones and those the path parameters, the
+   * body and the Idempotency-Key imply. */
+  errors?: ErrorCode[];
   /** Content type of a success that is not a JSON envelope. */
   contentType?: string;
 }
@@ -34,14 +34,13 @@ export interface RouteMeta {
 export const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
 
-/** A pause or resume: expected_revision, a receipt, the usual refusals. */
-export const revisionCmd = (summary: string, description: string, scope: string, returns: string): RouteMeta => ({
+/** A pause or resume: expected_revision, a receipt, the usual refusals and `errors`. */
+export const revisionCmd = (summary: string, description: string, scope: string, returns: string, errors: ErrorCode[] = []): RouteMeta => ({
   summary,
   description,
-  scope,
+  scopes: [scope],
   body: RevisionBody,
   idempotent: true,
-  status: 200,
   returns,
-  errors: ['NOT_FOUND', 'STATE_CONFLICT', 'IDEMPOTENCY_CONFLICT'],
+  errors: ['STATE_CONFLICT', ...errors],
 });

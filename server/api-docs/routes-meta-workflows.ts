@@ -1,15 +1,29 @@
-// The OpenAPI metadata of the workflow definition routes, spread into ROUTE_META.
-import { CreateWorkflowBody, PublishWorkflowVersionBody, RetireWorkflowBody } from '@orbit/protocol/workflow-schemas';
+// The OpenAPI metadata of the workflow definition and run routes, spread into ROUTE_META.
+import {
+  CancelWorkflowRunBody,
+  CreateWorkflowBody,
+  PauseWorkflowRunBody,
+  PublishWorkflowVersionBody,
+  ResumeWorkflowRunBody,
+  RetireWorkflowBody,
+  SendSignalBody,
+  StartWorkflowRunBody,
+} from '@orbit/protocol/workflow-schemas';
+import { WORKFLOW_RUN_STATES } from '@orbit/protocol/states';
 import { cursor, limit, type RouteMeta } from './route-meta-type.js';
 
-const read = (summary: string, description: string, returns: string, errors: RouteMeta['errors']): RouteMeta => ({
+/** Workflows and runs are readable with any workflow scope or tasks:read. */
+const READ_SCOPES = ['workflows:manage', 'workflows:run', 'tasks:read'];
+const read = (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes: READ_SCOPES, returns });
+
+const runCommand = (summary: string, description: string, body: RouteMeta['body']): RouteMeta => ({
   summary,
   description,
-  scope: 'workflows:manage',
-  orScopes: ['workflows:run', 'tasks:read'],
-  status: 200,
-  returns,
-  errors,
+  scopes: ['workflows:run'],
+  body,
+  idempotent: true,
+  returns: '{run, deduplicated}',
+  errors: ['STATE_CONFLICT'],
 });
 
 export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
@@ -17,41 +31,82 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Create a workflow',
     description:
       'Creates a workflow with its first version, a graph of steps (docs/workflows.md). The name is unique in the namespace forever; a namespace holds 1 000 non-retired workflows.',
-    scope: 'workflows:manage',
+    scopes: ['workflows:manage'],
     body: CreateWorkflowBody,
     idempotent: true,
     status: 201,
     returns: '{workflow, version, deduplicated}',
-    errors: ['NOT_FOUND', 'PERMISSION_DENIED', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED', 'PAYLOAD_TOO_LARGE', 'IDEMPOTENCY_CONFLICT'],
+    errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
   },
   'GET /v1/workflows': {
-    ...read('List workflows', "The namespace's workflows by name.", '{workflows, next_cursor}', []),
+    ...read('List workflows', "The namespace's workflows by name.", '{workflows, next_cursor}'),
     query: [limit, cursor],
   },
-  'GET /v1/workflows/{id}': read('Read a workflow', 'One workflow with its current version number, revision and state.', '{workflow}', ['NOT_FOUND']),
+  'GET /v1/workflows/{id}': read('Read a workflow', 'One workflow with its current version number, revision and state.', '{workflow}'),
   'POST /v1/workflows/{id}/versions': {
     summary: 'Publish a workflow version',
     description:
       'Publishes version n+1 (expected_revision): runs started later use it, running runs keep theirs. A version naming a retired queue is RESOURCE_RETIRED.',
-    scope: 'workflows:manage',
+    scopes: ['workflows:manage'],
     body: PublishWorkflowVersionBody,
     idempotent: true,
     status: 201,
     returns: '{workflow, version, deduplicated}',
-    errors: ['NOT_FOUND', 'PERMISSION_DENIED', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'PAYLOAD_TOO_LARGE', 'IDEMPOTENCY_CONFLICT'],
+    errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED'],
   },
-  'GET /v1/workflows/{id}/versions': read('List workflow versions', 'Every version of the workflow, oldest first.', '{versions}', ['NOT_FOUND']),
-  'GET /v1/workflows/{id}/versions/{n}': read('Read a workflow version', 'One immutable version of the workflow by number, with its steps.', '{version}', [
-    'NOT_FOUND',
-  ]),
+  'GET /v1/workflows/{id}/versions': read('List workflow versions', 'Every version of the workflow, oldest first.', '{versions}'),
+  'GET /v1/workflows/{id}/versions/{n}': read('Read a workflow version', 'One immutable version of the workflow by number, with its steps.', '{version}'),
   'POST /v1/workflows/{id}:retire': {
     summary: 'Retire a workflow',
     description: 'Retires a workflow, irreversibly: refused with RESOURCE_BUSY while a run is RUNNING or PAUSED, naming up to 10 run ids.',
-    scope: 'workflows:manage',
+    scopes: ['workflows:manage'],
     body: RetireWorkflowBody,
     idempotent: true,
-    status: 200,
     returns: '{workflow, deduplicated}',
-    errors: ['NOT_FOUND', 'PERMISSION_DENIED', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'RESOURCE_BUSY', 'IDEMPOTENCY_CONFLICT'],
+    errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'RESOURCE_BUSY'],
   },
+  'POST /v1/workflows/{id}/runs': {
+    summary: 'Start a workflow run',
+    description:
+      'Starts a run of the current (or a named) version; its root steps start in the same transaction. A retired workflow, or a version naming a retired queue, is RESOURCE_RETIRED.',
+    scopes: ['workflows:run'],
+    body: StartWorkflowRunBody,
+    idempotent: true,
+    status: 201,
+    returns: '{run, deduplicated}',
+    errors: ['RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
+  },
+  'POST /v1/workflow-runs/{id}:pause': runCommand(
+    'Pause a workflow run',
+    'Pauses a run: no new step tasks are created; steps that may start become READY.',
+    PauseWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}:resume': runCommand(
+    'Resume a workflow run',
+    "Resumes a paused run: the READY steps' tasks are created in its transaction.",
+    ResumeWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}:cancel': runCommand(
+    'Cancel a workflow run',
+    'Cancels a run: its WAITING and LEASED tasks are cancelled (permits released, task.cancel sent), RUNNING ones are recorded when they finish.',
+    CancelWorkflowRunBody,
+  ),
+  'POST /v1/workflow-runs/{id}/signals': runCommand(
+    'Send a signal to a workflow run',
+    'Sends a named signal: the step waiting for it succeeds with the payload; sent early, it is kept until the step starts.',
+    SendSignalBody,
+  ),
+  'GET /v1/workflow-runs': {
+    summary: 'List workflow runs',
+    description: 'Runs newest first, filtered by workflow and state, without their steps and input.',
+    scopes: READ_SCOPES,
+    returns: '{runs, next_cursor}',
+    query: [
+      { name: 'workflow_id', description: 'only the runs of this workflow' },
+      { name: 'state', description: 'only the runs in this state', enum: WORKFLOW_RUN_STATES },
+      limit,
+      cursor,
+    ],
+  },
+  'GET /v1/workflow-runs/{id}': read('Read a workflow run', 'One run with its steps: their task ids in element order, outputs, errors and times.', '{run}'),
 };

@@ -1,9 +1,17 @@
-// The files the build wrote, read once; generated in process when running from sources.
+// The files the build wrote, read once; generated in process when running from sources, the same
+// text either way, so that the linted text is the served text.
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../paths.js';
 import type { RawReply } from '../http/router.js';
-import { apiDocumentText, type ApiDocumentName } from './documents.js';
+import { asyncApiDocument } from './asyncapi.js';
+import { openApiDocument } from './openapi.js';
+
+export type ApiDocumentName = 'openapi' | 'asyncapi';
+
+export function apiDocumentText(name: ApiDocumentName): string {
+  return JSON.stringify(name === 'openapi' ? openApiDocument() : asyncApiDocument(), null, 2) + '\n';
+}
 
 const cache = new Map<string, string>();
 

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../paths.js';
-import { apiDocumentText } from './documents.js';
+import { apiDocumentText } from './serve.js';
 import { installedRedoc, offlineRedoc, REDOC_FILE } from './reference.js';
 
 const dir = path.join(packageRoot(), 'dist', 'api');

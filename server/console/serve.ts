@@ -1,10 +1,23 @@
 // Serves the built console on every gateway node. Every response under /console/, 404s included,
-// carries the strict security headers.
+// carries the strict security headers. The build (build.ts) imports what the console consists of
+// from here; this module must not load esbuild, a dev dependency.
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type http from 'node:http';
-import { CONSOLE_FILES, consoleDir } from './files.js';
+import { packageRoot } from '../paths.js';
+
+/** The built console's files and their content types. */
+export const CONSOLE_FILES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
+};
+
+export function consoleDir(): string {
+  return path.join(packageRoot(), 'dist/console');
+}
 
 const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -23,31 +36,29 @@ export function securityHeaders(csp: string = CONSOLE_CSP): Record<string, strin
 
 const SECURITY_HEADERS = securityHeaders();
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-};
-
-interface Asset {
-  type: string;
+/** A file as sent, plain and gzipped (the API reference serves its files the same way). */
+export interface Asset {
   body: Buffer;
   gzip: Buffer;
 }
 
-let assets: Map<string, Asset> | null | undefined;
+export function gzipped(body: Buffer): Asset {
+  return { body, gzip: zlib.gzipSync(body, { level: 9 }) };
+}
+
+export function acceptsGzip(req: http.IncomingMessage): boolean {
+  return /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+}
+
+let assets: Map<string, Asset & { type: string }> | null | undefined;
 
 /** null in a source checkout that was not built. */
-function load(): Map<string, Asset> | null {
+function load(): Map<string, Asset & { type: string }> | null {
   if (assets !== undefined) return assets;
   const dir = consoleDir();
   if (!fs.existsSync(path.join(dir, 'index.html'))) return (assets = null);
   assets = new Map();
-  for (const f of CONSOLE_FILES) {
-    const body = fs.readFileSync(path.join(dir, f));
-    assets.set(f, { type: TYPES[path.extname(f)]!, body, gzip: zlib.gzipSync(body, { level: 9 }) });
-  }
+  for (const [f, type] of Object.entries(CONSOLE_FILES)) assets.set(f, { type, ...gzipped(fs.readFileSync(path.join(dir, f))) });
   return assets;
 }
 
@@ -67,7 +78,7 @@ export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse
   const name = pathname === '/console/' ? 'index.html' : pathname.slice('/console/'.length);
   const a = files.get(name);
   if (!a) return text(404, 'not found');
-  const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  const gzip = acceptsGzip(req);
   const body = gzip ? a.gzip : a.body;
   const headers: Record<string, string> = {
     'Content-Type': a.type,

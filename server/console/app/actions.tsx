@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import type { RetireBody, RevisionBody } from '../../../protocol/http-schemas.js';
 import type { Queue } from '../../../protocol/http-views.js';
 import { useAction, type Action } from './hooks.js';
-import { Button, ErrorBox, onSubmit } from './ui.js';
+import { Button, ErrorBox, onSubmit, TextField } from './ui.js';
 
 export function ActionStatus<B>({ action, body, what }: { action: Action<B>; body: B; what: string }) {
   if (action.busy) return <span class="muted">{what}…</span>;
@@ -70,10 +70,7 @@ export function LifecycleActions(p: LifecycleProps) {
           <p>
             Retiring is <strong>irreversible</strong>. History stays readable. Expected revision: <code>{p.revision}</code>.
           </p>
-          <label>
-            Reason
-            <input name="reason" required maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-          </label>
+          <TextField label="Reason" name="reason" required maxLength={512} value={reason} set={setReason} />
           <button type="submit" class="btn danger" disabled={retire.busy || reason.trim() === ''} data-act="retire">
             Retire {p.noun}
           </button>
@@ -85,7 +82,7 @@ export function LifecycleActions(p: LifecycleProps) {
 }
 
 /** Pause / resume / retire of one queue (the Queue and Application access pages). */
-export function QueueLifecycle({ queue, canManage }: { queue: Queue; canManage: boolean }) {
+export function QueueLifecycle({ queue, why }: { queue: Queue; why: string | undefined }) {
   return (
     <LifecycleActions
       base={`/v1/queues/${encodeURIComponent(queue.id)}`}
@@ -93,7 +90,7 @@ export function QueueLifecycle({ queue, canManage }: { queue: Queue; canManage: 
       revision={queue.revision}
       paused={queue.paused}
       retired={!!queue.retired_at}
-      why={canManage ? undefined : 'needs the queues:manage scope'}
+      why={why}
     />
   );
 }

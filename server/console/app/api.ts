@@ -74,22 +74,15 @@ export function get<T>(path: string, token?: string): Promise<T> {
   return request<T>('GET', path, undefined, undefined, token);
 }
 
-/** A receipt-bearing command; the caller owns the key (see actions.ts). */
+/** A receipt-bearing command; the caller owns the key (see useAction). */
 export function command<T>(path: string, body: unknown, idempotencyKey: string): Promise<T> {
   return request<T>('POST', path, body, idempotencyKey);
 }
 
-/** A POST that must be refused before any effect, used only to learn whether the token has a
- * command scope: with the scope it is 400 (no Idempotency-Key), without it 403. Nothing is stored. */
-export async function probeCommandScope(path: string, token: string): Promise<boolean> {
-  try {
-    await request('POST', path, {}, undefined, token);
-    return true;
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 403) return false;
-    if (e instanceof ApiError && e.status === 400) return true;
-    throw e;
-  }
+/** A POST without an Idempotency-Key, which a command refuses before any effect: 400 with its
+ * scope, 403 without. Nothing is stored. */
+export function probe(path: string, token: string): Promise<unknown> {
+  return request('POST', path, {}, undefined, token);
 }
 
 /** Empty parameters are left out. */

@@ -2,7 +2,7 @@
 // Idempotency-Key that belongs to one user action (see useAction).
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, command } from './api.js';
+import { ApiError, command, get, withQuery } from './api.js';
 
 /** Increments every 2 s while auto-refresh is on, and after every successful command. */
 export const RefreshTick = createContext<{ tick: number; bump: () => void }>({ tick: 0, bump: () => {} });
@@ -38,79 +38,68 @@ export function toApiError(e: unknown): ApiError {
   return e instanceof ApiError ? e : new ApiError(0, 'CONSOLE', (e as Error)?.message ?? String(e), null);
 }
 
-function newKey(): string {
-  return `console-${crypto.randomUUID()}`;
-}
-
 export interface Action<B, R = unknown> {
   run: (body: B) => Promise<boolean>;
   busy: boolean;
   /** The answer of the last successful send (e.g. the run a start created). */
-  result: R | undefined;
-  error: ApiError | undefined;
+  result?: R;
+  error?: ApiError;
   done: boolean;
   /** The key of the action in progress or last failed (shown so a retry is visibly the same). */
   key: string | undefined;
-  reset: () => void;
 }
 
 /** One user action is one Idempotency-Key, reused while the same path and body are retried, so
  * the server executes it at most once. A success, or a different body, starts a new action. */
 export function useAction<B, R = unknown>(path: string): Action<B, R> {
   const { bump } = useContext(RefreshTick);
-  const [busy, setBusy] = useState(false);
-  const [result, setResult] = useState<R | undefined>();
-  const [error, setError] = useState<ApiError | undefined>();
-  const [done, setDone] = useState(false);
+  const [state, setState] = useState<Omit<Action<B, R>, 'run' | 'key'>>({ busy: false, done: false });
   const pending = useRef<{ key: string; fingerprint: string } | undefined>(undefined);
   const inFlight = useRef(false);
   const run = useCallback(
     async (body: B) => {
       if (inFlight.current) return false;
       const fingerprint = path + '\n' + JSON.stringify(body);
-      if (!pending.current || pending.current.fingerprint !== fingerprint) pending.current = { key: newKey(), fingerprint };
+      if (!pending.current || pending.current.fingerprint !== fingerprint) pending.current = { key: `console-${crypto.randomUUID()}`, fingerprint };
       inFlight.current = true;
-      setBusy(true);
-      setError(undefined);
-      setDone(false);
+      setState((s) => ({ ...s, busy: true, error: undefined, done: false }));
       try {
-        setResult(await command<R>(path, body, pending.current.key));
+        const result = await command<R>(path, body, pending.current.key);
         pending.current = undefined;
-        setDone(true);
+        setState({ busy: false, result, done: true });
         bump();
         return true;
       } catch (e) {
-        const err = toApiError(e);
+        const error = toApiError(e);
         // A refusal that is final for this content ends the action: a changed retry is a new one.
-        if (!err.retryable) pending.current = undefined;
-        setError(err);
+        if (!error.retryable) pending.current = undefined;
+        setState((s) => ({ ...s, busy: false, error }));
         return false;
       } finally {
         inFlight.current = false;
-        setBusy(false);
       }
     },
     [path, bump],
   );
-  return { run, busy, result, error, done, key: pending.current?.key, reset: () => (setError(undefined), setDone(false)) };
+  return { ...state, run, key: pending.current?.key };
 }
 
-export interface Pager {
-  cursor: string | undefined;
-  page: number;
-  first: () => void;
-  prev: () => void;
-  next: (cursor: string | null | undefined) => void;
+/** A GET of `path` (null: not readable, nothing loaded), reloaded when the path changes. */
+export function useGet<T>(path: string | null): Resource<T> {
+  return useResource(path === null ? null : () => get<T>(path), [path]);
 }
 
-/** Forward-only API cursors, with the cursors of earlier pages kept for Previous. */
-export function usePager(): Pager {
+/** One page of a list: forward-only API cursors, with the cursors of earlier pages kept for Previous. */
+export function usePage<T>(path: string, query: Record<string, string | undefined> = {}, limit = '50') {
   const [cursors, setCursors] = useState<string[]>([]);
-  return {
-    cursor: cursors[cursors.length - 1],
+  const cursor = cursors[cursors.length - 1];
+  const pager = {
     page: cursors.length + 1,
     first: () => setCursors([]),
     prev: () => setCursors(cursors.slice(0, -1)),
-    next: (c) => c && setCursors([...cursors, c]),
+    next: (c: string | null | undefined) => c && setCursors([...cursors, c]),
   };
+  return [useGet<T & { next_cursor: string | null }>(withQuery(path, { ...query, limit, cursor })), pager] as const;
 }
+
+export type Pager = ReturnType<typeof usePage>[1];

@@ -1,5 +1,5 @@
 // The console shell: sign-in, navigation, auto-refresh, and the page of the current route.
-import { render } from 'preact';
+import { render, type JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, clearToken, getToken, onUnauthenticated, setToken } from './api.js';
 import { RefreshTick, toApiError } from './hooks.js';
@@ -7,16 +7,16 @@ import { AccessPage } from './pages/access.js';
 import { Overview } from './pages/overview.js';
 import { QueuePage } from './pages/queue.js';
 import { ResourceKeyPage } from './pages/resource-key.js';
-import { SchedulesPage } from './pages/schedules.js';
-import { SubscriptionsPage } from './pages/subscriptions.js';
+import { ScheduleDetail, ScheduleList } from './pages/schedules.js';
+import { SubscriptionDetail, SubscriptionList } from './pages/subscriptions.js';
 import { TaskPage } from './pages/task.js';
 import { TasksPage } from './pages/tasks.js';
 import { WorkersPage } from './pages/workers.js';
 import { WorkflowRunPage } from './pages/workflow-run.js';
-import { WorkflowsPage } from './pages/workflows.js';
+import { WorkflowDetail, WorkflowList } from './pages/workflows.js';
 import { href, useRoute, type Route } from './router.js';
 import { loadSession, type SessionInfo } from './session.js';
-import { ErrorBox, Loading } from './ui.js';
+import { ErrorBox, Loading, TextField } from './ui.js';
 
 const NAV: [string, string][] = [
   ['overview', 'Overview'],
@@ -53,10 +53,7 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: SessionInfo) => void; 
       <form class="card" onSubmit={(e) => void submit(e)}>
         <h1>Orbit console</h1>
         <p class="muted">Paste a credential token. It stays in this tab only (sessionStorage) and is sent to this gateway's /v1 API.</p>
-        <label>
-          Token
-          <input name="token" type="password" autoComplete="off" required value={token} onInput={(e) => setDraft(e.currentTarget.value)} />
-        </label>
+        <TextField label="Token" name="token" type="password" autoComplete="off" required value={token} set={setDraft} />
         <button class="btn primary" type="submit" disabled={busy || token.trim() === ''}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
@@ -66,32 +63,20 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: SessionInfo) => void; 
   );
 }
 
-function Page({ route, session }: { route: Route; session: SessionInfo }) {
-  switch (route.page) {
-    case 'queues':
-      return route.id ? <QueuePage id={route.id} session={session} /> : <Overview session={session} />;
-    case 'tasks':
-      return <TasksPage query={route.query} session={session} />;
-    case 'task':
-      return route.id ? <TaskPage id={route.id} session={session} /> : <TasksPage query={route.query} session={session} />;
-    case 'key':
-      return <ResourceKeyPage id={route.id} />;
-    case 'workers':
-      return <WorkersPage session={session} queueId={route.query.get('queue_id') ?? undefined} />;
-    case 'subscriptions':
-      return <SubscriptionsPage id={route.id} session={session} />;
-    case 'schedules':
-      return <SchedulesPage id={route.id} />;
-    case 'workflows':
-      return <WorkflowsPage id={route.id} query={route.query} session={session} />;
-    case 'workflow-runs':
-      return route.id ? <WorkflowRunPage id={route.id} session={session} /> : <WorkflowsPage query={route.query} session={session} />;
-    case 'access':
-      return <AccessPage session={session} />;
-    default:
-      return <Overview session={session} />;
-  }
-}
+/** The page of each route; a page without its id shows its list. */
+const PAGES: Record<string, (r: Route, session: SessionInfo) => JSX.Element> = {
+  queues: (r, session) => (r.id ? <QueuePage id={r.id} session={session} /> : <Overview session={session} />),
+  tasks: (r, session) => <TasksPage query={r.query} session={session} />,
+  task: (r, session) => (r.id ? <TaskPage id={r.id} session={session} /> : <TasksPage query={r.query} session={session} />),
+  key: (r) => <ResourceKeyPage id={r.id} />,
+  workers: (r, session) => <WorkersPage session={session} queueId={r.query.get('queue_id') ?? undefined} />,
+  subscriptions: (r, session) => (r.id ? <SubscriptionDetail id={r.id} session={session} /> : <SubscriptionList session={session} />),
+  schedules: (r) => (r.id ? <ScheduleDetail id={r.id} /> : <ScheduleList />),
+  workflows: (r, session) => (r.id ? <WorkflowDetail id={r.id} query={r.query} session={session} /> : <WorkflowList query={r.query} />),
+  'workflow-runs': (r, session) => (r.id ? <WorkflowRunPage id={r.id} session={session} /> : <WorkflowList query={r.query} />),
+  access: (_r, session) => <AccessPage session={session} />,
+  overview: (_r, session) => <Overview session={session} />,
+};
 
 function App() {
   const route = useRoute();
@@ -160,7 +145,7 @@ function App() {
         </div>
       </header>
       <main class="page" key={location.hash}>
-        <Page route={route} session={session} />
+        {PAGES[Object.hasOwn(PAGES, route.page) ? route.page : 'overview']!(route, session)}
       </main>
     </RefreshTick.Provider>
   );

@@ -1,6 +1,7 @@
 // Hash routes (`#/queues/<id>`): static hosting needs no server routes, and nothing secret is ever
 // part of a route (the token stays in sessionStorage).
 import { useEffect, useState } from 'preact/hooks';
+import { withQuery } from './api.js';
 
 export interface Route {
   page: string;
@@ -32,12 +33,5 @@ export function useRoute(): Route {
 }
 
 export function href(page: string, id?: string, query?: Record<string, string | undefined>): string {
-  let h = `#/${page}`;
-  if (id !== undefined) h += `/${encodeURIComponent(id)}`;
-  if (query) {
-    const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(query)) if (v) p.set(k, v);
-    if ([...p.keys()].length) h += `?${p.toString()}`;
-  }
-  return h;
+  return withQuery(`#/${page}` + (id === undefined ? '' : `/${encodeURIComponent(id)}`), query ?? {});
 }

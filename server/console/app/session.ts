@@ -1,6 +1,6 @@
 // What the console knows about the signed-in credential, learned only through public calls.
 import type { Queue, Task } from '../../../protocol/http-views.js';
-import { ApiError, get, probeCommandScope } from './api.js';
+import { ApiError, get, probe } from './api.js';
 
 export type Scope =
   'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
@@ -12,49 +12,47 @@ export interface SessionInfo {
   namespaceId: string | null;
 }
 
-async function readable<T>(path: string, token: string): Promise<T | null> {
+/** What `call` answers, or `refused[status]` when it is refused with one of those statuses. */
+async function unless<T>(call: Promise<T>, refused: Record<number, T>): Promise<T> {
   try {
-    return await get<T>(path, token);
+    return await call;
   } catch (e) {
-    if (e instanceof ApiError && e.status === 403) return null;
+    if (e instanceof ApiError && e.status in refused) return refused[e.status]!;
     throw e;
   }
 }
 
-/** On a server without the API (404), the commands it gates are shown disabled and sign-in
- * does not fail. */
-async function probeOptionalScope(path: string, token: string): Promise<boolean> {
-  try {
-    return await probeCommandScope(path, token);
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return false;
-    throw e;
-  }
-}
+const readable = <T>(path: string, token: string) => unless<T | null>(get<T>(path, token), { 403: null });
+/** `absent`: a server without the API (404) shows the commands it gates disabled, and sign-in does not fail. */
+const commandScope = (path: string, token: string, absent: Record<number, boolean> = {}) =>
+  unless(
+    probe(path, token).then(() => true),
+    { 400: true, 403: false, ...absent },
+  );
 
 /** Throws ApiError (401 for a bad token) like any call. */
 export async function loadSession(token: string): Promise<SessionInfo> {
-  const [queues, tasks, subs, submit, manageEvents, manageWorkflows, runWorkflows] = await Promise.all([
-    readable<{ queues: Queue[] }>('/v1/queues', token),
-    readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token),
-    readable<unknown>('/v1/subscriptions', token),
-    probeCommandScope('/v1/tasks', token),
-    probeCommandScope('/v1/subscriptions', token),
-    probeOptionalScope('/v1/workflows', token),
+  const queues = readable<{ queues: Queue[] }>('/v1/queues', token);
+  const tasks = readable<{ tasks: Task[] }>('/v1/tasks?limit=1', token);
+  const probes: [Scope, Promise<unknown>][] = [
+    ['queues:manage', queues],
+    ['tasks:read', tasks],
+    ['events:read', readable('/v1/subscriptions', token)],
+    ['tasks:submit', commandScope('/v1/tasks', token)],
+    ['events:manage', commandScope('/v1/subscriptions', token)],
+    ['workflows:manage', commandScope('/v1/workflows', token, { 404: false })],
     // Any well-formed run id (32 hex; the router refuses others with 404): the scope is checked
     // before the Idempotency-Key and before the run is looked up.
-    probeOptionalScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token),
-  ]);
-  const scopes = new Set<Scope>();
-  if (queues) scopes.add('queues:manage');
-  if (tasks) scopes.add('tasks:read');
-  if (subs) scopes.add('events:read');
-  if (submit) scopes.add('tasks:submit');
-  if (manageEvents) scopes.add('events:manage');
-  if (manageWorkflows) scopes.add('workflows:manage');
-  if (runWorkflows) scopes.add('workflows:run');
-  const namespaceId = queues?.queues[0]?.namespace_id ?? tasks?.tasks[0]?.namespace_id ?? null;
-  return { scopes, queues: queues?.queues ?? [], namespaceId };
+    ['workflows:run', commandScope(`/v1/workflow-runs/${'0'.repeat(32)}:pause`, token, { 404: false })],
+  ];
+  const granted = await Promise.all(probes.map(async ([scope, answer]) => ((await answer) ? [scope] : [])));
+  const [q, t] = [await queues, await tasks];
+  return { scopes: new Set(granted.flat()), queues: q?.queues ?? [], namespaceId: q?.queues[0]?.namespace_id ?? t?.tasks[0]?.namespace_id ?? null };
+}
+
+/** Why a command is disabled: the scope it needs is missing; undefined when granted. */
+export function lacking(session: SessionInfo, scope: Scope): string | undefined {
+  return session.scopes.has(scope) ? undefined : `needs the ${scope} scope`;
 }
 
 /** A remembered id that is no longer listed is ignored, never replaced by another. */

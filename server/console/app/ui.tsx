@@ -1,35 +1,21 @@
 // Small shared pieces. Every API value is rendered as a text child (Preact escapes it): no
 // dangerouslySetInnerHTML anywhere in the console.
-import type { ButtonHTMLAttributes, ComponentChildren } from 'preact';
+import type { ButtonHTMLAttributes, ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useState } from 'preact/hooks';
 import type { MinuteBucket } from '../../../protocol/http-views.js';
 import type { ApiError } from './api.js';
 
-const STATE_CLASS: Record<string, string> = {
-  WAITING: 'wait',
-  LEASED: 'lease',
-  RUNNING: 'run',
-  NEEDS_REVIEW: 'review',
-  SUCCEEDED: 'ok',
-  FAILED: 'bad',
-  CANCELLED: 'off',
-  DEADLINE_EXCEEDED: 'bad',
-  RETRY: 'wait',
-  UNKNOWN: 'review',
-  EXPIRED: 'off',
-  PENDING: 'wait',
-  ACKED: 'ok',
-  READY: 'wait',
-  ACTIVE: 'run',
-  WAITING_SIGNAL: 'lease',
-  IN_REVIEW: 'review',
-  SKIPPED: 'off',
-  PAUSED: 'review',
-  paused: 'review',
-  retired: 'off',
-  active: 'ok',
-  draining: 'review',
+/** The badge colour of each state (tasks, attempts, deliveries, runs, steps, lifecycles, workers). */
+const STATES_BY_CLASS: Record<string, string[]> = {
+  wait: ['WAITING', 'RETRY', 'PENDING', 'READY'],
+  lease: ['LEASED', 'WAITING_SIGNAL'],
+  run: ['RUNNING', 'ACTIVE'],
+  review: ['NEEDS_REVIEW', 'UNKNOWN', 'IN_REVIEW', 'PAUSED', 'paused', 'draining'],
+  ok: ['SUCCEEDED', 'ACKED', 'active'],
+  bad: ['FAILED', 'DEADLINE_EXCEEDED'],
+  off: ['CANCELLED', 'EXPIRED', 'SKIPPED', 'retired'],
 };
+const STATE_CLASS = new Map(Object.entries(STATES_BY_CLASS).flatMap(([cls, states]) => states.map((s) => [s, cls] as const)));
 
 /** retired, paused or active: the lifecycle of queues, subscriptions, schedules and workflows. */
 export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): string {
@@ -37,7 +23,7 @@ export function lifecycle(x: { retired_at?: string | null; paused?: boolean }): 
 }
 
 export function Badge({ state }: { state: string }) {
-  return <span class={`badge b-${STATE_CLASS[state] ?? 'off'}`}>{state}</span>;
+  return <span class={`badge b-${STATE_CLASS.get(state) ?? 'off'}`}>{state}</span>;
 }
 
 export function ErrorBox({ error, title }: { error: ApiError | undefined; title?: string }) {
@@ -154,7 +140,7 @@ export function Id({ id }: { id: string }) {
   );
 }
 
-export function Copy({ text, label = 'Copy' }: { text: string; label?: string }) {
+export function Copy({ text }: { text: string }) {
   const [ok, setOk] = useState(false);
   return (
     <button
@@ -162,7 +148,7 @@ export function Copy({ text, label = 'Copy' }: { text: string; label?: string })
       class="btn small"
       onClick={() => void navigator.clipboard?.writeText(text).then(() => (setOk(true), setTimeout(() => setOk(false), 1200)))}
     >
-      {ok ? 'Copied' : label}
+      {ok ? 'Copied' : 'Copy'}
     </button>
   );
 }
@@ -235,7 +221,8 @@ export function PagerBar({ pager, nextCursor }: { pager: import('./hooks.js').Pa
   );
 }
 
-/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. */
+/** `options` are values, or [value, text] pairs; `any` is the text of a first, empty choice. With a
+ * `label`, the select is inside its label element. */
 export function Select(p: {
   name: string;
   value: string;
@@ -243,8 +230,9 @@ export function Select(p: {
   options: readonly (string | readonly [string, string])[];
   any?: string;
   disabled?: boolean;
+  label?: string;
 }) {
-  return (
+  const select = (
     <select name={p.name} value={p.value} onChange={(e) => p.set(e.currentTarget.value)} disabled={p.disabled}>
       {p.any !== undefined && <option value="">{p.any}</option>}
       {p.options.map((o) => {
@@ -256,5 +244,23 @@ export function Select(p: {
         );
       })}
     </select>
+  );
+  return p.label === undefined ? (
+    select
+  ) : (
+    <label>
+      {p.label}
+      {select}
+    </label>
+  );
+}
+
+/** A labelled text input; `set` gets each edit. */
+export function TextField({ label, set, ...input }: { label: string; set: (v: string) => void } & InputHTMLAttributes<HTMLInputElement>) {
+  return (
+    <label>
+      {label}
+      <input {...input} onInput={(e) => set(e.currentTarget.value)} />
+    </label>
   );
 }

@@ -3,12 +3,10 @@
 import { useState } from 'preact/hooks';
 import type { Queue, Subscription } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';
-import { get } from '../api.js';
-import { useResource } from '../hooks.js';
+import { useGet } from '../hooks.js';
 import { href } from '../router.js';
-import { rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
-import { Copy, ErrorBox, Fields, Section, Select } from '../ui.js';
-import { queueBadge } from './overview.js';
+import { lacking, rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
+import { Badge, Copy, ErrorBox, Fields, lifecycle, Section, Select } from '../ui.js';
 import { SlotMeter } from './subscriptions.js';
 
 function curlSnippet(origin: string, queueId: string): string {
@@ -39,8 +37,8 @@ function workerSnippet(origin: string, queueId: string): string {
 }
 
 export function AccessPage({ session }: { session: SessionInfo }) {
-  const queues = useResource(session.scopes.has('queues:manage') ? () => get<{ queues: Queue[] }>('/v1/queues') : null, []);
-  const subs = useResource(session.scopes.has('events:read') ? () => get<{ subscriptions: Subscription[] }>('/v1/subscriptions') : null, []);
+  const queues = useGet<{ queues: Queue[] }>(session.scopes.has('queues:manage') ? '/v1/queues' : null);
+  const subs = useGet<{ subscriptions: Subscription[] }>(session.scopes.has('events:read') ? '/v1/subscriptions' : null);
   const [selected, setSelected] = useState<string | null>(() => rememberedQueue(session.namespaceId));
   const list = queues.data?.queues ?? session.queues;
   // Only an explicit choice counts; with exactly one queue that queue is the only possible choice.
@@ -73,7 +71,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
       </Section>
       {queue ? (
         <>
-          <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
+          <Section title={`Queue ${queue.name}`} actions={<Badge state={lifecycle(queue)} />}>
             <Fields
               items={[
                 ['queue id', <code data-selected-queue>{queue.id}</code>],
@@ -94,7 +92,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
             </pre>
           </Section>
           <Section title="Retire the selected queue">
-            <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
+            <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
           </Section>
         </>
       ) : (

@@ -1,15 +1,11 @@
 import type { Queue, QueueStats, WorkerSession } from '../../../../protocol/http-views.js';
 import { enc, get } from '../api.js';
-import { useResource } from '../hooks.js';
+import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import type { Scope, SessionInfo } from '../session.js';
-import { Badge, ErrorBox, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 
 const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'];
-
-export function queueBadge(q: Queue) {
-  return <Badge state={lifecycle(q)} />;
-}
 
 export async function loadQueuesWithStats(): Promise<{ queue: Queue; stats: QueueStats | null }[]> {
   const { queues } = await get<{ queues: Queue[] }>('/v1/queues');
@@ -21,32 +17,26 @@ export async function loadQueuesWithStats(): Promise<{ queue: Queue; stats: Queu
 export function Overview({ session }: { session: SessionInfo }) {
   const canQueues = session.scopes.has('queues:manage');
   const queues = useResource(canQueues ? loadQueuesWithStats : null, []);
-  const workers = useResource(canQueues ? () => get<{ workers: WorkerSession[] }>('/v1/workers') : null, []);
+  const workers = useGet<{ workers: WorkerSession[] }>(canQueues ? '/v1/workers' : null);
   return (
     <>
       <Section title="Credential">
-        <dl class="fields">
-          <div>
-            <dt>namespace</dt>
-            <dd>
-              <code>{session.namespaceId ?? 'unknown (no readable queue or task yet)'}</code>
-            </dd>
-          </div>
-          <div>
-            <dt>scopes</dt>
-            <dd class="scopes">
-              {ALL_SCOPES.map((s) => (
-                <span key={s} class={`scope ${session.scopes.has(s) ? 'has' : 'lacks'}`} title={session.scopes.has(s) ? 'granted' : 'not granted'}>
-                  {s}
-                </span>
-              ))}
-            </dd>
-          </div>
-          <div>
-            <dt>queues</dt>
-            <dd>{canQueues ? String(session.queues.length) : <span class="muted">needs queues:manage</span>}</dd>
-          </div>
-        </dl>
+        <Fields
+          items={[
+            ['namespace', <code>{session.namespaceId ?? 'unknown (no readable queue or task yet)'}</code>],
+            [
+              'scopes',
+              <span class="scopes">
+                {ALL_SCOPES.map((s) => (
+                  <span key={s} class={`scope ${session.scopes.has(s) ? 'has' : 'lacks'}`} title={session.scopes.has(s) ? 'granted' : 'not granted'}>
+                    {s}
+                  </span>
+                ))}
+              </span>,
+            ],
+            ['queues', canQueues ? String(session.queues.length) : <span class="muted">needs queues:manage</span>],
+          ]}
+        />
       </Section>
       <Section title="Queues">
         {!canQueues && <p class="muted">Listing queues needs the queues:manage scope.</p>}
@@ -59,7 +49,7 @@ export function Overview({ session }: { session: SessionInfo }) {
             empty="No queues."
             cols={[
               { label: 'queue', cell: (r) => <a href={href('queues', r.queue.id)}>{r.queue.name}</a> },
-              { label: 'state', cell: (r) => queueBadge(r.queue) },
+              { label: 'state', cell: (r) => <Badge state={lifecycle(r.queue)} /> },
               { label: 'waiting', class: 'num', cell: (r) => r.stats?.waiting ?? '—' },
               { label: 'leased', class: 'num', cell: (r) => r.stats?.leased ?? '—' },
               { label: 'running', class: 'num', cell: (r) => r.stats?.running ?? '—' },

@@ -1,20 +1,34 @@
-import type { Queue, QueueStats, Subscription, Task } from '../../../../protocol/http-views.js';
+import type { Queue, QueueStats, Schedule, ScheduleVersion, Subscription, Task } from '../../../../protocol/http-views.js';
 import { QueueLifecycle } from '../actions.js';
-import { enc, get } from '../api.js';
-import { useResource } from '../hooks.js';
+import { ApiError, enc, get } from '../api.js';
+import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
-import { ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
-import { queueBadge } from './overview.js';
-import { loadSchedules, type Schedule } from './schedules-api.js';
+import { lacking, type SessionInfo } from '../session.js';
+import { Badge, ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
+/** The schedules that create tasks in the queue (their current version names it); null on a server
+ * without /v1/schedules (404). */
+async function queueSchedules(queueId: string): Promise<Schedule[] | null> {
+  let list: { schedules: Schedule[] };
+  try {
+    list = await get<{ schedules: Schedule[] }>('/v1/schedules?limit=100');
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  }
+  const versions = await Promise.all(
+    list.schedules.map((s) => get<{ version: ScheduleVersion }>(`/v1/schedules/${enc(s.id)}/versions/${s.current_version}`).catch(() => null)),
+  );
+  return list.schedules.filter((_s, i) => versions[i]?.version.task.queue_id === queueId);
+}
+
 export function QueuePage({ id, session }: { id: string; session: SessionInfo }) {
-  const q = useResource(() => get<{ queue: Queue }>(`/v1/queues/${enc(id)}`), [id]);
-  const stats = useResource(() => get<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`), [id]);
-  const tasks = useResource(session.scopes.has('tasks:read') ? () => get<{ tasks: Task[] }>(`/v1/tasks?queue_id=${enc(id)}&limit=20`) : null, [id]);
-  const subs = useResource(session.scopes.has('events:read') ? () => get<{ subscriptions: Subscription[] }>('/v1/subscriptions') : null, []);
-  const schedules = useResource(() => loadSchedules(), []);
+  const q = useGet<{ queue: Queue }>(`/v1/queues/${enc(id)}`);
+  const stats = useGet<{ stats: QueueStats }>(`/v1/queues/${enc(id)}/stats`);
+  const tasks = useGet<{ tasks: Task[] }>(session.scopes.has('tasks:read') ? `/v1/tasks?queue_id=${enc(id)}&limit=20` : null);
+  const subs = useGet<{ subscriptions: Subscription[] }>(session.scopes.has('events:read') ? '/v1/subscriptions' : null);
+  const schedules = useResource(() => queueSchedules(id), [id]);
   const queue = q.data?.queue;
   const s = stats.data?.stats;
   return (
@@ -22,7 +36,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
       <ErrorBox error={q.error} />
       {!queue && !q.error && <Loading what="queue" />}
       {queue && (
-        <Section title={`Queue ${queue.name}`} actions={queueBadge(queue)}>
+        <Section title={`Queue ${queue.name}`} actions={<Badge state={lifecycle(queue)} />}>
           <Fields
             items={[
               ['id', <code>{queue.id}</code>],
@@ -36,7 +50,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
               ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
             ]}
           />
-          <QueueLifecycle queue={queue} canManage={session.scopes.has('queues:manage')} />
+          <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
         </Section>
       )}
       <Section title="Stats">
@@ -81,7 +95,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
         <ErrorBox error={schedules.error} />
         {schedules.data && (
           <Table
-            rows={schedules.data.filter((x: Schedule) => x.queue_id === id)}
+            rows={schedules.data}
             rowKey={(x) => x.id}
             empty="No schedules target this queue."
             cols={[

@@ -4,7 +4,7 @@ import type { Attempt, Task } from '../../../../protocol/http-views.js';
 import { enc, get, withQuery } from '../api.js';
 import { useResource } from '../hooks.js';
 import { href } from '../router.js';
-import { Badge, ErrorBox, Id, Loading, onSubmit, Section, Table, Time } from '../ui.js';
+import { Badge, ErrorBox, Id, Loading, onSubmit, Section, Table, TextField, Time } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
 /** Tasks read per view: the history covers the key's newest tasks. */
@@ -33,10 +33,7 @@ export function ResourceKeyPage({ id }: { id: string | undefined }) {
     <>
       <Section title="Resource key">
         <form class="filters" onSubmit={onSubmit(() => draft && (location.hash = href('key', draft)))}>
-          <label>
-            Concurrency key
-            <input name="key" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
-          </label>
+          <TextField label="Concurrency key" name="key" value={draft} set={setDraft} />
           <button class="btn" type="submit">
             Show
           </button>

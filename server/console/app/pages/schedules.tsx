@@ -1,24 +1,16 @@
 // Schedules. A server without /v1/schedules gets a clear notice.
+import type { Schedule, ScheduleFire, ScheduleVersion } from '../../../../protocol/http-views.js';
 import { ActionStatus, LifecycleActions } from '../actions.js';
-import { enc, get, withQuery } from '../api.js';
-import { useAction, usePager, useResource } from '../hooks.js';
+import { enc } from '../api.js';
+import { useAction, useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
 import { Badge, Button, ErrorBox, Fields, lifecycle, Loading, PagerBar, Section, Table, Time } from '../ui.js';
-import type { Fire, Schedule, ScheduleVersion } from './schedules-api.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
 
 const UNAVAILABLE = <Unavailable what="Schedules" api="/v1/schedules" />;
 
-export function SchedulesPage({ id }: { id?: string }) {
-  return id ? <ScheduleDetail id={id} /> : <ScheduleList />;
-}
-
-function ScheduleList() {
-  const pager = usePager();
-  const list = useResource(
-    () => get<{ schedules: Schedule[]; next_cursor: string | null }>(withQuery('/v1/schedules', { limit: '50', cursor: pager.cursor })),
-    [pager.cursor],
-  );
+export function ScheduleList() {
+  const [list, pager] = usePage<{ schedules: Schedule[] }>('/v1/schedules');
   return (
     <DefinitionList
       title="Schedules"
@@ -44,14 +36,10 @@ function editable(v: ScheduleVersion): Omit<ScheduleVersion, 'number' | 'created
   return rest;
 }
 
-function ScheduleDetail({ id }: { id: string }) {
-  const sch = useResource(() => get<{ schedule: Schedule }>(`/v1/schedules/${enc(id)}`), [id]);
-  const versions = useResource(() => get<{ versions: ScheduleVersion[] }>(`/v1/schedules/${enc(id)}/versions`), [id]);
-  const pager = usePager();
-  const fires = useResource(
-    () => get<{ fires: Fire[]; next_cursor: string | null }>(withQuery(`/v1/schedules/${enc(id)}/fires`, { limit: '50', cursor: pager.cursor })),
-    [id, pager.cursor],
-  );
+export function ScheduleDetail({ id }: { id: string }) {
+  const sch = useGet<{ schedule: Schedule }>(`/v1/schedules/${enc(id)}`);
+  const versions = useGet<{ versions: ScheduleVersion[] }>(`/v1/schedules/${enc(id)}/versions`);
+  const [fires, pager] = usePage<{ fires: ScheduleFire[] }>(`/v1/schedules/${enc(id)}/fires`);
   const trigger = useAction<Record<string, never>>(`/v1/schedules/${enc(id)}:trigger`);
   const s = sch.data?.schedule;
   if (unavailable(sch.error) && !s) return <Section title="Schedule">{UNAVAILABLE}</Section>;

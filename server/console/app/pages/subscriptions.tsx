@@ -1,10 +1,10 @@
 import { useState } from 'preact/hooks';
 import type { DeliveryRecord, Subscription } from '../../../../protocol/http-views.js';
 import { LifecycleActions } from '../actions.js';
-import { enc, get, withQuery } from '../api.js';
-import { usePager, useResource } from '../hooks.js';
+import { enc } from '../api.js';
+import { useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
+import { lacking, type SessionInfo } from '../session.js';
 import { Badge, ErrorBox, Fields, lifecycle, Loading, PagerBar, Section, Select, Table, Time } from '../ui.js';
 
 /** Non-retired subscriptions per namespace, paused ones included. */
@@ -20,12 +20,8 @@ export function SlotMeter({ subs }: { subs: Subscription[] }) {
   );
 }
 
-export function SubscriptionsPage({ id, session }: { id?: string; session: SessionInfo }) {
-  return id ? <SubscriptionDetail id={id} session={session} /> : <SubscriptionList session={session} />;
-}
-
-function SubscriptionList({ session }: { session: SessionInfo }) {
-  const list = useResource(() => get<{ subscriptions: Subscription[] }>('/v1/subscriptions'), []);
+export function SubscriptionList({ session }: { session: SessionInfo }) {
+  const list = useGet<{ subscriptions: Subscription[] }>('/v1/subscriptions');
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
   return (
     <Section title="Subscriptions" actions={list.data && <SlotMeter subs={list.data.subscriptions} />}>
@@ -51,17 +47,10 @@ function SubscriptionList({ session }: { session: SessionInfo }) {
   );
 }
 
-function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo }) {
-  const sub = useResource(() => get<{ subscription: Subscription }>(`/v1/subscriptions/${enc(id)}`), [id]);
+export function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo }) {
+  const sub = useGet<{ subscription: Subscription }>(`/v1/subscriptions/${enc(id)}`);
   const [state, setState] = useState('');
-  const pager = usePager();
-  const deliveries = useResource(
-    () =>
-      get<{ deliveries: DeliveryRecord[]; next_cursor: string | null }>(
-        withQuery(`/v1/subscriptions/${enc(id)}/deliveries`, { state, limit: '50', cursor: pager.cursor }),
-      ),
-    [id, state, pager.cursor],
-  );
+  const [deliveries, pager] = usePage<{ deliveries: DeliveryRecord[] }>(`/v1/subscriptions/${enc(id)}/deliveries`, { state });
   const s = sub.data?.subscription;
   if (sub.error) return <ErrorBox error={sub.error} />;
   if (!s) return <Loading what="subscription" />;
@@ -87,7 +76,7 @@ function SubscriptionDetail({ id, session }: { id: string; session: SessionInfo 
           revision={s.revision}
           paused={s.paused}
           retired={!!s.retired_at}
-          why={session.scopes.has('events:manage') ? undefined : 'needs the events:manage scope'}
+          why={lacking(session, 'events:manage')}
         />
       </Section>
       <Section

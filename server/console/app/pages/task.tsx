@@ -2,11 +2,11 @@ import { useState } from 'preact/hooks';
 import type { CancelTaskBody, ResolveTaskBody } from '../../../../protocol/http-schemas.js';
 import type { Attempt, Task } from '../../../../protocol/http-views.js';
 import { ActionStatus } from '../actions.js';
-import { enc, get } from '../api.js';
-import { useAction, useResource } from '../hooks.js';
+import { enc } from '../api.js';
+import { useAction, useGet } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, Time } from '../ui.js';
+import { lacking, type SessionInfo } from '../session.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, TextField, Time } from '../ui.js';
 
 type Resolution = ResolveTaskBody['resolution'];
 
@@ -23,14 +23,13 @@ function timeline(t: Task, attempts: Attempt[]): { at: string; what: string }[] 
 }
 
 export function TaskPage({ id, session }: { id: string; session: SessionInfo }) {
-  const task = useResource(() => get<{ task: Task }>(`/v1/tasks/${enc(id)}`), [id]);
-  const attempts = useResource(() => get<{ attempts: Attempt[] }>(`/v1/tasks/${enc(id)}/attempts`), [id]);
+  const task = useGet<{ task: Task }>(`/v1/tasks/${enc(id)}`);
+  const attempts = useGet<{ attempts: Attempt[] }>(`/v1/tasks/${enc(id)}/attempts`);
   const cancel = useAction<CancelTaskBody>(`/v1/tasks/${enc(id)}:cancel`);
   const resolve = useAction<ResolveTaskBody>(`/v1/tasks/${enc(id)}:resolve`);
   const [reason, setReason] = useState('');
   const [resolution, setResolution] = useState<Resolution>('retry');
   const t = task.data?.task;
-  const canSubmit = session.scopes.has('tasks:submit');
   const cancelBody: CancelTaskBody = reason.trim() ? { reason: reason.trim() } : {};
   const resolveBody: ResolveTaskBody = { resolution, ...(reason.trim() ? { reason: reason.trim() } : {}) };
   const queueName = t && session.queues.find((q) => q.id === t.queue_id)?.name;
@@ -65,15 +64,12 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
           ]}
         />
         <div class="actions">
-          <label>
-            Reason (optional)
-            <input name="reason" maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-          </label>
+          <TextField label="Reason (optional)" name="reason" maxLength={512} value={reason} set={setReason} />
           <div class="row">
             <Button
               class="btn danger"
               data-act="cancel"
-              why={!canSubmit ? 'needs the tasks:submit scope' : !cancellable ? 'only WAITING or LEASED tasks can be cancelled' : undefined}
+              why={lacking(session, 'tasks:submit') ?? (!cancellable ? 'only WAITING or LEASED tasks can be cancelled' : undefined)}
               disabled={cancel.busy}
               onClick={() => void cancel.run(cancelBody)}
             >
@@ -88,7 +84,7 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             />
             <Button
               data-act="resolve"
-              why={!canSubmit ? 'needs the tasks:submit scope' : t.state !== 'NEEDS_REVIEW' ? 'only NEEDS_REVIEW tasks can be resolved' : undefined}
+              why={lacking(session, 'tasks:submit') ?? (t.state !== 'NEEDS_REVIEW' ? 'only NEEDS_REVIEW tasks can be resolved' : undefined)}
               disabled={resolve.busy}
               onClick={() => void resolve.run(resolveBody)}
             >

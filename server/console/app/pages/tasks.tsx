@@ -2,11 +2,10 @@
 import { useState } from 'preact/hooks';
 import type { Task } from '../../../../protocol/http-views.js';
 import { TASK_STATES } from '../../../../protocol/states.js';
-import { get, withQuery } from '../api.js';
-import { usePager, useResource } from '../hooks.js';
+import { usePage } from '../hooks.js';
 import { href } from '../router.js';
 import type { SessionInfo } from '../session.js';
-import { ErrorBox, Loading, onSubmit, PagerBar, Section, Select } from '../ui.js';
+import { ErrorBox, Loading, onSubmit, PagerBar, Section, Select, TextField } from '../ui.js';
 import { TaskTable } from './task-table.js';
 
 const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as const;
@@ -14,12 +13,7 @@ const FILTERS = ['queue_id', 'state', 'concurrency_key', 'business_key'] as cons
 export function TasksPage({ query, session }: { query: URLSearchParams; session: SessionInfo }) {
   const filters = Object.fromEntries(FILTERS.map((k) => [k, query.get(k) ?? ''])) as Record<(typeof FILTERS)[number], string>;
   const [draft, setDraft] = useState(filters);
-  const pager = usePager();
-  const cursor = pager.cursor;
-  const page = useResource(
-    () => get<{ tasks: Task[]; next_cursor: string | null }>(withQuery('/v1/tasks', { ...filters, limit: '50', cursor })),
-    [filters, cursor],
-  );
+  const [page, pager] = usePage<{ tasks: Task[] }>('/v1/tasks', filters);
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
   const apply = onSubmit(() => {
     pager.first();
@@ -29,22 +23,17 @@ export function TasksPage({ query, session }: { query: URLSearchParams; session:
   return (
     <Section title="Tasks">
       <form class="filters" onSubmit={apply}>
-        <label>
-          Queue
-          <Select name="queue_id" value={draft.queue_id} set={set('queue_id')} any="any" options={session.queues.map((q) => [q.id, q.name] as const)} />
-        </label>
-        <label>
-          State
-          <Select name="state" value={draft.state} set={set('state')} any="any" options={TASK_STATES} />
-        </label>
-        <label>
-          Concurrency key
-          <input name="concurrency_key" value={draft.concurrency_key} onInput={(e) => set('concurrency_key')(e.currentTarget.value)} />
-        </label>
-        <label>
-          Business key
-          <input name="business_key" value={draft.business_key} onInput={(e) => set('business_key')(e.currentTarget.value)} />
-        </label>
+        <Select
+          label="Queue"
+          name="queue_id"
+          value={draft.queue_id}
+          set={set('queue_id')}
+          any="any"
+          options={session.queues.map((q) => [q.id, q.name] as const)}
+        />
+        <Select label="State" name="state" value={draft.state} set={set('state')} any="any" options={TASK_STATES} />
+        <TextField label="Concurrency key" name="concurrency_key" value={draft.concurrency_key} set={set('concurrency_key')} />
+        <TextField label="Business key" name="business_key" value={draft.business_key} set={set('business_key')} />
         <button type="submit" class="btn">
           Apply
         </button>

@@ -1,12 +1,12 @@
 import type { WorkerSession } from '../../../../protocol/http-views.js';
-import { get, withQuery } from '../api.js';
-import { useResource } from '../hooks.js';
+import { withQuery } from '../api.js';
+import { useGet } from '../hooks.js';
 import type { SessionInfo } from '../session.js';
 import { Badge, ErrorBox, Id, Loading, Section, Table, Time } from '../ui.js';
 
 export function WorkersPage({ session, queueId }: { session: SessionInfo; queueId?: string }) {
   const names = new Map(session.queues.map((q) => [q.id, q.name]));
-  const res = useResource(() => get<{ workers: WorkerSession[] }>(withQuery('/v1/workers', { queue_id: queueId })), [queueId]);
+  const res = useGet<{ workers: WorkerSession[] }>(withQuery('/v1/workers', { queue_id: queueId }));
   return (
     <Section title="Workers">
       <ErrorBox error={res.error} />

@@ -9,6 +9,7 @@ const H = 50;
 const GX = 18;
 const GY = 40;
 const PAD = 6;
+const LEGEND = ['PENDING', 'READY', 'ACTIVE', 'WAITING_SIGNAL', 'IN_REVIEW', 'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
 
 export interface GraphProps {
   /** The version's steps (their `after` edges), or what an editor holds. */
@@ -128,21 +129,15 @@ export function WorkflowGraph(p: GraphProps) {
           );
         })}
       </svg>
-      {p.run && <GraphLegend />}
+      {p.run && (
+        <figcaption class="wf-legend">
+          {LEGEND.map((s) => (
+            <span key={s} class={`wf-swatch st-${s.toLowerCase()}`}>
+              {s}
+            </span>
+          ))}
+        </figcaption>
+      )}
     </figure>
-  );
-}
-
-const LEGEND = ['PENDING', 'READY', 'ACTIVE', 'WAITING_SIGNAL', 'IN_REVIEW', 'SUCCEEDED', 'FAILED', 'SKIPPED', 'CANCELLED'];
-
-function GraphLegend() {
-  return (
-    <figcaption class="wf-legend">
-      {LEGEND.map((s) => (
-        <span key={s} class={`wf-swatch st-${s.toLowerCase()}`}>
-          {s}
-        </span>
-      ))}
-    </figcaption>
   );
 }

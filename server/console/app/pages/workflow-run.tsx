@@ -1,16 +1,28 @@
 // A workflow run, drawn as the graph of its pinned version.
 import { useState } from 'preact/hooks';
 import type { CancelWorkflowRunBody, SendSignalBody } from '../../../../protocol/workflow-schemas.js';
-import type { WorkflowRun, WorkflowRunStep, WorkflowStep } from '../../../../protocol/workflow-views.js';
+import type { Workflow, WorkflowRun, WorkflowRunStep, WorkflowStep, WorkflowVersion } from '../../../../protocol/workflow-views.js';
 import { ActionStatus } from '../actions.js';
-import { enc } from '../api.js';
+import { enc, get } from '../api.js';
 import { useAction, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, Time } from '../ui.js';
+import { lacking, type SessionInfo } from '../session.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, onSubmit, Section, Select, Table, TextField, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
-import { FINAL_RUN_STATES, loadRun, runWhy, type WorkflowVersion } from './workflows-api.js';
+
+const FINAL_RUN_STATES = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+
+/** The run, and the pinned version its graph's edges come from; either of those two may be unreadable. */
+async function loadRun(id: string): Promise<{ run: WorkflowRun; workflow: Workflow | null; version: WorkflowVersion | null }> {
+  const { run } = await get<{ run: WorkflowRun }>(`/v1/workflow-runs/${enc(id)}`);
+  const none = () => null;
+  const [workflow, version] = await Promise.all([
+    get<{ workflow: Workflow }>(`/v1/workflows/${enc(run.workflow_id)}`).then((w) => w.workflow, none),
+    get<{ version: WorkflowVersion }>(`/v1/workflows/${enc(run.workflow_id)}/versions/${run.version}`).then((v) => v.version, none),
+  ]);
+  return { run, workflow, version };
+}
 
 /** Task links of a step; a large fan-out shows its first ones and the count. */
 const SHOWN_TASKS = 24;
@@ -43,7 +55,7 @@ export function WorkflowRunPage({ id, session }: { id: string; session: SessionI
   const { run, workflow, version } = res.data;
   const steps = new Map(run.steps.map((s) => [s.key, s]));
   const final = FINAL_RUN_STATES.includes(run.state);
-  const why = runWhy(session) ?? (final ? `the run is ${run.state}` : undefined);
+  const why = lacking(session, 'workflows:run') ?? (final ? `the run is ${run.state}` : undefined);
   const pick = selected && steps.has(selected) ? selected : undefined;
   return (
     <>
@@ -160,10 +172,7 @@ function RunCommands({ run, why }: { run: WorkflowRun; why: string | undefined }
       {open && !why && (
         <form class="retire" onSubmit={onSubmit(() => void cancel.run(cancelBody))}>
           <p>Cancelling ends the run: its waiting and leased tasks are cancelled, running ones finish and are recorded, nothing starts after them.</p>
-          <label>
-            Reason
-            <input name="run_reason" maxLength={512} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
-          </label>
+          <TextField label="Reason" name="run_reason" maxLength={512} value={reason} set={setReason} />
           <button type="submit" class="btn danger" disabled={cancel.busy} data-act="cancel-run">
             Cancel run
           </button>
@@ -209,10 +218,7 @@ function Signals({ run, version, why }: { run: WorkflowRun; version: WorkflowVer
       />
       <p class="muted">A signal sent before its step is reached is kept and consumed when the step starts; each name can be sent once.</p>
       <div class="signal-form">
-        <label>
-          Name
-          <Select name="signal_name" value={chosen} set={setName} options={waits.map((s) => s.signal!.name)} />
-        </label>
+        <Select label="Name" name="signal_name" value={chosen} set={setName} options={waits.map((s) => s.signal!.name)} />
         <JsonField name="signal_payload" label="Payload (JSON)" draft={payload} error={send.error} prefix="payload" rows={3} />
         <div class="row">
           <Button why={why} disabled={send.busy || !!payload.problem || !chosen} onClick={() => void send.run(body)} data-act="signal">

@@ -2,28 +2,21 @@
 import { useEffect, useState } from 'preact/hooks';
 import { WORKFLOW_RUN_STATES } from '../../../../protocol/states.js';
 import type { StartWorkflowRunBody } from '../../../../protocol/workflow-schemas.js';
-import type { WorkflowRunReceipt, WorkflowVersion } from '../../../../protocol/workflow-views.js';
+import type { Workflow, WorkflowRunReceipt, WorkflowRunSummary, WorkflowVersion } from '../../../../protocol/workflow-views.js';
 import { ActionStatus } from '../actions.js';
-import { enc, get, type ApiError } from '../api.js';
-import { useAction, usePager, useResource } from '../hooks.js';
+import { enc, type ApiError } from '../api.js';
+import { useAction, useGet, usePage } from '../hooks.js';
 import { href } from '../router.js';
-import type { SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, Time } from '../ui.js';
+import { lacking, type SessionInfo } from '../session.js';
+import { Badge, Button, ErrorBox, Fields, Id, lifecycle, Loading, onSubmit, PagerBar, Section, Select, Table, TextField, Time } from '../ui.js';
 import { JsonField, useJsonDraft } from './json-editor.js';
 import { WorkflowGraph } from './workflow-graph.js';
 import { DefinitionList, PublishVersion, Unavailable, VersionHistory, unavailable } from './versioned.js';
-import { getWorkflow, listRuns, listWorkflows, manageWhy, runWhy, type Workflow } from './workflows-api.js';
 
 const UNAVAILABLE = <Unavailable what="Workflows" api="/v1/workflows" />;
 
-export function WorkflowsPage({ id, query, session }: { id?: string; query: URLSearchParams; session: SessionInfo }) {
-  return id ? <WorkflowDetail id={id} query={query} session={session} /> : <WorkflowList query={query} />;
-}
-
-function WorkflowList({ query }: { query: URLSearchParams }) {
-  const pager = usePager();
-  const list = useResource(() => listWorkflows(pager.cursor), [pager.cursor]);
-  const names = new Map((list.data?.workflows ?? []).map((w) => [w.id, w.name]));
+export function WorkflowList({ query }: { query: URLSearchParams }) {
+  const [list, pager] = usePage<{ workflows: Workflow[] }>('/v1/workflows', {}, '100');
   return (
     <>
       <DefinitionList
@@ -41,18 +34,18 @@ function WorkflowList({ query }: { query: URLSearchParams }) {
           { label: 'updated', cell: (w) => <Time iso={w.updated_at} /> },
         ]}
       />
-      <RunList query={query} names={names} workflows={list.data?.workflows ?? []} />
+      <RunList query={query} workflows={list.data?.workflows ?? []} />
     </>
   );
 }
 
 /** The filters live in the route, so a view can be linked. */
-function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; names: Map<string, string>; workflows: Workflow[]; fixed?: string }) {
+function RunList({ query, workflows, fixed }: { query: URLSearchParams; workflows: Workflow[]; fixed?: string }) {
+  const names = new Map(workflows.map((w) => [w.id, w.name]));
   const state = query.get('state') ?? '';
   const workflowId = fixed ?? query.get('workflow_id') ?? '';
   const [draft, setDraft] = useState({ state, workflow_id: workflowId });
-  const pager = usePager();
-  const runs = useResource(() => listRuns({ workflow_id: workflowId, state, cursor: pager.cursor }), [workflowId, state, pager.cursor]);
+  const [runs, pager] = usePage<{ runs: WorkflowRunSummary[] }>('/v1/workflow-runs', { workflow_id: workflowId, state });
   const apply = onSubmit(() => {
     pager.first();
     location.hash = href('workflows', fixed, fixed ? { state: draft.state } : draft);
@@ -61,21 +54,16 @@ function RunList({ query, names, workflows, fixed }: { query: URLSearchParams; n
     <Section title="Runs">
       <form class="filters" onSubmit={apply} data-run-filters>
         {!fixed && (
-          <label>
-            Workflow
-            <Select
-              name="workflow_id"
-              value={draft.workflow_id}
-              set={(v) => setDraft({ ...draft, workflow_id: v })}
-              any="any"
-              options={workflows.map((w) => [w.id, w.name] as const)}
-            />
-          </label>
+          <Select
+            label="Workflow"
+            name="workflow_id"
+            value={draft.workflow_id}
+            set={(v) => setDraft({ ...draft, workflow_id: v })}
+            any="any"
+            options={workflows.map((w) => [w.id, w.name] as const)}
+          />
         )}
-        <label>
-          State
-          <Select name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
-        </label>
+        <Select label="State" name="run_state" value={draft.state} set={(v) => setDraft({ ...draft, state: v })} any="any" options={WORKFLOW_RUN_STATES} />
         <button type="submit" class="btn">
           Apply
         </button>
@@ -115,9 +103,9 @@ function editable(v: WorkflowVersion): { steps: WorkflowVersion['steps'] } {
   return { steps: v.steps };
 }
 
-function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
-  const wf = useResource(() => getWorkflow(id), [id]);
-  const versions = useResource(() => get<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`), [id]);
+export function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchParams; session: SessionInfo }) {
+  const wf = useGet<{ workflow: Workflow }>(`/v1/workflows/${enc(id)}`);
+  const versions = useGet<{ versions: WorkflowVersion[] }>(`/v1/workflows/${enc(id)}/versions`);
   const w = wf.data?.workflow;
   if (unavailable(wf.error) && !w) return <Section title="Workflow">{UNAVAILABLE}</Section>;
   if (wf.error && !w) return <ErrorBox error={wf.error} />;
@@ -149,12 +137,12 @@ function WorkflowDetail({ id, query, session }: { id: string; query: URLSearchPa
           revision={w.revision}
           next={w.current_version + 1}
           initial={editable(newest)}
-          why={manageWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined)}
+          why={lacking(session, 'workflows:manage') ?? (w.retired_at ? 'the workflow is retired' : undefined)}
           preview={preview}
         />
       )}
       <VersionHistory versions={all} current={w.current_version} error={versions.error} summary={(v) => `${v.steps.length} steps — `} body={editable} />
-      <RunList query={query} names={new Map([[w.id, w.name]])} workflows={[w]} fixed={w.id} />
+      <RunList query={query} workflows={[w]} fixed={w.id} />
     </>
   );
 }
@@ -173,26 +161,21 @@ function StartRun({ workflow: w, versions, session }: { workflow: Workflow; vers
   useEffect(() => {
     if (started) location.hash = href('workflow-runs', started);
   }, [started]);
-  const why = runWhy(session) ?? (w.retired_at ? 'the workflow is retired' : undefined);
+  const why = lacking(session, 'workflows:run') ?? (w.retired_at ? 'the workflow is retired' : undefined);
   return (
     <Section title="Start a run">
       <div class="start-run">
         <JsonField name="run_input" label="Input (JSON)" draft={input} error={start.error} prefix="input" rows={4} />
         <div class="row">
-          <label>
-            Concurrency key (optional)
-            <input name="run_concurrency_key" maxLength={256} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
-          </label>
-          <label>
-            Version
-            <Select
-              name="run_version"
-              value={version}
-              set={setVersion}
-              any={`current (${w.current_version})`}
-              options={versions.map((v) => String(v.number))}
-            />
-          </label>
+          <TextField label="Concurrency key (optional)" name="run_concurrency_key" maxLength={256} value={key} set={setKey} />
+          <Select
+            label="Version"
+            name="run_version"
+            value={version}
+            set={setVersion}
+            any={`current (${w.current_version})`}
+            options={versions.map((v) => String(v.number))}
+          />
         </div>
         <div class="row">
           <Button why={why} disabled={start.busy || !!input.problem} onClick={() => void start.run(body)} data-act="start-run">
