@@ -13,7 +13,7 @@ import { coalescedTransactions } from './dispatch/coalesce-tx.js';
 import type { AppContext } from './app-context.js';
 import { TaskSubmitter } from './dispatch/submit.js';
 import { Gateway } from './gateway/ws-gateway.js';
-import { EventPruner } from './events/retention.js';
+import { startEventPruner } from './events/retention.js';
 import { ScheduleFirer } from './schedules/firer.js';
 import { NodeSignals } from './work-signals.js';
 import { watchWriterNode, type WriterNodeWatch } from './writer-node.js';
@@ -58,7 +58,7 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   app.submitter = new TaskSubmitter(app);
   const server = createHttpServer(app);
   const gw = new Gateway(app, server, signals);
-  const pruner = new EventPruner(app);
+  const pruner = startEventPruner(app);
   const firer = new ScheduleFirer(app, signals);
   // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
   const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), () => writer.stop()];

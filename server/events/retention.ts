@@ -7,18 +7,13 @@ import type { Pool } from '../db/pool.js';
 import { deleteEventsUpTo, oldestUnackedSequence, pruneCandidates } from '../db/event-retention.js';
 import { releasePruneLock, tryPruneLock } from '../mariadb/named-locks.js';
 import type { AppContext } from '../app-context.js';
-import { guarded, isDatabaseRefusal } from '../boundary.js';
-
-export interface PruneReport {
-  /** false when another node held the pruning lock. */
-  ran: boolean;
-  deleted: number;
-}
+import { guarded } from '../boundary.js';
 
 const BATCH = 5000;
 const EVERY_MS = 60_000;
 
-export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise<PruneReport> {
+/** `ran` false: another node held the pruning lock. */
+export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise<{ ran: boolean; deleted: number }> {
   const conn = await pool.getConnection();
   try {
     if (!(await tryPruneLock(conn))) return { ran: false, deleted: 0 };
@@ -46,39 +41,27 @@ export async function pruneEvents(pool: Pool, retentionSeconds: number): Promise
   }
 }
 
-export class EventPruner {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-
-  constructor(private readonly app: AppContext) {
-    this.schedule(5_000 + Math.floor(Math.random() * 5_000));
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = guarded(this.app, 'prune-events', () => this.tick()).finally(() => {
-        this.running = null;
-        this.schedule(EVERY_MS);
-      });
+/** Prunes every minute, the first time 5-10 s after the start so that nodes started together spread. */
+export function startEventPruner(app: AppContext): { stop(): Promise<void> } {
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  const schedule = (ms: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = guarded(app, 'prune-events', async () => {
+        const r = await pruneEvents(app.pool, app.config.eventRetentionSeconds);
+        if (r.deleted > 0) app.log.info({ deleted: r.deleted }, 'pruned result events past retention');
+      }).finally(() => schedule(EVERY_MS));
     }, ms);
-    this.timer.unref();
-  }
-
-  private async tick(): Promise<void> {
-    try {
-      const r = await pruneEvents(this.app.pool, this.app.config.eventRetentionSeconds);
-      if (r.deleted > 0) this.app.log.info({ deleted: r.deleted }, 'pruned result events past retention');
-    } catch (err) {
-      if (isDatabaseRefusal(err)) this.app.log.warn({ err }, 'event pruning skipped: database unavailable or busy');
-      else this.app.log.error({ err }, 'event pruning failed');
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-  }
+    timer.unref();
+  };
+  schedule(5_000 + Math.floor(Math.random() * 5_000));
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
 }

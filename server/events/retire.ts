@@ -55,7 +55,7 @@ export async function retireSubscription(c: Tx, cred: Credential, id: string, b:
   return subscriptionView(row, 0);
 }
 
-export interface BusyReason {
+interface BusyReason {
   reason:
     | 'unfinished_tasks'
     | 'needs_review_tasks'
@@ -73,57 +73,37 @@ export interface BusyReason {
 }
 
 /** The caller holds the queue row FOR UPDATE. */
-export async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
+async function queueBlockers(c: Conn, q: { id: string; namespace_id: string; active_attempts: number }): Promise<BusyReason[]> {
   const out: BusyReason[] = [];
+  const block = (reason: BusyReason['reason'], count: number, message: string, ids?: Pick<BusyReason, 'task_ids' | 'schedule_ids' | 'run_ids'>) => {
+    if (count > 0) out.push({ reason, count, message, ...ids });
+  };
   const tasks = (await unfinishedByState(c, q.id, q.namespace_id)).counts;
   const live = tasks.filter((r) => r.state !== 'NEEDS_REVIEW');
   const liveCount = live.reduce((n, r) => n + Number(r.n), 0);
-  if (liveCount > 0) {
-    out.push({
-      reason: 'unfinished_tasks',
-      count: liveCount,
-      message: `${liveCount} unfinished tasks (${live.map((r) => `${r.state} ${r.n}`).join(', ')})`,
-    });
-  }
+  block('unfinished_tasks', liveCount, `${liveCount} unfinished tasks (${live.map((r) => `${r.state} ${r.n}`).join(', ')})`);
   const review = tasks.find((r) => r.state === 'NEEDS_REVIEW');
   if (review) {
     const ids = await needsReviewTaskIds(c, q.id);
-    out.push({
-      reason: 'needs_review_tasks',
-      count: Number(review.n),
-      message: `${review.n} tasks in NEEDS_REVIEW (resolve them first: ${ids.join(', ')}${Number(review.n) > ids.length ? ', …' : ''})`,
-      task_ids: ids,
-    });
+    const more = Number(review.n) > ids.length ? ', …' : '';
+    block('needs_review_tasks', Number(review.n), `${review.n} tasks in NEEDS_REVIEW (resolve them first: ${ids.join(', ')}${more})`, { task_ids: ids });
   }
   const inFlight = await countLiveAttemptsOfQueue(c, q.id);
-  if (inFlight > 0) out.push({ reason: 'in_flight_attempts', count: inFlight, message: `${inFlight} in-flight attempts (LEASED or RUNNING)` });
-  if (q.active_attempts > 0) {
-    out.push({ reason: 'unreleased_permits', count: q.active_attempts, message: `${q.active_attempts} queue permits not released (active_attempts)` });
-  }
+  block('in_flight_attempts', inFlight, `${inFlight} in-flight attempts (LEASED or RUNNING)`);
+  block('unreleased_permits', q.active_attempts, `${q.active_attempts} queue permits not released (active_attempts)`);
   const held = await countHeldKeysOfQueue(c, q.namespace_id, q.id);
-  if (held > 0) out.push({ reason: 'held_resource_keys', count: held, message: `${held} resource-key permits held by attempts of this queue` });
+  block('held_resource_keys', held, `${held} resource-key permits held by attempts of this queue`);
   const subs = await countQueueSubscriptions(c, q.id);
-  if (subs > 0)
-    out.push({ reason: 'subscriptions', count: subs, message: `${subs} non-retired subscriptions (paused included) target this queue; retire them first` });
+  block('subscriptions', subs, `${subs} non-retired subscriptions (paused included) target this queue; retire them first`);
   const schedules = await enabledSchedulesOnQueue(c, q.id);
-  if (schedules.length > 0) {
-    out.push({
-      reason: 'schedules',
-      count: schedules.length,
-      message: `${schedules.length} enabled schedules target this queue (pause them first: ${schedules.join(', ')})`,
-      schedule_ids: schedules,
-    });
-  }
+  block('schedules', schedules.length, `${schedules.length} enabled schedules target this queue (pause them first: ${schedules.join(', ')})`, {
+    schedule_ids: schedules,
+  });
   // A run pins every queue its version names, reached or not.
   const runs = await unfinishedRunsOfQueue(c, q.id, MAX_BUSY_RUN_IDS);
-  if (runs.count > 0) {
-    out.push({
-      reason: 'workflow_runs',
-      count: runs.count,
-      message: `${runs.count} unfinished workflow runs (RUNNING or PAUSED) whose version names this queue (cancel them or let them finish: ${runs.ids.join(', ')}${runs.count > runs.ids.length ? ', …' : ''})`,
-      run_ids: runs.ids,
-    });
-  }
+  const moreRuns = runs.count > runs.ids.length ? ', …' : '';
+  const runsMessage = `${runs.count} unfinished workflow runs (RUNNING or PAUSED) whose version names this queue (cancel them or let them finish: ${runs.ids.join(', ')}${moreRuns})`;
+  block('workflow_runs', runs.count, runsMessage, { run_ids: runs.ids });
   return out;
 }
 
