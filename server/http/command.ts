@@ -49,6 +49,11 @@ export interface CommandReply {
   resourceId: string | null;
 }
 
+/** The reply of a command whose result is the view of one resource, under `key`. */
+export const viewReply =
+  (key: string) =>
+  (view: { id: string }): CommandReply => ({ data: { [key]: view }, resourceId: view.id });
+
 /** `I` is what is fingerprinted for the Idempotency-Key and handed to the effect. */
 export interface CommandDef<S extends TSchema, I, R> {
   /** Method + path template; receipts and metrics name it. */

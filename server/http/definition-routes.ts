@@ -1,30 +1,31 @@
-// What the routes of schedules and workflows share.
+// What the routes of several resources share.
 import { OrbitError } from '@orbit/protocol/errors';
 import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
-import { afterLoading, command, type CommandDef, type CommandReply } from './command.js';
+import type { Tx } from '../db/pool.js';
+import { afterLoading, command, type CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
 
-type EffectConn = Parameters<CommandDef<typeof RetireBody, RetireBody, CommandReply>['effect']>[0];
-
-export function retireDefinitionRoute(
-  definitions: 'schedules' | 'workflows',
+/** A stored receipt replays even after the resource was retired. */
+export function retireRoute<R>(
+  resources: 'queues' | 'subscriptions' | 'schedules' | 'workflows',
   scope: Scope,
   load: (ctx: RequestCtx) => Promise<unknown>,
-  retire: (c: EffectConn, cred: Credential, id: string, b: RetireBody) => Promise<CommandReply>,
+  retire: (c: Tx, cred: Credential, id: string, b: RetireBody) => Promise<R>,
+  reply: (r: R) => CommandReply,
 ) {
   return command({
-    operation: `POST /v1/${definitions}/{id}:retire`,
+    operation: `POST /v1/${resources}/{id}:retire`,
     scope,
     body: RetireBody,
     load: afterLoading(load),
     effect: (c, b, { cred, params }) => retire(c, cred, params.id!, b),
-    reply: asIs,
+    reply,
   });
 }
 

@@ -1,6 +1,6 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
-import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
@@ -11,7 +11,8 @@ import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { retireQueue } from '../events/retire.js';
 import { namedQueue } from './hints.js';
-import { afterLoading, command, scopedRoute } from './command.js';
+import { afterLoading, command, scopedRoute, viewReply } from './command.js';
+import { retireRoute } from './definition-routes.js';
 import type { Reply, RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
@@ -35,9 +36,9 @@ export const createQueueRoute = command({
     const id = newId();
     await insertNamed('queue', n.name, () => insertQueue(c, { id, namespace_id: cred.namespaceId, ...n }));
     await auditCommand(c, cred, 'queue', 'create', id, n);
-    return (await getQueue(c, cred.namespaceId, id))!;
+    return queueView((await getQueue(c, cred.namespaceId, id))!);
   },
-  reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
+  reply: viewReply('queue'),
 });
 
 /** The path's queue; the router has checked that `{id}` is an id. */
@@ -71,11 +72,11 @@ function pauseOrResume(paused: boolean) {
         throw revisionConflict(b.expected_revision, String(q.revision));
       }
       await auditCommand(c, cred, 'queue', action, id);
-      return (await getQueue(c, cred.namespaceId, id))!;
+      return queueView((await getQueue(c, cred.namespaceId, id))!);
     },
-    reply: (row) => ({ data: { queue: queueView(row) }, resourceId: row.id }),
-    afterCommit: (row, ctx) => {
-      if (!paused) ctx.app.signals.wake([row.id]);
+    reply: viewReply('queue'),
+    afterCommit: (queue, ctx) => {
+      if (!paused) ctx.app.signals.wake([queue.id]);
     },
   });
 }
@@ -83,15 +84,7 @@ function pauseOrResume(paused: boolean) {
 export const pauseQueueRoute = pauseOrResume(true);
 export const resumeQueueRoute = pauseOrResume(false);
 
-// A stored receipt replays even after the queue was retired.
-export const retireQueueRoute = command({
-  operation: 'POST /v1/queues/{id}:retire',
-  scope: 'queues:manage',
-  body: RetireBody,
-  load: afterLoading(loadQueue),
-  effect: (c, b, { cred, params }) => retireQueue(c, cred, params.id!, b),
-  reply: (queue) => ({ data: { queue }, resourceId: queue.id }),
-});
+export const retireQueueRoute = retireRoute('queues', 'queues:manage', loadQueue, retireQueue, viewReply('queue'));
 
 // ---- read-only views the console needs, public like every /v1 endpoint ----
 

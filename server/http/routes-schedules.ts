@@ -13,7 +13,7 @@ import { requireQueueAccess } from '../admin/access.js';
 import { namedQueue } from './hints.js';
 import { afterLoading, command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
+import { asIs, pageByName, pathVersion, retireRoute } from './definition-routes.js';
 import { listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
@@ -76,7 +76,7 @@ function pauseOrResume(paused: boolean) {
 export const pauseScheduleRoute = pauseOrResume(true);
 export const resumeScheduleRoute = pauseOrResume(false);
 
-export const retireScheduleRoute = retireDefinitionRoute('schedules', 'schedules:manage', loadSchedule, retireSchedule);
+export const retireScheduleRoute = retireRoute('schedules', 'schedules:manage', loadSchedule, retireSchedule, asIs);
 
 export const triggerScheduleRoute = command({
   operation: 'POST /v1/schedules/{id}:trigger',

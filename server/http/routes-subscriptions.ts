@@ -1,6 +1,6 @@
 // Result stream consumers; lease and ack are not receipt-bearing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -27,7 +27,8 @@ import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
 import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
-import { afterLoading, command, readBody, scopedRoute, rejectQuery } from './command.js';
+import { afterLoading, command, readBody, scopedRoute, rejectQuery, viewReply } from './command.js';
+import { retireRoute } from './definition-routes.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
@@ -73,7 +74,7 @@ export const createSubscriptionRoute = command({
     await auditCommand(c, cred, 'subscription', 'create', id, n);
     return subscriptionView((await getSubscription(c, cred.namespaceId, id))!, 0);
   },
-  reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+  reply: viewReply('subscription'),
 });
 
 /** Only its owner sees a subscription. */
@@ -119,22 +120,14 @@ function pauseOrResume(paused: boolean) {
       const row = (await getSubscription(c, cred.namespaceId, id))!;
       return subscriptionView(row, await pendingCount(c, row));
     },
-    reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
+    reply: viewReply('subscription'),
   });
 }
 
 export const pauseSubscriptionRoute = pauseOrResume(true);
 export const resumeSubscriptionRoute = pauseOrResume(false);
 
-// A stored receipt replays even after the subscription was retired.
-export const retireSubscriptionRoute = command({
-  operation: 'POST /v1/subscriptions/{id}:retire',
-  scope: 'events:manage',
-  body: RetireBody,
-  load: afterLoading(loadSubscription),
-  effect: (c, b, { cred, params }) => retireSubscription(c, cred, params.id!, b),
-  reply: (subscription) => ({ data: { subscription }, resourceId: subscription.id }),
-});
+export const retireSubscriptionRoute = retireRoute('subscriptions', 'events:manage', loadSubscription, retireSubscription, viewReply('subscription'));
 
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 

@@ -13,7 +13,7 @@ import type { Credential } from '../db/credentials.js';
 import { namedQueue } from './hints.js';
 import { command, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, pathVersion, retireDefinitionRoute } from './definition-routes.js';
+import { asIs, pageByName, pathVersion, retireRoute } from './definition-routes.js';
 import { noQuery } from './list-query.js';
 
 /** max_attempts defaults are resolved here, so the default written out is the same command. */
@@ -63,7 +63,7 @@ export const publishWorkflowVersionRoute = command({
   reply: asIs,
 });
 
-export const retireWorkflowRoute = retireDefinitionRoute('workflows', 'workflows:manage', loadWorkflow, retireWorkflow);
+export const retireWorkflowRoute = retireRoute('workflows', 'workflows:manage', loadWorkflow, retireWorkflow, asIs);
 
 /** Workflows and their runs are read with any of these. */
 export const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
