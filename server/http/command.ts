@@ -81,13 +81,22 @@ export function scopedRoute(scopes: readonly Scope[], handle: (ctx: RequestCtx) 
   };
 }
 
-/** A `load` that reads the path's resource first, so that its 404 and 403 win over the command's
- * own refusals. */
-export function afterLoading(load: (ctx: RequestCtx) => Promise<unknown>) {
-  return async <B>(ctx: RequestCtx, b: B): Promise<B> => {
-    await load(ctx);
-    return b;
-  };
+/** The commands `POST <path>/{id}:<action>` on one kind of resource. The path's resource is read
+ * first, so that its 404 and 403 win over the command's own refusals. */
+export function commandsOn<R>(on: { path: string; scope: Scope; load: (ctx: RequestCtx) => Promise<unknown>; reply: (result: R) => CommandReply }) {
+  return <S extends TSchema>(action: string, body: S, effect: CommandDef<S, Static<S>, R>['effect'], afterCommit?: (result: R, ctx: RequestCtx) => void) =>
+    command<S, Static<S>, R>({
+      operation: `POST ${on.path}/{id}:${action}`,
+      scope: on.scope,
+      body,
+      load: async (ctx, b) => {
+        await on.load(ctx);
+        return b;
+      },
+      effect,
+      reply: on.reply,
+      afterCommit,
+    });
 }
 
 /** The order of the checks decides whose error wins when several apply. */

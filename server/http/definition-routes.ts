@@ -1,33 +1,11 @@
-// What the routes of several resources share.
+// What the routes of schedules and workflows share.
 import { OrbitError } from '@orbit/protocol/errors';
-import { RetireBody } from '@orbit/protocol/http-schemas';
-import type { Scope } from '../admin/access.js';
-import type { Credential } from '../db/credentials.js';
-import type { Tx } from '../db/pool.js';
-import { afterLoading, command, type CommandReply } from './command.js';
+import type { CommandReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
 /** The definition commands return their frozen reply already. */
 export const asIs = (r: CommandReply): CommandReply => r;
-
-/** A stored receipt replays even after the resource was retired. */
-export function retireRoute<R>(
-  resources: 'queues' | 'subscriptions' | 'schedules' | 'workflows',
-  scope: Scope,
-  load: (ctx: RequestCtx) => Promise<unknown>,
-  retire: (c: Tx, cred: Credential, id: string, b: RetireBody) => Promise<R>,
-  reply: (r: R) => CommandReply,
-) {
-  return command({
-    operation: `POST /v1/${resources}/{id}:retire`,
-    scope,
-    body: RetireBody,
-    load: afterLoading(load),
-    effect: (c, b, { cred, params }) => retire(c, cred, params.id!, b),
-    reply,
-  });
-}
 
 /** `read` is asked for one row more than the page, which tells whether there is a next page. */
 export async function pageByName<R extends { name: string }>(

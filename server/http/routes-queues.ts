@@ -1,6 +1,6 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
-import { CreateQueueBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
 import { auditCommand, revisionConflict } from '../admin/definitions.js';
@@ -11,8 +11,7 @@ import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { retireQueue } from '../events/retire.js';
 import { namedQueue } from './hints.js';
-import { afterLoading, command, scopedRoute, viewReply } from './command.js';
-import { retireRoute } from './definition-routes.js';
+import { command, commandsOn, scopedRoute, viewReply } from './command.js';
 import type { Reply, RequestCtx } from './context.js';
 
 export const createQueueRoute = command({
@@ -57,14 +56,14 @@ export const listQueuesRoute = scopedRoute(['queues:manage'], async (ctx) => {
   return { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) };
 });
 
+const onQueue = commandsOn({ path: '/v1/queues', scope: 'queues:manage', load: loadQueue, reply: viewReply('queue') });
+
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';
-  return command({
-    operation: `POST /v1/queues/{id}:${action}`,
-    scope: 'queues:manage',
-    body: RevisionBody,
-    load: afterLoading(loadQueue),
-    effect: async (c, b, { cred, params }) => {
+  return onQueue(
+    action,
+    RevisionBody,
+    async (c, b, { cred, params }) => {
       const id = params.id!;
       const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;
       if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is retired');
@@ -74,17 +73,15 @@ function pauseOrResume(paused: boolean) {
       await auditCommand(c, cred, 'queue', action, id);
       return queueView((await getQueue(c, cred.namespaceId, id))!);
     },
-    reply: viewReply('queue'),
-    afterCommit: (queue, ctx) => {
+    (queue, ctx) => {
       if (!paused) ctx.app.signals.wake([queue.id]);
     },
-  });
+  );
 }
 
 export const pauseQueueRoute = pauseOrResume(true);
 export const resumeQueueRoute = pauseOrResume(false);
-
-export const retireQueueRoute = retireRoute('queues', 'queues:manage', loadQueue, retireQueue, viewReply('queue'));
+export const retireQueueRoute = onQueue('retire', RetireBody, (c, b, { cred, params }) => retireQueue(c, cred, params.id!, b));
 
 // ---- read-only views the console needs, public like every /v1 endpoint ----
 

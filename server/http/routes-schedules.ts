@@ -1,7 +1,7 @@
 // /v1/schedules. Every body is validated completely before the command transaction starts, so bad
 // input changes nothing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { CreateScheduleBody, PublishVersionBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
+import { CreateScheduleBody, PublishVersionBody, RetireBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
 import { getSchedule, listSchedules, scheduleView, type ScheduleRow } from '../db/schedules.js';
 import { getVersion, listVersions, versionView } from '../db/schedule-versions.js';
@@ -11,9 +11,9 @@ import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { namedQueue } from './hints.js';
-import { afterLoading, command, scopedRoute } from './command.js';
+import { command, commandsOn, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, pathVersion, retireRoute } from './definition-routes.js';
+import { asIs, pageByName, pathVersion } from './definition-routes.js';
 import { listQuery, noQuery } from './list-query.js';
 
 /** The max_attempts default is resolved here, so the default written out is the same command. */
@@ -34,8 +34,6 @@ async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
 function wake(_result: unknown, ctx: RequestCtx): void {
   ctx.app.signals.schedulesChanged();
 }
-
-const loaded = afterLoading(loadSchedule);
 
 export const createScheduleRoute = command({
   operation: 'POST /v1/schedules',
@@ -62,21 +60,12 @@ export const publishVersionRoute = command({
   afterCommit: wake,
 });
 
-function pauseOrResume(paused: boolean) {
-  return command({
-    operation: `POST /v1/schedules/{id}:${paused ? 'pause' : 'resume'}`,
-    scope: 'schedules:manage',
-    body: RevisionBody,
-    load: loaded,
-    effect: (c, b, { cred, params }) => setPaused(c, cred, params.id!, paused, b.expected_revision),
-    reply: asIs,
-    afterCommit: wake,
-  });
-}
+const onSchedule = commandsOn({ path: '/v1/schedules', scope: 'schedules:manage', load: loadSchedule, reply: asIs });
+const pauseOrResume = (paused: boolean) =>
+  onSchedule(paused ? 'pause' : 'resume', RevisionBody, (c, b, { cred, params }) => setPaused(c, cred, params.id!, paused, b.expected_revision), wake);
 export const pauseScheduleRoute = pauseOrResume(true);
 export const resumeScheduleRoute = pauseOrResume(false);
-
-export const retireScheduleRoute = retireRoute('schedules', 'schedules:manage', loadSchedule, retireSchedule, asIs);
+export const retireScheduleRoute = onSchedule('retire', RetireBody, (c, b, { cred, params }) => retireSchedule(c, cred, params.id!, b));
 
 export const triggerScheduleRoute = command({
   operation: 'POST /v1/schedules/{id}:trigger',

@@ -1,6 +1,6 @@
 // Result stream consumers; lease and ack are not receipt-bearing.
 import { OrbitError } from '@orbit/protocol/errors';
-import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RevisionBody } from '@orbit/protocol/http-schemas';
+import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
 import { ID_RE } from '@orbit/protocol/validation';
@@ -27,8 +27,7 @@ import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
 import { queueNotFound } from '../dispatch/refusals.js';
 import { insertNamed } from '../admin/unique-names.js';
-import { afterLoading, command, readBody, scopedRoute, rejectQuery, viewReply } from './command.js';
-import { retireRoute } from './definition-routes.js';
+import { command, commandsOn, readBody, scopedRoute, rejectQuery, viewReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
@@ -102,32 +101,26 @@ export const listSubscriptionsRoute = scopedRoute(['events:read'], async (ctx) =
   return { subscriptions: out };
 });
 
+const onSubscription = commandsOn({ path: '/v1/subscriptions', scope: 'events:manage', load: loadSubscription, reply: viewReply('subscription') });
+
 function pauseOrResume(paused: boolean) {
   const action = paused ? 'pause' : 'resume';
-  return command({
-    operation: `POST /v1/subscriptions/{id}:${action}`,
-    scope: 'events:manage',
-    body: RevisionBody,
-    load: afterLoading(loadSubscription),
-    effect: async (c, b, { cred, params }) => {
-      const id = params.id!;
-      const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
-      if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
-      if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
-        throw revisionConflict(b.expected_revision, String(s.revision));
-      }
-      await auditCommand(c, cred, 'subscription', action, id);
-      const row = (await getSubscription(c, cred.namespaceId, id))!;
-      return subscriptionView(row, await pendingCount(c, row));
-    },
-    reply: viewReply('subscription'),
+  return onSubscription(action, RevisionBody, async (c, b, { cred, params }) => {
+    const id = params.id!;
+    const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
+    if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
+    if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
+      throw revisionConflict(b.expected_revision, String(s.revision));
+    }
+    await auditCommand(c, cred, 'subscription', action, id);
+    const row = (await getSubscription(c, cred.namespaceId, id))!;
+    return subscriptionView(row, await pendingCount(c, row));
   });
 }
 
 export const pauseSubscriptionRoute = pauseOrResume(true);
 export const resumeSubscriptionRoute = pauseOrResume(false);
-
-export const retireSubscriptionRoute = retireRoute('subscriptions', 'events:manage', loadSubscription, retireSubscription, viewReply('subscription'));
+export const retireSubscriptionRoute = onSubscription('retire', RetireBody, (c, b, { cred, params }) => retireSubscription(c, cred, params.id!, b));
 
 const HISTORY_PARAMS = new Set(['state', 'limit', 'cursor']);
 

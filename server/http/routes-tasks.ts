@@ -7,7 +7,7 @@ import { requireQueueAccess } from '../admin/access.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
 import { namedQueue, notOneOf } from './hints.js';
-import { afterLoading, command, scopedRoute } from './command.js';
+import { commandsOn, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
@@ -63,28 +63,21 @@ function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
   ctx.app.signals.wake(e.freedQueues);
 }
 
-function taskReply(e: CommandEffect) {
-  return { data: { task: taskView(e.task) }, resourceId: e.task.id };
-}
-
-const loaded = afterLoading(loadTask);
-
-export const cancelTaskRoute = command({
-  operation: 'POST /v1/tasks/{id}:cancel',
+const onTask = commandsOn({
+  path: '/v1/tasks',
   scope: 'tasks:submit',
-  body: CancelTaskBody,
-  load: loaded,
-  effect: (c, b, { app, cred, params }) => cancelTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.reason),
-  reply: taskReply,
-  afterCommit: afterEffect,
+  load: loadTask,
+  reply: (e: CommandEffect) => ({ data: { task: taskView(e.task) }, resourceId: e.task.id }),
 });
-
-export const resolveTaskRoute = command({
-  operation: 'POST /v1/tasks/{id}:resolve',
-  scope: 'tasks:submit',
-  body: ResolveTaskBody,
-  load: loaded,
-  effect: (c, b, { app, cred, params }) => resolveTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.resolution, b.reason),
-  reply: taskReply,
-  afterCommit: afterEffect,
-});
+export const cancelTaskRoute = onTask(
+  'cancel',
+  CancelTaskBody,
+  (c, b, { app, cred, params }) => cancelTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.reason),
+  afterEffect,
+);
+export const resolveTaskRoute = onTask(
+  'resolve',
+  ResolveTaskBody,
+  (c, b, { app, cred, params }) => resolveTask(c, app.advanceSteps, cred.namespaceId, params.id!, b.resolution, b.reason),
+  afterEffect,
+);

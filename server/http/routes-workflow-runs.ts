@@ -13,7 +13,7 @@ import { findVersionGraph, runView, versionGraph, type VersionGraph } from '../w
 import { cancelRun, pauseRun, resumeRun, sendSignal, startRun, type RunEffect } from '../workflows/run-commands.js';
 import { canUseQueue } from '../admin/access.js';
 import { READ_SCOPES, requireVersionAccess } from './routes-workflows.js';
-import { afterLoading, command, type CommandReply, scopedRoute } from './command.js';
+import { command, commandsOn, type CommandReply, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery, noQuery } from './list-query.js';
 
@@ -55,37 +55,15 @@ export const startRunRoute = command({
   afterCommit,
 });
 
-const loaded = afterLoading(loadRun);
-
-export const pauseRunRoute = command({
-  operation: 'POST /v1/workflow-runs/{id}:pause',
-  scope: 'workflows:run',
-  body: PauseWorkflowRunBody,
-  load: loaded,
-  effect: (c, _b, { cred, params }) => pauseRun(c, cred.namespaceId, params.id!),
-  reply,
+const onRun = commandsOn({ path: '/v1/workflow-runs', scope: 'workflows:run', load: loadRun, reply });
+export const pauseRunRoute = onRun('pause', PauseWorkflowRunBody, (c, _b, { cred, params }) => pauseRun(c, cred.namespaceId, params.id!), afterCommit);
+export const resumeRunRoute = onRun('resume', ResumeWorkflowRunBody, (c, _b, { cred, params }) => resumeRun(c, cred.namespaceId, params.id!), afterCommit);
+export const cancelRunRoute = onRun(
+  'cancel',
+  CancelWorkflowRunBody,
+  (c, b, { cred, params }) => cancelRun(c, cred.namespaceId, params.id!, b.reason),
   afterCommit,
-});
-
-export const resumeRunRoute = command({
-  operation: 'POST /v1/workflow-runs/{id}:resume',
-  scope: 'workflows:run',
-  body: ResumeWorkflowRunBody,
-  load: loaded,
-  effect: (c, _b, { cred, params }) => resumeRun(c, cred.namespaceId, params.id!),
-  reply,
-  afterCommit,
-});
-
-export const cancelRunRoute = command({
-  operation: 'POST /v1/workflow-runs/{id}:cancel',
-  scope: 'workflows:run',
-  body: CancelWorkflowRunBody,
-  load: loaded,
-  effect: (c, b, { cred, params }) => cancelRun(c, cred.namespaceId, params.id!, b.reason),
-  reply,
-  afterCommit,
-});
+);
 
 export const sendSignalRoute = command({
   operation: 'POST /v1/workflow-runs/{id}/signals',

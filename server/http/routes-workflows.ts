@@ -11,9 +11,10 @@ import { createWorkflow, publishWorkflowVersion, queueField, retireWorkflow, typ
 import { requireQueueAccess, type Scope } from '../admin/access.js';
 import type { Credential } from '../db/credentials.js';
 import { namedQueue } from './hints.js';
-import { command, scopedRoute } from './command.js';
+import { command, commandsOn, scopedRoute } from './command.js';
+import { RetireBody } from '@orbit/protocol/http-schemas';
 import type { RequestCtx } from './context.js';
-import { asIs, pageByName, pathVersion, retireRoute } from './definition-routes.js';
+import { asIs, pageByName, pathVersion } from './definition-routes.js';
 import { noQuery } from './list-query.js';
 
 /** max_attempts defaults are resolved here, so the default written out is the same command. */
@@ -63,7 +64,11 @@ export const publishWorkflowVersionRoute = command({
   reply: asIs,
 });
 
-export const retireWorkflowRoute = retireRoute('workflows', 'workflows:manage', loadWorkflow, retireWorkflow, asIs);
+export const retireWorkflowRoute = commandsOn({ path: '/v1/workflows', scope: 'workflows:manage', load: loadWorkflow, reply: asIs })(
+  'retire',
+  RetireBody,
+  (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b),
+);
 
 /** Workflows and their runs are read with any of these. */
 export const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
