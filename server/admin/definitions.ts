@@ -1,11 +1,11 @@
-// The create step schedules and workflows share. The caller holds the namespace lock, which
-// serializes the quota count against a concurrent create.
+// What the commands on named resources share: revisions, audit rows, unique names, and the create
+// step of schedules and workflows.
 import { OrbitError } from '@orbit/protocol/errors';
 import type { Credential } from '../db/credentials.js';
 import type { Conn } from '../db/pool.js';
 import { dbNow } from '../db/time.js';
 import { countActive, insertAudit } from '../db/tenants.js';
-import { insertNamed } from './unique-names.js';
+import { isDuplicateKey } from '../db/errors.js';
 import { newId } from '../ids.js';
 
 export interface NewDefinition {
@@ -26,6 +26,18 @@ export function auditCommand(c: Conn, cred: Credential, kind: string, verb: stri
   return insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `${kind}.${verb}`, targetType: kind, targetId: id, details });
 }
 
+/** Named resources are unique by name in their namespace forever, a retired one's included: the
+ * unique key decides, and its duplicate becomes the documented 409 instead of a database error. */
+export async function insertNamed(kind: 'queue' | 'subscription' | 'schedule' | 'workflow', name: string, insert: () => Promise<unknown>): Promise<void> {
+  try {
+    await insert();
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new OrbitError('STATE_CONFLICT', `a ${kind} named ${name} exists or existed in this namespace`, { field: 'name' });
+    throw err;
+  }
+}
+
+/** The caller holds the namespace lock, which serializes the quota count against a concurrent create. */
 export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
   const active = await countActive(c, `${d.kind}s`, cred.namespaceId);
   if (active >= d.limit) {

@@ -3,16 +3,16 @@ import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
 import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
-import { auditCommand, revisionConflict } from '../admin/definitions.js';
-import { insertNamed } from '../admin/unique-names.js';
+import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess, requireScope } from '../admin/access.js';
+import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { retireQueue } from '../events/retire.js';
 import { namedQueue } from './hints.js';
 import { command, commandsOn, scopedRoute, viewReply } from './command.js';
-import type { Reply, RequestCtx } from './context.js';
+import type { RequestCtx } from './context.js';
+import { noQuery, queryParams } from './list-query.js';
 
 export const createQueueRoute = command({
   operation: 'POST /v1/queues',
@@ -51,7 +51,7 @@ export async function loadQueue(ctx: RequestCtx): Promise<QueueRow> {
 export const getQueueRoute = scopedRoute(['queues:manage'], async (ctx) => ({ queue: queueView(await loadQueue(ctx)) }));
 
 export const listQueuesRoute = scopedRoute(['queues:manage'], async (ctx) => {
-  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/queues takes no query parameters', { field: 'query' });
+  noQuery(ctx);
   const rows = await listQueues(ctx.app.pool, ctx.cred.namespaceId);
   return { queues: rows.filter((r) => canUseQueue(ctx.cred, r.id)).map(queueView) };
 });
@@ -85,27 +85,17 @@ export const retireQueueRoute = onQueue('retire', RetireBody, (c, b, { cred, par
 
 // ---- read-only views the console needs, public like every /v1 endpoint ----
 
-function onlyParams(ctx: RequestCtx, allowed: string[]): void {
-  for (const k of ctx.url.searchParams.keys()) {
-    if (!allowed.includes(k)) throw new OrbitError('INVALID_ARGUMENT', `unknown query parameter ${k}`, { field: k });
-    if (ctx.url.searchParams.getAll(k).length > 1) throw new OrbitError('INVALID_ARGUMENT', `${k}: given more than once`, { field: k });
-  }
-}
-
 /** Producers that read their tasks may see the queue's load. */
-export async function queueStatsRoute(ctx: RequestCtx): Promise<Reply> {
-  if (!ctx.cred.scopes.includes('tasks:read')) requireScope(ctx.cred, 'queues:manage');
-  onlyParams(ctx, []);
-  const q = await loadQueue(ctx);
-  const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, q);
-  return { status: 200, data: { stats } };
-}
+export const queueStatsRoute = scopedRoute(['queues:manage', 'tasks:read'], async (ctx) => {
+  queryParams(ctx, new Set());
+  const stats: QueueStats = await queueStats(ctx.app.pool, ctx.cred.namespaceId, await loadQueue(ctx));
+  return { stats };
+});
 
 /** A credential limited to some queues sees only sessions that consume one of them, and only
  * those queue ids. */
 export const listWorkersRoute = scopedRoute(['queues:manage'], async (ctx) => {
-  onlyParams(ctx, ['queue_id']);
-  const queueId = ctx.url.searchParams.get('queue_id') ?? undefined;
+  const queueId = queryParams(ctx, new Set(['queue_id']))('queue_id');
   if (queueId !== undefined) await namedQueue(ctx, queueId);
   const cred = ctx.cred;
   const workers: WorkerSession[] = [];

@@ -19,17 +19,16 @@ import {
   type SubscriptionRow,
 } from '../db/subscriptions.js';
 import { countActive, lockNamespace } from '../db/tenants.js';
-import { auditCommand, revisionConflict } from '../admin/definitions.js';
+import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
 import { queueNotFound } from '../dispatch/refusals.js';
-import { insertNamed } from '../admin/unique-names.js';
 import { command, commandsOn, readBody, scopedRoute, rejectQuery, viewReply } from './command.js';
 import type { RequestCtx } from './context.js';
-import { listQuery } from './list-query.js';
+import { listQuery, noQuery } from './list-query.js';
 
 export const createSubscriptionRoute = command({
   operation: 'POST /v1/subscriptions',
@@ -85,14 +84,13 @@ export async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow
 }
 
 export const getSubscriptionRoute = scopedRoute(['events:read'], async (ctx) => {
-  if ([...ctx.url.searchParams.keys()].length > 0) throw new OrbitError('INVALID_ARGUMENT', 'this endpoint takes no query parameters', { field: 'query' });
+  noQuery(ctx);
   const s = await loadSubscription(ctx);
   return { subscription: subscriptionView(s, await pendingCount(ctx.app.pool, s)) };
 });
 
 export const listSubscriptionsRoute = scopedRoute(['events:read'], async (ctx) => {
-  if ([...ctx.url.searchParams.keys()].length > 0)
-    throw new OrbitError('INVALID_ARGUMENT', 'GET /v1/subscriptions takes no query parameters', { field: 'query' });
+  noQuery(ctx);
   const pool = ctx.app.pool;
   const rows = (await listSubscriptions(pool, ctx.cred.namespaceId, ctx.cred.id)).filter((r) => canUseQueue(ctx.cred, r.queue_id));
   const wm = await committedWatermark(pool, ctx.cred.namespaceId);
