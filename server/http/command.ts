@@ -34,15 +34,6 @@ export async function readBody<T extends TSchema>(ctx: RequestCtx, schema: T): P
   return body as Static<T>;
 }
 
-function idempotencyKey(ctx: RequestCtx): string {
-  const raw = ctx.req.headers['idempotency-key'];
-  if (typeof raw !== 'string') throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key header is required', { field: 'Idempotency-Key' });
-  if (!IDEMPOTENCY_KEY_RE.test(raw)) {
-    throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key must be 1-255 visible ASCII characters', { field: 'Idempotency-Key' });
-  }
-  return raw;
-}
-
 /** What a command answers and freezes in its receipt; `data` without `deduplicated`. */
 export interface CommandReply {
   data: Record<string, unknown>;
@@ -103,7 +94,11 @@ export function commandsOn<R>(on: { path: string; scope: Scope; load: (ctx: Requ
 export async function readCommand<S extends TSchema>(ctx: RequestCtx, scope: Scope, schema: S): Promise<{ key: string; body: Static<S> }> {
   requireScope(ctx.cred, scope);
   rejectQuery(ctx);
-  const key = idempotencyKey(ctx);
+  const key = ctx.req.headers['idempotency-key'];
+  if (typeof key !== 'string') throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key header is required', { field: 'Idempotency-Key' });
+  if (!IDEMPOTENCY_KEY_RE.test(key)) {
+    throw new OrbitError('INVALID_ARGUMENT', 'Idempotency-Key must be 1-255 visible ASCII characters', { field: 'Idempotency-Key' });
+  }
   return { key, body: await readBody(ctx, schema) };
 }
 

@@ -2,7 +2,7 @@
 // there is a response (a request node's parser refused, a refused WebSocket upgrade).
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { OrbitError, type ErrorBody } from '@orbit/protocol/errors';
+import { OrbitError } from '@orbit/protocol/errors';
 
 /** `json`: `data` already serialized, spliced in rather than serialized a second time. */
 export function sendData(res: ServerResponse, requestId: string, status: number, data: unknown, json?: string): void {
@@ -32,8 +32,7 @@ export function endSocketWithError(socket: Duplex, requestId: string, err: Orbit
 }
 
 function errorEnvelope(requestId: string, err: OrbitError): string {
-  const body: { request_id: string; error: ErrorBody } = { request_id: requestId, error: err.toBody() };
-  return JSON.stringify(body);
+  return JSON.stringify({ request_id: requestId, error: err.toBody() });
 }
 
 function envelopeHeaders(requestId: string, text: string): Record<string, string | number> {

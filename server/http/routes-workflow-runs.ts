@@ -2,7 +2,7 @@
 // transaction starts, so bad input changes nothing. A run start without `version` and one naming
 // the current version are different commands: the input fingerprinted is the body as given.
 import { OrbitError } from '@orbit/protocol/errors';
-import { isWorkflowRunState } from '@orbit/protocol/states';
+import { isWorkflowRunState, WORKFLOW_RUN_STATES } from '@orbit/protocol/states';
 import { CancelWorkflowRunBody, PauseWorkflowRunBody, ResumeWorkflowRunBody, SendSignalBody, StartWorkflowRunBody } from '@orbit/protocol/workflow-schemas';
 import { isId } from '@orbit/protocol/ids';
 import { getWorkflow } from '../db/workflows.js';
@@ -16,6 +16,7 @@ import { READ_SCOPES, requireVersionAccess } from './routes-workflows.js';
 import { command, commandsOn, type CommandReply, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery, noQuery } from './list-query.js';
+import { notOneOf } from './hints.js';
 
 async function loadRun(ctx: RequestCtx): Promise<{ row: RunRow; version: VersionGraph }> {
   const row = await getRun(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
@@ -95,9 +96,7 @@ export const listRunsRoute = scopedRoute(READ_SCOPES, async (ctx) => {
   const state = q.one('state');
   if (workflowId !== undefined && !isId(workflowId))
     throw new OrbitError('INVALID_ARGUMENT', 'workflow_id: must be a 32-hex workflow id', { field: 'workflow_id' });
-  if (state !== undefined && !isWorkflowRunState(state)) {
-    throw new OrbitError('INVALID_ARGUMENT', 'state: one of RUNNING, PAUSED, SUCCEEDED, FAILED, CANCELLED', { field: 'state' });
-  }
+  if (state !== undefined && !isWorkflowRunState(state)) throw notOneOf('state', state, WORKFLOW_RUN_STATES);
   const rows = await listRuns(ctx.app.pool, {
     namespaceId: ctx.cred.namespaceId,
     workflowId,
