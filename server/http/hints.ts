@@ -6,6 +6,7 @@ import { getQueue, type QueueRow } from '../db/queues.js';
 import { queueNotFound } from '../dispatch/refusals.js';
 import { requireQueueAccess } from '../admin/access.js';
 import type { RequestCtx } from './context.js';
+import type { Pool } from '../db/pool.js';
 
 /** The queue a body field or query parameter names, if the credential may use it; a name given
  * for an id is answered with the id. */
@@ -14,6 +15,19 @@ export async function namedQueue(ctx: RequestCtx, id: string, field?: string): P
   if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, id, field);
   requireQueueAccess(ctx.cred, q.id);
   return q;
+}
+
+/** The resource the path's `{id}` names, seen through its queue. */
+export async function pathResource<R>(
+  ctx: RequestCtx,
+  kind: string,
+  read: (db: Pool, namespaceId: string, id: string) => Promise<R | null>,
+  queueOf: (row: R) => string,
+): Promise<R> {
+  const row = await read(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
+  if (!row) throw new OrbitError('NOT_FOUND', `${kind} not found`);
+  requireQueueAccess(ctx.cred, queueOf(row));
+  return row;
 }
 
 export function notOneOf(field: string, value: string, allowed: readonly string[]): OrbitError {

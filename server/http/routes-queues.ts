@@ -2,14 +2,14 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
 import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
-import { getQueue, insertQueue, listQueues, queueView, setQueuePaused, type QueueRow } from '../db/queues.js';
+import { getQueue, insertQueue, listQueues, queueView, setQueuePaused } from '../db/queues.js';
 import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
 import { newId } from '../ids.js';
-import { canUseQueue, requireQueueAccess } from '../admin/access.js';
+import { canUseQueue } from '../admin/access.js';
 import { queueStats } from '../db/queue-stats.js';
 import { listConnectedSessions } from '../db/worker-sessions.js';
 import { retireQueue } from '../events/retire.js';
-import { namedQueue } from './hints.js';
+import { namedQueue, pathResource } from './hints.js';
 import { command, commandsOn, scopedRoute, viewReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { noQuery, queryParams } from './list-query.js';
@@ -40,13 +40,7 @@ export const createQueueRoute = command({
   reply: viewReply('queue'),
 });
 
-/** The path's queue; the router has checked that `{id}` is an id. */
-export async function loadQueue(ctx: RequestCtx): Promise<QueueRow> {
-  const row = await getQueue(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
-  if (!row) throw new OrbitError('NOT_FOUND', 'queue not found');
-  requireQueueAccess(ctx.cred, row.id);
-  return row;
-}
+const loadQueue = (ctx: RequestCtx) => pathResource(ctx, 'queue', getQueue, (q) => q.id);
 
 export const getQueueRoute = scopedRoute(['queues:manage'], async (ctx) => ({ queue: queueView(await loadQueue(ctx)) }));
 

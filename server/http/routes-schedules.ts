@@ -3,14 +3,13 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { CreateScheduleBody, PublishVersionBody, RetireBody, RevisionBody, TriggerScheduleBody, type ScheduleVersionInput } from '@orbit/protocol/http-schemas';
 import { parseRfc3339 } from '@orbit/protocol/validation';
-import { getSchedule, listSchedules, scheduleView, type ScheduleRow } from '../db/schedules.js';
+import { getSchedule, listSchedules, scheduleView } from '../db/schedules.js';
 import { getVersion, listVersions, versionView } from '../db/schedule-versions.js';
 import { fireView, listFires } from '../db/schedule-fires.js';
 import { createSchedule, publishVersion, retireSchedule, setPaused, triggerSchedule, withTemplate, type StoredVersion } from '../schedules/commands.js';
 import { normalizeVersion } from '../schedules/version-input.js';
 import { dbMs, msDb } from '../schedules/versions.js';
-import { requireQueueAccess } from '../admin/access.js';
-import { namedQueue } from './hints.js';
+import { namedQueue, pathResource } from './hints.js';
 import { command, commandsOn, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { asIs, pageByName, pathVersion } from './definition-routes.js';
@@ -23,12 +22,7 @@ async function storedVersion(ctx: RequestCtx, v: ScheduleVersionInput): Promise<
   return withTemplate(n, q.retry_max_attempts);
 }
 
-async function loadSchedule(ctx: RequestCtx): Promise<ScheduleRow> {
-  const s = await getSchedule(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
-  if (!s) throw new OrbitError('NOT_FOUND', 'schedule not found');
-  requireQueueAccess(ctx.cred, s.queue_id);
-  return s;
-}
+const loadSchedule = (ctx: RequestCtx) => pathResource(ctx, 'schedule', getSchedule, (s) => s.queue_id);
 
 /** The scheduler re-reads its next fire times after a commit that may have moved them. */
 function wake(_result: unknown, ctx: RequestCtx): void {

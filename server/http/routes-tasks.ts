@@ -2,22 +2,15 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { CancelTaskBody, ResolveTaskBody } from '@orbit/protocol/http-schemas';
 import { isTaskState, TASK_STATES } from '@orbit/protocol/states';
 import { concurrencyKeyProblem } from '@orbit/protocol/validation';
-import { getTask, listTasks, taskView, type TaskRow } from '../db/tasks.js';
-import { requireQueueAccess } from '../admin/access.js';
+import { getTask, listTasks, taskView } from '../db/tasks.js';
 import { attemptView, getAttempt, listTaskAttempts } from '../db/attempts.js';
 import { cancelTask, resolveTask, type CommandEffect } from '../dispatch/task-commands.js';
-import { namedQueue, notOneOf } from './hints.js';
+import { namedQueue, notOneOf, pathResource } from './hints.js';
 import { commandsOn, scopedRoute } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery } from './list-query.js';
 
-/** The path's task; the router has checked that `{id}` is an id. */
-export async function loadTask(ctx: RequestCtx): Promise<TaskRow> {
-  const row = await getTask(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
-  if (!row) throw new OrbitError('NOT_FOUND', 'task not found');
-  requireQueueAccess(ctx.cred, row.queue_id);
-  return row;
-}
+const loadTask = (ctx: RequestCtx) => pathResource(ctx, 'task', getTask, (t) => t.queue_id);
 
 export const getTaskRoute = scopedRoute(['tasks:read'], async (ctx) => ({ task: taskView(await loadTask(ctx)) }));
 
@@ -52,10 +45,7 @@ export const listAttemptsRoute = scopedRoute(['tasks:read'], async (ctx) => {
 });
 
 export const getAttemptRoute = scopedRoute(['tasks:read'], async (ctx) => {
-  const a = await getAttempt(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
-  if (!a) throw new OrbitError('NOT_FOUND', 'attempt not found');
-  requireQueueAccess(ctx.cred, a.queue_id);
-  return { attempt: attemptView(a) };
+  return { attempt: attemptView(await pathResource(ctx, 'attempt', getAttempt, (a) => a.queue_id)) };
 });
 
 function afterEffect(e: CommandEffect, ctx: RequestCtx): void {
