@@ -1,18 +1,19 @@
 // Error messages that tell the caller what to do next, kept in one place.
 import type { ServerResponse } from 'node:http';
 import { OrbitError } from '@orbit/protocol/errors';
-import { ID_RE } from '@orbit/protocol/validation';
 import { getQueue, type QueueRow } from '../db/queues.js';
 import { queueNotFound } from '../dispatch/refusals.js';
 import { requireQueueAccess } from '../admin/access.js';
 import type { RequestCtx } from './context.js';
-import type { Pool } from '../db/pool.js';
+import type { Pool, Tx } from '../db/pool.js';
 
 /** The queue a body field or query parameter names, if the credential may use it; a name given
- * for an id is answered with the id. */
-export async function namedQueue(ctx: RequestCtx, id: string, field?: string): Promise<QueueRow> {
-  const q = ID_RE.test(id) ? await getQueue(ctx.app.pool, ctx.cred.namespaceId, id) : null;
-  if (!q) throw await queueNotFound(ctx.app.pool, ctx.cred.namespaceId, id, field);
+ * for an id is answered with the id. In `tx` the row is read locked shared, which serializes with
+ * the queue's retirement. */
+export async function namedQueue(ctx: RequestCtx, id: string, field?: string, tx?: Tx): Promise<QueueRow> {
+  const ns = ctx.cred.namespaceId;
+  const q = tx ? await getQueue(tx, ns, id, 'share') : await getQueue(ctx.app.pool, ns, id);
+  if (!q) throw await queueNotFound(tx ?? ctx.app.pool, ns, id, field);
   requireQueueAccess(ctx.cred, q.id);
   return q;
 }

@@ -3,8 +3,6 @@ import { OrbitError } from '@orbit/protocol/errors';
 import { AckDeliveriesBody, CreateSubscriptionBody, EVENT_TYPES, LeaseDeliveriesBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { MAX_SUBSCRIPTIONS_PER_NAMESPACE } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, isDeliveryState } from '@orbit/protocol/states';
-import { ID_RE } from '@orbit/protocol/validation';
-import { getQueue } from '../db/queues.js';
 import {
   ackDeliveryRows,
   committedWatermark,
@@ -25,7 +23,6 @@ import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
 import { canUseQueue, requireQueueAccess } from '../admin/access.js';
 import { namedQueue, notOneOf } from './hints.js';
-import { queueNotFound } from '../dispatch/refusals.js';
 import { command, commandsOn, readBody, scopedRoute, rejectQuery, viewReply } from './command.js';
 import type { RequestCtx } from './context.js';
 import { listQuery, noQuery } from './list-query.js';
@@ -44,13 +41,11 @@ export const createSubscriptionRoute = command({
     if (!canUseQueue(cred, n.queue_id)) await namedQueue(ctx, n.queue_id);
     return n;
   },
-  effect: async (c, n, { cred }) => {
-    // The namespace row serializes creations against the quota; the queue row, shared, serializes
-    // with queue retirement.
+  effect: async (c, n, ctx) => {
+    const cred = ctx.cred;
+    // The namespace row serializes creations against the quota.
     await lockNamespace(c, cred.namespaceId);
-    const q = ID_RE.test(n.queue_id) ? await getQueue(c, cred.namespaceId, n.queue_id, 'share') : null;
-    if (!q) throw await queueNotFound(c, cred.namespaceId, n.queue_id);
-    requireQueueAccess(cred, q.id);
+    const q = await namedQueue(ctx, n.queue_id, undefined, c);
     if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
     const active = await countActive(c, 'subscriptions', cred.namespaceId);
     if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
