@@ -64,11 +64,8 @@ export const publishWorkflowVersionRoute = command({
   reply: asIs,
 });
 
-export const retireWorkflowRoute = commandsOn({ path: '/v1/workflows', scope: 'workflows:manage', load: loadWorkflow, reply: asIs })(
-  'retire',
-  RetireBody,
-  (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b),
-);
+const onWorkflow = commandsOn({ path: '/v1/workflows', scope: 'workflows:manage', load: loadWorkflow, reply: asIs });
+export const retireWorkflowRoute = onWorkflow('retire', RetireBody, (c, b, { cred, params }) => retireWorkflow(c, cred, params.id!, b));
 
 /** Workflows and their runs are read with any of these. */
 export const READ_SCOPES: Scope[] = ['workflows:manage', 'workflows:run', 'tasks:read'];
