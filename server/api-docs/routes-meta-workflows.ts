@@ -10,11 +10,10 @@ import {
   StartWorkflowRunBody,
 } from '@orbit/protocol/workflow-schemas';
 import { WORKFLOW_RUN_STATES } from '@orbit/protocol/states';
-import { cursor, limit, type RouteMeta } from './route-meta-type.js';
+import { cursor, limit, reader, type RouteMeta } from './route-meta-type.js';
 
 /** Workflows and runs are readable with any workflow scope or tasks:read. */
-const READ_SCOPES = ['workflows:manage', 'workflows:run', 'tasks:read'];
-const read = (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes: READ_SCOPES, returns });
+const read = reader(['workflows:manage', 'workflows:run', 'tasks:read']);
 
 const runCommand = (summary: string, description: string, body: RouteMeta['body']): RouteMeta => ({
   summary,
@@ -97,10 +96,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     SendSignalBody,
   ),
   'GET /v1/workflow-runs': {
-    summary: 'List workflow runs',
-    description: 'Runs newest first, filtered by workflow and state, without their steps and input.',
-    scopes: READ_SCOPES,
-    returns: '{runs, next_cursor}',
+    ...read('List workflow runs', 'Runs newest first, filtered by workflow and state, without their steps and input.', '{runs, next_cursor}'),
     query: [
       { name: 'workflow_id', description: 'only the runs of this workflow' },
       { name: 'state', description: 'only the runs in this state', enum: WORKFLOW_RUN_STATES },
