@@ -34,6 +34,9 @@ export interface RouteMeta {
 export const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
 
+/** A receipt-bearing command: the one scope that grants it, its body, an Idempotency-Key. */
+export const command = (scope: string, body: TSchema): Pick<RouteMeta, 'scopes' | 'body' | 'idempotent'> => ({ scopes: [scope], body, idempotent: true });
+
 /** The reads that any one of `scopes` grants: each states only what it is and what it answers. */
 export const reader =
   (scopes: string[]) =>
@@ -53,9 +56,7 @@ export function lifecycleRoutes(
     routes[`POST ${base}/{id}:${verb}`] = {
       summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} a ${noun}`,
       description: descriptions[verb],
-      scopes: [scope],
-      body: verb === 'retire' ? RetireBody : RevisionBody,
-      idempotent: true,
+      ...command(scope, verb === 'retire' ? RetireBody : RevisionBody),
       returns: `{${noun}, deduplicated}`,
       errors: ['STATE_CONFLICT', ...(errors.each ?? []), ...(verb === 'retire' ? (errors.retire ?? []) : [])],
     };

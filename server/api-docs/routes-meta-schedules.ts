@@ -1,6 +1,6 @@
 // The OpenAPI metadata of the schedule routes, spread into ROUTE_META.
 import { CreateScheduleBody, PublishVersionBody, TriggerScheduleBody } from '@orbit/protocol/http-schemas';
-import { cursor, lifecycleRoutes, limit, reader, type RouteMeta } from './route-meta-type.js';
+import { command, cursor, lifecycleRoutes, limit, reader, type RouteMeta } from './route-meta-type.js';
 
 const read = reader(['schedules:manage', 'tasks:read']);
 
@@ -8,9 +8,7 @@ export const SCHEDULE_ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/schedules': {
     summary: 'Create a schedule',
     description: 'Creates a schedule with its first version: a calendar and the task it creates at each fire (docs/schedules.md).',
-    scopes: ['schedules:manage'],
-    body: CreateScheduleBody,
-    idempotent: true,
+    ...command('schedules:manage', CreateScheduleBody),
     status: 201,
     returns: '{schedule, version, deduplicated}',
     errors: ['NOT_FOUND', 'RESOURCE_RETIRED', 'STATE_CONFLICT'],
@@ -24,9 +22,7 @@ export const SCHEDULE_ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Publish a schedule version',
     description:
       'Publishes version n+1 (expected_revision); fires after it use it. A retired schedule, or a version aimed at a retired queue, is RESOURCE_RETIRED.',
-    scopes: ['schedules:manage'],
-    body: PublishVersionBody,
-    idempotent: true,
+    ...command('schedules:manage', PublishVersionBody),
     status: 201,
     returns: '{schedule, version, deduplicated}',
     errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED'],
@@ -44,9 +40,7 @@ export const SCHEDULE_ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/schedules/{id}:trigger': {
     summary: 'Trigger a schedule',
     description: "Creates one task now from the current version's template, outside the calendar.",
-    scopes: ['schedules:manage'],
-    body: TriggerScheduleBody,
-    idempotent: true,
+    ...command('schedules:manage', TriggerScheduleBody),
     status: 201,
     returns: '{task, deduplicated}',
     errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],

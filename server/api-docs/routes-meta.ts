@@ -1,6 +1,6 @@
 // What the OpenAPI document says about each route. test/api-docs.test.ts checks that every route
 // has an entry here and that the scopes are the ones the handlers enforce.
-import { cursor, lifecycleRoutes, limit, reader, type RouteMeta } from './route-meta-type.js';
+import { command, cursor, lifecycleRoutes, limit, reader, type RouteMeta } from './route-meta-type.js';
 import { MAX_BATCH_ITEMS } from '@orbit/protocol/limits';
 import { DELIVERY_STATES, TASK_STATES } from '@orbit/protocol/states';
 import {
@@ -66,9 +66,7 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Submit a task',
     description:
       'Accepts a task into a queue of the credential\'s namespace; it waits there until a worker session is assigned it. A busy resource key never refuses a task: it waits (docs/http-api.md "Submit").',
-    scopes: ['tasks:submit'],
-    body: SubmitTaskBody,
-    idempotent: true,
+    ...command('tasks:submit', SubmitTaskBody),
     status: 201,
     returns: '{task, deduplicated} (200 with deduplicated:true on replay)',
     errors: ['NOT_FOUND', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
@@ -118,18 +116,14 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Cancel a task',
     description:
       'Cancels a task that has not started (WAITING or LEASED): its leased attempt ends, its permits are released and the worker is sent task.cancel.',
-    scopes: ['tasks:submit'],
-    body: CancelTaskBody,
-    idempotent: true,
+    ...command('tasks:submit', CancelTaskBody),
     returns: '{task, deduplicated}',
     errors: ['STATE_CONFLICT'],
   },
   'POST /v1/tasks/{id}:resolve': {
     summary: 'Resolve a task under review',
     description: 'Records the outcome of a NEEDS_REVIEW task (one whose effect is unknown), as decided by a person or a reconciler.',
-    scopes: ['tasks:submit'],
-    body: ResolveTaskBody,
-    idempotent: true,
+    ...command('tasks:submit', ResolveTaskBody),
     returns: '{task, deduplicated}',
     errors: ['STATE_CONFLICT'],
   },
@@ -137,9 +131,7 @@ export const ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/queues': {
     summary: 'Create a queue',
     description: 'Creates a queue of the namespace with its lease, retry and concurrency settings; the name is unique in the namespace.',
-    scopes: ['queues:manage'],
-    body: CreateQueueBody,
-    idempotent: true,
+    ...command('queues:manage', CreateQueueBody),
     status: 201,
     returns: '{queue, deduplicated}',
     errors: ['STATE_CONFLICT'],
@@ -161,9 +153,7 @@ export const ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/subscriptions': {
     summary: 'Create a subscription',
     description: "Creates a result-stream subscription on a queue, starting at the stream's current end and owned by this credential.",
-    scopes: ['events:manage'],
-    body: CreateSubscriptionBody,
-    idempotent: true,
+    ...command('events:manage', CreateSubscriptionBody),
     status: 201,
     returns: '{subscription, deduplicated}',
     errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
