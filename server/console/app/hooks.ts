@@ -2,7 +2,7 @@
 // Idempotency-Key that belongs to one user action (see useAction).
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, command, get, withQuery } from './api.js';
+import { ApiError, get, request, withQuery } from './api.js';
 
 /** Increments every 2 s while auto-refresh is on, and after every successful command. */
 export const RefreshTick = createContext<{ tick: number; bump: () => void }>({ tick: 0, bump: () => {} });
@@ -64,7 +64,7 @@ export function useAction<B, R = unknown>(path: string): Action<B, R> {
       inFlight.current = true;
       setState((s) => ({ ...s, busy: true, error: undefined, done: false }));
       try {
-        const result = await command<R>(path, body, pending.current.key);
+        const result = await request<R>('POST', path, body, pending.current.key);
         pending.current = undefined;
         setState({ busy: false, result, done: true });
         bump();

@@ -1,6 +1,6 @@
 // What the console knows about the signed-in credential, learned only through public calls.
 import type { Queue, Task } from '../../../protocol/http-views.js';
-import { ApiError, get, probe } from './api.js';
+import { get, request, unless } from './api.js';
 
 export type Scope =
   'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
@@ -12,21 +12,13 @@ export interface SessionInfo {
   namespaceId: string | null;
 }
 
-/** What `call` answers, or `refused[status]` when it is refused with one of those statuses. */
-async function unless<T>(call: Promise<T>, refused: Record<number, T>): Promise<T> {
-  try {
-    return await call;
-  } catch (e) {
-    if (e instanceof ApiError && e.status in refused) return refused[e.status]!;
-    throw e;
-  }
-}
-
 const readable = <T>(path: string, token: string) => unless<T | null>(get<T>(path, token), { 403: null });
-/** `absent`: a server without the API (404) shows the commands it gates disabled, and sign-in does not fail. */
+/** A POST without an Idempotency-Key, which a command refuses before any effect: 400 with its
+ * scope, 403 without; nothing is stored. `absent`: a server without the API (404) shows the commands
+ * it gates disabled, and sign-in does not fail. */
 const commandScope = (path: string, token: string, absent: Record<number, boolean> = {}) =>
   unless(
-    probe(path, token).then(() => true),
+    request('POST', path, {}, undefined, token).then(() => true),
     { 400: true, 403: false, ...absent },
   );
 
