@@ -37,9 +37,9 @@ export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor 
 /** A receipt-bearing command: the one scope that grants it, its body, an Idempotency-Key. */
 export const command = (scope: string, body: TSchema): Pick<RouteMeta, 'scopes' | 'body' | 'idempotent'> => ({ scopes: [scope], body, idempotent: true });
 
-/** The reads that any one of `scopes` grants: each states only what it is and what it answers. */
+/** The reads that any one of `scopes` grants (public without): each states what it is and answers. */
 export const reader =
-  (scopes: string[]) =>
+  (scopes?: string[]) =>
   (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes, returns });
 
 /** Pause, resume and retire of the resource under `base`: each takes expected_revision and answers

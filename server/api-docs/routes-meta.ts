@@ -16,16 +16,13 @@ import {
 import { SCHEDULE_ROUTE_META } from './routes-meta-schedules.js';
 import { WORKFLOW_ROUTE_META } from './routes-meta-workflows.js';
 
+const publicRead = reader();
 const taskRead = reader(['tasks:read']);
 const queueRead = reader(['queues:manage']);
 const eventRead = reader(['events:read']);
 
 export const ROUTE_META: Record<string, RouteMeta> = {
-  'GET /healthz': {
-    summary: 'Liveness',
-    description: 'Answers as long as the process serves HTTP; it touches no database (docs/http-api.md "Health").',
-    returns: '{status:"ok"}',
-  },
+  'GET /healthz': publicRead('Liveness', 'Answers as long as the process serves HTTP; it touches no database (docs/http-api.md "Health").', '{status:"ok"}'),
   'GET /readyz': {
     summary: 'Readiness',
     description: 'Ready when the database answers and its schema is the one this gateway expects; 503 while shutting down.',
@@ -33,21 +30,19 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     errors: ['UNAVAILABLE'],
   },
   'GET /metrics': {
-    summary: 'Prometheus metrics',
-    description: "The node's metrics in the Prometheus text format, not an envelope (docs/operations.md).",
-    returns: 'text/plain metrics',
+    ...publicRead('Prometheus metrics', "The node's metrics in the Prometheus text format, not an envelope (docs/operations.md).", 'text/plain metrics'),
     contentType: 'text/plain',
   },
-  'GET /v1/openapi.json': {
-    summary: 'OpenAPI document',
-    description: 'This document: the HTTP API as OpenAPI 3.1, generated from the schemas the gateway validates with (not an envelope).',
-    returns: 'the OpenAPI 3.1 document',
-  },
-  'GET /v1/asyncapi.json': {
-    summary: 'AsyncAPI document',
-    description: 'The worker WebSocket protocol as AsyncAPI 3.1, generated from the frame schemas (not an envelope).',
-    returns: 'the AsyncAPI 3.1 document',
-  },
+  'GET /v1/openapi.json': publicRead(
+    'OpenAPI document',
+    'This document: the HTTP API as OpenAPI 3.1, generated from the schemas the gateway validates with (not an envelope).',
+    'the OpenAPI 3.1 document',
+  ),
+  'GET /v1/asyncapi.json': publicRead(
+    'AsyncAPI document',
+    'The worker WebSocket protocol as AsyncAPI 3.1, generated from the frame schemas (not an envelope).',
+    'the AsyncAPI 3.1 document',
+  ),
   'GET /v1/docs': {
     summary: 'API reference page',
     description:
@@ -56,9 +51,7 @@ export const ROUTE_META: Record<string, RouteMeta> = {
     contentType: 'text/html',
   },
   'GET /v1/docs/redoc.standalone.js': {
-    summary: 'API reference renderer',
-    description: 'The Redoc script the reference page runs; 404 on a node whose build did not include it.',
-    returns: 'JavaScript',
+    ...publicRead('API reference renderer', 'The Redoc script the reference page runs; 404 on a node whose build did not include it.', 'JavaScript'),
     errors: ['NOT_FOUND'],
     contentType: 'text/javascript',
   },
