@@ -46,11 +46,3 @@ export async function loadSession(token: string): Promise<SessionInfo> {
 export function lacking(session: SessionInfo, scope: Scope): string | undefined {
   return session.scopes.has(scope) ? undefined : `needs the ${scope} scope`;
 }
-
-/** A remembered id that is no longer listed is ignored, never replaced by another. */
-export function rememberedQueue(namespaceId: string | null): string | null {
-  return namespaceId ? localStorage.getItem(`orbit.console.queue.${namespaceId}`) : null;
-}
-export function rememberQueue(namespaceId: string | null, queueId: string): void {
-  if (namespaceId) localStorage.setItem(`orbit.console.queue.${namespaceId}`, queueId);
-}
