@@ -2,7 +2,8 @@
 // selected: with no valid selection the snippets are not shown.
 import { useState } from 'preact/hooks';
 import type { Queue, Subscription } from '../../../../protocol/http-views.js';
-import { QueueLifecycle } from '../actions.js';
+import { LifecycleActions } from '../actions.js';
+import { enc } from '../api.js';
 import { useGet } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
@@ -94,7 +95,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
             </pre>
           </Section>
           <Section title="Retire the selected queue">
-            <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
+            <LifecycleActions base={`/v1/queues/${enc(queue.id)}`} noun="queue" resource={queue} why={lacking(session, 'queues:manage')} />
           </Section>
         </>
       ) : (

@@ -1,5 +1,5 @@
 import type { Queue, QueueStats, Schedule, ScheduleVersion, Subscription, Task } from '../../../../protocol/http-views.js';
-import { QueueLifecycle } from '../actions.js';
+import { LifecycleActions } from '../actions.js';
 import { enc, get, unless } from '../api.js';
 import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
@@ -45,7 +45,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
               ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
             ]}
           />
-          <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
+          <LifecycleActions base={`/v1/queues/${enc(queue.id)}`} noun="queue" resource={queue} why={lacking(session, 'queues:manage')} />
         </Section>
       )}
       <Section title="Stats">
