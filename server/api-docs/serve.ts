@@ -16,8 +16,8 @@ export function apiDocumentText(name: ApiDocumentName): string {
 const cache: Partial<Record<ApiDocumentName, string>> = {};
 
 function document(name: ApiDocumentName): string {
-  const file = path.join(packageRoot(), 'dist', 'api', `${name}.json`);
-  return (cache[name] ??= fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : apiDocumentText(name));
+  const read = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : apiDocumentText(name));
+  return (cache[name] ??= read(path.join(packageRoot(), 'dist', 'api', `${name}.json`)));
 }
 
 export const serveApiDocument = (name: ApiDocumentName) => async (): Promise<RawReply> => ({
