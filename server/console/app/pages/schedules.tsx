@@ -72,8 +72,7 @@ export function ScheduleDetail({ id }: { id: string }) {
       {current && (
         <PublishVersion
           path={`/v1/schedules/${enc(s.id)}/versions`}
-          revision={s.revision}
-          next={s.current_version + 1}
+          definition={s}
           initial={editable(current)}
           why={s.retired_at ? 'the schedule is retired' : undefined}
         />

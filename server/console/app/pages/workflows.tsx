@@ -127,8 +127,7 @@ export function WorkflowDetail({ id, query, session }: { id: string; query: URLS
       {newest && (
         <PublishVersion
           path={`/v1/workflows/${enc(w.id)}/versions`}
-          revision={w.revision}
-          next={w.current_version + 1}
+          definition={w}
           initial={editable(newest)}
           why={lacking(session, 'workflows:manage') ?? (w.retired_at ? 'the workflow is retired' : undefined)}
           preview={preview}
