@@ -2,8 +2,9 @@
 import type { Queue, Task } from '../../../protocol/http-views.js';
 import { get, request, unless } from './api.js';
 
-export type Scope =
-  'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
+/** The scopes sign-in probes for, in the order the overview lists them. */
+export const SCOPES = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 export interface SessionInfo {
   scopes: Set<Scope>;
