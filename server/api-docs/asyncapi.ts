@@ -4,8 +4,6 @@ import { GATEWAY_FRAMES, SUBPROTOCOL, WORKER_FRAMES } from '@orbit/protocol/fram
 import { API_VERSION, plainSchema } from './openapi.js';
 import { FRAME_DOCS } from './frame-docs.js';
 
-const opName = (action: string, frame: string) => `${action}-${frame.replace(/\./g, '-')}`;
-
 export function asyncApiDocument(): Record<string, unknown> {
   const messages: Record<string, unknown> = {};
   const channelMessages: Record<string, unknown> = {};
@@ -20,7 +18,7 @@ export function asyncApiDocument(): Record<string, unknown> {
       const description = FRAME_DOCS[type as keyof typeof FRAME_DOCS];
       messages[type] = { name: type, title: `${type} (${direction})`, description, contentType: 'application/json', payload: plainSchema(schema) };
       channelMessages[type] = { $ref: `#/components/messages/${type}` };
-      operations[opName(action, type)] = {
+      operations[`${action}-${type.replace(/\./g, '-')}`] = {
         action,
         channel: { $ref: '#/channels/workers' },
         summary: `${direction}: ${type}`,

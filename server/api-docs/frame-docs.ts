@@ -2,9 +2,7 @@
 // length in docs/worker-protocol.md. Typed by the frame tables, so a new frame needs its line.
 import type { GATEWAY_FRAMES, WORKER_FRAMES } from '@orbit/protocol/frames';
 
-type FrameType = keyof typeof WORKER_FRAMES | keyof typeof GATEWAY_FRAMES;
-
-export const FRAME_DOCS: Record<FrameType, string> = {
+export const FRAME_DOCS: Record<keyof typeof WORKER_FRAMES | keyof typeof GATEWAY_FRAMES, string> = {
   hello:
     "The session's first frame, always: the worker's identity, the queues it consumes, its capacity, its handlers and the attempts it still holds after a reconnect. Answered by `hello.ok`, or by a fatal `error` and the close.",
   start:

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { OrbitError } from '@orbit/protocol/errors';
 import { packageRoot } from '../paths.js';
-import { acceptsGzip, gzipped, securityHeaders, type Asset } from '../console/serve.js';
+import { encoded, gzipped, securityHeaders, type Asset } from '../console/serve.js';
 import type { RequestCtx } from '../http/context.js';
 import type { RawReply } from '../http/router.js';
 
@@ -72,10 +72,8 @@ export function installedRedoc(): string | null {
 }
 
 function reply(ctx: RequestCtx, a: Asset, contentType: string): RawReply {
-  const gzip = acceptsGzip(ctx.req);
-  const headers: Record<string, string> = { ...securityHeaders(DOCS_CSP), 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
-  if (gzip) headers['Content-Encoding'] = 'gzip';
-  return { raw: true, status: 200, contentType, headers, body: gzip ? a.gzip : a.body };
+  const { body, headers } = encoded(ctx.req, a);
+  return { raw: true, status: 200, contentType, headers: { ...securityHeaders(DOCS_CSP), ...headers }, body };
 }
 
 export async function serveReferencePage(ctx: RequestCtx): Promise<RawReply> {

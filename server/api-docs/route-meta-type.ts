@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import { RevisionBody } from '@orbit/protocol/http-schemas';
+import { RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import type { ErrorCode } from '@orbit/protocol/errors';
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '@orbit/protocol/limits';
 
@@ -34,13 +34,32 @@ export interface RouteMeta {
 export const limit: QueryParam = { name: 'limit', description: `page size (default ${LIST_LIMIT_DEFAULT})`, integer: { minimum: 1, maximum: LIST_LIMIT_MAX } };
 export const cursor: QueryParam = { name: 'cursor', description: 'opaque cursor from next_cursor' };
 
-/** A pause or resume: expected_revision, a receipt, the usual refusals and `errors`. */
-export const revisionCmd = (summary: string, description: string, scope: string, returns: string, errors: ErrorCode[] = []): RouteMeta => ({
-  summary,
-  description,
-  scopes: [scope],
-  body: RevisionBody,
-  idempotent: true,
-  returns,
-  errors: ['STATE_CONFLICT', ...errors],
-});
+/** A receipt-bearing command: the one scope that grants it, its body, an Idempotency-Key. */
+export const command = (scope: string, body: TSchema): Pick<RouteMeta, 'scopes' | 'body' | 'idempotent'> => ({ scopes: [scope], body, idempotent: true });
+
+/** The reads that any one of `scopes` grants (public without): each states what it is and answers. */
+export const reader =
+  (scopes?: string[]) =>
+  (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes, returns });
+
+/** Pause, resume and retire of the resource under `base`: each takes expected_revision and answers
+ * `{<noun>, deduplicated}`; `errors.each` are refusals of all three, `errors.retire` of the retire. */
+export function lifecycleRoutes(
+  base: string,
+  noun: string,
+  scope: string,
+  descriptions: { pause: string; resume: string; retire: string },
+  errors: { each?: ErrorCode[]; retire?: ErrorCode[] } = {},
+): Record<string, RouteMeta> {
+  const routes: Record<string, RouteMeta> = {};
+  for (const verb of ['pause', 'resume', 'retire'] as const) {
+    routes[`POST ${base}/{id}:${verb}`] = {
+      summary: `${verb[0]!.toUpperCase()}${verb.slice(1)} a ${noun}`,
+      description: descriptions[verb],
+      ...command(scope, verb === 'retire' ? RetireBody : RevisionBody),
+      returns: `{${noun}, deduplicated}`,
+      errors: ['STATE_CONFLICT', ...(errors.each ?? []), ...(verb === 'retire' ? (errors.retire ?? []) : [])],
+    };
+  }
+  return routes;
+}

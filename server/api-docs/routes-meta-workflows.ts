@@ -9,19 +9,17 @@ import {
   SendSignalBody,
   StartWorkflowRunBody,
 } from '@orbit/protocol/workflow-schemas';
+import type { TSchema } from '@sinclair/typebox';
 import { WORKFLOW_RUN_STATES } from '@orbit/protocol/states';
-import { cursor, limit, type RouteMeta } from './route-meta-type.js';
+import { command, cursor, limit, reader, type RouteMeta } from './route-meta-type.js';
 
 /** Workflows and runs are readable with any workflow scope or tasks:read. */
-const READ_SCOPES = ['workflows:manage', 'workflows:run', 'tasks:read'];
-const read = (summary: string, description: string, returns: string): RouteMeta => ({ summary, description, scopes: READ_SCOPES, returns });
+const read = reader(['workflows:manage', 'workflows:run', 'tasks:read']);
 
-const runCommand = (summary: string, description: string, body: RouteMeta['body']): RouteMeta => ({
+const runCommand = (summary: string, description: string, body: TSchema): RouteMeta => ({
   summary,
   description,
-  scopes: ['workflows:run'],
-  body,
-  idempotent: true,
+  ...command('workflows:run', body),
   returns: '{run, deduplicated}',
   errors: ['STATE_CONFLICT'],
 });
@@ -31,9 +29,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Create a workflow',
     description:
       'Creates a workflow with its first version, a graph of steps (docs/workflows.md). The name is unique in the namespace forever; a namespace holds 1 000 non-retired workflows.',
-    scopes: ['workflows:manage'],
-    body: CreateWorkflowBody,
-    idempotent: true,
+    ...command('workflows:manage', CreateWorkflowBody),
     status: 201,
     returns: '{workflow, version, deduplicated}',
     errors: ['NOT_FOUND', 'STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
@@ -47,9 +43,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Publish a workflow version',
     description:
       'Publishes version n+1 (expected_revision): runs started later use it, running runs keep theirs. A version naming a retired queue is RESOURCE_RETIRED.',
-    scopes: ['workflows:manage'],
-    body: PublishWorkflowVersionBody,
-    idempotent: true,
+    ...command('workflows:manage', PublishWorkflowVersionBody),
     status: 201,
     returns: '{workflow, version, deduplicated}',
     errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED'],
@@ -59,9 +53,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
   'POST /v1/workflows/{id}:retire': {
     summary: 'Retire a workflow',
     description: 'Retires a workflow, irreversibly: refused with RESOURCE_BUSY while a run is RUNNING or PAUSED, naming up to 10 run ids.',
-    scopes: ['workflows:manage'],
-    body: RetireWorkflowBody,
-    idempotent: true,
+    ...command('workflows:manage', RetireWorkflowBody),
     returns: '{workflow, deduplicated}',
     errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'RESOURCE_BUSY'],
   },
@@ -69,9 +61,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     summary: 'Start a workflow run',
     description:
       'Starts a run of the current (or a named) version; its root steps start in the same transaction. A retired workflow, or a version naming a retired queue, is RESOURCE_RETIRED.',
-    scopes: ['workflows:run'],
-    body: StartWorkflowRunBody,
-    idempotent: true,
+    ...command('workflows:run', StartWorkflowRunBody),
     status: 201,
     returns: '{run, deduplicated}',
     errors: ['RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
@@ -97,10 +87,7 @@ export const WORKFLOW_ROUTE_META: Record<string, RouteMeta> = {
     SendSignalBody,
   ),
   'GET /v1/workflow-runs': {
-    summary: 'List workflow runs',
-    description: 'Runs newest first, filtered by workflow and state, without their steps and input.',
-    scopes: READ_SCOPES,
-    returns: '{runs, next_cursor}',
+    ...read('List workflow runs', 'Runs newest first, filtered by workflow and state, without their steps and input.', '{runs, next_cursor}'),
     query: [
       { name: 'workflow_id', description: 'only the runs of this workflow' },
       { name: 'state', description: 'only the runs in this state', enum: WORKFLOW_RUN_STATES },

@@ -13,16 +13,11 @@ export function apiDocumentText(name: ApiDocumentName): string {
   return JSON.stringify(name === 'openapi' ? openApiDocument() : asyncApiDocument(), null, 2) + '\n';
 }
 
-const cache = new Map<string, string>();
+const cache: Partial<Record<ApiDocumentName, string>> = {};
 
 function document(name: ApiDocumentName): string {
-  let text = cache.get(name);
-  if (text === undefined) {
-    const file = path.join(packageRoot(), 'dist', 'api', `${name}.json`);
-    text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : apiDocumentText(name);
-    cache.set(name, text);
-  }
-  return text;
+  const read = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : apiDocumentText(name));
+  return (cache[name] ??= read(path.join(packageRoot(), 'dist', 'api', `${name}.json`)));
 }
 
 export const serveApiDocument = (name: ApiDocumentName) => async (): Promise<RawReply> => ({

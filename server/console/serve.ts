@@ -46,8 +46,13 @@ export function gzipped(body: Buffer): Asset {
   return { body, gzip: zlib.gzipSync(body, { level: 9 }) };
 }
 
-export function acceptsGzip(req: http.IncomingMessage): boolean {
-  return /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+/** The asset as `req` accepts it, and the headers that say how. Revalidated on every load: a node
+ * upgraded in place never serves a stale file. */
+export function encoded(req: http.IncomingMessage, a: Asset): { body: Buffer; headers: Record<string, string> } {
+  const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  const headers: Record<string, string> = { 'Cache-Control': 'no-cache', Vary: 'Accept-Encoding' };
+  if (gzip) headers['Content-Encoding'] = 'gzip';
+  return { body: gzip ? a.gzip : a.body, headers };
 }
 
 let assets: Map<string, Asset & { type: string }> | null | undefined;
@@ -78,15 +83,6 @@ export function serveConsole(req: http.IncomingMessage, res: http.ServerResponse
   const name = pathname === '/console/' ? 'index.html' : pathname.slice('/console/'.length);
   const a = files.get(name);
   if (!a) return text(404, 'not found');
-  const gzip = acceptsGzip(req);
-  const body = gzip ? a.gzip : a.body;
-  const headers: Record<string, string> = {
-    'Content-Type': a.type,
-    'Content-Length': String(body.length),
-    // Revalidated on every load: a node upgraded in place never serves a stale bundle.
-    'Cache-Control': 'no-cache',
-    Vary: 'Accept-Encoding',
-  };
-  if (gzip) headers['Content-Encoding'] = 'gzip';
-  return send(200, headers, body);
+  const { body, headers } = encoded(req, a);
+  return send(200, { 'Content-Type': a.type, 'Content-Length': String(body.length), ...headers }, body);
 }

@@ -1,7 +1,6 @@
-// Command controls shared by the pages; queues and subscriptions have the same lifecycle.
+// Command controls shared by the pages; queues, subscriptions and schedules have the same lifecycle.
 import { useState } from 'preact/hooks';
 import type { RetireBody, RevisionBody } from '../../../protocol/http-schemas.js';
-import type { Queue } from '../../../protocol/http-views.js';
 import { useAction, type Action } from './hooks.js';
 import { Button, ErrorBox, onSubmit, TextField } from './ui.js';
 
@@ -27,29 +26,28 @@ export function ActionStatus<B>({ action, body, what }: { action: Action<B>; bod
 }
 
 export interface LifecycleProps {
-  /** `/v1/queues/<id>` or `/v1/subscriptions/<id>` */
+  /** `/v1/queues/<id>`, `/v1/subscriptions/<id>` or `/v1/schedules/<id>` */
   base: string;
   noun: string;
-  revision: string;
-  paused: boolean;
-  retired: boolean;
+  resource: { revision: string; paused: boolean; retired_at?: string | null };
   /** Why commands are disabled (missing scope), or undefined. */
   why?: string;
 }
 
 export function LifecycleActions(p: LifecycleProps) {
+  const { revision, paused, retired_at: retired } = p.resource;
   const pause = useAction<RevisionBody>(`${p.base}:pause`);
   const resume = useAction<RevisionBody>(`${p.base}:resume`);
   const retire = useAction<RetireBody>(`${p.base}:retire`);
   const [open, setOpen] = useState(false);
   const [reason, setReason] = useState('');
-  const rev = { expected_revision: p.revision };
-  const retireBody = { expected_revision: p.revision, reason: reason.trim() };
-  const why = p.why ?? (p.retired ? `${p.noun} is retired` : undefined);
+  const rev = { expected_revision: revision };
+  const retireBody = { expected_revision: revision, reason: reason.trim() };
+  const why = p.why ?? (retired ? `${p.noun} is retired` : undefined);
   return (
     <div class="actions">
       <div class="row">
-        {p.paused ? (
+        {paused ? (
           <Button why={why} disabled={resume.busy} onClick={() => void resume.run(rev)} data-act="resume">
             Resume
           </Button>
@@ -61,14 +59,14 @@ export function LifecycleActions(p: LifecycleProps) {
         <Button why={why} class="btn danger" onClick={() => setOpen(!open)} data-act="retire-open">
           Retire…
         </Button>
-        <span class="muted">revision {p.revision}</span>
+        <span class="muted">revision {revision}</span>
       </div>
       <ActionStatus action={pause} body={rev} what="Pause" />
       <ActionStatus action={resume} body={rev} what="Resume" />
-      {open && !p.retired && (
+      {open && !retired && (
         <form class="retire" onSubmit={onSubmit(() => void retire.run(retireBody))}>
           <p>
-            Retiring is <strong>irreversible</strong>. History stays readable. Expected revision: <code>{p.revision}</code>.
+            Retiring is <strong>irreversible</strong>. History stays readable. Expected revision: <code>{revision}</code>.
           </p>
           <TextField label="Reason" name="reason" required maxLength={512} value={reason} set={setReason} />
           <button type="submit" class="btn danger" disabled={retire.busy || reason.trim() === ''} data-act="retire">
@@ -78,19 +76,5 @@ export function LifecycleActions(p: LifecycleProps) {
       )}
       <ActionStatus action={retire} body={retireBody} what="Retire" />
     </div>
-  );
-}
-
-/** Pause / resume / retire of one queue (the Queue and Application access pages). */
-export function QueueLifecycle({ queue, why }: { queue: Queue; why: string | undefined }) {
-  return (
-    <LifecycleActions
-      base={`/v1/queues/${encodeURIComponent(queue.id)}`}
-      noun="queue"
-      revision={queue.revision}
-      paused={queue.paused}
-      retired={!!queue.retired_at}
-      why={why}
-    />
   );
 }

@@ -45,7 +45,8 @@ interface Envelope<T> {
   error?: ErrorBody;
 }
 
-async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string, token = getToken()): Promise<T> {
+/** A command's Idempotency-Key belongs to its caller (see useAction). */
+export async function request<T>(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string, token = getToken()): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -74,15 +75,14 @@ export function get<T>(path: string, token?: string): Promise<T> {
   return request<T>('GET', path, undefined, undefined, token);
 }
 
-/** A receipt-bearing command; the caller owns the key (see useAction). */
-export function command<T>(path: string, body: unknown, idempotencyKey: string): Promise<T> {
-  return request<T>('POST', path, body, idempotencyKey);
-}
-
-/** A POST without an Idempotency-Key, which a command refuses before any effect: 400 with its
- * scope, 403 without. Nothing is stored. */
-export function probe(path: string, token: string): Promise<unknown> {
-  return request('POST', path, {}, undefined, token);
+/** What `call` answers, or `refused[status]` when it is refused with one of those statuses. */
+export async function unless<T>(call: Promise<T>, refused: Record<number, T>): Promise<T> {
+  try {
+    return await call;
+  } catch (e) {
+    if (e instanceof ApiError && e.status in refused) return refused[e.status]!;
+    throw e;
+  }
 }
 
 /** Empty parameters are left out. */

@@ -2,7 +2,7 @@
 // Idempotency-Key that belongs to one user action (see useAction).
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, command, get, withQuery } from './api.js';
+import { ApiError, get, request, withQuery } from './api.js';
 
 /** Increments every 2 s while auto-refresh is on, and after every successful command. */
 export const RefreshTick = createContext<{ tick: number; bump: () => void }>({ tick: 0, bump: () => {} });
@@ -10,13 +10,12 @@ export const RefreshTick = createContext<{ tick: number; bump: () => void }>({ t
 export interface Resource<T> {
   data: T | undefined;
   error: ApiError | undefined;
-  loading: boolean;
 }
 
 /** Keeps the last data while reloading so the page does not flicker. */
 export function useResource<T>(load: (() => Promise<T>) | null, deps: unknown[]): Resource<T> {
   const { tick } = useContext(RefreshTick);
-  const [state, setState] = useState<Resource<T>>({ data: undefined, error: undefined, loading: true });
+  const [state, setState] = useState<Resource<T>>({ data: undefined, error: undefined });
   const seq = useRef(0);
   const depKey = JSON.stringify(deps);
   const lastKey = useRef(depKey);
@@ -25,10 +24,10 @@ export function useResource<T>(load: (() => Promise<T>) | null, deps: unknown[])
     const my = ++seq.current;
     const fresh = lastKey.current !== depKey;
     lastKey.current = depKey;
-    setState((s) => ({ data: fresh ? undefined : s.data, error: undefined, loading: true }));
+    setState((s) => ({ data: fresh ? undefined : s.data, error: undefined }));
     load().then(
-      (data) => my === seq.current && setState({ data, error: undefined, loading: false }),
-      (e: unknown) => my === seq.current && setState((s) => ({ data: s.data, error: toApiError(e), loading: false })),
+      (data) => my === seq.current && setState({ data, error: undefined }),
+      (e: unknown) => my === seq.current && setState((s) => ({ data: s.data, error: toApiError(e) })),
     );
   }, [depKey, tick]);
   return state;
@@ -64,7 +63,7 @@ export function useAction<B, R = unknown>(path: string): Action<B, R> {
       inFlight.current = true;
       setState((s) => ({ ...s, busy: true, error: undefined, done: false }));
       try {
-        const result = await command<R>(path, body, pending.current.key);
+        const result = await request<R>('POST', path, body, pending.current.key);
         pending.current = undefined;
         setState({ busy: false, result, done: true });
         bump();

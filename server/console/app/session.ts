@@ -1,9 +1,10 @@
 // What the console knows about the signed-in credential, learned only through public calls.
 import type { Queue, Task } from '../../../protocol/http-views.js';
-import { ApiError, get, probe } from './api.js';
+import { get, request, unless } from './api.js';
 
-export type Scope =
-  'tasks:submit' | 'tasks:read' | 'queues:manage' | 'events:manage' | 'events:read' | 'schedules:manage' | 'workflows:manage' | 'workflows:run';
+/** The scopes sign-in probes for, in the order the overview lists them. */
+export const SCOPES = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 export interface SessionInfo {
   scopes: Set<Scope>;
@@ -12,21 +13,13 @@ export interface SessionInfo {
   namespaceId: string | null;
 }
 
-/** What `call` answers, or `refused[status]` when it is refused with one of those statuses. */
-async function unless<T>(call: Promise<T>, refused: Record<number, T>): Promise<T> {
-  try {
-    return await call;
-  } catch (e) {
-    if (e instanceof ApiError && e.status in refused) return refused[e.status]!;
-    throw e;
-  }
-}
-
 const readable = <T>(path: string, token: string) => unless<T | null>(get<T>(path, token), { 403: null });
-/** `absent`: a server without the API (404) shows the commands it gates disabled, and sign-in does not fail. */
+/** A POST without an Idempotency-Key, which a command refuses before any effect: 400 with its
+ * scope, 403 without; nothing is stored. `absent`: a server without the API (404) shows the commands
+ * it gates disabled, and sign-in does not fail. */
 const commandScope = (path: string, token: string, absent: Record<number, boolean> = {}) =>
   unless(
-    probe(path, token).then(() => true),
+    request('POST', path, {}, undefined, token).then(() => true),
     { 400: true, 403: false, ...absent },
   );
 
@@ -53,12 +46,4 @@ export async function loadSession(token: string): Promise<SessionInfo> {
 /** Why a command is disabled: the scope it needs is missing; undefined when granted. */
 export function lacking(session: SessionInfo, scope: Scope): string | undefined {
   return session.scopes.has(scope) ? undefined : `needs the ${scope} scope`;
-}
-
-/** A remembered id that is no longer listed is ignored, never replaced by another. */
-export function rememberedQueue(namespaceId: string | null): string | null {
-  return namespaceId ? localStorage.getItem(`orbit.console.queue.${namespaceId}`) : null;
-}
-export function rememberQueue(namespaceId: string | null, queueId: string): void {
-  if (namespaceId) localStorage.setItem(`orbit.console.queue.${namespaceId}`, queueId);
 }

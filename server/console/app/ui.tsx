@@ -4,6 +4,7 @@ import type { ButtonHTMLAttributes, ComponentChildren, InputHTMLAttributes } fro
 import { useState } from 'preact/hooks';
 import type { MinuteBucket } from '../../../protocol/http-views.js';
 import type { ApiError } from './api.js';
+import { href } from './router.js';
 
 /** The badge colour of each state (tasks, attempts, deliveries, runs, steps, lifecycles, workers). */
 const STATES_BY_CLASS: Record<string, string[]> = {
@@ -132,11 +133,30 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   );
 }
 
-export function Id({ id }: { id: string }) {
-  return (
+/** The short form of an id; with `page`, a link to that page of it carrying the `data-*` given. */
+export function Id({ id, page, ...data }: { id: string; page?: string; [attr: `data-${string}`]: string }) {
+  const short = (
     <code class="id" title={id}>
       {id.slice(0, 8)}…
     </code>
+  );
+  return page ? (
+    <a href={href(page, id)} {...data}>
+      {short}
+    </a>
+  ) : (
+    short
+  );
+}
+
+/** A resource key, linked to its page; a dash for none. */
+export function KeyLink({ k }: { k: string | undefined }) {
+  return k === undefined ? (
+    <span class="muted">—</span>
+  ) : (
+    <a class="key" href={href('key', k)}>
+      {k}
+    </a>
   );
 }
 

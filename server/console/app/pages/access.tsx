@@ -2,10 +2,11 @@
 // selected: with no valid selection the snippets are not shown.
 import { useState } from 'preact/hooks';
 import type { Queue, Subscription } from '../../../../protocol/http-views.js';
-import { QueueLifecycle } from '../actions.js';
+import { LifecycleActions } from '../actions.js';
+import { enc } from '../api.js';
 import { useGet } from '../hooks.js';
 import { href } from '../router.js';
-import { lacking, rememberQueue, rememberedQueue, type SessionInfo } from '../session.js';
+import { lacking, type SessionInfo } from '../session.js';
 import { Badge, Copy, ErrorBox, Fields, lifecycle, Section, Select } from '../ui.js';
 import { SlotMeter } from './subscriptions.js';
 
@@ -39,13 +40,15 @@ function workerSnippet(origin: string, queueId: string): string {
 export function AccessPage({ session }: { session: SessionInfo }) {
   const queues = useGet<{ queues: Queue[] }>(session.scopes.has('queues:manage') ? '/v1/queues' : null);
   const subs = useGet<{ subscriptions: Subscription[] }>(session.scopes.has('events:read') ? '/v1/subscriptions' : null);
-  const [selected, setSelected] = useState<string | null>(() => rememberedQueue(session.namespaceId));
+  // The choice is remembered per namespace; a remembered id that is no longer listed is ignored.
+  const memory = session.namespaceId && `orbit.console.queue.${session.namespaceId}`;
+  const [selected, setSelected] = useState<string | null>(() => (memory ? localStorage.getItem(memory) : null));
   const list = queues.data?.queues ?? session.queues;
   // Only an explicit choice counts; with exactly one queue that queue is the only possible choice.
   const queue = list.find((q) => q.id === selected) ?? (list.length === 1 ? list[0] : undefined);
   const select = (id: string) => {
     setSelected(id);
-    if (id) rememberQueue(session.namespaceId, id);
+    if (id && memory) localStorage.setItem(memory, id);
   };
   return (
     <>
@@ -92,7 +95,7 @@ export function AccessPage({ session }: { session: SessionInfo }) {
             </pre>
           </Section>
           <Section title="Retire the selected queue">
-            <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
+            <LifecycleActions base={`/v1/queues/${enc(queue.id)}`} noun="queue" resource={queue} why={lacking(session, 'queues:manage')} />
           </Section>
         </>
       ) : (

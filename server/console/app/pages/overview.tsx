@@ -2,10 +2,8 @@ import type { Queue, QueueStats, WorkerSession } from '../../../../protocol/http
 import { enc, get } from '../api.js';
 import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
-import type { Scope, SessionInfo } from '../session.js';
+import { SCOPES, type SessionInfo } from '../session.js';
 import { Badge, ErrorBox, Fields, lifecycle, Loading, OutcomeChart, Section, Table, Time } from '../ui.js';
-
-const ALL_SCOPES: Scope[] = ['tasks:read', 'tasks:submit', 'queues:manage', 'events:read', 'events:manage', 'workflows:manage', 'workflows:run'];
 
 export async function loadQueuesWithStats(): Promise<{ queue: Queue; stats: QueueStats | null }[]> {
   const { queues } = await get<{ queues: Queue[] }>('/v1/queues');
@@ -27,7 +25,7 @@ export function Overview({ session }: { session: SessionInfo }) {
             [
               'scopes',
               <span class="scopes">
-                {ALL_SCOPES.map((s) => (
+                {SCOPES.map((s) => (
                   <span key={s} class={`scope ${session.scopes.has(s) ? 'has' : 'lacks'}`} title={session.scopes.has(s) ? 'granted' : 'not granted'}>
                     {s}
                   </span>

@@ -1,6 +1,6 @@
 import type { Queue, QueueStats, Schedule, ScheduleVersion, Subscription, Task } from '../../../../protocol/http-views.js';
-import { QueueLifecycle } from '../actions.js';
-import { ApiError, enc, get } from '../api.js';
+import { LifecycleActions } from '../actions.js';
+import { enc, get, unless } from '../api.js';
 import { useGet, useResource } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
@@ -10,13 +10,8 @@ import { TaskTable } from './task-table.js';
 /** The schedules that create tasks in the queue (their current version names it); null on a server
  * without /v1/schedules (404). */
 async function queueSchedules(queueId: string): Promise<Schedule[] | null> {
-  let list: { schedules: Schedule[] };
-  try {
-    list = await get<{ schedules: Schedule[] }>('/v1/schedules?limit=100');
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) return null;
-    throw e;
-  }
+  const list = await unless<{ schedules: Schedule[] } | null>(get('/v1/schedules?limit=100'), { 404: null });
+  if (!list) return null;
   const versions = await Promise.all(
     list.schedules.map((s) => get<{ version: ScheduleVersion }>(`/v1/schedules/${enc(s.id)}/versions/${s.current_version}`).catch(() => null)),
   );
@@ -50,7 +45,7 @@ export function QueuePage({ id, session }: { id: string; session: SessionInfo })
               ['retired', queue.retired_at ? <Time iso={queue.retired_at} /> : null],
             ]}
           />
-          <QueueLifecycle queue={queue} why={lacking(session, 'queues:manage')} />
+          <LifecycleActions base={`/v1/queues/${enc(queue.id)}`} noun="queue" resource={queue} why={lacking(session, 'queues:manage')} />
         </Section>
       )}
       <Section title="Stats">

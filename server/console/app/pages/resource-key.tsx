@@ -58,11 +58,7 @@ export function ResourceKeyPage({ id }: { id: string | undefined }) {
                   </strong>
                 </div>
                 <div>
-                  attempt {holder.attempt_no} of task{' '}
-                  <a href={href('task', holder.task.id)}>
-                    <Id id={holder.task.id} />
-                  </a>{' '}
-                  <Badge state={holder.state} />
+                  attempt {holder.attempt_no} of task <Id id={holder.task.id} page="task" /> <Badge state={holder.state} />
                   <br />
                   worker {holder.worker_id}, lease expires <Time iso={holder.lease_expires_at} />
                 </div>

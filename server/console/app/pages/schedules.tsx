@@ -61,7 +61,7 @@ export function ScheduleDetail({ id }: { id: string }) {
             ['retired', s.retired_at ? <Time iso={s.retired_at} /> : null],
           ]}
         />
-        <LifecycleActions base={`/v1/schedules/${enc(s.id)}`} noun="schedule" revision={s.revision} paused={s.paused} retired={!!s.retired_at} />
+        <LifecycleActions base={`/v1/schedules/${enc(s.id)}`} noun="schedule" resource={s} />
         <div class="row">
           <Button disabled={trigger.busy || !!s.retired_at} onClick={() => void trigger.run({})} data-act="trigger">
             Trigger now
@@ -72,8 +72,7 @@ export function ScheduleDetail({ id }: { id: string }) {
       {current && (
         <PublishVersion
           path={`/v1/schedules/${enc(s.id)}/versions`}
-          revision={s.revision}
-          next={s.current_version + 1}
+          definition={s}
           initial={editable(current)}
           why={s.retired_at ? 'the schedule is retired' : undefined}
         />

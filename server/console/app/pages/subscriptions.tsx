@@ -70,14 +70,7 @@ export function SubscriptionDetail({ id, session }: { id: string; session: Sessi
             ['retired at sequence', s.retired_sequence],
           ]}
         />
-        <LifecycleActions
-          base={`/v1/subscriptions/${enc(s.id)}`}
-          noun="subscription"
-          revision={s.revision}
-          paused={s.paused}
-          retired={!!s.retired_at}
-          why={lacking(session, 'events:manage')}
-        />
+        <LifecycleActions base={`/v1/subscriptions/${enc(s.id)}`} noun="subscription" resource={s} why={lacking(session, 'events:manage')} />
       </Section>
       <Section
         title="Delivery history"

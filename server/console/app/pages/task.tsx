@@ -6,7 +6,7 @@ import { enc } from '../api.js';
 import { useAction, useGet } from '../hooks.js';
 import { href } from '../router.js';
 import { lacking, type SessionInfo } from '../session.js';
-import { Badge, Button, ErrorBox, Fields, Id, Json, Loading, Section, Select, Table, TextField, Time } from '../ui.js';
+import { Badge, Button, ErrorBox, Fields, Id, Json, KeyLink, Loading, Section, Select, Table, TextField, Time } from '../ui.js';
 
 type Resolution = ResolveTaskBody['resolution'];
 
@@ -45,14 +45,7 @@ export function TaskPage({ id, session }: { id: string; session: SessionInfo }) 
             ['queue', <a href={href('queues', t.queue_id)}>{queueName ?? t.queue_id}</a>],
             ['handler', `${t.handler}@${t.handler_version}`],
             ['payload version', t.payload_version],
-            [
-              'concurrency key',
-              t.concurrency_key !== undefined ? (
-                <a class="key" href={href('key', t.concurrency_key)}>
-                  {t.concurrency_key}
-                </a>
-              ) : null,
-            ],
+            ['concurrency key', <KeyLink k={t.concurrency_key} />],
             ['business key', t.business_key],
             ['priority', String(t.priority)],
             ['attempts', `${t.attempts_made} / ${t.max_attempts}`],

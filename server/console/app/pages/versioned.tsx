@@ -71,15 +71,15 @@ export function VersionHistory<V extends { number: number; created_at: string }>
 /** `preview` is given the edited value and the last refusal. */
 export function PublishVersion(p: {
   path: string;
-  revision: string;
-  next: number;
+  definition: { revision: string; current_version: number };
   initial: unknown;
   why?: string;
   preview?: (value: unknown, error: ApiError | undefined) => ComponentChildren;
 }) {
   const draft = useJsonDraft(JSON.stringify(p.initial, null, 2));
   const publish = useAction<{ expected_revision: string; version: unknown }>(p.path);
-  const body = { expected_revision: p.revision, version: draft.value };
+  const { revision } = p.definition;
+  const body = { expected_revision: revision, version: draft.value };
   const field = <JsonField name="version" label="Version (JSON)" draft={draft} error={publish.error} prefix="version" rows={16} disabled={!!p.why} />;
   return (
     <Section title="Publish a new version">
@@ -96,9 +96,9 @@ export function PublishVersion(p: {
       )}
       <div class="row">
         <Button why={p.why} disabled={publish.busy || !!draft.problem} onClick={() => void publish.run(body)} data-act="publish">
-          Publish version {p.next}
+          Publish version {p.definition.current_version + 1}
         </Button>
-        <span class="muted">expected revision {p.revision}</span>
+        <span class="muted">expected revision {revision}</span>
       </div>
       <ActionStatus action={publish} body={body} what="Publish" />
     </Section>

@@ -32,9 +32,7 @@ function TaskLinks({ ids }: { ids: string[] }) {
   return (
     <span class="task-links">
       {ids.slice(0, SHOWN_TASKS).map((id) => (
-        <a key={id} href={href('task', id)} data-task={id}>
-          <Id id={id} />
-        </a>
+        <Id key={id} id={id} page="task" data-task={id} />
       ))}
       {ids.length > SHOWN_TASKS && <span class="muted">and {ids.length - SHOWN_TASKS} more</span>}
     </span>

@@ -76,14 +76,7 @@ function RunList({ query, workflows, fixed }: { query: URLSearchParams; workflow
           rowKey={(r) => r.id}
           empty="No runs match."
           cols={[
-            {
-              label: 'run',
-              cell: (r) => (
-                <a href={href('workflow-runs', r.id)} data-run={r.id}>
-                  <Id id={r.id} />
-                </a>
-              ),
-            },
+            { label: 'run', cell: (r) => <Id id={r.id} page="workflow-runs" data-run={r.id} /> },
             { label: 'workflow', cell: (r) => names.get(r.workflow_id) ?? <Id id={r.workflow_id} /> },
             { label: 'version', class: 'num', cell: (r) => r.version },
             { label: 'state', cell: (r) => <Badge state={r.state} /> },
@@ -134,8 +127,7 @@ export function WorkflowDetail({ id, query, session }: { id: string; query: URLS
       {newest && (
         <PublishVersion
           path={`/v1/workflows/${enc(w.id)}/versions`}
-          revision={w.revision}
-          next={w.current_version + 1}
+          definition={w}
           initial={editable(newest)}
           why={lacking(session, 'workflows:manage') ?? (w.retired_at ? 'the workflow is retired' : undefined)}
           preview={preview}
