@@ -2,7 +2,6 @@
 // committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Pool, type Conn, type Tx } from './pool.js';
-import { setPausedAtRevision } from './paused.js';
 import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
 import { Conditions, placeholderRows, placeholders, byIdRead } from './placeholders.js';
@@ -75,10 +74,6 @@ export async function insertSubscription(c: Conn, s: NewSubscription): Promise<v
      VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, 1, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
     [s.id, s.namespace_id, s.name, s.queue_id, JSON.stringify(s.event_types), s.owner_credential_id, s.cursor_sequence],
   );
-}
-
-export function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
-  return setPausedAtRevision(c, 'subscriptions', id, paused, expectedRevision);
 }
 
 export async function markSubscriptionRetired(c: Conn, id: string, watermark: string): Promise<void> {

@@ -1,11 +1,8 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import type { ResultFrame } from '@orbit/protocol/frames';
+import type { WorkerRef } from '../db/attempt-leases.js';
 
-export interface Identity {
-  namespaceId: string;
-  workerId: string;
-  credentialId: string;
-}
+export type Identity = WorkerRef & { credentialId: string };
 
 export interface ResultReply {
   type: 'result.ok';

@@ -64,7 +64,7 @@ export class Session {
     this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
     this.renews = coalesce(
       async (_session, frames) => {
-        const replies = await this.admitted(() => renewFrames(host.pool, this.who(), frames, this.slots.held));
+        const replies = await this.admitted(() => renewFrames(host.pool, this.claim, frames, this.slots.held));
         host.metrics.renewBatchSize.observe(frames.length);
         return replies;
       },
@@ -285,14 +285,10 @@ export class Session {
     throw err;
   }
 
-  private who() {
-    return { namespaceId: this.cred.namespaceId, workerId: this.workerId, credentialId: this.cred.id };
-  }
-
   private async onStart(attemptId: string): Promise<void> {
     const r = await this.host.frames(this.cred.applicationId, {
       kind: 'start',
-      who: this.who(),
+      who: this.claim,
       attemptId,
       queueId: this.slots.held.get(attemptId) ?? null,
     });
@@ -309,7 +305,7 @@ export class Session {
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
     const output = f.output === undefined ? null : JSON.stringify(f.output);
-    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, output });
+    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.claim, frame: f, output });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.slots.drop(f.attempt_id);
