@@ -133,11 +133,10 @@ export async function insertTasks(c: Tx, tasks: TaskFields[]): Promise<void> {
 
 export const getTask = byIdRead<TaskRow>('tasks', TASK_COLUMNS);
 
-/** lockTasks(namespace, ids) → the task rows by id, locked FOR UPDATE in one statement (in id
- * order, the primary key's), by every transaction that ends an attempt or a task without one
- * (dispatch/lifecycle.ts). The caller holds each task's live attempt, so no other transaction
- * that locks an attempt before its task waits for these rows while holding one of ours
- * (docs/design.md, "Lock order"). */
+/** The task rows by id, locked FOR UPDATE in one statement (in id order, the primary key's), by
+ * every transaction that ends an attempt or a task without one (dispatch/lifecycle.ts). The caller
+ * holds each task's live attempt, so no other transaction that locks an attempt before its task
+ * waits for these rows while holding one of ours (docs/design.md, "Lock order"). */
 export async function lockTasks(c: Tx, rows: { namespace_id: string; task_id: string }[]): Promise<Map<string, TaskRow>> {
   if (rows.length === 0) return new Map();
   const ids = [...new Set(rows.map((r) => r.task_id))];

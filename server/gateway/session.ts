@@ -157,9 +157,17 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
-    const read = readWorkerFrame(data, this.host.config.maxFrameBytes);
-    if (!read.ok) return this.protocolError(read.message, read.close);
-    const { frame: f, bytes } = read;
+    // Checked in the order its errors are answered: size, UTF-8, schema.
+    const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+    const bytes = buf.length;
+    const max = this.host.config.maxFrameBytes;
+    // The socket accepts twice the limit, so an oversized frame still gets its error frame.
+    if (bytes > max) return this.protocolError(`frame over max_frame_bytes (${max})`, 1009);
+    // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
+    if (!isUtf8(buf)) return this.protocolError('text frame is not valid UTF-8');
+    const parsed = parseWorkerFrame(buf.toString('utf8'));
+    if (!parsed.ok) return this.protocolError(parsed.message);
+    const f = parsed.frame;
     if (this.helloDone === null) {
       if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
       clearTimeout(this.helloTimer!);
@@ -360,21 +368,6 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
-}
-
-/** A worker's text frame, checked in the order its errors are answered: size, UTF-8, schema. */
-export function readWorkerFrame(
-  data: RawData,
-  maxFrameBytes: number,
-): { ok: true; frame: WorkerFrame; bytes: number } | { ok: false; message: string; close?: number } {
-  const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
-  // The socket accepts twice the limit, so an oversized frame still gets its error frame.
-  if (buf.length > maxFrameBytes) return { ok: false, message: `frame over max_frame_bytes (${maxFrameBytes})`, close: 1009 };
-  // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
-  if (!isUtf8(buf)) return { ok: false, message: 'text frame is not valid UTF-8' };
-  const parsed = parseWorkerFrame(buf.toString('utf8'));
-  if (!parsed.ok) return { ok: false, message: parsed.message };
-  return { ok: true, frame: parsed.frame, bytes: buf.length };
 }
 
 /** The task.assign frame as JSON text, the stored payload spliced in without a parse. `task` is
