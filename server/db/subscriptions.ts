@@ -2,7 +2,7 @@
 // committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Pool, type Conn, type Tx } from './pool.js';
-import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
+import type { DeliveryRecord, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
 import { Conditions, placeholderRows, placeholders, byIdRead } from './placeholders.js';
 
@@ -144,17 +144,6 @@ export interface EventRow extends RowDataPacket {
   result: string | null;
 }
 
-export function eventView(r: EventRow): ResultEvent {
-  return {
-    sequence: String(r.sequence),
-    type: r.type,
-    task_id: r.task_id,
-    queue_id: r.queue_id,
-    occurred_at: toIso(r.occurred_at)!,
-    result: r.result === null ? null : JSON.parse(r.result),
-  };
-}
-
 export async function eventsBySequence(db: Pool | Conn, namespaceId: string, sequences: string[]): Promise<Map<string, EventRow>> {
   if (sequences.length === 0) return new Map();
   const [rows] = await db.query<EventRow[]>(
@@ -266,6 +255,15 @@ export function deliveryView(r: DeliveryRow, event: EventRow | undefined): Deliv
     lease_expires_at: toIso(r.lease_expires_at),
     acked_at: toIso(r.acked_at),
     created_at: toIso(r.created_at)!,
-    event: event ? eventView(event) : null,
+    event: event
+      ? {
+          sequence: String(event.sequence),
+          type: event.type,
+          task_id: event.task_id,
+          queue_id: event.queue_id,
+          occurred_at: toIso(event.occurred_at)!,
+          result: event.result === null ? null : JSON.parse(event.result),
+        }
+      : null,
   };
 }

@@ -64,9 +64,6 @@ export const TASK_ENDS = {
   'resolve-retry': { task: 'WAITING', outcome: null },
 } as const satisfies Record<string, Fate>;
 
-export type AttemptEnd = keyof typeof ATTEMPT_ENDS;
-export type TaskEnd = keyof typeof TASK_ENDS;
-
 /** A live attempt as its ending needs it (locked). */
 export type LiveAttempt = Pick<AttemptFields, 'id' | 'task_id' | 'namespace_id' | 'application_id' | 'queue_id' | 'concurrency_key' | 'state'>;
 
@@ -78,14 +75,14 @@ export type EndingTask = Pick<TaskFields, 'id' | 'namespace_id' | 'application_i
 export interface AttemptEnding {
   a: LiveAttempt;
   t: EndingTask;
-  end: AttemptEnd;
+  end: keyof typeof ATTEMPT_ENDS;
   /** A revocation's message, in place of the table's. */
   reason?: string;
   /** Present when a worker's result ends the attempt; absent for a revocation. */
   result?: ResultEnding;
 }
 
-export type TaskEnding = { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string };
+export type TaskEnding = { t: EndingTask & WaitingRow; end: keyof typeof TASK_ENDS; reason?: string };
 
 export interface ResultEnding {
   /** decideOutcome's: a retry's task FAILED instead of WAITING when nothing is left. */

@@ -27,7 +27,6 @@ import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
 export class Session {
   readonly id = newId();
-  /** Capacity and held attempts (session-slots.ts: the one owner of these counts). */
   readonly slots = new SessionSlots(() => this.takesWork());
   private current: SessionState = 'hello';
   workerId = '';
@@ -37,7 +36,6 @@ export class Session {
   private helloDone: Promise<void> | null = null;
   private helloTimer: NodeJS.Timeout | null = null;
   private missedPongs = 0;
-  /** Whether the worker answers its pings (no new work while it does not: gateway/liveness.ts). */
   private readonly liveness: Liveness;
   /** Row updates of flow control, chained so a later capacity never lands before an earlier one. */
   private mirrorChain: Promise<void> = Promise.resolve();
@@ -105,7 +103,6 @@ export class Session {
     return this.liveness.answering();
   }
 
-  /** Called by the gateway's ping timer. */
   heartbeat(): void {
     if (this.missedPongs >= 2) {
       this.log.info('two pongs missed; closing');
@@ -338,7 +335,6 @@ export class Session {
     if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** task.assign frames for a committed claim. */
   deliver(assignments: Assignment[]): void {
     // After drain or close, or past a capacity lowered meanwhile, the attempts go back to WAITING
     // now instead of sitting out their lease.

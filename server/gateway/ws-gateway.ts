@@ -42,7 +42,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
   readonly wss: WsServer<typeof WorkerSocket>;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
-  /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
   /** The sessions' own transactions (renew, hello, session rows): fair turns per application. */
   readonly admission: Admit;
