@@ -3,7 +3,7 @@
 // stored reply (a repeated frame), then ended by the lifecycle (lifecycle.ts endAttempts): one
 // UPDATE of attempts and one of tasks, the rest in the transaction's ledger.
 import crypto from 'node:crypto';
-import type { ResultFrame } from '@orbit/protocol/frames';
+import type { ResultFrame, ResultOkFrame } from '@orbit/protocol/frames';
 import { canonicalJson } from '@orbit/protocol/validation';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
@@ -11,7 +11,7 @@ import { lockResultRowsSql, type ResultRow } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
 import { decideOutcome, endAttempts, type AttemptEnding } from './lifecycle.js';
-import { fail, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
+import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
 function resultFingerprint(f: ResultFrame): string {
   return crypto
@@ -40,7 +40,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
   const nowMs = dbTimeToMs(now);
   const ends: AttemptEnding[] = [];
   /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
-  const accepted = new Map<string, { fp: string; reply: ResultReply }>();
+  const accepted = new Map<string, { fp: string; reply: ResultOkFrame }>();
   for (const { i, cmd } of items) {
     const f = cmd.frame;
     const fp = resultFingerprint(f);
@@ -58,7 +58,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
     const storedReply = earlier ? JSON.stringify(earlier.reply) : a.result_reply;
     if (earlier || (a.state !== 'LEASED' && a.state !== 'RUNNING')) {
       if (storedFp === fp && storedReply)
-        out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultReply), deduplicated: true }, freedQueues: [] };
+        out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultOkFrame), deduplicated: true }, freedQueues: [] };
       else if (storedFp) out[i] = fail('STATE_CONFLICT', 'a different result was already accepted for this attempt', f.attempt_id);
       else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, f.attempt_id);
       continue;
@@ -78,7 +78,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });
-    const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
+    const reply: ResultOkFrame = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
     ends.push({
       a,
       t: {

@@ -314,7 +314,7 @@ export class Session {
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.slots.drop(f.attempt_id);
-    this.send(r.reply as GatewayFrame);
+    this.send(r.reply);
     // Per-task lines are debug only, and not even built below it: no per-task logging cost.
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
