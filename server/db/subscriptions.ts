@@ -115,7 +115,6 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 /** The events a subscription takes: its queue's, of its types. */
 export type StreamFilter = { namespaceId: string; queueId: string; types: string[] };
 
-/** The filter's events after `cursor`, up to `watermark`. */
 function streamRange(s: StreamFilter, cursor: string, watermark: string): Conditions {
   const where = new Conditions('namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ?', s.namespaceId, s.queueId, cursor, watermark);
   where.and(`type IN (${placeholders(s.types.length)})`, ...s.types);
