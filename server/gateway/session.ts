@@ -237,7 +237,7 @@ export class Session {
     this.host.register(this);
     this.send(helloOk(this.id, h, res, this.host.config.maxFrameBytes));
     this.log.info({ worker_id: h.worker_id, resumed: res.resumed.length, lost: res.lost.length }, 'session open');
-    this.host.wake(res.freedQueues);
+    this.host.signals.wake(res.freedQueues);
     this.host.kick(this);
   }
 
@@ -321,7 +321,7 @@ export class Session {
     }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
     // Freed permits, or a retried task WAITING again: the queue's sessions, this one included, are due.
-    this.host.wake(r.freedQueues);
+    this.host.signals.wake(r.freedQueues);
     if (r.freedQueues.length === 0) this.host.kick(this);
   }
 
