@@ -156,10 +156,9 @@ export class Session {
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
     // Checked in the order its errors are answered: size, UTF-8, schema.
     const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
-    const bytes = buf.length;
     const max = this.host.config.maxFrameBytes;
     // The socket accepts twice the limit, so an oversized frame still gets its error frame.
-    if (bytes > max) return this.protocolError(`frame over max_frame_bytes (${max})`, 1009);
+    if (buf.length > max) return this.protocolError(`frame over max_frame_bytes (${max})`, 1009);
     // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
     if (!isUtf8(buf)) return this.protocolError('text frame is not valid UTF-8');
     const parsed = parseWorkerFrame(buf.toString('utf8'));
@@ -168,14 +167,14 @@ export class Session {
     if (this.helloDone === null) {
       if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
       clearTimeout(this.helloTimer!);
-      const done = this.window.enter(bytes);
+      const done = this.window.enter(buf.length);
       this.helloDone = this.track(this.onHello(f));
       void this.helloDone.then(done);
       return;
     }
     if (f.type === 'hello') return this.protocolError('hello may be sent only once');
     // In flight until answered (or failed): the window pauses the socket at the session's limit.
-    const done = this.window.enter(bytes);
+    const done = this.window.enter(buf.length);
     void this.helloDone.then(() =>
       this.boundary('frame', () => {
         if (this.state !== 'open' && this.state !== 'draining') return done();
