@@ -2,23 +2,15 @@
 // the results' attempts and tasks, each result decided (lifecycle.ts decideOutcome) or answered from the
 // stored reply (a repeated frame), then ended by the lifecycle (lifecycle.ts endAttempts): one
 // UPDATE of attempts and one of tasks, the rest in the transaction's ledger.
-import crypto from 'node:crypto';
-import type { ResultFrame, ResultOkFrame } from '@orbit/protocol/frames';
-import { canonicalJson } from '@orbit/protocol/validation';
+import type { ResultOkFrame } from '@orbit/protocol/frames';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { lockResultRowsSql, type ResultRow } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
+import { fingerprintOf } from './idempotency.js';
 import { decideOutcome, endAttempts, type AttemptEnding } from './lifecycle.js';
 import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
-
-function resultFingerprint(f: ResultFrame): string {
-  return crypto
-    .createHash('sha256')
-    .update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms }))
-    .digest('hex');
-}
 
 type ResultItem = { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> };
 
@@ -43,7 +35,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
   const accepted = new Map<string, { fp: string; reply: ResultOkFrame }>();
   for (const { i, cmd } of items) {
     const f = cmd.frame;
-    const fp = resultFingerprint(f);
+    const fp = fingerprintOf({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms });
     const a = rows.get(f.attempt_id);
     if (!a || a.namespace_id !== cmd.who.namespaceId) {
       out[i] = fail('NOT_FOUND', 'unknown attempt', f.attempt_id);
