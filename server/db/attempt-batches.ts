@@ -3,18 +3,14 @@
 // each UPDATE naming its ids in a primary-key IN list, so the plan is a key lookup per row.
 import type { RowDataPacket } from 'mysql2/promise';
 import type { AttemptFields } from './attempts.js';
+import type { WorkerRef } from './attempt-leases.js';
 import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
 import { placeholders, placeholderRows } from './placeholders.js';
 
-export interface StartItem {
-  attemptId: string;
-  namespaceId: string;
-  workerId: string;
-  credentialId: string;
-}
+export type StartItem = WorkerRef & { attemptId: string; credentialId: string };
 
 /** LEASED → RUNNING for each attempt still LEASED, owned by that worker under a live credential,
  * unexpired, its task current and before its deadline; the task goes RUNNING with attempts_made + 1

@@ -1,7 +1,5 @@
-// SQL operations on the attempts table shared by the dispatcher, the gateway, the HTTP facade and
-// orbit-admin: the row and its wire view, single-attempt reads, and the reads by id list
-// of the hello and the reconciler. (The batch statements of start/result frames are
-// attempt-batches.ts, the sweeper's sweep-sql.ts, lease extension attempt-leases.ts.)
+// The attempts table: the row and its wire view, single-attempt reads, and the hello's and the
+// reconciler's reads (batches: attempt-batches.ts, sweep-sql.ts, attempt-leases.ts).
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Attempt } from '@orbit/protocol/http-views';
@@ -44,20 +42,17 @@ export const ATTEMPT_COLUMNS = `id, task_id, namespace_id, application_id, queue
   concurrency_key, concurrency_token, leased_at, started_at, lease_expires_at, finished_at, outcome, output, error_code,
   error_message, result_fingerprint, result_reply, (lease_expires_at > UTC_TIMESTAMP(3)) AS lease_live, UTC_TIMESTAMP(3) AS db_now`;
 
-/** getAttempt(namespace_id, id, lock) → row or null. `lock` 'nowait': FOR UPDATE NOWAIT — a row
- * another transaction holds fails the statement at once with 1205 (MariaDB), which withTransaction
- * retries (for a lock taken out of the documented order, which must not wait). */
+/** `lock` 'nowait': a row another transaction holds fails the statement at once with 1205, which
+ * withTransaction retries (for a lock taken out of the documented order, which must not wait). */
 export const getAttempt = byIdRead<AttemptRow>('attempts', ATTEMPT_COLUMNS);
 
-/** listTaskAttempts(namespace_id, task_id) → rows by attempt_no. */
 export async function listTaskAttempts(db: Pool | Conn, namespaceId: string, taskId: string): Promise<AttemptRow[]> {
   const sql = `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE task_id = ? AND namespace_id = ? ORDER BY attempt_no`;
   const [rows] = await db.execute<AttemptRow[]>(sql, [taskId, namespaceId]);
   return rows;
 }
 
-/** lockLiveAttemptsOfWorker(namespace_id, worker_id) → the LEASED and RUNNING attempts of one
- * worker identity, locked FOR UPDATE in id order (the hello: resume or release each). */
+/** The hello's, in id order: it resumes or releases each. */
 export async function lockLiveAttemptsOfWorker(c: Tx, namespaceId: string, workerId: string): Promise<AttemptRow[]> {
   const [live] = await c.execute<AttemptRow[]>(
     `SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE namespace_id = ? AND worker_id = ? AND is_live = 1 ORDER BY id FOR UPDATE`,
@@ -66,8 +61,7 @@ export async function lockLiveAttemptsOfWorker(c: Tx, namespaceId: string, worke
   return live;
 }
 
-/** readAttempts(ids) → the rows of these attempts in id order (no lock; the hello reads back the
- * attempts it resumed, under the locks it already holds). */
+/** No lock: the hello reads back the attempts it resumed, under the locks it already holds. */
 export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]> {
   const [rows] = await c.query<AttemptRow[]>(`SELECT ${ATTEMPT_COLUMNS} FROM attempts WHERE id IN (${placeholders(ids.length)}) ORDER BY id`, ids);
   return rows;
@@ -75,8 +69,7 @@ export async function readAttempts(c: Conn, ids: string[]): Promise<AttemptRow[]
 
 export type AttemptHolderRow = RowDataPacket & Pick<AttemptFields, 'id' | 'state' | 'session_id' | 'error_code' | 'result_fingerprint'>;
 
-/** attemptHolders(ids) → state, holding session and how each attempt ended (no lock; the
- * reconciler compares them with what this node's sessions think they hold). */
+/** No lock: the reconciler compares them with what this node's sessions think they hold. */
 export async function attemptHolders(pool: Pool, ids: string[]): Promise<AttemptHolderRow[]> {
   const [rows] = await pool.query<AttemptHolderRow[]>(
     `SELECT id, state, session_id, error_code, result_fingerprint FROM attempts WHERE id IN (${placeholders(ids.length)})`,
@@ -85,7 +78,6 @@ export async function attemptHolders(pool: Pool, ids: string[]): Promise<Attempt
   return rows;
 }
 
-/** The wire shape of an attempt (protocol/http-views.ts). */
 export function attemptView(r: AttemptRow): Attempt {
   const v: Attempt = {
     id: r.id,

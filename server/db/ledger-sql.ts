@@ -19,7 +19,6 @@ export async function releaseKeys(c: Tx, namespaceId: string, keys: { key: Buffe
   );
 }
 
-/** addQueueActive([queue id, delta] by id): one UPDATE of the queues' active counts. */
 export async function addQueueActive(c: Tx, deltas: [string, number][]): Promise<void> {
   await write(
     c,
@@ -28,7 +27,6 @@ export async function addQueueActive(c: Tx, deltas: [string, number][]): Promise
   );
 }
 
-/** addApplicationCounts(application, active delta, unfinished delta). */
 export async function addApplicationCounts(c: Tx, applicationId: string, active: number, unfinished: number): Promise<void> {
   await write(c, 'UPDATE applications SET active_attempts = active_attempts + ?, unfinished_tasks = unfinished_tasks + ? WHERE id = ?', [
     active,

@@ -3,7 +3,6 @@ import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Pool, type Conn } from './pool.js';
 import { dbNow } from './time.js';
-import { setPausedAtRevision } from './paused.js';
 import type { Queue } from '@orbit/protocol/http-views';
 import { isId } from '@orbit/protocol/ids';
 import { placeholders, byIdRead } from './placeholders.js';
@@ -76,10 +75,6 @@ export async function insertQueue(db: Pool | Conn, q: NewQueue): Promise<void> {
      VALUES (${placeholders(INSERTED.length + 4)}, 1, 0, 0, UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
     [...INSERTED.map((n) => q[n]), max_attempts, initial_backoff_ms, max_backoff_ms, multiplier],
   );
-}
-
-export function setQueuePaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
-  return setPausedAtRevision(c, 'queues', id, paused, expectedRevision);
 }
 
 /** The caller holds the row FOR UPDATE and found nothing that still holds the queue. */

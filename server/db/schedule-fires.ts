@@ -39,7 +39,6 @@ export async function insertFires(
   );
 }
 
-/** Newest first, at most limit + 1. */
 export async function listFires(db: Pool | Conn, scheduleId: string, before: string | undefined, limit: number): Promise<FireRow[]> {
   const [rows] = await db.query<FireRow[]>(
     `SELECT scheduled_for, fired_at, version, outcome, task_id FROM schedule_fires

@@ -2,8 +2,7 @@
 // committed watermark.
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Pool, type Conn, type Tx } from './pool.js';
-import { setPausedAtRevision } from './paused.js';
-import type { DeliveryRecord, ResultEvent, Subscription } from '@orbit/protocol/http-views';
+import type { DeliveryRecord, Subscription } from '@orbit/protocol/http-views';
 import type { DeliveryState } from '@orbit/protocol/states';
 import { Conditions, placeholderRows, placeholders, byIdRead } from './placeholders.js';
 
@@ -77,10 +76,6 @@ export async function insertSubscription(c: Conn, s: NewSubscription): Promise<v
   );
 }
 
-export function setSubscriptionPaused(c: Conn, id: string, paused: boolean, expectedRevision: string): Promise<boolean> {
-  return setPausedAtRevision(c, 'subscriptions', id, paused, expectedRevision);
-}
-
 export async function markSubscriptionRetired(c: Conn, id: string, watermark: string): Promise<void> {
   await c.execute(
     `UPDATE subscriptions SET enabled = 0, retired_at = UTC_TIMESTAMP(3), retired_sequence = ?, cursor_sequence = ?,
@@ -120,7 +115,6 @@ export async function oldestRetainedSequence(db: Pool | Conn, namespaceId: strin
 /** The events a subscription takes: its queue's, of its types. */
 export type StreamFilter = { namespaceId: string; queueId: string; types: string[] };
 
-/** The filter's events after `cursor`, up to `watermark`. */
 function streamRange(s: StreamFilter, cursor: string, watermark: string): Conditions {
   const where = new Conditions('namespace_id = ? AND queue_id = ? AND sequence > ? AND sequence <= ?', s.namespaceId, s.queueId, cursor, watermark);
   where.and(`type IN (${placeholders(s.types.length)})`, ...s.types);
@@ -147,17 +141,6 @@ export interface EventRow extends RowDataPacket {
   queue_id: string;
   occurred_at: string;
   result: string | null;
-}
-
-export function eventView(r: EventRow): ResultEvent {
-  return {
-    sequence: String(r.sequence),
-    type: r.type,
-    task_id: r.task_id,
-    queue_id: r.queue_id,
-    occurred_at: toIso(r.occurred_at)!,
-    result: r.result === null ? null : JSON.parse(r.result),
-  };
 }
 
 export async function eventsBySequence(db: Pool | Conn, namespaceId: string, sequences: string[]): Promise<Map<string, EventRow>> {
@@ -271,6 +254,15 @@ export function deliveryView(r: DeliveryRow, event: EventRow | undefined): Deliv
     lease_expires_at: toIso(r.lease_expires_at),
     acked_at: toIso(r.acked_at),
     created_at: toIso(r.created_at)!,
-    event: event ? eventView(event) : null,
+    event: event
+      ? {
+          sequence: String(event.sequence),
+          type: event.type,
+          task_id: event.task_id,
+          queue_id: event.queue_id,
+          occurred_at: toIso(event.occurred_at)!,
+          result: event.result === null ? null : JSON.parse(event.result),
+        }
+      : null,
   };
 }

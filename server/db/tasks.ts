@@ -45,14 +45,6 @@ export interface TaskFields {
 }
 export interface TaskRow extends RowDataPacket, TaskFields {}
 
-export function taskResult(r: TaskFields, summary: boolean): TaskResult | null {
-  if (!r.result_outcome) return null;
-  const res: TaskResult = { outcome: r.result_outcome as TaskResult['outcome'] };
-  if (!summary && r.result_output !== null) res.output = JSON.parse(r.result_output);
-  if (r.result_error_code) res.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
-  return res;
-}
-
 /** `summary` omits payload and result.output. */
 export function taskView(r: TaskFields, summary = false): Task {
   const v: Task = {
@@ -71,8 +63,10 @@ export function taskView(r: TaskFields, summary = false): Task {
     created_at: toIso(r.created_at)!,
     updated_at: toIso(r.updated_at)!,
     finished_at: toIso(r.finished_at),
-    result: taskResult(r, summary),
+    result: r.result_outcome ? { outcome: r.result_outcome as TaskResult['outcome'] } : null,
   };
+  if (v.result && !summary && r.result_output !== null) v.result.output = JSON.parse(r.result_output);
+  if (v.result && r.result_error_code) v.result.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
   if (!summary) v.payload = JSON.parse(r.payload);
   if (r.business_key !== null) v.business_key = r.business_key;
   if (r.concurrency_key !== null) v.concurrency_key = r.concurrency_key.toString('utf8');
@@ -133,11 +127,10 @@ export async function insertTasks(c: Tx, tasks: TaskFields[]): Promise<void> {
 
 export const getTask = byIdRead<TaskRow>('tasks', TASK_COLUMNS);
 
-/** lockTasks(namespace, ids) → the task rows by id, locked FOR UPDATE in one statement (in id
- * order, the primary key's), by every transaction that ends an attempt or a task without one
- * (dispatch/lifecycle.ts). The caller holds each task's live attempt, so no other transaction
- * that locks an attempt before its task waits for these rows while holding one of ours
- * (docs/design.md, "Lock order"). */
+/** The task rows by id, locked FOR UPDATE in one statement (in id order, the primary key's), by
+ * every transaction that ends an attempt or a task without one (dispatch/lifecycle.ts). The caller
+ * holds each task's live attempt, so no other transaction that locks an attempt before its task
+ * waits for these rows while holding one of ours (docs/design.md, "Lock order"). */
 export async function lockTasks(c: Tx, rows: { namespace_id: string; task_id: string }[]): Promise<Map<string, TaskRow>> {
   if (rows.length === 0) return new Map();
   const ids = [...new Set(rows.map((r) => r.task_id))];

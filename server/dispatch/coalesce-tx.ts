@@ -12,14 +12,10 @@ export type InTransaction = <T>(group: string, work: TxWork<T>) => Promise<T>;
 
 type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export interface CoalescedTxOptions {
-  path: TxPath;
-  maxBatch: number;
-  maxParallel: number;
-  onBatch?: (size: number, seconds: number) => void;
-}
-
-export function coalescedTransactions(pool: Pool, options: CoalescedTxOptions): InTransaction {
+export function coalescedTransactions(
+  pool: Pool,
+  options: { path: TxPath; maxBatch: number; maxParallel: number; onBatch?: (size: number, seconds: number) => void },
+): InTransaction {
   const { path, onBatch = () => {} } = options;
 
   const alone = async (work: TxWork<unknown>): Promise<Settled> => {

@@ -2,15 +2,6 @@
 // runs at once. Groups are applications, since a transaction touches one application's rows.
 // Waiting groups take turns, so a flooding group delays another by one batch, not its backlog.
 
-/** Answers each item in order; a throw fails every item. */
-export type BatchRunner<I, O> = (group: string, items: I[]) => Promise<O[]>;
-
-/** Bounds a batch by its values' bytes, so large items become several bounded transactions. */
-export interface BatchWeight<I> {
-  of: (item: I) => number;
-  max: () => number;
-}
-
 export interface CoalesceOptions<I> {
   maxBatch: number;
   maxParallel: number;
@@ -18,7 +9,8 @@ export interface CoalesceOptions<I> {
   maxPerGroup?: number;
   /** A group at maxPerGroup still starts a batch once this many items wait. */
   overlapFrom?: number;
-  weight?: BatchWeight<I>;
+  /** Bounds a batch by its values' bytes, so large items become several bounded transactions. */
+  weight?: { of: (item: I) => number; max: () => number };
 }
 
 export interface Coalesced<I, O> {
@@ -33,7 +25,8 @@ interface Pending<I, O> {
   reject: (e: unknown) => void;
 }
 
-export function coalesce<I, O>(runBatch: BatchRunner<I, O>, options: CoalesceOptions<I>): Coalesced<I, O> {
+/** `runBatch` answers each item in order; a throw fails every item. */
+export function coalesce<I, O>(runBatch: (group: string, items: I[]) => Promise<O[]>, options: CoalesceOptions<I>): Coalesced<I, O> {
   const { maxBatch, maxParallel, weight } = options;
   const maxPerGroup = options.maxPerGroup ?? maxParallel;
   const overlapFrom = options.overlapFrom ?? Infinity;

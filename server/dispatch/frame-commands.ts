@@ -1,18 +1,8 @@
 import { OrbitError } from '@orbit/protocol/errors';
-import type { ResultFrame } from '@orbit/protocol/frames';
+import type { ResultFrame, ResultOkFrame } from '@orbit/protocol/frames';
+import type { WorkerRef } from '../db/attempt-leases.js';
 
-export interface Identity {
-  namespaceId: string;
-  workerId: string;
-  credentialId: string;
-}
-
-export interface ResultReply {
-  type: 'result.ok';
-  attempt_id: string;
-  deduplicated: boolean;
-  task_state: string;
-}
+export type Identity = WorkerRef & { credentialId: string };
 
 export type FrameCommand =
   | { kind: 'start'; who: Identity; attemptId: string; /** the attempt's queue when the session holds it */ queueId: string | null }
@@ -20,7 +10,7 @@ export type FrameCommand =
 
 export type FrameOutcome =
   | { ok: true; kind: 'start'; leaseExpiresAt: string }
-  | { ok: true; kind: 'result'; reply: ResultReply; freedQueues: string[] }
+  | { ok: true; kind: 'result'; reply: ResultOkFrame; freedQueues: string[] }
   | { ok: false; error: OrbitError }
   /** The item's own transaction failed unexpectedly; the session answers it. */
   | { ok: false; thrown: unknown };

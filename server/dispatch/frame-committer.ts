@@ -97,7 +97,6 @@ function resultBytes(cmd: FrameCommand): number {
   return Buffer.byteLength(cmd.output ?? '') + Buffer.byteLength(cmd.frame.error?.message ?? '');
 }
 
-/** The node's frame committer: per-application group commit of start and result frames. */
 export type FrameCommitter = (applicationId: string, cmd: FrameCommand) => Promise<FrameOutcome>;
 
 export function frameCommitter(pool: Pool, advance: StepAdvancer, onBatch: (size: number, seconds: number) => void): FrameCommitter {

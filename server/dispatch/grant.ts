@@ -4,13 +4,11 @@ import { toIso, type Tx } from '../db/pool.js';
 import { insertAttempts, markTasksLeased, type CandidateRow, type NewAttempt } from '../db/claim-sql.js';
 import { taskWorkflowRef } from '../db/tasks.js';
 import { dbTimeToMs, msToDbTime } from '../db/time.js';
+import type { Identity } from './frame-commands.js';
 
-export interface ClaimSession {
-  namespaceId: string;
+export interface ClaimSession extends Identity {
   applicationId: string;
-  workerId: string;
   sessionId: string;
-  credentialId: string;
   queueIds: string[];
   handlers: { handler: string; versions: string[] }[] | null;
   concurrencyKeys: boolean;

@@ -6,11 +6,11 @@ import { markBroken, releaseConnection, transactionOn, type Conn, type Pool, typ
 import { getNamedLock, releaseNamedLock } from '../mariadb/named-locks.js';
 import type { ReceiptRow } from '../db/receipts.js';
 
+/** The SHA-256 of `v`'s canonical JSON: a command's or a result frame's fingerprint. */
+export const fingerprintOf = (v: unknown): string => crypto.createHash('sha256').update(canonicalJson(v)).digest('hex');
+
 export function commandFingerprint(operation: string, targetId: string, normalized: unknown): string {
-  return crypto
-    .createHash('sha256')
-    .update(canonicalJson({ operation, target: targetId, body: normalized }))
-    .digest('hex');
+  return fingerprintOf({ operation, target: targetId, body: normalized });
 }
 
 /** The stored reply of a committed receipt, or 409 when the key was used for another command. */

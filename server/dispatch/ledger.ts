@@ -75,11 +75,6 @@ export class PermitLedger {
     add(this.appUnfinished, applicationId, -1);
   }
 
-  /** A task left NEEDS_REVIEW back to unfinished work, or any other +1. */
-  taskUnfinished(applicationId: string): void {
-    add(this.appUnfinished, applicationId, 1);
-  }
-
   /** Adds another ledger's changes (a workflow plan's, once it applied). */
   merge(o: PermitLedger): void {
     for (const [k, d] of o.queueActive) add(this.queueActive, k, d);
@@ -163,8 +158,6 @@ export async function withLedger<T>(c: Tx, advance: StepAdvancer, fn: (ledger: P
   return { value, ledger };
 }
 
-// Result stream appends: the bumped head row stays locked until commit, so sequences commit in
-// order and the committed head is the watermark.
 export type EventType = 'task.succeeded' | 'task.failed' | 'task.cancelled' | 'task.deadline_exceeded' | 'task.needs_review';
 
 export interface PendingEvent {

@@ -9,6 +9,7 @@ import { closeAttempts, updateEndedTasks, type ClosedAttempt, type EndedTask } f
 import type { WaitingRow } from '../db/waiting-tasks.js';
 import type { TaskFields } from '../db/tasks.js';
 import type { AttemptFields } from '../db/attempts.js';
+import type { QueueConfig } from '../db/queue-config.js';
 import { OUTCOME_EVENT, type PermitLedger } from './ledger.js';
 
 type EndState = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'NEEDS_REVIEW' | 'WAITING';
@@ -63,9 +64,6 @@ export const TASK_ENDS = {
   'resolve-retry': { task: 'WAITING', outcome: null },
 } as const satisfies Record<string, Fate>;
 
-export type AttemptEnd = keyof typeof ATTEMPT_ENDS;
-export type TaskEnd = keyof typeof TASK_ENDS;
-
 /** A live attempt as its ending needs it (locked). */
 export type LiveAttempt = Pick<AttemptFields, 'id' | 'task_id' | 'namespace_id' | 'application_id' | 'queue_id' | 'concurrency_key' | 'state'>;
 
@@ -77,14 +75,14 @@ export type EndingTask = Pick<TaskFields, 'id' | 'namespace_id' | 'application_i
 export interface AttemptEnding {
   a: LiveAttempt;
   t: EndingTask;
-  end: AttemptEnd;
+  end: keyof typeof ATTEMPT_ENDS;
   /** A revocation's message, in place of the table's. */
   reason?: string;
   /** Present when a worker's result ends the attempt; absent for a revocation. */
   result?: ResultEnding;
 }
 
-export type TaskEnding = { t: EndingTask & WaitingRow; end: TaskEnd; reason?: string };
+export type TaskEnding = { t: EndingTask & WaitingRow; end: keyof typeof TASK_ENDS; reason?: string };
 
 export interface ResultEnding {
   /** decideOutcome's: a retry's task FAILED instead of WAITING when nothing is left. */
@@ -185,12 +183,6 @@ function moveTask(
   };
 }
 
-export interface RetryPolicyValues {
-  initial: number;
-  max: number;
-  multiplier: number;
-}
-
 export interface OutcomeInput {
   outcome: ResultFrame['outcome'];
   retryAfterMs?: number;
@@ -201,7 +193,7 @@ export interface OutcomeInput {
   /** Database clock and the task's deadline, in epoch ms. */
   nowMs: number;
   deadlineMs: number;
-  policy: RetryPolicyValues | null;
+  policy: QueueConfig['retry'] | null;
   /** [0, 1): the jitter draw (Math.random in production; fixed in tests). */
   jitter: number;
 }
@@ -218,7 +210,7 @@ export interface OutcomeDecision {
 
 /** The worker's retry_after_ms, else initial × multiplier^(n−1) capped, with jitter so that a burst
  * of failures does not come back in lockstep. */
-export function retryBackoffMs(retryAfterMs: number | undefined, q: RetryPolicyValues, attemptsMade: number, jitter: number): number {
+export function retryBackoffMs(retryAfterMs: number | undefined, q: QueueConfig['retry'], attemptsMade: number, jitter: number): number {
   if (retryAfterMs !== undefined) return retryAfterMs;
   const base = Math.min(q.max, q.initial * Math.pow(q.multiplier, Math.max(0, attemptsMade - 1)));
   return Math.max(0, Math.round(base * (0.8 + jitter * 0.4)));

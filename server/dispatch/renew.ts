@@ -1,5 +1,6 @@
 import { OrbitError } from '@orbit/protocol/errors';
 import { ID_RE } from '@orbit/protocol/validation';
+import type { RenewOkFrame } from '@orbit/protocol/frames';
 import { withTransaction, toIso, type Pool } from '../db/pool.js';
 import { lockLiveCredential } from '../db/credentials.js';
 import { attemptQueues } from '../db/attempt-batches.js';
@@ -7,10 +8,7 @@ import { readLiveLeases, renewLeases } from '../db/attempt-leases.js';
 import { queueConfigs } from '../db/queue-config.js';
 import type { Identity } from './frame-commands.js';
 
-export interface RenewReply {
-  leases: { attempt_id: string; lease_expires_at: string }[];
-  lost: string[];
-}
+export type RenewReply = Omit<RenewOkFrame, 'type'>;
 
 /** One transaction for a session's waiting renew frames; each is answered as if alone (`lost` as it
  * named them, duplicates and malformed ids included). */

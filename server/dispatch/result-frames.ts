@@ -2,23 +2,15 @@
 // the results' attempts and tasks, each result decided (lifecycle.ts decideOutcome) or answered from the
 // stored reply (a repeated frame), then ended by the lifecycle (lifecycle.ts endAttempts): one
 // UPDATE of attempts and one of tasks, the rest in the transaction's ledger.
-import crypto from 'node:crypto';
-import type { ResultFrame } from '@orbit/protocol/frames';
-import { canonicalJson } from '@orbit/protocol/validation';
+import type { ResultOkFrame } from '@orbit/protocol/frames';
 import type { Tx } from '../db/pool.js';
 import { queueConfigs } from '../db/queue-config.js';
 import { lockResultRowsSql, type ResultRow } from '../db/attempt-batches.js';
 import { dbTimeToMs, plusMs } from '../db/time.js';
 import type { PermitLedger } from './ledger.js';
+import { fingerprintOf } from './idempotency.js';
 import { decideOutcome, endAttempts, type AttemptEnding } from './lifecycle.js';
-import { fail, type FrameCommand, type FrameOutcome, type ResultReply } from './frame-commands.js';
-
-function resultFingerprint(f: ResultFrame): string {
-  return crypto
-    .createHash('sha256')
-    .update(canonicalJson({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms }))
-    .digest('hex');
-}
+import { fail, type FrameCommand, type FrameOutcome } from './frame-commands.js';
 
 type ResultItem = { i: number; cmd: Extract<FrameCommand, { kind: 'result' }> };
 
@@ -40,10 +32,10 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
   const nowMs = dbTimeToMs(now);
   const ends: AttemptEnding[] = [];
   /** Results accepted earlier in this batch (a duplicate frame in the same batch). */
-  const accepted = new Map<string, { fp: string; reply: ResultReply }>();
+  const accepted = new Map<string, { fp: string; reply: ResultOkFrame }>();
   for (const { i, cmd } of items) {
     const f = cmd.frame;
-    const fp = resultFingerprint(f);
+    const fp = fingerprintOf({ outcome: f.outcome, output: f.output, error: f.error, retry_after_ms: f.retry_after_ms });
     const a = rows.get(f.attempt_id);
     if (!a || a.namespace_id !== cmd.who.namespaceId) {
       out[i] = fail('NOT_FOUND', 'unknown attempt', f.attempt_id);
@@ -58,7 +50,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
     const storedReply = earlier ? JSON.stringify(earlier.reply) : a.result_reply;
     if (earlier || (a.state !== 'LEASED' && a.state !== 'RUNNING')) {
       if (storedFp === fp && storedReply)
-        out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultReply), deduplicated: true }, freedQueues: [] };
+        out[i] = { ok: true, kind: 'result', reply: { ...(JSON.parse(storedReply) as ResultOkFrame), deduplicated: true }, freedQueues: [] };
       else if (storedFp) out[i] = fail('STATE_CONFLICT', 'a different result was already accepted for this attempt', f.attempt_id);
       else out[i] = fail('LEASE_LOST', `attempt is ${a.state}`, f.attempt_id);
       continue;
@@ -78,7 +70,7 @@ export async function applyResults(c: Tx, ledger: PermitLedger, items: ResultIte
       policy: cfg.get(a.queue_id)?.retry ?? null,
       jitter: Math.random(),
     });
-    const reply: ResultReply = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
+    const reply: ResultOkFrame = { type: 'result.ok', attempt_id: a.id, deduplicated: false, task_state: d.taskState };
     ends.push({
       a,
       t: {

@@ -2,18 +2,7 @@
 // replies) the gateway stops reading the socket, so TCP pushes back on the worker and a flood
 // costs the node nothing more. Reading resumes below half of both limits. Frames are delayed,
 // never refused.
-import type { Counter, Gauge } from 'prom-client';
-
-export interface FlowLimits {
-  maxFrames: number;
-  maxBytes: number;
-}
-
-export interface FlowMeters {
-  sessionFramesInFlight: Pick<Gauge, 'inc' | 'dec'>;
-  sessionsPaused: Pick<Gauge, 'inc' | 'dec'>;
-  sessionPauses: Pick<Counter, 'inc'>;
-}
+import type { Metrics } from '../metrics.js';
 
 export interface PausableSocket {
   pause(): void;
@@ -30,8 +19,8 @@ export class FrameWindow {
 
   constructor(
     private readonly ws: PausableSocket,
-    private readonly limits: FlowLimits,
-    private readonly meters: FlowMeters,
+    private readonly limits: { maxFrames: number; maxBytes: number },
+    private readonly meters: Pick<Metrics, 'sessionFramesInFlight' | 'sessionsPaused' | 'sessionPauses'>,
   ) {}
 
   /** Call the returned function once the frame is answered. */

@@ -58,8 +58,8 @@ export async function helloTransaction(
   nodeId: string,
   h: HelloFrame,
 ): Promise<HelloResult> {
-  const queueIds = [...new Set(h.queues)];
-  const keys = h.concurrency_keys ?? false;
+  const claim = helloClaimSession(cred, sessionId, h);
+  const { queueIds, concurrencyKeys: keys } = claim;
   const { value: result, ledger: committed } = await withLedgerTx(pool, 'hello', advance, async (c, ledger) => {
     // Checked at the upgrade, maybe long before: share-lock the credential so a revocation either
     // commits first or waits for this hello.
@@ -89,17 +89,7 @@ export async function helloTransaction(
       await insertWorkerIdentity(c, { namespaceId: cred.namespaceId, workerId: h.worker_id, concurrencyKeys: keys, sessionId, agent: h.agent ?? null });
     }
     await closeSupersededSessions(c, cred.namespaceId, h.worker_id);
-    await insertWorkerSession(c, {
-      id: sessionId,
-      namespaceId: cred.namespaceId,
-      workerId: h.worker_id,
-      credentialId: cred.id,
-      nodeId,
-      queueIds,
-      capacity: h.capacity,
-      concurrencyKeys: keys,
-      handlers: h.handlers,
-    });
+    await insertWorkerSession(c, { ...claim, id: sessionId, nodeId, capacity: h.capacity });
 
     const live = await lockLiveAttemptsOfWorker(c, cred.namespaceId, h.worker_id);
     const listed = new Set(h.resume ?? []);

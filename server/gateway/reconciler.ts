@@ -121,14 +121,8 @@ export class Reconciler {
     const pool = this.host.pool;
     // One statement per application: every transaction touches one application's rows.
     const byApp = new Map<string, string[]>();
-    for (const s of this.host.sessions.values()) {
-      const ids = byApp.get(s.cred.applicationId) ?? [];
-      ids.push(s.id);
-      byApp.set(s.cred.applicationId, ids);
-    }
-    for (const ids of byApp.values()) {
-      await touchSessions(pool, ids);
-    }
+    for (const s of this.host.sessions.values()) byApp.set(s.cred.applicationId, [...(byApp.get(s.cred.applicationId) ?? []), s.id]);
+    for (const ids of byApp.values()) await touchSessions(pool, ids);
     const waiting = await keyedWaitingByQueue(pool);
     if (waiting.length === 0) {
       this.host.metrics.keyedWaitingNoCapable.set(0);

@@ -20,10 +20,6 @@ export abstract class SessionHostBase {
     return p;
   }
 
-  wake(queueIds: Iterable<string>): void {
-    this.signals.wake(queueIds);
-  }
-
   kick(s: Session): void {
     this.dispatcher.kick(s);
   }
@@ -33,7 +29,7 @@ export abstract class SessionHostBase {
   releaseUndelivered(s: Session, attemptIds: string[]): void {
     void this.track(
       releaseAttempts(this.pool, this.advanceSteps, { namespaceId: s.cred.namespaceId, workerId: s.workerId }, attemptIds)
-        .then((freed) => this.wake(freed))
+        .then((freed) => this.signals.wake(freed))
         .catch((err) => s.log.warn({ err, attempts: attemptIds }, 'could not release undelivered attempts; they expire with their lease')),
     );
   }

@@ -5,6 +5,7 @@ import type { FrameCommitter } from '../dispatch/frame-committer.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics.js';
 import type { Admit } from '../dispatch/coalesce.js';
+import type { WorkSignals } from '../work-signals.js';
 
 export type SessionState = 'hello' | 'open' | 'draining' | 'closed';
 
@@ -30,7 +31,7 @@ export interface SessionHost {
   register(s: Session): void;
   unregister(s: Session): void;
   track<T>(p: Promise<T>): Promise<T>;
-  wake(queueIds: Iterable<string>): void;
+  readonly signals: Pick<WorkSignals, 'wake'>;
   kick(s: Session): void;
   releaseUndelivered(s: Session, attemptIds: string[]): void;
 }

@@ -27,7 +27,6 @@ import { MAX_IDS_PER_FRAME } from '@orbit/protocol/limits';
 
 export class Session {
   readonly id = newId();
-  /** Capacity and held attempts (session-slots.ts: the one owner of these counts). */
   readonly slots = new SessionSlots(() => this.takesWork());
   private current: SessionState = 'hello';
   workerId = '';
@@ -37,7 +36,6 @@ export class Session {
   private helloDone: Promise<void> | null = null;
   private helloTimer: NodeJS.Timeout | null = null;
   private missedPongs = 0;
-  /** Whether the worker answers its pings (no new work while it does not: gateway/liveness.ts). */
   private readonly liveness: Liveness;
   /** Row updates of flow control, chained so a later capacity never lands before an earlier one. */
   private mirrorChain: Promise<void> = Promise.resolve();
@@ -64,7 +62,7 @@ export class Session {
     this.window = new FrameWindow(ws, { maxFrames: host.config.sessionMaxFramesInFlight, maxBytes: host.config.sessionMaxBytesInFlight }, host.metrics);
     this.renews = coalesce(
       async (_session, frames) => {
-        const replies = await this.admitted(() => renewFrames(host.pool, this.who(), frames, this.slots.held));
+        const replies = await this.admitted(() => renewFrames(host.pool, this.claim, frames, this.slots.held));
         host.metrics.renewBatchSize.observe(frames.length);
         return replies;
       },
@@ -105,7 +103,6 @@ export class Session {
     return this.liveness.answering();
   }
 
-  /** Called by the gateway's ping timer. */
   heartbeat(): void {
     if (this.missedPongs >= 2) {
       this.log.info('two pongs missed; closing');
@@ -157,20 +154,27 @@ export class Session {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.state === 'closed') return;
     if (isBinary) return this.protocolError('binary frames are not accepted', 1003);
-    const read = readWorkerFrame(data, this.host.config.maxFrameBytes);
-    if (!read.ok) return this.protocolError(read.message, read.close);
-    const { frame: f, bytes } = read;
+    // Checked in the order its errors are answered: size, UTF-8, schema.
+    const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+    const max = this.host.config.maxFrameBytes;
+    // The socket accepts twice the limit, so an oversized frame still gets its error frame.
+    if (buf.length > max) return this.protocolError(`frame over max_frame_bytes (${max})`, 1009);
+    // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
+    if (!isUtf8(buf)) return this.protocolError('text frame is not valid UTF-8');
+    const parsed = parseWorkerFrame(buf.toString('utf8'));
+    if (!parsed.ok) return this.protocolError(parsed.message);
+    const f = parsed.frame;
     if (this.helloDone === null) {
       if (f.type !== 'hello') return this.protocolError('the first frame must be hello');
       clearTimeout(this.helloTimer!);
-      const done = this.window.enter(bytes);
+      const done = this.window.enter(buf.length);
       this.helloDone = this.track(this.onHello(f));
       void this.helloDone.then(done);
       return;
     }
     if (f.type === 'hello') return this.protocolError('hello may be sent only once');
     // In flight until answered (or failed): the window pauses the socket at the session's limit.
-    const done = this.window.enter(bytes);
+    const done = this.window.enter(buf.length);
     void this.helloDone.then(() =>
       this.boundary('frame', () => {
         if (this.state !== 'open' && this.state !== 'draining') return done();
@@ -232,7 +236,7 @@ export class Session {
     this.host.register(this);
     this.send(helloOk(this.id, h, res, this.host.config.maxFrameBytes));
     this.log.info({ worker_id: h.worker_id, resumed: res.resumed.length, lost: res.lost.length }, 'session open');
-    this.host.wake(res.freedQueues);
+    this.host.signals.wake(res.freedQueues);
     this.host.kick(this);
   }
 
@@ -285,14 +289,10 @@ export class Session {
     throw err;
   }
 
-  private who() {
-    return { namespaceId: this.cred.namespaceId, workerId: this.workerId, credentialId: this.cred.id };
-  }
-
   private async onStart(attemptId: string): Promise<void> {
     const r = await this.host.frames(this.cred.applicationId, {
       kind: 'start',
-      who: this.who(),
+      who: this.claim,
       attemptId,
       queueId: this.slots.held.get(attemptId) ?? null,
     });
@@ -309,18 +309,18 @@ export class Session {
 
   private async onResult(f: Extract<WorkerFrame, { type: 'result' }>): Promise<void> {
     const output = f.output === undefined ? null : JSON.stringify(f.output);
-    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.who(), frame: f, output });
+    const r = await this.host.frames(this.cred.applicationId, { kind: 'result', who: this.claim, frame: f, output });
     if (!r.ok) throw 'thrown' in r ? r.thrown : r.error;
     if (r.kind !== 'result') throw new Error('frame batch answered a result with a start');
     this.slots.drop(f.attempt_id);
-    this.send(r.reply as GatewayFrame);
+    this.send(r.reply);
     // Per-task lines are debug only, and not even built below it: no per-task logging cost.
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ attempt_id: f.attempt_id, outcome: f.outcome, task_state: r.reply.task_state, deduplicated: r.reply.deduplicated }, 'task result');
     }
     if (!r.reply.deduplicated) this.host.metrics.tasksFinished.inc({ outcome: f.outcome });
     // Freed permits, or a retried task WAITING again: the queue's sessions, this one included, are due.
-    this.host.wake(r.freedQueues);
+    this.host.signals.wake(r.freedQueues);
     if (r.freedQueues.length === 0) this.host.kick(this);
   }
 
@@ -334,7 +334,6 @@ export class Session {
     if (this.slots.drop(attemptId)) this.host.kick(this);
   }
 
-  /** task.assign frames for a committed claim. */
   deliver(assignments: Assignment[]): void {
     // After drain or close, or past a capacity lowered meanwhile, the attempts go back to WAITING
     // now instead of sitting out their lease.
@@ -364,21 +363,6 @@ export class Session {
     this.ended();
     if (wasOpen) void this.host.track(this.admitted(() => closeSessionRow(this.host.pool, this.id, code)).catch(() => {}));
   }
-}
-
-/** A worker's text frame, checked in the order its errors are answered: size, UTF-8, schema. */
-export function readWorkerFrame(
-  data: RawData,
-  maxFrameBytes: number,
-): { ok: true; frame: WorkerFrame; bytes: number } | { ok: false; message: string; close?: number } {
-  const buf = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
-  // The socket accepts twice the limit, so an oversized frame still gets its error frame.
-  if (buf.length > maxFrameBytes) return { ok: false, message: `frame over max_frame_bytes (${maxFrameBytes})`, close: 1009 };
-  // ws skips UTF-8 validation, so invalid text gets its error frame and 1002, not a bare 1007.
-  if (!isUtf8(buf)) return { ok: false, message: 'text frame is not valid UTF-8' };
-  const parsed = parseWorkerFrame(buf.toString('utf8'));
-  if (!parsed.ok) return { ok: false, message: parsed.message };
-  return { ok: true, frame: parsed.frame, bytes: buf.length };
 }
 
 /** The task.assign frame as JSON text, the stored payload spliced in without a parse. `task` is

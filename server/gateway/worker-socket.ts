@@ -4,6 +4,7 @@
 import type { Duplex } from 'node:stream';
 import { WebSocket } from 'ws';
 import { MAX_CLOSE_REASON_BYTES, truncateUtf8 } from '@orbit/protocol/strings';
+import type { Metrics } from '../metrics.js';
 
 const PROTOCOL_CLOSES: Record<number, string> = {
   1002: 'invalid WebSocket frame',
@@ -11,10 +12,7 @@ const PROTOCOL_CLOSES: Record<number, string> = {
   1009: 'frame over the size limit',
 };
 
-export interface WriteMeters {
-  framesSent: { inc(n?: number): void };
-  socketFlushes: { inc(n?: number): void };
-}
+type WriteMeters = Pick<Metrics, 'framesSent' | 'socketFlushes'>;
 
 type SendData = Parameters<WebSocket['send']>[0];
 type SendOptions = Parameters<WebSocket['send']>[1];

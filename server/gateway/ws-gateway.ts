@@ -21,7 +21,6 @@ import { SessionHostBase } from './session-host-base.js';
 import { Dispatcher, type DispatcherHost } from './dispatcher.js';
 import { Reconciler, type ReconcilerHost } from './reconciler.js';
 import { frameCommitter, type FrameCommitter } from '../dispatch/frame-committer.js';
-import type { Revoked } from '../dispatch/revoke.js';
 import { WorkerSocket } from './worker-socket.js';
 import { admission, type Admit } from '../dispatch/coalesce.js';
 import { guardTimer, reportInternal, toOrbitError } from '../boundary.js';
@@ -42,7 +41,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
   readonly wss: WsServer<typeof WorkerSocket>;
   readonly dispatcher: Dispatcher;
   readonly reconciler: Reconciler;
-  /** start and result frames of all local sessions, coalesced into shared transactions. */
   readonly frames: FrameCommitter;
   /** The sessions' own transactions (renew, hello, session rows): fair turns per application. */
   readonly admission: Admit;
@@ -83,7 +81,13 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     this.dispatcher = new Dispatcher(this);
     this.reconciler = new Reconciler(this);
     this.offWork = signals.onWork((q) => this.dispatcher.wake(q));
-    this.offRevoked = signals.onRevoked((list) => this.notifyRevoked(list));
+    // task.cancel for the attempts this node revoked (the sweeper, an HTTP cancel).
+    this.offRevoked = signals.onRevoked((list) => {
+      for (const r of list) {
+        const s = this.sessions.get(r.sessionId);
+        if (s && s.slots.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
+      }
+    });
     this.pingTimer = setInterval(
       guardTimer(app, 'ping', () => {
         for (const s of this.sessions.values()) s.heartbeat();
@@ -148,15 +152,6 @@ export class Gateway extends SessionHostBase implements SessionHost, DispatcherH
     const key = `${s.cred.namespaceId}/${s.workerId}`;
     if (this.byWorker.get(key) === s) this.byWorker.delete(key);
     this.app.metrics.liveSessions.set(this.sessions.size);
-  }
-
-  /** Delivers task.cancel for attempts revoked by this node (WorkSignals.revoked: sweeper, HTTP
-   * cancel). */
-  private notifyRevoked(list: readonly Revoked[]): void {
-    for (const r of list) {
-      const s = this.sessions.get(r.sessionId);
-      if (s && s.slots.held.has(r.attemptId)) s.cancelAttempt(r.attemptId, r.reason);
-    }
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,8 @@ import { OrbitError } from '@orbit/protocol/errors';
 import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
 import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
-import { getQueue, insertQueue, listQueues, queueView, setQueuePaused } from '../db/queues.js';
+import { getQueue, insertQueue, listQueues, queueView } from '../db/queues.js';
+import { setPausedAtRevision } from '../db/paused.js';
 import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
 import { newId } from '../ids.js';
 import { canUseQueue } from '../admin/access.js';
@@ -61,7 +62,7 @@ function pauseOrResume(paused: boolean) {
       const id = params.id!;
       const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;
       if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is retired');
-      if (String(q.revision) !== b.expected_revision || !(await setQueuePaused(c, id, paused, b.expected_revision))) {
+      if (String(q.revision) !== b.expected_revision || !(await setPausedAtRevision(c, 'queues', id, paused, b.expected_revision))) {
         throw revisionConflict(b.expected_revision, String(q.revision));
       }
       await auditCommand(c, cred, 'queue', action, id);

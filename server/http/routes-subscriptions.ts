@@ -12,11 +12,11 @@ import {
   insertSubscription,
   listDeliveryRows,
   listSubscriptions,
-  setSubscriptionPaused,
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
 import { countActive, lockNamespace } from '../db/tenants.js';
+import { setPausedAtRevision } from '../db/paused.js';
 import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { retireSubscription } from '../events/retire.js';
@@ -102,7 +102,7 @@ function pauseOrResume(paused: boolean) {
     const id = params.id!;
     const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
     if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
-    if (String(s.revision) !== b.expected_revision || !(await setSubscriptionPaused(c, id, paused, b.expected_revision))) {
+    if (String(s.revision) !== b.expected_revision || !(await setPausedAtRevision(c, 'subscriptions', id, paused, b.expected_revision))) {
       throw revisionConflict(b.expected_revision, String(s.revision));
     }
     await auditCommand(c, cred, 'subscription', action, id);
