@@ -58,23 +58,19 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
 function firstFire(v: StoredVersion, now: string, paused: boolean): string | null {
   if (paused) return null;
   const startsMs = v.starts_at === null ? null : Date.parse(v.starts_at);
-  const cal = compileCalendar(v.calendar, startsMs ?? dbMs(now), startsMs, v.ends_at === null ? null : Date.parse(v.ends_at));
-  const t = cal.nextAfter(dbMs(now));
+  const nextAfter = compileCalendar(v.calendar, startsMs ?? dbMs(now), startsMs, v.ends_at === null ? null : Date.parse(v.ends_at));
+  const t = nextAfter(dbMs(now));
   return t === null ? null : msDb(t);
 }
 
 async function publish(c: Conn, cred: Credential, scheduleId: string, number: number, v: StoredVersion, now: string): Promise<void> {
   const startsAt = v.starts_at === null ? null : msDb(Date.parse(v.starts_at));
   await insertVersion(c, {
+    ...v,
     schedule_id: scheduleId,
     number,
     namespace_id: cred.namespaceId,
     application_id: cred.applicationId,
-    calendar: v.calendar,
-    task: v.task,
-    overlap: v.overlap,
-    catchup: v.catchup,
-    catchup_limit: v.catchup_limit,
     starts_at: startsAt,
     ends_at: v.ends_at === null ? null : msDb(Date.parse(v.ends_at)),
     anchor_at: startsAt ?? now,
@@ -131,7 +127,7 @@ export async function setPaused(c: Tx, cred: Credential, id: string, paused: boo
   if (!paused) {
     await liveQueue(c, cred, s.queue_id, 'queue_id');
     const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
-    const t = v.calendar.nextAfter(dbMs(await dbNow(c)));
+    const t = v.nextAfter(dbMs(await dbNow(c)));
     next = t === null ? null : msDb(t);
   }
   await setSchedulePaused(c, id, paused, next);

@@ -79,7 +79,7 @@ function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
   let more = false;
   if (catchingUp) {
     for (;;) {
-      const n = v.calendar.nextAfter(times[times.length - 1]!);
+      const n = v.nextAfter(times[times.length - 1]!);
       if (n === null || n > nowMs) break;
       if (times.length >= CHUNK) {
         more = true;
@@ -151,18 +151,16 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
     for (const p of plans) {
       let lastTaskId: string | null = null;
       p.times.forEach((t, i) => {
-        let outcome = p.planned[i]!;
         let taskId: string | null = null;
-        if (outcome === 'created') {
+        if (p.planned[i] === 'created') {
           taskId = created.taskIds[k++] ?? null;
-          if (taskId === null) outcome = 'failed_quota';
+          if (taskId === null) p.planned[i] = 'failed_quota';
           else lastTaskId = taskId;
         }
-        p.planned[i] = outcome;
-        fires.push({ schedule_id: p.s.id, scheduled_for: msDb(t), version: p.v.number, outcome, task_id: taskId });
+        fires.push({ schedule_id: p.s.id, scheduled_for: msDb(t), version: p.v.number, outcome: p.planned[i]!, task_id: taskId });
       });
       const last = p.times[p.times.length - 1]!;
-      const next = p.v.calendar.nextAfter(last);
+      const next = p.v.nextAfter(last);
       advances.push({
         id: p.s.id,
         next_fire_at: next === null ? null : msDb(next),

@@ -52,7 +52,7 @@ export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
   const endsAt = timestamp(v.ends_at, 'version.ends_at');
   if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid('version.ends_at', 'must be after starts_at');
   // A calendar that can never fire (e.g. "0 0 30 2 *") is a mistake, not a schedule.
-  if ('cron' in calendar && compileCalendar(calendar, 0, null, null).nextAfter(Date.UTC(2000, 0, 1)) === null) {
+  if ('cron' in calendar && compileCalendar(calendar, 0, null, null)(Date.UTC(2000, 0, 1)) === null) {
     throw invalid('version.calendar.cron', 'never matches a date');
   }
   return {

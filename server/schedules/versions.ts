@@ -14,7 +14,7 @@ function readyVersion(row: VersionRow) {
   const at = (t: string | null) => (t === null ? null : dbMs(t));
   return {
     number: Number(row.number),
-    calendar: compileCalendar(JSON.parse(row.calendar) as CalendarSpec, dbMs(row.anchor_at), at(row.starts_at), at(row.ends_at)),
+    nextAfter: compileCalendar(JSON.parse(row.calendar) as CalendarSpec, dbMs(row.anchor_at), at(row.starts_at), at(row.ends_at)),
     prepared: normalizeSubmit(JSON.parse(row.task) as ScheduleTaskTemplate),
     overlap: row.overlap,
     catchup: row.catchup,

@@ -7,7 +7,7 @@ import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
 import type { Conn, Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
-import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
+import { writeRunSteps, type StepWrite } from '../db/workflow-run-steps.js';
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
 import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
@@ -135,7 +135,7 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
 function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   const out = new Map<string, StepWrite>();
   for (const ch of plan.changes) {
-    const prev = out.get(ch.key) ?? fromRow(run.steps.get(ch.key)!);
+    const prev: StepWrite = out.get(ch.key) ?? run.steps.get(ch.key)!;
     const w: StepWrite = { ...prev, state: ch.state, ready_cause: null };
     if ('started' in ch && ch.started) w.started_at = 'now';
     switch (ch.state) {
@@ -170,11 +170,6 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   return [...out.values()];
 }
 
-function fromRow(r: RunStepRow): StepWrite {
-  const { updated_at: _u, ...rest } = r;
-  return rest;
-}
-
 async function writeSignals(c: Conn, run: LoadedRun, plan: Plan): Promise<void> {
   const consumedKept: string[] = [];
   for (const ch of plan.changes) {
@@ -205,11 +200,11 @@ export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<stri
     const keys = [...byRun.get(row.id)!];
     let updates = await stepTaskStates(c, row.id, keys);
     // The tasks a plan cancels were read without a lock: a claim may take one meanwhile. They are
-    // locked first and the plan made again on what is then settled, so a step never finishes
-    // while a task it counted as cancelled runs.
+    // locked first, in id order, and the plan made again on what is then settled, so a step never
+    // finishes while a task it counted as cancelled runs.
     const p = planTasksChanged(run.version.graph, run.view, updates);
     if (p.cancel.length > 0) {
-      await lockStepTasks(c, run, p);
+      for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, row.namespace_id, id, 'update');
       updates = await stepTaskStates(c, row.id, keys);
     }
     const r = await planAndApply(c, ledger, run, (opts) => planTasksChanged(run.version.graph, run.view, updates, opts));
@@ -226,11 +221,6 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
   const done = keys.filter((k) => (views.get(k) ?? []).every((t) => t.state === 'SUCCEEDED') && views.has(k));
   if (done.length > 0) for (const [k, v] of taskViews(await readStepTasks(c, runId, done, true))) views.set(k, v);
   return keys.map((key) => ({ key, tasks: views.get(key) ?? [] }));
-}
-
-/** In id order. */
-async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, run.row.namespace_id, id, 'update');
 }
 
 /** The ids of the tasks `plan` cancels, in the plan's order. */
