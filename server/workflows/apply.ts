@@ -15,7 +15,7 @@ import { endTasks } from '../dispatch/lifecycle.js';
 import { revokeAttempts, type Revoked } from '../dispatch/revoke.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
-import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
+import { planTasksChanged, type Plan } from './advance.js';
 import type { StepTaskView } from './decide.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
@@ -39,14 +39,14 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (opts: PlanOptions) => Plan): Promise<Applied & { plan: Plan }> {
-  const first = plan({});
+export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (taskRoom?: number) => Plan): Promise<Applied & { plan: Plan }> {
+  const first = plan();
   try {
     return { ...(await applyPlan(c, ledger, run, first)), plan: first };
   } catch (err) {
     if (!(err instanceof QuotaRefused)) throw err;
   }
-  const second = plan({ taskRoom: 0 });
+  const second = plan(0);
   return { ...(await applyPlan(c, ledger, run, second)), plan: second };
 }
 
@@ -207,7 +207,7 @@ export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<stri
       for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, row.namespace_id, id, 'update');
       updates = await stepTaskStates(c, row.id, keys);
     }
-    const r = await planAndApply(c, ledger, run, (opts) => planTasksChanged(run.version.graph, run.view, updates, opts));
+    const r = await planAndApply(c, ledger, run, (room) => planTasksChanged(run.version.graph, run.view, updates, room));
     queues.push(...r.queues);
   }
   ledger.stepTasks.splice(0);

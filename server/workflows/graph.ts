@@ -11,7 +11,7 @@ export interface StepGraph {
 }
 
 /** A cycle is given in edge order (each a parent of the next), starting at its smallest position. */
-export function topologicalOrder(n: number, parents: readonly (readonly number[])[]): { order: number[] } | { cycle: number[] } {
+export function topologicalOrder(n: number, parents: readonly (readonly number[])[]): { order: number[]; children: number[][] } | { cycle: number[] } {
   const indegree = parents.map((p) => p.length);
   const children: number[][] = Array.from({ length: n }, () => []);
   parents.forEach((ps, i) => ps.forEach((p) => children[p]!.push(i)));
@@ -26,7 +26,7 @@ export function topologicalOrder(n: number, parents: readonly (readonly number[]
     order.push(i);
     for (const c of children[i]!) if (--indegree[c]! === 0) ready.push(c);
   }
-  if (order.length === n) return { order };
+  if (order.length === n) return { order, children };
   return { cycle: findCycle(n, parents, new Set(order)) };
 }
 
@@ -58,9 +58,7 @@ export function buildGraph(steps: readonly WorkflowStep[]): StepGraph {
       return p;
     }),
   );
-  const children: number[][] = steps.map(() => []);
-  parents.forEach((ps, i) => ps.forEach((p) => children[p]!.push(i)));
   const topo = topologicalOrder(steps.length, parents);
   if ('cycle' in topo) throw new Error(`workflow version: cycle ${topo.cycle.map((i) => steps[i]!.key).join(' -> ')}`);
-  return { steps, index, parents, children, order: topo.order };
+  return { steps, index, parents, children: topo.children, order: topo.order };
 }

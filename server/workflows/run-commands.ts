@@ -18,7 +18,7 @@ import { withLedger } from '../dispatch/ledger.js';
 import { unfinishedTasksQuota } from '../dispatch/refusals.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
-import { initialRunView, isFinal, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
+import { initialRunView, isFinal, planCancel, planPause, planResume, planSignal, planStart } from './advance.js';
 import { advanceRunsInTx, applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
 import { findVersionGraph, loadRun, runView, type LoadedRun } from './run-state.js';
 import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
@@ -111,7 +111,7 @@ export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEff
 
 export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (room) => planResume(run.version.graph, run.view, room)));
   return finish(c, ns, run, r.queues, []);
 }
 
@@ -130,13 +130,12 @@ export async function cancelRun(c: Tx, ns: string, runId: string, reason: string
 export async function sendSignal(c: Tx, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });
+  // The route refused a name no step of the run's version waits for: a run's version never changes.
   const g = run.version.graph;
-  if (signalStepOf(g, s.name) === undefined)
-    throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
   const first = planSignal(g, run.view, s.name, s.payload);
   if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
   const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) =>
-    planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan),
+    planAndApply(c, ledger, run, (room) => planSignal(g, run.view, s.name, s.payload, room).plan),
   );
   return finish(c, ns, run, r.queues, []);
 }

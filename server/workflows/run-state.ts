@@ -51,9 +51,9 @@ const parsed = (json: string | null): unknown => (json === null ? null : JSON.pa
 
 function stepView(r: RunStepRow, output?: unknown): StepView {
   const v: StepView = { state: r.state };
-  if (r.skipped_because) v.skipped_because = r.skipped_because;
   if (r.state === 'SUCCEEDED') v.output = output !== undefined ? output : parsed(r.output);
   if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
+  if (r.skipped_because) v.skipped_because = r.skipped_because;
   return v;
 }
 
@@ -94,12 +94,8 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
   const out: WorkflowRunStep[] = version.steps.map((s) => {
     const r = steps.get(s.key)!;
     const ts = byStep.get(s.key) ?? [];
-    const v: WorkflowRunStep = { key: s.key, state: r.state, task_ids: ts.map((t) => t.task_id) };
-    if (r.state === 'SUCCEEDED') {
-      v.output = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : parsed(r.output);
-    }
-    if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
-    if (r.skipped_because) v.skipped_because = r.skipped_because;
+    const forEachOutput = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : undefined;
+    const v: WorkflowRunStep = { key: s.key, ...stepView(r, forEachOutput), task_ids: ts.map((t) => t.task_id) };
     if (r.started_at) v.started_at = toIso(r.started_at)!;
     if (r.finished_at) v.finished_at = toIso(r.finished_at)!;
     return v;
