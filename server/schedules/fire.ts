@@ -77,16 +77,12 @@ function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
   const catchingUp = s.catchup_remaining !== null || t0 < nowMs - CATCHUP_GRACE_MS;
   const times = [t0];
   let more = false;
-  if (catchingUp) {
-    for (;;) {
-      const n = v.nextAfter(times[times.length - 1]!);
-      if (n === null || n > nowMs) break;
-      if (times.length >= CHUNK) {
-        more = true;
-        break;
-      }
-      times.push(n);
+  for (let n = catchingUp ? v.nextAfter(t0) : null; n !== null && n <= nowMs; n = v.nextAfter(n)) {
+    if (times.length >= CHUNK) {
+      more = true;
+      break;
     }
+    times.push(n);
   }
   // The `all` budget is kept on the row across the chunks of one catch-up.
   let budget = s.catchup_remaining ?? (v.catchup === 'all' ? v.catchupLimit : 0);

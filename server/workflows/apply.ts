@@ -3,6 +3,7 @@
 // plan is tried whole against the quota; refused, everything is rolled back to a savepoint and the
 // event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
+import { isFinishedStepState } from '@orbit/protocol/states';
 import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
 import type { Conn, Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
@@ -144,7 +145,6 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
         break;
       case 'SKIPPED':
         w.skipped_because = ch.skipped_because;
-        w.finished_at = 'now';
         break;
       case 'ACTIVE':
         if (ch.started) w.task_count = ch.tasks.length;
@@ -163,8 +163,7 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
         w.error_message = ch.error.message;
         break;
     }
-    if (ch.state === 'SUCCEEDED' || ch.state === 'FAILED' || ch.state === 'CANCELLED')
-      Object.assign(w, { finished_at: 'now', signal_deadline_at: null } satisfies Partial<StepWrite>);
+    if (isFinishedStepState(ch.state)) Object.assign(w, { finished_at: 'now', signal_deadline_at: null } satisfies Partial<StepWrite>);
     out.set(ch.key, w);
   }
   return [...out.values()];

@@ -11,8 +11,6 @@ import { loadRun, type LoadedRun } from './run-state.js';
 
 export interface WorkflowSweepReport {
   queues: string[];
-  timedOut: number;
-  started: number;
   /** A run that fails stays behind alone for the next tick instead of stopping the runs after it. */
   failed: { runId: string; err: unknown }[];
 }
@@ -42,10 +40,9 @@ async function advanceOne(
 }
 
 export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowSweepReport> {
-  const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0, failed: [] };
+  const report: WorkflowSweepReport = { queues: [], failed: [] };
   for (const s of await dueSignalSteps(pool, limit)) {
-    const done = await advanceOne(pool, s, (run, room) => planSignalTimeout(run.version.graph, run.view, s.step_key, room), report);
-    if (done !== null) report.timedOut++;
+    await advanceOne(pool, s, (run, room) => planSignalTimeout(run.version.graph, run.view, s.step_key, room), report);
   }
   // Oldest run first per application: once one does not fit, the younger runs wait too, so the
   // room that appears goes to the oldest. Each application is read apart, so one whose quota is
@@ -53,8 +50,7 @@ export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowS
   for (const applicationId of await quotaReadyApplications(pool, limit)) {
     for (const r of await quotaReadyRuns(pool, applicationId, limit)) {
       const started = await advanceOne(pool, r, (run, room) => planStartReady(run.version.graph, run.view, room), report);
-      if (started) report.started++;
-      else if (started === false) break;
+      if (started === false) break;
     }
   }
   return report;
