@@ -40,15 +40,13 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (taskRoom?: number) => Plan): Promise<Applied & { plan: Plan }> {
-  const first = plan();
+export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (taskRoom?: number) => Plan): Promise<Applied> {
   try {
-    return { ...(await applyPlan(c, ledger, run, first)), plan: first };
+    return await applyPlan(c, ledger, run, plan());
   } catch (err) {
     if (!(err instanceof QuotaRefused)) throw err;
   }
-  const second = plan(0);
-  return { ...(await applyPlan(c, ledger, run, second)), plan: second };
+  return applyPlan(c, ledger, run, plan(0));
 }
 
 let savepoints = 0;

@@ -81,14 +81,12 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
     steps: new Map(rows.map((r) => [r.step_key, { ...r, updated_at: row.created_at }])),
     view: initialRunView(version.graph, n.input, n.concurrency_key),
   };
-  let queues: string[];
-  try {
-    ({ value: queues } = await withLedger(c, advanceRunsInTx, async (ledger) => (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues));
-  } catch (err) {
-    if (err instanceof QuotaRefused) throw await unfinishedTasksQuota(c, cred.applicationId);
-    throw err;
-  }
-  return { run: await runView(c, (await getRun(c, cred.namespaceId, id))!), queues, revoked: [] };
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planStart(version.graph, run.view))).catch(
+    async (err: unknown) => {
+      throw err instanceof QuotaRefused ? await unfinishedTasksQuota(c, cred.applicationId) : err;
+    },
+  );
+  return finish(c, cred.namespaceId, run, r.queues, []);
 }
 
 async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {

@@ -15,8 +15,8 @@ export interface WorkflowSweepReport {
   failed: { runId: string; err: unknown }[];
 }
 
-/** Whether the plan started a step; null when the run failed. A lost database is thrown: the
- * tick ends. */
+/** Whether the plan created tasks (whose queues it reports); null when the run failed. A lost
+ * database is thrown: the tick ends. */
 async function advanceOne(
   pool: Pool,
   at: { namespace_id: string; run_id: string },
@@ -30,7 +30,7 @@ async function advanceOne(
       const run = await loadRun(c, row);
       const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (room) => plan(run, room)));
       report.queues.push(...r.queues);
-      return r.plan.tasksCreated > 0;
+      return r.queues.length > 0;
     });
   } catch (err) {
     if (isConnectionError(err)) throw err;
