@@ -34,18 +34,16 @@ function timestamp(v: string | null | undefined, field: string): number | null {
 export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
   const cal = v.calendar;
   let calendar: CalendarSpec;
-  if (cal.cron !== undefined && cal.every_seconds !== undefined) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
+  if ((cal.cron === undefined) === (cal.every_seconds === undefined)) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
   if (cal.cron !== undefined) {
     const p = cronProblem(cal.cron);
     if (p) throw invalid('version.calendar.cron', p);
     const timezone = cal.timezone ?? 'UTC';
     if (!isTimeZone(timezone)) throw invalid('version.calendar.timezone', `unknown IANA time zone ${JSON.stringify(timezone)}`);
     calendar = { cron: cal.cron, timezone };
-  } else if (cal.every_seconds !== undefined) {
-    if (cal.timezone !== undefined) throw invalid('version.calendar.timezone', 'only with cron (every_seconds is a fixed period)');
-    calendar = { every_seconds: cal.every_seconds };
   } else {
-    throw invalid('version.calendar', 'exactly one of cron or every_seconds');
+    if (cal.timezone !== undefined) throw invalid('version.calendar.timezone', 'only with cron (every_seconds is a fixed period)');
+    calendar = { every_seconds: cal.every_seconds! };
   }
   const task = underField('version.task', () => normalizeSubmit(v.task).normalized);
   const startsAt = timestamp(v.starts_at, 'version.starts_at');
