@@ -25,7 +25,7 @@ import { auditCommand, createDefinition, revisionConflict } from '../admin/defin
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { compileCalendar } from './calendar.js';
-import { dbMs, loadReadyVersion, msDb } from './versions.js';
+import { dbMs, fireCommand, loadReadyVersion, msDb } from './versions.js';
 import type { NormalizedVersion } from './version-input.js';
 
 /** What is stored and fingerprinted: max_attempts resolved from the queue. */
@@ -154,14 +154,7 @@ export async function triggerSchedule(
   const s = await lockForCommand(c, cred, id, null);
   const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
   const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));
-  const r = await createTasksInTransaction(app, c, [
-    {
-      credential: cred,
-      key: null,
-      prepared: v.prepared,
-      origin: { scheduleId: id, scheduleVersion: v.number, scheduledFor: at },
-    },
-  ]);
+  const r = await createTasksInTransaction(app, c, [fireCommand(cred, id, v, at)]);
   const out = r.outcomes[0]!;
   if (!out.ok) throw out.error;
   await setLastTask(c, id, out.data.task.id);

@@ -13,7 +13,7 @@ import { withTransaction, type Tx } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
-import { dbMs, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
+import { dbMs, fireCommand, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
 
 /** A fire time further behind than this starts a catch-up; closer ones are just late. */
 export const CATCHUP_GRACE_MS = 5_000;
@@ -129,14 +129,9 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
     }
     const items: SubmitCommand[] = [];
     for (const p of plans) {
+      const credential = { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' as const };
       p.times.forEach((t, i) => {
-        if (p.planned[i] !== 'created') return;
-        items.push({
-          credential: { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' },
-          key: null,
-          prepared: p.v.prepared,
-          origin: { scheduleId: p.s.id, scheduleVersion: p.v.number, scheduledFor: msDb(t) },
-        });
+        if (p.planned[i] === 'created') items.push(fireCommand(credential, p.s.id, p.v, msDb(t)));
       });
     }
     const created = items.length > 0 ? await createTasks(app, c, items) : { taskIds: [], afterCommit: [] };

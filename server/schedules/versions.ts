@@ -3,6 +3,7 @@ import type { ScheduleTaskTemplate } from '@orbit/protocol/http-views';
 import type { Conn, Pool } from '../db/pool.js';
 import { getVersion, type VersionRow } from '../db/schedule-versions.js';
 import { normalizeSubmit } from '../dispatch/submit-input.js';
+import type { SubmitCommand } from '../dispatch/submit.js';
 import { compileCalendar, type CalendarSpec } from './calendar.js';
 import { dbTimeToMs as dbMs, msToDbTime as msDb } from '../db/time.js';
 
@@ -20,6 +21,11 @@ function readyVersion(row: VersionRow) {
     catchup: row.catchup,
     catchupLimit: Number(row.catchup_limit),
   };
+}
+
+/** The task of one fire time of `v`: no receipt, the fire record is its identity. */
+export function fireCommand(credential: SubmitCommand['credential'], scheduleId: string, v: ReadyVersion, scheduledFor: string): SubmitCommand {
+  return { credential, key: null, prepared: v.prepared, origin: { scheduleId, scheduleVersion: v.number, scheduledFor } };
 }
 
 const cache = new Map<string, ReadyVersion>();
