@@ -35,8 +35,7 @@ type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
 
 /** At the quota's edge each task is tried alone and a refused one is null. A retired queue is
  * thrown: retirement and resume/publish serialize on the queue row, so it cannot happen. */
-async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
-  const afterCommit: (() => void)[] = [];
+async function createTasks(app: App, c: Tx, items: SubmitCommand[], afterCommit: (() => void)[]): Promise<(string | null)[]> {
   /** null when the quota refused them: rolled back to the savepoint. */
   const tryCreate = async (sp: string, its: SubmitCommand[]): Promise<string[] | null> => {
     await c.query(`SAVEPOINT ${sp}`);
@@ -54,10 +53,10 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ t
     }
   };
   const all = await tryCreate('fire_tasks', items);
-  if (all) return { taskIds: all, afterCommit };
+  if (all) return all;
   const taskIds: (string | null)[] = [];
   for (const it of items) taskIds.push((await tryCreate('fire_task', [it]))?.[0] ?? null);
-  return { taskIds, afterCommit };
+  return taskIds;
 }
 
 interface Plan {
@@ -134,8 +133,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
         if (p.planned[i] === 'created') items.push(fireCommand(credential, p.s.id, p.v, msDb(t)));
       });
     }
-    const created = items.length > 0 ? await createTasks(app, c, items) : { taskIds: [], afterCommit: [] };
-    after = created.afterCommit;
+    const taskIds = items.length > 0 ? await createTasks(app, c, items, after) : [];
     const fires: NewFire[] = [];
     const advances: Advance[] = [];
     let k = 0;
@@ -144,7 +142,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       p.times.forEach((t, i) => {
         let taskId: string | null = null;
         if (p.planned[i] === 'created') {
-          taskId = created.taskIds[k++] ?? null;
+          taskId = taskIds[k++] ?? null;
           if (taskId === null) p.planned[i] = 'failed_quota';
           else lastTaskId = taskId;
         }

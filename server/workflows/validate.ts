@@ -79,9 +79,8 @@ export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
     position.set(s.key, i);
   });
   const signalOf = new Map<string, string>();
-  const steps: DraftStep[] = [];
   const parents: number[][] = [];
-  input.forEach((s, i) => {
+  const steps = input.map((s, i): DraftStep => {
     const at = `version.steps.${i}`;
     if ((s.task === undefined) === (s.signal === undefined)) {
       throw invalid(at, `step ${JSON.stringify(s.key)} must have exactly one of task or signal (${s.task ? 'both' : 'neither'} given)`, [s.key]);
@@ -125,7 +124,7 @@ export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
       step.delay_seconds = delay;
       step.task = task;
     }
-    steps.push(step);
+    return step;
   });
   const topo = topologicalOrder(input.length, parents);
   if ('cycle' in topo) {
