@@ -9,17 +9,6 @@ import { normalizeSubmit } from '../dispatch/submit-input.js';
 import { underField } from '../boundary.js';
 import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './calendar.js';
 
-export interface NormalizedVersion {
-  calendar: CalendarSpec;
-  /** max_attempts is still optional here. */
-  task: ReturnType<typeof normalizeSubmit>['normalized'];
-  overlap: 'allow' | 'skip';
-  catchup: 'none' | 'latest' | 'all';
-  catchup_limit: number;
-  starts_at: string | null;
-  ends_at: string | null;
-}
-
 function invalid(field: string, problem: string): OrbitError {
   return new OrbitError('INVALID_ARGUMENT', `${field}: ${problem}`, { field });
 }
@@ -31,7 +20,8 @@ function timestamp(v: string | null | undefined, field: string): number | null {
   return t;
 }
 
-export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
+/** The task's max_attempts is still optional here. */
+export function normalizeVersion(v: ScheduleVersionInput) {
   const cal = v.calendar;
   let calendar: CalendarSpec;
   if ((cal.cron === undefined) === (cal.every_seconds === undefined)) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
@@ -63,3 +53,5 @@ export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
     ends_at: endsAt === null ? null : new Date(endsAt).toISOString(),
   };
 }
+
+export type NormalizedVersion = ReturnType<typeof normalizeVersion>;

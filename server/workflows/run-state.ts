@@ -57,13 +57,6 @@ function stepView(r: RunStepRow, output?: unknown): StepView {
   return v;
 }
 
-/** A for_each step's output is read from its tasks: the step row would be too large to store it. */
-async function forEachOutputs(db: Pool | Conn, runId: string, keys: string[]): Promise<Map<string, unknown[]>> {
-  const out = new Map<string, unknown[]>(keys.map((k) => [k, []]));
-  for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(parsed(t.result_output));
-  return out;
-}
-
 /** For a run the caller has locked. for_each outputs are read only while a child still needs them. */
 export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
   const version = await versionGraph(c, row.workflow_id, Number(row.version));
@@ -74,7 +67,9 @@ export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
     .filter((s) => s.for_each !== undefined && steps.get(s.key)?.state === 'SUCCEEDED')
     .filter((s) => g.children[g.index.get(s.key)!]!.some((ci) => !isFinishedStepState(steps.get(g.steps[ci]!.key)!.state)))
     .map((s) => s.key);
-  const outputs = needed.length ? await forEachOutputs(c, row.id, needed) : new Map<string, unknown[]>();
+  // A for_each step's output is read from its tasks: the step row would be too large to store it.
+  const outputs = new Map<string, unknown[]>(needed.map((k) => [k, []]));
+  if (needed.length > 0) for (const t of await readStepTasks(c, row.id, needed)) outputs.get(t.step_key)!.push(parsed(t.result_output));
   const kept: Record<string, unknown> = {};
   if (g.steps.some((s) => s.signal)) for (const [name, payload] of await readKeptSignals(c, row.id)) kept[name] = JSON.parse(payload);
   const viewSteps: Record<string, StepView> = {};
