@@ -59,18 +59,8 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[], afterCommit:
   return taskIds;
 }
 
-interface Plan {
-  s: DueScheduleRow;
-  v: ReadyVersion;
-  times: number[];
-  planned: FireOutcome[];
-  more: boolean;
-  catchingUp: boolean;
-  budget: number;
-}
-
 /** Before overlap is applied. */
-function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
+function plan(s: DueScheduleRow, v: ReadyVersion) {
   const nowMs = dbMs(s.now);
   const t0 = dbMs(s.next_fire_at!);
   const catchingUp = s.catchup_remaining !== null || t0 < nowMs - CATCHUP_GRACE_MS;
@@ -108,7 +98,7 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
     if (rows.length === 0) return [];
     lockedAt = process.hrtime.bigint();
     nowMs = dbMs(rows[0]!.now);
-    const plans: Plan[] = [];
+    const plans: ReturnType<typeof plan>[] = [];
     for (const s of rows) {
       if (s.application_id !== applicationId) throw new Error(`schedule ${s.id} is not of application ${applicationId}`);
       const v = await loadReadyVersion(c, s.id, s.current_version);
