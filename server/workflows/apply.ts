@@ -4,7 +4,6 @@
 // event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
 import { isFinishedStepState } from '@orbit/protocol/states';
-import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
 import type { Conn, Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
@@ -101,7 +100,6 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
         business_key: f.business_key,
         concurrency_key: f.concurrency_key,
         payload: undefined,
-        deadline_seconds: f.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
         not_before: undefined,
       },
       payloadJson: t.payloadJson,
