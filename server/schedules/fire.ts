@@ -105,22 +105,18 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
       if (!v) throw new Error(`schedule ${s.id} has no version ${s.current_version}`);
       plans.push(plan(s, v));
     }
-    const skipping = plans.filter((p) => p.v.overlap === 'skip');
-    const lastTaskIds = skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : []));
+    const lastTaskIds = plans.flatMap((p) => (p.v.overlap === 'skip' && p.s.last_task_id ? [p.s.last_task_id] : []));
     const states = await taskStates(c, lastTaskIds);
-    for (const p of skipping) {
-      let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
-      for (let i = 0; i < p.planned.length; i++) {
-        if (p.planned[i] !== 'created') continue;
-        if (previousUnfinished) p.planned[i] = 'skipped_overlap';
-        else previousUnfinished = true; // the task created now is unfinished for the later times
-      }
-    }
     const items: SubmitCommand[] = [];
     for (const p of plans) {
       const credential = { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' as const };
+      // overlap skip: no task while the previous one is unfinished, the one created now included.
+      let previousUnfinished = p.v.overlap === 'skip' && p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
       p.times.forEach((t, i) => {
-        if (p.planned[i] === 'created') items.push(fireCommand(credential, p.s.id, p.v, msDb(t)));
+        if (p.planned[i] !== 'created') return;
+        if (previousUnfinished) p.planned[i] = 'skipped_overlap';
+        else items.push(fireCommand(credential, p.s.id, p.v, msDb(t)));
+        previousUnfinished ||= p.v.overlap === 'skip';
       });
     }
     const taskIds = items.length > 0 ? await createTasks(app, c, items, after) : [];
