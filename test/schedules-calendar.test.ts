@@ -6,11 +6,16 @@ import { compileCalendar, cronProblem, instantOf, isTimeZone, wallMs, type Calen
 
 /** The next `n` fire times after `from` (ISO strings, UTC). */
 function fires(spec: CalendarSpec, from: string, n: number, opts: { anchor?: string; starts?: string; ends?: string } = {}): string[] {
-  const cal = compileCalendar(spec, Date.parse(opts.anchor ?? from), opts.starts ? Date.parse(opts.starts) : null, opts.ends ? Date.parse(opts.ends) : null);
+  const nextAfter = compileCalendar(
+    spec,
+    Date.parse(opts.anchor ?? from),
+    opts.starts ? Date.parse(opts.starts) : null,
+    opts.ends ? Date.parse(opts.ends) : null,
+  );
   const out: string[] = [];
   let t = Date.parse(from);
   for (let i = 0; i < n; i++) {
-    const next = cal.nextAfter(t);
+    const next = nextAfter(t);
     if (next === null) break;
     out.push(new Date(next).toISOString());
     t = next;

@@ -7,10 +7,8 @@ import { Cron } from 'croner';
 
 export type CalendarSpec = { cron: string; timezone: string } | { every_seconds: number };
 
-export interface Calendar {
-  /** Strictly after `afterMs`. */
-  nextAfter(afterMs: number): number | null;
-}
+/** The first fire time strictly after `afterMs`; null when there is none. */
+export type NextFire = (afterMs: number) => number | null;
 
 // croner's extensions (seconds and year fields, L, W, #, ?, +) are refused, so that an expression
 // means the same here as in any other cron.
@@ -100,7 +98,7 @@ export function instantOf(tz: string, wall: number): number {
 }
 
 /** Cron matches local wall-clock times; each is mapped back to its instant. */
-function cronNext(expr: string, tz: string): (afterMs: number) => number | null {
+function cronNext(expr: string, tz: string): NextFire {
   const cron = compileCron(expr);
   return (afterMs) => {
     let wall = wallMs(tz, afterMs);
@@ -118,16 +116,14 @@ function cronNext(expr: string, tz: string): (afterMs: number) => number | null 
 }
 
 /** Within [starts_at, ends_at], both inclusive. every_seconds counts from `anchorMs`. */
-export function compileCalendar(spec: CalendarSpec, anchorMs: number, startsAtMs: number | null, endsAtMs: number | null): Calendar {
+export function compileCalendar(spec: CalendarSpec, anchorMs: number, startsAtMs: number | null, endsAtMs: number | null): NextFire {
   const periodMs = 'cron' in spec ? 0 : spec.every_seconds * 1000;
   const next =
     'cron' in spec
       ? cronNext(spec.cron, spec.timezone)
       : (afterMs: number) => anchorMs + Math.max(1, Math.floor((afterMs - anchorMs) / periodMs) + 1) * periodMs;
-  return {
-    nextAfter(afterMs: number): number | null {
-      const t = next(startsAtMs !== null && afterMs < startsAtMs ? startsAtMs - 1 : afterMs);
-      return t === null || (endsAtMs !== null && t > endsAtMs) ? null : t;
-    },
+  return (afterMs) => {
+    const t = next(startsAtMs !== null && afterMs < startsAtMs ? startsAtMs - 1 : afterMs);
+    return t === null || (endsAtMs !== null && t > endsAtMs) ? null : t;
   };
 }

@@ -25,7 +25,7 @@ import { auditCommand, createDefinition, revisionConflict } from '../admin/defin
 import { createTasksInTransaction } from '../dispatch/submit.js';
 import { requireQueueAccess } from '../admin/access.js';
 import { compileCalendar } from './calendar.js';
-import { dbMs, loadReadyVersion, msDb } from './versions.js';
+import { dbMs, fireCommand, loadReadyVersion, msDb } from './versions.js';
 import type { NormalizedVersion } from './version-input.js';
 
 /** What is stored and fingerprinted: max_attempts resolved from the queue. */
@@ -58,23 +58,19 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
 function firstFire(v: StoredVersion, now: string, paused: boolean): string | null {
   if (paused) return null;
   const startsMs = v.starts_at === null ? null : Date.parse(v.starts_at);
-  const cal = compileCalendar(v.calendar, startsMs ?? dbMs(now), startsMs, v.ends_at === null ? null : Date.parse(v.ends_at));
-  const t = cal.nextAfter(dbMs(now));
+  const nextAfter = compileCalendar(v.calendar, startsMs ?? dbMs(now), startsMs, v.ends_at === null ? null : Date.parse(v.ends_at));
+  const t = nextAfter(dbMs(now));
   return t === null ? null : msDb(t);
 }
 
 async function publish(c: Conn, cred: Credential, scheduleId: string, number: number, v: StoredVersion, now: string): Promise<void> {
   const startsAt = v.starts_at === null ? null : msDb(Date.parse(v.starts_at));
   await insertVersion(c, {
+    ...v,
     schedule_id: scheduleId,
     number,
     namespace_id: cred.namespaceId,
     application_id: cred.applicationId,
-    calendar: v.calendar,
-    task: v.task,
-    overlap: v.overlap,
-    catchup: v.catchup,
-    catchup_limit: v.catchup_limit,
     starts_at: startsAt,
     ends_at: v.ends_at === null ? null : msDb(Date.parse(v.ends_at)),
     anchor_at: startsAt ?? now,
@@ -131,7 +127,7 @@ export async function setPaused(c: Tx, cred: Credential, id: string, paused: boo
   if (!paused) {
     await liveQueue(c, cred, s.queue_id, 'queue_id');
     const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
-    const t = v.calendar.nextAfter(dbMs(await dbNow(c)));
+    const t = v.nextAfter(dbMs(await dbNow(c)));
     next = t === null ? null : msDb(t);
   }
   await setSchedulePaused(c, id, paused, next);
@@ -158,14 +154,7 @@ export async function triggerSchedule(
   const s = await lockForCommand(c, cred, id, null);
   const v = (await loadReadyVersion(c, id, Number(s.current_version)))!;
   const at = scheduledFor === undefined ? await dbNow(c) : msDb(Date.parse(scheduledFor));
-  const r = await createTasksInTransaction(app, c, [
-    {
-      credential: cred,
-      key: null,
-      prepared: v.prepared,
-      origin: { scheduleId: id, scheduleVersion: v.number, scheduledFor: at },
-    },
-  ]);
+  const r = await createTasksInTransaction(app, c, [fireCommand(cred, id, v, at)]);
   const out = r.outcomes[0]!;
   if (!out.ok) throw out.error;
   await setLastTask(c, id, out.data.task.id);

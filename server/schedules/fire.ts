@@ -13,7 +13,7 @@ import { withTransaction, type Tx } from '../db/pool.js';
 import { insertFires, taskStates, type NewFire } from '../db/schedule-fires.js';
 import { advanceSchedules, lockDueSchedules, type Advance, type DueScheduleRow } from '../db/schedules.js';
 import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
-import { dbMs, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
+import { dbMs, fireCommand, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
 
 /** A fire time further behind than this starts a catch-up; closer ones are just late. */
 export const CATCHUP_GRACE_MS = 5_000;
@@ -35,8 +35,7 @@ type App = Pick<AppContext, 'pool' | 'metrics' | 'signals' | 'log'>;
 
 /** At the quota's edge each task is tried alone and a refused one is null. A retired queue is
  * thrown: retirement and resume/publish serialize on the queue row, so it cannot happen. */
-async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ taskIds: (string | null)[]; afterCommit: (() => void)[] }> {
-  const afterCommit: (() => void)[] = [];
+async function createTasks(app: App, c: Tx, items: SubmitCommand[], afterCommit: (() => void)[]): Promise<(string | null)[]> {
   /** null when the quota refused them: rolled back to the savepoint. */
   const tryCreate = async (sp: string, its: SubmitCommand[]): Promise<string[] | null> => {
     await c.query(`SAVEPOINT ${sp}`);
@@ -54,39 +53,25 @@ async function createTasks(app: App, c: Tx, items: SubmitCommand[]): Promise<{ t
     }
   };
   const all = await tryCreate('fire_tasks', items);
-  if (all) return { taskIds: all, afterCommit };
+  if (all) return all;
   const taskIds: (string | null)[] = [];
   for (const it of items) taskIds.push((await tryCreate('fire_task', [it]))?.[0] ?? null);
-  return { taskIds, afterCommit };
-}
-
-interface Plan {
-  s: DueScheduleRow;
-  v: ReadyVersion;
-  times: number[];
-  planned: FireOutcome[];
-  more: boolean;
-  catchingUp: boolean;
-  budget: number;
+  return taskIds;
 }
 
 /** Before overlap is applied. */
-function plan(s: DueScheduleRow, v: ReadyVersion): Plan {
+function plan(s: DueScheduleRow, v: ReadyVersion) {
   const nowMs = dbMs(s.now);
   const t0 = dbMs(s.next_fire_at!);
   const catchingUp = s.catchup_remaining !== null || t0 < nowMs - CATCHUP_GRACE_MS;
   const times = [t0];
   let more = false;
-  if (catchingUp) {
-    for (;;) {
-      const n = v.calendar.nextAfter(times[times.length - 1]!);
-      if (n === null || n > nowMs) break;
-      if (times.length >= CHUNK) {
-        more = true;
-        break;
-      }
-      times.push(n);
+  for (let n = catchingUp ? v.nextAfter(t0) : null; n !== null && n <= nowMs; n = v.nextAfter(n)) {
+    if (times.length >= CHUNK) {
+      more = true;
+      break;
     }
+    times.push(n);
   }
   // The `all` budget is kept on the row across the chunks of one catch-up.
   let budget = s.catchup_remaining ?? (v.catchup === 'all' ? v.catchupLimit : 0);
@@ -113,56 +98,44 @@ export async function fireSchedules(app: App, applicationId: string, ids: string
     if (rows.length === 0) return [];
     lockedAt = process.hrtime.bigint();
     nowMs = dbMs(rows[0]!.now);
-    const plans: Plan[] = [];
+    const plans: ReturnType<typeof plan>[] = [];
     for (const s of rows) {
       if (s.application_id !== applicationId) throw new Error(`schedule ${s.id} is not of application ${applicationId}`);
       const v = await loadReadyVersion(c, s.id, s.current_version);
       if (!v) throw new Error(`schedule ${s.id} has no version ${s.current_version}`);
       plans.push(plan(s, v));
     }
-    const skipping = plans.filter((p) => p.v.overlap === 'skip');
-    const lastTaskIds = skipping.flatMap((p) => (p.s.last_task_id ? [p.s.last_task_id] : []));
+    const lastTaskIds = plans.flatMap((p) => (p.v.overlap === 'skip' && p.s.last_task_id ? [p.s.last_task_id] : []));
     const states = await taskStates(c, lastTaskIds);
-    for (const p of skipping) {
-      let previousUnfinished = p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
-      for (let i = 0; i < p.planned.length; i++) {
-        if (p.planned[i] !== 'created') continue;
-        if (previousUnfinished) p.planned[i] = 'skipped_overlap';
-        else previousUnfinished = true; // the task created now is unfinished for the later times
-      }
-    }
     const items: SubmitCommand[] = [];
     for (const p of plans) {
+      const credential = { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' as const };
+      // overlap skip: no task while the previous one is unfinished, the one created now included.
+      let previousUnfinished = p.v.overlap === 'skip' && p.s.last_task_id !== null && UNFINISHED.has(states.get(p.s.last_task_id) ?? '');
       p.times.forEach((t, i) => {
         if (p.planned[i] !== 'created') return;
-        items.push({
-          credential: { id: p.s.id, namespaceId: p.s.namespace_id, applicationId, queueIds: '*' },
-          key: null,
-          prepared: p.v.prepared,
-          origin: { scheduleId: p.s.id, scheduleVersion: p.v.number, scheduledFor: msDb(t) },
-        });
+        if (previousUnfinished) p.planned[i] = 'skipped_overlap';
+        else items.push(fireCommand(credential, p.s.id, p.v, msDb(t)));
+        previousUnfinished ||= p.v.overlap === 'skip';
       });
     }
-    const created = items.length > 0 ? await createTasks(app, c, items) : { taskIds: [], afterCommit: [] };
-    after = created.afterCommit;
+    const taskIds = items.length > 0 ? await createTasks(app, c, items, after) : [];
     const fires: NewFire[] = [];
     const advances: Advance[] = [];
     let k = 0;
     for (const p of plans) {
       let lastTaskId: string | null = null;
       p.times.forEach((t, i) => {
-        let outcome = p.planned[i]!;
         let taskId: string | null = null;
-        if (outcome === 'created') {
-          taskId = created.taskIds[k++] ?? null;
-          if (taskId === null) outcome = 'failed_quota';
+        if (p.planned[i] === 'created') {
+          taskId = taskIds[k++] ?? null;
+          if (taskId === null) p.planned[i] = 'failed_quota';
           else lastTaskId = taskId;
         }
-        p.planned[i] = outcome;
-        fires.push({ schedule_id: p.s.id, scheduled_for: msDb(t), version: p.v.number, outcome, task_id: taskId });
+        fires.push({ schedule_id: p.s.id, scheduled_for: msDb(t), version: p.v.number, outcome: p.planned[i]!, task_id: taskId });
       });
       const last = p.times[p.times.length - 1]!;
-      const next = p.v.calendar.nextAfter(last);
+      const next = p.v.nextAfter(last);
       advances.push({
         id: p.s.id,
         next_fire_at: next === null ? null : msDb(next),

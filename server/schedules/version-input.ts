@@ -9,17 +9,6 @@ import { normalizeSubmit } from '../dispatch/submit-input.js';
 import { underField } from '../boundary.js';
 import { compileCalendar, cronProblem, isTimeZone, type CalendarSpec } from './calendar.js';
 
-export interface NormalizedVersion {
-  calendar: CalendarSpec;
-  /** max_attempts is still optional here. */
-  task: ReturnType<typeof normalizeSubmit>['normalized'];
-  overlap: 'allow' | 'skip';
-  catchup: 'none' | 'latest' | 'all';
-  catchup_limit: number;
-  starts_at: string | null;
-  ends_at: string | null;
-}
-
 function invalid(field: string, problem: string): OrbitError {
   return new OrbitError('INVALID_ARGUMENT', `${field}: ${problem}`, { field });
 }
@@ -31,28 +20,27 @@ function timestamp(v: string | null | undefined, field: string): number | null {
   return t;
 }
 
-export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
+/** The task's max_attempts is still optional here. */
+export function normalizeVersion(v: ScheduleVersionInput) {
   const cal = v.calendar;
   let calendar: CalendarSpec;
-  if (cal.cron !== undefined && cal.every_seconds !== undefined) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
+  if ((cal.cron === undefined) === (cal.every_seconds === undefined)) throw invalid('version.calendar', 'exactly one of cron or every_seconds');
   if (cal.cron !== undefined) {
     const p = cronProblem(cal.cron);
     if (p) throw invalid('version.calendar.cron', p);
     const timezone = cal.timezone ?? 'UTC';
     if (!isTimeZone(timezone)) throw invalid('version.calendar.timezone', `unknown IANA time zone ${JSON.stringify(timezone)}`);
     calendar = { cron: cal.cron, timezone };
-  } else if (cal.every_seconds !== undefined) {
-    if (cal.timezone !== undefined) throw invalid('version.calendar.timezone', 'only with cron (every_seconds is a fixed period)');
-    calendar = { every_seconds: cal.every_seconds };
   } else {
-    throw invalid('version.calendar', 'exactly one of cron or every_seconds');
+    if (cal.timezone !== undefined) throw invalid('version.calendar.timezone', 'only with cron (every_seconds is a fixed period)');
+    calendar = { every_seconds: cal.every_seconds! };
   }
   const task = underField('version.task', () => normalizeSubmit(v.task).normalized);
   const startsAt = timestamp(v.starts_at, 'version.starts_at');
   const endsAt = timestamp(v.ends_at, 'version.ends_at');
   if (startsAt !== null && endsAt !== null && endsAt <= startsAt) throw invalid('version.ends_at', 'must be after starts_at');
   // A calendar that can never fire (e.g. "0 0 30 2 *") is a mistake, not a schedule.
-  if ('cron' in calendar && compileCalendar(calendar, 0, null, null).nextAfter(Date.UTC(2000, 0, 1)) === null) {
+  if ('cron' in calendar && compileCalendar(calendar, 0, null, null)(Date.UTC(2000, 0, 1)) === null) {
     throw invalid('version.calendar.cron', 'never matches a date');
   }
   return {
@@ -65,3 +53,5 @@ export function normalizeVersion(v: ScheduleVersionInput): NormalizedVersion {
     ends_at: endsAt === null ? null : new Date(endsAt).toISOString(),
   };
 }
+
+export type NormalizedVersion = ReturnType<typeof normalizeVersion>;

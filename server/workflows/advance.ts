@@ -17,12 +17,6 @@ export interface RunView {
   kept: Readonly<Record<string, unknown>>;
 }
 
-export interface PlanOptions {
-  /** The unfinished-task quota's room; a step whose tasks do not fit becomes READY (quota). When
-   * omitted the applier tries the quota with the whole plan and, if refused, plans again with 0. */
-  taskRoom?: number;
-}
-
 /** `started`: the step starts in this transaction, so its signal timeout counts from it. */
 export type StepChange =
   | { key: string; state: 'SKIPPED'; skipped_because: SkipReason }
@@ -59,17 +53,18 @@ class Planner {
   readonly steps: Record<string, StepView>;
   readonly kept: Record<string, unknown>;
   readonly plan: Plan;
-  room: number;
 
+  /** `room`: the unfinished-task quota's room; a step whose tasks do not fit becomes READY (quota).
+   * Unlimited by default: the applier tries the quota with the whole plan and, if refused, plans
+   * again with room 0. */
   constructor(
     readonly g: StepGraph,
     readonly run: RunView,
-    opts: PlanOptions,
+    private room = Number.POSITIVE_INFINITY,
   ) {
     this.steps = { ...run.steps };
     this.kept = { ...run.kept };
     this.plan = { changes: [], cancel: [], run: run.state, tasksCreated: 0 };
-    this.room = opts.taskRoom ?? Number.POSITIVE_INFINITY;
   }
 
   change(c: StepChange): void {
@@ -140,8 +135,8 @@ export function initialRunView(g: StepGraph, input: unknown, concurrencyKey?: st
   return run;
 }
 
-export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
-  return new Planner(g, run, opts).settle(false);
+export function planStart(g: StepGraph, run: RunView, taskRoom?: number): Plan {
+  return new Planner(g, run, taskRoom).settle(false);
 }
 
 /**
@@ -149,13 +144,8 @@ export function planStart(g: StepGraph, run: RunView, opts: PlanOptions = {}): P
  * tasks as they are now. On a final run nothing starts, and a task back in WAITING (a retry, an
  * expired lease) is cancelled so that it does not run again for a run that is over.
  */
-export function planTasksChanged(
-  g: StepGraph,
-  run: RunView,
-  updates: readonly { key: string; tasks: readonly StepTaskView[] }[],
-  opts: PlanOptions = {},
-): Plan {
-  const p = new Planner(g, run, opts);
+export function planTasksChanged(g: StepGraph, run: RunView, updates: readonly { key: string; tasks: readonly StepTaskView[] }[], taskRoom?: number): Plan {
+  const p = new Planner(g, run, taskRoom);
   if (isFinal(run.state)) {
     for (const u of updates) {
       const indexes = u.tasks.filter((t) => t.state === 'WAITING').map((t) => t.index);
@@ -187,8 +177,8 @@ export type SignalOutcome = 'consumed' | 'kept' | 'late';
  * the payload, also while paused; a step not reached yet finds it kept. `late`: the step already
  * finished, nothing would ever consume it, so the caller refuses it rather than keep it.
  */
-export function planSignal(g: StepGraph, run: RunView, name: string, payload: unknown, opts: PlanOptions = {}): { outcome: SignalOutcome; plan: Plan } {
-  const p = new Planner(g, run, opts);
+export function planSignal(g: StepGraph, run: RunView, name: string, payload: unknown, taskRoom?: number): { outcome: SignalOutcome; plan: Plan } {
+  const p = new Planner(g, run, taskRoom);
   const key = signalStepOf(g, name);
   if (key === undefined) throw new Error(`planSignal: no step waits for ${name}`);
   const state = p.steps[key]!.state;
@@ -204,8 +194,8 @@ export function planSignal(g: StepGraph, run: RunView, name: string, payload: un
 }
 
 /** The timeout counts from the step's start, also while paused. */
-export function planSignalTimeout(g: StepGraph, run: RunView, key: string, opts: PlanOptions = {}): Plan {
-  const p = new Planner(g, run, opts);
+export function planSignalTimeout(g: StepGraph, run: RunView, key: string, taskRoom?: number): Plan {
+  const p = new Planner(g, run, taskRoom);
   if (isFinal(run.state) || p.steps[key]!.state !== 'WAITING_SIGNAL') return p.plan;
   const step = g.steps[g.index.get(key)!]!;
   const error = { code: 'SIGNAL_TIMEOUT', message: `signal ${step.signal!.name} not received within ${step.signal!.timeout_seconds} s` };
@@ -215,7 +205,7 @@ export function planSignalTimeout(g: StepGraph, run: RunView, key: string, opts:
 
 /** No new step tasks; created tasks go on; READY steps wait for resume. */
 export function planPause(g: StepGraph, run: RunView): Plan {
-  const p = new Planner(g, run, {});
+  const p = new Planner(g, run);
   if (run.state !== 'RUNNING') return p.plan;
   p.plan.run = 'PAUSED';
   for (const s of g.steps) if (p.steps[s.key]!.state === 'READY') p.change({ key: s.key, state: 'READY', cause: 'paused' });
@@ -223,22 +213,22 @@ export function planPause(g: StepGraph, run: RunView): Plan {
 }
 
 /** READY steps start in this transaction; those whose tasks do not fit stay READY. */
-export function planResume(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
-  const p = new Planner(g, run, opts);
+export function planResume(g: StepGraph, run: RunView, taskRoom?: number): Plan {
+  const p = new Planner(g, run, taskRoom);
   if (run.state !== 'PAUSED') return p.plan;
   p.plan.run = 'RUNNING';
   return p.settle(true);
 }
 
-export function planStartReady(g: StepGraph, run: RunView, opts: PlanOptions = {}): Plan {
-  const p = new Planner(g, run, opts);
+export function planStartReady(g: StepGraph, run: RunView, taskRoom?: number): Plan {
+  const p = new Planner(g, run, taskRoom);
   if (run.state !== 'RUNNING') return p.plan;
   return p.settle(true);
 }
 
 /** WAITING and LEASED tasks are cancelled; RUNNING ones finish and are recorded, nothing after. */
 export function planCancel(g: StepGraph, run: RunView, tasks: readonly { key: string; tasks: readonly StepTaskView[] }[]): Plan {
-  const p = new Planner(g, run, {});
+  const p = new Planner(g, run);
   if (isFinal(run.state)) return p.plan;
   p.plan.run = 'CANCELLED';
   for (const s of g.steps) {

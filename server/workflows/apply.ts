@@ -3,11 +3,11 @@
 // plan is tried whole against the quota; refused, everything is rolled back to a savepoint and the
 // event is planned again with room 0 (docs/design.md "Workflows").
 import { OrbitError } from '@orbit/protocol/errors';
-import { DEFAULT_DEADLINE_SECONDS } from '@orbit/protocol/limits';
+import { isFinishedStepState } from '@orbit/protocol/states';
 import type { Conn, Tx } from '../db/pool.js';
 import { getAttempt } from '../db/attempts.js';
 import { lockRuns, setRunState } from '../db/workflow-runs.js';
-import { writeRunSteps, type RunStepRow, type StepWrite } from '../db/workflow-run-steps.js';
+import { writeRunSteps, type StepWrite } from '../db/workflow-run-steps.js';
 import { readStepTasks, type StepTaskRow } from '../db/workflow-step-tasks.js';
 import { consumeSignals, insertSignal } from '../db/workflow-signals.js';
 import { PermitLedger } from '../dispatch/ledger.js';
@@ -15,7 +15,7 @@ import { endTasks } from '../dispatch/lifecycle.js';
 import { revokeAttempts, type Revoked } from '../dispatch/revoke.js';
 import { getTask, type TaskRow } from '../db/tasks.js';
 import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/submit.js';
-import { planTasksChanged, type Plan, type PlanOptions } from './advance.js';
+import { planTasksChanged, type Plan } from './advance.js';
 import type { StepTaskView } from './decide.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
@@ -39,15 +39,13 @@ export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
   return out;
 }
 
-export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (opts: PlanOptions) => Plan): Promise<Applied & { plan: Plan }> {
-  const first = plan({});
+export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (taskRoom?: number) => Plan): Promise<Applied> {
   try {
-    return { ...(await applyPlan(c, ledger, run, first)), plan: first };
+    return await applyPlan(c, ledger, run, plan());
   } catch (err) {
     if (!(err instanceof QuotaRefused)) throw err;
   }
-  const second = plan({ taskRoom: 0 });
-  return { ...(await applyPlan(c, ledger, run, second)), plan: second };
+  return applyPlan(c, ledger, run, plan(0));
 }
 
 let savepoints = 0;
@@ -102,7 +100,6 @@ function stepTaskCommand(run: LoadedRun, step: string, t: Extract<Plan['changes'
         business_key: f.business_key,
         concurrency_key: f.concurrency_key,
         payload: undefined,
-        deadline_seconds: f.deadline_seconds ?? DEFAULT_DEADLINE_SECONDS,
         not_before: undefined,
       },
       payloadJson: t.payloadJson,
@@ -135,7 +132,7 @@ async function cancelTasks(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: Pl
 function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
   const out = new Map<string, StepWrite>();
   for (const ch of plan.changes) {
-    const prev = out.get(ch.key) ?? fromRow(run.steps.get(ch.key)!);
+    const prev: StepWrite = out.get(ch.key) ?? run.steps.get(ch.key)!;
     const w: StepWrite = { ...prev, state: ch.state, ready_cause: null };
     if ('started' in ch && ch.started) w.started_at = 'now';
     switch (ch.state) {
@@ -144,7 +141,6 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
         break;
       case 'SKIPPED':
         w.skipped_because = ch.skipped_because;
-        w.finished_at = 'now';
         break;
       case 'ACTIVE':
         if (ch.started) w.task_count = ch.tasks.length;
@@ -163,16 +159,10 @@ function stepWrites(run: LoadedRun, plan: Plan): StepWrite[] {
         w.error_message = ch.error.message;
         break;
     }
-    if (ch.state === 'SUCCEEDED' || ch.state === 'FAILED' || ch.state === 'CANCELLED')
-      Object.assign(w, { finished_at: 'now', signal_deadline_at: null } satisfies Partial<StepWrite>);
+    if (isFinishedStepState(ch.state)) Object.assign(w, { finished_at: 'now', signal_deadline_at: null } satisfies Partial<StepWrite>);
     out.set(ch.key, w);
   }
   return [...out.values()];
-}
-
-function fromRow(r: RunStepRow): StepWrite {
-  const { updated_at: _u, ...rest } = r;
-  return rest;
 }
 
 async function writeSignals(c: Conn, run: LoadedRun, plan: Plan): Promise<void> {
@@ -205,14 +195,14 @@ export async function advanceRunsInTx(c: Tx, ledger: PermitLedger): Promise<stri
     const keys = [...byRun.get(row.id)!];
     let updates = await stepTaskStates(c, row.id, keys);
     // The tasks a plan cancels were read without a lock: a claim may take one meanwhile. They are
-    // locked first and the plan made again on what is then settled, so a step never finishes
-    // while a task it counted as cancelled runs.
+    // locked first, in id order, and the plan made again on what is then settled, so a step never
+    // finishes while a task it counted as cancelled runs.
     const p = planTasksChanged(run.version.graph, run.view, updates);
     if (p.cancel.length > 0) {
-      await lockStepTasks(c, run, p);
+      for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, row.namespace_id, id, 'update');
       updates = await stepTaskStates(c, row.id, keys);
     }
-    const r = await planAndApply(c, ledger, run, (opts) => planTasksChanged(run.version.graph, run.view, updates, opts));
+    const r = await planAndApply(c, ledger, run, (room) => planTasksChanged(run.version.graph, run.view, updates, room));
     queues.push(...r.queues);
   }
   ledger.stepTasks.splice(0);
@@ -226,11 +216,6 @@ async function stepTaskStates(c: Conn, runId: string, keys: string[]): Promise<{
   const done = keys.filter((k) => (views.get(k) ?? []).every((t) => t.state === 'SUCCEEDED') && views.has(k));
   if (done.length > 0) for (const [k, v] of taskViews(await readStepTasks(c, runId, done, true))) views.set(k, v);
   return keys.map((key) => ({ key, tasks: views.get(key) ?? [] }));
-}
-
-/** In id order. */
-async function lockStepTasks(c: Tx, run: LoadedRun, p: Plan): Promise<void> {
-  for (const id of (await cancelledTaskIds(c, run, p)).sort()) await getTask(c, run.row.namespace_id, id, 'update');
 }
 
 /** The ids of the tasks `plan` cancels, in the plan's order. */

@@ -110,32 +110,27 @@ export function startTaskStep(
   const key = use_run_key ? run.concurrency_key : concurrency_key;
   const task = key === undefined ? fields : { ...fields, concurrency_key: key };
   const delay = step.delay_seconds ?? 0;
-  const tooLarge = (json: string) => Buffer.byteLength(json) > MAX_PAYLOAD_BYTES;
-  if (step.for_each === undefined) {
-    const payloadJson = head + '}';
-    if (tooLarge(payloadJson)) return { kind: 'failed', error: { code: 'PAYLOAD_TOO_LARGE', message: `payload serializes over ${MAX_PAYLOAD_BYTES} bytes` } };
-    return { kind: 'tasks', tasks: [{ index: null, task, payloadJson, delay_seconds: delay }] };
-  }
-  const parent = parents.find((p) => p.key === step.for_each);
-  const items = parent?.view.state === 'SUCCEEDED' ? parent.view.output : undefined;
-  if (!Array.isArray(items) || items.length > MAX_FOR_EACH_ELEMENTS) {
-    const what =
-      parent?.view.state !== 'SUCCEEDED' ? `step ${step.for_each} did not succeed` : !Array.isArray(items) ? 'not a JSON array' : `${items.length} elements`;
-    return {
-      kind: 'failed',
-      error: { code: 'FOR_EACH_INVALID', message: `for_each ${step.for_each}: output must be a JSON array of 0-${MAX_FOR_EACH_ELEMENTS} elements (${what})` },
-    };
-  }
-  if (items.length === 0) return { kind: 'succeeded', output: [] };
-  const tasks: NewStepTask[] = [];
-  for (let i = 0; i < items.length; i++) {
-    const payloadJson = `${head},"item":${JSON.stringify(items[i] ?? null)},"index":${i}}`;
-    if (tooLarge(payloadJson)) {
-      return { kind: 'failed', error: { code: 'PAYLOAD_TOO_LARGE', message: `element ${i}: payload serializes over ${MAX_PAYLOAD_BYTES} bytes` } };
+  let payloads: { index: number | null; payloadJson: string }[] = [{ index: null, payloadJson: head + '}' }];
+  if (step.for_each !== undefined) {
+    const parent = parents.find((p) => p.key === step.for_each);
+    const items = parent?.view.state === 'SUCCEEDED' ? parent.view.output : undefined;
+    if (!Array.isArray(items) || items.length > MAX_FOR_EACH_ELEMENTS) {
+      const what =
+        parent?.view.state !== 'SUCCEEDED' ? `step ${step.for_each} did not succeed` : !Array.isArray(items) ? 'not a JSON array' : `${items.length} elements`;
+      return {
+        kind: 'failed',
+        error: { code: 'FOR_EACH_INVALID', message: `for_each ${step.for_each}: output must be a JSON array of 0-${MAX_FOR_EACH_ELEMENTS} elements (${what})` },
+      };
     }
-    tasks.push({ index: i, task, payloadJson, delay_seconds: delay });
+    if (items.length === 0) return { kind: 'succeeded', output: [] };
+    payloads = items.map((item: unknown, i) => ({ index: i, payloadJson: `${head},"item":${JSON.stringify(item ?? null)},"index":${i}}` }));
   }
-  return { kind: 'tasks', tasks };
+  const large = payloads.find((p) => Buffer.byteLength(p.payloadJson) > MAX_PAYLOAD_BYTES);
+  if (large) {
+    const element = large.index === null ? '' : `element ${large.index}: `;
+    return { kind: 'failed', error: { code: 'PAYLOAD_TOO_LARGE', message: `${element}payload serializes over ${MAX_PAYLOAD_BYTES} bytes` } };
+  }
+  return { kind: 'tasks', tasks: payloads.map((p) => ({ index: p.index, task, payloadJson: p.payloadJson, delay_seconds: delay })) };
 }
 
 /** Skipped steps never fail a run; null while a step is unfinished. */

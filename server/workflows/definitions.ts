@@ -56,12 +56,11 @@ async function lockForCommand(c: Tx, cred: Credential, id: string, expectedRevis
 
 async function publish(c: Conn, cred: Credential, workflowId: string, number: number, v: VersionToStore, now: string): Promise<void> {
   const stored = {
+    ...v,
     workflowId,
     number,
     namespaceId: cred.namespaceId,
     applicationId: cred.applicationId,
-    steps: v.steps,
-    queueIds: v.queueIds,
     createdAt: now,
     createdBy: cred.id,
   };

@@ -11,7 +11,7 @@ export interface StepGraph {
 }
 
 /** A cycle is given in edge order (each a parent of the next), starting at its smallest position. */
-export function topologicalOrder(n: number, parents: readonly (readonly number[])[]): { order: number[] } | { cycle: number[] } {
+export function topologicalOrder(n: number, parents: readonly (readonly number[])[]): { order: number[]; children: number[][] } | { cycle: number[] } {
   const indegree = parents.map((p) => p.length);
   const children: number[][] = Array.from({ length: n }, () => []);
   parents.forEach((ps, i) => ps.forEach((p) => children[p]!.push(i)));
@@ -26,24 +26,21 @@ export function topologicalOrder(n: number, parents: readonly (readonly number[]
     order.push(i);
     for (const c of children[i]!) if (--indegree[c]! === 0) ready.push(c);
   }
-  if (order.length === n) return { order };
+  if (order.length === n) return { order, children };
   return { cycle: findCycle(n, parents, new Set(order)) };
 }
 
-/** Each node not in `done` has a parent not in `done`: walk parents until a node repeats. */
+/** Each node not in `done` has a parent not in `done`: n steps along such parents from one of them
+ * end on a cycle, which the walk then goes round once. */
 function findCycle(n: number, parents: readonly (readonly number[])[], done: ReadonlySet<number>): number[] {
-  let start = 0;
-  while (start < n && done.has(start)) start++;
-  const seenAt = new Map<number, number>();
-  const path: number[] = [];
-  let v = start;
-  while (!seenAt.has(v)) {
-    seenAt.set(v, path.length);
-    path.push(v);
-    v = parents[v]!.find((p) => !done.has(p))!;
-  }
+  const parentOf = (v: number) => parents[v]!.find((p) => !done.has(p))!;
+  let v = 0;
+  while (done.has(v)) v++;
+  for (let i = 0; i < n; i++) v = parentOf(v);
+  const walk = [v];
+  for (let u = parentOf(v); u !== v; u = parentOf(u)) walk.push(u);
   // Rotated so that the same graph always names the same cycle the same way.
-  const cycle = path.slice(seenAt.get(v)).reverse();
+  const cycle = walk.reverse();
   const first = cycle.indexOf(Math.min(...cycle));
   return [...cycle.slice(first), ...cycle.slice(0, first)];
 }
@@ -58,9 +55,7 @@ export function buildGraph(steps: readonly WorkflowStep[]): StepGraph {
       return p;
     }),
   );
-  const children: number[][] = steps.map(() => []);
-  parents.forEach((ps, i) => ps.forEach((p) => children[p]!.push(i)));
   const topo = topologicalOrder(steps.length, parents);
   if ('cycle' in topo) throw new Error(`workflow version: cycle ${topo.cycle.map((i) => steps[i]!.key).join(' -> ')}`);
-  return { steps, index, parents, children, order: topo.order };
+  return { steps, index, parents, children: topo.children, order: topo.order };
 }

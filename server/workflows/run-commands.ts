@@ -18,7 +18,7 @@ import { withLedger } from '../dispatch/ledger.js';
 import { unfinishedTasksQuota } from '../dispatch/refusals.js';
 import type { Revoked } from '../dispatch/revoke.js';
 import { newId } from '../ids.js';
-import { initialRunView, isFinal, planCancel, planPause, planResume, planSignal, planStart, signalStepOf } from './advance.js';
+import { initialRunView, isFinal, planCancel, planPause, planResume, planSignal, planStart } from './advance.js';
 import { advanceRunsInTx, applyPlan, planAndApply, QuotaRefused, taskViews } from './apply.js';
 import { findVersionGraph, loadRun, runView, type LoadedRun } from './run-state.js';
 import type { NormalizedRunStart, NormalizedSignal } from './validate.js';
@@ -81,14 +81,12 @@ export async function startRun(c: Tx, cred: Credential, workflowId: string, n: N
     steps: new Map(rows.map((r) => [r.step_key, { ...r, updated_at: row.created_at }])),
     view: initialRunView(version.graph, n.input, n.concurrency_key),
   };
-  let queues: string[];
-  try {
-    ({ value: queues } = await withLedger(c, advanceRunsInTx, async (ledger) => (await applyPlan(c, ledger, run, planStart(version.graph, run.view))).queues));
-  } catch (err) {
-    if (err instanceof QuotaRefused) throw await unfinishedTasksQuota(c, cred.applicationId);
-    throw err;
-  }
-  return { run: await runView(c, (await getRun(c, cred.namespaceId, id))!), queues, revoked: [] };
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => applyPlan(c, ledger, run, planStart(version.graph, run.view))).catch(
+    async (err: unknown) => {
+      throw err instanceof QuotaRefused ? await unfinishedTasksQuota(c, cred.applicationId) : err;
+    },
+  );
+  return finish(c, cred.namespaceId, run, r.queues, []);
 }
 
 async function lockedRun(c: Tx, namespaceId: string, runId: string): Promise<LoadedRun> {
@@ -111,7 +109,7 @@ export async function pauseRun(c: Tx, ns: string, runId: string): Promise<RunEff
 
 export async function resumeRun(c: Tx, ns: string, runId: string): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
-  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => planResume(run.version.graph, run.view, opts)));
+  const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (room) => planResume(run.version.graph, run.view, room)));
   return finish(c, ns, run, r.queues, []);
 }
 
@@ -130,13 +128,12 @@ export async function cancelRun(c: Tx, ns: string, runId: string, reason: string
 export async function sendSignal(c: Tx, ns: string, runId: string, s: NormalizedSignal): Promise<RunEffect> {
   const run = await lockedRun(c, ns, runId);
   if (await signalSent(c, runId, s.name)) throw new OrbitError('STATE_CONFLICT', `signal ${s.name} was already sent to this run`, { field: 'name' });
+  // The route refused a name no step of the run's version waits for: a run's version never changes.
   const g = run.version.graph;
-  if (signalStepOf(g, s.name) === undefined)
-    throw new OrbitError('INVALID_ARGUMENT', `name: no step of the run's version waits for signal ${s.name}`, { field: 'name' });
   const first = planSignal(g, run.view, s.name, s.payload);
   if (first.outcome === 'late') throw new OrbitError('STATE_CONFLICT', `the step waiting for signal ${s.name} is already finished`, { field: 'name' });
   const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) =>
-    planAndApply(c, ledger, run, (opts) => planSignal(g, run.view, s.name, s.payload, opts).plan),
+    planAndApply(c, ledger, run, (room) => planSignal(g, run.view, s.name, s.payload, room).plan),
   );
   return finish(c, ns, run, r.queues, []);
 }

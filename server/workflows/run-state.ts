@@ -51,17 +51,10 @@ const parsed = (json: string | null): unknown => (json === null ? null : JSON.pa
 
 function stepView(r: RunStepRow, output?: unknown): StepView {
   const v: StepView = { state: r.state };
-  if (r.skipped_because) v.skipped_because = r.skipped_because;
   if (r.state === 'SUCCEEDED') v.output = output !== undefined ? output : parsed(r.output);
   if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
+  if (r.skipped_because) v.skipped_because = r.skipped_because;
   return v;
-}
-
-/** A for_each step's output is read from its tasks: the step row would be too large to store it. */
-async function forEachOutputs(db: Pool | Conn, runId: string, keys: string[]): Promise<Map<string, unknown[]>> {
-  const out = new Map<string, unknown[]>(keys.map((k) => [k, []]));
-  for (const t of await readStepTasks(db, runId, keys)) out.get(t.step_key)!.push(parsed(t.result_output));
-  return out;
 }
 
 /** For a run the caller has locked. for_each outputs are read only while a child still needs them. */
@@ -74,7 +67,9 @@ export async function loadRun(c: Conn, row: RunRow): Promise<LoadedRun> {
     .filter((s) => s.for_each !== undefined && steps.get(s.key)?.state === 'SUCCEEDED')
     .filter((s) => g.children[g.index.get(s.key)!]!.some((ci) => !isFinishedStepState(steps.get(g.steps[ci]!.key)!.state)))
     .map((s) => s.key);
-  const outputs = needed.length ? await forEachOutputs(c, row.id, needed) : new Map<string, unknown[]>();
+  // A for_each step's output is read from its tasks: the step row would be too large to store it.
+  const outputs = new Map<string, unknown[]>(needed.map((k) => [k, []]));
+  if (needed.length > 0) for (const t of await readStepTasks(c, row.id, needed)) outputs.get(t.step_key)!.push(parsed(t.result_output));
   const kept: Record<string, unknown> = {};
   if (g.steps.some((s) => s.signal)) for (const [name, payload] of await readKeptSignals(c, row.id)) kept[name] = JSON.parse(payload);
   const viewSteps: Record<string, StepView> = {};
@@ -94,12 +89,8 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
   const out: WorkflowRunStep[] = version.steps.map((s) => {
     const r = steps.get(s.key)!;
     const ts = byStep.get(s.key) ?? [];
-    const v: WorkflowRunStep = { key: s.key, state: r.state, task_ids: ts.map((t) => t.task_id) };
-    if (r.state === 'SUCCEEDED') {
-      v.output = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : parsed(r.output);
-    }
-    if (r.error_code) v.error = { code: r.error_code, message: r.error_message ?? '' };
-    if (r.skipped_because) v.skipped_because = r.skipped_because;
+    const forEachOutput = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : undefined;
+    const v: WorkflowRunStep = { key: s.key, ...stepView(r, forEachOutput), task_ids: ts.map((t) => t.task_id) };
     if (r.started_at) v.started_at = toIso(r.started_at)!;
     if (r.finished_at) v.finished_at = toIso(r.finished_at)!;
     return v;

@@ -5,24 +5,22 @@ import { isConnectionError, withTransaction, type Tx, type Pool } from '../db/po
 import { getRun } from '../db/workflow-runs.js';
 import { dueSignalSteps, quotaReadyApplications, quotaReadyRuns } from '../db/workflow-run-steps.js';
 import { withLedger } from '../dispatch/ledger.js';
-import { isFinal, planSignalTimeout, planStartReady, type Plan, type PlanOptions } from './advance.js';
+import { isFinal, planSignalTimeout, planStartReady, type Plan } from './advance.js';
 import { advanceRunsInTx, planAndApply } from './apply.js';
 import { loadRun, type LoadedRun } from './run-state.js';
 
 export interface WorkflowSweepReport {
   queues: string[];
-  timedOut: number;
-  started: number;
   /** A run that fails stays behind alone for the next tick instead of stopping the runs after it. */
   failed: { runId: string; err: unknown }[];
 }
 
-/** Whether the plan started a step; null when the run failed. A lost database is thrown: the
- * tick ends. */
+/** Whether the plan created tasks (whose queues it reports); null when the run failed. A lost
+ * database is thrown: the tick ends. */
 async function advanceOne(
   pool: Pool,
   at: { namespace_id: string; run_id: string },
-  plan: (run: LoadedRun, opts: PlanOptions) => Plan,
+  plan: (run: LoadedRun, taskRoom?: number) => Plan,
   report: WorkflowSweepReport,
 ): Promise<boolean | null> {
   try {
@@ -30,9 +28,9 @@ async function advanceOne(
       const row = await getRun(c, at.namespace_id, at.run_id, 'update');
       if (!row || isFinal(row.state)) return false;
       const run = await loadRun(c, row);
-      const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (opts) => plan(run, opts)));
+      const { value: r } = await withLedger(c, advanceRunsInTx, (ledger) => planAndApply(c, ledger, run, (room) => plan(run, room)));
       report.queues.push(...r.queues);
-      return r.plan.tasksCreated > 0;
+      return r.queues.length > 0;
     });
   } catch (err) {
     if (isConnectionError(err)) throw err;
@@ -42,19 +40,17 @@ async function advanceOne(
 }
 
 export async function sweepWorkflows(pool: Pool, limit = 100): Promise<WorkflowSweepReport> {
-  const report: WorkflowSweepReport = { queues: [], timedOut: 0, started: 0, failed: [] };
+  const report: WorkflowSweepReport = { queues: [], failed: [] };
   for (const s of await dueSignalSteps(pool, limit)) {
-    const done = await advanceOne(pool, s, (run, opts) => planSignalTimeout(run.version.graph, run.view, s.step_key, opts), report);
-    if (done !== null) report.timedOut++;
+    await advanceOne(pool, s, (run, room) => planSignalTimeout(run.version.graph, run.view, s.step_key, room), report);
   }
   // Oldest run first per application: once one does not fit, the younger runs wait too, so the
   // room that appears goes to the oldest. Each application is read apart, so one whose quota is
   // full never crowds another's runs out of the read.
   for (const applicationId of await quotaReadyApplications(pool, limit)) {
     for (const r of await quotaReadyRuns(pool, applicationId, limit)) {
-      const started = await advanceOne(pool, r, (run, opts) => planStartReady(run.version.graph, run.view, opts), report);
-      if (started) report.started++;
-      else if (started === false) break;
+      const started = await advanceOne(pool, r, (run, room) => planStartReady(run.version.graph, run.view, room), report);
+      if (started === false) break;
     }
   }
   return report;

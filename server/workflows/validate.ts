@@ -22,12 +22,6 @@ import { underField } from '../boundary.js';
 export type DraftStepTask = Omit<WorkflowStepTask, 'max_attempts'> & { max_attempts?: number };
 export type DraftStep = Omit<WorkflowStep, 'task'> & { task?: DraftStepTask };
 
-export interface ValidatedVersion {
-  steps: DraftStep[];
-  /** Sorted, each once; the version stores the set for queue retirement to read. */
-  queueIds: string[];
-}
-
 function invalid(field: string, problem: string, steps?: string[]): OrbitError {
   return new OrbitError('INVALID_ARGUMENT', `${field}: ${problem}`, steps ? { field, steps } : { field });
 }
@@ -67,7 +61,7 @@ function normalizeStepTask(t: NonNullable<WorkflowStepInput['task']>, field: str
   return out;
 }
 
-export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
+export function validateVersion(v: WorkflowVersionInput) {
   const input = v.steps;
   if (input.length < 1 || input.length > MAX_WORKFLOW_STEPS) {
     throw invalid('version.steps', `must have 1-${MAX_WORKFLOW_STEPS} steps (has ${input.length})`);
@@ -79,9 +73,8 @@ export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
     position.set(s.key, i);
   });
   const signalOf = new Map<string, string>();
-  const steps: DraftStep[] = [];
   const parents: number[][] = [];
-  input.forEach((s, i) => {
+  const steps = input.map((s, i): DraftStep => {
     const at = `version.steps.${i}`;
     if ((s.task === undefined) === (s.signal === undefined)) {
       throw invalid(at, `step ${JSON.stringify(s.key)} must have exactly one of task or signal (${s.task ? 'both' : 'neither'} given)`, [s.key]);
@@ -125,13 +118,14 @@ export function validateVersion(v: WorkflowVersionInput): ValidatedVersion {
       step.delay_seconds = delay;
       step.task = task;
     }
-    steps.push(step);
+    return step;
   });
   const topo = topologicalOrder(input.length, parents);
   if ('cycle' in topo) {
     const keys = topo.cycle.map((i) => input[i]!.key);
     throw invalid(`version.steps.${topo.cycle[0]}.after`, `cycle ${[...keys, keys[0]].join(' -> ')}`, keys);
   }
+  // Sorted, each once; the version stores the set for queue retirement to read.
   const queueIds = [...new Set(steps.flatMap((s) => (s.task ? [s.task.queue_id] : [])))].sort();
   return { steps, queueIds };
 }
@@ -172,14 +166,10 @@ export function runKeyProblem(steps: readonly { key: string; task?: { use_run_ke
   return invalid('concurrency_key', `required: step(s) ${keyed.join(', ')} use the run's key (use_run_key)`, keyed);
 }
 
-export interface NormalizedSignal {
-  name: string;
-  payload: unknown;
-  payloadJson: string;
-}
-
 /** Whether a step waits for the name is the caller's check. */
-export function normalizeSignal(b: SendSignalBody): NormalizedSignal {
+export function normalizeSignal(b: SendSignalBody) {
   const payload = b.payload === undefined ? null : b.payload;
   return { name: b.name, payload, payloadJson: checkJson(payload, 'payload', MAX_SIGNAL_PAYLOAD_BYTES) };
 }
+
+export type NormalizedSignal = ReturnType<typeof normalizeSignal>;

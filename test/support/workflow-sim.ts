@@ -149,7 +149,7 @@ export class WorkflowSim {
     if (state === 'FAILED') t.error = { code: 'WORKER_FAILED', message: `task ${key}[${t.index}] failed` };
     if (state === 'DEADLINE_EXCEEDED') t.error = { code: 'DEADLINE_EXCEEDED', message: 'deadline' };
     if (state === 'CANCELLED') t.error = { code: 'CANCELLED', message: 'cancelled' };
-    this.applyPlan(planTasksChanged(this.g, this.run, [{ key, tasks: this.tasks.get(key)! }], { taskRoom }));
+    this.applyPlan(planTasksChanged(this.g, this.run, [{ key, tasks: this.tasks.get(key)! }], taskRoom));
   }
 
   signal(name: string, payload: unknown): string {
@@ -169,11 +169,11 @@ export class WorkflowSim {
   }
 
   resume(taskRoom?: number): void {
-    this.applyPlan(planResume(this.g, this.run, { taskRoom }), true);
+    this.applyPlan(planResume(this.g, this.run, taskRoom), true);
   }
 
   sweep(taskRoom?: number): void {
-    this.applyPlan(planStartReady(this.g, this.run, { taskRoom }));
+    this.applyPlan(planStartReady(this.g, this.run, taskRoom));
   }
 
   cancel(): void {
