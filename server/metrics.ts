@@ -208,17 +208,10 @@ export function registerDbGauges(metrics: Metrics, pool: Pool): void {
   const steps = cachedRead(5_000, () => countByState(pool, 'workflow_run_steps'));
   fromRows('orbit_workflow_runs_total', 'workflow runs by state (all nodes; from the database at scrape time)', ['state'], runs, byState);
   fromRows('orbit_workflow_steps_total', 'workflow run steps by state (all nodes; from the database at scrape time)', ['state'], steps, byState);
-  const fromPool = (name: string, help: string, value: (u: { inUse: number; waiting: number }) => number) => {
-    const g: client.Gauge = new client.Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        const u = poolUsage(pool);
-        if (u) g.set(value(u));
-      },
-    });
+  const usage = async () => {
+    const u = poolUsage(pool);
+    return u && [u];
   };
-  fromPool('orbit_db_pool_connections_in_use', 'database pool connections checked out', (u) => u.inUse);
-  fromPool('orbit_db_pool_queue_depth', 'requests waiting for a database pool connection', (u) => u.waiting);
+  fromRows('orbit_db_pool_connections_in_use', 'database pool connections checked out', [], usage, (u) => [{}, u.inUse]);
+  fromRows('orbit_db_pool_queue_depth', 'requests waiting for a database pool connection', [], usage, (u) => [{}, u.waiting]);
 }

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { configuredDsn, orbitHome } from '../config.js';
 import { parseDsn } from '../db/pool.js';
-import { isAlive } from '../mariadb/leftover-server.js';
+import { isAlive, serverPid } from '../mariadb/leftover-server.js';
 
 export function redactDsn(dsn: string): string {
   try {
@@ -32,13 +32,8 @@ export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, 
   }
   if (typeof dsn !== 'string') throw new Error(hint);
   // The file outlives the server: a dead one would cost a connection timeout.
-  let pid = NaN;
-  try {
-    pid = Number(fs.readFileSync(path.join(home, 'mysql', 'mysqld.pid'), 'utf8').trim());
-  } catch {
-    /* not running */
-  }
-  if (!Number.isInteger(pid) || pid <= 1 || !isAlive(pid)) {
+  const pid = serverPid(path.join(home, 'mysql'));
+  if (pid === null || !isAlive(pid)) {
     throw new Error(`the embedded database of ${home} is not running: start it with \`npm start\` (or set ORBIT_MYSQL_DSN)`);
   }
   parseDsn(dsn);

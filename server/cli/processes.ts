@@ -100,15 +100,12 @@ class Supervisor {
       throw err;
     }
     this.running = true;
-    return { url: this.url, processes: this.live(), close: () => this.close() };
+    const processes = this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
+    return { url: this.url, processes, close: () => this.close() };
   }
 
   private readyWorkers(): Worker[] {
     return this.slots.filter((s) => s.ready && s.worker).map((s) => s.worker!);
-  }
-
-  private live(): { pid: number; node_id: string }[] {
-    return this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
   }
 
   /** Resolves when the process listens, rejects when it exits first. */
