@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { stopLeftoverServer } from './leftover-server.js';
-import { findServerBinary, initDataDir, installMariaDb, IS_ROOT, socketUser } from './mariadb-install.js';
+import { aptInstall, findServerBinary, initDataDir, IS_ROOT, socketUser } from './mariadb-install.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -20,8 +20,6 @@ export interface EmbeddedServer {
   dsn(db: string): string;
   child: ChildProcess;
   stop(): Promise<void>;
-  /** kill -9 the server (tests of database restarts). */
-  kill(): void;
   restart(): Promise<void>;
 }
 
@@ -96,12 +94,11 @@ const ORBIT_PASSWORD = 'orbit-local';
 
 export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
-  let binary = findServerBinary();
-  if (!binary) {
-    installMariaDb(log);
-    binary = findServerBinary();
-    if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
+  if (!findServerBinary()) {
+    aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
   }
+  const binary = findServerBinary();
+  if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
   const dataDir = path.resolve(opts.dataDir);
   const files = path.join(dataDir, 'data');
   if (!fs.existsSync(path.join(files, 'mysql'))) {
@@ -147,7 +144,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
 
   const state: { child: ChildProcess } = { child: undefined as unknown as ChildProcess };
   const launch = async () => {
-    const child = spawn(binary!, args, { stdio: 'ignore', detached: false });
+    const child = spawn(binary, args, { stdio: 'ignore', detached: false });
     state.child = child;
     // However this process exits, the server stops with it; stopLeftoverServer covers kill -9.
     const onExit = () => {
@@ -202,9 +199,6 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     },
     dsn: (db: string) => `mysql://${ORBIT_USER}:${ORBIT_PASSWORD}@127.0.0.1:${port}/${db}`,
     stop,
-    kill: () => {
-      state.child.kill('SIGKILL');
-    },
     restart: async () => {
       await stop();
       await launch();

@@ -29,10 +29,6 @@ export function findServerBinary(): string | null {
   return which(['mariadbd', 'mysqld']);
 }
 
-export function installMariaDb(log: (l: string) => void): void {
-  aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
-}
-
 /** Root with apt-get only; otherwise throws `cannot`. Starts no service. */
 export function aptInstall(packages: string[], log: (l: string) => void, cannot: string): void {
   const apt = which(['apt-get']);
