@@ -16,7 +16,7 @@ import { Gateway } from './gateway/ws-gateway.js';
 import { EventPruner } from './events/retention.js';
 import { ScheduleFirer } from './schedules/firer.js';
 import { NodeSignals } from './work-signals.js';
-import { watchWriterNode, type WriterNodeWatch } from './writer-node.js';
+import { watchWriterNode } from './writer-node.js';
 
 export interface GatewayHandle {
   app: AppContext;
@@ -29,13 +29,13 @@ export interface GatewayHandle {
 export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)): Promise<GatewayHandle> {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
   let budget: PacketBudget;
-  let writer: WriterNodeWatch;
+  let stopWriterWatch: () => Promise<void>;
   try {
     // Refuses to start when something between us and the server undoes createPool's session settings.
     await assertSessionSettings(pool);
     await assertSchemaCurrent(pool);
     budget = await readPacketBudget(pool);
-    writer = await watchWriterNode(pool, config.nodeId, log);
+    stopWriterWatch = await watchWriterNode(pool, config.nodeId, log);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
@@ -61,7 +61,7 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   const pruner = new EventPruner(app);
   const firer = new ScheduleFirer(app, signals);
   // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
-  const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), () => writer.stop()];
+  const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), stopWriterWatch];
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
