@@ -1,5 +1,6 @@
 // A private MariaDB/MySQL server run as a child process: loopback only, own port, socket and data.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -181,14 +182,10 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   const stop = async () => {
     const child = state.child;
     if (child.exitCode !== null || child.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.once('exit', () => {
-        clearTimeout(t);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    });
+    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    clearTimeout(t);
   };
 
   return {
