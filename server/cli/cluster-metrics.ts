@@ -25,7 +25,7 @@ export function isMetricsMessage(m: unknown): m is MetricsMessage {
 /** In a gateway process: answers the primary's asks, and returns what GET /metrics serves. */
 export function metricsThroughPrimary(registry: Registry): () => Promise<string> {
   let seq = 0;
-  const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  const waiting = new Map<number, (answer: { text?: string; error?: string }) => void>();
   const send = (m: MetricsMessage) => {
     if (process.connected) process.send!(m);
   };
@@ -36,21 +36,19 @@ export function metricsThroughPrimary(registry: Registry): () => Promise<string>
         (json) => send({ orbit: 'metrics-json', id: m.id, json }),
         (err: Error) => send({ orbit: 'metrics-json', id: m.id, error: err.message }),
       );
-    } else if (m.orbit === 'metrics') {
-      const w = waiting.get(m.id);
-      waiting.delete(m.id);
-      if (m.text !== undefined) w?.resolve(m.text);
-      else w?.reject(new OrbitError('UNAVAILABLE', `metrics of the node's processes: ${m.error ?? 'no answer'}`));
-    }
+    } else if (m.orbit === 'metrics') waiting.get(m.id)?.(m);
   });
   return () =>
     new Promise<string>((resolve, reject) => {
       const id = ++seq;
-      const timer = setTimeout(() => {
+      const settle = (a: { text?: string; error?: string }) => {
+        clearTimeout(timer);
         waiting.delete(id);
-        reject(new OrbitError('UNAVAILABLE', "metrics of the node's processes: the primary process did not answer"));
-      }, TIMEOUT_MS + 1_000);
-      waiting.set(id, { resolve: (t) => (clearTimeout(timer), resolve(t)), reject: (e) => (clearTimeout(timer), reject(e)) });
+        if (a.text !== undefined) resolve(a.text);
+        else reject(new OrbitError('UNAVAILABLE', `metrics of the node's processes: ${a.error ?? 'no answer'}`));
+      };
+      const timer = setTimeout(() => settle({ error: 'the primary process did not answer' }), TIMEOUT_MS + 1_000);
+      waiting.set(id, settle);
       send({ orbit: 'metrics?', id });
     });
 }

@@ -1,8 +1,7 @@
 // The processes of one node tell each other about new work as a single node tells itself: a
 // session in a sibling process would otherwise find it only by its dispatcher's poll. Each process
-// sends the queues it woke, once per event-loop turn, through the primary. A wake is a hint: a lost
-// one costs a poll interval, never correctness.
-import type { Worker } from 'node:cluster';
+// sends the queues it woke, once per event-loop turn, to the primary, which passes them to the
+// others (processes.ts). A wake is a hint: a lost one costs a poll interval, never correctness.
 import type { NodeSignals } from '../work-signals.js';
 
 export interface WakeMessage {
@@ -41,9 +40,4 @@ export function relayWakes(signals: NodeSignals): void {
       replaying = false;
     }
   });
-}
-
-/** In the primary. */
-export function forwardWakes(from: Worker, m: WakeMessage, ready: Worker[]): void {
-  for (const w of ready) if (w !== from && w.isConnected()) w.send(m);
 }
