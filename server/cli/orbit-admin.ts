@@ -68,13 +68,12 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
 
   if (cmd === 'bootstrap') {
     const flags = parseFlags(argv.slice(1), ['worker-access'], ['application', 'namespace', 'environment', 'queue', 'output']);
-    if ((flags.get('worker-access') ?? []).length > 1) throw new Error('--worker-access given more than once');
     const input = {
+      workerAccess: one(flags, 'worker-access', false) !== undefined,
       application: one(flags, 'application')!,
       namespace: one(flags, 'namespace')!,
       environment: one(flags, 'environment')!,
       queues: flags.get('queue') ?? [],
-      workerAccess: flags.has('worker-access'),
       url: gatewayUrl(env),
     };
     const output = one(flags, 'output')!;

@@ -83,11 +83,7 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof Stopped) return; // the signal handler finishes the shutdown
     log.fatal(oneLine(err));
-    try {
-      await shutdown();
-    } catch {
-      /* exiting anyway */
-    }
+    await shutdown().catch(() => {}); // exiting anyway
     process.exit(1);
   }
 }
