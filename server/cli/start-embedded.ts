@@ -31,22 +31,12 @@ async function main(): Promise<void> {
   const checkpoint = () => {
     if (stopping) throw new Stopped('stopped while starting');
   };
-  let startup: Promise<void> = Promise.resolve();
   const shutdown = async () => {
     if (gw) await gw.close();
     if (db) await db.stop();
     if (unlock) await unlock().catch(() => {});
   };
-  // Installed first: a signal during start-up waits for the current step, then undoes it all.
-  installSignalHandlers(async () => {
-    stopping = true;
-    log.info({ signal: true }, 'stopping');
-    await startup.catch(() => {});
-    await shutdown();
-    log.info('stopped');
-  });
-
-  startup = (async () => {
+  const startup = (async () => {
     let config: Config;
     if (configuredDsn() !== undefined) {
       config = loadConfig();
@@ -77,6 +67,14 @@ async function main(): Promise<void> {
     log.info({ url: gw.url, dsn: db ? config.mysqlDsn : redactDsn(config.mysqlDsn), ...procs }, `gateway listening on ${gw.url}`);
     if (db) log.info({ credentials_file: credFile }, `development credentials in ${credFile} (token, queue_id, mysql_dsn)`);
   })();
+  // A signal during start-up waits for the current step, then undoes it all.
+  installSignalHandlers(async () => {
+    stopping = true;
+    log.info({ signal: true }, 'stopping');
+    await startup.catch(() => {});
+    await shutdown();
+    log.info('stopped');
+  });
 
   try {
     await startup;
