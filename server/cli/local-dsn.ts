@@ -6,14 +6,11 @@ import { configuredDsn, orbitHome } from '../config.js';
 import { parseDsn } from '../db/pool.js';
 import { isAlive, serverPid } from '../mariadb/leftover-server.js';
 
+/** `dsn` has passed parseDsn, so it is a URL. */
 export function redactDsn(dsn: string): string {
-  try {
-    const u = new URL(dsn);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable DSN)';
-  }
+  const u = new URL(dsn);
+  if (u.password) u.password = '***';
+  return u.toString();
 }
 
 /** A database not named by ORBIT_MYSQL_DSN is named on stderr, so nobody changes the wrong
