@@ -29,11 +29,8 @@ export function listMigrations(dir = path.join(packageRoot(), 'migrations')): Mi
 
 /** Splits on `;` at the end of a line, outside comments. */
 export function splitStatements(sql: string): string[] {
-  const withoutComments = sql
-    .split('\n')
-    .filter((l) => !/^\s*--/.test(l))
-    .join('\n');
-  return withoutComments
+  return sql
+    .replace(/^[^\S\n]*--.*$/gm, '')
     .split(/;\s*\n/)
     .map((s) => s.trim().replace(/;$/, ''))
     .filter((s) => s.length > 0);
