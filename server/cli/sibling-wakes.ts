@@ -2,7 +2,7 @@
 // session in a sibling process would otherwise find it only by its dispatcher's poll. Each process
 // sends the queues it woke, once per event-loop turn, to the primary, which passes them to the
 // others (processes.ts). A wake is a hint: a lost one costs a poll interval, never correctness.
-import type { NodeSignals } from '../work-signals.js';
+import type { WorkSignalSource, WorkSignals } from '../work-signals.js';
 
 export interface WakeMessage {
   orbit: 'wake';
@@ -15,7 +15,7 @@ export function isWakeMessage(m: unknown): m is WakeMessage {
 }
 
 /** In a gateway process. */
-export function relayWakes(signals: NodeSignals): void {
+export function relayWakes(signals: WorkSignals & WorkSignalSource): void {
   let pending: Set<string> | null = null;
   let replaying = false;
   const flush = () => {
