@@ -71,12 +71,11 @@ async function adminConnection(socket: string, dataDir?: string): Promise<mysql.
 
 class AccessDenied extends Error {}
 
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
 async function waitConnectable(socket: string, child: ChildProcess, logFile: string, dataDir: string): Promise<void> {
   const until = Date.now() + 60_000;
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  while (Date.now() < until) {
-    if (exited) break;
+  while (Date.now() < until && running(child)) {
     try {
       const c = await adminConnection(socket, dataDir);
       await c.end();
@@ -87,7 +86,7 @@ async function waitConnectable(socket: string, child: ChildProcess, logFile: str
     }
   }
   const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-8).join('\n') : '';
-  throw new Error(`database server did not become ready${exited ? ' (it exited)' : ''}; log tail:\n${tail}`);
+  throw new Error(`database server did not become ready${running(child) ? '' : ' (it exited)'}; log tail:\n${tail}`);
 }
 
 const ORBIT_USER = 'orbit';
@@ -149,7 +148,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     state.child = child;
     // However this process exits, the server stops with it; stopLeftoverServer covers kill -9.
     const onExit = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      if (running(child)) child.kill('SIGTERM');
     };
     process.on('exit', onExit);
     child.once('exit', () => process.off('exit', onExit));
@@ -163,7 +162,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   try {
     await launch();
   } catch (err) {
-    if (err instanceof AccessDenied || (state.child.exitCode === null && state.child.signalCode === null)) throw err;
+    if (err instanceof AccessDenied || running(state.child)) throw err;
     log(`database server exited during start; retrying once`);
     await launch();
   }
@@ -181,7 +180,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
 
   const stop = async () => {
     const child = state.child;
-    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (!running(child)) return;
     const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.kill('SIGTERM');
     await once(child, 'exit');

@@ -11,18 +11,15 @@ const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin
 
 export function which(names: string[]): string | null {
   const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
-  for (const name of names) {
-    for (const d of dirs) {
-      const p = path.join(d, name);
-      try {
-        fs.accessSync(p, fs.constants.X_OK);
-        return p;
-      } catch {
-        /* next */
-      }
+  const executable = (p: string) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
     }
-  }
-  return null;
+  };
+  return names.flatMap((name) => dirs.map((d) => path.join(d, name))).find(executable) ?? null;
 }
 
 export function findServerBinary(): string | null {
