@@ -84,20 +84,19 @@ export class MetricsAggregator {
     };
     try {
       const id = ++this.seq;
-      const workers = this.ready();
+      const left = new Set(this.ready().filter((w) => w.isConnected()));
       const got: MetricsJson[] = [await this.own.getMetricsAsJSON()];
       await new Promise<void>((resolve, reject) => {
-        const entry = { left: new Set(workers.filter((w) => w.isConnected())), got, done: (err: string | null) => void err };
-        const timer = setTimeout(() => entry.done(`${entry.left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
-        entry.done = (err) => {
+        const timer = setTimeout(() => done(`${left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
+        const done = (err: string | null) => {
           clearTimeout(timer);
           this.pending.delete(id);
           if (err) reject(new Error(err));
           else resolve();
         };
-        this.pending.set(id, entry);
-        if (entry.left.size === 0) entry.done(null);
-        for (const w of entry.left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
+        this.pending.set(id, { left, got, done });
+        if (left.size === 0) done(null);
+        for (const w of left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
       });
       reply({ orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() });
     } catch (err) {

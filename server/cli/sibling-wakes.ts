@@ -18,16 +18,14 @@ export function isWakeMessage(m: unknown): m is WakeMessage {
 export function relayWakes(signals: WorkSignals & WorkSignalSource): void {
   let pending: Set<string> | null = null;
   let replaying = false;
-  const flush = () => {
-    const p = pending;
-    pending = null;
-    if (p && process.connected) process.send!({ orbit: 'wake', queues: [...p] } satisfies WakeMessage);
-  };
   signals.onWork((queueId) => {
     if (replaying) return; // a sibling's wake-up, not this process's news
     if (!pending) {
-      pending = new Set();
-      setImmediate(flush);
+      const queues = (pending = new Set());
+      setImmediate(() => {
+        pending = null;
+        if (process.connected) process.send!({ orbit: 'wake', queues: [...queues] } satisfies WakeMessage);
+      });
     }
     pending.add(queueId);
   });
