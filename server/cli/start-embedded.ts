@@ -118,7 +118,6 @@ const STALE_MS = 5_000;
 async function lockHome(home: string): Promise<() => Promise<void>> {
   fs.mkdirSync(home, { recursive: true });
   const target = path.join(home, 'start');
-  fs.writeFileSync(target, '', { flag: 'a' });
   try {
     return await lockfile.lock(target, {
       stale: STALE_MS,

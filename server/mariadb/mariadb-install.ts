@@ -53,25 +53,22 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   const installDb = which(['mariadb-install-db', 'mysql_install_db']);
   fs.mkdirSync(dataDir, { recursive: true });
   log(`initializing database files in ${dataDir}`);
-  const initialize = () =>
-    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(IS_ROOT ? ['--user=root'] : [])], { encoding: 'utf8' });
-  let res;
-  if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    const args = [
-      '--no-defaults',
-      `--datadir=${dataDir}`,
-      '--auth-root-authentication-method=socket',
-      `--auth-root-socket-user=${socketUser()}`,
-      '--skip-test-db',
-      '--skip-name-resolve',
-      // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
-      '--force',
-    ];
-    if (IS_ROOT) args.push('--user=root');
-    res = spawnSync(installDb, args, { encoding: 'utf8' });
-    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) res = initialize();
-  } else {
-    res = initialize();
+  const asRoot = IS_ROOT ? ['--user=root'] : [];
+  const installArgs = [
+    '--no-defaults',
+    `--datadir=${dataDir}`,
+    '--auth-root-authentication-method=socket',
+    `--auth-root-socket-user=${socketUser()}`,
+    '--skip-test-db',
+    '--skip-name-resolve',
+    // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
+    '--force',
+    ...asRoot,
+  ];
+  let res = installDb ? spawnSync(installDb, installArgs, { encoding: 'utf8' }) : null;
+  // Without install-db, or with one that knows none of these options (MySQL's), the server initializes the files.
+  if (!res || (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout))) {
+    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...asRoot], { encoding: 'utf8' });
   }
   if (res.status !== 0) {
     fs.rmSync(dataDir, { recursive: true, force: true });
