@@ -79,9 +79,7 @@ export class MetricsAggregator {
   }
 
   private async answer(to: Worker, askId: number): Promise<void> {
-    const reply = (m: MetricsMessage) => {
-      if (to.isConnected()) to.send(m);
-    };
+    let reply: MetricsMessage;
     try {
       const id = ++this.seq;
       const left = new Set(this.ready().filter((w) => w.isConnected()));
@@ -98,9 +96,10 @@ export class MetricsAggregator {
         if (left.size === 0) done(null);
         for (const w of left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
       });
-      reply({ orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() });
+      reply = { orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() };
     } catch (err) {
-      reply({ orbit: 'metrics', id: askId, error: (err as Error).message });
+      reply = { orbit: 'metrics', id: askId, error: (err as Error).message };
     }
+    if (to.isConnected()) to.send(reply);
   }
 }
