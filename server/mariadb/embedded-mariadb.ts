@@ -15,15 +15,6 @@ export interface EmbeddedOptions {
   log?: (line: string) => void;
 }
 
-export interface EmbeddedServer {
-  port: number;
-  socket: string;
-  dsn(db: string): string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-  restart(): Promise<void>;
-}
-
 /** The previous run's port if free again, so a DSN written down stays valid; else any free port. */
 async function lastPortOrFree(dataDir: string): Promise<number> {
   const file = path.join(dataDir, 'port');
@@ -92,7 +83,7 @@ async function waitConnectable(socket: string, child: ChildProcess, logFile: str
 const ORBIT_USER = 'orbit';
 const ORBIT_PASSWORD = 'orbit-local';
 
-export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<EmbeddedServer> {
+export async function startEmbeddedMariaDb(opts: EmbeddedOptions) {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   if (!findServerBinary()) {
     aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
@@ -201,6 +192,8 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     },
   };
 }
+
+export type EmbeddedServer = Awaited<ReturnType<typeof startEmbeddedMariaDb>>;
 
 export async function ensureDatabase(server: EmbeddedServer, db: string): Promise<void> {
   if (!/^[A-Za-z0-9_]+$/.test(db)) throw new Error(`bad database name ${db}`);
