@@ -18,15 +18,8 @@ import { ScheduleFirer } from './schedules/firer.js';
 import { NodeSignals } from './work-signals.js';
 import { watchWriterNode } from './writer-node.js';
 
-export interface GatewayHandle {
-  app: AppContext;
-  url: string;
-  /** Graceful stop: refuse new work, goaway to workers, finish in-flight transactions. */
-  close(): Promise<void>;
-}
-
 /** A caller may hand the node a pool it wraps (a benchmark's tap); the node ends it when it stops. */
-export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)): Promise<GatewayHandle> {
+export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)) {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
   let budget: PacketBudget;
   let stopWriterWatch: () => Promise<void>;
@@ -81,7 +74,8 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   return {
     app,
     url,
-    close() {
+    /** Graceful stop: refuse new work, goaway to workers, finish in-flight transactions. */
+    close(): Promise<void> {
       closing ??= (async () => {
         const t0 = Date.now();
         log.info('gateway stopping: refusing new work, goaway to workers');
