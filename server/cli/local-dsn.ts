@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { configuredDsn, orbitHome } from '../config.js';
-import { parseDsn } from '../db/pool.js';
+import { createPool, parseDsn, type Pool } from '../db/pool.js';
 import { isAlive, serverPid } from '../mariadb/leftover-server.js';
 
 /** `dsn` has passed parseDsn, so it is a URL. */
@@ -36,4 +36,14 @@ export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, 
   parseDsn(dsn);
   stderr.write(`${prog}: using ${redactDsn(dsn)} (the embedded database of npm start (${file}))\n`);
   return dsn;
+}
+
+/** A small pool for one CLI command, ended when `fn` settles. */
+export async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
+  const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end().catch(() => {});
+  }
 }
