@@ -8,8 +8,8 @@ import lockfile from 'proper-lockfile';
 import { configuredDsn, loadConfig, orbitHome, type Config } from '../config.js';
 import { startNode, type NodeHandle } from './processes.js';
 import { lifecycleLogger } from '../logger.js';
-import { createPool } from '../db/pool.js';
-import { redactDsn } from './local-dsn.js';
+import type { Pool } from '../db/pool.js';
+import { redactDsn, withPool } from './local-dsn.js';
 import { migrateUp } from '../mariadb/migrations.js';
 import { ensureDatabase, startEmbeddedMariaDb, type EmbeddedServer } from '../mariadb/embedded-mariadb.js';
 import { bootstrap, writeCredentialsFile, type CredentialsFile } from '../admin/bootstrap.js';
@@ -50,14 +50,11 @@ async function main(): Promise<void> {
       config = loadConfig(process.env, { mysqlDsn: db.dsn('orbit') });
       log.info({ dsn: config.mysqlDsn, data_dir: path.join(home, 'mysql') }, `embedded database: ${config.mysqlDsn}`);
     }
-    const pool = createPool(config.mysqlDsn, { connectionLimit: 2 });
-    try {
+    await withPool(config.mysqlDsn, async (pool) => {
       await migrateUp(pool, (l) => log.info(l));
       checkpoint();
       if (db) await ensureDevCredentials(log, pool, credFile, `http://${config.httpHost}:${config.httpPort}`, config.mysqlDsn);
-    } finally {
-      await pool.end().catch(() => {});
-    }
+    });
     checkpoint();
     gw = await startNode(config, log);
     // With port 0 the real port is known only now.
@@ -86,7 +83,7 @@ async function main(): Promise<void> {
   }
 }
 
-async function ensureDevCredentials(log: Logger, pool: ReturnType<typeof createPool>, file: string, url: string, dsn: string): Promise<void> {
+async function ensureDevCredentials(log: Logger, pool: Pool, file: string, url: string, dsn: string): Promise<void> {
   if (fs.existsSync(file)) {
     try {
       const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
