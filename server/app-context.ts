@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Pool } from './db/pool.js';
 import type { Metrics } from './metrics.js';
-import type { WorkSignals } from './work-signals.js';
+import type { WorkSignalSource, WorkSignals } from './work-signals.js';
 import type { TaskSubmitter } from './dispatch/submit.js';
 import type { InTransaction } from './dispatch/coalesce-tx.js';
 import type { StepAdvancer } from './dispatch/ledger.js';
@@ -14,8 +14,8 @@ export interface AppContext {
   pool: Pool;
   log: Logger;
   metrics: Metrics;
-  /** The one way to tell this node's loops about a commit. */
-  signals: WorkSignals;
+  /** The one way to tell this node's loops about a commit, and for them to hear of it. */
+  signals: WorkSignals & WorkSignalSource;
   /** The one task-creation path (submit, batch submit, schedule fires). */
   submitter?: TaskSubmitter;
   /** Where receipt-bearing HTTP commands run their transaction. */

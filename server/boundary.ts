@@ -40,19 +40,13 @@ export function underField<T>(prefix: string, fn: () => T): T {
 
 /** Runs one tick of a timer inside the boundary; the returned promise never rejects, so a loop
  * that re-arms itself after the tick keeps running whatever the tick did. */
-export function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {
+export async function guarded(app: ReportApp, name: string, fn: () => unknown): Promise<void> {
   try {
-    return Promise.resolve(fn()).then(
-      () => undefined,
-      (err: unknown) => {
-        // The next tick runs the timer's work again; a refusing database is no bug.
-        if (isDatabaseRefusal(err)) app.log.warn({ err, timer: name }, 'timer tick skipped: database unavailable or busy');
-        else reportInternal(app, 'timer', err, { timer: name });
-      },
-    );
+    await fn();
   } catch (err) {
-    reportInternal(app, 'timer', err, { timer: name });
-    return Promise.resolve();
+    // The next tick runs the timer's work again; a refusing database is no bug.
+    if (isDatabaseRefusal(err)) app.log.warn({ err, timer: name }, 'timer tick skipped: database unavailable or busy');
+    else reportInternal(app, 'timer', err, { timer: name });
   }
 }
 

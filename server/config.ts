@@ -125,9 +125,8 @@ function listenAddress(env: Env): { host: string; port: number } {
 /** Throws one line describing the first invalid variable. `overrides.mysqlDsn` stands in for
  * ORBIT_MYSQL_DSN (the embedded database). */
 export function loadConfig(env: Env = process.env, overrides: { mysqlDsn?: string } = {}): Config {
-  const dsn = overrides.mysqlDsn ?? raw(env, 'ORBIT_MYSQL_DSN');
+  const dsn = overrides.mysqlDsn ?? configuredDsn(env);
   if (!dsn) throw new Error('ORBIT_MYSQL_DSN is not set (expected mysql://user:pass@host:port/db); `npm start` runs an embedded database');
-  parseDsn(dsn); // throws one line naming ORBIT_MYSQL_DSN
   const { host, port } = listenAddress(env);
   const logLevel = env.ORBIT_LOG_LEVEL ?? 'info';
   if (!LEVELS.includes(logLevel)) throw new Error(`ORBIT_LOG_LEVEL must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);

@@ -16,26 +16,19 @@ import { Gateway } from './gateway/ws-gateway.js';
 import { startEventPruner } from './events/retention.js';
 import { ScheduleFirer } from './schedules/firer.js';
 import { NodeSignals } from './work-signals.js';
-import { watchWriterNode, type WriterNodeWatch } from './writer-node.js';
-
-export interface GatewayHandle {
-  app: AppContext;
-  url: string;
-  /** Graceful stop: refuse new work, goaway to workers, finish in-flight transactions. */
-  close(): Promise<void>;
-}
+import { watchWriterNode } from './writer-node.js';
 
 /** A caller may hand the node a pool it wraps (a benchmark's tap); the node ends it when it stops. */
-export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)): Promise<GatewayHandle> {
+export async function startGateway(config: Config, pool: Pool = createPool(config.mysqlDsn)) {
   const log = createLogger(config.logLevel, { node_id: config.nodeId });
   let budget: PacketBudget;
-  let writer: WriterNodeWatch;
+  let stopWriterWatch: () => Promise<void>;
   try {
     // Refuses to start when something between us and the server undoes createPool's session settings.
     await assertSessionSettings(pool);
     await assertSchemaCurrent(pool);
     budget = await readPacketBudget(pool);
-    writer = await watchWriterNode(pool, config.nodeId, log);
+    stopWriterWatch = await watchWriterNode(pool, config.nodeId, log);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
@@ -61,7 +54,7 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   const pruner = startEventPruner(app);
   const firer = new ScheduleFirer(app, signals);
   // Closed on shutdown in this order: no new fires before the sessions go, the pruner last.
-  const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), () => writer.stop()];
+  const closers = [() => firer.stop(), () => gw.close(), () => pruner.stop(), stopWriterWatch];
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -81,7 +74,8 @@ export async function startGateway(config: Config, pool: Pool = createPool(confi
   return {
     app,
     url,
-    close() {
+    /** Graceful stop: refuse new work, goaway to workers, finish in-flight transactions. */
+    close(): Promise<void> {
       closing ??= (async () => {
         const t0 = Date.now();
         log.info('gateway stopping: refusing new work, goaway to workers');

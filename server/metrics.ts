@@ -27,7 +27,7 @@ export function createMetrics() {
   const gauge = (name: string, help: string, aggregator?: 'max' | 'min') => new client.Gauge({ name, help, registers, ...(aggregator && { aggregator }) });
   const histogram = (name: string, help: string, buckets: number[], labelNames: string[] = []) =>
     new client.Histogram({ name, help, buckets, labelNames, registers });
-  const m = {
+  return {
     registry,
     /** What GET /metrics serves; a multi-process node replaces it (server/cli/cluster-metrics.ts). */
     exposition: (): Promise<string> => registry.metrics(),
@@ -125,7 +125,6 @@ export function createMetrics() {
       "worker sessions' own transactions (renew, hello, session row) waiting for their application's turn at the pool",
     ),
   };
-  return m;
 }
 export type Metrics = ReturnType<typeof createMetrics>;
 
@@ -136,11 +135,12 @@ interface CorePool {
   _connectionQueue?: { length: number };
 }
 
-/** Checked out and waiting, or null when the pool's internals are not where mysql2 3.x keeps them. */
-function poolUsage(pool: Pool): { inUse: number; waiting: number } | null {
+/** Checked out and waiting, as the one row of the pool gauges; null when the pool's internals are
+ * not where mysql2 3.x keeps them. */
+async function poolUsage(pool: Pool): Promise<{ inUse: number; waiting: number }[] | null> {
   const core = (pool as unknown as { pool?: CorePool }).pool;
   if (!core?._allConnections || !core._freeConnections || !core._connectionQueue) return null;
-  return { inUse: core._allConnections.length - core._freeConnections.length, waiting: core._connectionQueue.length };
+  return [{ inUse: core._allConnections.length - core._freeConnections.length, waiting: core._connectionQueue.length }];
 }
 
 /** `read`, reused for `ms`; null (keeping the gauges' last values) while the database is unreachable. */
@@ -208,17 +208,7 @@ export function registerDbGauges(metrics: Metrics, pool: Pool): void {
   const steps = cachedRead(5_000, () => countByState(pool, 'workflow_run_steps'));
   fromRows('orbit_workflow_runs_total', 'workflow runs by state (all nodes; from the database at scrape time)', ['state'], runs, byState);
   fromRows('orbit_workflow_steps_total', 'workflow run steps by state (all nodes; from the database at scrape time)', ['state'], steps, byState);
-  const fromPool = (name: string, help: string, value: (u: { inUse: number; waiting: number }) => number) => {
-    const g: client.Gauge = new client.Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        const u = poolUsage(pool);
-        if (u) g.set(value(u));
-      },
-    });
-  };
-  fromPool('orbit_db_pool_connections_in_use', 'database pool connections checked out', (u) => u.inUse);
-  fromPool('orbit_db_pool_queue_depth', 'requests waiting for a database pool connection', (u) => u.waiting);
+  const usage = () => poolUsage(pool);
+  fromRows('orbit_db_pool_connections_in_use', 'database pool connections checked out', [], usage, (u) => [{}, u.inUse]);
+  fromRows('orbit_db_pool_queue_depth', 'requests waiting for a database pool connection', [], usage, (u) => [{}, u.waiting]);
 }

@@ -8,24 +8,20 @@
 import type { Logger } from 'pino';
 import type { Pool } from './db/pool.js';
 import { dbNow } from './db/time.js';
-import { deleteGatewayNode, otherWriters, pruneGatewayNodes, readDbNode, upsertGatewayNode, type DbNode, type OtherWriter } from './mariadb/gateway-nodes.js';
+import { deleteGatewayNode, otherWriters, pruneGatewayNodes, readDbNode, upsertGatewayNode, type OtherWriter } from './mariadb/gateway-nodes.js';
 
 export const WRITER_HEARTBEAT_MS = 2_000;
 const LIVE_SECONDS = 10;
 /** Rows of gateways gone this long are deleted at the next start. */
 const STALE_SECONDS = 24 * 3600;
 
-export interface WriterNodeWatch {
-  readonly node: DbNode;
-  stop(): Promise<void>;
-}
-
 function describe(others: OtherWriter[]): string {
   return others.map((o) => `${o.node_id} through "${o.wsrep_node_name}"`).join(', ');
 }
 
-/** Throws when other live gateways of this database write through a different Galera node. */
-export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): Promise<WriterNodeWatch> {
+/** Throws when other live gateways of this database write through a different Galera node;
+ * resolves with the function that stops the watch and deletes this gateway's row. */
+export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): Promise<() => Promise<void>> {
   await pruneGatewayNodes(pool, STALE_SECONDS);
   let node = await readDbNode(pool);
   if (node.wsrepOn) {
@@ -48,7 +44,7 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
   log.info({ wsrep_on: node.wsrepOn, wsrep_node_name: node.nodeName }, 'database node recorded');
   if (!node.wsrepOn) {
     // One server: no other node to write through, so no heartbeat.
-    return { node, stop: () => deleteGatewayNode(pool, nodeId).catch(() => {}) };
+    return () => deleteGatewayNode(pool, nodeId).catch(() => {});
   }
 
   let since = await dbNow(pool);
@@ -80,15 +76,10 @@ export async function watchWriterNode(pool: Pool, nodeId: string, log: Logger): 
     beat = beat.then(() => (stopped ? undefined : tick().catch(() => {})));
   }, WRITER_HEARTBEAT_MS);
   timer.unref();
-  return {
-    get node() {
-      return node;
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await beat;
-      await deleteGatewayNode(pool, nodeId).catch(() => {});
-    },
+  return async () => {
+    stopped = true;
+    clearInterval(timer);
+    await beat;
+    await deleteGatewayNode(pool, nodeId).catch(() => {});
   };
 }

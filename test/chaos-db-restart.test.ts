@@ -36,7 +36,7 @@ describe('database restart mid-load', () => {
     const tasks = taskBodies(own.t.queue_id, N, (i) => (i % 3 === 0 ? `k${i % 7}` : undefined));
     const submitting = submitMany(gw.url, own.t.token, tasks, { concurrency: 8 });
     await waitFor('150 tasks done', async () => (await succeeded()) >= 150, 60_000);
-    own.server.kill();
+    own.server.child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 1000));
     await own.server.restart();
     const ids = await submitting;

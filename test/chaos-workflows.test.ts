@@ -223,7 +223,7 @@ describe('workflows under kill -9 of gateways and a database restart', () => {
     const wave3 = startWave(8);
     await explained(waitFor('5 more step tasks done', async () => (await succeeded()) >= before + 5, 30_000));
     const wave4 = startWave(8);
-    own.server.kill();
+    own.server.child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 1000));
     await own.server.restart();
     await Promise.all([wave3, wave4]);

@@ -90,7 +90,7 @@ describe('schedules under kill -9 of gateways and a database restart', () => {
     await sleep(2000);
     await Promise.all([start(0), start(2)]);
     await sleep(5000);
-    own.server.kill();
+    own.server.child.kill('SIGKILL');
     await sleep(2000);
     await own.server.restart();
     await sleep(8000);

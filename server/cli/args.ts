@@ -63,13 +63,6 @@ export async function runCli(prog: string, io: CliIo, body: () => Promise<number
 export function runIfScript(moduleUrl: string, main: CliMain): void {
   const script = process.argv[1];
   const self = fileURLToPath(moduleUrl);
-  const realpath = (p: string) => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return null;
-    }
-  };
-  if (!script || ![script, `${script}.js`].some((p) => realpath(p) === self)) return;
+  if (!script || ![script, `${script}.js`].some((p) => fs.existsSync(p) && fs.realpathSync(p) === self)) return;
   void main(process.argv.slice(2), process.env, process).then((code) => process.exit(code));
 }

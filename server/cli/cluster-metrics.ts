@@ -25,7 +25,7 @@ export function isMetricsMessage(m: unknown): m is MetricsMessage {
 /** In a gateway process: answers the primary's asks, and returns what GET /metrics serves. */
 export function metricsThroughPrimary(registry: Registry): () => Promise<string> {
   let seq = 0;
-  const waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  const waiting = new Map<number, (answer: { text?: string; error?: string }) => void>();
   const send = (m: MetricsMessage) => {
     if (process.connected) process.send!(m);
   };
@@ -36,21 +36,19 @@ export function metricsThroughPrimary(registry: Registry): () => Promise<string>
         (json) => send({ orbit: 'metrics-json', id: m.id, json }),
         (err: Error) => send({ orbit: 'metrics-json', id: m.id, error: err.message }),
       );
-    } else if (m.orbit === 'metrics') {
-      const w = waiting.get(m.id);
-      waiting.delete(m.id);
-      if (m.text !== undefined) w?.resolve(m.text);
-      else w?.reject(new OrbitError('UNAVAILABLE', `metrics of the node's processes: ${m.error ?? 'no answer'}`));
-    }
+    } else if (m.orbit === 'metrics') waiting.get(m.id)?.(m);
   });
   return () =>
     new Promise<string>((resolve, reject) => {
       const id = ++seq;
-      const timer = setTimeout(() => {
+      const settle = (a: { text?: string; error?: string }) => {
+        clearTimeout(timer);
         waiting.delete(id);
-        reject(new OrbitError('UNAVAILABLE', "metrics of the node's processes: the primary process did not answer"));
-      }, TIMEOUT_MS + 1_000);
-      waiting.set(id, { resolve: (t) => (clearTimeout(timer), resolve(t)), reject: (e) => (clearTimeout(timer), reject(e)) });
+        if (a.text !== undefined) resolve(a.text);
+        else reject(new OrbitError('UNAVAILABLE', `metrics of the node's processes: ${a.error ?? 'no answer'}`));
+      };
+      const timer = setTimeout(() => settle({ error: 'the primary process did not answer' }), TIMEOUT_MS + 1_000);
+      waiting.set(id, settle);
       send({ orbit: 'metrics?', id });
     });
 }
@@ -81,29 +79,27 @@ export class MetricsAggregator {
   }
 
   private async answer(to: Worker, askId: number): Promise<void> {
-    const reply = (m: MetricsMessage) => {
-      if (to.isConnected()) to.send(m);
-    };
+    let reply: MetricsMessage;
     try {
       const id = ++this.seq;
-      const workers = this.ready();
+      const left = new Set(this.ready().filter((w) => w.isConnected()));
       const got: MetricsJson[] = [await this.own.getMetricsAsJSON()];
       await new Promise<void>((resolve, reject) => {
-        const entry = { left: new Set(workers.filter((w) => w.isConnected())), got, done: (err: string | null) => void err };
-        const timer = setTimeout(() => entry.done(`${entry.left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
-        entry.done = (err) => {
+        const timer = setTimeout(() => done(`${left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
+        const done = (err: string | null) => {
           clearTimeout(timer);
           this.pending.delete(id);
           if (err) reject(new Error(err));
           else resolve();
         };
-        this.pending.set(id, entry);
-        if (entry.left.size === 0) entry.done(null);
-        for (const w of entry.left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
+        this.pending.set(id, { left, got, done });
+        if (left.size === 0) done(null);
+        for (const w of left) w.send({ orbit: 'metrics-json?', id } satisfies MetricsMessage);
       });
-      reply({ orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() });
+      reply = { orbit: 'metrics', id: askId, text: await AggregatorRegistry.aggregate(got).metrics() };
     } catch (err) {
-      reply({ orbit: 'metrics', id: askId, error: (err as Error).message });
+      reply = { orbit: 'metrics', id: askId, error: (err as Error).message };
     }
+    if (to.isConnected()) to.send(reply);
   }
 }

@@ -3,17 +3,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { configuredDsn, orbitHome } from '../config.js';
-import { parseDsn } from '../db/pool.js';
-import { isAlive } from '../mariadb/leftover-server.js';
+import { createPool, parseDsn, type Pool } from '../db/pool.js';
+import { isAlive, serverPid } from '../mariadb/leftover-server.js';
 
+/** `dsn` has passed parseDsn, so it is a URL. */
 export function redactDsn(dsn: string): string {
-  try {
-    const u = new URL(dsn);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable DSN)';
-  }
+  const u = new URL(dsn);
+  if (u.password) u.password = '***';
+  return u.toString();
 }
 
 /** A database not named by ORBIT_MYSQL_DSN is named on stderr, so nobody changes the wrong
@@ -32,16 +29,21 @@ export function announceDsn(prog: string, env: NodeJS.ProcessEnv = process.env, 
   }
   if (typeof dsn !== 'string') throw new Error(hint);
   // The file outlives the server: a dead one would cost a connection timeout.
-  let pid = NaN;
-  try {
-    pid = Number(fs.readFileSync(path.join(home, 'mysql', 'mysqld.pid'), 'utf8').trim());
-  } catch {
-    /* not running */
-  }
-  if (!Number.isInteger(pid) || pid <= 1 || !isAlive(pid)) {
+  const pid = serverPid(path.join(home, 'mysql'));
+  if (pid === null || !isAlive(pid)) {
     throw new Error(`the embedded database of ${home} is not running: start it with \`npm start\` (or set ORBIT_MYSQL_DSN)`);
   }
   parseDsn(dsn);
   stderr.write(`${prog}: using ${redactDsn(dsn)} (the embedded database of npm start (${file}))\n`);
   return dsn;
+}
+
+/** A small pool for one CLI command, ended when `fn` settles. */
+export async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
+  const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end().catch(() => {});
+  }
 }

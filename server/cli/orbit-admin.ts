@@ -2,7 +2,7 @@
 // orbit-admin. Every argument is checked before the database is touched, so an error leaves the
 // database and the file system as they were.
 import { ID_RE } from '@orbit/protocol/ids';
-import { createPool, withTransaction, type Pool, type Tx } from '../db/pool.js';
+import { withTransaction, type Tx } from '../db/pool.js';
 import { bootstrap, reserveCredentialsFile, validateBootstrapInput } from '../admin/bootstrap.js';
 import { credentialNamespace, insertCredential, revokeCredential } from '../db/credentials.js';
 import { insertAudit, namespaceEnvironment, setApplicationQuotas } from '../db/tenants.js';
@@ -11,7 +11,7 @@ import { ALL_SCOPES, hashToken, newToken, type Scope } from '../admin/access.js'
 import { newId } from '../ids.js';
 import { one, parseFlags, runCli, runIfScript, type CliIo } from './args.js';
 import { READ_USAGE, readCommand } from './admin-read.js';
-import { announceDsn } from './local-dsn.js';
+import { announceDsn, withPool } from './local-dsn.js';
 import { gatewayUrl } from '../config.js';
 
 const USAGE = `usage:
@@ -22,15 +22,6 @@ const USAGE = `usage:
 ${READ_USAGE}
 environment: ORBIT_MYSQL_DSN=mysql://user:pass@host:port/db (default: the embedded database of a running
 \`npm start\`, found through ORBIT_HOME, default .orbit), ORBIT_URL (written into the credentials file)`;
-
-async function withPool<T>(dsn: string, fn: (p: Pool) => Promise<T>): Promise<T> {
-  const pool = createPool(dsn, { connectionLimit: 2, connectTimeout: 10_000 });
-  try {
-    return await fn(pool);
-  } finally {
-    await pool.end().catch(() => {});
-  }
-}
 
 function inTransaction(dsn: string, fn: (c: Tx) => Promise<void>): Promise<void> {
   return withPool(dsn, (p) => withTransaction(p, fn));
@@ -68,13 +59,12 @@ async function command(argv: string[], env: NodeJS.ProcessEnv, io: CliIo): Promi
 
   if (cmd === 'bootstrap') {
     const flags = parseFlags(argv.slice(1), ['worker-access'], ['application', 'namespace', 'environment', 'queue', 'output']);
-    if ((flags.get('worker-access') ?? []).length > 1) throw new Error('--worker-access given more than once');
     const input = {
+      workerAccess: one(flags, 'worker-access', false) !== undefined,
       application: one(flags, 'application')!,
       namespace: one(flags, 'namespace')!,
       environment: one(flags, 'environment')!,
       queues: flags.get('queue') ?? [],
-      workerAccess: flags.has('worker-access'),
       url: gatewayUrl(env),
     };
     const output = one(flags, 'output')!;

@@ -1,18 +1,15 @@
 #!/usr/bin/env node
 // orbit-migrate up | status: forward-only numbered migrations.
-import { createPool } from '../db/pool.js';
 import { migrateUp, schemaStatus } from '../mariadb/migrations.js';
 import { runCli, runIfScript, type CliIo } from './args.js';
-import { announceDsn } from './local-dsn.js';
+import { announceDsn, withPool } from './local-dsn.js';
 
 /** Exit code 3 when `status` finds pending or unknown migrations. */
 export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: CliIo = process): Promise<number> {
   return runCli('orbit-migrate', io, async () => {
     const cmd = argv[0];
     if (cmd !== 'up' && cmd !== 'status') throw new Error('usage: orbit-migrate up | status');
-    const dsn = announceDsn('orbit-migrate', env, io.stderr);
-    const pool = createPool(dsn, { connectionLimit: 2 });
-    try {
+    return withPool(announceDsn('orbit-migrate', env, io.stderr), async (pool) => {
       if (cmd === 'up') {
         const applied = await migrateUp(pool, (l) => io.stdout.write(l + '\n'));
         io.stdout.write(applied.length ? `applied ${applied.length} migration(s)\n` : 'schema is current\n');
@@ -21,9 +18,7 @@ export function main(argv: string[], env: NodeJS.ProcessEnv = process.env, io: C
       const s = await schemaStatus(pool);
       io.stdout.write(`current=${s.current} expected=${s.expected} pending=[${s.pending.join(',')}] unknown=[${s.unknown.join(',')}]\n`);
       return s.pending.length || s.unknown.length ? 3 : 0;
-    } finally {
-      await pool.end();
-    }
+    });
   });
 }
 

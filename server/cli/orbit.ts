@@ -16,13 +16,10 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const ids = config.processes === 1 ? { node_id: config.nodeId } : {};
-  let gw;
-  try {
-    gw = await startNode(config, life);
-  } catch (err) {
+  const gw = await startNode(config, life).catch((err: unknown) => {
     life.child(ids).fatal(oneLine(err));
     process.exit(1);
-  }
+  });
   const who = config.processes === 1 ? ids : { processes: gw.processes };
   life.info({ url: gw.url, ...who }, 'orbit gateway ready');
   installSignalHandlers(

@@ -10,7 +10,7 @@ import client from 'prom-client';
 import { processEnv, type Config } from '../config.js';
 import { startGateway } from '../gateway-main.js';
 import { isMetricsMessage, MetricsAggregator } from './cluster-metrics.js';
-import { forwardWakes, isWakeMessage } from './sibling-wakes.js';
+import { isWakeMessage } from './sibling-wakes.js';
 
 export interface NodeHandle {
   url: string;
@@ -100,15 +100,12 @@ class Supervisor {
       throw err;
     }
     this.running = true;
-    return { url: this.url, processes: this.live(), close: () => this.close() };
+    const processes = this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
+    return { url: this.url, processes, close: () => this.close() };
   }
 
   private readyWorkers(): Worker[] {
     return this.slots.filter((s) => s.ready && s.worker).map((s) => s.worker!);
-  }
-
-  private live(): { pid: number; node_id: string }[] {
-    return this.slots.filter((s) => s.ready && s.worker).map((s) => ({ pid: s.worker!.process.pid!, node_id: s.nodeId! }));
   }
 
   /** Resolves when the process listens, rejects when it exits first. */
@@ -120,8 +117,9 @@ class Supervisor {
     s.startedAt = Date.now();
     return new Promise<void>((resolve, reject) => {
       w.on('message', (m: unknown) => {
-        if (isWakeMessage(m)) forwardWakes(w, m, this.readyWorkers());
-        else if (isMetricsMessage(m)) this.metrics.handle(w, m);
+        if (isWakeMessage(m)) {
+          for (const other of this.readyWorkers()) if (other !== w && other.isConnected()) other.send(m);
+        } else if (isMetricsMessage(m)) this.metrics.handle(w, m);
         else if ((m as ReadyMessage | null)?.orbit === 'ready' && !s.ready) {
           const r = m as ReadyMessage;
           s.ready = true;

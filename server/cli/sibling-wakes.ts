@@ -1,9 +1,8 @@
 // The processes of one node tell each other about new work as a single node tells itself: a
 // session in a sibling process would otherwise find it only by its dispatcher's poll. Each process
-// sends the queues it woke, once per event-loop turn, through the primary. A wake is a hint: a lost
-// one costs a poll interval, never correctness.
-import type { Worker } from 'node:cluster';
-import type { NodeSignals } from '../work-signals.js';
+// sends the queues it woke, once per event-loop turn, to the primary, which passes them to the
+// others (processes.ts). A wake is a hint: a lost one costs a poll interval, never correctness.
+import type { WorkSignalSource, WorkSignals } from '../work-signals.js';
 
 export interface WakeMessage {
   orbit: 'wake';
@@ -16,19 +15,17 @@ export function isWakeMessage(m: unknown): m is WakeMessage {
 }
 
 /** In a gateway process. */
-export function relayWakes(signals: NodeSignals): void {
+export function relayWakes(signals: WorkSignals & WorkSignalSource): void {
   let pending: Set<string> | null = null;
   let replaying = false;
-  const flush = () => {
-    const p = pending;
-    pending = null;
-    if (p && process.connected) process.send!({ orbit: 'wake', queues: [...p] } satisfies WakeMessage);
-  };
   signals.onWork((queueId) => {
     if (replaying) return; // a sibling's wake-up, not this process's news
     if (!pending) {
-      pending = new Set();
-      setImmediate(flush);
+      const queues = (pending = new Set());
+      setImmediate(() => {
+        pending = null;
+        if (process.connected) process.send!({ orbit: 'wake', queues: [...queues] } satisfies WakeMessage);
+      });
     }
     pending.add(queueId);
   });
@@ -41,9 +38,4 @@ export function relayWakes(signals: NodeSignals): void {
       replaying = false;
     }
   });
-}
-
-/** In the primary. */
-export function forwardWakes(from: Worker, m: WakeMessage, ready: Worker[]): void {
-  for (const w of ready) if (w !== from && w.isConnected()) w.send(m);
 }

@@ -8,8 +8,8 @@ import lockfile from 'proper-lockfile';
 import { configuredDsn, loadConfig, orbitHome, type Config } from '../config.js';
 import { startNode, type NodeHandle } from './processes.js';
 import { lifecycleLogger } from '../logger.js';
-import { createPool } from '../db/pool.js';
-import { redactDsn } from './local-dsn.js';
+import type { Pool } from '../db/pool.js';
+import { redactDsn, withPool } from './local-dsn.js';
 import { migrateUp } from '../mariadb/migrations.js';
 import { ensureDatabase, startEmbeddedMariaDb, type EmbeddedServer } from '../mariadb/embedded-mariadb.js';
 import { bootstrap, writeCredentialsFile, type CredentialsFile } from '../admin/bootstrap.js';
@@ -31,22 +31,12 @@ async function main(): Promise<void> {
   const checkpoint = () => {
     if (stopping) throw new Stopped('stopped while starting');
   };
-  let startup: Promise<void> = Promise.resolve();
   const shutdown = async () => {
     if (gw) await gw.close();
     if (db) await db.stop();
     if (unlock) await unlock().catch(() => {});
   };
-  // Installed first: a signal during start-up waits for the current step, then undoes it all.
-  installSignalHandlers(async () => {
-    stopping = true;
-    log.info({ signal: true }, 'stopping');
-    await startup.catch(() => {});
-    await shutdown();
-    log.info('stopped');
-  });
-
-  startup = (async () => {
+  const startup = (async () => {
     let config: Config;
     if (configuredDsn() !== undefined) {
       config = loadConfig();
@@ -60,14 +50,11 @@ async function main(): Promise<void> {
       config = loadConfig(process.env, { mysqlDsn: db.dsn('orbit') });
       log.info({ dsn: config.mysqlDsn, data_dir: path.join(home, 'mysql') }, `embedded database: ${config.mysqlDsn}`);
     }
-    const pool = createPool(config.mysqlDsn, { connectionLimit: 2 });
-    try {
+    await withPool(config.mysqlDsn, async (pool) => {
       await migrateUp(pool, (l) => log.info(l));
       checkpoint();
       if (db) await ensureDevCredentials(log, pool, credFile, `http://${config.httpHost}:${config.httpPort}`, config.mysqlDsn);
-    } finally {
-      await pool.end().catch(() => {});
-    }
+    });
     checkpoint();
     gw = await startNode(config, log);
     // With port 0 the real port is known only now.
@@ -77,22 +64,26 @@ async function main(): Promise<void> {
     log.info({ url: gw.url, dsn: db ? config.mysqlDsn : redactDsn(config.mysqlDsn), ...procs }, `gateway listening on ${gw.url}`);
     if (db) log.info({ credentials_file: credFile }, `development credentials in ${credFile} (token, queue_id, mysql_dsn)`);
   })();
+  // A signal during start-up waits for the current step, then undoes it all.
+  installSignalHandlers(async () => {
+    stopping = true;
+    log.info({ signal: true }, 'stopping');
+    await startup.catch(() => {});
+    await shutdown();
+    log.info('stopped');
+  });
 
   try {
     await startup;
   } catch (err) {
     if (err instanceof Stopped) return; // the signal handler finishes the shutdown
     log.fatal(oneLine(err));
-    try {
-      await shutdown();
-    } catch {
-      /* exiting anyway */
-    }
+    await shutdown().catch(() => {}); // exiting anyway
     process.exit(1);
   }
 }
 
-async function ensureDevCredentials(log: Logger, pool: ReturnType<typeof createPool>, file: string, url: string, dsn: string): Promise<void> {
+async function ensureDevCredentials(log: Logger, pool: Pool, file: string, url: string, dsn: string): Promise<void> {
   if (fs.existsSync(file)) {
     try {
       const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as CredentialsFile;
@@ -124,7 +115,6 @@ const STALE_MS = 5_000;
 async function lockHome(home: string): Promise<() => Promise<void>> {
   fs.mkdirSync(home, { recursive: true });
   const target = path.join(home, 'start');
-  fs.writeFileSync(target, '', { flag: 'a' });
   try {
     return await lockfile.lock(target, {
       stale: STALE_MS,

@@ -1,28 +1,18 @@
 // A private MariaDB/MySQL server run as a child process: loopback only, own port, socket and data.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
 import { stopLeftoverServer } from './leftover-server.js';
-import { findServerBinary, initDataDir, installMariaDb, IS_ROOT, socketUser } from './mariadb-install.js';
+import { aptInstall, findServerBinary, initDataDir, IS_ROOT, socketUser } from './mariadb-install.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
   /** Extra server options, e.g. `--innodb-flush-log-at-trx-commit=2` for tests. */
   serverArgs?: string[];
   log?: (line: string) => void;
-}
-
-export interface EmbeddedServer {
-  port: number;
-  socket: string;
-  dsn(db: string): string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-  /** kill -9 the server (tests of database restarts). */
-  kill(): void;
-  restart(): Promise<void>;
 }
 
 /** The previous run's port if free again, so a DSN written down stays valid; else any free port. */
@@ -72,12 +62,11 @@ async function adminConnection(socket: string, dataDir?: string): Promise<mysql.
 
 class AccessDenied extends Error {}
 
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
 async function waitConnectable(socket: string, child: ChildProcess, logFile: string, dataDir: string): Promise<void> {
   const until = Date.now() + 60_000;
-  let exited = false;
-  child.once('exit', () => (exited = true));
-  while (Date.now() < until) {
-    if (exited) break;
+  while (Date.now() < until && running(child)) {
     try {
       const c = await adminConnection(socket, dataDir);
       await c.end();
@@ -88,20 +77,19 @@ async function waitConnectable(socket: string, child: ChildProcess, logFile: str
     }
   }
   const tail = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').split('\n').slice(-8).join('\n') : '';
-  throw new Error(`database server did not become ready${exited ? ' (it exited)' : ''}; log tail:\n${tail}`);
+  throw new Error(`database server did not become ready${running(child) ? '' : ' (it exited)'}; log tail:\n${tail}`);
 }
 
 const ORBIT_USER = 'orbit';
 const ORBIT_PASSWORD = 'orbit-local';
 
-export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<EmbeddedServer> {
+export async function startEmbeddedMariaDb(opts: EmbeddedOptions) {
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
-  let binary = findServerBinary();
-  if (!binary) {
-    installMariaDb(log);
-    binary = findServerBinary();
-    if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
+  if (!findServerBinary()) {
+    aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
   }
+  const binary = findServerBinary();
+  if (!binary) throw new Error('mariadb-server installed but no mariadbd found on PATH');
   const dataDir = path.resolve(opts.dataDir);
   const files = path.join(dataDir, 'data');
   if (!fs.existsSync(path.join(files, 'mysql'))) {
@@ -147,11 +135,11 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
 
   const state: { child: ChildProcess } = { child: undefined as unknown as ChildProcess };
   const launch = async () => {
-    const child = spawn(binary!, args, { stdio: 'ignore', detached: false });
+    const child = spawn(binary, args, { stdio: 'ignore', detached: false });
     state.child = child;
     // However this process exits, the server stops with it; stopLeftoverServer covers kill -9.
     const onExit = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      if (running(child)) child.kill('SIGTERM');
     };
     process.on('exit', onExit);
     child.once('exit', () => process.off('exit', onExit));
@@ -165,7 +153,7 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
   try {
     await launch();
   } catch (err) {
-    if (err instanceof AccessDenied || (state.child.exitCode === null && state.child.signalCode === null)) throw err;
+    if (err instanceof AccessDenied || running(state.child)) throw err;
     log(`database server exited during start; retrying once`);
     await launch();
   }
@@ -183,15 +171,11 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
 
   const stop = async () => {
     const child = state.child;
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      child.once('exit', () => {
-        clearTimeout(t);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    });
+    if (!running(child)) return;
+    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    clearTimeout(t);
   };
 
   return {
@@ -202,15 +186,14 @@ export async function startEmbeddedMariaDb(opts: EmbeddedOptions): Promise<Embed
     },
     dsn: (db: string) => `mysql://${ORBIT_USER}:${ORBIT_PASSWORD}@127.0.0.1:${port}/${db}`,
     stop,
-    kill: () => {
-      state.child.kill('SIGKILL');
-    },
     restart: async () => {
       await stop();
       await launch();
     },
   };
 }
+
+export type EmbeddedServer = Awaited<ReturnType<typeof startEmbeddedMariaDb>>;
 
 export async function ensureDatabase(server: EmbeddedServer, db: string): Promise<void> {
   if (!/^[A-Za-z0-9_]+$/.test(db)) throw new Error(`bad database name ${db}`);

@@ -11,11 +11,12 @@ function procArgs(pid: number): string[] | null {
   }
 }
 
-function parentPid(pid: number): number | null {
+/** The fields of /proc/<pid>/stat after "pid (comm)", state and ppid first; comm may hold spaces,
+ * so they are split after its ')'. Null when there is no such entry. */
+function procStat(pid: number): string[] | null {
   try {
-    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after ')'.
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }
@@ -23,36 +24,37 @@ function parentPid(pid: number): number | null {
 
 /** A zombie counts as gone. */
 export function isAlive(pid: number): boolean {
+  const stat = procStat(pid);
+  if (stat) return stat[0] !== 'Z';
+  // No /proc entry: gone, unless there is no /proc at all; then the kernel is asked.
+  if (fs.existsSync('/proc/self/stat')) return false;
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid the server of `dataDir` wrote at its start; null without one. */
+export function serverPid(dataDir: string): number | null {
+  let pid = NaN;
+  try {
+    pid = Number(fs.readFileSync(path.join(dataDir, 'mysqld.pid'), 'utf8').trim());
   } catch {
-    /* no /proc entry: gone (or no /proc at all: ask the kernel) */
+    /* no pid file */
   }
-  if (!fs.existsSync('/proc/self/stat')) {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  return false;
+  return Number.isInteger(pid) && pid > 1 ? pid : null;
 }
 
 /** Stops a leftover server whose launcher is gone; refuses when its launcher still runs. */
 export async function stopLeftoverServer(dataDir: string, files: string, log: (l: string) => void): Promise<void> {
-  let pid: number;
-  try {
-    pid = Number(fs.readFileSync(path.join(dataDir, 'mysqld.pid'), 'utf8').trim());
-  } catch {
-    return;
-  }
-  if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) return;
+  const pid = serverPid(dataDir);
+  if (pid === null || pid === process.pid) return;
   const args = procArgs(pid);
   if (!args || !args.includes(`--datadir=${files}`)) return; // gone, or the pid was reused
-  const ppid = parentPid(pid);
-  const parentArgs = ppid && ppid > 1 ? procArgs(ppid) : null;
+  const ppid = Number(procStat(pid)?.[1]);
+  const parentArgs = ppid > 1 ? procArgs(ppid) : null;
   if (ppid !== process.pid && parentArgs && parentArgs.some((a) => /start-embedded|global-setup|vitest|bench/.test(a))) {
     throw new Error(`the database in ${dataDir} is in use by another orbit process (pid ${ppid}); stop it first`);
   }

@@ -11,26 +11,19 @@ const SEARCH_DIRS = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin
 
 export function which(names: string[]): string | null {
   const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), ...SEARCH_DIRS];
-  for (const name of names) {
-    for (const d of dirs) {
-      const p = path.join(d, name);
-      try {
-        fs.accessSync(p, fs.constants.X_OK);
-        return p;
-      } catch {
-        /* next */
-      }
+  const executable = (p: string) => {
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return true;
+    } catch {
+      return false;
     }
-  }
-  return null;
+  };
+  return names.flatMap((name) => dirs.map((d) => path.join(d, name))).find(executable) ?? null;
 }
 
 export function findServerBinary(): string | null {
   return which(['mariadbd', 'mysqld']);
-}
-
-export function installMariaDb(log: (l: string) => void): void {
-  aptInstall(['mariadb-server'], log, 'no MariaDB/MySQL server found: install one with `sudo apt-get install -y mariadb-server` (or set ORBIT_MYSQL_DSN)');
 }
 
 /** Root with apt-get only; otherwise throws `cannot`. Starts no service. */
@@ -60,25 +53,22 @@ export function initDataDir(binary: string, dataDir: string, log: (l: string) =>
   const installDb = which(['mariadb-install-db', 'mysql_install_db']);
   fs.mkdirSync(dataDir, { recursive: true });
   log(`initializing database files in ${dataDir}`);
-  const initialize = () =>
-    spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...(IS_ROOT ? ['--user=root'] : [])], { encoding: 'utf8' });
-  let res;
-  if (installDb && /mariadb|mysql_install_db/.test(path.basename(installDb)) && path.basename(binary) !== 'mysqld-mysql') {
-    const args = [
-      '--no-defaults',
-      `--datadir=${dataDir}`,
-      '--auth-root-authentication-method=socket',
-      `--auth-root-socket-user=${socketUser()}`,
-      '--skip-test-db',
-      '--skip-name-resolve',
-      // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
-      '--force',
-    ];
-    if (IS_ROOT) args.push('--user=root');
-    res = spawnSync(installDb, args, { encoding: 'utf8' });
-    if (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout)) res = initialize();
-  } else {
-    res = initialize();
+  const asRoot = IS_ROOT ? ['--user=root'] : [];
+  const installArgs = [
+    '--no-defaults',
+    `--datadir=${dataDir}`,
+    '--auth-root-authentication-method=socket',
+    `--auth-root-socket-user=${socketUser()}`,
+    '--skip-test-db',
+    '--skip-name-resolve',
+    // A fresh Debian root may have no /etc/hosts, and install-db refuses when no name resolves.
+    '--force',
+    ...asRoot,
+  ];
+  let res = installDb ? spawnSync(installDb, installArgs, { encoding: 'utf8' }) : null;
+  // Without install-db, or with one that knows none of these options (MySQL's), the server initializes the files.
+  if (!res || (res.status !== 0 && /unknown (option|variable)/i.test(res.stderr + res.stdout))) {
+    res = spawnSync(binary, ['--no-defaults', '--initialize-insecure', `--datadir=${dataDir}`, ...asRoot], { encoding: 'utf8' });
   }
   if (res.status !== 0) {
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -29,11 +29,8 @@ export function listMigrations(dir = path.join(packageRoot(), 'migrations')): Mi
 
 /** Splits on `;` at the end of a line, outside comments. */
 export function splitStatements(sql: string): string[] {
-  const withoutComments = sql
-    .split('\n')
-    .filter((l) => !/^\s*--/.test(l))
-    .join('\n');
-  return withoutComments
+  return sql
+    .replace(/^[^\S\n]*--.*$/gm, '')
     .split(/;\s*\n/)
     .map((s) => s.trim().replace(/;$/, ''))
     .filter((s) => s.length > 0);
@@ -47,16 +44,6 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
   PRIMARY KEY (version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='applied schema migrations'`;
 
-export async function appliedVersions(pool: Pool): Promise<Map<number, string>> {
-  try {
-    const [rows] = await pool.query('SELECT version, checksum FROM schema_migrations ORDER BY version');
-    return new Map((rows as { version: number; checksum: string }[]).map((r) => [Number(r.version), r.checksum]));
-  } catch (err) {
-    if ((err as { errno?: number }).errno === 1146) return new Map();
-    throw err;
-  }
-}
-
 export async function migrateUp(pool: Pool, log: (l: string) => void = () => {}): Promise<number[]> {
   const applied: number[] = [];
   const lock = await takeMigrationLock(pool, 120);
@@ -64,14 +51,12 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
     const conn = await pool.getConnection();
     try {
       await conn.query(CREATE_TABLE);
-      const done = await appliedVersions(pool);
-      const known = listMigrations();
-      const unknown = [...done.keys()].filter((v) => !known.some((m) => m.version === v));
-      if (unknown.length > 0) {
-        throw new Error(`database schema is newer than this orbit (migrations ${unknown.join(', ')} unknown): upgrade orbit; nothing was applied`);
+      const s = await schemaStatus(pool);
+      if (s.unknown.length > 0) {
+        throw new Error(`database schema is newer than this orbit (migrations ${s.unknown.join(', ')} unknown): upgrade orbit; nothing was applied`);
       }
-      for (const m of known) {
-        const prev = done.get(m.version);
+      for (const m of s.known) {
+        const prev = s.applied.get(m.version);
         if (prev !== undefined) {
           if (prev !== m.checksum) log(`migration ${m.version} (${m.name}) changed after it was applied; files are forward-only`);
           continue;
@@ -95,11 +80,20 @@ export async function migrateUp(pool: Pool, log: (l: string) => void = () => {})
   return applied;
 }
 
+/** The applied versions (with their checksums) against this orbit's migration files. */
 export async function schemaStatus(pool: Pool) {
-  const done = await appliedVersions(pool);
+  let done = new Map<number, string>();
+  try {
+    const [rows] = await pool.query('SELECT version, checksum FROM schema_migrations ORDER BY version');
+    done = new Map((rows as { version: number; checksum: string }[]).map((r) => [Number(r.version), r.checksum]));
+  } catch (err) {
+    if ((err as { errno?: number }).errno !== 1146) throw err;
+  }
   const known = listMigrations();
   const knownSet = new Set(known.map((m) => m.version));
   return {
+    applied: done,
+    known,
     current: Math.max(0, ...done.keys()),
     expected: Math.max(0, ...knownSet),
     pending: known.filter((m) => !done.has(m.version)).map((m) => m.version),
