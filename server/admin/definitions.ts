@@ -6,6 +6,7 @@ import type { Conn } from '../db/pool.js';
 import { dbNow } from '../db/time.js';
 import { countActive, insertAudit } from '../db/tenants.js';
 import { isDuplicateKey } from '../db/errors.js';
+import { setPausedAtRevision } from '../db/paused.js';
 import { newId } from '../ids.js';
 
 export interface NewDefinition {
@@ -24,6 +25,23 @@ export function revisionConflict(expected: string, current: string): OrbitError 
 /** The audit row of a command `cred` ran on the `kind` named `id`. */
 export function auditCommand(c: Conn, cred: Credential, kind: string, verb: string, id: string, details?: unknown): Promise<void> {
   return insertAudit(c, { namespaceId: cred.namespaceId, actor: cred.id, action: `${kind}.${verb}`, targetType: kind, targetId: id, details });
+}
+
+/** Pauses or resumes a queue or subscription the transaction holds locked, audited; a retired one or
+ * a stale expected revision is refused and nothing changes. */
+export async function pauseAtRevision(
+  c: Conn,
+  cred: Credential,
+  kind: 'queue' | 'subscription',
+  row: { id: string; revision: string | number; retired_at: unknown },
+  paused: boolean,
+  expectedRevision: string,
+): Promise<void> {
+  if (row.retired_at) throw new OrbitError('STATE_CONFLICT', `${kind} is retired`);
+  if (String(row.revision) !== expectedRevision || !(await setPausedAtRevision(c, `${kind}s`, row.id, paused, expectedRevision))) {
+    throw revisionConflict(expectedRevision, String(row.revision));
+  }
+  await auditCommand(c, cred, kind, paused ? 'pause' : 'resume', row.id);
 }
 
 /** Named resources are unique by name in their namespace forever, a retired one's included: the

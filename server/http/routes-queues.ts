@@ -3,8 +3,7 @@ import type { QueueStats, WorkerSession } from '@orbit/protocol/http-views';
 import { CreateQueueBody, RetireBody, RevisionBody } from '@orbit/protocol/http-schemas';
 import { QUEUE_DEFAULTS } from '@orbit/protocol/limits';
 import { getQueue, insertQueue, listQueues, queueView } from '../db/queues.js';
-import { setPausedAtRevision } from '../db/paused.js';
-import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
+import { auditCommand, insertNamed, pauseAtRevision } from '../admin/definitions.js';
 import { newId } from '../ids.js';
 import { canUseQueue } from '../admin/access.js';
 import { queueStats } from '../db/queue-stats.js';
@@ -54,18 +53,12 @@ export const listQueuesRoute = scopedRoute(['queues:manage'], async (ctx) => {
 const onQueue = commandsOn({ path: '/v1/queues', scope: 'queues:manage', load: loadQueue, reply: viewReply('queue') });
 
 function pauseOrResume(paused: boolean) {
-  const action = paused ? 'pause' : 'resume';
   return onQueue(
-    action,
+    paused ? 'pause' : 'resume',
     RevisionBody,
     async (c, b, { cred, params }) => {
       const id = params.id!;
-      const q = (await getQueue(c, cred.namespaceId, id, 'update'))!;
-      if (q.retired_at) throw new OrbitError('STATE_CONFLICT', 'queue is retired');
-      if (String(q.revision) !== b.expected_revision || !(await setPausedAtRevision(c, 'queues', id, paused, b.expected_revision))) {
-        throw revisionConflict(b.expected_revision, String(q.revision));
-      }
-      await auditCommand(c, cred, 'queue', action, id);
+      await pauseAtRevision(c, cred, 'queue', (await getQueue(c, cred.namespaceId, id, 'update'))!, paused, b.expected_revision);
       return queueView((await getQueue(c, cred.namespaceId, id))!);
     },
     (queue, ctx) => {

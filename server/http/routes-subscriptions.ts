@@ -16,8 +16,7 @@ import {
   type SubscriptionRow,
 } from '../db/subscriptions.js';
 import { countActive, lockNamespace } from '../db/tenants.js';
-import { setPausedAtRevision } from '../db/paused.js';
-import { auditCommand, insertNamed, revisionConflict } from '../admin/definitions.js';
+import { auditCommand, insertNamed, pauseAtRevision } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
@@ -97,15 +96,9 @@ export const listSubscriptionsRoute = scopedRoute(['events:read'], async (ctx) =
 const onSubscription = commandsOn({ path: '/v1/subscriptions', scope: 'events:manage', load: loadSubscription, reply: viewReply('subscription') });
 
 function pauseOrResume(paused: boolean) {
-  const action = paused ? 'pause' : 'resume';
-  return onSubscription(action, RevisionBody, async (c, b, { cred, params }) => {
+  return onSubscription(paused ? 'pause' : 'resume', RevisionBody, async (c, b, { cred, params }) => {
     const id = params.id!;
-    const s = (await getSubscription(c, cred.namespaceId, id, 'update'))!;
-    if (s.retired_at) throw new OrbitError('STATE_CONFLICT', 'subscription is retired');
-    if (String(s.revision) !== b.expected_revision || !(await setPausedAtRevision(c, 'subscriptions', id, paused, b.expected_revision))) {
-      throw revisionConflict(b.expected_revision, String(s.revision));
-    }
-    await auditCommand(c, cred, 'subscription', action, id);
+    await pauseAtRevision(c, cred, 'subscription', (await getSubscription(c, cred.namespaceId, id, 'update'))!, paused, b.expected_revision);
     const row = (await getSubscription(c, cred.namespaceId, id))!;
     return subscriptionView(row, await pendingCount(c, row));
   });
