@@ -8,6 +8,7 @@ import { ROUTE_META } from './routes-meta.js';
 import type { RouteMeta } from './route-meta-type.js';
 import { apiDescription, tagOf, TAGS } from './openapi-info.js';
 import { scopeTable } from './scopes.js';
+import { groupBy } from '../group-by.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -92,9 +93,8 @@ function operation(key: string, meta: RouteMeta) {
     const schema = q.enum ? { type: 'string', enum: [...q.enum] } : q.integer ? { type: 'integer', ...q.integer } : { type: 'string' };
     parameters.push({ name: q.name, in: 'query', required: false, description: q.description, schema });
   }
-  const byStatus = new Map<number, ErrorCode[]>();
   const errors = routeErrors(meta, template);
-  for (const c of errors) byStatus.set(ERROR_CODES[c].http, [...(byStatus.get(ERROR_CODES[c].http) ?? []), c]);
+  const byStatus = groupBy(errors, (c) => ERROR_CODES[c].http);
   const responses: Record<string, unknown> = {
     [String(meta.status ?? 200)]: {
       description: meta.returns,

@@ -24,6 +24,7 @@ import {
 } from '../db/claim-sql.js';
 import { newId } from '../ids.js';
 import { leaseCandidates, sessionAccepts, type Assignment, type ClaimSession, type Grant } from './grant.js';
+import { groupBy } from '../group-by.js';
 
 /** The most tasks one round grants one session, and the most candidate rows it reads whole (bounds
  * the payloads in memory): a worker draining a backlog is filled by one round, not by many. */
@@ -172,8 +173,10 @@ function toSessions(rows: CandidateRow[], active: ClaimRequest[], queues: Permit
 async function grantRoundKeys(c: Tx, chosen: Grant[], now: string, exhausted: Exhausted[]): Promise<{ granted: Grant[]; grantedAt: string }> {
   let grantedAt = now;
   const dropped = new Set<string>();
-  const byNs = new Map<string, Grant[]>();
-  for (const x of chosen.filter((x) => x.row.concurrency_key)) byNs.set(x.row.namespace_id, [...(byNs.get(x.row.namespace_id) ?? []), x]);
+  const byNs = groupBy(
+    chosen.filter((x) => x.row.concurrency_key),
+    (x) => x.row.namespace_id,
+  );
   for (const [ns, list] of [...byNs].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
     list.sort((a, b) => Buffer.compare(a.row.concurrency_key!, b.row.concurrency_key!));
     const wanted = list.map((x) => ({ key: x.row.concurrency_key!, attemptId: x.attemptId }));

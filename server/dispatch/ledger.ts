@@ -7,6 +7,7 @@ import { addApplicationCounts, addQueueActive, releaseKeys } from '../db/ledger-
 import { allocateSequences, insertResultEvents } from '../db/result-events.js';
 import { enterWaiting, keysToLock, leaveWaiting, lockKeysSql, type WaitingRow } from '../db/waiting-tasks.js';
 import { write } from '../db/pipeline.js';
+import { groupBy } from '../group-by.js';
 
 /** Advances the runs of the step tasks a ledger noted, in its transaction; returns the queues that got
  * new tasks. Passed in by the node (workflows/apply.ts): dispatch imports no other domain. */
@@ -101,8 +102,7 @@ export class PermitLedger {
   /** Per namespace, the key rows of the waiting rows and released keys locked in one statement in key
    * order, the releases; then the waiting rows, whose flags are decided under those locks. */
   private async writeKeys(c: Tx): Promise<void> {
-    const byNs = new Map<string, KeyRelease[]>();
-    for (const k of this.keys) byNs.set(k.namespaceId, [...(byNs.get(k.namespaceId) ?? []), k]);
+    const byNs = groupBy(this.keys, (k) => k.namespaceId);
     const { entered, left } = netWaiting(this.waitingOps);
     const waitingKeys = [
       ...keysToLock(entered),
@@ -178,8 +178,7 @@ export const OUTCOME_EVENT: Record<string, EventType> = {
 
 /** Queued: the statements travel with the transaction's next round trip, usually its COMMIT. */
 export async function appendResultEvents(c: Tx, events: PendingEvent[]): Promise<void> {
-  const byNs = new Map<string, PendingEvent[]>();
-  for (const e of events) byNs.set(e.namespaceId, [...(byNs.get(e.namespaceId) ?? []), e]);
+  const byNs = groupBy(events, (e) => e.namespaceId);
   for (const ns of [...byNs.keys()].sort()) {
     const list = byNs.get(ns)!;
     const k = list.length;

@@ -12,6 +12,7 @@ import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
 import type { Session } from './session.js';
 import { guarded, isDatabaseRefusal } from '../boundary.js';
+import { groupBy } from '../group-by.js';
 
 /** What the dispatcher needs of its node (the gateway implements it). */
 export interface DispatcherHost {
@@ -65,15 +66,15 @@ export class Dispatcher {
 
   /** Queues the sessions not due yet for their application's next round, together. */
   private mark(sessions: Session[], byPoll = false): void {
-    const byApp = new Map<string, Session[]>();
+    const fresh: Session[] = [];
     for (const s of sessions) {
       if (!byPoll) this.polled.delete(s);
       if (this.stopped || this.due.has(s)) continue;
       this.due.add(s);
       if (byPoll) this.polled.add(s);
-      byApp.set(s.cred.applicationId, [...(byApp.get(s.cred.applicationId) ?? []), s]);
+      fresh.push(s);
     }
-    for (const [app, list] of byApp) void this.rounds.all(app, list);
+    for (const [app, list] of groupBy(fresh, (s) => s.cred.applicationId)) void this.rounds.all(app, list);
   }
 
   private schedulePoll(): void {
@@ -96,7 +97,14 @@ export class Dispatcher {
   private async round(queued: Session[]): Promise<void[]> {
     this.running++;
     try {
-      await this.claimFor(queued.filter((s) => this.due.delete(s) && s.state === 'open' && s.slots.free > 0 && !this.stopped));
+      const ready: Session[] = [];
+      for (const s of queued) {
+        if (!this.due.delete(s)) continue;
+        if (s.state === 'open' && s.slots.free > 0 && !this.stopped) ready.push(s);
+        // Closed or filled while queued: out of the poll's set too, which would hold it forever.
+        else this.polled.delete(s);
+      }
+      await this.claimFor(ready);
     } finally {
       if (--this.running === 0 && this.due.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     }

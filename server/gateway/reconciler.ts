@@ -17,6 +17,7 @@ import { keyedWaitingByQueue } from '../db/task-gauges.js';
 import type { Logger } from 'pino';
 import { guarded, reportInternal } from '../boundary.js';
 import { isRetryableDbError } from '../db/errors.js';
+import { groupBy } from '../group-by.js';
 
 export interface ReconcilerHost {
   readonly pool: Pool;
@@ -120,8 +121,11 @@ export class Reconciler {
   private async watchCapability(): Promise<void> {
     const pool = this.host.pool;
     // One statement per application: every transaction touches one application's rows.
-    const byApp = new Map<string, string[]>();
-    for (const s of this.host.sessions.values()) byApp.set(s.cred.applicationId, [...(byApp.get(s.cred.applicationId) ?? []), s.id]);
+    const byApp = groupBy(
+      this.host.sessions.values(),
+      (s) => s.cred.applicationId,
+      (s) => s.id,
+    );
     for (const ids of byApp.values()) await touchSessions(pool, ids);
     const waiting = await keyedWaitingByQueue(pool);
     if (waiting.length === 0) {

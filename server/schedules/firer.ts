@@ -8,6 +8,7 @@ import { isConnectionError } from '../db/pool.js';
 import { dueSchedules } from '../db/schedules.js';
 import type { WorkSignalSource } from '../work-signals.js';
 import { fireSchedules } from './fire.js';
+import { groupBy } from '../group-by.js';
 
 /** Longest sleep: how late a schedule created or resumed on another node is first seen. */
 const IDLE_MS = 500;
@@ -73,8 +74,11 @@ export class ScheduleFirer {
     const due = rows.filter((r) => Number(r.wait_ms) <= 0);
     const soonest = rows.find((r) => Number(r.wait_ms) > 0);
     // Every node reads the same due list; a random order of applications spreads the nodes.
-    const byApp = new Map<string, string[]>();
-    for (const r of due) byApp.set(r.application_id, [...(byApp.get(r.application_id) ?? []), r.id]);
+    const byApp = groupBy(
+      due,
+      (r) => r.application_id,
+      (r) => r.id,
+    );
     const groups = [...byApp.entries()];
     for (let i = groups.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));

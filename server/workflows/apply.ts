@@ -18,6 +18,7 @@ import { createStepTasksInTransaction, type SubmitCommand } from '../dispatch/su
 import { planTasksChanged, type Plan } from './advance.js';
 import type { StepTaskView } from './decide.js';
 import { loadRun, type LoadedRun } from './run-state.js';
+import { groupBy } from '../group-by.js';
 
 export interface Applied {
   /** Their sessions get task.cancel after the commit. */
@@ -29,14 +30,16 @@ export interface Applied {
 export class QuotaRefused extends Error {}
 
 export function taskViews(rows: StepTaskRow[]): Map<string, StepTaskView[]> {
-  const out = new Map<string, StepTaskView[]>();
-  for (const r of rows) {
-    const v: StepTaskView = { index: Number(r.item_index), state: r.state };
-    if (r.result_output !== null) v.output = JSON.parse(r.result_output);
-    if (r.result_error_code) v.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
-    out.set(r.step_key, [...(out.get(r.step_key) ?? []), v]);
-  }
-  return out;
+  return groupBy(
+    rows,
+    (r) => r.step_key,
+    (r) => {
+      const v: StepTaskView = { index: Number(r.item_index), state: r.state };
+      if (r.result_output !== null) v.output = JSON.parse(r.result_output);
+      if (r.result_error_code) v.error = { code: r.result_error_code, message: r.result_error_message ?? '' };
+      return v;
+    },
+  );
 }
 
 export async function planAndApply(c: Tx, ledger: PermitLedger, run: LoadedRun, plan: (taskRoom?: number) => Plan): Promise<Applied> {

@@ -11,6 +11,7 @@ import { runSummaryView, type RunRow } from '../db/workflow-runs.js';
 import { buildGraph, type StepGraph } from './graph.js';
 import type { RunView } from './advance.js';
 import type { StepView } from './decide.js';
+import { groupBy } from '../group-by.js';
 
 export interface VersionGraph {
   steps: readonly WorkflowStep[];
@@ -84,8 +85,7 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
   const version = await versionGraph(pool, row.workflow_id, Number(row.version));
   const steps = new Map((await readRunSteps(pool, [row.id])).map((r) => [r.step_key, r]));
   const tasks = await readStepTasks(pool, row.id, null);
-  const byStep = new Map<string, typeof tasks>();
-  for (const t of tasks) byStep.set(t.step_key, [...(byStep.get(t.step_key) ?? []), t]);
+  const byStep = groupBy(tasks, (t) => t.step_key);
   const out: WorkflowRunStep[] = version.steps.map((s) => {
     const r = steps.get(s.key)!;
     const ts = byStep.get(s.key) ?? [];
