@@ -58,8 +58,8 @@ export async function insertRun(c: Conn, r: Pick<RunRow, (typeof INSERTED)[numbe
      VALUES (${placeholders(INSERTED.length)}, 'RUNNING', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3))`,
     INSERTED.map((n) => r[n]),
   );
-  const [rows] = await c.execute<RowDataPacket[]>('SELECT seq FROM workflow_runs WHERE id = ?', [r.id]);
-  return String(res.insertId || rows[0]!.seq);
+  // seq is the table's AUTO_INCREMENT column: the insert reports it.
+  return String(res.insertId);
 }
 
 /** `lock` 'update' is taken by run commands after the run's tasks. */
