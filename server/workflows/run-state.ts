@@ -89,7 +89,8 @@ export async function runView(pool: Pool | Conn, row: RunRow): Promise<WorkflowR
   const out: WorkflowRunStep[] = version.steps.map((s) => {
     const r = steps.get(s.key)!;
     const ts = byStep.get(s.key) ?? [];
-    const forEachOutput = s.for_each !== undefined ? ts.map((t) => parsed(t.result_output)) : undefined;
+    // Only a SUCCEEDED step shows its output (stepView): the elements' outputs are parsed for it alone.
+    const forEachOutput = s.for_each !== undefined && r.state === 'SUCCEEDED' ? ts.map((t) => parsed(t.result_output)) : undefined;
     const v: WorkflowRunStep = { key: s.key, ...stepView(r, forEachOutput), task_ids: ts.map((t) => t.task_id) };
     if (r.started_at) v.started_at = toIso(r.started_at)!;
     if (r.finished_at) v.finished_at = toIso(r.finished_at)!;
