@@ -3,6 +3,8 @@
 // with its scope and error codes; every frame), and true (a credential without the documented scope
 // is refused with 403, one with only that scope is not).
 import fs from 'node:fs';
+import http from 'node:http';
+import zlib from 'node:zlib';
 import path from 'node:path';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -14,6 +16,7 @@ import { ERROR_CODES } from '@orbit/protocol/errors';
 import type { AppContext } from '../server/app-context.js';
 import { asyncApiDocument } from '../server/api-docs/asyncapi.js';
 import { openApiDocument } from '../server/api-docs/openapi.js';
+import { apiDocumentText } from '../server/api-docs/serve.js';
 import { ROUTE_META } from '../server/api-docs/routes-meta.js';
 import { ALL_SCOPES, hashToken, newToken } from '../server/admin/access.js';
 import { buildRoutes } from '../server/http/routes.js';
@@ -46,6 +49,22 @@ describe('OpenAPI', () => {
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     expect(r.body.openapi).toBe('3.1.0');
+  });
+
+  it('is sent gzipped to a client that accepts gzip, the same text', async () => {
+    for (const name of ['openapi', 'asyncapi']) {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+        http.get(`${f.gw.url}/v1/${name}.json`, { headers: { 'accept-encoding': 'gzip' } }, resolve).on('error', reject),
+      );
+      const chunks: Buffer[] = [];
+      for await (const c of res) chunks.push(c as Buffer);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-encoding']).toBe('gzip');
+      expect(res.headers.vary).toBe('Accept-Encoding');
+      const body = Buffer.concat(chunks);
+      expect(zlib.gunzipSync(body).toString('utf8')).toBe(apiDocumentText(name as 'openapi' | 'asyncapi'));
+      expect(body.length).toBeLessThan(apiDocumentText(name as 'openapi' | 'asyncapi').length / 5);
+    }
   });
 
   it('has every route of the router, with its scope and every error code it answers', () => {
