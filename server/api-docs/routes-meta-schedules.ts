@@ -37,14 +37,6 @@ export const SCHEDULE_ROUTE_META: Record<string, RouteMeta> = {
     ),
     query: [limit, cursor],
   },
-  'POST /v1/schedules/{id}:trigger': {
-    summary: 'Trigger a schedule',
-    description: "Creates one task now from the current version's template, outside the calendar.",
-    ...command('schedules:manage', TriggerScheduleBody),
-    status: 201,
-    returns: '{task, deduplicated}',
-    errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
-  },
   // Every command on a retired schedule is refused with RESOURCE_RETIRED (docs/errors.md).
   ...lifecycleRoutes(
     '/v1/schedules',
@@ -57,4 +49,12 @@ export const SCHEDULE_ROUTE_META: Record<string, RouteMeta> = {
     },
     { each: ['RESOURCE_RETIRED'] },
   ),
+  'POST /v1/schedules/{id}:trigger': {
+    summary: 'Trigger a schedule',
+    description: "Creates one task now from the current version's template, outside the calendar.",
+    ...command('schedules:manage', TriggerScheduleBody),
+    status: 201,
+    returns: '{task, deduplicated}',
+    errors: ['STATE_CONFLICT', 'RESOURCE_RETIRED', 'QUOTA_EXCEEDED'],
+  },
 };
