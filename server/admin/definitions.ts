@@ -55,12 +55,16 @@ export async function insertNamed(kind: 'queue' | 'subscription' | 'schedule' | 
   }
 }
 
+/** QUOTA_EXCEEDED when the namespace holds `limit` non-retired `kind`s; the caller holds the
+ * namespace lock, which serializes the count against a concurrent create. */
+export async function checkQuota(c: Conn, cred: Credential, kind: 'schedule' | 'workflow' | 'subscription', limit: number): Promise<void> {
+  const active = await countActive(c, `${kind}s`, cred.namespaceId);
+  if (active >= limit) throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired ${kind}s (limit ${limit}); retire one first`);
+}
+
 /** The caller holds the namespace lock, which serializes the quota count against a concurrent create. */
 export async function createDefinition(c: Conn, cred: Credential, d: NewDefinition): Promise<string> {
-  const active = await countActive(c, `${d.kind}s`, cred.namespaceId);
-  if (active >= d.limit) {
-    throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired ${d.kind}s (limit ${d.limit}); retire one first`);
-  }
+  await checkQuota(c, cred, d.kind, d.limit);
   const now = await dbNow(c);
   const id = newId();
   await insertNamed(d.kind, d.name, () => d.insert(id, now));

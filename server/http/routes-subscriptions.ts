@@ -15,8 +15,8 @@ import {
   subscriptionView,
   type SubscriptionRow,
 } from '../db/subscriptions.js';
-import { countActive, lockNamespace } from '../db/tenants.js';
-import { auditCommand, insertNamed, pauseAtRevision } from '../admin/definitions.js';
+import { lockNamespace } from '../db/tenants.js';
+import { auditCommand, checkQuota, insertNamed, pauseAtRevision } from '../admin/definitions.js';
 import { leaseDeliveries, pendingCount } from '../events/stream.js';
 import { retireSubscription } from '../events/retire.js';
 import { newId } from '../ids.js';
@@ -46,10 +46,7 @@ export const createSubscriptionRoute = command({
     await lockNamespace(c, cred.namespaceId);
     const q = await namedQueue(ctx, n.queue_id, undefined, c);
     if (q.retired_at) throw new OrbitError('RESOURCE_RETIRED', 'queue is retired', { field: 'queue_id' });
-    const active = await countActive(c, 'subscriptions', cred.namespaceId);
-    if (active >= MAX_SUBSCRIPTIONS_PER_NAMESPACE) {
-      throw new OrbitError('QUOTA_EXCEEDED', `namespace has ${active} non-retired subscriptions (limit ${MAX_SUBSCRIPTIONS_PER_NAMESPACE}); retire one first`);
-    }
+    await checkQuota(c, cred, 'subscription', MAX_SUBSCRIPTIONS_PER_NAMESPACE);
     const wm = await committedWatermark(c, cred.namespaceId);
     const id = newId();
     await insertNamed('subscription', n.name, () =>
@@ -70,7 +67,7 @@ export const createSubscriptionRoute = command({
 });
 
 /** Only its owner sees a subscription. */
-export async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow> {
+async function loadSubscription(ctx: RequestCtx): Promise<SubscriptionRow> {
   const row = await getSubscription(ctx.app.pool, ctx.cred.namespaceId, ctx.params.id!);
   if (!row || row.owner_credential_id !== ctx.cred.id) throw new OrbitError('NOT_FOUND', 'subscription not found');
   requireQueueAccess(ctx.cred, row.queue_id);
