@@ -206,7 +206,7 @@ async function createTasksInTx(c: Tx, items: SubmitCommand[], alone: boolean, co
   if (tasks.length === 0) return { outcomes, queues: byQueue, accepted: 0 };
 
   await insertTasks(c, tasks);
-  if (items.some((it) => it.workflow)) await insertStepTasks(c, tasks);
+  await insertStepTasks(c, tasks);
   await insertReceipts(c, receipts);
   // The hot rows last, in the ledger's lock order: queues by id, then the application.
   const app = items[0]!.credential.applicationId;
