@@ -82,8 +82,9 @@ export class MetricsAggregator {
     let reply: MetricsMessage;
     try {
       const id = ++this.seq;
-      const left = new Set(this.ready().filter((w) => w.isConnected()));
       const got: MetricsJson[] = [await this.own.getMetricsAsJSON()];
+      // Listed after that await, so a process that exits from here on is forgotten (forget()).
+      const left = new Set(this.ready().filter((w) => w.isConnected()));
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => done(`${left.size} process(es) did not answer within ${TIMEOUT_MS} ms`), TIMEOUT_MS);
         const done = (err: string | null) => {

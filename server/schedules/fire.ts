@@ -16,7 +16,7 @@ import { createTasksInTransaction, type SubmitCommand } from '../dispatch/submit
 import { dbMs, fireCommand, loadReadyVersion, msDb, type ReadyVersion } from './versions.js';
 
 /** A fire time further behind than this starts a catch-up; closer ones are just late. */
-export const CATCHUP_GRACE_MS = 5_000;
+const CATCHUP_GRACE_MS = 5_000;
 /** Fire times per catch-up transaction: ≥ the largest catchup_limit, so `all` creates its tasks in
  * the first transaction of a catch-up. */
 const CHUNK = CATCHUP_LIMIT_MAX;
