@@ -8,7 +8,7 @@ import type { Conn, Tx } from './pool.js';
 import { write } from './pipeline.js';
 import { chunkRows } from './packet-budget.js';
 import type { AttemptState, TaskState } from '@orbit/protocol/states';
-import { placeholders, placeholderRows } from './placeholders.js';
+import { caseWhen, placeholderRows, placeholders } from './placeholders.js';
 
 export type StartItem = WorkerRef & { attemptId: string; credentialId: string };
 
@@ -25,7 +25,7 @@ export function startAttemptsSql(items: StartItem[], leaseByQueue: Map<string, n
         JOIN credentials cr ON cr.id IN (${placeholders(credentials.length)}) AND cr.revoked_at IS NULL
           AND (a.id, a.namespace_id, a.worker_id, cr.id) IN (${placeholderRows(items.length, '(?, ?, ?, ?)')})
         SET a.state = 'RUNNING', a.started_at = @orbit_now,
-            a.lease_expires_at = CAST(@orbit_now AS DATETIME(3)) + INTERVAL (CASE a.queue_id ${queues.map(() => 'WHEN ? THEN ?').join(' ')} END) SECOND,
+            a.lease_expires_at = CAST(@orbit_now AS DATETIME(3)) + INTERVAL (${caseWhen('a.queue_id', queues.length)}) SECOND,
             t.state = 'RUNNING', t.attempts_made = t.attempts_made + 1, t.updated_at = @orbit_now
       WHERE a.id IN (${placeholders(items.length)})
         AND (a.id, a.namespace_id, a.worker_id) IN (${placeholderRows(items.length, '(?, ?, ?)')})
@@ -119,8 +119,7 @@ export interface ClosedAttempt {
 /** One column of a multi-row update: `column = CASE id WHEN ? THEN ? … END` with its arguments;
  * `orElse` is the value of the rows not listed. */
 function caseOf<T extends { id: string }>(rows: T[], column: string, value: (r: T) => unknown, orElse?: string): { sql: string; args: unknown[] } {
-  const whens = rows.map(() => 'WHEN ? THEN ?').join(' ');
-  return { sql: `${column} = CASE id ${whens}${orElse ? ` ELSE ${orElse}` : ''} END`, args: rows.flatMap((r) => [r.id, value(r)]) };
+  return { sql: `${column} = ${caseWhen('id', rows.length, orElse)}`, args: rows.flatMap((r) => [r.id, value(r)]) };
 }
 
 /** The ended attempts (row locks held), one UPDATE with a CASE per column per chunk; started_at is

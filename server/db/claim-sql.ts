@@ -7,7 +7,7 @@ import { TOKEN_MAX as TOKEN_MAX_BIGINT } from '@orbit/protocol/limits';
 import type { TaskFields, TaskRow } from './tasks.js';
 import type { AttemptFields } from './attempts.js';
 import { leaveWaiting, type WaitingRow } from './waiting-tasks.js';
-import { placeholders, placeholderRows } from './placeholders.js';
+import { caseWhen, placeholderRows, placeholders } from './placeholders.js';
 import { checkedAssignment, type CheckedUpdate } from './conditional-commit.js';
 
 export const TOKEN_MAX = TOKEN_MAX_BIGINT.toString();
@@ -174,7 +174,7 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
   await write(
     c,
     `UPDATE tasks SET state = 'LEASED', attempts_created = attempts_created + 1, updated_at = ?,
-            current_attempt_id = CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END
+            current_attempt_id = ${caseWhen('id', rows.length)}
       WHERE id IN (${placeholders(rows.length)})`,
     [now, ...rows.flatMap((r) => [r.taskId, r.attemptId]), ...rows.map((r) => r.taskId)],
   );
@@ -185,7 +185,7 @@ export async function markTasksLeased(c: Tx, rows: { taskId: string; attemptId: 
 /** Checked per row: a queue that cannot grant its k refuses the statement. */
 export function queuePermits(perQueue: [string, number][]): CheckedUpdate {
   const sorted = [...perQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  const k = `CASE id ${sorted.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  const k = caseWhen('id', sorted.length);
   const kArgs = sorted.flat();
   const dispatches = `paused = 0 AND retired_at IS NULL AND active_attempts + ${k} <= max_active_attempts`;
   return {

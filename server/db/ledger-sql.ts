@@ -4,7 +4,7 @@
 // transaction (db/pipeline.ts) to travel with its next statement, usually the COMMIT.
 import type { Tx } from './pool.js';
 import { write } from './pipeline.js';
-import { placeholders } from './placeholders.js';
+import { caseWhen, placeholders } from './placeholders.js';
 
 /** releaseKeys(namespace, [key, attempt]): clears the holder where it is still that attempt — a
  * duplicate or late release never frees a later attempt's permit (an attempt holds one key, so
@@ -20,11 +20,10 @@ export async function releaseKeys(c: Tx, namespaceId: string, keys: { key: Buffe
 }
 
 export async function addQueueActive(c: Tx, deltas: [string, number][]): Promise<void> {
-  await write(
-    c,
-    `UPDATE queues SET active_attempts = active_attempts + CASE id ${deltas.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (${placeholders(deltas.length)})`,
-    [...deltas.flat(), ...deltas.map(([id]) => id)],
-  );
+  await write(c, `UPDATE queues SET active_attempts = active_attempts + ${caseWhen('id', deltas.length)} WHERE id IN (${placeholders(deltas.length)})`, [
+    ...deltas.flat(),
+    ...deltas.map(([id]) => id),
+  ]);
 }
 
 export async function addApplicationCounts(c: Tx, applicationId: string, active: number, unfinished: number): Promise<void> {

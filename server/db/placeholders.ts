@@ -13,6 +13,12 @@ export function placeholderRows(n: number, row: string): string {
   return Array.from({ length: n }, () => row).join(', ');
 }
 
+/** `CASE on WHEN ? THEN ? … [ELSE orElse] END`: `n` pairs of (key, value) arguments, for a per-row
+ * value in one statement. */
+export function caseWhen(on: string, n: number, orElse?: string): string {
+  return `CASE ${on} ${Array.from({ length: n }, () => 'WHEN ? THEN ?').join(' ')}${orElse ? ` ELSE ${orElse}` : ''} END`;
+}
+
 const LOCKS = { none: '', share: ' LOCK IN SHARE MODE', update: ' FOR UPDATE', nowait: ' FOR UPDATE NOWAIT' };
 
 /** getX(namespaceId, id, lock) → the row `id` of namespace `namespaceId`, or null; a lock only in a

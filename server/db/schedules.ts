@@ -2,7 +2,7 @@
 import type { RowDataPacket } from 'mysql2/promise';
 import { toIso, type Conn, type Pool, type Tx } from './pool.js';
 import type { Schedule } from '@orbit/protocol/http-views';
-import { Conditions, placeholders, byIdRead } from './placeholders.js';
+import { byIdRead, caseWhen, Conditions, placeholders } from './placeholders.js';
 
 export interface ScheduleRow extends RowDataPacket {
   id: string;
@@ -121,7 +121,7 @@ export type Advance = Pick<ScheduleRow, 'id' | (typeof ADVANCED)[number]>;
 /** last_task_id keeps its value where the fires made no task. */
 export async function advanceSchedules(c: Conn, rows: Advance[]): Promise<void> {
   if (rows.length === 0) return;
-  const byId = `CASE id ${rows.map(() => 'WHEN ? THEN ?').join(' ')} END`;
+  const byId = caseWhen('id', rows.length);
   await c.query(
     `UPDATE schedules SET next_fire_at = ${byId}, last_fire_at = ${byId}, last_task_id = COALESCE(${byId}, last_task_id), catchup_remaining = ${byId}
       WHERE id IN (${placeholders(rows.length)})`,
