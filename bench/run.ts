@@ -15,7 +15,8 @@
 // Options: --batch-size=N (items per batch request, default 100), --keyed-submit=single|batch
 // (default batch), --unkeyed-only=N (baseline, one unkeyed scenario of N tasks, idle sessions),
 // --scenarios=a,b (only these scenarios, e.g. hot-keys-10,hot-keys-10-preloaded; unkeyed-paced
-// needs unkeyed), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full);
+// needs unkeyed or --paced-rate), --paced-rate=N (unkeyed-paced at N tasks/s instead of half the
+// unkeyed peak: two builds compared at the same load, whatever their peaks), --hot=N (tasks of each hot-key scenario: 300 quick, 2 000 full);
 //   (g) `workflow-chain-3` and `workflow-fanout-100`: runs/s of a 3-step chain and of a 100-element
 //       fan-out, statements per run, step and task, CPU per run and task (bench/workflow-load.ts);
 //   (f) `renew-flood`: one session's 20 000 renews (--renews=N) next to other tenants' submits and
@@ -266,9 +267,9 @@ async function main(): Promise<void> {
       if (wanted('keys-1000')) await run({ name: 'keys-1000', count: n.keyed, keys: 1000, submit: keyedSubmit });
       if (wanted('hot-keys-10')) await run({ name: 'hot-keys-10', count: n.hot, keys: 10, submit: keyedSubmit });
       if (wanted('hot-keys-10-preloaded')) await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, submit: keyedSubmit, preload: true });
-      if (unkeyed && wanted('unkeyed-paced')) {
-        const half = Math.max(10, Math.round(unkeyed.tasksPerSec / 2));
-        await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(half * n.pacedSecs)), keys: null, submit: 'single', rate: half });
+      const pacedRate = opt('paced-rate') ? Number(opt('paced-rate')) : unkeyed ? Math.max(10, Math.round(unkeyed.tasksPerSec / 2)) : null;
+      if (pacedRate && wanted('unkeyed-paced')) {
+        await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(pacedRate * n.pacedSecs)), keys: null, submit: 'single', rate: pacedRate });
       }
       for (const spec of drainSpecs(n.drain, opt)) if (wanted(spec.name)) await run(spec);
     }

@@ -152,6 +152,39 @@ describe('maxPerGroup: batches of one group in flight at once', () => {
   });
 });
 
+describe("the coalescer as the dispatcher uses it: one batch per group until it yields its group's turn", () => {
+  it("the group's next batch starts when the running one yields, not before; both count toward maxParallel", async () => {
+    const started: number[][] = [];
+    const yields: (() => void)[] = [];
+    const gates: (() => void)[] = [];
+    const c = coalesce<number, number>(
+      async (_g, ids, yieldTurn) => {
+        started.push(ids);
+        yields.push(yieldTurn);
+        await new Promise<void>((r) => gates.push(r));
+        return ids;
+      },
+      { maxBatch: Infinity, maxParallel: 2, maxPerGroup: 1 },
+    );
+    const ps = [c('a', 1), c('a', 2), c('a', 3)];
+    expect(started).toEqual([[1]]);
+    yields[0]!();
+    expect(started).toEqual([[1], [2, 3]]);
+    // A third batch of the group waits for a parallel slot even once the second yields too.
+    const later = c('a', 4);
+    yields[1]!();
+    yields[0]!();
+    expect(started).toEqual([[1], [2, 3]]);
+    gates[0]!();
+    await ps[0];
+    expect(started).toEqual([[1], [2, 3], [4]]);
+    gates.splice(0).forEach((g) => g());
+    await new Promise((r) => setImmediate(r));
+    gates.splice(0).forEach((g) => g());
+    expect(await Promise.all([...ps, later])).toEqual([1, 2, 3, 4]);
+  });
+});
+
 /** Batch sizes of n items of weight 1 with at most `per` per batch. */
 function* chunks(n: number, per: number): Generator<number> {
   for (; n > 0; n -= per) yield Math.min(n, per);

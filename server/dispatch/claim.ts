@@ -72,13 +72,21 @@ export function specsFor(reqs: ClaimRequest[], hints: PermitHint[]): CandidateSp
   return specs;
 }
 
+/** What a round reports while it runs. */
+export interface RoundProgress {
+  /** The candidate read is being sent; under READ COMMITTED it sees every committed submit. */
+  reading(): void;
+  /** The candidates it took, per session id, are locked: a round beside it reads past them. A
+   * rerun takes no more for a session than this said. */
+  chosen(perSession: Map<string, number>): void;
+}
+
 export async function claimRound(
   pool: Pool,
   reqs: ClaimRequest[],
   log: Logger,
   onExhausted: () => void = () => {},
-  /** Called as the candidate read is sent; under READ COMMITTED it sees every committed submit. */
-  reading: () => void = () => {},
+  progress: RoundProgress = { reading() {}, chosen() {} },
 ): Promise<ClaimRoundResult> {
   const out: ClaimRoundResult = { bySession: new Map(), revoked: new Set() };
   const applicationId = reqs[0]?.session.applicationId;
@@ -86,6 +94,7 @@ export async function claimRound(
   const exhausted: Exhausted[] = [];
   const credentialIds = [...new Set(reqs.map((r) => r.session.credentialId))];
   const queueIds = [...new Set(reqs.flatMap((r) => r.session.queueIds))];
+  let cap: Map<string, number> | null = null;
   for (let round = 0; round < 3; round++) {
     try {
       await withTransaction(pool, 'claim', async (c) => {
@@ -99,10 +108,17 @@ export async function claimRound(
         const { queues, appFree } = permitHintsOf(hints![0] as RowDataPacket[]);
         for (const r of reqs) if (!live.has(r.session.credentialId)) out.revoked.add(r.session.sessionId);
         if (queues.length === 0 || appFree <= 0) return;
-        const active = reqs.filter((r) => live.has(r.session.credentialId) && r.free > 0);
-        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, reading);
+        const active = reqs
+          .map((r) => (cap ? { ...r, free: Math.min(r.free, cap.get(r.session.sessionId) ?? 0) } : r))
+          .filter((r) => live.has(r.session.credentialId) && r.free > 0);
+        const rows = await lockRoundCandidates(c, specsFor(active, queues), now, progress.reading);
         if (rows.length === 0) return;
         const chosen = toSessions(rows, active, queues, appFree);
+        if (!cap) {
+          cap = new Map();
+          for (const g of chosen) cap.set(g.session.sessionId, (cap.get(g.session.sessionId) ?? 0) + 1);
+          progress.chosen(cap);
+        }
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
         if (granted.length === 0) return;
         const lease = new Map(queues.map((q) => [q.id, q.lease_seconds]));

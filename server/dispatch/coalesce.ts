@@ -25,8 +25,9 @@ interface Pending<I, O> {
   reject: (e: unknown) => void;
 }
 
-/** `runBatch` answers each item in order; a throw fails every item. */
-export function coalesce<I, O>(runBatch: (group: string, items: I[]) => Promise<O[]>, options: CoalesceOptions<I>): Coalesced<I, O> {
+/** `runBatch` answers each item in order; a throw fails every item. It may hand its group's turn
+ * to the group's next batch before it settles (`yieldTurn`); it still counts toward maxParallel. */
+export function coalesce<I, O>(runBatch: (group: string, items: I[], yieldTurn: () => void) => Promise<O[]>, options: CoalesceOptions<I>): Coalesced<I, O> {
   const { maxBatch, maxParallel, weight } = options;
   const maxPerGroup = options.maxPerGroup ?? maxParallel;
   const overlapFrom = options.overlapFrom ?? Infinity;
@@ -46,12 +47,25 @@ export function coalesce<I, O>(runBatch: (group: string, items: I[]) => Promise<
   };
 
   const execute = async (group: string, batch: Pending<I, O>[]): Promise<void> => {
+    let holdsTurn = true;
+    const yieldTurn = (): void => {
+      if (!holdsTurn) return;
+      holdsTurn = false;
+      const left = runningOf.get(group)! - 1;
+      if (left > 0) runningOf.set(group, left);
+      else runningOf.delete(group);
+      pump();
+    };
     try {
       const items = batch.map((p) => p.item);
-      const out = await runBatch(group, items);
+      const out = await runBatch(group, items, yieldTurn);
       batch.forEach((p, i) => p.resolve(out[i]!));
     } catch (err) {
       for (const p of batch) p.reject(err);
+    } finally {
+      running--;
+      yieldTurn();
+      pump();
     }
   };
 
@@ -66,13 +80,7 @@ export function coalesce<I, O>(runBatch: (group: string, items: I[]) => Promise<
       if (q.length > 0) waiting.set(group, q);
       running++;
       runningOf.set(group, (runningOf.get(group) ?? 0) + 1);
-      void execute(group, batch).finally(() => {
-        running--;
-        const left = runningOf.get(group)! - 1;
-        if (left > 0) runningOf.set(group, left);
-        else runningOf.delete(group);
-        pump();
-      });
+      void execute(group, batch);
     }
   };
 

@@ -1,12 +1,14 @@
 // The node's dispatcher: claim rounds for local sessions with free capacity. A wake-up (a commit on
 // this node, a capacity change, or the adaptive poll for work from other nodes or come due by time:
 // 10 ms after a poll that found work, doubling to 250 ms while polls find none) only marks sessions
-// due; one claim round per application at a time serves all its due sessions in one transaction
+// due; a claim round serves all its application's due sessions in one transaction
 // (dispatch/claim.ts), and wake-ups during a round fold into the application's next (a `coalesce`
-// of sessions grouped by application). Local wake-ups do not shorten the poll: a poll kept fast by
-// them would run empty rounds on a busy node.
+// of sessions grouped by application). That next round starts once the first has locked its
+// candidates, beside its COMMIT: it reads past the locked rows and fills only the slots the first
+// did not take (`pending`). Local wake-ups do not shorten the poll: a poll kept fast by them would
+// run empty rounds on a busy node.
 import type { Logger } from 'pino';
-import { claimRound, ROUND_MAX_PER_SESSION } from '../dispatch/claim.js';
+import { claimRound, ROUND_MAX_PER_SESSION, type ClaimRequest } from '../dispatch/claim.js';
 import { coalesce } from '../dispatch/coalesce.js';
 import type { Pool } from '../db/pool.js';
 import type { Metrics } from '../metrics.js';
@@ -24,7 +26,7 @@ export interface DispatcherHost {
   track<T>(p: Promise<T>): Promise<T>;
 }
 
-/** Rounds in flight at once, each of a different application. */
+/** Rounds in flight at once: different applications', or an application's next beside its COMMIT. */
 const MAX_PARALLEL = 2;
 const MIN_POLL_MS = 10;
 const MAX_POLL_MS = 250;
@@ -35,7 +37,9 @@ export class Dispatcher {
   /** Due sessions that only the poll marked (no wake-up or kick since): a grant to one of them is
    * work the node was not told of, which keeps the poll fast. */
   private readonly polled = new Set<Session>();
-  private readonly rounds = coalesce<Session, void>((_app, queued) => this.host.track(this.round(queued)), {
+  /** Per session, the slots the rounds in flight may fill. */
+  private readonly pending = new Map<Session, number>();
+  private readonly rounds = coalesce<Session, void>((_app, queued, yieldTurn) => this.host.track(this.round(queued, yieldTurn)), {
     maxBatch: Infinity,
     maxParallel: MAX_PARALLEL,
     maxPerGroup: 1,
@@ -94,39 +98,64 @@ export class Dispatcher {
 
   /** One claim round for the queued sessions still due (an earlier round's read may have satisfied
    * a queued session's mark). */
-  private async round(queued: Session[]): Promise<void[]> {
+  private async round(queued: Session[], yieldTurn: () => void): Promise<void[]> {
     this.running++;
     try {
       const ready: Session[] = [];
       for (const s of queued) {
         if (!this.due.delete(s)) continue;
-        if (s.state === 'open' && s.slots.free > 0 && !this.stopped) ready.push(s);
+        if (s.state === 'open' && this.free(s) > 0 && !this.stopped) ready.push(s);
         // Closed or filled while queued: out of the poll's set too, which would hold it forever.
         else this.polled.delete(s);
       }
-      await this.claimFor(ready);
+      await this.claimFor(ready, yieldTurn);
     } finally {
       if (--this.running === 0 && this.due.size === 0) for (const w of this.idleWaiters.splice(0)) w();
     }
     return queued.map(() => undefined);
   }
 
-  private async claimFor(due: Session[]): Promise<void> {
+  /** Slots no round in flight may fill. */
+  private free(s: Session): number {
+    return s.slots.free - (this.pending.get(s) ?? 0);
+  }
+
+  private hold(s: Session, n: number): void {
+    const left = (this.pending.get(s) ?? 0) + n;
+    if (left > 0) this.pending.set(s, left);
+    else this.pending.delete(s);
+  }
+
+  private async claimFor(due: Session[], yieldTurn: () => void): Promise<void> {
     if (due.length === 0) return;
     due.sort((a, b) => (this.lastServed.get(a) ?? 0) - (this.lastServed.get(b) ?? 0));
     const byPoll = new Set(due.filter((s) => this.polled.delete(s)));
-    const reqs = due.map((s) => ({ session: s.claim, free: Math.min(ROUND_MAX_PER_SESSION, s.slots.free) }));
-    // Whatever made its sessions due until its candidate read is the round's to see.
-    const reading = () => {
-      for (const s of due) {
-        this.due.delete(s);
-        this.polled.delete(s);
-      }
+    const reqs: ClaimRequest[] = due.map((s) => ({ session: s.claim, free: Math.min(ROUND_MAX_PER_SESSION, this.free(s)) }));
+    const held = reqs.map((r) => r.free);
+    due.forEach((s, i) => this.hold(s, held[i]!));
+    const progress = {
+      // Whatever made its sessions due until its candidate read is the round's to see.
+      reading: () => {
+        for (const s of due) {
+          this.due.delete(s);
+          this.polled.delete(s);
+        }
+      },
+      chosen: (perSession: Map<string, number>) => {
+        due.forEach((s, i) => {
+          const n = perSession.get(s.id) ?? 0;
+          this.hold(s, n - held[i]!);
+          held[i] = n;
+        });
+        yieldTurn();
+      },
     };
+    // Before any delivery, which takes the granted slots (and may start the next round).
+    const release = () => due.forEach((s, i) => this.hold(s, -held[i]!));
     const m = this.host.metrics;
     const started = process.hrtime.bigint();
     try {
-      const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc(), reading);
+      const r = await claimRound(this.host.pool, reqs, this.host.log, () => m.tokenExhausted.inc(), progress).finally(release);
       m.claimSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
       let granted = 0;
       due.forEach((s, i) => {

@@ -25,8 +25,8 @@ export class SessionSlots {
 
   /** A claim round committed `assignments`: they become held, as many as the capacity allows now (a
    * capacity frame may have lowered it meanwhile). Returns those held; the rest have no slot (the
-   * caller releases their attempts). One round per application at a time (gateway/dispatcher.ts),
-   * so no other round fills these slots meanwhile. */
+   * caller releases their attempts). The rounds in flight ask together for no more than `free`
+   * (gateway/dispatcher.ts). */
   take(assignments: readonly Assignment[]): Assignment[] {
     const kept = assignments.slice(0, this.room);
     for (const a of kept) this.attempts.set(a.attemptId, a.queueId);
