@@ -1,10 +1,10 @@
 // Claim rounds of one application (gateway/dispatcher.ts): a round has its application's turn
 // until it has locked its candidates; work woken meanwhile folds into its next round. Then the next
-// round may run beside its COMMIT, and fills only the slots the first did not take. A round is held
-// at one of its statements by a named lock this test holds (a statement injected by the pool's tap,
-// bench/pool-tap.ts); another application's round, assigned meanwhile, shows the dispatcher ran
-// after the wake, so "no round" is shown without timing (two rounds run at most, so that other
-// round runs after anything the wake started).
+// round may run beside its COMMIT when the first ran out of work for a session, and fills only the
+// slots the first did not take. A round is held at one of its statements by a named lock this test
+// holds (a statement injected by the pool's tap, bench/pool-tap.ts); another application's round,
+// assigned meanwhile, shows the dispatcher ran after the wake, so "no round" is shown without
+// timing (two rounds run at most, so that other round runs after anything the wake started).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -123,6 +123,31 @@ describe('claim rounds of one application', () => {
     expect(wa.s.slots.held.size).toBe(2);
     expect(wa.s.slots.free).toBe(2);
     expect(wc.s.slots.held.size).toBe(0);
+    expect(await attemptsOf(first, second)).toEqual([first, second].sort());
+  });
+
+  it('a round that took all it asked for (a backlog) keeps the turn to its COMMIT: the next one waits and takes a full batch', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const wa = await connect(a.t, 1);
+    const wb = await connect(b.t);
+    await host.dispatcher.idle();
+
+    const hold = await holdFirst(/^\s*UPDATE queues SET active_attempts = IF/, a.t.queues.work!);
+    const first = await submit(a, 'first');
+    await waitFor('the first round to reach its COMMIT text', () => hold.held() === 1);
+    // The held round filled its one slot: a session connecting now waits for the next round.
+    const wc = await connect(a.t);
+    const second = await submit(a, 'second');
+    const other = await submit(b, 'other');
+    expect((await wb.w.next('task.assign')).task.id).toBe(other);
+    expect(await taskState(second)).toBe('WAITING');
+    expect(wc.s.slots.held.size).toBe(0);
+
+    await release();
+    expect((await wa.w.next('task.assign')).task.id).toBe(first);
+    expect((await wc.w.next('task.assign')).task.id).toBe(second);
+    await host.dispatcher.idle();
     expect(await attemptsOf(first, second)).toEqual([first, second].sort());
   });
 
