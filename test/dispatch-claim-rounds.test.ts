@@ -1,10 +1,11 @@
 // Claim rounds of one application (gateway/dispatcher.ts): a round has its application's turn
 // until it has locked its candidates; work woken meanwhile folds into its next round. Then the next
-// round may run beside its COMMIT when the first ran out of work for a session, and fills only the
-// slots the first did not take. A round is held at one of its statements by a named lock this test
-// holds (a statement injected by the pool's tap, bench/pool-tap.ts); another application's round,
-// assigned meanwhile, shows the dispatcher ran after the wake, so "no round" is shown without
-// timing (two rounds run at most, so that other round runs after anything the wake started).
+// round may run beside its COMMIT when the first ran out of work for a session and grants no key,
+// and fills only the slots the first did not take. A round is held at one of its statements by a
+// named lock this test holds (a statement injected by the pool's tap, bench/pool-tap.ts); another
+// application's round, assigned meanwhile, shows the dispatcher ran after the wake, so "no round"
+// is shown without timing (two rounds run at most, so that other round runs after anything the
+// wake started).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import type { CredentialsFile } from '../server/admin/bootstrap.js';
@@ -53,18 +54,18 @@ async function tenant(): Promise<{ t: CredentialsFile; cred: Credential }> {
   return { t, cred: (await findCredentialByTokenHash(db.pool, hashToken(t.token)))! };
 }
 
-async function connect(t: CredentialsFile, capacity = 4) {
+async function connect(t: CredentialsFile, capacity = 4, keys = false) {
   const created = host.nextSession();
   const w = await openRaw(url, t.token);
   workers.push(w);
   const s = await created;
-  w.send(hello([t.queues.work!], { capacity }));
+  w.send(hello([t.queues.work!], { capacity, concurrency_keys: keys }));
   await w.next('hello.ok');
   return { w, s };
 }
 
-async function submit(x: { t: CredentialsFile; cred: Credential }, key: string): Promise<string> {
-  const out = await host.submit(x.cred, x.t.queues.work!, key);
+async function submit(x: { t: CredentialsFile; cred: Credential }, key: string, concurrencyKey?: string): Promise<string> {
+  const out = await host.submit(x.cred, x.t.queues.work!, key, concurrencyKey ? { concurrency_key: concurrencyKey } : {});
   if (!out.ok) throw out.error;
   return out.data.task.id;
 }
@@ -147,6 +148,29 @@ describe('claim rounds of one application', () => {
     await release();
     expect((await wa.w.next('task.assign')).task.id).toBe(first);
     expect((await wc.w.next('task.assign')).task.id).toBe(second);
+    await host.dispatcher.idle();
+    expect(await attemptsOf(first, second)).toEqual([first, second].sort());
+  });
+
+  it('a round that grants a key keeps the turn to its COMMIT, even with slots left', async () => {
+    const a = await tenant();
+    const b = await tenant();
+    const wa = await connect(a.t, 2, true);
+    const wb = await connect(b.t);
+    await host.dispatcher.idle();
+
+    const hold = await holdFirst(/^\s*UPDATE queues SET active_attempts = IF/, a.t.queues.work!);
+    const first = await submit(a, 'first', 'resource-1');
+    await waitFor('the first round to reach its COMMIT text', () => hold.held() === 1);
+    const second = await submit(a, 'second');
+    const other = await submit(b, 'other');
+    expect((await wb.w.next('task.assign')).task.id).toBe(other);
+    expect(await taskState(second)).toBe('WAITING');
+    expect(wa.s.slots.held.size).toBe(0);
+
+    await release();
+    expect((await wa.w.next('task.assign')).task.id).toBe(first);
+    expect((await wa.w.next('task.assign')).task.id).toBe(second);
     await host.dispatcher.idle();
     expect(await attemptsOf(first, second)).toEqual([first, second].sort());
   });

@@ -77,8 +77,8 @@ export interface RoundProgress {
   /** The candidate read is being sent; under READ COMMITTED it sees every committed submit. */
   reading(): void;
   /** The candidates it took, per session id, are locked: a round beside it reads past them. A
-   * rerun takes no more for a session than this said. */
-  chosen(perSession: Map<string, number>): void;
+   * rerun takes no more for a session than this said. `keyed`: one of them has a key. */
+  chosen(perSession: Map<string, number>, keyed: boolean): void;
 }
 
 export async function claimRound(
@@ -117,7 +117,10 @@ export async function claimRound(
         if (!cap) {
           cap = new Map();
           for (const g of chosen) cap.set(g.session.sessionId, (cap.get(g.session.sessionId) ?? 0) + 1);
-          progress.chosen(cap);
+          progress.chosen(
+            cap,
+            chosen.some((g) => g.row.concurrency_key !== null),
+          );
         }
         const { granted, grantedAt } = await grantRoundKeys(c, chosen, now, exhausted);
         if (granted.length === 0) return;

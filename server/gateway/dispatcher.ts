@@ -3,10 +3,11 @@
 // 10 ms after a poll that found work, doubling to 250 ms while polls find none) only marks sessions
 // due; a claim round serves all its application's due sessions in one transaction
 // (dispatch/claim.ts), and wake-ups during a round fold into the application's next (a `coalesce`
-// of sessions grouped by application). When a round's read ran out of work for a session, that
-// next round starts once the first has locked its candidates, beside its COMMIT: it reads past the
-// locked rows and fills only the slots the first did not take (`pending`). Local wake-ups do not shorten the poll: a poll kept fast by them would
-// run empty rounds on a busy node.
+// of sessions grouped by application). When a round's read ran out of work for a session and it
+// grants no key, that next round starts once the first has locked its candidates, beside its
+// COMMIT: it reads past the locked rows and fills only the slots the first did not take
+// (`pending`). Local wake-ups do not shorten the poll: a poll kept fast by them would run empty
+// rounds on a busy node.
 import type { Logger } from 'pino';
 import { claimRound, ROUND_MAX_PER_SESSION, type ClaimRequest } from '../dispatch/claim.js';
 import { coalesce } from '../dispatch/coalesce.js';
@@ -142,8 +143,10 @@ export class Dispatcher {
         }
       },
       // With a backlog the next round waits for this one's COMMIT and takes a full batch; only when
-      // the read ran out of work for a session may work woken since get a round beside it.
-      chosen: (perSession: Map<string, number>) => {
+      // the read ran out of work for a session may work woken since get a round beside it. Keyed
+      // work turns over one release at a time: a round beside each would split it into a round per
+      // release, so a round that grants keys keeps the turn too.
+      chosen: (perSession: Map<string, number>, keyed: boolean) => {
         let drained = false;
         due.forEach((s, i) => {
           const n = perSession.get(s.id) ?? 0;
@@ -151,7 +154,7 @@ export class Dispatcher {
           this.hold(s, n - held[i]!);
           held[i] = n;
         });
-        if (drained) yieldTurn();
+        if (drained && !keyed) yieldTurn();
       },
     };
     // Before any delivery, which takes the granted slots (and may start the next round).

@@ -89,8 +89,9 @@ export class InProcessHost extends SessionHostBase implements SessionHost, Dispa
     cred: { id: string; namespaceId: string; applicationId: string; queueIds: string[] | '*' },
     queueId: string,
     key: string,
+    fields: { concurrency_key?: string } = {},
   ): Promise<SubmitOutcome> {
-    const prepared = normalizeSubmit({ queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { key } });
+    const prepared = normalizeSubmit({ queue_id: queueId, handler: 'h', handler_version: 'v1', payload_version: 'v1', payload: { key }, ...fields });
     return this.submitter.submit({ credential: cred, key, prepared });
   }
 
