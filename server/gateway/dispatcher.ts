@@ -79,7 +79,11 @@ export class Dispatcher {
       if (byPoll) this.polled.add(s);
       fresh.push(s);
     }
-    for (const [app, list] of groupBy(fresh, (s) => s.cred.applicationId)) void this.rounds.all(app, list);
+    // A round that throws (a bug: claimFor reports the database's refusals) is reported, never an
+    // unhandled rejection.
+    for (const [app, list] of groupBy(fresh, (s) => s.cred.applicationId)) {
+      void guarded(this.host, 'claim-round', () => Promise.all(this.rounds.all(app, list)));
+    }
   }
 
   private schedulePoll(): void {
