@@ -80,15 +80,30 @@ async function attemptsOf(...ids: string[]): Promise<string[]> {
   return rows.map((r) => r.task_id as string).sort();
 }
 
-/** Holds the first statement that `at` matches and names `queueId` (the poll's rounds of other
- * sessions pass) until the test releases LOCK; the round's connection lets the lock go at once, so
- * that no pooled connection keeps it for the next test. */
-async function holdFirst(at: RegExp, queueId: string): Promise<{ held: () => number }> {
+/** The statements a test holds a round at. */
+const CANDIDATE_READ = /SELECT w\.task_id AS id/;
+/** The permit update, the first statement of the round's COMMIT text. */
+const COMMIT_TEXT = /^\s*UPDATE queues SET active_attempts = IF/;
+
+/** Two applications, a session of each (a's of `capacity`, with the key capability if `keys`); the
+ * first round of a's queue that sends a statement matching `at` waits there for LOCK, holding
+ * `first` (submitted with `concurrencyKey`, if any). The round's connection lets the lock go as
+ * soon as it has it, so that no pooled connection keeps it for the next test; the poll's rounds of
+ * other sessions pass. */
+async function roundHeldAt(at: RegExp, o: { capacity?: number; keys?: boolean; concurrencyKey?: string } = {}) {
+  const a = await tenant();
+  const b = await tenant();
+  const wa = await connect(a.t, o.capacity, o.keys);
+  const wb = await connect(b.t);
+  await host.dispatcher.idle();
   holder = await db.pool.getConnection();
   await holder.query('DO GET_LOCK(?, 60)', [LOCK]);
+  const queueId = a.t.queues.work!;
   let held = 0;
   tap.setHook((sql) => (at.test(sql) && sql.includes(queueId) && held++ === 0 ? `DO GET_LOCK('${LOCK}', 60), RELEASE_LOCK('${LOCK}')` : null));
-  return { held: () => held };
+  const first = await submit(a, 'first', o.concurrencyKey);
+  await waitFor('the first round to reach the held statement', () => held === 1);
+  return { a, b, wa, wb, first };
 }
 
 async function release(): Promise<void> {
@@ -97,16 +112,7 @@ async function release(): Promise<void> {
 
 describe('claim rounds of one application', () => {
   it('work woken before a round has locked its candidates waits for that round: no second round reads beside it', async () => {
-    const a = await tenant();
-    const b = await tenant();
-    const wa = await connect(a.t);
-    const wb = await connect(b.t);
-    await host.dispatcher.idle();
-
-    // The next round's candidate read waits for LOCK.
-    const hold = await holdFirst(/SELECT w\.task_id AS id/, a.t.queues.work!);
-    const first = await submit(a, 'first');
-    await waitFor('the first round to send its candidate read', () => hold.held() === 1);
+    const { a, b, wa, wb, first } = await roundHeldAt(CANDIDATE_READ);
     // A session of the application that the held round does not serve: its own slots are free.
     const wc = await connect(a.t);
     const second = await submit(a, 'second');
@@ -128,15 +134,7 @@ describe('claim rounds of one application', () => {
   });
 
   it('a round that took all it asked for (a backlog) keeps the turn to its COMMIT: the next one waits and takes a full batch', async () => {
-    const a = await tenant();
-    const b = await tenant();
-    const wa = await connect(a.t, 1);
-    const wb = await connect(b.t);
-    await host.dispatcher.idle();
-
-    const hold = await holdFirst(/^\s*UPDATE queues SET active_attempts = IF/, a.t.queues.work!);
-    const first = await submit(a, 'first');
-    await waitFor('the first round to reach its COMMIT text', () => hold.held() === 1);
+    const { a, b, wa, wb, first } = await roundHeldAt(COMMIT_TEXT, { capacity: 1 });
     // The held round filled its one slot: a session connecting now waits for the next round.
     const wc = await connect(a.t);
     const second = await submit(a, 'second');
@@ -153,15 +151,7 @@ describe('claim rounds of one application', () => {
   });
 
   it('a round that grants a key keeps the turn to its COMMIT, even with slots left', async () => {
-    const a = await tenant();
-    const b = await tenant();
-    const wa = await connect(a.t, 2, true);
-    const wb = await connect(b.t);
-    await host.dispatcher.idle();
-
-    const hold = await holdFirst(/^\s*UPDATE queues SET active_attempts = IF/, a.t.queues.work!);
-    const first = await submit(a, 'first', 'resource-1');
-    await waitFor('the first round to reach its COMMIT text', () => hold.held() === 1);
+    const { a, b, wa, wb, first } = await roundHeldAt(COMMIT_TEXT, { capacity: 2, keys: true, concurrencyKey: 'resource-1' });
     const second = await submit(a, 'second');
     const other = await submit(b, 'other');
     expect((await wb.w.next('task.assign')).task.id).toBe(other);
@@ -176,16 +166,7 @@ describe('claim rounds of one application', () => {
   });
 
   it('beside a round held at its COMMIT the next round runs, and fills only the slots the first did not take', async () => {
-    const a = await tenant();
-    const b = await tenant();
-    const wa = await connect(a.t, 2);
-    const wb = await connect(b.t);
-    await host.dispatcher.idle();
-
-    // The next round's permit update (the first statement of its COMMIT text) waits for LOCK.
-    const hold = await holdFirst(/^\s*UPDATE queues SET active_attempts = IF/, a.t.queues.work!);
-    const first = await submit(a, 'first');
-    await waitFor('the first round to reach its COMMIT text', () => hold.held() === 1);
+    const { a, b, wa, wb, first } = await roundHeldAt(COMMIT_TEXT, { capacity: 2 });
     // The held round has locked `first` and takes one of the two slots; the next round the other.
     const second = await submit(a, 'second');
     expect((await wa.w.next('task.assign')).task.id).toBe(second);
