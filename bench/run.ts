@@ -68,13 +68,25 @@ import { parseProcessCounts, roundOrder, scalingJson, scalingText, type ScalingR
 const argv = process.argv.slice(2);
 const args = new Set(argv);
 const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+/** A count option: a positive integer, so a typo stops the run instead of skipping a scenario. */
+function count(name: string): number | undefined;
+function count(name: string, fallback: number): number;
+function count(name: string, fallback?: number): number | undefined {
+  const v = opt(name);
+  if (v === undefined) return fallback;
+  if (!/^[1-9][0-9]*$/.test(v)) throw new Error(`--${name} must be a positive integer, not ${JSON.stringify(v)}`);
+  return Number(v);
+}
 // `npm run bench --quick` (without `--`) reaches the script as npm_config_quick=true, not argv.
 const quick = args.has('--quick') || process.env.npm_config_quick === 'true';
 const asJson = args.has('--json') || process.env.npm_config_json === 'true';
-const batchSize = Number(opt('batch-size') ?? 100);
+const batchSize = count('batch-size', 100);
 const keyedSubmit = opt('keyed-submit') === 'single' ? 'single' : 'batch';
 const processCounts = parseProcessCounts(opt('processes'));
-const pairs = Number(opt('pairs') ?? 2);
+const pairs = count('pairs', 2);
+const pacedRate = count('paced-rate');
+const hot = count('hot');
+const renews = count('renews', 20_000);
 const warmup = warmupFraction(argv);
 const workerKind = opt('workers') ?? 'node';
 if (workerKind !== 'node' && workerKind !== 'go') throw new Error(`--workers must be node or go, not ${workerKind}`);
@@ -177,7 +189,7 @@ async function main(): Promise<void> {
     const n = quick
       ? { unkeyed: 2000, batch: 3000, keyed: 2000, hot: 300, pacedSecs: 8, idle: 1000, drain: 5000 }
       : { unkeyed: 20000, batch: 20000, keyed: 20000, hot: 2000, pacedSecs: 40, idle: 1000, drain: 20000 };
-    if (opt('hot')) n.hot = Number(opt('hot'));
+    n.hot = hot ?? n.hot;
     const picked = opt('scenarios')?.split(',');
     const wanted = (name: string) => !picked || picked.includes(name);
     const bo: BaselineOptions = quick
@@ -267,9 +279,9 @@ async function main(): Promise<void> {
       if (wanted('keys-1000')) await run({ name: 'keys-1000', count: n.keyed, keys: 1000, submit: keyedSubmit });
       if (wanted('hot-keys-10')) await run({ name: 'hot-keys-10', count: n.hot, keys: 10, submit: keyedSubmit });
       if (wanted('hot-keys-10-preloaded')) await run({ name: 'hot-keys-10-preloaded', count: n.hot, keys: 10, submit: keyedSubmit, preload: true });
-      const pacedRate = opt('paced-rate') ? Number(opt('paced-rate')) : unkeyed ? Math.max(10, Math.round(unkeyed.tasksPerSec / 2)) : null;
-      if (pacedRate && wanted('unkeyed-paced')) {
-        await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(pacedRate * n.pacedSecs)), keys: null, submit: 'single', rate: pacedRate });
+      const rate = pacedRate ?? (unkeyed ? Math.max(10, Math.round(unkeyed.tasksPerSec / 2)) : null);
+      if (rate && wanted('unkeyed-paced')) {
+        await run({ name: 'unkeyed-paced', count: Math.max(200, Math.round(rate * n.pacedSecs)), keys: null, submit: 'single', rate });
       }
       for (const spec of drainSpecs(n.drain, opt)) if (wanted(spec.name)) await run(spec);
     }
@@ -309,7 +321,7 @@ async function main(): Promise<void> {
     let renewFlood: RenewFloodResult | null = null;
     if (!only && wanted('renew-flood')) {
       // One session's renew flood next to other tenants' producers and worker (bench/renew-flood.ts).
-      renewFlood = await runRenewFlood({ url: gw.url, pool, gatewayPid: gw.child.pid }, { renews: Number(opt('renews') ?? 20_000) }, progress);
+      renewFlood = await runRenewFlood({ url: gw.url, pool, gatewayPid: gw.child.pid }, { renews }, progress);
       say(renewFloodText(renewFlood));
     }
 
